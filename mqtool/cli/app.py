@@ -1,0 +1,132 @@
+"""The ``mqtool`` command: typer app, global options, and the one place errors become exit codes.
+
+The user never sees a traceback unless ``--debug`` is given (or ``MQTOOL_DEBUG=1``): every
+``MqError`` is printed as ``mqtool: error: path:position: expected X, found Y``.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import traceback
+from typing import Annotated, Optional
+
+import typer
+
+try:  # typer < 0.26 depends on click; newer releases vendor it
+    from click.exceptions import ClickException
+except ImportError:  # pragma: no cover - depends on the installed typer
+    from typer._click.exceptions import ClickException  # type: ignore[no-redef]
+
+from mqtool import __version__
+from mqtool.cli.exit_codes import ExitCode, exit_code_for
+from mqtool.cli.render import OutputClosed
+from mqtool.errors import MqError
+
+app = typer.Typer(
+    name="mqtool",
+    help="Offline operations toolkit for message-queue store directories (RocketMQ, Kafka, Jafka, MetaQ).",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+_state = {"debug": False}
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"mqtool {__version__}")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _root(
+    debug: Annotated[bool, typer.Option("--debug", help="Show Python tracebacks on errors.")] = False,
+    version: Annotated[
+        Optional[bool], typer.Option("--version", callback=_version, is_eager=True, help="Print the version and exit.")
+    ] = None,
+) -> None:
+    """Offline operations toolkit for message-queue store directories.
+
+    Exit codes: 0 clean, 1 findings (or a plan with work to do), 2 usage, 3 I/O error or not a
+    store, 4 unsupported, 70 internal error, 75 busy (another run holds the lock), 130 interrupted.
+    """
+    if debug:
+        _state["debug"] = True
+
+
+def _register_commands() -> None:
+    # Imported here so each command module registers itself on ``app``.
+    from mqtool.cli import cmd_dump, cmd_info, cmd_query  # noqa: F401
+
+
+_register_commands()
+
+
+def _debug_requested(argv: list[str]) -> bool:
+    return _state["debug"] or "--debug" in argv or os.environ.get("MQTOOL_DEBUG") == "1"
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = list(sys.argv[1:] if argv is None else argv)
+    code = run(args)
+    sys.exit(int(code))
+
+
+def run(args: list[str]) -> int:
+    """Run the CLI with ``args``; return the exit code (never raises, never prints a traceback
+    unless debugging)."""
+    command = typer.main.get_command(app)
+    try:
+        result = command.main(args=args, prog_name="mqtool", standalone_mode=False)
+        return int(result) if isinstance(result, int) else ExitCode.OK
+    except typer.Exit as exc:
+        return exc.exit_code
+    except typer.Abort:
+        sys.stderr.write("mqtool: interrupted\n")
+        return ExitCode.INTERRUPTED
+    except ClickException as exc:
+        exc.show()
+        return ExitCode.USAGE
+    except (OutputClosed, BrokenPipeError):
+        _silence_stdout()
+        return ExitCode.OK
+    except KeyboardInterrupt:
+        sys.stderr.write("mqtool: interrupted\n")
+        return ExitCode.INTERRUPTED
+    except MqError as exc:
+        if _debug_requested(args):
+            traceback.print_exc()
+        _report(f"{exc}")
+        return exit_code_for(exc)
+    except OSError as exc:
+        if _debug_requested(args):
+            traceback.print_exc()
+        where = f"{exc.filename}: " if exc.filename else ""
+        _report(f"{where}{exc.strerror or exc}")
+        return ExitCode.IO
+    except Exception as exc:  # the last line of defence: a bug in mqtool
+        if _debug_requested(args):
+            traceback.print_exc()
+        _report(f"internal error ({type(exc).__name__}: {exc}); rerun with --debug for the traceback and report it")
+        return ExitCode.INTERNAL
+
+
+def _report(message: str) -> None:
+    try:
+        sys.stderr.write(f"mqtool: error: {message}\n")
+        sys.stderr.flush()
+    except (BrokenPipeError, ValueError):
+        pass
+
+
+def _silence_stdout() -> None:
+    """After EPIPE, point stdout at /dev/null so the interpreter's final flush stays quiet."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):
+        pass

@@ -1,0 +1,215 @@
+"""The one renderer: tables for humans, JSON documents and JSON lines for machines.
+
+* stdout carries data, stderr diagnostics and progress.
+* JSON is written with ``json.dumps`` (never through rich): one document for report commands,
+  one object per line for streaming commands.  ``--format json`` on a streaming command writes
+  one JSON array, streamed element by element (memory stays flat).
+* Tables go through rich, which drops colour when ``NO_COLOR`` is set or stdout is not a TTY.
+  Streaming tables are written as aligned plain lines so a million rows cost no memory.
+"""
+
+from __future__ import annotations
+
+import base64
+import enum
+import json
+import os
+import sys
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable, Iterator, TextIO
+
+from rich.console import Console
+
+
+class OutputClosed(Exception):
+    """stdout was closed by the reader (``mqtool dump ... | head``): stop quietly."""
+
+
+class OutputFormat(str, enum.Enum):
+    table = "table"
+    json = "json"
+    jsonl = "jsonl"
+
+
+class BodyDecode(str, enum.Enum):
+    base64 = "base64"
+    utf8 = "utf8"
+    hex = "hex"
+    none = "none"
+
+
+def encode_bytes(data: bytes | None, mode: BodyDecode | str = BodyDecode.base64) -> str | None:
+    """Bytes for JSON/table output.  ``utf8`` falls back to ``\\x`` escapes for invalid bytes."""
+    if data is None:
+        return None
+    mode = BodyDecode(mode)
+    if mode is BodyDecode.none:
+        return None
+    if mode is BodyDecode.hex:
+        return data.hex()
+    if mode is BodyDecode.utf8:
+        return data.decode("utf-8", "backslashreplace")
+    return base64.b64encode(data).decode("ascii")
+
+
+@dataclass(frozen=True)
+class Column:
+    key: str
+    header: str
+    width: int = 0  # 0: the last, free-width column
+    align: str = "<"
+
+
+def _json_default(obj: Any) -> Any:
+    if isinstance(obj, (bytes, bytearray, memoryview)):
+        return base64.b64encode(bytes(obj)).decode("ascii")
+    if isinstance(obj, enum.Enum):
+        return obj.value
+    if isinstance(obj, os.PathLike):
+        return os.fspath(obj)
+    if isinstance(obj, (set, frozenset, tuple)):
+        return list(obj)
+    raise TypeError(f"not JSON serialisable: {type(obj).__name__}")
+
+
+def dumps(obj: Any, *, indent: int | None = None) -> str:
+    return json.dumps(obj, default=_json_default, ensure_ascii=False, indent=indent)
+
+
+class Renderer:
+    def __init__(
+        self,
+        fmt: OutputFormat | str = OutputFormat.table,
+        *,
+        stdout: TextIO | None = None,
+        stderr: TextIO | None = None,
+        quiet: bool = False,
+    ) -> None:
+        self.fmt = OutputFormat(fmt)
+        self.out = stdout or sys.stdout
+        self.err = stderr or sys.stderr
+        self.quiet = quiet
+        self.console = Console(file=self.out, highlight=False, soft_wrap=False)
+        self.err_console = Console(file=self.err, highlight=False, stderr=True)
+
+    # --- documents (report commands) ---------------------------------------------------
+    def document(self, doc: Any, table: Callable[[Console], None]) -> None:
+        try:
+            self._document(doc, table)
+        except BrokenPipeError:
+            raise OutputClosed() from None
+
+    def _document(self, doc: Any, table: Callable[[Console], None]) -> None:
+        if self.fmt is OutputFormat.json:
+            self.out.write(dumps(doc, indent=2) + "\n")
+        elif self.fmt is OutputFormat.jsonl:
+            self.out.write(dumps(doc) + "\n")
+        else:
+            table(self.console)
+        self.out.flush()
+
+    # --- streams (dump, query, findings) ------------------------------------------------
+    def stream(self, rows: Iterable[dict], columns: list[Column]) -> int:
+        """Write rows as they come; returns how many were written."""
+        try:
+            return self._stream(rows, columns)
+        except BrokenPipeError:
+            raise OutputClosed() from None
+
+    def _stream(self, rows: Iterable[dict], columns: list[Column]) -> int:
+        count = 0
+        write = self.out.write
+        if self.fmt is OutputFormat.jsonl:
+            for row in rows:
+                write(dumps(row))
+                write("\n")
+                count += 1
+        elif self.fmt is OutputFormat.json:
+            write("[")
+            for row in rows:
+                write(",\n " if count else "\n ")
+                write(dumps(row))
+                count += 1
+            write("\n]\n" if count else "]\n")
+        else:
+            header_done = False
+            for row in rows:
+                if not header_done:
+                    write(_line({c.key: c.header for c in columns}, columns) + "\n")
+                    header_done = True
+                write(_line(row, columns) + "\n")
+                count += 1
+        self.out.flush()
+        return count
+
+    # --- diagnostics ---------------------------------------------------------------------
+    def warn(self, message: str) -> None:
+        if not self.quiet:
+            self.err.write(f"mqtool: {message}\n")
+            self.err.flush()
+
+    def error(self, message: str) -> None:
+        self.err.write(f"mqtool: error: {message}\n")
+        self.err.flush()
+
+    @contextmanager
+    def progress(self, total: int, description: str, *, streaming: bool = False) -> Iterator[Callable[[int], None]]:
+        """A byte progress bar on stderr when a person is watching, else a no-op.
+
+        Shown only when stderr is a TTY and (for streaming commands) stdout is not the same
+        terminal, and never in JSON modes of report commands.
+        """
+        enabled = (
+            not self.quiet
+            and _isatty(self.err)
+            and (not streaming or not _isatty(self.out))
+            and (streaming or self.fmt is OutputFormat.table)
+            and total > 0
+        )
+        if not enabled:
+            yield lambda n: None
+            return
+        from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn, TransferSpeedColumn
+
+        with Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            DownloadColumn(),
+            TransferSpeedColumn(),
+            TimeRemainingColumn(),
+            console=self.err_console,
+            transient=True,
+        ) as bar:
+            task = bar.add_task(description, total=total)
+            yield lambda n: bar.advance(task, n)
+
+
+def _isatty(stream: TextIO) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, dict):
+        return ",".join(f"{k}={v}" for k, v in value.items())
+    if isinstance(value, (list, tuple)):
+        return ",".join(str(v) for v in value)
+    return str(value)
+
+
+def _line(row: dict, columns: list[Column]) -> str:
+    parts = []
+    for col in columns:
+        text = _cell(row.get(col.key))
+        if col.width:
+            if len(text) > col.width:
+                text = text[: col.width - 1] + "…"
+            parts.append(f"{text:{col.align}{col.width}}")
+        else:
+            parts.append(text)
+    return "  ".join(parts).rstrip()

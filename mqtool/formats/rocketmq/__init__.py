@@ -1,0 +1,1 @@
+"""Apache RocketMQ on-disk formats (pure: bytes <-> frozen dataclasses)."""

@@ -1,0 +1,148 @@
+"""Read-only file access for every layout.
+
+Reading never writes: files are opened ``O_RDONLY`` (``O_NONBLOCK`` so a FIFO planted in a store
+cannot hang us, then rejected because it is not a regular file) and read with ``pread`` in bounded
+chunks.  We do not ``mmap``: a file truncated by another process while mapped would kill the
+process with SIGBUS, and bounded ``pread`` keeps memory flat whatever the file size.
+
+A ``ReadOnlyFile`` snapshots the file size when opened; bytes appended later are not read (a
+file that grows while we read it is reported as it was), and a file that shrinks turns into a
+short read reported as ``StoreIOError`` naming the position.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+from pathlib import Path
+from typing import Iterator
+
+from mqtool.errors import StoreIOError, StoreLayoutError
+
+#: Default chunk for streaming reads.
+CHUNK_SIZE = 8 << 20
+
+
+class ReadOnlyFile:
+    """A regular file opened read-only with a size fixed at open time."""
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = Path(path)
+        try:
+            fd = os.open(self.path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+        except OSError as exc:
+            raise StoreIOError.from_os_error(exc, self.path) from None
+        try:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode):
+                raise StoreLayoutError(expected="a regular file", found=_kind(st.st_mode), path=self.path)
+        except BaseException:
+            os.close(fd)
+            raise
+        self._fd: int | None = fd
+        self.size = st.st_size
+        self.mtime = st.st_mtime
+        self.stat = st
+
+    def pread(self, position: int, size: int) -> bytes:
+        """Up to ``size`` bytes at ``position`` (fewer only at the snapshot's end)."""
+        if self._fd is None:
+            raise StoreIOError("file already closed", path=self.path)
+        size = max(0, min(size, self.size - position))
+        if size == 0:
+            return b""
+        try:
+            data = os.pread(self._fd, size, position)
+        except OSError as exc:
+            raise StoreIOError(exc.strerror or str(exc), path=self.path, position=position) from None
+        if len(data) < size:
+            # The file shrank since we opened it (truncated by someone else).
+            raise StoreIOError(
+                "file shrank while being read",
+                path=self.path,
+                position=position + len(data),
+                expected=f"{size} bytes (size at open {self.size})",
+                found=f"{len(data)} bytes",
+            )
+        return data
+
+    def read_all(self, limit: int = 64 << 20) -> bytes:
+        """The whole file, for small files only (configs, checkpoints, indexes under ``limit``)."""
+        if self.size > limit:
+            raise StoreLayoutError(
+                "file too large to read at once", path=self.path, expected=f"at most {limit} bytes", found=f"{self.size} bytes"
+            )
+        return self.pread(0, self.size)
+
+    def iter_chunks(self, start: int = 0, chunk: int = CHUNK_SIZE) -> Iterator[tuple[int, bytes]]:
+        pos = start
+        while pos < self.size:
+            data = self.pread(pos, chunk)
+            yield pos, data
+            pos += len(data)
+
+    def close(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+    def __enter__(self) -> "ReadOnlyFile":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def open_readonly(path: str | os.PathLike[str]) -> ReadOnlyFile:
+    return ReadOnlyFile(path)
+
+
+def read_small_file(path: str | os.PathLike[str], limit: int = 64 << 20) -> bytes:
+    with ReadOnlyFile(path) as f:
+        return f.read_all(limit)
+
+
+def _kind(mode: int) -> str:
+    if stat.S_ISDIR(mode):
+        return "a directory"
+    if stat.S_ISFIFO(mode):
+        return "a FIFO"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device file"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return "not a regular file"
+
+
+def safe_listdir(path: Path) -> list[str]:
+    """``os.listdir`` sorted, with OS errors turned into ``StoreIOError``."""
+    try:
+        return sorted(os.listdir(path))
+    except FileNotFoundError:
+        return []
+    except OSError as exc:
+        if exc.errno == errno.ENOTDIR:
+            return []
+        raise StoreIOError.from_os_error(exc, path) from None
+
+
+def is_regular_file(path: Path) -> bool:
+    try:
+        return stat.S_ISREG(os.stat(path).st_mode)
+    except OSError:
+        return False
+
+
+def is_directory(path: Path) -> bool:
+    try:
+        return stat.S_ISDIR(os.stat(path).st_mode)
+    except OSError:
+        return False
+
+
+def file_size(path: Path) -> int:
+    try:
+        return os.stat(path).st_size
+    except OSError as exc:
+        raise StoreIOError.from_os_error(exc, path) from None

@@ -1,0 +1,327 @@
+"""RocketMQ store root: detection, segment lists, and streaming record reads.
+
+A store root holds ``commitlog/``, ``consumequeue/<topic>/<queueId>/``, ``index/``, ``checkpoint``,
+``abort``, ``lock`` and ``config/`` (spec §1).  Segment files are named by the 20-digit offset
+of their first byte; the CommitLog file size is detected from the files (the most common size
+among non-empty files) unless the caller gives it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterator
+
+from mqtool.errors import CorruptDataError, MqError, StoreLayoutError
+from mqtool.formats.rocketmq.commitlog import DataEnd, MessageRecord, RecordWalker, decode_message, peek_record
+from mqtool.store.files import CHUNK_SIZE, ReadOnlyFile, file_size, is_directory, is_regular_file, safe_listdir
+
+SEGMENT_NAME = re.compile(r"^\d{20}$")
+INDEX_NAME = re.compile(r"^\d{17}$")
+
+#: Largest record mqtool will read (maxMessageSize is 4 MiB by default; the broker allows
+#: body + 64 KiB).  Anything bigger is a corrupt length field, never an allocation.
+MAX_RECORD_SIZE = 64 << 20
+
+DEFAULT_COMMITLOG_FILE_SIZE = 1 << 30
+DEFAULT_CQ_FILE_SIZE = 6_000_000
+
+ROOT_MARKERS = ("commitlog", "consumequeue", "index", "checkpoint", "config")
+
+
+@dataclass(frozen=True)
+class Segment:
+    """One segment file: its path, the offset in its name, and its size on disk."""
+
+    path: Path
+    base: int
+    size: int
+    mtime: float
+
+    @property
+    def name(self) -> str:
+        return self.path.name
+
+
+@dataclass
+class RocketMQStore:
+    root: Path
+    commitlog_dir: Path
+    commitlog: list[Segment]
+    commitlog_file_size: int | None
+    consumequeue_dir: Path
+    index_dir: Path
+    config_dir: Path
+    unexpected: list[Path] = field(default_factory=list)
+
+    @property
+    def checkpoint_path(self) -> Path:
+        return self.root / "checkpoint"
+
+    @property
+    def abort_path(self) -> Path:
+        return self.root / "abort"
+
+    @property
+    def lock_path(self) -> Path:
+        return self.root / "lock"
+
+    @property
+    def has_abort(self) -> bool:
+        return self.abort_path.exists()
+
+    @property
+    def commitlog_min_offset(self) -> int:
+        return self.commitlog[0].base if self.commitlog else 0
+
+    def queues(self) -> list[tuple[str, int]]:
+        """``(topic, queue_id)`` for every ConsumeQueue directory (non-numeric ids skipped)."""
+        found = []
+        for topic in safe_listdir(self.consumequeue_dir):
+            tdir = self.consumequeue_dir / topic
+            if not is_directory(tdir):
+                continue
+            for qid in safe_listdir(tdir):
+                if qid.lstrip("-").isdigit() and is_directory(tdir / qid):
+                    found.append((topic, int(qid)))
+        return found
+
+    def cq_segments(self, topic: str, queue_id: int) -> list[Segment]:
+        return list_segments(self.consumequeue_dir / topic / str(queue_id))
+
+    def index_files(self) -> list[Path]:
+        return [self.index_dir / n for n in safe_listdir(self.index_dir) if is_regular_file(self.index_dir / n)]
+
+    def config_file(self, name: str) -> Path | None:
+        path = self.config_dir / name
+        return path if is_regular_file(path) else None
+
+    def commitlog_segment_for(self, commitlog_offset: int) -> tuple[Segment, int] | None:
+        """The CommitLog file holding ``commitlog_offset`` and the position inside it."""
+        for seg in reversed(self.commitlog):
+            if seg.base <= commitlog_offset:
+                pos = commitlog_offset - seg.base
+                if pos < max(seg.size, 1):
+                    return seg, pos
+                return None
+        return None
+
+
+def list_segments(directory: Path) -> list[Segment]:
+    """Files named by 20-digit offsets, sorted by offset (other names are ignored)."""
+    segments = []
+    for name in safe_listdir(directory):
+        if not SEGMENT_NAME.match(name):
+            continue
+        path = directory / name
+        if not is_regular_file(path):
+            continue
+        st = path.stat()
+        segments.append(Segment(path, int(name), st.st_size, st.st_mtime))
+    segments.sort(key=lambda s: s.base)
+    return segments
+
+
+def unexpected_entries(directory: Path) -> list[Path]:
+    return [directory / n for n in safe_listdir(directory) if not SEGMENT_NAME.match(n)]
+
+
+def detect_file_size(segments: list[Segment]) -> int | None:
+    sizes = Counter(s.size for s in segments if s.size > 0)
+    if not sizes:
+        return None
+    return sizes.most_common(1)[0][0]
+
+
+def is_rocketmq_root(path: Path) -> bool:
+    if not is_directory(path):
+        return False
+    if is_directory(path / "commitlog"):
+        return True
+    markers = sum(1 for m in ROOT_MARKERS if (path / m).exists())
+    return markers >= 2 and (is_directory(path / "consumequeue") or is_regular_file(path / "checkpoint"))
+
+
+def find_rocketmq_root(path: Path) -> Path | None:
+    """The store root for ``path``: the root itself, or a root above a family dir or file."""
+    path = Path(path)
+    for candidate in [path, *path.parents][:5]:
+        if is_rocketmq_root(candidate):
+            return candidate
+    return None
+
+
+def open_store(path: str | Path, *, commitlog_file_size: int | None = None) -> RocketMQStore:
+    """Open a RocketMQ store root (read-only); ``StoreLayoutError`` if it is not one."""
+    root = Path(path)
+    if not root.exists():
+        raise StoreLayoutError("no such file or directory", path=root)
+    if not is_rocketmq_root(root):
+        raise StoreLayoutError(
+            expected="a RocketMQ store root (commitlog/, consumequeue/, index/, checkpoint, config/)",
+            found="none of them",
+            path=root,
+        )
+    if (root / "consumequeue" / "CURRENT").exists():
+        from mqtool.errors import UnsupportedFormatError
+
+        raise UnsupportedFormatError(
+            "RocksDB ConsumeQueue (storeType=defaultRocksDB) is not supported",
+            path=root / "consumequeue",
+            expected="consumequeue/<topic>/<queueId>/ files",
+            found="a RocksDB database",
+        )
+    cl_dir = root / "commitlog"
+    segments = list_segments(cl_dir)
+    size = commitlog_file_size or detect_file_size(segments)
+    return RocketMQStore(
+        root=root,
+        commitlog_dir=cl_dir,
+        commitlog=segments,
+        commitlog_file_size=size,
+        consumequeue_dir=root / "consumequeue",
+        index_dir=root / "index",
+        config_dir=root / "config",
+        unexpected=unexpected_entries(cl_dir),
+    )
+
+
+# --- streaming reads ------------------------------------------------------------------------
+
+
+class CommitLogFileWalk:
+    """Stream ``(position, MessageRecord)`` from one CommitLog file in bounded chunks.
+
+    After iteration: ``end`` is the clean end (``DataEnd`` with file positions), or ``error`` is
+    the ``CorruptDataError`` (located in the file) of the first broken record, at ``failed_at``.
+    """
+
+    def __init__(
+        self,
+        f: ReadOnlyFile,
+        start: int = 0,
+        *,
+        check_crc: bool = True,
+        chunk: int = CHUNK_SIZE,
+        max_record_size: int = MAX_RECORD_SIZE,
+    ) -> None:
+        self.f = f
+        self.start = start
+        self.check_crc = check_crc
+        self.chunk = chunk
+        self.max_record_size = max_record_size
+        self.end: DataEnd | None = None
+        self.error: MqError | None = None
+        self.failed_at: int | None = None
+        self.count = 0
+
+    @property
+    def valid_end(self) -> int:
+        """Position where the valid records stop."""
+        if self.end is not None:
+            return self.end.position
+        return self.failed_at if self.failed_at is not None else self.start
+
+    def __iter__(self) -> Iterator[tuple[int, MessageRecord]]:
+        f = self.f
+        base = self.start
+        want = self.chunk
+        while True:
+            data = f.pread(base, want)
+            want = self.chunk
+            walker = RecordWalker(data, 0, check_crc=self.check_crc)
+            try:
+                for pos, record in walker:
+                    self.count += 1
+                    yield base + pos, record
+            except MqError as exc:
+                self.failed_at = base + (walker.failed_at or 0)
+                self.error = exc.at(f.path, base)
+                return
+            end = walker.end
+            assert end is not None
+            more_in_file = base + len(data) < f.size
+            if end.kind in ("partial", "eof") and more_in_file:
+                if end.kind == "partial" and end.position == 0:
+                    if end.length > self.max_record_size:
+                        self.failed_at = base
+                        self.error = CorruptDataError(
+                            path=f.path,
+                            position=base,
+                            expected=f"TOTALSIZE at most {self.max_record_size} (largest record mqtool reads)",
+                            found=str(end.length),
+                        )
+                        return
+                    want = max(end.length, self.chunk)
+                base += end.position
+                continue
+            self.end = DataEnd(end.kind, base + end.position, end.length)
+            return
+
+
+def read_record_at(f: ReadOnlyFile, position: int, *, check_crc: bool = True, max_record_size: int = MAX_RECORD_SIZE) -> MessageRecord:
+    """Decode the single record at ``position`` of an open CommitLog file."""
+    try:
+        head = f.pread(position, 8)
+        total, _magic = peek_record(head, 0)
+        if total > max_record_size:
+            raise CorruptDataError(position=0, expected=f"TOTALSIZE at most {max_record_size}", found=str(total))
+        data = f.pread(position, max(total, 8))
+        return decode_message(data, 0, check_crc=check_crc)
+    except MqError as exc:
+        raise exc.at(f.path, position) from None
+
+
+class CommitLogReader:
+    """Random access to records by commitlog offset, keeping the last file open."""
+
+    def __init__(self, store: RocketMQStore, *, check_crc: bool = True) -> None:
+        self.store = store
+        self.check_crc = check_crc
+        self._open: tuple[Path, ReadOnlyFile] | None = None
+
+    def _file(self, seg: Segment) -> ReadOnlyFile:
+        if self._open is None or self._open[0] != seg.path:
+            self.close()
+            self._open = (seg.path, ReadOnlyFile(seg.path))
+        return self._open[1]
+
+    def read(self, commitlog_offset: int) -> MessageRecord:
+        found = self.store.commitlog_segment_for(commitlog_offset)
+        if found is None:
+            raise StoreLayoutError(
+                expected=f"a commitlog offset inside the CommitLog [{self.store.commitlog_min_offset}, {commitlog_end(self.store)})",
+                found=str(commitlog_offset),
+                path=self.store.commitlog_dir,
+            )
+        seg, pos = found
+        return read_record_at(self._file(seg), pos, check_crc=self.check_crc)
+
+    def close(self) -> None:
+        if self._open is not None:
+            self._open[1].close()
+            self._open = None
+
+    def __enter__(self) -> "CommitLogReader":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def commitlog_end(store: RocketMQStore) -> int:
+    """Upper bound of the CommitLog address space (last file base + its size)."""
+    if not store.commitlog:
+        return 0
+    last = store.commitlog[-1]
+    return last.base + last.size
+
+
+def queue_dir(store: RocketMQStore, topic: str, queue_id: int) -> Path:
+    return store.consumequeue_dir / topic / str(queue_id)
+
+
+def segment_size_or_zero(path: Path) -> int:
+    return file_size(path) if path.exists() else 0
