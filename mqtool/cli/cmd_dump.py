@@ -12,6 +12,7 @@ from mqtool.cli.common import DecodeOpt, FormatOpt, JsonlOpt, JsonOpt, renderer
 from mqtool.cli.exit_codes import ExitCode
 from mqtool.cli.render import BodyDecode, Column, OutputFormat
 from mqtool.cli.rows import iso_ms, message_row, parse_time
+from mqtool.errors import MqError
 from mqtool.ops import dump as ops_dump
 
 dump_app = typer.Typer(help="Dump the records of a file family (streaming; every field in JSON).", no_args_is_help=True)
@@ -95,3 +96,191 @@ def _finish(out, problems) -> int:
         out.warn("the data stops being valid at the position(s) above; `mqtool validate` explains the damage")
         return ExitCode.FINDINGS
     return ExitCode.OK
+
+
+CQ_COLUMNS = [
+    Column("topic", "TOPIC", 24),
+    Column("queue_id", "QID", 4, ">"),
+    Column("queue_offset", "QOFFSET", 10, ">"),
+    Column("commit_log_offset", "COMMITLOG OFFSET", 16, ">"),
+    Column("size", "SIZE", 10, ">"),
+    Column("tags_code", "TAGS CODE", 20, ">"),
+    Column("kind", "KIND"),
+]
+
+
+@dump_app.command("consumequeue")
+def dump_consumequeue(
+    path: PathArg,
+    topic: TopicOpt = None,
+    queue_id: QueueOpt = None,
+    from_offset: Annotated[Optional[int], typer.Option("--from-offset", min=0, help="Start at this queue offset.")] = None,
+    limit: LimitOpt = None,
+    fmt: FormatOpt = OutputFormat.table,
+    as_json: JsonOpt = False,
+    as_jsonl: JsonlOpt = False,
+) -> int:
+    """ConsumeQueue units: queue offset, commitlog offset, size, tagsCode (fillers and ext addresses marked)."""
+    out = renderer(fmt, as_json, as_jsonl)
+    targets = ops_dump.consumequeue_targets(path, topic=topic, queue_id=queue_id)
+    engine = ops_dump.QueueDump(targets, from_offset, limit)
+
+    def rows():
+        for target, qu in engine:
+            unit = qu.unit
+            kind = "filler" if unit.is_filler else ("ext-address" if unit.has_ext_address else "message")
+            yield {
+                "file": str(qu.segment.path),
+                "position": qu.position,
+                "topic": target.topic,
+                "queue_id": target.queue_id,
+                "queue_offset": qu.queue_offset,
+                "commit_log_offset": unit.commit_log_offset,
+                "size": unit.size,
+                "tags_code": unit.tags_code,
+                "ext_offset": unit.ext_offset,
+                "kind": kind,
+            }
+
+    out.stream(rows(), CQ_COLUMNS)
+    for target, seg, end in engine.ends:
+        if end.kind == "invalid":
+            out.warn(f"{seg.path}:{end.position}: queue ends at a unit that is neither valid nor zero: {end.unit}")
+        elif end.kind == "partial":
+            out.warn(f"{seg.path}:{end.position}: {end.length} trailing bytes, less than a 20-byte unit")
+    return ExitCode.OK
+
+
+INDEX_COLUMNS = [
+    Column("number", "ENTRY", 9, ">"),
+    Column("slot", "SLOT", 9, ">"),
+    Column("key_hash", "KEY HASH", 11, ">"),
+    Column("phy_offset", "COMMITLOG OFFSET", 16, ">"),
+    Column("time", "TIME", 23),
+    Column("prev_index", "PREV", 9, ">"),
+    Column("file", "FILE"),
+]
+
+
+@dump_app.command("index")
+def dump_index(
+    path: PathArg,
+    limit: LimitOpt = None,
+    header_only: Annotated[bool, typer.Option("--header-only", help="Only the 40-byte headers.")] = False,
+    index_slots: Annotated[Optional[int], typer.Option("--index-hash-slots", help="maxHashSlotNum when not inferable.")] = None,
+    index_num: Annotated[Optional[int], typer.Option("--index-num", help="maxIndexNum when not inferable.")] = None,
+    fmt: FormatOpt = OutputFormat.table,
+    as_json: JsonOpt = False,
+    as_jsonl: JsonlOpt = False,
+) -> int:
+    """IndexFile headers and entries (key hash, slot, commitlog offset, time, previous entry)."""
+    out = renderer(fmt, as_json, as_jsonl)
+    engine = ops_dump.IndexDump(ops_dump.index_targets(path), index_slots, index_num, limit)
+    table = out.fmt is OutputFormat.table
+
+    def header_row(p, h, geo):
+        return {
+            "record": "header",
+            "file": str(p),
+            "begin_timestamp": h.begin_timestamp,
+            "end_timestamp": h.end_timestamp,
+            "begin_phy_offset": h.begin_phy_offset,
+            "end_phy_offset": h.end_phy_offset,
+            "hash_slot_count": h.hash_slot_count,
+            "index_count": h.index_count,
+            "hash_slot_num": geo.hash_slot_num,
+            "index_num": geo.index_num,
+        }
+
+    def rows():
+        seen = 0
+        for row in engine:
+            while seen < len(engine.headers):
+                if not table:
+                    yield header_row(*engine.headers[seen])
+                seen += 1
+            if header_only:
+                continue
+            yield {
+                "record": "entry",
+                "file": str(row.path),
+                "position": row.position,
+                "number": row.number,
+                "slot": row.slot,
+                "key_hash": row.entry.key_hash,
+                "phy_offset": row.entry.phy_offset,
+                "time_diff": row.entry.time_diff,
+                "timestamp": row.timestamp,
+                "time": iso_ms(row.timestamp) if table else None,
+                "prev_index": row.entry.prev_index,
+            }
+        if not table:
+            for h in engine.headers[seen:]:
+                yield header_row(*h)
+
+    out.stream(rows(), INDEX_COLUMNS)
+    if table:
+        for p, h, geo in engine.headers:
+            out.warn(
+                f"{p}: {max(h.index_count - 1, 0)} entries, {h.hash_slot_count} used slots of {geo.hash_slot_num}, "
+                f"time {iso_ms(h.begin_timestamp)} .. {iso_ms(h.end_timestamp)}, commitlog {h.begin_phy_offset} .. {h.end_phy_offset}"
+            )
+    return _finish(out, engine.problems)
+
+
+@dump_app.command("checkpoint")
+def dump_checkpoint(
+    path: PathArg,
+    fmt: FormatOpt = OutputFormat.table,
+    as_json: JsonOpt = False,
+    as_jsonl: JsonlOpt = False,
+) -> int:
+    """The checkpoint file: flush timestamps (and 5.x offsets) with the recovery bounds derived from them."""
+    out = renderer(fmt, as_json, as_jsonl)
+    cp_path, cp = ops_dump.read_checkpoint(path)
+    doc = {
+        "file": str(cp_path),
+        "physic_msg_timestamp": cp.physic_msg_timestamp,
+        "logics_msg_timestamp": cp.logics_msg_timestamp,
+        "index_msg_timestamp": cp.index_msg_timestamp,
+        "master_flushed_offset": cp.master_flushed_offset,
+        "confirm_phy_offset": cp.confirm_phy_offset,
+        "min_timestamp": cp.min_timestamp(),
+        "min_timestamp_index": cp.min_timestamp_index(),
+    }
+
+    def table(console):
+        for k, v in doc.items():
+            shown = f"{v}  ({iso_ms(v)})" if k.endswith("timestamp") or k.startswith("min_timestamp") else v
+            console.print(f"[bold]{k:<24}[/bold] {shown}")
+
+    out.document(doc, table)
+    return ExitCode.OK
+
+
+@dump_app.command("config")
+def dump_config(
+    path: PathArg,
+    fmt: FormatOpt = OutputFormat.table,
+    as_json: JsonOpt = False,
+    as_jsonl: JsonlOpt = False,
+) -> int:
+    """config/*.json as JSON (fastjson's unquoted integer keys made valid)."""
+    out = renderer(fmt, as_json, as_jsonl)
+    docs = []
+    problems = []
+    for p in ops_dump.config_files(path):
+        try:
+            docs.append({"file": str(p), "content": ops_dump.read_config(p)})
+        except MqError as exc:
+            problems.append(exc)
+
+    def table(console):
+        from rich.json import JSON
+
+        for d in docs:
+            console.print(f"[bold]{d['file']}[/bold]")
+            console.print(JSON.from_data(d["content"]))
+
+    out.document(docs, table)
+    return _finish(out, problems)

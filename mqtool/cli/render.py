@@ -73,7 +73,14 @@ def _json_default(obj: Any) -> Any:
     raise TypeError(f"not JSON serialisable: {type(obj).__name__}")
 
 
+_LINE_ENCODER = json.JSONEncoder(ensure_ascii=False, default=_json_default)
+
+
 def dumps(obj: Any, *, indent: int | None = None) -> str:
+    """JSON text; one reused encoder for single lines (``json.dumps`` with options builds a new
+    encoder on every call, which showed up as a third of ``dump --jsonl``)."""
+    if indent is None:
+        return _LINE_ENCODER.encode(obj)
     return json.dumps(obj, default=_json_default, ensure_ascii=False, indent=indent)
 
 
@@ -121,9 +128,9 @@ class Renderer:
         count = 0
         write = self.out.write
         if self.fmt is OutputFormat.jsonl:
+            encode = _LINE_ENCODER.encode
             for row in rows:
-                write(dumps(row))
-                write("\n")
+                write(encode(row) + "\n")
                 count += 1
         elif self.fmt is OutputFormat.json:
             write("[")
@@ -192,14 +199,21 @@ def _isatty(stream: TextIO) -> bool:
         return False
 
 
+#: The free last column of a streamed table is cut here so one row stays one line.
+LAST_COLUMN_WIDTH = 100
+_CONTROL = {i: f"\\x{i:02x}" for i in range(32)} | {0x7F: "\\x7f", 0x09: "\\t", 0x0A: "\\n", 0x0D: "\\r"}
+
+
 def _cell(value: Any) -> str:
     if value is None:
         return "-"
     if isinstance(value, dict):
-        return ",".join(f"{k}={v}" for k, v in value.items())
-    if isinstance(value, (list, tuple)):
-        return ",".join(str(v) for v in value)
-    return str(value)
+        text = ",".join(f"{k}={v}" for k, v in value.items())
+    elif isinstance(value, (list, tuple)):
+        text = ",".join(str(v) for v in value)
+    else:
+        text = str(value)
+    return text.translate(_CONTROL)
 
 
 def _line(row: dict, columns: list[Column]) -> str:
@@ -211,5 +225,7 @@ def _line(row: dict, columns: list[Column]) -> str:
                 text = text[: col.width - 1] + "…"
             parts.append(f"{text:{col.align}{col.width}}")
         else:
+            if len(text) > LAST_COLUMN_WIDTH:
+                text = text[: LAST_COLUMN_WIDTH - 1] + "…"
             parts.append(text)
     return "  ".join(parts).rstrip()

@@ -9,7 +9,7 @@ import typer
 
 from mqtool.cli.render import BodyDecode, encode_bytes
 from mqtool.errors import hexint
-from mqtool.formats.rocketmq.commitlog import MessageRecord, decompress_body
+from mqtool.ops.dump import body_bytes
 
 
 def iso_ms(ms: int | None) -> str | None:
@@ -42,11 +42,9 @@ def parse_time(text: str | None, option: str) -> int | None:
 
 
 def message_row(
-    record: MessageRecord, *, file: str, position: int, address: int, decode: BodyDecode, uncompress: bool = False
+    record, *, file: str, position: int, address: int, decode: BodyDecode, uncompress: bool = False
 ) -> dict:
-    body = record.body
-    if uncompress and record.compressed:
-        body = decompress_body(record)
+    body = body_bytes(record, uncompress)
     return {
         "file": file,
         "position": position,

@@ -11,10 +11,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator
 
-from mqtool.errors import MqError, StoreLayoutError
-from mqtool.formats.rocketmq.commitlog import DataEnd, MessageRecord
+from mqtool.errors import CorruptDataError, MqError, StoreLayoutError
+from mqtool.formats.rocketmq import checkpoint as cpf
+from mqtool.formats.rocketmq import config as cfgf
+from mqtool.formats.rocketmq import index_file as idxf
+from mqtool.formats.rocketmq.commitlog import DataEnd, MessageRecord, decompress_body
 from mqtool.store import rocketmq as rmq
-from mqtool.store.files import ReadOnlyFile, is_directory, is_regular_file
+from mqtool.store.files import ReadOnlyFile, check_path, is_directory, is_regular_file, read_small_file
 
 
 @dataclass(frozen=True)
@@ -108,6 +111,7 @@ class CommitLogDump:
 def commitlog_files(path: Path) -> list[rmq.Segment]:
     """CommitLog files for PATH: a store root, the ``commitlog/`` dir, or one file."""
     path = Path(path)
+    check_path(path)
     if is_regular_file(path):
         st = path.stat()
         base = int(path.name) if rmq.SEGMENT_NAME.match(path.name) else 0
@@ -121,3 +125,180 @@ def commitlog_files(path: Path) -> list[rmq.Segment]:
     if not path.exists():
         raise StoreLayoutError("no such file or directory", path=path)
     raise StoreLayoutError(expected="a store root, a commitlog/ directory or a CommitLog file", found="none of them", path=path)
+
+
+def body_bytes(record: MessageRecord, uncompress: bool) -> bytes:
+    """The body to show: as stored, or uncompressed when asked and compressed."""
+    if uncompress and record.compressed:
+        return decompress_body(record)
+    return record.body
+
+
+# --- ConsumeQueue ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class QueueTarget:
+    topic: str | None
+    queue_id: int | None
+    segments: list[rmq.Segment]
+
+
+def consumequeue_targets(path: Path, *, topic: str | None = None, queue_id: int | None = None) -> list[QueueTarget]:
+    """Queues for PATH: store root, ``consumequeue/``, a topic dir, a queue dir, or one file."""
+    path = Path(path)
+    check_path(path)
+    if is_regular_file(path):
+        st = path.stat()
+        base = int(path.name) if rmq.SEGMENT_NAME.match(path.name) else 0
+        qid = int(path.parent.name) if path.parent.name.lstrip("-").isdigit() else None
+        tname = path.parent.parent.name if qid is not None else None
+        return [QueueTarget(tname, qid, [rmq.Segment(path, base, st.st_size, st.st_mtime)])]
+    if rmq.is_rocketmq_root(path):
+        path = path / "consumequeue"
+    targets: list[QueueTarget] = []
+    if rmq.list_segments(path):  # a queue directory
+        qid = int(path.name) if path.name.lstrip("-").isdigit() else None
+        targets.append(QueueTarget(path.parent.name, qid, rmq.list_segments(path)))
+    else:
+        children = [c for c in sorted(path.iterdir()) if is_directory(c)] if is_directory(path) else []
+        if children and all(c.name.lstrip("-").isdigit() for c in children):  # a topic directory
+            for c in children:
+                targets.append(QueueTarget(path.name, int(c.name), rmq.list_segments(c)))
+        else:  # consumequeue/
+            for tdir in children:
+                for qdir in sorted(tdir.iterdir()):
+                    if is_directory(qdir) and qdir.name.lstrip("-").isdigit():
+                        targets.append(QueueTarget(tdir.name, int(qdir.name), rmq.list_segments(qdir)))
+    if not targets:
+        raise StoreLayoutError(expected="ConsumeQueue files (consumequeue/<topic>/<queueId>/<20-digit name>)", found="none", path=path)
+    return [
+        t
+        for t in targets
+        if (topic is None or t.topic == topic) and (queue_id is None or t.queue_id == queue_id)
+    ]
+
+
+@dataclass
+class QueueDump:
+    targets: list[QueueTarget]
+    from_offset: int | None = None
+    limit: int | None = None
+    include_fillers: bool = True
+    ends: list[tuple[QueueTarget, rmq.Segment, object]] = field(default_factory=list)
+
+    def __iter__(self) -> Iterator[tuple[QueueTarget, rmq.QueueUnit]]:
+        emitted = 0
+        for target in self.targets:
+            walk = rmq.QueueWalk(target.segments, self.from_offset or 0)
+            for qu in walk:
+                if not self.include_fillers and qu.unit.is_filler:
+                    continue
+                yield target, qu
+                emitted += 1
+                if self.limit is not None and emitted >= self.limit:
+                    return
+            for seg, end in walk.ends:
+                self.ends.append((target, seg, end))
+
+
+# --- IndexFile -----------------------------------------------------------------------------------
+
+
+def index_targets(path: Path) -> list[Path]:
+    path = Path(path)
+    check_path(path)
+    if is_regular_file(path):
+        return [path]
+    if rmq.is_rocketmq_root(path):
+        path = path / "index"
+    files = [path / n for n in sorted(p.name for p in path.iterdir()) if is_regular_file(path / n)]
+    if not files:
+        raise StoreLayoutError(expected="IndexFiles (index/yyyyMMddHHmmssSSS)", found="none", path=path)
+    return files
+
+
+@dataclass(frozen=True)
+class IndexEntryRow:
+    path: Path
+    number: int
+    position: int
+    slot: int
+    entry: idxf.IndexEntry
+    timestamp: int
+
+
+@dataclass
+class IndexDump:
+    """Headers and used entries of IndexFiles (entries in write order)."""
+
+    files: list[Path]
+    hash_slot_num: int | None = None
+    index_num: int | None = None
+    limit: int | None = None
+    problems: list[MqError] = field(default_factory=list)
+    headers: list[tuple[Path, idxf.IndexHeader, idxf.IndexGeometry]] = field(default_factory=list)
+
+    def __iter__(self) -> Iterator[IndexEntryRow]:
+        emitted = 0
+        for path in self.files:
+            try:
+                view = rmq.IndexFileView(path, hash_slot_num=self.hash_slot_num, index_num=self.index_num)
+            except MqError as exc:
+                self.problems.append(exc)
+                continue
+            with view:
+                geo = view.geometry
+                self.headers.append((path, view.header, geo))
+                try:
+                    for number, entry in idxf.iter_entries(view.buf, geo.hash_slot_num, geo.index_num):
+                        yield IndexEntryRow(
+                            path,
+                            number,
+                            geo.entry_position(number),
+                            entry.key_hash % geo.hash_slot_num if entry.key_hash >= 0 else -1,
+                            entry,
+                            entry.timestamp(view.header.begin_timestamp),
+                        )
+                        emitted += 1
+                        if self.limit is not None and emitted >= self.limit:
+                            return
+                except MqError as exc:
+                    self.problems.append(exc.at(path))
+
+
+# --- checkpoint and config ------------------------------------------------------------------------
+
+
+def read_checkpoint(path: Path) -> tuple[Path, cpf.Checkpoint]:
+    path = Path(path)
+    if rmq.is_rocketmq_root(path):
+        path = path / "checkpoint"
+    try:
+        return path, cpf.decode_checkpoint(read_small_file(path, 1 << 20))
+    except MqError as exc:
+        raise exc.at(path) from None
+
+
+def config_files(path: Path) -> list[Path]:
+    path = Path(path)
+    if is_regular_file(path):
+        return [path]
+    if rmq.is_rocketmq_root(path):
+        path = path / "config"
+    if not is_directory(path):
+        raise StoreLayoutError(expected="a config/ directory or a config JSON file", found="none", path=path)
+    return [p for p in sorted(path.iterdir()) if is_regular_file(p) and (p.name.endswith(".json") or p.name.endswith(".json.bak"))]
+
+
+def read_config(path: Path) -> object:
+    """A config JSON file as data (fastjson's unquoted integer keys accepted)."""
+    raw = read_small_file(path, 256 << 20)
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise CorruptDataError(path=path, position=exc.start, expected="UTF-8 JSON text", found=f"byte 0x{raw[exc.start]:02X}") from None
+    try:
+        return cfgf.parse_fastjson(text)
+    except MqError as exc:
+        raise exc.at(path) from None

@@ -146,3 +146,15 @@ def file_size(path: Path) -> int:
         return os.stat(path).st_size
     except OSError as exc:
         raise StoreIOError.from_os_error(exc, path) from None
+
+
+def check_path(path: Path) -> None:
+    """Refuse a missing path, or one that is neither a directory nor a regular file."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        raise StoreLayoutError("no such file or directory", path=path) from None
+    except OSError as exc:
+        raise StoreIOError.from_os_error(exc, path) from None
+    if not (stat.S_ISDIR(st.st_mode) or stat.S_ISREG(st.st_mode)):
+        raise StoreLayoutError(expected="a regular file or a directory", found=_kind(st.st_mode), path=path)

@@ -8,6 +8,7 @@ among non-empty files) unless the caller gives it.
 
 from __future__ import annotations
 
+import mmap
 import re
 from collections import Counter
 from dataclasses import dataclass, field
@@ -15,6 +16,8 @@ from pathlib import Path
 from typing import Iterator
 
 from mqtool.errors import CorruptDataError, MqError, StoreLayoutError
+from mqtool.formats.rocketmq import consume_queue as cqf
+from mqtool.formats.rocketmq import index_file as idxf
 from mqtool.formats.rocketmq.commitlog import DataEnd, MessageRecord, RecordWalker, decode_message, peek_record
 from mqtool.store.files import CHUNK_SIZE, ReadOnlyFile, file_size, is_directory, is_regular_file, safe_listdir
 
@@ -325,3 +328,152 @@ def queue_dir(store: RocketMQStore, topic: str, queue_id: int) -> Path:
 
 def segment_size_or_zero(path: Path) -> int:
     return file_size(path) if path.exists() else 0
+
+
+# --- ConsumeQueue access ----------------------------------------------------------------------
+
+
+def detect_cq_file_size(segments: list[Segment]) -> int:
+    """ConsumeQueue file size: the most common non-empty size, else the 6,000,000 default.
+
+    A queue with a single short file (a test store) is taken at its own size only when that
+    size is a multiple of the unit size."""
+    size = detect_file_size(segments)
+    if size is None or size % cqf.CQ_UNIT_SIZE:
+        return DEFAULT_CQ_FILE_SIZE
+    return size
+
+
+@dataclass(frozen=True)
+class QueueUnit:
+    """A ConsumeQueue unit with where it is and which queue offset it stands for."""
+
+    segment: Segment
+    position: int
+    queue_offset: int
+    unit: cqf.CqUnit
+
+
+@dataclass
+class QueueWalk:
+    """Every valid unit of one queue, file by file; ``ends`` keeps each file's end."""
+
+    segments: list[Segment]
+    start_queue_offset: int = 0
+    ends: list[tuple[Segment, cqf.QueueDataEnd]] = field(default_factory=list)
+
+    def __iter__(self) -> Iterator[QueueUnit]:
+        for seg in self.segments:
+            if seg.size == 0:
+                continue
+            first_qoff = seg.base // cqf.CQ_UNIT_SIZE
+            last_qoff = (seg.base + seg.size) // cqf.CQ_UNIT_SIZE
+            if last_qoff <= self.start_queue_offset:
+                continue
+            with ReadOnlyFile(seg.path) as f:
+                data = f.read_all()
+            start = max(0, (self.start_queue_offset - first_qoff) * cqf.CQ_UNIT_SIZE)
+            walker = cqf.CqWalker(data, min(start, len(data) - len(data) % cqf.CQ_UNIT_SIZE))
+            for pos, unit in walker:
+                yield QueueUnit(seg, pos, cqf.cq_queue_offset(seg.base, pos), unit)
+            assert walker.end is not None
+            self.ends.append((seg, walker.end))
+            if walker.end.kind != "eof":
+                return
+
+
+def read_cq_unit(store: RocketMQStore, topic: str, queue_id: int, queue_offset: int) -> QueueUnit | None:
+    """The unit for ``queue_offset`` (None when the queue has no such unit or it is not valid)."""
+    segments = store.cq_segments(topic, queue_id)
+    if not segments or queue_offset < 0:
+        return None
+    byte_offset = queue_offset * cqf.CQ_UNIT_SIZE
+    for seg in reversed(segments):
+        if seg.base <= byte_offset:
+            pos = byte_offset - seg.base
+            if pos + cqf.CQ_UNIT_SIZE > seg.size:
+                return None
+            with ReadOnlyFile(seg.path) as f:
+                unit = cqf.decode_cq_unit(f.pread(pos, cqf.CQ_UNIT_SIZE))
+            return QueueUnit(seg, pos, queue_offset, unit) if unit.is_valid else None
+    return None
+
+
+@dataclass(frozen=True)
+class QueueRange:
+    min_offset: int  # first queue offset with a real (non-filler) unit
+    max_offset: int  # one past the last valid unit (the broker's maxOffset)
+    max_physic_offset: int | None  # offset + size of the last valid unit
+
+
+def queue_range(store: RocketMQStore, topic: str, queue_id: int) -> QueueRange:
+    """Cheap min/max: the first file's first real unit, and the last file's valid end."""
+    segments = [s for s in store.cq_segments(topic, queue_id) if s.size > 0]
+    if not segments:
+        return QueueRange(0, 0, None)
+    min_offset = None
+    with ReadOnlyFile(segments[0].path) as f:
+        for pos, unit in cqf.CqWalker(f.read_all()):
+            if not unit.is_filler:
+                min_offset = cqf.cq_queue_offset(segments[0].base, pos)
+                break
+    max_offset, max_phys = segments[0].base // cqf.CQ_UNIT_SIZE, None
+    for seg in reversed(segments):
+        with ReadOnlyFile(seg.path) as f:
+            walker = cqf.CqWalker(f.read_all())
+        walker.scan()
+        assert walker.end is not None
+        if walker.count or seg is segments[0]:
+            max_offset = cqf.cq_queue_offset(seg.base, walker.end.position)
+            max_phys = walker.max_physic_offset
+            break
+    if min_offset is None:
+        min_offset = max_offset
+    return QueueRange(min_offset, max_offset, max_phys)
+
+
+# --- IndexFile access ---------------------------------------------------------------------------
+
+
+class IndexFileView:
+    """An IndexFile mapped read-only (``ACCESS_READ``), with its geometry and header.
+
+    IndexFiles are up to 420 MB and lookups touch a few entries, so they are mapped rather than
+    read.  The broker never truncates an IndexFile (it deletes whole files, which keeps an open
+    mapping valid), so the mapping cannot fault under us.
+    """
+
+    def __init__(self, path: Path, *, hash_slot_num: int | None = None, index_num: int | None = None) -> None:
+        self.path = Path(path)
+        self._file = ReadOnlyFile(path)
+        try:
+            head = self._file.pread(0, idxf.INDEX_HEADER_SIZE)
+            try:
+                self.header = idxf.decode_index_header(head)
+                self.geometry = idxf.infer_index_geometry(
+                    self._file.size, self.header, hash_slot_num=hash_slot_num, index_num=index_num
+                )
+            except MqError as exc:
+                raise exc.at(self.path) from None
+            assert self._file._fd is not None
+            self.buf = mmap.mmap(self._file._fd, self._file.size, access=mmap.ACCESS_READ)
+        except BaseException:
+            self._file.close()
+            raise
+
+    @property
+    def size(self) -> int:
+        return self._file.size
+
+    def close(self) -> None:
+        buf = getattr(self, "buf", None)
+        if buf is not None:
+            buf.close()
+            self.buf = None
+        self._file.close()
+
+    def __enter__(self) -> "IndexFileView":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -1,0 +1,147 @@
+"""Benchmark: ``mqtool dump commitlog --jsonl`` records/s next to a bare struct loop, one run.
+
+    python bench/dump_throughput.py [--size-mib 256] [--body 1024] [--dir DIR] [--keep]
+
+Generates a CommitLog of at least ``--size-mib`` MiB with mqtool's writer (1 GiB files, 1 KiB
+bodies by default), then measures over the same files, in the same process and run:
+
+* ``bare``: a loop that reads the files in 8 MiB chunks and unpacks every record's fixed header
+  fields, body, topic and properties bytes with ``struct`` — the cost of touching every field
+  without building anything;
+* ``dump``: the real command, ``mqtool dump commitlog PATH --jsonl`` (decode, CRC check, row,
+  JSON, write), run in a subprocess with stdout to ``/dev/null``; its interpreter start-up is
+  measured separately (``mqtool --version``) and subtracted.
+
+Prints records/s for both and the ratio (goal: dump >= 0.3x bare).  Machines here are noisy:
+this prints ratios, it asserts nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from mqtool.formats.rocketmq import commitlog as cl  # noqa: E402
+from mqtool.store.writer import StoreWriter, WriterConfig  # noqa: E402
+
+
+def generate(root: Path, size_mib: int, body_size: int) -> int:
+    config = WriterConfig(commitlog_file_size=1 << 30, enable_index=False)
+    body = bytes(range(256)) * (body_size // 256) + bytes(body_size % 256)
+    count = 0
+    with StoreWriter(root, config) as writer:
+        target = size_mib << 20
+        written = 0
+        while written < target:
+            res = writer.append(
+                cl.MessageRecord(
+                    topic=f"BenchTopic{count % 4}",
+                    queue_id=count % 8,
+                    body=body,
+                    properties={"KEYS": f"key-{count}", "TAGS": "TagA", "UNIQ_KEY": f"{count:032X}"},
+                )
+            )
+            written = res.commitlog_offset + res.size
+            count += 1
+    return count
+
+
+_HEAD = struct.Struct(">iIIiiqqiq")  # TOTALSIZE .. BORNTIMESTAMP
+_MID = struct.Struct(">4siq4siiqi")  # BORNHOST .. BODYLEN (IPv4 hosts: the bench writes IPv4)
+
+
+def bare_loop(files: list[Path]) -> int:
+    """Unpack every field of every record with struct; no objects, no output."""
+    count = 0
+    chunk = 8 << 20
+    for path in files:
+        with open(path, "rb") as f:
+            size = os.fstat(f.fileno()).st_size
+            pos = 0
+            while pos < size:
+                buf = os.pread(f.fileno(), chunk, pos)
+                n = len(buf)
+                p = 0
+                end_of_data = False
+                while p + 8 <= n:
+                    total, magic = struct.unpack_from(">iI", buf, p)
+                    if magic != cl.MAGIC_V1 or total <= 0:
+                        end_of_data = True
+                        break
+                    if p + total > n:
+                        break
+                    _HEAD.unpack_from(buf, p)
+                    fields = _MID.unpack_from(buf, p + 48)
+                    body_len = fields[-1]
+                    body = buf[p + 88 : p + 88 + body_len]
+                    q = p + 88 + body_len
+                    topic_len = buf[q]
+                    topic = buf[q + 1 : q + 1 + topic_len]
+                    (prop_len,) = struct.unpack_from(">h", buf, q + 1 + topic_len)
+                    props = buf[q + 3 + topic_len : q + 3 + topic_len + prop_len]
+                    del body, topic, props
+                    count += 1
+                    p += total
+                if end_of_data or p == 0:
+                    break
+                pos += p
+    return count
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--size-mib", type=int, default=256)
+    ap.add_argument("--body", type=int, default=1024)
+    ap.add_argument("--dir", type=Path, default=None, help="where to generate (default: a temp dir)")
+    ap.add_argument("--keep", action="store_true")
+    args = ap.parse_args()
+
+    work = Path(tempfile.mkdtemp(prefix="mqtool-bench-", dir=args.dir))
+    try:
+        t0 = time.perf_counter()
+        records = generate(work / "store", args.size_mib, args.body)
+        gen_s = time.perf_counter() - t0
+        files = sorted((work / "store" / "commitlog").iterdir())
+        data_bytes = sum(f.stat().st_size for f in files)
+        print(f"generated {records:,} records ({args.body}-byte bodies) in {len(files)} file(s), {data_bytes / 2**20:.0f} MiB on disk, {gen_s:.1f} s")
+
+        t0 = time.perf_counter()
+        bare_count = bare_loop(files)
+        bare_s = time.perf_counter() - t0
+        assert bare_count == records, (bare_count, records)
+
+        mqtool = [sys.executable, "-m", "mqtool"]
+        t0 = time.perf_counter()
+        subprocess.run([*mqtool, "--version"], check=True, stdout=subprocess.DEVNULL)
+        startup_s = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        with open(os.devnull, "w") as devnull:
+            proc = subprocess.run([*mqtool, "dump", "commitlog", str(work / "store"), "--jsonl"], stdout=devnull)
+        dump_s = time.perf_counter() - t0 - startup_s
+        if proc.returncode != 0:
+            raise SystemExit(f"mqtool dump failed with exit code {proc.returncode}")
+
+        bare_rate = records / bare_s
+        dump_rate = records / dump_s
+        print(f"{'bare struct loop':<28} {bare_rate:>12,.0f} records/s  ({bare_s:.2f} s)")
+        print(f"{'mqtool dump --jsonl':<28} {dump_rate:>12,.0f} records/s  ({dump_s:.2f} s, start-up {startup_s:.2f} s excluded)")
+        print(f"ratio dump/bare: {dump_rate / bare_rate:.2f}x (goal >= 0.30x)")
+    finally:
+        if not args.keep:
+            shutil.rmtree(work, ignore_errors=True)
+        else:
+            print("kept", work)
+
+
+if __name__ == "__main__":
+    main()

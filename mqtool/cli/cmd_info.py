@@ -1,0 +1,98 @@
+"""``mqtool info``: what a store directory is (layout, files, offsets, time ranges, shutdown)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import humanize
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from mqtool.cli.app import app
+from mqtool.cli.common import FormatOpt, JsonlOpt, JsonOpt, renderer
+from mqtool.cli.exit_codes import ExitCode
+from mqtool.cli.render import OutputFormat
+from mqtool.cli.rows import iso_ms
+from mqtool.ops.info import StoreInfo, rocketmq_info
+
+
+@app.command("info")
+def info(
+    path: Annotated[Path, typer.Argument(help="A store root.")],
+    fmt: FormatOpt = OutputFormat.table,
+    as_json: JsonOpt = False,
+    as_jsonl: JsonlOpt = False,
+) -> int:
+    """Describe a store: layout, version hints, files, offsets, time ranges, queues, shutdown state.
+
+    Sizes and times are humanized in the table and raw (bytes, ms since epoch) in JSON."""
+    out = renderer(fmt, as_json, as_jsonl)
+    result = rocketmq_info(path)
+    out.document(result.to_dict(), lambda console: render_info(console, result))
+    for problem in result.problems:
+        out.warn(problem)
+    return ExitCode.OK
+
+
+def _span(first: int | None, last: int | None) -> str:
+    if first is None:
+        return "-"
+    return f"{iso_ms(first)} .. {iso_ms(last)}"
+
+
+def render_info(console: Console, r: StoreInfo) -> None:
+    cl = r.commitlog
+    facts = Table(show_header=False, box=None, pad_edge=False)
+    facts.add_column(style="bold")
+    facts.add_column()
+    facts.add_row("layout", r.layout)
+    facts.add_row("root", r.root)
+    facts.add_row("version hints", "; ".join(r.version_hints) or "none (any 4.x/5.x)")
+    shutdown = r.shutdown + (f", broker pid {r.abort_pid}" if r.abort_pid else "")
+    facts.add_row("last shutdown", shutdown)
+    facts.add_row("broker lock", f"held by pid {r.broker_lock_pid}" if r.broker_lock_pid is not None else "free")
+    size = humanize.naturalsize(cl.file_size, binary=True) if cl.file_size else "-"
+    facts.add_row("commitlog", f"{cl.files} files of {size}, {humanize.naturalsize(cl.bytes_on_disk, binary=True)} on disk")
+    facts.add_row("commitlog offsets", f"{cl.min_offset} .. {cl.max_offset} (data ends with: {cl.end_kind or '-'})")
+    facts.add_row("store times", _span(cl.first_store_timestamp, cl.last_store_timestamp))
+    if cl.zero_length_files:
+        facts.add_row("zero-length files", ", ".join(cl.zero_length_files))
+    if cl.preallocated_files:
+        facts.add_row("pre-allocated files", ", ".join(cl.preallocated_files))
+    if r.checkpoint:
+        cp = r.checkpoint
+        facts.add_row(
+            "checkpoint",
+            f"physic {iso_ms(cp['physic_msg_timestamp'])}, logics {iso_ms(cp['logics_msg_timestamp'])}, index {iso_ms(cp['index_msg_timestamp'])}",
+        )
+    facts.add_row("config", ", ".join(r.config_files) or "-")
+    if r.topics_in_config is not None:
+        facts.add_row("topics (config)", str(r.topics_in_config))
+    if r.consumer_groups is not None:
+        facts.add_row("consumer groups", str(r.consumer_groups))
+    console.print(facts)
+    if r.queues:
+        table = Table(title="consume queues", title_justify="left")
+        for col in ("topic", "queue", "files", "min offset", "max offset", "messages"):
+            table.add_column(col, justify="right" if col != "topic" else "left")
+        for q in r.queues:
+            table.add_row(q.topic, str(q.queue_id), str(q.files), str(q.min_offset), str(q.max_offset), humanize.intcomma(q.max_offset - q.min_offset))
+        console.print(table)
+    if r.index_files:
+        table = Table(title="index files", title_justify="left")
+        for col in ("file", "size", "entries", "time range", "commitlog offsets"):
+            table.add_column(col)
+        for i in r.index_files:
+            if i.error:
+                table.add_row(i.name, humanize.naturalsize(i.size, binary=True), "-", i.error, "-")
+            else:
+                table.add_row(
+                    i.name,
+                    humanize.naturalsize(i.size, binary=True),
+                    humanize.intcomma(max((i.index_count or 1) - 1, 0)),
+                    _span(i.begin_timestamp, i.end_timestamp),
+                    f"{i.begin_phy_offset} .. {i.end_phy_offset}",
+                )
+        console.print(table)

@@ -1,0 +1,240 @@
+"""info: what a store directory is, in one pass over its cheap facts.
+
+Reads headers and the ends of files, never whole stores: the last non-empty CommitLog file is
+walked to find where the valid data ends (the broker does the same at start-up), each queue's
+first and last ConsumeQueue files give its offset range, IndexFile headers give their ranges.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from mqtool.errors import MqError
+from mqtool.formats.rocketmq import checkpoint as cpf
+from mqtool.formats.rocketmq import config as cfgf
+from mqtool.formats.rocketmq.commitlog import MAGIC_V2, SYSFLAG_BORNHOST_V6, SYSFLAG_COMPRESSION_MASK, SYSFLAG_STOREHOST_V6
+from mqtool.store import rocketmq as rmq
+from mqtool.store.files import ReadOnlyFile, is_directory, read_small_file
+from mqtool.store.lock import probe_record_lock
+
+
+@dataclass
+class CommitLogInfo:
+    directory: str
+    files: int
+    file_size: int | None
+    bytes_on_disk: int
+    min_offset: int
+    max_offset: int  # where valid data ends (commitlog offset)
+    first_store_timestamp: int | None
+    last_store_timestamp: int | None
+    end_kind: str | None  # how the last file's data ends: zeros, blank, partial, eof, corrupt
+    zero_length_files: list[str]
+    preallocated_files: list[str]  # files after the valid end that hold only zeros (not checked byte-wise)
+
+
+@dataclass
+class QueueInfo:
+    topic: str
+    queue_id: int
+    files: int
+    min_offset: int
+    max_offset: int
+    max_physic_offset: int | None
+
+
+@dataclass
+class IndexInfo:
+    name: str
+    size: int
+    begin_timestamp: int | None = None
+    end_timestamp: int | None = None
+    begin_phy_offset: int | None = None
+    end_phy_offset: int | None = None
+    hash_slot_count: int | None = None
+    index_count: int | None = None
+    hash_slot_num: int | None = None
+    index_num: int | None = None
+    error: str | None = None
+
+
+@dataclass
+class StoreInfo:
+    layout: str
+    root: str
+    version_hints: list[str]
+    shutdown: str  # "clean" or "unclean (abort file present)"
+    abort_pid: int | None
+    broker_lock_pid: int | None  # pid holding <root>/lock, None when free
+    commitlog: CommitLogInfo
+    queues: list[QueueInfo]
+    index_files: list[IndexInfo]
+    checkpoint: dict | None
+    config_files: list[str]
+    topics_in_config: int | None
+    consumer_groups: int | None
+    problems: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+def _commitlog_info(store: rmq.RocketMQStore, hints: set[str], problems: list[str]) -> CommitLogInfo:
+    segments = store.commitlog
+    zero_length = [s.name for s in segments if s.size == 0]
+    non_empty = [s for s in segments if s.size > 0]
+    first_ts = last_ts = None
+    end_kind = None
+    max_offset = store.commitlog_min_offset
+    preallocated: list[str] = []
+    if non_empty:
+        with ReadOnlyFile(non_empty[0].path) as f:
+            walk = rmq.CommitLogFileWalk(f)
+            for _, record in walk:
+                first_ts = record.store_timestamp
+                _hints_from_record(record, hints)
+                break
+        # The active file is the last one holding data: walk back over all-zero files.
+        for seg in reversed(non_empty):
+            with ReadOnlyFile(seg.path) as f:
+                walk = rmq.CommitLogFileWalk(f)
+                last_record = None
+                for _, record in walk:
+                    last_record = record
+                    _hints_from_record(record, hints)
+            if walk.count == 0 and walk.end is not None and walk.end.kind == "zeros" and walk.end.position == 0 and seg is not non_empty[0]:
+                preallocated.append(seg.name)
+                continue
+            max_offset = seg.base + walk.valid_end
+            end_kind = walk.end.kind if walk.end is not None else "corrupt"
+            if walk.error is not None:
+                problems.append(str(walk.error))
+            if last_record is not None:
+                last_ts = last_record.store_timestamp
+            break
+        preallocated.reverse()
+    return CommitLogInfo(
+        directory=str(store.commitlog_dir),
+        files=len(segments),
+        file_size=store.commitlog_file_size,
+        bytes_on_disk=sum(s.size for s in segments),
+        min_offset=store.commitlog_min_offset,
+        max_offset=max_offset,
+        first_store_timestamp=first_ts,
+        last_store_timestamp=last_ts,
+        end_kind=end_kind,
+        zero_length_files=zero_length,
+        preallocated_files=preallocated,
+    )
+
+
+def _hints_from_record(record, hints: set[str]) -> None:
+    if record.magic_code == MAGIC_V2:
+        hints.add("5.1.0+ (magic v2 record for a topic longer than 127 characters)")
+    if record.sys_flag & (SYSFLAG_BORNHOST_V6 | SYSFLAG_STOREHOST_V6):
+        hints.add("4.6.0+ (IPv6 host in a record)")
+    if record.sys_flag & SYSFLAG_COMPRESSION_MASK:
+        hints.add("4.9.4+ (compression type bits in SYSFLAG)")
+    if "__CRC32#" in record.properties:
+        hints.add("5.2.0+ (__CRC32# record CRC property)")
+
+
+def _index_info(store: rmq.RocketMQStore) -> list[IndexInfo]:
+    out = []
+    for path in store.index_files():
+        try:
+            with rmq.IndexFileView(path) as view:
+                h = view.header
+                out.append(
+                    IndexInfo(
+                        path.name,
+                        view.size,
+                        h.begin_timestamp,
+                        h.end_timestamp,
+                        h.begin_phy_offset,
+                        h.end_phy_offset,
+                        h.hash_slot_count,
+                        h.index_count,
+                        view.geometry.hash_slot_num,
+                        view.geometry.index_num,
+                    )
+                )
+        except MqError as exc:
+            out.append(IndexInfo(path.name, path.stat().st_size if path.exists() else 0, error=str(exc)))
+    return out
+
+
+def rocketmq_info(path: str | Path) -> StoreInfo:
+    store = rmq.open_store(path)
+    hints: set[str] = set()
+    problems: list[str] = []
+    commitlog = _commitlog_info(store, hints, problems)
+
+    queues = []
+    for topic, qid in store.queues():
+        try:
+            qr = rmq.queue_range(store, topic, qid)
+        except MqError as exc:
+            problems.append(str(exc))
+            continue
+        queues.append(QueueInfo(topic, qid, len(store.cq_segments(topic, qid)), qr.min_offset, qr.max_offset, qr.max_physic_offset))
+    if is_directory(store.root / "batchconsumequeue"):
+        hints.add("5.0.0+ (batchconsumequeue/ present)")
+
+    checkpoint = None
+    if store.checkpoint_path.exists():
+        try:
+            cp = cpf.decode_checkpoint(read_small_file(store.checkpoint_path))
+            checkpoint = dataclasses.asdict(cp)
+            if cp.master_flushed_offset or cp.confirm_phy_offset:
+                hints.add("5.x (checkpoint fields after byte 24 in use)")
+        except MqError as exc:
+            problems.append(str(exc.at(store.checkpoint_path)))
+
+    abort_pid = None
+    if store.has_abort:
+        try:
+            abort_pid = cpf.decode_abort(read_small_file(store.abort_path, 4096))
+            if abort_pid is not None:
+                hints.add("5.0.0+ (abort file holds the broker pid)")
+        except MqError as exc:
+            problems.append(str(exc.at(store.abort_path)))
+
+    config_files = sorted(p.name for p in store.config_dir.iterdir()) if is_directory(store.config_dir) else []
+    topics_count = groups = None
+    topics_path = store.config_file("topics.json")
+    if topics_path is not None:
+        try:
+            text = read_small_file(topics_path).decode("utf-8")
+            topics_count = len(cfgf.parse_topics(text))
+            if '"attributes"' in text:
+                hints.add("5.x (topic attributes in topics.json)")
+        except (MqError, UnicodeDecodeError) as exc:
+            problems.append(f"{topics_path}: {exc}")
+    offsets_path = store.config_file("consumerOffset.json")
+    if offsets_path is not None:
+        try:
+            offsets = cfgf.parse_consumer_offsets(read_small_file(offsets_path).decode("utf-8"))
+            groups = len({group for (_topic, group) in offsets})
+        except (MqError, UnicodeDecodeError) as exc:
+            problems.append(f"{offsets_path}: {exc}")
+
+    return StoreInfo(
+        layout="rocketmq",
+        root=str(store.root),
+        version_hints=sorted(hints),
+        shutdown="unclean (abort file present)" if store.has_abort else "clean",
+        abort_pid=abort_pid,
+        broker_lock_pid=probe_record_lock(store.lock_path),
+        commitlog=commitlog,
+        queues=queues,
+        index_files=_index_info(store),
+        checkpoint=checkpoint,
+        config_files=config_files,
+        topics_in_config=topics_count,
+        consumer_groups=groups,
+        problems=problems,
+    )
+

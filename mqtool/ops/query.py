@@ -1,0 +1,227 @@
+"""query: offline equivalents of mqadmin queryMsgByKey / ById / ByUniqueKey / ByOffset.
+
+* by key: IndexFile chains for ``topic#key`` (newest file first, only files whose time range
+  overlaps the window), then every candidate record is re-read and its topic and KEYS compared,
+  so hash collisions never leak into results.  No hidden cap: ``max_results`` is the caller's.
+* by offsetMsgId: decode store host + commitlog offset, read the record there directly.
+* by UNIQ_KEY: the index key ``topic#UNIQ_KEY``, records whose UNIQ_KEY equals it.
+* by queue offset: the ConsumeQueue unit, then the record it points at (checked against it).
+* ``scan=True`` for key queries: a full CommitLog scan instead of the index (for stores whose
+  index is missing or suspect).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterator
+
+from mqtool.errors import CorruptDataError, MqError, StoreLayoutError
+from mqtool.formats.rocketmq import index_file as idxf
+from mqtool.formats.rocketmq.commitlog import MessageRecord, decode_offset_msg_id
+from mqtool.formats.rocketmq.config import parse_topics
+from mqtool.ops.dump import CommitLogDump, RecordFilter
+from mqtool.store import rocketmq as rmq
+from mqtool.store.files import read_small_file
+
+LONG_MAX = (1 << 63) - 1
+
+
+@dataclass(frozen=True)
+class Hit:
+    commitlog_offset: int
+    path: Path
+    position: int
+    record: MessageRecord
+    via: str  # "index", "msg-id", "consumequeue", "scan"
+    queue_offset_checked: bool = False
+
+
+@dataclass
+class QueryResult:
+    hits: list[Hit] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    problems: list[MqError] = field(default_factory=list)
+    index_files_searched: int = 0
+    candidates: int = 0
+    collisions: int = 0
+
+
+def known_topics(store: rmq.RocketMQStore) -> list[str]:
+    """Topics named by ConsumeQueue directories and ``config/topics.json``."""
+    topics = {topic for topic, _ in store.queues()}
+    path = store.config_file("topics.json")
+    if path is not None:
+        try:
+            topics.update(parse_topics(read_small_file(path).decode("utf-8", "replace")))
+        except MqError:
+            pass
+    return sorted(topics)
+
+
+def _index_views(store: rmq.RocketMQStore, hash_slot_num: int | None, index_num: int | None, result: QueryResult) -> Iterator[rmq.IndexFileView]:
+    for path in reversed(store.index_files()):
+        try:
+            view = rmq.IndexFileView(path, hash_slot_num=hash_slot_num, index_num=index_num)
+        except MqError as exc:
+            result.problems.append(exc)
+            continue
+        yield view
+
+
+def _index_lookup(
+    store: rmq.RocketMQStore,
+    index_keys: list[str],
+    begin: int,
+    end: int,
+    result: QueryResult,
+    hash_slot_num: int | None,
+    index_num: int | None,
+) -> list[int]:
+    """Candidate commitlog offsets for any of ``index_keys``, newest file first, deduplicated."""
+    seen: set[int] = set()
+    offsets: list[int] = []
+    for view in _index_views(store, hash_slot_num, index_num, result):
+        with view:
+            header = view.header
+            result.index_files_searched += 1
+            if header.effective_index_count <= 1:
+                continue
+            if header.end_timestamp < begin or header.begin_timestamp > end:
+                continue
+            for key in index_keys:
+                try:
+                    found = idxf.select_phy_offsets(
+                        view.buf, key, LONG_MAX, begin, end, view.geometry.hash_slot_num, view.geometry.index_num
+                    )
+                except MqError as exc:
+                    result.problems.append(exc.at(view.path))
+                    continue
+                for off in found:
+                    if off not in seen:
+                        seen.add(off)
+                        offsets.append(off)
+    return offsets
+
+
+def _read_hit(reader: rmq.CommitLogReader, offset: int, via: str, result: QueryResult) -> Hit | None:
+    found = reader.store.commitlog_segment_for(offset)
+    if found is None:
+        result.notes.append(f"commitlog offset {offset} is outside the CommitLog (expired or never written)")
+        return None
+    seg, pos = found
+    try:
+        record = reader.read(offset)
+    except MqError as exc:
+        result.problems.append(exc)
+        return None
+    return Hit(offset, seg.path, pos, record, via)
+
+
+def query_by_key(
+    store: rmq.RocketMQStore,
+    key: str,
+    *,
+    topic: str | None = None,
+    begin: int = 0,
+    end: int = LONG_MAX,
+    max_results: int | None = None,
+    uniq: bool = False,
+    scan: bool = False,
+    hash_slot_num: int | None = None,
+    index_num: int | None = None,
+) -> QueryResult:
+    """Messages carrying ``key`` in KEYS (or as UNIQ_KEY with ``uniq``), newest first."""
+    result = QueryResult()
+
+    def matches(record: MessageRecord) -> bool:
+        if topic is not None and record.topic != topic:
+            return False
+        if not begin <= record.store_timestamp <= end:
+            return False
+        return record.uniq_key == key if uniq else key in record.keys
+
+    if scan:
+        engine = CommitLogDump(store.commitlog, RecordFilter(topic=topic))
+        for loc, record in engine:
+            if matches(record):
+                result.hits.append(Hit(loc.address, loc.path, loc.position, record, "scan"))
+        result.problems.extend(engine.problems)
+        result.hits.sort(key=lambda h: (-h.record.store_timestamp, -h.commitlog_offset))
+        if max_results is not None:
+            del result.hits[max_results:]
+        return result
+
+    if not store.index_files():
+        result.notes.append("the store has no IndexFiles; use --scan to search the CommitLog")
+        return result
+    topics = [topic] if topic is not None else known_topics(store)
+    if not topics:
+        result.notes.append("no topic known (no consumequeue/ dirs, no topics.json); pass --topic")
+        return result
+    offsets = _index_lookup(store, [f"{t}#{key}" for t in topics], begin, end, result, hash_slot_num, index_num)
+    result.candidates = len(offsets)
+    with rmq.CommitLogReader(store) as reader:
+        for off in offsets:
+            hit = _read_hit(reader, off, "index", result)
+            if hit is None:
+                continue
+            if not matches(hit.record):
+                result.collisions += 1
+                continue
+            result.hits.append(hit)
+            if max_results is not None and len(result.hits) >= max_results:
+                break
+    result.hits.sort(key=lambda h: (-h.record.store_timestamp, -h.commitlog_offset))
+    return result
+
+
+def query_by_msg_id(store: rmq.RocketMQStore, msg_id: str) -> QueryResult:
+    """The record an offsetMsgId points at (store host is compared, not required)."""
+    result = QueryResult()
+    try:
+        host, offset = decode_offset_msg_id(msg_id)
+    except CorruptDataError as exc:
+        raise StoreLayoutError(f"not an offsetMsgId: {exc}") from None
+    with rmq.CommitLogReader(store) as reader:
+        hit = _read_hit(reader, offset, "msg-id", result)
+    if hit is not None:
+        if hit.record.physical_offset != offset:
+            result.notes.append(
+                f"the record at {offset} says PHYSICALOFFSET {hit.record.physical_offset}: stale or misplaced data"
+            )
+        if hit.record.store_host != host:
+            result.notes.append(f"the id names store host {host}, the record carries {hit.record.store_host}")
+        result.hits.append(hit)
+    return result
+
+
+def query_by_queue_offset(store: rmq.RocketMQStore, topic: str, queue_id: int, queue_offset: int) -> QueryResult:
+    """The record behind ConsumeQueue unit ``queue_offset`` of ``topic``/``queue_id``."""
+    result = QueryResult()
+    unit = rmq.read_cq_unit(store, topic, queue_id, queue_offset)
+    if unit is None:
+        qr = rmq.queue_range(store, topic, queue_id)
+        result.notes.append(
+            f"no ConsumeQueue unit for {topic}/{queue_id} offset {queue_offset} (queue holds [{qr.min_offset}, {qr.max_offset}))"
+        )
+        return result
+    if unit.unit.is_filler:
+        result.notes.append(f"queue offset {queue_offset} is a filler unit (before the queue's first message)")
+        return result
+    with rmq.CommitLogReader(store) as reader:
+        hit = _read_hit(reader, unit.unit.commit_log_offset, "consumequeue", result)
+    if hit is None:
+        return result
+    rec = hit.record
+    mismatches = []
+    if rec.total_size != unit.unit.size:
+        mismatches.append(f"size {rec.total_size} vs unit {unit.unit.size}")
+    if rec.topic != topic or rec.queue_id != queue_id:
+        mismatches.append(f"topic/queue {rec.topic}/{rec.queue_id}")
+    if rec.queue_offset != queue_offset:
+        mismatches.append(f"QUEUEOFFSET {rec.queue_offset}")
+    if mismatches:
+        result.notes.append("the record does not match its ConsumeQueue unit: " + ", ".join(mismatches))
+    result.hits.append(Hit(hit.commitlog_offset, hit.path, hit.position, rec, "consumequeue", not mismatches))
+    return result

@@ -1,0 +1,346 @@
+"""A RocketMQ store writer that lays files out the way the broker does.
+
+Used by the fixtures, the tests, ``bench`` and ``recover`` (rebuilds).  It appends messages like
+``CommitLog.DefaultAppendMessageCallback.doAppend``:
+
+* CommitLog files are created at their full size (sparse zeros, like the broker's mapping);
+  a record is written only if it leaves at least 8 bytes in the file, otherwise a BLANK record
+  (TOTALSIZE = bytes left, magic 0xCBD43194) closes the file and the record goes to the next one.
+* QUEUEOFFSET comes from a per ``topic-queueId`` counter; PREPARED/ROLLBACK transaction records
+  take queue offset 0 and get no ConsumeQueue unit; ROLLBACK records are not indexed.
+* The ConsumeQueue unit gets ``tagsCode`` = ``TAGS.hashCode()``, or for ``SCHEDULE_TOPIC_XXXX``
+  the delivery time (store time + delay of the ``DELAY`` level).
+* Index keys ``topic#UNIQ_KEY`` and ``topic#key`` for every KEYS token go into IndexFiles of
+  the configured geometry, a new file when one is full.
+* ``close(clean=True)`` writes the checkpoint and removes ``abort`` (a clean shutdown);
+  ``close(clean=False)`` leaves ``abort`` behind, like a crash.
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+import time
+from dataclasses import dataclass, replace
+from datetime import tzinfo
+from pathlib import Path
+from typing import Callable
+
+from mqtool.formats.rocketmq import checkpoint as cpf
+from mqtool.formats.rocketmq import consume_queue as cqf
+from mqtool.formats.rocketmq import index_file as idxf
+from mqtool.formats.rocketmq.commitlog import (
+    END_FILE_MIN_BLANK_LENGTH,
+    MAGIC_V1,
+    MAGIC_V2,
+    SYSFLAG_TRANSACTION_MASK,
+    SYSFLAG_TRANSACTION_PREPARED,
+    SYSFLAG_TRANSACTION_ROLLBACK,
+    HostAddress,
+    MessageRecord,
+    encode_blank,
+    encode_message,
+    encode_offset_msg_id,
+)
+from mqtool.formats.rocketmq.hashing import tags_code
+from mqtool.formats.rocketmq.properties import split_keys
+
+SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"
+#: messageDelayLevel default, in ms (level 1 = 1 s ... level 18 = 2 h).
+DELAY_LEVELS_MS = [
+    1000, 5000, 10000, 30000, 60000, 120000, 180000, 240000, 300000, 360000,
+    420000, 480000, 540000, 600000, 1200000, 1800000, 3600000, 7200000,
+]
+
+
+def delivery_tags_code(store_timestamp: int, delay: str | None) -> int:
+    """``computeDeliverTimestamp``: store time + delay of the level (clamped; unknown → +1 s)."""
+    try:
+        level = int(delay) if delay else 0
+    except ValueError:
+        level = 0
+    if level <= 0:
+        return store_timestamp + 1000
+    level = min(level, len(DELAY_LEVELS_MS))
+    return store_timestamp + DELAY_LEVELS_MS[level - 1]
+
+
+def cq_tags_code(record: MessageRecord) -> int:
+    if record.topic == SCHEDULE_TOPIC and record.properties.get("DELAY"):
+        return delivery_tags_code(record.store_timestamp, record.properties.get("DELAY"))
+    return tags_code(record.tags)
+
+
+def segment_name(offset: int) -> str:
+    return f"{offset:020d}"
+
+
+@dataclass(frozen=True)
+class AppendResult:
+    commitlog_offset: int
+    size: int
+    queue_offset: int
+    msg_id: str
+    store_timestamp: int
+
+
+@dataclass(frozen=True)
+class WriterConfig:
+    commitlog_file_size: int = 1 << 30
+    cq_file_size: int = cqf.CQ_FILE_SIZE
+    index_hash_slot_num: int = idxf.DEFAULT_HASH_SLOT_NUM
+    index_num: int = idxf.DEFAULT_INDEX_NUM
+    enable_index: bool = True
+    store_host: HostAddress = HostAddress("127.0.0.1", 10911)
+    #: Topics longer than 127 chars use magic v2 (autoMessageVersionOnTopicLen).
+    auto_message_version: bool = True
+    #: Pre-create the next CommitLog file when one is opened (AllocateMappedFileService).
+    preallocate_next: bool = False
+    append_crc_property: bool = False
+    #: Time zone of IndexFile names (the broker uses its local zone; fixtures use UTC).
+    index_tz: tzinfo | None = None
+
+
+class StoreWriter:
+    """Append messages to a RocketMQ store root (created if missing)."""
+
+    def __init__(
+        self,
+        root: str | os.PathLike[str],
+        config: WriterConfig = WriterConfig(),
+        *,
+        clock: Callable[[], int] | None = None,
+    ) -> None:
+        self.root = Path(root)
+        self.config = config
+        self.clock = clock or (lambda: time.time_ns() // 1_000_000)
+        for sub in ("commitlog", "consumequeue", "index", "config"):
+            (self.root / sub).mkdir(parents=True, exist_ok=True)
+        (self.root / "lock").write_bytes(b"lock")
+        (self.root / "abort").write_bytes(b"")
+        self._queue_offsets: dict[tuple[str, int], int] = {}
+        self._cq_files: dict[tuple[str, int, int], int] = {}
+        self._cl_fd: int | None = None
+        self._cl_base = -1
+        self._cl_pos = 0
+        self._index: _IndexFileWriter | None = None
+        self._index_full_end_ts = 0
+        self.last_store_timestamp = 0
+        self._resume()
+
+    # --- state -------------------------------------------------------------------------------
+    def _resume(self) -> None:
+        """Continue an existing store: position after the last record of the last file."""
+        from mqtool.store.rocketmq import CommitLogFileWalk, list_segments, open_store
+        from mqtool.store.files import ReadOnlyFile
+
+        segments = [s for s in list_segments(self.root / "commitlog") if s.size > 0]
+        if not segments:
+            return
+        store = open_store(self.root)
+        last = segments[-1]
+        with ReadOnlyFile(last.path) as f:
+            walk = CommitLogFileWalk(f)
+            for _ in walk:
+                pass
+        self._open_commitlog(last.base)
+        self._cl_pos = walk.valid_end
+        for topic, qid in store.queues():
+            segs = store.cq_segments(topic, qid)
+            if not segs:
+                continue
+            seg = segs[-1]
+            with ReadOnlyFile(seg.path) as f:
+                walker = cqf.CqWalker(f.read_all())
+                walker.scan()
+            self._queue_offsets[(topic, qid)] = cqf.cq_queue_offset(seg.base, walker.end.position)
+
+    def next_queue_offset(self, topic: str, queue_id: int) -> int:
+        return self._queue_offsets.get((topic, queue_id), 0)
+
+    # --- CommitLog -----------------------------------------------------------------------------
+    def _open_commitlog(self, base: int) -> None:
+        if self._cl_fd is not None:
+            os.close(self._cl_fd)
+        path = self.root / "commitlog" / segment_name(base)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        if os.fstat(fd).st_size < self.config.commitlog_file_size:
+            os.ftruncate(fd, self.config.commitlog_file_size)
+        self._cl_fd = fd
+        self._cl_base = base
+        self._cl_pos = 0
+        if self.config.preallocate_next:
+            nxt = self.root / "commitlog" / segment_name(base + self.config.commitlog_file_size)
+            if not nxt.exists():
+                with open(nxt, "wb") as f:
+                    f.truncate(self.config.commitlog_file_size)
+
+    def append(self, message: MessageRecord) -> AppendResult:
+        """Append one message; fills queue offset, physical offset and store time."""
+        cfg = self.config
+        if self._cl_fd is None:
+            self._open_commitlog(0)
+        store_ts = message.store_timestamp or self.clock()
+        magic = message.magic_code
+        if cfg.auto_message_version:
+            magic = MAGIC_V2 if len(message.topic) > 127 else MAGIC_V1
+        tx = message.sys_flag & SYSFLAG_TRANSACTION_MASK
+        in_queue = tx not in (SYSFLAG_TRANSACTION_PREPARED, SYSFLAG_TRANSACTION_ROLLBACK)
+        key = (message.topic, message.queue_id)
+        queue_offset = self._queue_offsets.get(key, 0) if in_queue else 0
+        record = replace(
+            message,
+            magic_code=magic,
+            queue_offset=queue_offset,
+            store_timestamp=store_ts,
+            store_host=message.store_host if message.store_host != HostAddress("127.0.0.1", 0) else cfg.store_host,
+            physical_offset=self._cl_base + self._cl_pos,
+        )
+        data = encode_message(record, append_crc_property=cfg.append_crc_property)
+        if len(data) + END_FILE_MIN_BLANK_LENGTH > cfg.commitlog_file_size:
+            raise ValueError(f"a {len(data)}-byte record cannot fit a {cfg.commitlog_file_size}-byte CommitLog file")
+        left = cfg.commitlog_file_size - self._cl_pos
+        if len(data) + END_FILE_MIN_BLANK_LENGTH > left:
+            os.pwrite(self._cl_fd, encode_blank(left), self._cl_pos)
+            self._open_commitlog(self._cl_base + cfg.commitlog_file_size)
+            record = replace(record, physical_offset=self._cl_base)
+            data = encode_message(record, append_crc_property=cfg.append_crc_property)
+        os.pwrite(self._cl_fd, data, self._cl_pos)
+        offset = self._cl_base + self._cl_pos
+        self._cl_pos += len(data)
+        self.last_store_timestamp = store_ts
+        if in_queue:
+            self._put_cq_unit(record, offset, len(data))
+            self._queue_offsets[key] = queue_offset + 1
+        if cfg.enable_index and tx != SYSFLAG_TRANSACTION_ROLLBACK:
+            self._put_index(record, offset)
+        return AppendResult(offset, len(data), queue_offset, encode_offset_msg_id(record.store_host, offset), store_ts)
+
+    # --- ConsumeQueue ----------------------------------------------------------------------------
+    def _put_cq_unit(self, record: MessageRecord, offset: int, size: int) -> None:
+        byte_offset = record.queue_offset * cqf.CQ_UNIT_SIZE
+        file_size = self.config.cq_file_size
+        base = byte_offset - byte_offset % file_size
+        unit = cqf.encode_cq_unit(cqf.CqUnit(offset, size, cq_tags_code(record)))
+        fd = self._cq_fd(record.topic, record.queue_id, base)
+        os.pwrite(fd, unit, byte_offset - base)
+
+    def _cq_fd(self, topic: str, queue_id: int, base: int) -> int:
+        """The open ConsumeQueue file (created at full size like the broker's mapping); a few
+        recently used files stay open."""
+        key = (topic, queue_id, base)
+        fd = self._cq_files.pop(key, None)
+        if fd is None:
+            qdir = self.root / "consumequeue" / topic / str(queue_id)
+            qdir.mkdir(parents=True, exist_ok=True)
+            fd = os.open(qdir / segment_name(base), os.O_RDWR | os.O_CREAT, 0o644)
+            if os.fstat(fd).st_size < self.config.cq_file_size:
+                os.ftruncate(fd, self.config.cq_file_size)
+            while len(self._cq_files) >= 64:
+                os.close(self._cq_files.pop(next(iter(self._cq_files))))
+        self._cq_files[key] = fd  # re-inserted last: most recently used
+        return fd
+
+    # --- IndexFile -------------------------------------------------------------------------------
+    def _put_index(self, record: MessageRecord, offset: int) -> None:
+        keys = []
+        if record.uniq_key:
+            keys.append(f"{record.topic}#{record.uniq_key}")
+        keys.extend(f"{record.topic}#{k}" for k in split_keys(record.properties))
+        for key in keys:
+            while True:
+                index = self._current_index(record.store_timestamp)
+                if index.put(key, offset, record.store_timestamp):
+                    break
+                self._index_full_end_ts = index.end_timestamp
+                index.close()
+                self._index = None
+
+    def _current_index(self, now_ms: int) -> "_IndexFileWriter":
+        if self._index is None:
+            prev_end_phy, prev_end_ts = 0, 0
+            existing = sorted((self.root / "index").iterdir())
+            if existing:
+                with open(existing[-1], "rb") as f:
+                    header = idxf.decode_index_header(f.read(idxf.INDEX_HEADER_SIZE))
+                prev_end_phy, prev_end_ts = header.end_phy_offset, header.end_timestamp
+            tz = self.config.index_tz
+            path = self.root / "index" / idxf.index_file_name(now_ms, tz)
+            while path.exists():  # two files created in the same millisecond
+                now_ms += 1
+                path = self.root / "index" / idxf.index_file_name(now_ms, tz)
+            self._index = _IndexFileWriter(path, self.config.index_hash_slot_num, self.config.index_num, prev_end_phy, prev_end_ts)
+        return self._index
+
+    # --- shutdown ---------------------------------------------------------------------------------
+    def write_checkpoint(self) -> None:
+        ts = self.last_store_timestamp
+        data = cpf.encode_checkpoint(cpf.Checkpoint(ts, ts, self._index_full_end_ts))
+        tmp = self.root / "checkpoint.tmp"
+        with open(tmp, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, self.root / "checkpoint")
+
+    def flush(self) -> None:
+        if self._cl_fd is not None:
+            os.fsync(self._cl_fd)
+        for fd in self._cq_files.values():
+            os.fsync(fd)
+        if self._index is not None:
+            self._index.flush()
+
+    def close(self, *, clean: bool = True) -> None:
+        for fd in self._cq_files.values():
+            os.close(fd)
+        self._cq_files.clear()
+        if self._index is not None:
+            self._index.close()
+            self._index = None
+        if self._cl_fd is not None:
+            os.close(self._cl_fd)
+            self._cl_fd = None
+        if clean:
+            self.write_checkpoint()
+            abort = self.root / "abort"
+            if abort.exists():
+                abort.unlink()
+
+    def __enter__(self) -> "StoreWriter":
+        return self
+
+    def __exit__(self, exc_type, *exc: object) -> None:
+        self.close(clean=exc_type is None)
+
+
+class _IndexFileWriter:
+    """One IndexFile mapped for writing (our own new file: the writer may map it writable)."""
+
+    def __init__(self, path: Path, slots: int, num: int, prev_end_phy: int, prev_end_ts: int) -> None:
+        size = idxf.index_file_size(slots, num)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        os.ftruncate(fd, size)
+        self._fd = fd
+        self._map = mmap.mmap(fd, size)
+        self._writer = idxf.IndexWriter(self._map, slots, num)
+        self._writer.inherit(prev_end_phy, prev_end_ts)
+        self._end_timestamp = self._writer.header.end_timestamp
+
+    def put(self, key: str, offset: int, store_ts: int) -> bool:
+        ok = self._writer.put_key(key, offset, store_ts)
+        self._end_timestamp = self._writer.header.end_timestamp
+        return ok
+
+    @property
+    def end_timestamp(self) -> int:
+        return self._end_timestamp
+
+    def flush(self) -> None:
+        self._map.flush()
+
+    def close(self) -> None:
+        self._map.flush()
+        self._writer = None  # drop the writer's view of the map before unmapping
+        self._map.close()
+        os.close(self._fd)

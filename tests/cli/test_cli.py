@@ -1,0 +1,248 @@
+"""CLI behaviour: exit codes, JSON shapes, golden outputs, no tracebacks, quiet broken pipes."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from mqtool.cli.app import run
+from tests.conftest import FIXTURES, PROJECT_ROOT, real_path
+
+STORE = FIXTURES / "rocketmq-store"
+GOLDEN = PROJECT_ROOT / "tests" / "golden"
+UPDATE = os.environ.get("MQTOOL_UPDATE_GOLDEN") == "1"
+
+
+def mqtool(capsys, *args):
+    code = run([str(a) for a in args])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def _relative(text: str) -> str:
+    return text.replace(str(PROJECT_ROOT) + "/", "")
+
+
+def check_golden(name: str, text: str) -> None:
+    path = GOLDEN / name
+    text = _relative(text)
+    if UPDATE or not path.exists():
+        path.write_text(text)
+        if not UPDATE:
+            pytest.fail(f"golden file {name} was missing and has been written; rerun")
+    assert text == path.read_text(), f"output differs from tests/golden/{name} (MQTOOL_UPDATE_GOLDEN=1 to accept)"
+
+
+@pytest.mark.parametrize(
+    "args,golden",
+    [
+        (["dump", "commitlog", STORE, "--jsonl"], "rocketmq-store.commitlog.jsonl"),
+        (["dump", "consumequeue", STORE, "--jsonl"], "rocketmq-store.consumequeue.jsonl"),
+        (["dump", "index", STORE, "--jsonl"], "rocketmq-store.index.jsonl"),
+        (["dump", "checkpoint", STORE, "--json"], "rocketmq-store.checkpoint.json"),
+        (["dump", "config", STORE, "--json"], "rocketmq-store.config.json"),
+        (["query", STORE, "--key", "order-4", "--jsonl"], "rocketmq-store.query-order-4.jsonl"),
+    ],
+    ids=lambda v: v if isinstance(v, str) else None,
+)
+def test_golden_outputs(capsys, args, golden):
+    code, out, err = mqtool(capsys, *args)
+    assert code == 0, err
+    check_golden(golden, out)
+
+
+def test_info_json(capsys):
+    code, out, err = mqtool(capsys, "info", STORE, "--json")
+    assert code == 0, err
+    doc = json.loads(out)
+    assert doc["layout"] == "rocketmq" and doc["shutdown"] == "clean"
+    assert doc["commitlog"]["files"] == 6 and doc["commitlog"]["end_kind"] == "zeros"
+    assert {(q["topic"], q["queue_id"]) for q in doc["queues"]} >= {("TopicTest", 0), ("OrderTopic", 3)}
+    assert len(doc["index_files"]) == 2 and all(i["error"] is None for i in doc["index_files"])
+    assert doc["topics_in_config"] == 4 and doc["consumer_groups"] == 2
+    assert any("IPv6" in h for h in doc["version_hints"])
+
+
+def test_info_table_is_plain_when_piped(capsys):
+    code, out, _ = mqtool(capsys, "info", STORE)
+    assert code == 0 and "\x1b[" not in out and "commitlog offsets" in out
+
+
+def test_dump_counts_and_filters(capsys):
+    code, out, _ = mqtool(capsys, "dump", "commitlog", STORE, "--jsonl")
+    rows = [json.loads(line) for line in out.splitlines()]
+    assert len(rows) == 245
+    assert {r["version"] for r in rows} == {1, 2}
+    code, out, _ = mqtool(capsys, "dump", "commitlog", STORE, "--jsonl", "--topic", "OrderTopic", "--queue-id", "1", "--limit", "3")
+    rows = [json.loads(line) for line in out.splitlines()]
+    assert [r["queue_offset"] for r in rows] == [0, 1, 2] and {r["topic"] for r in rows} == {"OrderTopic"}
+    code, out, _ = mqtool(capsys, "dump", "commitlog", STORE, "--jsonl", "--from-offset", "16384", "--limit", "1")
+    assert json.loads(out)["commitlog_offset"] == 16384
+    code, out, _ = mqtool(capsys, "dump", "commitlog", STORE, "--json", "--key", "KEY42", "--decode", "utf8")
+    (row,) = json.loads(out)
+    assert row["body"].startswith("message 42 for TopicTest")
+
+
+def test_dump_since_until(capsys):
+    code, out, _ = mqtool(capsys, "dump", "commitlog", STORE, "--jsonl", "--since", "1700000002000", "--until", "1700000002100")
+    rows = [json.loads(line) for line in out.splitlines()]
+    assert rows and all(1700000002000 <= r["store_timestamp"] <= 1700000002100 for r in rows)
+    code, _, err = mqtool(capsys, "dump", "commitlog", STORE, "--since", "yesterday-ish")
+    assert code == 2 and "ISO-8601" in err
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--msg-id", "C0A8000A00002A9F0000000000003812"],
+        ["--topic", "TopicTest", "--queue-id", "2", "--queue-offset", "3"],
+        ["--uniq-key", "0A000007109218B4AAC200000412002A"],
+        ["--key", "KEY42"],
+        ["--key", "KEY42", "--scan"],
+    ],
+)
+def test_query_modes_find_the_same_message(capsys, args):
+    code, out, err = mqtool(capsys, "query", STORE, *args, "--jsonl")
+    assert code == 0, err
+    rows = [json.loads(line) for line in out.splitlines()]
+    assert [r["commitlog_offset"] for r in rows] == [14354]
+    assert rows[0]["keys"] == ["KEY42", "order-4"]
+
+
+def test_query_nothing_found_exits_1(capsys):
+    code, out, _ = mqtool(capsys, "query", STORE, "--key", "no-such-key", "--jsonl")
+    assert code == 1 and out == ""
+
+
+def test_query_usage_errors(capsys):
+    assert mqtool(capsys, "query", STORE)[0] == 2
+    assert mqtool(capsys, "query", STORE, "--key", "a", "--msg-id", "b")[0] == 2
+    assert mqtool(capsys, "query", STORE, "--queue-offset", "1")[0] == 2
+    code, _, err = mqtool(capsys, "query", STORE, "--msg-id", "XYZ")
+    assert code == 3 and "offsetMsgId" in err
+
+
+@pytest.mark.parametrize(
+    "args,code",
+    [
+        (["info", "/nonexistent/store"], 3),
+        (["dump", "commitlog", "/nonexistent"], 3),
+        (["dump", "commitlog", "--bogus"], 2),
+        (["dump", "commitlog", STORE, "--json", "--jsonl"], 2),
+        (["info", PROJECT_ROOT / "tests"], 3),
+    ],
+)
+def test_error_exit_codes_without_traceback(capsys, args, code):
+    got, out, err = mqtool(capsys, *args)
+    assert got == code
+    assert "Traceback" not in err and "Traceback" not in out
+
+
+def test_corrupt_record_is_reported_with_position(capsys, tmp_path):
+    data = bytearray((STORE / "commitlog" / "00000000000000000000").read_bytes())
+    data[400] ^= 0xFF  # inside the body of the second record (284..544)
+    target = tmp_path / "00000000000000000000"
+    target.write_bytes(bytes(data))
+    code, out, err = mqtool(capsys, "dump", "commitlog", target, "--jsonl")
+    assert code == 1
+    assert len(out.splitlines()) == 1
+    assert f"{target}:292: body CRC mismatch" in err and "expected BODYCRC" in err
+
+
+def test_fifo_is_refused_not_read(capsys, tmp_path):
+    fifo = tmp_path / "00000000000000000000"
+    os.mkfifo(fifo)
+    code, _, err = mqtool(capsys, "dump", "commitlog", fifo)
+    assert code == 3 and "found a FIFO" in err
+
+
+def test_debug_shows_traceback(capsys):
+    code, _, err = mqtool(capsys, "--debug", "info", "/nonexistent/store")
+    assert code == 3 and "Traceback" in err
+
+
+def _run_cli(*args, **kw):
+    return subprocess.run([sys.executable, "-m", "mqtool", *map(str, args)], capture_output=True, text=True, **kw)
+
+
+def test_broken_pipe_is_quiet():
+    proc = subprocess.Popen(
+        f"{sys.executable} -m mqtool dump commitlog {STORE} --jsonl | head -n 1",
+        shell=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    out, err = proc.communicate(timeout=60)
+    assert len(out.splitlines()) == 1
+    assert err == ""
+
+
+def test_version_and_module_entry():
+    proc = _run_cli("--version")
+    assert proc.returncode == 0 and proc.stdout.startswith("mqtool ")
+
+
+def test_no_color_when_env_set():
+    proc = _run_cli("info", STORE, env={**os.environ, "NO_COLOR": "1", "FORCE_COLOR": ""})
+    assert proc.returncode == 0 and "\x1b[" not in proc.stdout
+
+
+def test_real_pr3535_dump_matches_source_md(capsys):
+    path = real_path("rocketmq", "apache-rocketmq", "pr3535-4e25b979", "store", "commitlog", "00000000000000000000")
+    code, out, err = mqtool(capsys, "dump", "commitlog", path, "--jsonl", "--decode", "utf8")
+    assert code == 0, err
+    rows = [json.loads(line) for line in out.splitlines()]
+    assert len(rows) == 47
+    assert all(r["total_size"] == 172 and r["topic"] == "abc" and r["queue_id"] == 0 for r in rows)
+    assert [r["commitlog_offset"] for r in rows] == list(range(0, 47 * 172, 172))
+    assert {r["store_host"] for r in rows} == {"192.168.71.1:8123"} and {r["born_host"] for r in rows} == {"127.0.0.1:0"}
+    assert {r["body"] for r in rows} == {"Once, there was a chance for me!"}
+    assert all(r["properties"]["TAGS"] == "TAG1" and r["properties"]["0"] == "imagoodperson0" for r in rows)
+    assert rows[1]["msg_id"] == "C0A8470100001FBB00000000000000AC"
+
+
+def test_real_ericpan_crashed_store(capsys):
+    root = real_path("rocketmq", "EricPanGopher-rocketmq", "store", "unit_test_store")
+    code, out, err = mqtool(capsys, "info", root, "--json")
+    assert code == 0, err
+    doc = json.loads(out)
+    assert doc["shutdown"].startswith("unclean")
+    assert doc["commitlog"]["zero_length_files"] == ["00000000000000032768"]
+    assert doc["commitlog"]["max_offset"] == 24576 + 6536
+    assert doc["queues"] == [{"topic": "abc", "queue_id": 0, "files": 6, "min_offset": 0, "max_offset": 56, "max_physic_offset": 9740}]
+    code, out, _ = mqtool(capsys, "dump", "commitlog", root, "--jsonl")
+    assert code == 0 and len(out.splitlines()) == 179
+    code, out, _ = mqtool(capsys, "dump", "consumequeue", root, "--jsonl")
+    units = [json.loads(line) for line in out.splitlines()]
+    assert len(units) == 56 and all(u["kind"] == "ext-address" for u in units)
+    code, out, _ = mqtool(capsys, "query", root, "--topic", "abc", "--queue-id", "0", "--queue-offset", "55", "--jsonl")
+    assert code == 0 and json.loads(out)["commitlog_offset"] == 9568
+
+
+def test_real_index_file(capsys):
+    path = real_path("rocketmq", "apache-rocketmq", "pr6495-65a086a2", "store", "100")
+    code, out, err = mqtool(capsys, "dump", "index", path, "--jsonl")
+    assert code == 0, err
+    rows = [json.loads(line) for line in out.splitlines()]
+    assert rows[0] == {
+        "record": "header", "file": str(path), "begin_timestamp": 1679290200025, "end_timestamp": 1679290200025,
+        "begin_phy_offset": 0, "end_phy_offset": 0, "hash_slot_count": 1, "index_count": 2, "hash_slot_num": 100, "index_num": 400,
+    }
+    assert rows[1]["number"] == 1 and rows[1]["position"] == 460 and rows[1]["key_hash"] == 48 and rows[1]["slot"] == 48
+
+
+def test_real_broker_metadata(capsys):
+    root = real_path("rocketmq", "Shaoxubao-rocketmq-study", "store")
+    code, out, err = mqtool(capsys, "dump", "checkpoint", root, "--json")
+    assert code == 0, err
+    doc = json.loads(out)
+    assert doc["physic_msg_timestamp"] == doc["logics_msg_timestamp"] == 1551626238066 and doc["index_msg_timestamp"] == 0
+    code, out, err = mqtool(capsys, "dump", "config", real_path("rocketmq", "liushangqing9803-rocketmq-tech", "store", "config", "consumerOffset.json"), "--json")
+    assert code == 0, err
+    (doc,) = json.loads(out)
+    assert doc["content"]["offsetTable"]["lsqTopic1@lsqGroup"] == {"0": 8, "1": 15, "2": 14, "3": 12}

@@ -1,0 +1,58 @@
+"""The import rule of design.md, enforced by walking every module's AST.
+
+cli -> ops, store, errors
+ops -> store, formats, errors;  store -> formats, errors;  formats -> errors;
+pipeline -> formats, store, errors.  pyspark only inside pipeline/.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[1] / "mqtool"
+
+ALLOWED = {
+    "formats": {"formats", "errors"},
+    "store": {"store", "formats", "errors"},
+    "ops": {"ops", "store", "formats", "errors"},
+    "cli": {"cli", "ops", "store", "errors"},
+    "pipeline": {"pipeline", "formats", "store", "errors"},
+    "errors": {"errors"},
+}
+HEAVY = {"pyspark", "pyarrow"}
+
+
+def _modules():
+    for path in sorted(PACKAGE.rglob("*.py")):
+        rel = path.relative_to(PACKAGE)
+        layer = rel.parts[0].removesuffix(".py") if len(rel.parts) > 1 else rel.stem
+        yield path, layer
+
+
+def _imports(path: Path):
+    tree = ast.parse(path.read_text(), filename=str(path))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                yield alias.name
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            yield node.module
+
+
+@pytest.mark.parametrize("path,layer", list(_modules()), ids=lambda v: str(v))
+def test_module_respects_layers(path, layer):
+    allowed = ALLOWED.get(layer)
+    for name in _imports(path):
+        top = name.split(".")[0]
+        if top in HEAVY:
+            assert layer == "pipeline", f"{path}: imports {name}; pyspark/pyarrow belong in pipeline/ only"
+        if top != "mqtool" or allowed is None:
+            continue
+        parts = name.split(".")
+        target = parts[1] if len(parts) > 1 else "mqtool"
+        if target in ("__init__", "mqtool"):
+            continue
+        assert target in allowed, f"{path.relative_to(PACKAGE.parent)}: layer '{layer}' may not import mqtool.{target}"
