@@ -1,0 +1,184 @@
+"""``mqtool validate``: every inconsistency a store can have, as findings with stable codes."""
+
+from __future__ import annotations
+
+import enum
+from pathlib import Path
+from typing import Annotated, Optional
+from xml.sax.saxutils import escape, quoteattr
+
+import humanize
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from mqtool.cli.app import app
+from mqtool.cli.common import JsonlOpt, JsonOpt
+from mqtool.cli.exit_codes import ExitCode
+from mqtool.cli.render import Column, OutputFormat, Renderer, dumps
+from mqtool.ops.findings import FAMILIES, Severity
+from mqtool.ops.validate import ValidateOptions, ValidationReport, default_jobs
+from mqtool.ops.validate_rocketmq import validate_rocketmq
+from mqtool.store.files import check_path
+
+
+class ValidateFormat(str, enum.Enum):
+    table = "table"
+    json = "json"
+    jsonl = "jsonl"
+    junit = "junit"
+
+
+FINDING_COLUMNS = [
+    Column("severity", "SEVERITY", 8),
+    Column("code", "CODE", 24),
+    Column("where", "WHERE", 60),
+    Column("message", "MESSAGE"),
+]
+
+
+def _parse_checks(value: Optional[str]) -> frozenset[str]:
+    if not value:
+        return frozenset(FAMILIES)
+    chosen = {v.strip() for v in value.split(",") if v.strip()}
+    unknown = chosen - set(FAMILIES)
+    if unknown:
+        raise typer.BadParameter(f"unknown check family {sorted(unknown)}; choose from {', '.join(FAMILIES)}", param_hint="--checks")
+    return frozenset(chosen)
+
+
+@app.command("validate")
+def validate(
+    path: Annotated[Path, typer.Argument(help="A store root.")],
+    checks: Annotated[
+        Optional[str], typer.Option("--checks", help=f"Comma-separated check families (default all): {', '.join(FAMILIES)}.")
+    ] = None,
+    fail_on: Annotated[Severity, typer.Option("--fail-on", help="Exit 1 when a finding has at least this severity.")] = Severity.error,
+    max_findings: Annotated[
+        Optional[int], typer.Option("--max-findings", min=0, help="Keep at most this many findings (counts stay exact).")
+    ] = None,
+    jobs: Annotated[Optional[int], typer.Option("--jobs", "-j", min=1, help="Parallel processes (default: the number of cores).")] = None,
+    commitlog_file_size: Annotated[
+        Optional[int], typer.Option("--commitlog-file-size", min=1, help="CommitLog file size, when not the one detected from the files.")
+    ] = None,
+    cq_file_size: Annotated[
+        Optional[int], typer.Option("--cq-file-size", min=20, help="ConsumeQueue file size, when not the one detected.")
+    ] = None,
+    index_slots: Annotated[Optional[int], typer.Option("--index-hash-slots", help="maxHashSlotNum when not inferable.")] = None,
+    index_num: Annotated[Optional[int], typer.Option("--index-num", help="maxIndexNum when not inferable.")] = None,
+    fmt: Annotated[ValidateFormat, typer.Option("--format", "-f", help="table, json (one document), jsonl (findings), junit (XML).")] = ValidateFormat.table,
+    as_json: JsonOpt = False,
+    as_jsonl: JsonlOpt = False,
+) -> int:
+    """Check segment continuity, every checksum and every cross-file reference of a store.
+
+    Exit 0 when no finding reaches --fail-on, 1 when one does, 3 when PATH is not a store."""
+    if as_json and as_jsonl:
+        raise typer.BadParameter("--json and --jsonl exclude each other")
+    if as_json:
+        fmt = ValidateFormat.json
+    elif as_jsonl:
+        fmt = ValidateFormat.jsonl
+    check_path(path)
+    options = ValidateOptions(
+        checks=_parse_checks(checks),
+        fail_on=fail_on,
+        max_findings=max_findings,
+        jobs=jobs or default_jobs(),
+        commitlog_file_size=commitlog_file_size,
+        cq_file_size=cq_file_size,
+        index_hash_slot_num=index_slots,
+        index_num=index_num,
+    )
+    out = Renderer(OutputFormat.table if fmt in (ValidateFormat.table, ValidateFormat.junit) else OutputFormat(fmt.value))
+    total = sum(p.stat().st_size for p in (Path(path) / "commitlog").glob("*") if p.is_file()) if (Path(path) / "commitlog").is_dir() else 0
+    with out.progress(total if fmt is ValidateFormat.table else 0, "validate") as advance:
+        report = validate_rocketmq(path, options, advance)
+    if fmt is ValidateFormat.json:
+        out.out.write(dumps(report.to_dict(), indent=2) + "\n")
+    elif fmt is ValidateFormat.jsonl:
+        out.stream((f.to_dict() for f in report.findings), FINDING_COLUMNS)
+    elif fmt is ValidateFormat.junit:
+        out.out.write(render_junit(report))
+    else:
+        render_table(out.console, report)
+    out.out.flush()
+    if report.truncated:
+        out.warn(f"only the first {options.max_findings} findings are listed; counts include all of them")
+    return ExitCode.FINDINGS if report.failed else ExitCode.OK
+
+
+def render_table(console: Console, report: ValidationReport) -> None:
+    files = Table(title=f"{report.layout} store {report.root}", title_justify="left")
+    for col, just in (("file", "left"), ("status", "left"), ("records", "right"), ("valid bytes", "right"), ("size", "right"), ("findings", "right")):
+        files.add_column(col, justify=just)
+    for s in report.files:
+        style = {"error": "red", "warning": "yellow"}.get(s.status, "green")
+        n = s.errors + s.warnings + s.infos
+        files.add_row(
+            _short(s.path, report.root),
+            f"[{style}]{s.status}[/{style}]",
+            humanize.intcomma(s.records),
+            humanize.intcomma(s.valid_bytes) if s.valid_bytes is not None else "-",
+            humanize.naturalsize(s.size, binary=True),
+            str(n) if n else "",
+        )
+    console.print(files)
+    if report.findings:
+        table = Table(title="findings", title_justify="left")
+        for col in ("severity", "code", "where", "message"):
+            table.add_column(col, overflow="fold")
+        for f in report.findings:
+            style = {"error": "red", "warning": "yellow"}.get(f.level.value, "cyan")
+            where = _short(f.path, report.root) + (f":{f.position}" if f.position is not None else "")
+            table.add_row(f"[{style}]{f.level.value}[/{style}]", f.code, where, f.message)
+        console.print(table)
+    c = report.counts
+    verdict = "FAILED" if report.failed else "OK"
+    console.print(
+        f"{verdict}: {c['error']} error(s), {c['warning']} warning(s), {c['info']} info; "
+        f"{len(report.files)} files, {humanize.naturalsize(report.bytes_checked, binary=True)} of CommitLog checked "
+        f"(fail on {report.options.fail_on.value})"
+    )
+
+
+def _short(path: str, root: str) -> str:
+    return path[len(root) :].lstrip("/") if path.startswith(root) else path
+
+
+def render_junit(report: ValidationReport) -> str:
+    """One testsuite per check family, one testcase per file and family; findings at or above
+    --fail-on are failures, the rest go to system-out."""
+    by_case: dict[tuple[str, str], list] = {}
+    for s in report.files:
+        by_case.setdefault((s.family if s.family in FAMILIES else "files", s.path), [])
+    for f in report.findings:
+        by_case.setdefault((f.family, f.path), []).append(f)
+    rank = report.options.fail_on.rank
+    suites = []
+    for family in FAMILIES:
+        cases = [(path, items) for (fam, path), items in sorted(by_case.items()) if fam == family]
+        if not cases:
+            continue
+        failures = sum(1 for _, items in cases if any(i.level.rank >= rank for i in items))
+        body = []
+        for path, items in cases:
+            bad = [i for i in items if i.level.rank >= rank]
+            other = [i for i in items if i.level.rank < rank]
+            case = f'    <testcase classname={quoteattr("mqtool.validate." + family)} name={quoteattr(_short(path, report.root) or path)}>'
+            if bad:
+                text = "\n".join(f"{i.code} {i.path}:{i.position if i.position is not None else '-'}: {i.message}" for i in bad)
+                case += f'\n      <failure type={quoteattr(bad[0].code)} message={quoteattr(bad[0].message[:200])}>{escape(text)}</failure>'
+            if other:
+                case += "\n      <system-out>" + escape("\n".join(f"{i.level.value} {i.code}: {i.message}" for i in other)) + "</system-out>"
+            case += "\n    </testcase>"
+            body.append(case)
+        suites.append(
+            f'  <testsuite name={quoteattr("mqtool.validate." + family)} tests="{len(cases)}" failures="{failures}" errors="0">\n'
+            + "\n".join(body)
+            + "\n  </testsuite>"
+        )
+    return '<?xml version="1.0" encoding="UTF-8"?>\n<testsuites name="mqtool validate">\n' + "\n".join(suites) + "\n</testsuites>\n"
+
+
+

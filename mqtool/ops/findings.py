@@ -1,0 +1,125 @@
+"""The finding model shared by validate (every layout), scan and recover.
+
+A finding has a stable ``code`` (documented in the README and listed in ``CODES``), a severity,
+the file and byte position it is about, and a message that says what was expected and found.
+Codes never change meaning; new checks get new codes.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+
+
+class Severity(str, enum.Enum):
+    info = "info"
+    warning = "warning"
+    error = "error"
+
+    @property
+    def rank(self) -> int:
+        return {"info": 0, "warning": 1, "error": 2}[self.value]
+
+
+@dataclass(frozen=True)
+class CodeInfo:
+    severity: Severity
+    family: str
+    summary: str
+
+
+E, W, I = Severity.error, Severity.warning, Severity.info
+
+#: Every finding code: default severity, check family, one-line meaning.
+CODES: dict[str, CodeInfo] = {
+    # files
+    "RMQ-FILE-NAME": CodeInfo(W, "files", "a file whose name is not a 20-digit offset in a segment directory"),
+    "RMQ-FILE-SIZE": CodeInfo(E, "files", "a segment file whose size differs from the configured file size"),
+    "RMQ-FILE-ZERO-LENGTH": CodeInfo(W, "files", "a zero-length segment file (4.x refuses to start; 5.1.3+ deletes a zero-length last file)"),
+    "RMQ-FILE-GAP": CodeInfo(E, "files", "consecutive segment names differ by more than the file size (a missing file)"),
+    "RMQ-FILE-OVERLAP": CodeInfo(E, "files", "consecutive segment names differ by less than the file size"),
+    "RMQ-FILE-ALIGN": CodeInfo(W, "files", "a segment name that is not a multiple of the file size"),
+    "RMQ-FILE-UNREADABLE": CodeInfo(E, "files", "a file that cannot be read (permissions, I/O error, not a regular file)"),
+    "RMQ-ROCKSDB-CQ": CodeInfo(E, "files", "consumequeue/ is a RocksDB database (storeType=defaultRocksDB): not checked"),
+    # commitlog
+    "RMQ-CL-MAGIC": CodeInfo(E, "commitlog", "a record header whose magic code is not a message or BLANK magic"),
+    "RMQ-CL-SIZE": CodeInfo(E, "commitlog", "TOTALSIZE out of bounds or not equal to the size computed from the record's lengths"),
+    "RMQ-CL-TRUNCATED": CodeInfo(E, "commitlog", "a record field reaches past the record or the file"),
+    "RMQ-CL-BODY-CRC": CodeInfo(E, "commitlog", "BODYCRC does not match the masked CRC-32 of the body"),
+    "RMQ-CL-PROP-CRC": CodeInfo(E, "commitlog", "the __CRC32# whole-record CRC property does not match"),
+    "RMQ-CL-PROPERTIES": CodeInfo(W, "commitlog", "malformed property segments the broker silently drops"),
+    "RMQ-CL-ENCODING": CodeInfo(E, "commitlog", "topic or properties are not valid UTF-8"),
+    "RMQ-CL-PHYS-OFFSET": CodeInfo(E, "commitlog", "PHYSICALOFFSET differs from the record's real position (stale or misplaced data)"),
+    "RMQ-CL-QUEUE-OFFSET": CodeInfo(E, "commitlog", "QUEUEOFFSET of a topic/queue does not increase by one record after record"),
+    "RMQ-CL-BLANK": CodeInfo(E, "commitlog", "an END_OF_FILE (BLANK) record whose TOTALSIZE is not the rest of the file"),
+    "RMQ-CL-AFTER-BLANK": CodeInfo(
+        I, "commitlog", "bytes after the END_OF_FILE header are not zero (4.x fills them from its reused encode buffer: harmless)"
+    ),
+    "RMQ-CL-NO-BLANK": CodeInfo(E, "commitlog", "a file before the last one whose records stop without an END_OF_FILE record"),
+    "RMQ-CL-TORN-TAIL": CodeInfo(W, "commitlog", "the last file ends in a partially written record (a crash while writing)"),
+    "RMQ-CL-GARBAGE": CodeInfo(E, "commitlog", "non-zero bytes after the end of valid data in the last file"),
+    "RMQ-CL-UNREADABLE-REGION": CodeInfo(E, "commitlog", "bytes between a broken record and the next valid record"),
+    "RMQ-CL-VALID-END": CodeInfo(I, "commitlog", "where valid data ends in the CommitLog"),
+    "RMQ-CL-IN-PROGRESS": CodeInfo(I, "commitlog", "the tail is being written (the file grew while it was read)"),
+    # consumequeue
+    "RMQ-CQ-PAST-END": CodeInfo(E, "consumequeue", "a unit pointing at or past the end of valid CommitLog data"),
+    "RMQ-CQ-EXPIRED": CodeInfo(I, "consumequeue", "units pointing below the CommitLog's first file (expired by retention)"),
+    "RMQ-CQ-NOT-A-RECORD": CodeInfo(E, "consumequeue", "a unit pointing at a commitlog offset where no record starts"),
+    "RMQ-CQ-MISMATCH": CodeInfo(E, "consumequeue", "the record a unit points at has another size, topic, queue id or queue offset"),
+    "RMQ-CQ-TAGS": CodeInfo(E, "consumequeue", "tagsCode differs from the hash of TAGS (or the delivery time of a delayed message)"),
+    "RMQ-CQ-MISSING-UNIT": CodeInfo(E, "consumequeue", "a record with no ConsumeQueue unit while later records of its queue have one"),
+    "RMQ-CQ-LAG": CodeInfo(W, "consumequeue", "the ConsumeQueue ends before the CommitLog's records of that queue (dispatch behind)"),
+    "RMQ-CQ-INVALID-UNIT": CodeInfo(E, "consumequeue", "a unit that is neither valid nor zero (the broker ends the queue there)"),
+    "RMQ-CQ-PARTIAL-UNIT": CodeInfo(W, "consumequeue", "trailing bytes shorter than a 20-byte unit"),
+    "RMQ-CQ-AFTER-END": CodeInfo(E, "consumequeue", "units after the end of a queue (after an invalid or zero unit)"),
+    "RMQ-CQ-MISSING-QUEUE": CodeInfo(W, "consumequeue", "CommitLog records of a topic/queue that has no ConsumeQueue directory"),
+    # index
+    "RMQ-IDX-GEOMETRY": CodeInfo(E, "index", "an IndexFile whose size fits no slot/entry geometry, or a header that does not fit it"),
+    "RMQ-IDX-HEADER": CodeInfo(E, "index", "header counts or ranges inconsistent with the entries"),
+    "RMQ-IDX-CHAIN": CodeInfo(E, "index", "a hash-slot chain that loops or links outside the written entries"),
+    "RMQ-IDX-SLOT": CodeInfo(E, "index", "an entry whose key hash belongs to another slot than the chain holding it"),
+    "RMQ-IDX-ENTRY": CodeInfo(E, "index", "an entry pointing at no record, or at a record without a key of that hash"),
+    "RMQ-IDX-EXPIRED": CodeInfo(I, "index", "entries pointing below the CommitLog's first file (expired by retention)"),
+    "RMQ-IDX-PAST-END": CodeInfo(E, "index", "an entry pointing at or past the end of valid CommitLog data"),
+    # checkpoint / shutdown / config
+    "RMQ-ABORT": CodeInfo(W, "checkpoint", "the abort file is present: the last shutdown was not clean"),
+    "RMQ-CHECKPOINT": CodeInfo(W, "checkpoint", "checkpoint timestamps later than the newest record they describe"),
+    "RMQ-CHECKPOINT-FORMAT": CodeInfo(E, "checkpoint", "the checkpoint file is missing bytes or unreadable"),
+    "RMQ-CONFIG-PARSE": CodeInfo(E, "config", "a config JSON file that cannot be parsed"),
+    "RMQ-CONSUMER-OFFSET": CodeInfo(W, "config", "a consumer offset beyond the queue's max offset (consumer ahead of the data)"),
+    "RMQ-CONSUMER-BEHIND": CodeInfo(I, "config", "a consumer offset below the queue's min offset (messages expired unconsumed)"),
+    "RMQ-CONSUMER-UNKNOWN-QUEUE": CodeInfo(I, "config", "a consumer offset for a queue that has no ConsumeQueue"),
+}
+
+FAMILIES = ("files", "commitlog", "consumequeue", "index", "checkpoint", "config")
+
+
+@dataclass(frozen=True)
+class Finding:
+    code: str
+    path: str
+    position: int | None
+    message: str
+    length: int | None = None
+    severity: Severity | None = None  # None: the code's default
+    details: dict = field(default_factory=dict, compare=False)
+
+    @property
+    def level(self) -> Severity:
+        return self.severity or CODES[self.code].severity
+
+    @property
+    def family(self) -> str:
+        return CODES[self.code].family
+
+    def to_dict(self) -> dict:
+        return {
+            "code": self.code,
+            "severity": self.level.value,
+            "family": self.family,
+            "path": self.path,
+            "position": self.position,
+            "length": self.length,
+            "message": self.message,
+            **({"details": self.details} if self.details else {}),
+        }

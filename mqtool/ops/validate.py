@@ -1,0 +1,141 @@
+"""validate: the engine every layout plugs its checks into.
+
+A layout's checker turns a path into a ``ValidationReport``: per-file summaries and findings
+(stable codes from ``ops.findings.CODES``).  ``ValidateOptions`` carries what the user chose:
+check families, the failing severity, a cap on collected findings, and parallel jobs.
+
+Work is split into independent tasks (one per CommitLog file, one per queue, one per IndexFile)
+that run in-process or in a process pool (``jobs``), so memory stays flat: a task streams its
+file and returns findings plus a few numbers.
+"""
+
+from __future__ import annotations
+
+import os
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+from typing import Callable, Iterable, Iterator, TypeVar
+
+from mqtool.ops.findings import FAMILIES, Finding, Severity
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+
+@dataclass(frozen=True)
+class ValidateOptions:
+    checks: frozenset[str] = frozenset(FAMILIES)
+    fail_on: Severity = Severity.error
+    max_findings: int | None = None
+    jobs: int = 1
+    commitlog_file_size: int | None = None
+    cq_file_size: int | None = None
+    index_hash_slot_num: int | None = None
+    index_num: int | None = None
+    deep: bool = False
+
+    def wants(self, family: str) -> bool:
+        return family in self.checks
+
+
+@dataclass
+class FileSummary:
+    path: str
+    family: str
+    size: int
+    records: int = 0
+    valid_bytes: int | None = None
+    errors: int = 0
+    warnings: int = 0
+    infos: int = 0
+
+    @property
+    def status(self) -> str:
+        if self.errors:
+            return "error"
+        if self.warnings:
+            return "warning"
+        return "ok"
+
+    def count(self, finding: Finding) -> None:
+        level = finding.level
+        if level is Severity.error:
+            self.errors += 1
+        elif level is Severity.warning:
+            self.warnings += 1
+        else:
+            self.infos += 1
+
+    def to_dict(self) -> dict:
+        return {
+            "path": self.path,
+            "family": self.family,
+            "status": self.status,
+            "size": self.size,
+            "records": self.records,
+            "valid_bytes": self.valid_bytes,
+            "errors": self.errors,
+            "warnings": self.warnings,
+            "infos": self.infos,
+        }
+
+
+@dataclass
+class ValidationReport:
+    layout: str
+    root: str
+    options: ValidateOptions
+    files: list[FileSummary] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)
+    counts: dict[str, int] = field(default_factory=lambda: {"error": 0, "warning": 0, "info": 0})
+    truncated: bool = False  # more findings than --max-findings were found
+    facts: dict = field(default_factory=dict)
+    bytes_checked: int = 0
+
+    def add(self, finding: Finding, summary: FileSummary | None = None) -> None:
+        if finding.family not in self.options.checks:
+            return
+        self.counts[finding.level.value] += 1
+        if summary is not None:
+            summary.count(finding)
+        cap = self.options.max_findings
+        if cap is not None and len(self.findings) >= cap:
+            self.truncated = True
+            return
+        self.findings.append(finding)
+
+    @property
+    def failed(self) -> bool:
+        rank = self.options.fail_on.rank
+        return any(n for level, n in self.counts.items() if Severity(level).rank >= rank)
+
+    def to_dict(self) -> dict:
+        return {
+            "layout": self.layout,
+            "root": self.root,
+            "ok": not self.failed,
+            "fail_on": self.options.fail_on.value,
+            "checks": sorted(self.options.checks),
+            "counts": dict(self.counts),
+            "truncated": self.truncated,
+            "bytes_checked": self.bytes_checked,
+            "facts": self.facts,
+            "files": [f.to_dict() for f in self.files],
+            "findings": [f.to_dict() for f in self.findings],
+        }
+
+
+def run_tasks(fn: Callable[[T], R], items: Iterable[T], jobs: int) -> Iterator[R]:
+    """``map(fn, items)`` in order, in a process pool when ``jobs > 1``."""
+    items = list(items)
+    if jobs <= 1 or len(items) <= 1:
+        for item in items:
+            yield fn(item)
+        return
+    workers = min(jobs, len(items), os.cpu_count() or 1)
+    with ProcessPoolExecutor(max_workers=workers) as pool:
+        yield from pool.map(fn, items)
+
+
+def default_jobs() -> int:
+    return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1))
