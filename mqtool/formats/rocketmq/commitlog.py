@@ -338,27 +338,40 @@ def _decode_message_view(view: memoryview, magic: int, total_size: int, check_cr
                 expected=f"BODYCRC {crc} (masked CRC-32 of the {body_len}-byte body at +{body_pos})",
                 found=str(body_crc),
             )
+    # Tail: TOPICLEN, TOPIC, PROPLEN, PROPERTIES -- bounds checked by arithmetic, no copies
+    # beyond the two slices.
     if magic == MAGIC_V2:
-        need(view, pos, 2, "TOPICLEN (2 bytes, magic v2)")
+        if pos + 2 > total_size:
+            need(view, pos, 2, "TOPICLEN (2 bytes, magic v2)")
         (topic_len,) = I16.unpack_from(view, pos)
         pos += 2
+        topic_len_size = 2
     else:
-        need(view, pos, 1, "TOPICLEN (1 byte, magic v1)")
+        if pos + 1 > total_size:
+            need(view, pos, 1, "TOPICLEN (1 byte, magic v1)")
         (topic_len,) = I8.unpack_from(view, pos)
         pos += 1
+        topic_len_size = 1
     if topic_len < 0:
         raise CorruptDataError(position=pos - 1, expected="TOPICLEN >= 0", found=str(topic_len))
     topic_pos = pos
-    topic = decode_utf8(take(view, pos, topic_len, "TOPIC (TOPICLEN)"), topic_pos, "TOPIC")
     pos += topic_len
-    need(view, pos, 2, "PROPLEN")
+    if pos + 2 > total_size:
+        need(view, topic_pos, topic_len + 2, "TOPIC (TOPICLEN) and PROPLEN")
+    topic_raw = bytes(view[topic_pos:pos])
+    try:
+        topic = topic_raw.decode("utf-8")
+    except UnicodeDecodeError:
+        topic = decode_utf8(topic_raw, topic_pos, "TOPIC")
     (prop_len,) = I16.unpack_from(view, pos)
     pos += 2
     if prop_len < 0:
         raise CorruptDataError(position=pos - 2, expected="PROPLEN >= 0", found=str(prop_len))
     props_pos = pos
-    decoded = decode_properties(take(view, pos, prop_len, "PROPERTIES (PROPLEN)"), props_pos)
-    expected_size = message_size(body_len, topic_len, prop_len, sys_flag=sys_flag, magic_code=magic)
+    if pos + prop_len > total_size:
+        need(view, pos, prop_len, "PROPERTIES (PROPLEN)")
+    decoded = decode_properties(bytes(view[pos : pos + prop_len]), props_pos)
+    expected_size = body_pos + body_len + topic_len_size + topic_len + 2 + prop_len
     if expected_size != total_size:
         raise CorruptDataError(
             position=0,

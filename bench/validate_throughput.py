@@ -1,0 +1,130 @@
+"""Benchmark: ``mqtool validate`` MB/s next to a bare ``zlib.crc32`` pass, measured in one run.
+
+    python bench/validate_throughput.py [--size-mib 512] [--file-mib 128] [--body 1024] [--dir DIR]
+
+Generates a RocketMQ store of at least ``--size-mib`` MiB of CommitLog data (1 KiB bodies, 8
+queues, ConsumeQueues and IndexFiles) with mqtool's writer, in ``--file-mib`` CommitLog files
+(several files, so ``--jobs`` has files to share out), then prints from the same run:
+
+* ``crc32``: one pass of ``zlib.crc32`` over the same CommitLog bytes, read in 8 MiB chunks;
+* ``validate -j1`` / ``-j2``: the real command in a subprocess (every check family), its
+  interpreter start-up measured separately and subtracted;
+* the ratios validate/crc32 (goal >= 0.5) and -j2/-j1 (goal >= 1.7 on 2 cores);
+* the peak RSS of each validate run (goal < 150 MB whatever the store size).
+
+Noisy machines: this prints ratios, it asserts nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import zlib
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from mqtool.formats.rocketmq import commitlog as cl  # noqa: E402
+from mqtool.store.writer import StoreWriter, WriterConfig  # noqa: E402
+
+
+def generate(root: Path, size_mib: int, file_mib: int, body_size: int) -> tuple[int, int]:
+    config = WriterConfig(commitlog_file_size=file_mib << 20)
+    body = bytes(range(256)) * (body_size // 256) + bytes(body_size % 256)
+    count = 0
+    end = 0
+    with StoreWriter(root, config) as writer:
+        while end < size_mib << 20:
+            res = writer.append(
+                cl.MessageRecord(
+                    topic=f"BenchTopic{count % 2}",
+                    queue_id=count % 4,
+                    body=body,
+                    properties={"KEYS": f"key-{count}", "TAGS": "TagA", "UNIQ_KEY": f"{count:032X}"},
+                )
+            )
+            end = res.commitlog_offset + res.size
+            count += 1
+    return count, end
+
+
+def crc_pass(files: list[Path]) -> int:
+    total = 0
+    for path in files:
+        with open(path, "rb") as f:
+            crc = 0
+            while True:
+                chunk = f.read(8 << 20)
+                if not chunk:
+                    break
+                crc = zlib.crc32(chunk, crc)
+                total += len(chunk)
+    return total
+
+
+def run_child(args: list[str]) -> tuple[float, int, int]:
+    """(seconds, exit code, peak RSS in bytes) of one child process."""
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(args, stdout=subprocess.DEVNULL)
+    _, status, usage = os.wait4(proc.pid, 0)
+    elapsed = time.perf_counter() - t0
+    return elapsed, os.waitstatus_to_exitcode(status), usage.ru_maxrss * 1024
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--size-mib", type=int, default=512)
+    ap.add_argument("--file-mib", type=int, default=128)
+    ap.add_argument("--body", type=int, default=1024)
+    ap.add_argument("--dir", type=Path, default=None)
+    ap.add_argument("--keep", action="store_true")
+    args = ap.parse_args()
+
+    work = Path(tempfile.mkdtemp(prefix="mqtool-bench-", dir=args.dir))
+    try:
+        store = work / "store"
+        t0 = time.perf_counter()
+        records, data_end = generate(store, args.size_mib, args.file_mib, args.body)
+        files = sorted((store / "commitlog").iterdir())
+        on_disk = sum(f.stat().st_size for f in files)
+        print(f"generated {records:,} records, {data_end / 2**20:.0f} MiB of CommitLog data in {len(files)} files "
+              f"({on_disk / 2**20:.0f} MiB), {time.perf_counter() - t0:.1f} s")
+
+        crc_pass(files)  # warm the page cache for both contenders
+        t0 = time.perf_counter()
+        crc_bytes = crc_pass(files)
+        crc_s = time.perf_counter() - t0
+
+        mqtool = [sys.executable, "-m", "mqtool"]
+        startup_s, _, _ = run_child([*mqtool, "--version"])
+        results = {}
+        for jobs in (1, 2):
+            elapsed, code, rss = run_child([*mqtool, "validate", str(store), "--jobs", str(jobs), "--jsonl"])
+            if code != 0:
+                raise SystemExit(f"validate -j{jobs} exited {code} on a healthy store")
+            results[jobs] = (max(elapsed - startup_s, 1e-9), rss)
+
+        crc_rate = crc_bytes / crc_s / 2**20
+        print(f"{'zlib.crc32 pass':<22} {crc_rate:>10,.0f} MB/s  ({crc_s:.2f} s over {crc_bytes / 2**20:.0f} MiB)")
+        for jobs, (secs, rss) in results.items():
+            rate = on_disk / secs / 2**20
+            print(f"{'validate -j' + str(jobs):<22} {rate:>10,.0f} MB/s  ({secs:.2f} s, start-up {startup_s:.2f} s excluded), peak RSS {rss / 2**20:.0f} MiB")
+        j1 = on_disk / results[1][0] / 2**20
+        print(f"ratio validate -j1 / crc32: {j1 / crc_rate:.2f}x (goal >= 0.5x)")
+        print(f"ratio -j2 / -j1: {results[1][0] / results[2][0]:.2f}x (goal >= 1.7x on 2 cores)")
+        print(f"peak RSS: {max(r for _, r in results.values()) / 2**20:.0f} MiB (goal < 150 MB)")
+    finally:
+        if args.keep:
+            print("kept", work)
+        else:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
