@@ -11,16 +11,18 @@ from rich.console import Console
 from rich.table import Table
 
 from mqtool.cli.app import app
-from mqtool.cli.common import FormatOpt, JsonlOpt, JsonOpt, renderer
+from mqtool.cli.common import FormatOpt, JsonlOpt, JsonOpt, LayoutOpt, renderer
 from mqtool.cli.exit_codes import ExitCode
 from mqtool.cli.render import OutputFormat
 from mqtool.cli.rows import iso_ms
-from mqtool.ops.info import StoreInfo, rocketmq_info
+from mqtool.ops.info import StoreInfo, store_info
+from mqtool.store.layout import detect_layout
 
 
 @app.command("info")
 def info(
-    path: Annotated[Path, typer.Argument(help="A store root.")],
+    path: Annotated[Path, typer.Argument(help="A store root, Kafka log dir or partition, Jafka or MetaQ data dir.")],
+    layout: LayoutOpt = None,
     fmt: FormatOpt = OutputFormat.table,
     as_json: JsonOpt = False,
     as_jsonl: JsonlOpt = False,
@@ -29,11 +31,60 @@ def info(
 
     Sizes and times are humanized in the table and raw (bytes, ms since epoch) in JSON."""
     out = renderer(fmt, as_json, as_jsonl)
-    result = rocketmq_info(path)
-    out.document(result.to_dict(), lambda console: render_info(console, result))
-    for problem in result.problems:
-        out.warn(problem)
+    result = store_info(path, detect_layout(path, layout))
+    doc = result.to_dict()
+    if isinstance(result, StoreInfo):
+        out.document(doc, lambda console: render_info(console, result))
+    else:
+        out.document(doc, lambda console: render_generic(console, doc))
+    for problem in doc.get("problems", []):
+        out.warn(str(problem))
     return ExitCode.OK
+
+
+def render_generic(console: Console, doc: dict, title: str | None = None) -> None:
+    """Any layout's info document: scalars as facts, lists of records as tables, nested
+    documents recursively.  Byte sizes (keys ending in ``size``/``bytes``) and ``*_timestamp``
+    values are humanized."""
+    facts = Table(show_header=False, box=None, pad_edge=False, title=title, title_justify="left")
+    facts.add_column(style="bold")
+    facts.add_column()
+    nested: list[tuple[str, object]] = []
+    for key, value in doc.items():
+        if isinstance(value, dict):
+            nested.append((key, value))
+        elif isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
+            nested.append((key, value))
+        else:
+            facts.add_row(key.replace("_", " "), _human(key, value))
+    console.print(facts)
+    for key, value in nested:
+        if isinstance(value, dict):
+            render_generic(console, value, key.replace("_", " "))
+            continue
+        columns = list(dict.fromkeys(k for row in value for k in row))
+        table = Table(title=key.replace("_", " "), title_justify="left")
+        for col in columns:
+            table.add_column(col.replace("_", " "), overflow="fold")
+        for row in value:
+            table.add_row(*(_human(col, row.get(col)) for col in columns))
+        console.print(table)
+
+
+def _human(key: str, value) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, int) and (key.endswith("size") or key.endswith("bytes")):
+        return humanize.naturalsize(value, binary=True)
+    if isinstance(value, int) and key.endswith("timestamp") and value > 0:
+        return f"{iso_ms(value)}"
+    if isinstance(value, list):
+        return ", ".join(str(v) for v in value) or "-"
+    if isinstance(value, dict):
+        return ", ".join(f"{k}={v}" for k, v in value.items()) or "-"
+    return str(value)
 
 
 def _span(first: int | None, last: int | None) -> str:

@@ -13,13 +13,12 @@ from rich.console import Console
 from rich.table import Table
 
 from mqtool.cli.app import app
-from mqtool.cli.common import JsonlOpt, JsonOpt
+from mqtool.cli.common import JsonlOpt, JsonOpt, LayoutOpt
 from mqtool.cli.exit_codes import ExitCode
 from mqtool.cli.render import Column, OutputFormat, Renderer, dumps
 from mqtool.ops.findings import FAMILIES, Severity
-from mqtool.ops.validate import ValidateOptions, ValidationReport, default_jobs
-from mqtool.ops.validate_rocketmq import validate_rocketmq
-from mqtool.store.files import check_path
+from mqtool.ops.validate import ValidateOptions, ValidationReport, default_jobs, validate_path
+from mqtool.store.layout import detect_layout
 
 
 class ValidateFormat(str, enum.Enum):
@@ -49,7 +48,8 @@ def _parse_checks(value: Optional[str]) -> frozenset[str]:
 
 @app.command("validate")
 def validate(
-    path: Annotated[Path, typer.Argument(help="A store root.")],
+    path: Annotated[Path, typer.Argument(help="A store root, Kafka log dir or partition, Jafka or MetaQ data dir.")],
+    layout: LayoutOpt = None,
     checks: Annotated[
         Optional[str], typer.Option("--checks", help=f"Comma-separated check families (default all): {', '.join(FAMILIES)}.")
     ] = None,
@@ -79,7 +79,7 @@ def validate(
         fmt = ValidateFormat.json
     elif as_jsonl:
         fmt = ValidateFormat.jsonl
-    check_path(path)
+    detected = detect_layout(path, layout)
     options = ValidateOptions(
         checks=_parse_checks(checks),
         fail_on=fail_on,
@@ -91,9 +91,10 @@ def validate(
         index_num=index_num,
     )
     out = Renderer(OutputFormat.table if fmt in (ValidateFormat.table, ValidateFormat.junit) else OutputFormat(fmt.value))
-    total = sum(p.stat().st_size for p in (Path(path) / "commitlog").glob("*") if p.is_file()) if (Path(path) / "commitlog").is_dir() else 0
+    commitlog = Path(path) / "commitlog"
+    total = sum(p.stat().st_size for p in commitlog.glob("*") if p.is_file()) if detected == "rocketmq" and commitlog.is_dir() else 0
     with out.progress(total if fmt is ValidateFormat.table else 0, "validate") as advance:
-        report = validate_rocketmq(path, options, advance)
+        report = validate_path(path, options, detected, advance)
     if fmt is ValidateFormat.json:
         out.out.write(dumps(report.to_dict(), indent=2) + "\n")
     elif fmt is ValidateFormat.jsonl:

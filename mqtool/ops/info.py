@@ -238,3 +238,18 @@ def rocketmq_info(path: str | Path) -> StoreInfo:
         problems=problems,
     )
 
+
+
+#: layout -> (module, function(path) -> object with to_dict())
+INFO = {
+    "rocketmq": ("mqtool.ops.info", "rocketmq_info"),
+    "kafka": ("mqtool.ops.info_kafka", "kafka_info"),
+    "jafka": ("mqtool.ops.info_legacy", "jafka_info"),
+    "metaq": ("mqtool.ops.info_legacy", "metaq_info"),
+}
+
+
+def store_info(path: str | Path, layout: str):
+    from mqtool.ops.validate import layout_function
+
+    return layout_function(INFO, layout, "info")(path)

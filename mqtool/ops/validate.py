@@ -125,6 +125,33 @@ class ValidationReport:
         }
 
 
+#: layout -> (module, function(path, options, progress) -> ValidationReport)
+VALIDATORS = {
+    "rocketmq": ("mqtool.ops.validate_rocketmq", "validate_rocketmq"),
+    "kafka": ("mqtool.ops.validate_kafka", "validate_kafka"),
+    "jafka": ("mqtool.ops.validate_legacy", "validate_jafka"),
+    "metaq": ("mqtool.ops.validate_legacy", "validate_metaq"),
+}
+
+
+def validate_path(path, options: ValidateOptions, layout: str, progress=None) -> ValidationReport:
+    """Validate ``path`` as ``layout`` with the layout's checker."""
+    return layout_function(VALIDATORS, layout, "validate")(path, options, progress)
+
+
+def layout_function(table: dict, layout: str, verb: str):
+    import importlib
+
+    from mqtool.errors import UnsupportedFormatError
+
+    module, name = table.get(layout, (None, None))
+    try:
+        return getattr(importlib.import_module(module), name) if module else None
+    except (ImportError, AttributeError):
+        pass
+    raise UnsupportedFormatError(f"`mqtool {verb}` does not handle the {layout} layout", expected="rocketmq", found=layout)
+
+
 def run_tasks(fn: Callable[[T], R], items: Iterable[T], jobs: int) -> Iterator[R]:
     """``map(fn, items)`` in order, in a process pool when ``jobs > 1``."""
     items = list(items)

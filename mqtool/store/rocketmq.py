@@ -264,14 +264,18 @@ class CommitLogFileWalk:
             return
 
 
-def read_record_at(f: ReadOnlyFile, position: int, *, check_crc: bool = True, max_record_size: int = MAX_RECORD_SIZE) -> MessageRecord:
-    """Decode the single record at ``position`` of an open CommitLog file."""
+def read_record_at(
+    f: ReadOnlyFile, position: int, *, check_crc: bool = True, max_record_size: int = MAX_RECORD_SIZE, size_hint: int = 4096
+) -> MessageRecord:
+    """Decode the single record at ``position`` of an open CommitLog file (one read when the
+    record fits ``size_hint``)."""
     try:
-        head = f.pread(position, 8)
-        total, _magic = peek_record(head, 0)
+        data = f.pread(position, max(8, min(size_hint, max_record_size)))
+        total, _magic = peek_record(data, 0)
         if total > max_record_size:
             raise CorruptDataError(position=0, expected=f"TOTALSIZE at most {max_record_size}", found=str(total))
-        data = f.pread(position, max(total, 8))
+        if total > len(data):
+            data = f.pread(position, total)
         return decode_message(data, 0, check_crc=check_crc)
     except MqError as exc:
         raise exc.at(f.path, position) from None
@@ -291,7 +295,7 @@ class CommitLogReader:
             self._open = (seg.path, ReadOnlyFile(seg.path))
         return self._open[1]
 
-    def read(self, commitlog_offset: int) -> MessageRecord:
+    def read(self, commitlog_offset: int, size_hint: int = 4096) -> MessageRecord:
         found = self.store.commitlog_segment_for(commitlog_offset)
         if found is None:
             raise StoreLayoutError(
@@ -300,7 +304,7 @@ class CommitLogReader:
                 path=self.store.commitlog_dir,
             )
         seg, pos = found
-        return read_record_at(self._file(seg), pos, check_crc=self.check_crc)
+        return read_record_at(self._file(seg), pos, check_crc=self.check_crc, size_hint=size_hint)
 
     def close(self) -> None:
         if self._open is not None:
@@ -477,3 +481,8 @@ class IndexFileView:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def is_rocketmq_path(path: Path) -> bool:
+    """A RocketMQ store root, or a directory/file inside one."""
+    return find_rocketmq_root(Path(path)) is not None

@@ -10,15 +10,37 @@ two's complement.  RocketMQ uses it for:
 
 from __future__ import annotations
 
+import array
+import sys
+from operator import mul
+
 _INT_MIN = -(1 << 31)
+_MASK = 0xFFFFFFFF
+#: For each length n: (31**(n-1), ..., 31, 1) mod 2**32 (built on first use of that length).
+_UTF16 = "utf-16-le" if sys.byteorder == "little" else "utf-16-be"
+_WEIGHTS: dict[int, tuple[int, ...]] = {}
+
+
+def _weights(n: int) -> tuple[int, ...]:
+    weights = _WEIGHTS.get(n)
+    if weights is None:
+        powers = [1]
+        for _ in range(n - 1):
+            powers.append((powers[-1] * 31) & _MASK)
+        weights = _WEIGHTS[n] = tuple(reversed(powers))
+    return weights
 
 
 def java_string_hash(text: str) -> int:
-    """Java ``String.hashCode()`` as a signed 32-bit int."""
-    h = 0
-    data = text.encode("utf-16-be", "surrogatepass")
-    for i in range(0, len(data), 2):
-        h = (31 * h + ((data[i] << 8) | data[i + 1])) & 0xFFFFFFFF
+    """Java ``String.hashCode()`` as a signed 32-bit int.
+
+    ``s[0]*31^(n-1) + ... + s[n-1]`` over UTF-16 code units: evaluated as one ``sum(map(mul))``
+    over the code units and precomputed powers (the per-character Python loop dominated
+    validate's index checks)."""
+    units = array.array("H", text.encode(_UTF16, "surrogatepass"))
+    if not units:
+        return 0
+    h = sum(map(mul, units, _weights(len(units)))) & _MASK
     return h - (1 << 32) if h & 0x80000000 else h
 
 

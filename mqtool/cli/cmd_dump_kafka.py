@@ -1,0 +1,1 @@
+"""``mqtool dump kafka-*``: Kafka segment, index and checkpoint families."""

@@ -1,0 +1,1 @@
+"""``mqtool dump jafka`` and ``mqtool dump metaq``."""
