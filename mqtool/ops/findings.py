@@ -7,26 +7,9 @@ Codes never change meaning; new checks get new codes.
 
 from __future__ import annotations
 
-import enum
 from dataclasses import dataclass, field
 
-
-class Severity(str, enum.Enum):
-    info = "info"
-    warning = "warning"
-    error = "error"
-
-    @property
-    def rank(self) -> int:
-        return {"info": 0, "warning": 1, "error": 2}[self.value]
-
-
-@dataclass(frozen=True)
-class CodeInfo:
-    severity: Severity
-    family: str
-    summary: str
-
+from mqtool.ops.findings_base import CodeInfo, Severity
 
 E, W, I = Severity.error, Severity.warning, Severity.info
 
@@ -91,7 +74,19 @@ CODES: dict[str, CodeInfo] = {
     "RMQ-CONSUMER-UNKNOWN-QUEUE": CodeInfo(I, "config", "a consumer offset for a queue that has no ConsumeQueue"),
 }
 
-FAMILIES = ("files", "commitlog", "consumequeue", "index", "checkpoint", "config")
+def _merge_layout_codes() -> None:
+    from mqtool.ops import codes_kafka, codes_legacy
+
+    for table in (codes_kafka.CODES, codes_legacy.CODES):
+        clash = set(table) & set(CODES)
+        assert not clash, f"finding codes defined twice: {sorted(clash)}"
+        CODES.update(table)
+
+
+_merge_layout_codes()
+
+#: Check families; every code's family is one of these (``--checks`` selects them).
+FAMILIES = ("files", "commitlog", "consumequeue", "index", "checkpoint", "config", "log", "offsets")
 
 
 @dataclass(frozen=True)

@@ -482,7 +482,8 @@ def validate_queue(task: QueueTask) -> QueueResult:
     ended_at: tuple[str, int] | None = None
     first_real: int | None = None
     max_offset = segments[0].base // cqf.CQ_UNIT_SIZE if segments else 0
-    with rmq.CommitLogReader(store) as reader:
+    # Records were CRC-checked in the CommitLog phase: read them back without it.
+    with rmq.CommitLogReader(store, check_crc=False) as reader:
         for seg in segments:
             if seg.size == 0:
                 res.files.append((str(seg.path), 0, 0, 0))
@@ -591,7 +592,7 @@ def _check_unit(
         )
         return
     try:
-        rec = reader.read(off)
+        rec = reader.read(off, size_hint=unit.size if 0 < unit.size <= rmq.MAX_RECORD_SIZE else 4096)
     except MqError as exc:
         res.findings.append(
             Finding("RMQ-CQ-NOT-A-RECORD", path, pos, f"queue offset {qoff}: commitlog offset {off} is not the start of a valid record ({exc})")
@@ -672,6 +673,10 @@ class IndexTask:
     commitlog_end: int
     hash_slot_num: int | None
     index_num: int | None
+    #: Entry numbers [first, stop) whose records this task checks; None: all of them.
+    entries: tuple[int, int] | None = None
+    #: Check the header, slots and chains (one task per file does).
+    structure: bool = True
 
 
 @dataclass
@@ -694,20 +699,32 @@ def validate_index_file(task: IndexTask) -> IndexResult:
         res.findings.append(Finding("RMQ-IDX-GEOMETRY", task.path, exc.position, _message(exc)))
         return res
     store = rmq.open_store(task.root, commitlog_file_size=task.commitlog_file_size)
-    with view, rmq.CommitLogReader(store) as reader:
+    with view, rmq.CommitLogReader(store, check_crc=False) as reader:
         res.size = view.size
         res.end_timestamp = view.header.end_timestamp
-        _check_index(view, task, reader, res)
+        written = min(view.header.effective_index_count, view.geometry.index_num)
+        res.entries = max(written - 1, 0)
+        if task.structure:
+            _check_index_structure(view, task, res)
+        _check_index_entries(view, task, reader, res)
     return res
 
 
-def _check_index(view: rmq.IndexFileView, task: IndexTask, reader: rmq.CommitLogReader, res: IndexResult) -> None:
+def index_entry_count(path: Path, hash_slot_num: int | None, index_num: int | None) -> int:
+    """Used entries of an IndexFile (0 when its header cannot be read)."""
+    try:
+        with rmq.IndexFileView(path, hash_slot_num=hash_slot_num, index_num=index_num) as view:
+            return max(min(view.header.effective_index_count, view.geometry.index_num) - 1, 0)
+    except MqError:
+        return 0
+
+
+def _check_index_structure(view: rmq.IndexFileView, task: IndexTask, res: IndexResult) -> None:
     buf = view.buf
     geo = view.geometry
     header = view.header
     slots = geo.hash_slot_num
     written = min(header.effective_index_count, geo.index_num)
-    res.entries = max(written - 1, 0)
     path = task.path
     if header.index_count > geo.index_num:
         res.findings.append(
@@ -775,19 +792,46 @@ def _check_index(view: rmq.IndexFileView, task: IndexTask, reader: rmq.CommitLog
                 f"{len(unreached)} entr{'y is' if len(unreached) == 1 else 'ies are'} reachable from no slot (first: #{unreached[0]})",
             )
         )
-    # entries against the records they point at
-    first_phy = last_phy = None
-    max_ts = 0
+    if written > 1:
+        first = idxf.decode_index_entry(buf, geo.entry_position(1))
+        last = idxf.decode_index_entry(buf, geo.entry_position(written - 1))
+        if header.end_phy_offset != last.phy_offset:
+            res.findings.append(
+                Finding("RMQ-IDX-HEADER", path, 24, f"expected endPhyOffset {last.phy_offset} (the last entry's), found {header.end_phy_offset}")
+            )
+        if header.begin_phy_offset != first.phy_offset:
+            res.findings.append(
+                Finding("RMQ-IDX-HEADER", path, 16, f"expected beginPhyOffset {first.phy_offset} (the first entry's), found {header.begin_phy_offset}")
+            )
+        if header.end_timestamp < header.begin_timestamp:
+            res.findings.append(
+                Finding("RMQ-IDX-HEADER", path, 8, f"expected endTimestamp >= beginTimestamp {header.begin_timestamp}, found {header.end_timestamp}")
+            )
+        else:
+            max_ts = max(
+                (header.begin_timestamp + e.time_diff * 1000 for _, e in idxf.iter_entries(buf, slots, geo.index_num) if e.time_diff >= 0),
+                default=0,
+            )
+            if max_ts > header.end_timestamp + 999:
+                res.findings.append(
+                    Finding("RMQ-IDX-HEADER", path, 8, f"expected endTimestamp >= the newest entry's time {max_ts}, found {header.end_timestamp}")
+                )
+
+
+def _check_index_entries(view: rmq.IndexFileView, task: IndexTask, reader: rmq.CommitLogReader, res: IndexResult) -> None:
+    """Every entry (of the task's range) against the record it points at."""
+    buf = view.buf
+    geo = view.geometry
+    path = task.path
+    written = min(view.header.effective_index_count, geo.index_num)
+    first, stop = task.entries if task.entries is not None else (1, written)
+    stop = min(stop, written)
     expired = 0
     cached: tuple[int, set[int] | None] | None = None
-    for number, entry in idxf.iter_entries(buf, slots, geo.index_num):
+    for number in range(first, stop):
         pos = geo.entry_position(number)
+        entry = idxf.decode_index_entry(buf, pos)
         off = entry.phy_offset
-        if first_phy is None:
-            first_phy = off
-        last_phy = off
-        if entry.time_diff >= 0:
-            max_ts = max(max_ts, header.begin_timestamp + entry.time_diff * 1000)
         if off < task.commitlog_min:
             expired += 1
             continue
@@ -817,23 +861,6 @@ def _check_index(view: rmq.IndexFileView, task: IndexTask, reader: rmq.CommitLog
             )
     if expired:
         res.findings.append(Finding("RMQ-IDX-EXPIRED", path, None, f"{expired} entr{'y points' if expired == 1 else 'ies point'} below the CommitLog's first file"))
-    if written > 1:
-        if last_phy is not None and header.end_phy_offset != last_phy:
-            res.findings.append(
-                Finding("RMQ-IDX-HEADER", path, 24, f"expected endPhyOffset {last_phy} (the last entry's), found {header.end_phy_offset}")
-            )
-        if first_phy is not None and header.begin_phy_offset != first_phy:
-            res.findings.append(
-                Finding("RMQ-IDX-HEADER", path, 16, f"expected beginPhyOffset {first_phy} (the first entry's), found {header.begin_phy_offset}")
-            )
-        if header.end_timestamp < header.begin_timestamp:
-            res.findings.append(
-                Finding("RMQ-IDX-HEADER", path, 8, f"expected endTimestamp >= beginTimestamp {header.begin_timestamp}, found {header.end_timestamp}")
-            )
-        elif max_ts > header.end_timestamp + 999:
-            res.findings.append(
-                Finding("RMQ-IDX-HEADER", path, 8, f"expected endTimestamp >= the newest entry's time {max_ts}, found {header.end_timestamp}")
-            )
 
 
 def _index_hashes(rec: MessageRecord) -> set[int]:
@@ -981,13 +1008,20 @@ def validate_rocketmq(path: str | Path, options: ValidateOptions, progress=None)
     # phase 4: IndexFiles
     index_end_ts = 0
     if options.wants("index"):
-        itasks = [
-            IndexTask(str(store.root), str(p), file_size or 0, store.commitlog_min_offset, commitlog_end, options.index_hash_slot_num, options.index_num)
-            for p in store.index_files()
-        ]
+        itasks = []
+        for p in store.index_files():
+            count = index_entry_count(p, options.index_hash_slot_num, options.index_num)
+            common = (str(store.root), str(p), file_size or 0, store.commitlog_min_offset, commitlog_end, options.index_hash_slot_num, options.index_num)
+            parts = max(1, min(options.jobs * 2, count // 50_000)) if options.jobs > 1 else 1
+            step = -(-count // parts) if count else 1
+            for k in range(parts):
+                itasks.append(IndexTask(*common, entries=(1 + k * step, 1 + (k + 1) * step) if parts > 1 else None, structure=k == 0))
+        index_summaries: dict[str, FileSummary] = {}
         for ires in run_tasks(validate_index_file, itasks, options.jobs):
-            s = FileSummary(ires.path, "index", ires.size, ires.entries, None)
-            report.files.append(s)
+            s = index_summaries.get(ires.path)
+            if s is None:
+                s = index_summaries[ires.path] = FileSummary(ires.path, "index", ires.size, ires.entries, None)
+                report.files.append(s)
             index_end_ts = max(index_end_ts, ires.end_timestamp)
             for finding in ires.findings:
                 report.add(finding, s)
