@@ -47,3 +47,10 @@ def test_every_exit_code_is_documented():
 
     for code in ExitCode:
         assert f"| {int(code)} |" in README, f"exit code {int(code)} ({code.name}) missing from README"
+
+
+def test_every_finding_code_is_documented():
+    from mqtool.ops.findings import CODES
+
+    missing = [code for code in CODES if f"`{code}`" not in README]
+    assert not missing, f"finding codes missing from README.md: {missing}"
