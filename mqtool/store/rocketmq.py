@@ -486,3 +486,57 @@ class IndexFileView:
 def is_rocketmq_path(path: Path) -> bool:
     """A RocketMQ store root, or a directory/file inside one."""
     return find_rocketmq_root(Path(path)) is not None
+
+
+# --- scanning helpers shared by validate and recover --------------------------------------------
+
+
+def nonzero_extent(f: ReadOnlyFile, start: int) -> tuple[int, int] | None:
+    """``(first, last + 1)`` of the non-zero bytes in ``[start, size)`` of ``f``, or None."""
+    first = last = None
+    pos = start
+    while pos < f.size:
+        data = f.pread(pos, CHUNK_SIZE)
+        stripped = data.lstrip(b"\x00")
+        if stripped:
+            if first is None:
+                first = pos + len(data) - len(stripped)
+            last = pos + len(data.rstrip(b"\x00"))
+        pos += len(data)
+    return (first, last) if first is not None else None
+
+
+def find_next_record(f: ReadOnlyFile, base: int, start: int) -> int | None:
+    """First position >= ``start`` where a record with a message magic and a PHYSICALOFFSET
+    equal to its own address (``base`` + position) decodes cleanly: the resynchronisation point
+    after a broken record."""
+    from mqtool.formats.rocketmq.commitlog import MESSAGE_MAGICS
+
+    pos = start
+    overlap = 64
+    while pos < f.size:
+        chunk = f.pread(pos, CHUNK_SIZE + overlap)
+        best = None
+        for magic in MESSAGE_MAGICS:
+            pattern = magic.to_bytes(4, "big")
+            i = chunk.find(pattern, 4)
+            while i != -1:
+                candidate = pos + i - 4
+                if candidate >= start and (best is None or candidate < best):
+                    try:
+                        head = f.pread(candidate, 36)
+                        if len(head) == 36 and int.from_bytes(head[28:36], "big", signed=True) == base + candidate:
+                            total = int.from_bytes(head[0:4], "big", signed=True)
+                            if 0 < total <= min(f.size - candidate, MAX_RECORD_SIZE):
+                                decode_message(f.pread(candidate, total), 0)
+                                best = candidate
+                                break
+                    except MqError:
+                        pass
+                i = chunk.find(pattern, i + 1)
+        if best is not None:
+            return best
+        if len(chunk) <= overlap:
+            break
+        pos += len(chunk) - overlap
+    return None

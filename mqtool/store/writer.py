@@ -123,7 +123,7 @@ class StoreWriter:
         self._cl_fd: int | None = None
         self._cl_base = -1
         self._cl_pos = 0
-        self._index: _IndexFileWriter | None = None
+        self._index: IndexBuilder | None = None
         self._index_full_end_ts = 0
         self.last_store_timestamp = 0
         self._resume()
@@ -243,34 +243,11 @@ class StoreWriter:
 
     # --- IndexFile -------------------------------------------------------------------------------
     def _put_index(self, record: MessageRecord, offset: int) -> None:
-        keys = []
-        if record.uniq_key:
-            keys.append(f"{record.topic}#{record.uniq_key}")
-        keys.extend(f"{record.topic}#{k}" for k in split_keys(record.properties))
-        for key in keys:
-            while True:
-                index = self._current_index(record.store_timestamp)
-                if index.put(key, offset, record.store_timestamp):
-                    break
-                self._index_full_end_ts = index.end_timestamp
-                index.close()
-                self._index = None
-
-    def _current_index(self, now_ms: int) -> "_IndexFileWriter":
         if self._index is None:
-            prev_end_phy, prev_end_ts = 0, 0
-            existing = sorted((self.root / "index").iterdir())
-            if existing:
-                with open(existing[-1], "rb") as f:
-                    header = idxf.decode_index_header(f.read(idxf.INDEX_HEADER_SIZE))
-                prev_end_phy, prev_end_ts = header.end_phy_offset, header.end_timestamp
-            tz = self.config.index_tz
-            path = self.root / "index" / idxf.index_file_name(now_ms, tz)
-            while path.exists():  # two files created in the same millisecond
-                now_ms += 1
-                path = self.root / "index" / idxf.index_file_name(now_ms, tz)
-            self._index = _IndexFileWriter(path, self.config.index_hash_slot_num, self.config.index_num, prev_end_phy, prev_end_ts)
-        return self._index
+            cfg = self.config
+            self._index = IndexBuilder(self.root / "index", cfg.index_hash_slot_num, cfg.index_num, cfg.index_tz, resume=True)
+        self._index.put_record(record, offset)
+        self._index_full_end_ts = self._index.full_end_timestamp
 
     # --- shutdown ---------------------------------------------------------------------------------
     def write_checkpoint(self) -> None:
@@ -314,6 +291,81 @@ class StoreWriter:
         self.close(clean=exc_type is None)
 
 
+def index_keys(record: MessageRecord) -> list[str]:
+    """Keys the index service puts for a record: ``topic#UNIQ_KEY`` then ``topic#key`` per KEYS token."""
+    keys = []
+    if record.uniq_key:
+        keys.append(f"{record.topic}#{record.uniq_key}")
+    keys.extend(f"{record.topic}#{k}" for k in split_keys(record.properties))
+    return keys
+
+
+class IndexBuilder:
+    """IndexFiles in ``directory`` fed record by record (``IndexService.buildIndex``).
+
+    A new file inherits the previous one's end values and is named after the store time of the
+    record that opened it; a full file is closed and the next one opened.  ``resume`` continues
+    the newest existing file of the directory."""
+
+    def __init__(
+        self,
+        directory: Path,
+        slots: int,
+        num: int,
+        tz: tzinfo | None = None,
+        *,
+        resume: bool = False,
+        prev_end: tuple[int, int] = (0, 0),
+    ) -> None:
+        self.directory = Path(directory)
+        self.slots = slots
+        self.num = num
+        self.tz = tz
+        self.full_end_timestamp = 0
+        self.files: list[Path] = []
+        self._current: _IndexFileWriter | None = None
+        self._prev_end = prev_end
+        if resume:
+            existing = sorted(p for p in self.directory.iterdir() if p.is_file()) if self.directory.is_dir() else []
+            if existing:
+                with open(existing[-1], "rb") as f:
+                    header = idxf.decode_index_header(f.read(idxf.INDEX_HEADER_SIZE))
+                self._prev_end = (header.end_phy_offset, header.end_timestamp)
+
+    def put_record(self, record: MessageRecord, offset: int) -> None:
+        if record.sys_flag & SYSFLAG_TRANSACTION_MASK == SYSFLAG_TRANSACTION_ROLLBACK:
+            return
+        for key in index_keys(record):
+            while True:
+                index = self._open(record.store_timestamp)
+                if index.put(key, offset, record.store_timestamp):
+                    break
+                self.full_end_timestamp = index.end_timestamp
+                self._prev_end = (index.end_phy_offset, index.end_timestamp)
+                index.close()
+                self._current = None
+
+    def _open(self, now_ms: int) -> "_IndexFileWriter":
+        if self._current is None:
+            self.directory.mkdir(parents=True, exist_ok=True)
+            path = self.directory / idxf.index_file_name(now_ms, self.tz)
+            while path.exists():  # two files created in the same millisecond
+                now_ms += 1
+                path = self.directory / idxf.index_file_name(now_ms, self.tz)
+            self._current = _IndexFileWriter(path, self.slots, self.num, *self._prev_end)
+            self.files.append(path)
+        return self._current
+
+    def flush(self) -> None:
+        if self._current is not None:
+            self._current.flush()
+
+    def close(self) -> None:
+        if self._current is not None:
+            self._current.close()
+            self._current = None
+
+
 class _IndexFileWriter:
     """One IndexFile mapped for writing (our own new file: the writer may map it writable)."""
 
@@ -326,10 +378,13 @@ class _IndexFileWriter:
         self._writer = idxf.IndexWriter(self._map, slots, num)
         self._writer.inherit(prev_end_phy, prev_end_ts)
         self._end_timestamp = self._writer.header.end_timestamp
+        self.end_phy_offset = self._writer.header.end_phy_offset
 
     def put(self, key: str, offset: int, store_ts: int) -> bool:
         ok = self._writer.put_key(key, offset, store_ts)
-        self._end_timestamp = self._writer.header.end_timestamp
+        header = self._writer.header
+        self._end_timestamp = header.end_timestamp
+        self.end_phy_offset = header.end_phy_offset
         return ok
 
     @property
@@ -343,4 +398,5 @@ class _IndexFileWriter:
         self._map.flush()
         self._writer = None  # drop the writer's view of the map before unmapping
         self._map.close()
+        os.fsync(self._fd)
         os.close(self._fd)

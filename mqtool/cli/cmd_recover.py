@@ -1,0 +1,125 @@
+"""``mqtool recover``: show the recovery plan; act only with --apply; keep every byte it cuts."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+from typing import Annotated, Optional
+
+import humanize
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from mqtool.cli.app import app
+from mqtool.cli.common import FormatOpt, JsonlOpt, JsonOpt, LayoutOpt, renderer
+from mqtool.cli.exit_codes import ExitCode
+from mqtool.cli.render import OutputFormat
+from mqtool.ops.recover import RecoverPlan, load_plan, recoverer, undo_manifest
+from mqtool.ops.validate import default_jobs
+from mqtool.store.layout import detect_layout
+
+
+@app.command("recover")
+def recover(
+    path: Annotated[Optional[Path], typer.Argument(help="The store to recover (not needed with --undo).")] = None,
+    apply: Annotated[bool, typer.Option("--apply", help="Execute the plan (default: only show it).")] = False,
+    mode: Annotated[str, typer.Option("--mode", help="RocketMQ: auto (from the abort file), normal or abnormal recovery.")] = "auto",
+    full: Annotated[bool, typer.Option("--full", help="Kafka: recover every segment, not only those after the recovery point.")] = False,
+    rebuild_cq: Annotated[bool, typer.Option("--rebuild-cq", help="RocketMQ: rebuild ConsumeQueues from the CommitLog.")] = False,
+    queue: Annotated[Optional[list[str]], typer.Option("--queue", help="With --rebuild-cq: only TOPIC/QUEUE_ID (repeatable).")] = None,
+    rebuild_index: Annotated[bool, typer.Option("--rebuild-index", help="Rebuild every index file from the data.")] = False,
+    quarantine: Annotated[
+        Optional[Path], typer.Option("--quarantine", help="Where cut bytes are kept (default: <store>/../mqtool-quarantine/).")
+    ] = None,
+    force: Annotated[
+        bool, typer.Option("--force", help="Apply even if the broker holds its lock, or the plan cuts valid records after a broken one.")
+    ] = False,
+    verify: Annotated[bool, typer.Option("--verify/--no-verify", help="Validate the store after applying (abort is kept if it fails).")] = True,
+    plan_out: Annotated[Optional[Path], typer.Option("--plan-out", help="Also write the plan as JSON to this file.")] = None,
+    from_plan: Annotated[Optional[Path], typer.Option("--from-plan", help="Apply this saved plan (re-checked) instead of planning.")] = None,
+    undo: Annotated[Optional[Path], typer.Option("--undo", help="Restore what a run quarantined: the run's manifest.json.")] = None,
+    jobs: Annotated[Optional[int], typer.Option("--jobs", "-j", min=1, help="Parallel processes for the verification.")] = None,
+    layout: LayoutOpt = None,
+    fmt: FormatOpt = OutputFormat.table,
+    as_json: JsonOpt = False,
+    as_jsonl: JsonlOpt = False,
+) -> int:
+    """Bring a store to the state its broker reaches on a clean start: torn tails cut, dirty
+    derived files truncated or rebuilt.  Prints the plan and exits 1 when there is work, 0 when
+    none; --apply executes exactly that plan after re-checking every file, quarantining every
+    byte first (`--undo MANIFEST` puts them back)."""
+    out = renderer(fmt, as_json, as_jsonl)
+    if undo is not None:
+        restored = undo_manifest(undo, force=force)
+        doc = {"undone": str(undo), "restored": [dataclasses.asdict(r) for r in restored]}
+        out.document(doc, lambda c: c.print(f"restored {len(restored)} item(s) from {undo}"))
+        return ExitCode.OK
+    if from_plan is not None:
+        plan = load_plan(from_plan)
+        layout_name = plan.layout
+    else:
+        if path is None:
+            raise typer.BadParameter("give the store PATH (or --undo MANIFEST)")
+        layout_name = detect_layout(path, layout)
+    plan_fn, apply_fn, options_cls = recoverer(layout_name)
+    if from_plan is None:
+        fields = {f.name for f in dataclasses.fields(options_cls)}
+        wanted = {"mode": mode, "full": full, "rebuild_cq": rebuild_cq, "queues": tuple(queue or ()), "rebuild_index": rebuild_index}
+        unsupported = [name for name, value in wanted.items() if value not in (False, (), "auto") and name not in fields]
+        if unsupported:
+            raise typer.BadParameter(f"{', '.join('--' + u.replace('_', '-') for u in unsupported)} do not apply to the {layout_name} layout")
+        if "mode" in fields and mode not in ("auto", "normal", "abnormal"):
+            raise typer.BadParameter("--mode is auto, normal or abnormal")
+        plan = plan_fn(path, options_cls(**{k: v for k, v in wanted.items() if k in fields}))
+    if plan_out is not None:
+        plan_out.write_text(json.dumps(plan.to_dict(), indent=2) + "\n")
+    if not apply:
+        out.document(plan.to_dict(), lambda c: render_plan(c, plan))
+        return ExitCode.FINDINGS if plan.has_work else ExitCode.OK
+    if not plan.has_work:
+        out.document({"applied": [], "manifest": None, "plan": plan.to_dict()}, lambda c: c.print("nothing to recover"))
+        return ExitCode.OK
+    result = apply_fn(plan, quarantine_root=quarantine, force=force, verify=verify, jobs=jobs or default_jobs())
+    out.document(result.to_dict(), lambda c: render_result(c, result))
+    for note in result.notes:
+        out.warn(note)
+    failed = result.verification is not None and getattr(result.verification, "failed", False)
+    return ExitCode.FINDINGS if failed else ExitCode.OK
+
+
+def render_plan(console: Console, plan: RecoverPlan) -> None:
+    if not plan.has_work:
+        console.print(f"{plan.layout} store {plan.root}: nothing to recover (valid data ends at {plan.valid_end})")
+        return
+    table = Table(title=f"recovery plan for {plan.root} ({plan.layout}, {plan.mode} mode)", title_justify="left")
+    for col in ("#", "action", "file", "range", "why"):
+        table.add_column(col, overflow="fold")
+    for i, s in enumerate(plan.steps, 1):
+        rng = "-"
+        if s.position is not None and s.length is not None:
+            rng = f"{s.position}+{humanize.naturalsize(s.length, binary=True)}"
+        elif s.action == "delete" and s.expect.get("size") is not None:
+            rng = f"whole file ({humanize.naturalsize(s.expect['size'], binary=True)})"
+        table.add_row(str(i), s.action, s.path, rng, s.reason)
+    console.print(table)
+    console.print(
+        f"valid data ends at {plan.valid_end}; {humanize.naturalsize(plan.bytes_cut, binary=True)} cut "
+        f"(all quarantined), {plan.files_deleted} file(s) deleted, {plan.records_dropped} valid record(s) dropped"
+    )
+    for note in plan.notes:
+        console.print(f"note: {note}")
+    if plan.needs_force:
+        console.print("[bold]--force required[/bold]: " + "; ".join(plan.needs_force))
+    console.print("run again with --apply to execute this plan")
+
+
+def render_result(console: Console, result) -> None:
+    console.print(f"applied {len(result.applied)} step(s) to {result.plan.root}")
+    if result.manifest:
+        console.print(f"quarantine manifest: {result.manifest}  (undo: mqtool recover --undo {result.manifest})")
+    if result.verification is not None:
+        counts = result.verification.counts
+        verdict = "FAILED" if result.verification.failed else "OK"
+        console.print(f"verification: {verdict} ({counts['error']} error(s), {counts['warning']} warning(s))")

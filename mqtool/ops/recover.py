@@ -1,0 +1,294 @@
+"""recover: plan first, act only with --apply, keep every byte it cuts, never make things worse.
+
+A plan is data: a list of ``Step`` objects, each naming its action, the file, the byte range, why,
+and the *preconditions* observed while planning (size, mtime, CRC-32 of the affected region).
+``apply_plan`` executes exactly those steps, in order, through one ``Mutator`` (fsync, atomic
+replace, fault injection) after re-checking every precondition; before a byte is cut or a file
+removed it is copied into the run's quarantine with a manifest.
+
+Generic actions (every layout):
+
+* ``cut``: keep ``[position, position+length)`` then overwrite it with zeros (the file keeps its
+  size: RocketMQ files are pre-allocated at full size);
+* ``truncate``: keep ``[position, size)`` then shrink the file to ``position`` (Kafka, Jafka, MetaQ);
+* ``delete``: keep the whole file, then delete it;
+* ``rename``: rename ``path`` to ``details["to"]`` (keeping the replaced target, if any).
+
+Layout actions (e.g. RocketMQ ``dispatch-cq``, ``rebuild-index``, ``write-checkpoint``,
+``remove-abort``) are executed by the layout module's ``apply_custom``.
+
+Idempotence: a plan is computed from the store as it is, so rerunning ``recover --apply`` after a
+crash plans only what is left and converges to the same final store; the first run's quarantine
+still holds every byte it removed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from mqtool.errors import LockBusyError, PlanChangedError, StoreIOError, StoreLayoutError
+from mqtool.store.lock import ExclusiveLock, probe_record_lock
+from mqtool.store.mutate import Faults, Mutator
+from mqtool.store.quarantine import Quarantine, default_quarantine_root, region_crc, undo
+
+
+@dataclass
+class Step:
+    action: str
+    path: str
+    reason: str
+    position: int | None = None
+    length: int | None = None
+    expect: dict = field(default_factory=dict)
+    details: dict = field(default_factory=dict)
+
+    def to_dict(self) -> dict:
+        return {
+            "action": self.action,
+            "path": self.path,
+            "position": self.position,
+            "length": self.length,
+            "reason": self.reason,
+            "expect": self.expect,
+            "details": self.details,
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "Step":
+        return cls(d["action"], d["path"], d.get("reason", ""), d.get("position"), d.get("length"), d.get("expect", {}), d.get("details", {}))
+
+
+@dataclass
+class RecoverPlan:
+    layout: str
+    root: str
+    mode: str
+    steps: list[Step] = field(default_factory=list)
+    valid_end: int | None = None  # layout-specific: commitlog offset / log end offset
+    records_dropped: int = 0  # valid records the plan cuts (they follow a broken one)
+    bytes_cut: int = 0
+    files_deleted: int = 0
+    needs_force: list[str] = field(default_factory=list)  # reasons --force is required
+    notes: list[str] = field(default_factory=list)
+    facts: dict = field(default_factory=dict)
+
+    @property
+    def has_work(self) -> bool:
+        return bool(self.steps)
+
+    def to_dict(self) -> dict:
+        return {
+            "layout": self.layout,
+            "root": self.root,
+            "mode": self.mode,
+            "has_work": self.has_work,
+            "valid_end": self.valid_end,
+            "records_dropped": self.records_dropped,
+            "bytes_cut": self.bytes_cut,
+            "files_deleted": self.files_deleted,
+            "needs_force": self.needs_force,
+            "notes": self.notes,
+            "facts": self.facts,
+            "steps": [s.to_dict() for s in self.steps],
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "RecoverPlan":
+        plan = cls(d["layout"], d["root"], d["mode"], [Step.from_dict(s) for s in d["steps"]], d.get("valid_end"))
+        plan.records_dropped = d.get("records_dropped", 0)
+        plan.bytes_cut = d.get("bytes_cut", 0)
+        plan.files_deleted = d.get("files_deleted", 0)
+        plan.needs_force = list(d.get("needs_force", []))
+        plan.notes = list(d.get("notes", []))
+        plan.facts = dict(d.get("facts", {}))
+        return plan
+
+    def add(self, step: Step) -> None:
+        if step.action in ("cut", "truncate") and step.length:
+            self.bytes_cut += step.length
+        if step.action == "delete":
+            self.files_deleted += 1
+            self.bytes_cut += step.expect.get("size", 0) or 0
+        self.steps.append(step)
+
+
+def load_plan(path: Path) -> RecoverPlan:
+    try:
+        return RecoverPlan.from_dict(json.loads(Path(path).read_text()))
+    except OSError as exc:
+        raise StoreIOError.from_os_error(exc, path) from None
+    except (ValueError, KeyError, TypeError) as exc:
+        raise StoreLayoutError(path=path, expected="a plan written by `mqtool recover --json`", found=f"{type(exc).__name__}: {exc}") from None
+
+
+# --- preconditions ------------------------------------------------------------------------------
+
+
+def observe(path: Path, position: int | None = None, length: int | None = None) -> dict:
+    """What a step expects to find: size and mtime of the file (and the region's CRC)."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return {"exists": False}
+    expect = {"exists": True, "size": st.st_size, "mtime_ns": st.st_mtime_ns}
+    if position is not None and length is not None:
+        expect["crc32"] = region_crc(path, position, length)
+    return expect
+
+
+def check_expect(step: Step, root: Path) -> None:
+    path = resolve(root, step.path)
+    now = observe(path, step.position if "crc32" in step.expect else None, step.length if "crc32" in step.expect else None)
+    for key in ("exists", "size", "mtime_ns", "crc32"):
+        if key in step.expect and now.get(key) != step.expect[key]:
+            raise PlanChangedError(
+                f"{step.path} changed since the plan was made; plan again",
+                path=path,
+                position=step.position,
+                expected=f"{key} {step.expect[key]}",
+                found=f"{key} {now.get(key)}",
+            )
+
+
+def resolve(root: Path, path: str) -> Path:
+    p = Path(path)
+    return p if p.is_absolute() else Path(root) / p
+
+
+def relative(root: Path, path: Path) -> str:
+    try:
+        return Path(path).resolve().relative_to(Path(root).resolve()).as_posix()
+    except ValueError:
+        return str(path)
+
+
+# --- apply --------------------------------------------------------------------------------------
+
+
+@dataclass
+class ApplyContext:
+    root: Path
+    mutator: Mutator
+    quarantine: Quarantine
+    plan: RecoverPlan
+    done: list[Step] = field(default_factory=list)
+
+
+@dataclass
+class ApplyResult:
+    plan: RecoverPlan
+    applied: list[Step]
+    manifest: str | None
+    verification: object | None = None
+    notes: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        return {
+            "applied": [s.to_dict() for s in self.applied],
+            "manifest": self.manifest,
+            "verified": None if self.verification is None else not getattr(self.verification, "failed", True),
+            "notes": self.notes,
+            "plan": self.plan.to_dict(),
+        }
+
+
+def apply_plan(
+    plan: RecoverPlan,
+    *,
+    custom: Callable[[Step, ApplyContext], None] | None = None,
+    quarantine_root: Path | None = None,
+    force: bool = False,
+    broker_lock: str | None = None,
+    command: str = "recover",
+    before_step: Callable[[Step, ApplyContext], bool] | None = None,
+) -> ApplyResult:
+    """Execute ``plan`` under mqtool's exclusive lock.  ``before_step`` may veto a step (return
+    False) — used to keep ``abort`` when verification failed."""
+    root = Path(plan.root)
+    if plan.needs_force and not force:
+        raise PlanChangedError(
+            "the plan cuts more than a torn tail: " + "; ".join(plan.needs_force) + " (every byte is quarantined; pass --force to go ahead)",
+            path=root,
+        )
+    qroot = Path(quarantine_root) if quarantine_root else default_quarantine_root(root)
+    with ExclusiveLock(root, what=f"the store {root}"):
+        if broker_lock:
+            pid = probe_record_lock(root / broker_lock)
+            if pid is not None and not force:
+                raise LockBusyError(
+                    f"the broker (pid {pid or 'unknown'}) holds {broker_lock}: stop it before changing its files, or pass --force",
+                    path=root / broker_lock,
+                )
+        mutator = Mutator(root, extra_roots=(qroot,), faults=Faults.from_env())
+        quarantine = Quarantine(mutator, root, qroot, command)
+        ctx = ApplyContext(root, mutator, quarantine, plan)
+        for step in plan.steps:
+            if before_step is not None and not before_step(step, ctx):
+                continue
+            check_expect(step, root)
+            run_step(step, ctx, custom)
+            ctx.done.append(step)
+        manifest = str(quarantine.manifest_path) if quarantine.entries else None
+        return ApplyResult(plan, ctx.done, manifest)
+
+
+def run_step(step: Step, ctx: ApplyContext, custom: Callable[[Step, ApplyContext], None] | None) -> None:
+    path = resolve(ctx.root, step.path)
+    if step.action == "cut":
+        ctx.quarantine.keep_range(path, step.position, step.length)
+        ctx.mutator.zero_range(path, step.position, step.length)
+    elif step.action == "truncate":
+        ctx.quarantine.keep_range(path, step.position, step.length)
+        ctx.mutator.truncate(path, step.position)
+    elif step.action == "delete":
+        if path.exists():
+            ctx.quarantine.keep_file(path)
+            ctx.mutator.delete(path)
+    elif step.action == "rename":
+        target = resolve(ctx.root, step.details["to"])
+        if target.exists():
+            ctx.quarantine.keep_file(target)
+        ctx.mutator.rename(path, target)
+    elif custom is not None:
+        custom(step, ctx)
+    else:
+        raise StoreLayoutError(f"unknown plan action {step.action!r}", path=path)
+
+
+def undo_manifest(manifest: Path, *, force: bool = False) -> list:
+    """``recover --undo``: restore everything a run quarantined (under the store's lock)."""
+    from mqtool.store.quarantine import load_manifest
+
+    doc = load_manifest(manifest)
+    store = Path(doc["store"])
+    with ExclusiveLock(store, what=f"the store {store}"):
+        return undo(manifest, lambda root, qdir: Mutator(root, extra_roots=(qdir,), faults=Faults.from_env()))
+
+
+#: layout -> (module, plan function(path, options), apply function(plan, **kw), options class)
+RECOVERERS = {
+    "rocketmq": ("mqtool.ops.recover_rocketmq", "plan_rocketmq", "apply_rocketmq", "RecoverOptions"),
+    "kafka": ("mqtool.ops.recover_kafka", "plan_kafka", "apply_kafka", "RecoverOptions"),
+    "jafka": ("mqtool.ops.recover_legacy", "plan_jafka", "apply_legacy", "RecoverOptions"),
+    "metaq": ("mqtool.ops.recover_legacy", "plan_metaq", "apply_legacy", "RecoverOptions"),
+}
+
+
+def recoverer(layout: str):
+    """``(plan_fn, apply_fn, options_cls)`` of a layout (UnsupportedFormatError when it has none)."""
+    import importlib
+
+    from mqtool.errors import UnsupportedFormatError
+
+    module, plan_name, apply_name, options_name = RECOVERERS.get(layout, (None, None, None, None))
+    try:
+        mod = importlib.import_module(module) if module else None
+        if mod is not None:
+            return getattr(mod, plan_name), getattr(mod, apply_name), getattr(mod, options_name)
+    except (ImportError, AttributeError):
+        pass
+    raise UnsupportedFormatError(f"`mqtool recover` does not handle the {layout} layout", expected="rocketmq", found=layout)

@@ -1,0 +1,616 @@
+"""recover for RocketMQ stores (spec §7): the state the broker reaches on a clean start, safely.
+
+Planning follows the broker's own recovery:
+
+* mode ``normal`` (no ``abort``): scan from the third-last CommitLog file; ``abnormal`` (``abort``
+  present): from the newest file whose first record is older than the checkpoint's
+  ``min_timestamp()``; ``auto`` picks by the ``abort`` file;
+* the scan ends at the first record that fails (BLANK goes to the next file): that is the valid
+  end (``processOffset``).  What follows it is cut: the rest of that file is zeroed (files keep
+  their pre-allocated size, as the broker requires) and later files are deleted
+  (``truncateDirtyFiles``); a zero-length last file is deleted (5.1.3+ does the same);
+* ConsumeQueues: units pointing at or past the valid end are cut, later CQ files deleted
+  (``truncateDirtyLogicFiles``); bytes after a queue's end are cut; records the queues lack (dispatch
+  lag) are dispatched into them;
+* IndexFiles whose entries point past the valid end, or that lack keys of records before it, are
+  rebuilt from the CommitLog (``--rebuild-index`` rebuilds all of them);
+* the checkpoint gets the store time of the last valid record; ``abort`` is removed last, and only
+  when a validation of the result finds no errors.
+
+Where the broker would silently drop valid records (a broken record followed by good ones), the
+plan counts them and needs ``--force``; they are quarantined either way.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from mqtool.errors import MqError
+from mqtool.formats.rocketmq import checkpoint as cpf
+from mqtool.formats.rocketmq import consume_queue as cqf
+from mqtool.formats.rocketmq import index_file as idxf
+from mqtool.formats.rocketmq.commitlog import (
+    MESSAGE_MAGICS,
+    SYSFLAG_TRANSACTION_MASK,
+    SYSFLAG_TRANSACTION_PREPARED,
+    SYSFLAG_TRANSACTION_ROLLBACK,
+    decode_message,
+)
+from mqtool.ops.recover import ApplyContext, ApplyResult, RecoverPlan, Step, apply_plan, observe, relative, resolve
+from mqtool.store import rocketmq as rmq
+from mqtool.store.files import ReadOnlyFile, read_small_file
+from mqtool.store.writer import IndexBuilder, cq_tags_code, index_keys, segment_name
+
+MODES = ("auto", "normal", "abnormal")
+
+
+@dataclass(frozen=True)
+class RecoverOptions:
+    mode: str = "auto"
+    rebuild_cq: bool = False  # rebuild every ConsumeQueue from the CommitLog
+    rebuild_index: bool = False  # rebuild every IndexFile
+    queues: tuple[str, ...] = ()  # "topic/queueId" limits --rebuild-cq
+    commitlog_file_size: int | None = None
+    cq_file_size: int | None = None
+    index_hash_slot_num: int | None = None
+    index_num: int | None = None
+
+
+@dataclass
+class _QueueState:
+    topic: str
+    queue_id: int
+    directory: Path
+    file_size: int
+    max_offset: int = 0  # queue offset after the planned cuts
+    max_physic_offset: int = -1  # offset of the last kept unit (-1: none)
+    missing_from: int | None = None  # commitlog offset of the first record to dispatch
+    dispatch: int = 0
+    first_dispatch_qoff: int | None = None
+
+
+def _is_dispatched(sys_flag: int) -> bool:
+    tx = sys_flag & SYSFLAG_TRANSACTION_MASK
+    return tx != SYSFLAG_TRANSACTION_PREPARED and tx != SYSFLAG_TRANSACTION_ROLLBACK
+
+
+def _first_record_timestamp(seg: rmq.Segment) -> int | None:
+    """STORETIMESTAMP of the file's first record when it is a message (abnormal recovery's test)."""
+    try:
+        with ReadOnlyFile(seg.path) as f:
+            head = f.pread(0, 4096)
+        total = int.from_bytes(head[0:4], "big", signed=True)
+        magic = int.from_bytes(head[4:8], "big")
+        if magic not in MESSAGE_MAGICS or total <= 0:
+            return None
+        if total > len(head):
+            with ReadOnlyFile(seg.path) as f:
+                head = f.pread(0, total)
+        return decode_message(head, 0, check_crc=False).store_timestamp
+    except MqError:
+        return None
+
+
+def _start_index(store: rmq.RocketMQStore, segments: list[rmq.Segment], mode: str) -> int:
+    if mode == "normal":
+        return max(0, len(segments) - 3)
+    cp = None
+    if store.checkpoint_path.exists():
+        try:
+            cp = cpf.decode_checkpoint(read_small_file(store.checkpoint_path, 1 << 20))
+        except MqError:
+            cp = None
+    bound = cp.min_timestamp() if cp is not None else 0
+    for i in range(len(segments) - 1, -1, -1):
+        ts = _first_record_timestamp(segments[i])
+        if ts is not None and ts != 0 and ts <= bound:
+            return i
+    return 0
+
+
+def plan_rocketmq(path: str | Path, options: RecoverOptions = RecoverOptions()) -> RecoverPlan:
+    store = rmq.open_store(path, commitlog_file_size=options.commitlog_file_size)
+    root = store.root
+    mode = options.mode
+    if mode == "auto":
+        mode = "abnormal" if store.has_abort else "normal"
+    plan = RecoverPlan("rocketmq", str(root), mode)
+    segments = [s for s in store.commitlog if s.size > 0]
+    # zero-length files (the broker deletes a zero-length last file; any other is damage too)
+    for seg in store.commitlog:
+        if seg.size == 0:
+            plan.add(
+                Step("delete", relative(root, seg.path), "zero-length CommitLog file (RocketMQ 4.x refuses to start with it)", expect=observe(seg.path))
+            )
+
+    # --- 1. where valid data ends --------------------------------------------------------------
+    start = _start_index(store, segments, mode)
+    plan.facts["scan_start_file"] = segments[start].name if segments else None
+    process_offset = segments[start].base if segments else store.commitlog_min_offset
+    end_seg_index = None
+    last_store_ts = 0
+    stop_kind = "no-data"
+    for i in range(start, len(segments)):
+        seg = segments[i]
+        with ReadOnlyFile(seg.path) as f:
+            walk = rmq.CommitLogFileWalk(f, check_crc=True)
+            for _pos, rec in walk:
+                last_store_ts = rec.store_timestamp
+        process_offset = seg.base + walk.valid_end
+        end_seg_index = i
+        if walk.end is not None and walk.end.kind == "blank" and i + 1 < len(segments):
+            continue
+        stop_kind = walk.end.kind if walk.end is not None else f"broken record ({walk.error})"
+        break
+    plan.valid_end = process_offset
+    plan.facts["valid_end_reason"] = stop_kind
+    plan.facts["last_store_timestamp"] = last_store_ts
+
+    # --- 2. CommitLog cuts ------------------------------------------------------------------------
+    if end_seg_index is not None:
+        seg = segments[end_seg_index]
+        cut_from = process_offset - seg.base
+        with ReadOnlyFile(seg.path) as f:
+            extent = rmq.nonzero_extent(f, cut_from)
+            walk_blank = cut_from < f.size and f.pread(cut_from + 4, 4) == (0xCBD43194).to_bytes(4, "big")
+            if extent is not None and not walk_blank:
+                dropped = _count_valid_after(f, seg.base, cut_from)
+                plan.records_dropped += dropped
+                length = extent[1] - cut_from
+                plan.add(
+                    Step(
+                        "cut",
+                        relative(root, seg.path),
+                        f"{'torn tail' if dropped == 0 else 'data after a broken record'} after the valid end at commitlog offset {process_offset}"
+                        + (f" ({dropped} decodable record(s) follow it)" if dropped else ""),
+                        position=cut_from,
+                        length=length,
+                        expect=observe(seg.path, cut_from, length),
+                        details={"valid_records_cut": dropped},
+                    )
+                )
+        for later in segments[end_seg_index + 1 :]:
+            with ReadOnlyFile(later.path) as f:
+                extent = rmq.nonzero_extent(f, 0)
+                dropped = _count_valid_after(f, later.base, 0) if extent else 0
+            plan.records_dropped += dropped
+            plan.add(
+                Step(
+                    "delete",
+                    relative(root, later.path),
+                    f"CommitLog file wholly after the valid end {process_offset} (truncateDirtyFiles deletes it)"
+                    + ("; all zeros" if extent is None else f"; {dropped} decodable record(s)"),
+                    expect=observe(later.path),
+                    details={"valid_records_cut": dropped},
+                )
+            )
+    if plan.records_dropped:
+        plan.needs_force.append(f"{plan.records_dropped} decodable record(s) after the valid end would be cut (the broker drops them too)")
+
+    # --- 3. ConsumeQueues -----------------------------------------------------------------------------
+    queues = _plan_queues(store, plan, process_offset, options)
+    _plan_dispatch(store, plan, queues, segments, start, process_offset, options)
+
+    # --- 4. IndexFiles ------------------------------------------------------------------------------
+    _plan_index(store, plan, process_offset, options)
+
+    # --- 5. checkpoint, abort ---------------------------------------------------------------------
+    _plan_checkpoint(store, plan, last_store_ts)
+    if store.has_abort:
+        plan.add(
+            Step(
+                "remove-abort",
+                relative(root, store.abort_path),
+                "unclean-shutdown marker; removed last, only when the recovered store validates without errors",
+                expect=observe(store.abort_path),
+            )
+        )
+    return plan
+
+
+def _count_valid_after(f: ReadOnlyFile, base: int, start: int) -> int:
+    """Decodable records (PHYSICALOFFSET = position) after ``start``: what a cut would drop."""
+    count = 0
+    pos = rmq.find_next_record(f, base, start + 1) if start < f.size else None
+    while pos is not None:
+        walk = rmq.CommitLogFileWalk(f, pos)
+        count += sum(1 for _ in walk)
+        if walk.error is None:
+            break
+        pos = rmq.find_next_record(f, base, walk.valid_end + 1)
+    return count
+
+
+def _plan_queues(store: rmq.RocketMQStore, plan: RecoverPlan, process_offset: int, options: RecoverOptions) -> dict:
+    root = store.root
+    queues: dict[tuple[str, int], _QueueState] = {}
+    wanted = {q for q in options.queues}
+    for topic, qid in store.queues():
+        segs = store.cq_segments(topic, qid)
+        state = _QueueState(topic, qid, rmq.queue_dir(store, topic, qid), options.cq_file_size or rmq.detect_cq_file_size(segs))
+        queues[(topic, qid)] = state
+        rebuild = options.rebuild_cq and (not wanted or f"{topic}/{qid}" in wanted)
+        if rebuild:
+            for seg in segs:
+                plan.add(Step("delete", relative(root, seg.path), f"--rebuild-cq: {topic}/{qid} is rebuilt from the CommitLog", expect=observe(seg.path)))
+            continue
+        ended = False
+        state.max_offset = segs[0].base // cqf.CQ_UNIT_SIZE if segs else 0
+        for seg in segs:
+            if seg.size == 0:
+                plan.add(Step("delete", relative(root, seg.path), "zero-length ConsumeQueue file", expect=observe(seg.path)))
+                continue
+            with ReadOnlyFile(seg.path) as f:
+                data = f.read_all()
+            if ended:
+                if data.strip(b"\x00"):
+                    plan.add(Step("delete", relative(root, seg.path), f"ConsumeQueue file after the end of {topic}/{qid}", expect=observe(seg.path)))
+                else:
+                    plan.add(Step("delete", relative(root, seg.path), f"empty ConsumeQueue file after the end of {topic}/{qid}", expect=observe(seg.path)))
+                continue
+            walker = cqf.CqWalker(data)
+            cut_at = None
+            for pos, unit in walker:
+                if not unit.is_filler and unit.commit_log_offset + unit.size > process_offset:
+                    cut_at = pos
+                    break
+                state.max_offset = cqf.cq_queue_offset(seg.base, pos + cqf.CQ_UNIT_SIZE)
+                if not unit.is_filler:
+                    state.max_physic_offset = unit.commit_log_offset
+            if cut_at is None:
+                assert walker.end is not None
+                if walker.end.kind == "eof":
+                    continue
+                cut_at = walker.end.position
+                reason = f"bytes after the end of {topic}/{qid} (an invalid unit or stale data)"
+            else:
+                reason = f"units of {topic}/{qid} pointing at or past the CommitLog valid end {process_offset}"
+            ended = True
+            rest = data[cut_at:]
+            if rest.strip(b"\x00"):
+                length = len(rest.rstrip(b"\x00"))
+                plan.add(Step("cut", relative(root, seg.path), reason, position=cut_at, length=length, expect=observe(seg.path, cut_at, length)))
+    return queues
+
+
+def _plan_dispatch(
+    store: rmq.RocketMQStore, plan: RecoverPlan, queues: dict, segments: list[rmq.Segment], start: int, process_offset: int, options: RecoverOptions
+) -> None:
+    """Records before the valid end that their queue lacks: dispatch them (one CommitLog scan)."""
+    if not segments:
+        return
+    rebuilt = {k for k in queues if options.rebuild_cq and (not options.queues or f"{k[0]}/{k[1]}" in options.queues)}
+    # Scan from the oldest point any queue may lack: the last kept unit of each queue; rebuilt
+    # and missing queues need the whole CommitLog.
+    scan_from = min(
+        [q.max_physic_offset for k, q in queues.items() if k not in rebuilt and q.max_physic_offset >= 0] or [store.commitlog_min_offset]
+    )
+    if rebuilt or any(q.max_physic_offset < 0 for q in queues.values()):
+        scan_from = store.commitlog_min_offset
+    missing_queues: dict[tuple[str, int], _QueueState] = {}
+    for seg in segments:
+        if seg.base + seg.size <= scan_from or seg.base >= process_offset:
+            continue
+        with ReadOnlyFile(seg.path) as f:
+            walk = rmq.CommitLogFileWalk(f, check_crc=False)
+            for pos, rec in walk:
+                off = seg.base + pos
+                if off >= process_offset:
+                    break
+                if not _is_dispatched(rec.sys_flag):
+                    continue
+                key = (rec.topic, rec.queue_id)
+                state = queues.get(key) or missing_queues.get(key)
+                if state is None:
+                    state = missing_queues[key] = _QueueState(
+                        rec.topic, rec.queue_id, rmq.queue_dir(store, *key), options.cq_file_size or _default_cq_size(queues)
+                    )
+                    state.max_offset = rec.queue_offset  # a new queue starts at its first record
+                if rec.queue_offset >= state.max_offset:
+                    if state.missing_from is None:
+                        state.missing_from = off
+                        state.first_dispatch_qoff = rec.queue_offset
+                    state.dispatch += 1
+    root = store.root
+    for state in [*queues.values(), *missing_queues.values()]:
+        if not state.dispatch:
+            continue
+        if state.first_dispatch_qoff is not None and state.first_dispatch_qoff > state.max_offset and (state.topic, state.queue_id) in queues:
+            plan.notes.append(
+                f"{state.topic}/{state.queue_id}: the queue ends at offset {state.max_offset} but the next record in the CommitLog has "
+                f"queue offset {state.first_dispatch_qoff}: those messages are not in the CommitLog any more"
+            )
+        plan.add(
+            Step(
+                "dispatch-cq",
+                relative(root, state.directory),
+                f"{state.dispatch} record(s) of {state.topic}/{state.queue_id} have no ConsumeQueue unit (dispatch behind the CommitLog)",
+                details={
+                    "topic": state.topic,
+                    "queue_id": state.queue_id,
+                    "from_queue_offset": state.first_dispatch_qoff,
+                    "count": state.dispatch,
+                    "from_commitlog_offset": state.missing_from,
+                    "to_commitlog_offset": process_offset,
+                    "cq_file_size": state.file_size,
+                },
+            )
+        )
+
+
+def _default_cq_size(queues: dict) -> int:
+    sizes = [q.file_size for q in queues.values()]
+    return max(set(sizes), key=sizes.count) if sizes else rmq.DEFAULT_CQ_FILE_SIZE
+
+
+def _plan_index(store: rmq.RocketMQStore, plan: RecoverPlan, process_offset: int, options: RecoverOptions) -> None:
+    files = store.index_files()
+    headers = []
+    geometry = None
+    for p in files:
+        try:
+            with rmq.IndexFileView(p, hash_slot_num=options.index_hash_slot_num, index_num=options.index_num) as view:
+                headers.append((p, view.header, view.geometry))
+                geometry = geometry or view.geometry
+        except MqError as exc:
+            headers.append((p, None, None))
+            plan.notes.append(f"{p}: unreadable IndexFile ({exc}); it is rebuilt")
+    if geometry is None:
+        geometry = idxf.IndexGeometry(options.index_hash_slot_num or idxf.DEFAULT_HASH_SLOT_NUM, options.index_num or idxf.DEFAULT_INDEX_NUM)
+    rebuild_from = None  # index of the first file to rebuild
+    if options.rebuild_index:
+        rebuild_from = 0
+    elif not files:
+        return  # no IndexFiles (messageIndexEnable=false, or never written): nothing to keep in step
+    else:
+        for i, (p, header, _geo) in enumerate(headers):
+            if header is None or header.end_phy_offset >= process_offset:
+                rebuild_from = i
+                break
+        if rebuild_from is None:
+            last_indexed = max((h.end_phy_offset for _, h, _ in headers if h is not None and h.effective_index_count > 1), default=-1)
+            last_keyed = _last_keyed_record(store, process_offset, last_indexed)
+            if last_keyed is not None and last_keyed > last_indexed:
+                rebuild_from = max(len(headers) - 1, 0) if headers else 0
+                plan.facts["index_missing_from"] = last_keyed
+    if rebuild_from is None:
+        return
+    if rebuild_from < len(headers) and headers[rebuild_from][1] is not None:
+        from_offset = headers[rebuild_from][1].begin_phy_offset
+        if headers[rebuild_from][1].effective_index_count <= 1 and rebuild_from > 0 and headers[rebuild_from - 1][1] is not None:
+            from_offset = headers[rebuild_from - 1][1].end_phy_offset
+    else:
+        from_offset = store.commitlog_min_offset
+    if rebuild_from == 0:
+        from_offset = store.commitlog_min_offset
+    prev = headers[rebuild_from - 1][1] if rebuild_from > 0 else None
+    replaced = [relative(store.root, p) for p, _, _ in headers[rebuild_from:]]
+    plan.add(
+        Step(
+            "rebuild-index",
+            relative(store.root, store.index_dir),
+            f"IndexFiles from {replaced[0] if replaced else 'the first'} on are rebuilt from the CommitLog "
+            f"[{from_offset}, {process_offset}) (entries past the valid end, or keys missing)",
+            expect={"files": {r: observe(resolve(store.root, r)) for r in replaced}},
+            details={
+                "replace": replaced,
+                "from_commitlog_offset": from_offset,
+                "to_commitlog_offset": process_offset,
+                "hash_slot_num": geometry.hash_slot_num,
+                "index_num": geometry.index_num,
+                "prev_end_phy_offset": prev.end_phy_offset if prev is not None else 0,
+                "prev_end_timestamp": prev.end_timestamp if prev is not None else 0,
+            },
+        )
+    )
+
+
+def _last_keyed_record(store: rmq.RocketMQStore, process_offset: int, after: int) -> int | None:
+    """Offset of the last record before the valid end that has index keys, scanning only the
+    files after ``after`` (None when there is none)."""
+    last = None
+    for seg in store.commitlog:
+        if seg.size == 0 or seg.base + seg.size <= after or seg.base >= process_offset:
+            continue
+        with ReadOnlyFile(seg.path) as f:
+            walk = rmq.CommitLogFileWalk(f, check_crc=False)
+            for pos, rec in walk:
+                off = seg.base + pos
+                if off >= process_offset:
+                    break
+                if off > after and (rec.sys_flag & SYSFLAG_TRANSACTION_MASK) != SYSFLAG_TRANSACTION_ROLLBACK and index_keys(rec):
+                    last = off
+    return last
+
+
+def _plan_checkpoint(store: rmq.RocketMQStore, plan: RecoverPlan, last_store_ts: int) -> None:
+    current = None
+    if store.checkpoint_path.exists():
+        try:
+            current = cpf.decode_checkpoint(read_small_file(store.checkpoint_path, 1 << 20))
+        except MqError:
+            current = None
+    if not last_store_ts:
+        return
+    index_ts = current.index_msg_timestamp if current is not None else 0
+    index_ts = min(index_ts, last_store_ts)
+    new = cpf.Checkpoint(
+        last_store_ts,
+        last_store_ts,
+        index_ts,
+        current.master_flushed_offset if current is not None else None,
+        current.confirm_phy_offset if current is not None else None,
+    )
+    if current is not None and dataclasses.astuple(current)[:3] == dataclasses.astuple(new)[:3]:
+        return
+    plan.add(
+        Step(
+            "write-checkpoint",
+            relative(store.root, store.checkpoint_path),
+            f"checkpoint to the store time of the last valid record ({last_store_ts})",
+            expect=observe(store.checkpoint_path),
+            details={
+                "physic_msg_timestamp": new.physic_msg_timestamp,
+                "logics_msg_timestamp": new.logics_msg_timestamp,
+                "index_msg_timestamp": new.index_msg_timestamp,
+                "master_flushed_offset": new.master_flushed_offset,
+                "confirm_phy_offset": new.confirm_phy_offset,
+            },
+        )
+    )
+
+
+# --- apply: RocketMQ actions -------------------------------------------------------------------------
+
+
+def apply_custom(step: Step, ctx: ApplyContext) -> None:
+    if step.action == "dispatch-cq":
+        _apply_dispatch(step, ctx)
+    elif step.action == "rebuild-index":
+        _apply_rebuild_index(step, ctx)
+    elif step.action == "write-checkpoint":
+        path = resolve(ctx.root, step.path)
+        if path.exists():
+            ctx.quarantine.keep_file(path)
+        else:
+            ctx.quarantine.record_created(path)
+        d = step.details
+        data = cpf.encode_checkpoint(
+            cpf.Checkpoint(d["physic_msg_timestamp"], d["logics_msg_timestamp"], d["index_msg_timestamp"], d.get("master_flushed_offset"), d.get("confirm_phy_offset"))
+        )
+        ctx.mutator.replace_file(path, data)
+    elif step.action == "remove-abort":
+        path = resolve(ctx.root, step.path)
+        if path.exists():
+            ctx.quarantine.keep_file(path)
+            ctx.mutator.delete(path)
+    else:
+        from mqtool.errors import StoreLayoutError
+
+        raise StoreLayoutError(f"unknown RocketMQ plan action {step.action!r}", path=resolve(ctx.root, step.path))
+
+
+@dataclass
+class _PendingRun:
+    path: Path
+    position: int
+    data: bytearray = field(default_factory=bytearray)
+
+
+def _apply_dispatch(step: Step, ctx: ApplyContext) -> None:
+    """Write the missing ConsumeQueue units of one queue (contiguous runs, fsynced)."""
+    d = step.details
+    store = rmq.open_store(ctx.root)
+    qdir = resolve(ctx.root, step.path)
+    ctx.mutator.mkdir(qdir)
+    file_size = d["cq_file_size"]
+    start = d["from_commitlog_offset"]
+    stop = d["to_commitlog_offset"]
+    from_qoff = d["from_queue_offset"]
+    pending: _PendingRun | None = None
+
+    def flush() -> None:
+        nonlocal pending
+        if pending is not None and pending.data:
+            # the region is normally zeros: recorded (not copied) so --undo can zero it again
+            ctx.quarantine.keep_range(pending.path, pending.position, len(pending.data))
+            ctx.mutator.write_at(pending.path, pending.position, bytes(pending.data))
+        pending = None
+
+    for seg in store.commitlog:
+        if seg.size == 0 or seg.base + seg.size <= start or seg.base >= stop:
+            continue
+        with ReadOnlyFile(seg.path) as f:
+            walk = rmq.CommitLogFileWalk(f, check_crc=False)
+            for pos, rec in walk:
+                off = seg.base + pos
+                if off < start:
+                    continue
+                if off >= stop:
+                    break
+                if rec.topic != d["topic"] or rec.queue_id != d["queue_id"] or not _is_dispatched(rec.sys_flag):
+                    continue
+                if rec.queue_offset < from_qoff:
+                    continue
+                byte_offset = rec.queue_offset * cqf.CQ_UNIT_SIZE
+                base = byte_offset - byte_offset % file_size
+                path = qdir / segment_name(base)
+                if not path.exists():
+                    flush()
+                    ctx.quarantine.record_created(path)
+                    ctx.mutator.create_file(path, b"", size=file_size)
+                unit = cqf.encode_cq_unit(cqf.CqUnit(off, rec.total_size, cq_tags_code(rec)))
+                position = byte_offset - base
+                if pending is not None and pending.path == path and pending.position + len(pending.data) == position and len(pending.data) < (1 << 20):
+                    pending.data += unit
+                else:
+                    flush()
+                    pending = _PendingRun(path, position, bytearray(unit))
+    flush()
+
+
+def _apply_rebuild_index(step: Step, ctx: ApplyContext) -> None:
+    """Build the replacement IndexFiles in a staging directory, then swap them in: old files go
+    to the quarantine first, so a crash leaves either the old or the new set plus a rerunnable
+    plan."""
+    d = step.details
+    store = rmq.open_store(ctx.root)
+    staging = ctx.root / ".mqtool-staging-index"
+    if staging.exists():
+        for leftover in staging.iterdir():
+            ctx.mutator.delete(leftover)
+    ctx.mutator.mkdir(staging)
+    builder = IndexBuilder(staging, d["hash_slot_num"], d["index_num"], prev_end=(d["prev_end_phy_offset"], d["prev_end_timestamp"]))
+    start, stop = d["from_commitlog_offset"], d["to_commitlog_offset"]
+    for seg in store.commitlog:
+        if seg.size == 0 or seg.base + seg.size <= start or seg.base >= stop:
+            continue
+        with ReadOnlyFile(seg.path) as f:
+            walk = rmq.CommitLogFileWalk(f, check_crc=False)
+            for pos, rec in walk:
+                off = seg.base + pos
+                if start <= off < stop:
+                    builder.put_record(rec, off)
+    builder.close()
+    for name in d["replace"]:
+        old = resolve(ctx.root, name)
+        if old.exists():
+            ctx.quarantine.keep_file(old)
+            ctx.mutator.delete(old)
+    ctx.mutator.mkdir(store.index_dir)
+    ctx.mutator.fsync_dir(staging)
+    for new in builder.files:
+        ctx.quarantine.record_created(store.index_dir / new.name)
+        ctx.mutator.rename(new, store.index_dir / new.name)
+    try:
+        staging.rmdir()
+    except OSError:
+        pass
+
+
+def apply_rocketmq(
+    plan: RecoverPlan, *, quarantine_root: Path | None = None, force: bool = False, verify: bool = True, jobs: int = 1
+) -> ApplyResult:
+    """Apply a RocketMQ plan.  Before ``abort`` is removed the store is validated; if errors
+    remain, ``abort`` stays (the broker will recover abnormally) and the result says why."""
+    from mqtool.ops.validate import ValidateOptions
+    from mqtool.ops.validate_rocketmq import validate_rocketmq
+
+    verification = {}
+
+    def before_step(step: Step, ctx: ApplyContext) -> bool:
+        if step.action != "remove-abort" or not verify:
+            return True
+        report = validate_rocketmq(ctx.root, ValidateOptions(jobs=jobs))
+        verification["report"] = report
+        return not report.failed
+
+    result = apply_plan(plan, custom=apply_custom, quarantine_root=quarantine_root, force=force, broker_lock="lock", before_step=before_step)
+    if verify:
+        report = verification.get("report") or validate_rocketmq(plan.root, ValidateOptions(jobs=jobs))
+        result.verification = report
+        if report.failed and any(s.action == "remove-abort" for s in plan.steps):
+            result.notes.append("the recovered store still has validation errors: abort was kept (see `mqtool validate`)")
+    return result
