@@ -12,7 +12,8 @@ Generic actions (every layout):
   size: RocketMQ files are pre-allocated at full size);
 * ``truncate``: keep ``[position, size)`` then shrink the file to ``position`` (Kafka, Jafka, MetaQ);
 * ``delete``: keep the whole file, then delete it;
-* ``rename``: rename ``path`` to ``details["to"]`` (keeping the replaced target, if any).
+* ``rename``: rename ``path`` to ``details["to"]`` (keeping the replaced target, if any);
+* ``remove``: delete without keeping (``clean``: retention is the point; the plan lists it).
 
 Layout actions (e.g. RocketMQ ``dispatch-cq``, ``rebuild-index``, ``write-checkpoint``,
 ``remove-abort``) are executed by the layout module's ``apply_custom``.
@@ -110,7 +111,7 @@ class RecoverPlan:
     def add(self, step: Step) -> None:
         if step.action in ("cut", "truncate") and step.length:
             self.bytes_cut += step.length
-        if step.action == "delete":
+        if step.action in ("delete", "remove"):
             self.files_deleted += 1
             self.bytes_cut += step.expect.get("size", 0) or 0
         self.steps.append(step)
@@ -248,6 +249,9 @@ def run_step(step: Step, ctx: ApplyContext, custom: Callable[[Step, ApplyContext
         if path.exists():
             ctx.quarantine.keep_file(path)
             ctx.mutator.delete(path)
+    elif step.action == "remove":
+        # retention: the file goes without a copy (the plan and report say exactly what went)
+        ctx.mutator.delete(path)
     elif step.action == "rename":
         target = resolve(ctx.root, step.details["to"])
         if target.exists():

@@ -1,0 +1,124 @@
+"""``mqtool clean``: retention for every layout, safe under cron."""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from pathlib import Path
+from typing import Annotated, Optional
+
+import humanize
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from mqtool.cli.app import app
+from mqtool.cli.common import FormatOpt, JsonlOpt, JsonOpt, LayoutOpt, renderer
+from mqtool.cli.exit_codes import ExitCode
+from mqtool.cli.render import OutputFormat
+from mqtool.ops.clean import cleaner
+from mqtool.ops.clean_config import read_policy_file
+from mqtool.ops.recover import RecoverPlan, apply_plan
+from mqtool.store.layout import detect_layout
+
+BROKER_LOCKS = {"rocketmq": "lock", "kafka": ".lock"}
+
+
+@app.command("clean")
+def clean(
+    path: Annotated[Path, typer.Argument(help="The store root / log dir to apply retention to.")],
+    apply: Annotated[bool, typer.Option("--apply", help="Delete (default: only show the plan; exit 1 when there is work).")] = False,
+    policy: Annotated[str, typer.Option("--policy", help="safe (default: cron decides when) or broker (the broker's exact rules).")] = "safe",
+    config: Annotated[
+        Optional[Path], typer.Option("--config", help="The broker's config file (broker.conf / server.properties) to read retention settings from.")
+    ] = None,
+    reserved_hours: Annotated[Optional[float], typer.Option("--reserved-hours", help="RocketMQ fileReservedTime in hours (72).")] = None,
+    delete_when: Annotated[Optional[str], typer.Option("--delete-when", help='RocketMQ deleteWhen hours, e.g. "04" or "04;16".')] = None,
+    disk_max_used: Annotated[Optional[int], typer.Option("--disk-max-used", help="RocketMQ diskMaxUsedSpaceRatio percent (75).")] = None,
+    clean_forcibly: Annotated[Optional[int], typer.Option("--clean-forcibly-ratio", help="RocketMQ diskSpaceCleanForciblyRatio (85).")] = None,
+    force_when_full: Annotated[
+        bool, typer.Option("--force-when-full", help="Above the clean-forcibly ratio, delete unexpired files too (the broker's default).")
+    ] = False,
+    manual: Annotated[bool, typer.Option("--manual", help="RocketMQ: like mqadmin deleteExpiredCommitLog (ignore the hour gate).")] = False,
+    batch_max: Annotated[Optional[int], typer.Option("--batch-max", min=1, help="RocketMQ deleteFileBatchMax (10).")] = None,
+    max_delete: Annotated[Optional[int], typer.Option("--max-delete", min=0, help="Delete at most this many data files this run.")] = None,
+    interval_ms: Annotated[int, typer.Option("--interval-ms", min=0, help="Pause between data-file deletions (deletePhysicFilesInterval).")] = 100,
+    protect_unconsumed: Annotated[
+        bool, typer.Option("--protect-unconsumed", help="Never delete a file holding messages some consumer group has not consumed.")
+    ] = False,
+    live: Annotated[
+        bool, typer.Option("--live", help="Clean although the broker holds its lock (it keeps deleted files mapped until it restarts).")
+    ] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="For cron: print nothing but errors.")] = False,
+    now: Annotated[Optional[int], typer.Option("--now", help="Judge ages as of this time (ms since epoch) instead of now.")] = None,
+    layout: LayoutOpt = None,
+    fmt: FormatOpt = OutputFormat.table,
+    as_json: JsonOpt = False,
+    as_jsonl: JsonlOpt = False,
+) -> int:
+    """Apply the store's own retention policy: show what goes, delete only with --apply.
+
+    A second run while one holds the store's lock exits 75 with one line on stderr."""
+    out = renderer(fmt, as_json, as_jsonl, quiet=quiet)
+    layout_name = detect_layout(path, layout)
+    plan_fn, options_cls = cleaner(layout_name)
+    if policy not in ("safe", "broker"):
+        raise typer.BadParameter("--policy is safe or broker")
+    settings: dict = read_policy_file(config, layout_name) if config is not None else {}
+    given = {
+        "policy": policy,
+        "file_reserved_hours": reserved_hours,
+        "delete_when": delete_when,
+        "disk_max_used_ratio": disk_max_used,
+        "clean_forcibly_ratio": clean_forcibly,
+        "force_when_full": force_when_full or None,
+        "manual": manual or None,
+        "batch_max": batch_max,
+        "max_delete": max_delete,
+        "protect_unconsumed": protect_unconsumed or None,
+    }
+    settings.update({k: v for k, v in given.items() if v is not None})
+    fields = {f.name for f in dataclasses.fields(options_cls)}
+    unsupported = sorted(k for k in settings if k not in fields and given.get(k) is not None)
+    if unsupported:
+        raise typer.BadParameter(f"{', '.join('--' + u.replace('_', '-') for u in unsupported)} do not apply to the {layout_name} layout")
+    options = options_cls(**{k: v for k, v in settings.items() if k in fields})
+    plan: RecoverPlan = plan_fn(path, options, now_ms=now)
+    if not apply:
+        if not quiet:
+            out.document(plan.to_dict(), lambda c: render_clean_plan(c, plan))
+        return ExitCode.FINDINGS if plan.has_work else ExitCode.OK
+    last_removal = [0.0]
+
+    def pace(step, ctx) -> bool:
+        if step.details.get("kind") in ("commitlog", "segment", "log") and interval_ms:
+            wait = last_removal[0] + interval_ms / 1000 - time.monotonic()
+            if wait > 0:
+                time.sleep(wait)
+            last_removal[0] = time.monotonic()
+        return True
+
+    result = apply_plan(plan, force=live, broker_lock=BROKER_LOCKS.get(layout_name), command="clean", before_step=pace)
+    doc = {"deleted": [s.to_dict() for s in result.applied], "bytes_freed": plan.bytes_cut, "plan": plan.to_dict()}
+    if not quiet:
+        out.document(doc, lambda c: c.print(f"deleted {len(result.applied)} file(s), {humanize.naturalsize(plan.bytes_cut, binary=True)} freed"))
+    return ExitCode.OK
+
+
+def render_clean_plan(console: Console, plan: RecoverPlan) -> None:
+    facts = plan.facts
+    if "disk_used_ratio" in facts:
+        console.print(f"disk {facts['disk_used_ratio']:.0%} used; policy {plan.mode}")
+    if plan.has_work:
+        table = Table(title=f"retention plan for {plan.root}", title_justify="left")
+        for col in ("#", "action", "file", "size", "why"):
+            table.add_column(col, overflow="fold")
+        for i, s in enumerate(plan.steps, 1):
+            size = s.details.get("size", s.expect.get("size"))
+            table.add_row(str(i), s.action, s.path, humanize.naturalsize(size, binary=True) if size is not None else "-", s.reason)
+        console.print(table)
+        console.print(f"{plan.files_deleted} file(s), {humanize.naturalsize(plan.bytes_cut, binary=True)} would be freed; run with --apply to delete")
+    else:
+        console.print(f"nothing to delete in {plan.root}")
+    for note in plan.notes:
+        console.print(f"note: {note}")

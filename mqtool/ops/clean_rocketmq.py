@@ -1,0 +1,222 @@
+"""clean for RocketMQ stores (spec §8: CleanCommitLogService, CleanConsumeQueueService, index).
+
+The broker's rules, and where mqtool's default (``policy="safe"``) differs:
+
+| rule | broker (``policy="broker"``) | safe (default) |
+|---|---|---|
+| when | hour in ``deleteWhen`` ("04"), or disk above ``diskMaxUsedSpaceRatio`` (75 %), or a manual request | every run (cron decides when); ``--delete-when`` restores the hour gate |
+| which CommitLog files | oldest first while expired (``mtime + fileReservedTime`` 72 h), never the last file, stop at the first unexpired one | same, and never the active file (the last one holding data) |
+| disk above ``diskSpaceCleanForciblyRatio`` (85 %) | unexpired files go too (``cleanFileForciblyEnable``) | reported; unexpired files go only with ``--force-when-full`` |
+| per run | at most ``deleteFileBatchMax`` 10, ``deletePhysicFilesInterval`` 100 ms apart | same (``--max-delete``, ``--interval-ms``) |
+| then | ConsumeQueue files (never the last) whose last unit points below the new CommitLog min offset; IndexFiles (never the last) whose endPhyOffset is below it | same |
+| unconsumed messages | deleted | kept with ``--protect-unconsumed``: no CommitLog file holding a message some group (config/consumerOffset.json) has not consumed |
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from mqtool.errors import MqError
+from mqtool.formats.rocketmq import config as cfgf
+from mqtool.formats.rocketmq import consume_queue as cqf
+from mqtool.ops.clean import HOUR_MS, DiskProbe, statvfs_usage
+from mqtool.ops.recover import RecoverPlan, Step, observe, relative
+from mqtool.store import rocketmq as rmq
+from mqtool.store.files import ReadOnlyFile, read_small_file
+
+
+@dataclass(frozen=True)
+class CleanOptions:
+    policy: str = "safe"  # "safe" or "broker"
+    file_reserved_hours: float = 72.0
+    delete_when: str | None = None  # "04" or "04;05"; None: no hour gate (safe) / "04" (broker)
+    disk_max_used_ratio: int = 75
+    clean_forcibly_ratio: int = 85
+    warning_ratio: int = 90
+    force_when_full: bool = False
+    clean_file_forcibly_enable: bool = True  # broker policy: cleanFileForciblyEnable
+    manual: bool = False
+    batch_max: int = 10
+    max_delete: int | None = None
+    protect_unconsumed: bool = False
+
+
+def _hours(spec: str) -> set[int]:
+    hours = set()
+    for part in spec.split(";"):
+        part = part.strip()
+        if part.isdigit() and 0 <= int(part) <= 23:
+            hours.add(int(part))
+    return hours
+
+
+def plan_clean_rocketmq(path: str | Path, options: CleanOptions = CleanOptions(), *, now_ms: int | None = None, probe: DiskProbe = statvfs_usage) -> RecoverPlan:
+    now_ms = int(time.time() * 1000) if now_ms is None else now_ms
+    store = rmq.open_store(path)
+    root = store.root
+    plan = RecoverPlan("rocketmq", str(root), f"clean ({options.policy} policy)")
+    broker = options.policy == "broker"
+
+    # --- when: time gate, disk space, manual -----------------------------------------------------
+    delete_when = options.delete_when if options.delete_when is not None else ("04" if broker else None)
+    hour = time.localtime(now_ms / 1000).tm_hour
+    time_ok = delete_when is None or hour in _hours(delete_when)
+    ratios = []
+    for directory in (store.commitlog_dir, store.consumequeue_dir):
+        if directory.exists():
+            ratios.append(probe(directory).used_ratio)
+    ratio = max(ratios) if ratios else 0.0
+    space_ok = ratio * 100 > options.disk_max_used_ratio
+    clean_immediately = ratio * 100 > options.clean_forcibly_ratio
+    plan.facts.update(
+        {
+            "now_ms": now_ms,
+            "disk_used_ratio": round(ratio, 4),
+            "time_gate": delete_when,
+            "time_ok": time_ok,
+            "space_ok": space_ok,
+            "clean_immediately": clean_immediately,
+            "file_reserved_hours": options.file_reserved_hours,
+        }
+    )
+    if ratio * 100 > options.warning_ratio:
+        plan.notes.append(
+            f"disk {ratio:.0%} used, above diskSpaceWarningLevelRatio {options.warning_ratio} %: the broker rejects new messages"
+        )
+    if not (time_ok or space_ok or options.manual):
+        plan.notes.append(f"not the hour to delete (deleteWhen {delete_when}), disk at {ratio:.0%}: nothing is deleted")
+        return plan
+    force = clean_immediately and ((broker and options.clean_file_forcibly_enable) or options.force_when_full)
+    if clean_immediately and not force:
+        plan.notes.append(
+            f"disk {ratio:.0%} used, above diskSpaceCleanForciblyRatio {options.clean_forcibly_ratio} %: the broker would now delete "
+            "unexpired files; pass --force-when-full to do the same"
+        )
+
+    # --- which CommitLog files ---------------------------------------------------------------------
+    segments = store.commitlog
+    if len(segments) <= 1:
+        return plan
+    candidates = segments[:-1]
+    if not broker:
+        last_data = _last_data_index(segments)
+        candidates = segments[: max(0, min(len(segments) - 1, last_data))]
+    protected_from, holders = (_unconsumed_boundary(store) if options.protect_unconsumed else (None, []))
+    reserved_ms = int(options.file_reserved_hours * HOUR_MS)
+    cap = min(options.batch_max, options.max_delete) if options.max_delete is not None else options.batch_max
+    deleted: list[rmq.Segment] = []
+    for seg in candidates:
+        if len(deleted) >= cap:
+            plan.notes.append(f"at most {cap} CommitLog file(s) per run (deleteFileBatchMax / --max-delete); run again for more")
+            break
+        expired = now_ms >= int(seg.mtime * 1000) + reserved_ms
+        if not (expired or force):
+            break
+        if protected_from is not None and seg.base + max(seg.size, 1) > protected_from:
+            held = sorted({f"{g} ({t}/{q})" for g, t, q, off in holders if seg.base <= off < seg.base + max(seg.size, 1) or off < seg.base + seg.size})
+            plan.notes.append(f"{seg.name} and later files hold messages not yet consumed by: {', '.join(held[:10])}")
+            plan.facts["protected_by"] = held
+            break
+        age_h = (now_ms - int(seg.mtime * 1000)) / HOUR_MS
+        why = f"expired: last modified {age_h:.1f} h ago (fileReservedTime {options.file_reserved_hours:g} h)" if expired else (
+            f"disk {ratio:.0%} used (above {options.clean_forcibly_ratio} %): deleted before expiry"
+        )
+        plan.add(
+            Step(
+                "remove",
+                relative(root, seg.path),
+                why,
+                expect=observe(seg.path),
+                details={"kind": "commitlog", "base_offset": seg.base, "size": seg.size, "mtime": seg.mtime, "offsets": [seg.base, seg.base + seg.size]},
+            )
+        )
+        deleted.append(seg)
+    if not deleted:
+        return plan
+    new_min = segments[len(deleted)].base if len(deleted) < len(segments) else deleted[-1].base + deleted[-1].size
+    plan.facts["new_commitlog_min_offset"] = new_min
+
+    # --- ConsumeQueue and IndexFiles follow --------------------------------------------------------
+    for topic, qid in store.queues():
+        segs = store.cq_segments(topic, qid)
+        for seg in segs[:-1]:
+            last_offset = _last_unit_offset(seg)
+            if last_offset is None or last_offset >= new_min:
+                break
+            plan.add(
+                Step(
+                    "remove",
+                    relative(root, seg.path),
+                    f"ConsumeQueue file of {topic}/{qid} whose last unit points at {last_offset}, below the new CommitLog min {new_min}",
+                    expect=observe(seg.path),
+                    details={"kind": "consumequeue", "topic": topic, "queue_id": qid, "size": seg.size, "queue_offsets": [seg.base // cqf.CQ_UNIT_SIZE, (seg.base + seg.size) // cqf.CQ_UNIT_SIZE]},
+                )
+            )
+    index_files = store.index_files()
+    for p in index_files[:-1]:
+        try:
+            with rmq.IndexFileView(p) as view:
+                end = view.header.end_phy_offset
+        except MqError:
+            break
+        if end >= new_min:
+            break
+        plan.add(
+            Step(
+                "remove",
+                relative(root, p),
+                f"IndexFile whose entries end at {end}, below the new CommitLog min {new_min}",
+                expect=observe(p),
+                details={"kind": "index", "size": p.stat().st_size, "end_phy_offset": end},
+            )
+        )
+    return plan
+
+
+def _last_data_index(segments: list[rmq.Segment]) -> int:
+    for i in range(len(segments) - 1, -1, -1):
+        seg = segments[i]
+        if seg.size == 0:
+            continue
+        try:
+            with ReadOnlyFile(seg.path) as f:
+                if f.pread(0, 8).strip(b"\x00"):
+                    return i
+        except MqError:
+            return i
+    return 0
+
+
+def _last_unit_offset(seg: rmq.Segment) -> int | None:
+    """commitLogOffset of the unit at ``fileSize - 20`` (what ``deleteExpiredFileByOffset`` reads)."""
+    if seg.size < cqf.CQ_UNIT_SIZE:
+        return None
+    try:
+        with ReadOnlyFile(seg.path) as f:
+            unit = cqf.decode_cq_unit(f.pread(seg.size - cqf.CQ_UNIT_SIZE, cqf.CQ_UNIT_SIZE))
+    except MqError:
+        return None
+    return unit.commit_log_offset
+
+
+def _unconsumed_boundary(store: rmq.RocketMQStore) -> tuple[int | None, list[tuple[str, str, int, int]]]:
+    """The lowest commitlog offset of a message some consumer group has not consumed yet, and
+    ``(group, topic, queue, offset)`` for every group position."""
+    path = store.config_file("consumerOffset.json")
+    if path is None:
+        return None, []
+    try:
+        offsets = cfgf.parse_consumer_offsets(read_small_file(path, 256 << 20))
+    except MqError:
+        return None, []
+    holders = []
+    for (topic, group), table in offsets.items():
+        for qid, offset in table.items():
+            unit = rmq.read_cq_unit(store, topic, qid, offset)
+            if unit is not None and not unit.unit.is_filler:
+                holders.append((group, topic, qid, unit.unit.commit_log_offset))
+    if not holders:
+        return None, []
+    return min(h[3] for h in holders), holders
