@@ -97,7 +97,7 @@ def plan_clean_rocketmq(path: str | Path, options: CleanOptions = CleanOptions()
 
     # --- which CommitLog files ---------------------------------------------------------------------
     segments = store.commitlog
-    if len(segments) <= 1:
+    if not segments:
         return plan
     candidates = segments[:-1]
     if not broker:
@@ -133,12 +133,11 @@ def plan_clean_rocketmq(path: str | Path, options: CleanOptions = CleanOptions()
             )
         )
         deleted.append(seg)
-    if not deleted:
-        return plan
-    new_min = segments[len(deleted)].base if len(deleted) < len(segments) else deleted[-1].base + deleted[-1].size
+    # --- ConsumeQueue and IndexFiles follow the CommitLog min offset (also on a run that deletes no
+    # CommitLog file: an interrupted earlier run may have left them behind) ----------------------
+    new_min = segments[len(deleted)].base
     plan.facts["new_commitlog_min_offset"] = new_min
 
-    # --- ConsumeQueue and IndexFiles follow --------------------------------------------------------
     for topic, qid in store.queues():
         segs = store.cq_segments(topic, qid)
         for seg in segs[:-1]:
