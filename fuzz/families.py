@@ -1,0 +1,1 @@
+"""Families of the Kafka, Jafka and MetaQ fixtures (registered into fuzz.harness.FAMILIES)."""
