@@ -23,6 +23,7 @@ CODES: dict[str, CodeInfo] = {
     "RMQ-FILE-OVERLAP": CodeInfo(E, "files", "consecutive segment names differ by less than the file size"),
     "RMQ-FILE-ALIGN": CodeInfo(W, "files", "a segment name that is not a multiple of the file size"),
     "RMQ-FILE-UNREADABLE": CodeInfo(E, "files", "a file that cannot be read (permissions, I/O error, not a regular file)"),
+    "RMQ-FILE-LINK": CodeInfo(W, "files", "a segment name that is a symbolic link: not followed (segments must be regular files)"),
     "RMQ-ROCKSDB-CQ": CodeInfo(E, "files", "consumequeue/ is a RocksDB database (storeType=defaultRocksDB): not checked"),
     # commitlog
     "RMQ-CL-MAGIC": CodeInfo(E, "commitlog", "a record header whose magic code is not a message or BLANK magic"),

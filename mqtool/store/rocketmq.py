@@ -9,7 +9,9 @@ among non-empty files) unless the caller gives it.
 from __future__ import annotations
 
 import mmap
+import os
 import re
+import stat
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -113,18 +115,40 @@ class RocketMQStore:
 
 
 def list_segments(directory: Path) -> list[Segment]:
-    """Files named by 20-digit offsets, sorted by offset (other names are ignored)."""
+    """Regular files named by 20-digit offsets, sorted by offset.  Symbolic links and other
+    non-regular entries are never read as segments (see ``irregular_segments``)."""
     segments = []
     for name in safe_listdir(directory):
         if not SEGMENT_NAME.match(name):
             continue
         path = directory / name
-        if not is_regular_file(path):
+        try:
+            st = os.lstat(path)
+        except OSError:
             continue
-        st = path.stat()
+        if not stat.S_ISREG(st.st_mode):
+            continue
         segments.append(Segment(path, int(name), st.st_size, st.st_mtime))
     segments.sort(key=lambda s: s.base)
     return segments
+
+
+def irregular_segments(directory: Path) -> list[tuple[Path, str]]:
+    """Entries with segment names that are not regular files: ``(path, "a symlink" | kind)``."""
+    found = []
+    for name in safe_listdir(directory):
+        if not SEGMENT_NAME.match(name):
+            continue
+        path = directory / name
+        try:
+            st = os.lstat(path)
+        except OSError:
+            continue
+        if stat.S_ISLNK(st.st_mode):
+            found.append((path, "a symlink"))
+        elif not stat.S_ISREG(st.st_mode):
+            found.append((path, "a FIFO" if stat.S_ISFIFO(st.st_mode) else "a device or other special file"))
+    return found
 
 
 def unexpected_entries(directory: Path) -> list[Path]:
