@@ -1,0 +1,563 @@
+"""dump (and read by offset) for the Jafka and MetaQ layouts.
+
+``JafkaDump`` and ``MetaqDump`` yield one item per message, lazily, partition by partition and
+segment by segment in offset order, applying ``topic``/``partition``/``from_offset``/``limit``.
+Problems met are collected (``problems``: located ``MqError``s) and notices (``notes``: torn
+tails, zero tails, names) instead of printed.  A CRC mismatch does not stop a walk (both formats
+frame by length, so the next message is still found) and the item says ``crc_valid`` False; a
+broken frame ends the walk of its file, where the broker's own recovery would stop too.
+
+Jafka gzip wrappers are expanded (unless ``deep=False``): the wrapper itself, then every inner
+message with the offsets a consumer sees (Jafka's deep iterator: every inner message but the last
+reports the wrapper's start as its next fetch offset, the last reports the offset after the
+wrapper).  Inflating is bounded (``MAX_INFLATED_SIZE``): a gzip bomb is reported, not expanded.
+
+MetaQ archives are read too (``.meta.arc`` as a file, ``.meta.zip`` inflated on the fly), in
+offset order with the live segments; a ``.meta.zip`` dumps exactly like the segment it archives.
+"""
+
+from __future__ import annotations
+
+import zlib
+from dataclasses import dataclass, field
+from typing import Iterator
+
+from mqtool.errors import (
+    ChecksumError,
+    CorruptDataError,
+    MqError,
+    StoreLayoutError,
+    UnsupportedFormatError,
+    hexint,
+)
+from mqtool.formats import jafka as jf
+from mqtool.formats import metaq as mq
+from mqtool.formats.checksums import crc32, masked_crc32
+from mqtool.store import jafka as sj
+from mqtool.store import metaq as sm
+from mqtool.store.legacy import (
+    MAX_MESSAGE_SIZE,
+    DataDir,
+    Partition,
+    Segment,
+    SegmentReader,
+    SegmentWalk,
+    WalkEnd,
+)
+
+#: Largest inner message set a Jafka wrapper may inflate to.
+MAX_INFLATED_SIZE = MAX_MESSAGE_SIZE
+
+
+# --- Jafka wrappers ------------------------------------------------------------------------------
+
+
+def inflate_gzip(payload: bytes, limit: int | None = None) -> bytes:
+    """gunzip ``payload`` (concatenated members allowed, as ``GZIPInputStream`` reads them),
+    refusing to produce more than ``limit`` bytes (``MAX_INFLATED_SIZE``)."""
+    limit = MAX_INFLATED_SIZE if limit is None else limit
+    out = bytearray()
+    data = payload
+    try:
+        while True:
+            d = zlib.decompressobj(wbits=31)
+            out += d.decompress(data, limit - len(out) + 1)
+            if len(out) > limit:
+                raise CorruptDataError(expected=f"a wrapper that inflates to at most {limit} bytes", found="more (a gzip bomb or damage)")
+            if not d.eof:
+                if d.unconsumed_tail:
+                    raise CorruptDataError(expected=f"a wrapper that inflates to at most {limit} bytes", found="more")
+                raise CorruptDataError(expected="a complete gzip stream in the wrapper payload", found="a stream that ends early")
+            data = d.unused_data
+            if not data:
+                return bytes(out)
+    except zlib.error as exc:
+        raise CorruptDataError(expected="a gzip stream in the wrapper payload", found=f"zlib.error: {exc}") from None
+
+
+@dataclass(frozen=True)
+class InnerMessage:
+    """A message inside a wrapper: its index (depth-first), position in the inflated set, depth."""
+
+    index: int
+    position: int
+    depth: int
+    message: jf.Message
+    crc_computed: int
+
+
+def iter_wrapper(message: jf.Message, *, depth: int = 1, limit: int | None = None) -> Iterator[InnerMessage]:
+    """Every message inside a compressed wrapper, depth-first (nested wrappers are yielded, then
+    their own inner messages), each inflated set at most ``limit`` bytes (``MAX_INFLATED_SIZE``).
+    Raises ``CorruptDataError`` (or ``UnsupportedFormatError`` for snappy) at the first problem;
+    messages before it have been yielded."""
+    counter = [0]
+    yield from _iter_wrapper(message, depth, MAX_INFLATED_SIZE if limit is None else limit, counter)
+
+
+def _iter_wrapper(message: jf.Message, depth: int, limit: int, counter: list[int]) -> Iterator[InnerMessage]:
+    if depth > jf.MAX_NESTING:
+        raise CorruptDataError(expected=f"at most {jf.MAX_NESTING} nested compressed wrappers", found="more")
+    codec = message.compression_codec
+    if codec == jf.CODEC_SNAPPY:
+        raise UnsupportedFormatError("snappy wrapper", expected="gzip (Jafka has no snappy codec)", found="snappy")
+    if codec != jf.CODEC_GZIP:
+        raise CorruptDataError(expected="compression codec 1 (gzip)", found=str(codec))
+    inner = inflate_gzip(message.payload, limit)
+    walker = jf.MessageWalker(inner, check_crc=False)
+    try:
+        for pos, m in walker:
+            computed = crc32(m.payload)
+            yield InnerMessage(counter[0], pos, depth, m, computed)
+            counter[0] += 1
+            if m.compressed:
+                yield from _iter_wrapper(m, depth + 1, limit, counter)
+    except MqError as exc:
+        raise CorruptDataError(
+            f"inner message at inflated byte {walker.failed_at} (depth {depth})",
+            expected=exc.expected or "a valid inner message",
+            found=exc.found or exc.message,
+        ) from None
+    end = walker.end
+    assert end is not None
+    if end.kind != "eof":
+        raise CorruptDataError(
+            f"inner message set (depth {depth})",
+            expected=f"the {len(inner)}-byte inflated set to end after its last message",
+            found=f"a {end.kind} tail at inflated byte {end.position}",
+        )
+
+
+# --- common -----------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Where:
+    """Where a message is: partition, segment, position in the segment, and its offset."""
+
+    partition: Partition
+    segment: Segment
+    position: int
+    offset: int
+
+
+def select_partitions(data: DataDir, topic: str | None, partition: int | None) -> list[Partition]:
+    return [
+        p
+        for p in data.partitions
+        if (topic is None or p.topic == topic) and (partition is None or p.partition == partition)
+    ]
+
+
+def _start_position(reader: SegmentReader, segment: Segment, from_offset: int | None, check) -> tuple[int, str | None]:
+    """Where to start reading ``segment`` for ``--from-offset``: the exact position when a valid
+    message starts there (what a consumer fetch does), else 0 with a note."""
+    if from_offset is None or from_offset <= segment.start_offset:
+        return 0, None
+    pos = from_offset - segment.start_offset
+    if segment.archive == "zip":
+        return 0, None  # no random access into an archive: read it from the start
+    if check(reader, pos):
+        return pos, None
+    return 0, f"{segment.path}: offset {from_offset} is not the start of a valid message; starting at the next message after it"
+
+
+def _end_note(segment: Segment, end: WalkEnd | None, size: int) -> str | None:
+    if end is None or end.kind == "eof":
+        return None
+    if end.kind == "zeros":
+        return f"{segment.path}:{end.position}: data ends with {size - end.position} zero bytes"
+    return f"{segment.path}:{end.position}: data ends with a partial message ({size - end.position} of {end.length} bytes)"
+
+
+# --- Jafka ------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class JafkaItem:
+    """One row of ``dump jafka``.
+
+    ``kind``: ``message`` (uncompressed shallow message), ``wrapper`` (compressed message, its
+    payload is the gzip stream) or ``inner`` (a message inside a wrapper).  ``next_offset`` is
+    upstream's ``MessageAndOffset.offset`` (None for nested wrappers, which consumers never see).
+    """
+
+    where: Where
+    kind: str
+    message: jf.Message
+    crc_computed: int
+    next_offset: int | None
+    depth: int = 0
+    inner_index: int | None = None
+    inner_position: int | None = None
+
+    @property
+    def crc_valid(self) -> bool:
+        return self.crc_computed == self.message.crc
+
+    @property
+    def codec(self) -> str:
+        codec = self.message.compression_codec
+        return jf.CODEC_NAMES.get(codec, str(codec))
+
+
+def jafka_starts_at(reader: SegmentReader, pos: int) -> bool:
+    head = reader.pread(pos, 4)
+    if len(head) < 4:
+        return False
+    length = int.from_bytes(head, "big", signed=True)
+    if not jf.MIN_HEADER_SIZE <= length <= min(MAX_MESSAGE_SIZE, reader.size - pos - 4):
+        return False
+    try:
+        jf.decode_message(reader.pread(pos, 4 + length), 0)
+    except MqError:
+        return False
+    return True
+
+
+@dataclass
+class JafkaDump:
+    data: DataDir
+    topic: str | None = None
+    partition: int | None = None
+    from_offset: int | None = None
+    limit: int | None = None
+    deep: bool = True
+    problems: list[MqError] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    bytes_done: int = 0
+
+    @property
+    def partitions(self) -> list[Partition]:
+        return select_partitions(self.data, self.topic, self.partition)
+
+    @property
+    def total_bytes(self) -> int:
+        return sum(s.size or 0 for p in self.partitions for s in self.data.selected(p))
+
+    def __iter__(self) -> Iterator[JafkaItem]:
+        self.notes.extend(self.data.notes)
+        emitted = 0
+        for part in self.partitions:
+            for seg in self.data.selected(part):
+                if self.from_offset is not None and seg.end_offset is not None and seg.end_offset <= self.from_offset:
+                    self.bytes_done += seg.size or 0
+                    continue
+                for item in self._segment(part, seg):
+                    yield item
+                    emitted += 1
+                    if self.limit is not None and emitted >= self.limit:
+                        return
+
+    def _segment(self, part: Partition, seg: Segment) -> Iterator[JafkaItem]:
+        try:
+            reader = sj.open_segment(seg)
+        except MqError as exc:
+            self.problems.append(exc)
+            return
+        with reader:
+            start, note = _start_position(reader, seg, self.from_offset, jafka_starts_at)
+            if note:
+                self.notes.append(note)
+            walk = SegmentWalk(reader, sj.FRAMING, start, check_crc=False)
+            done = 0
+            try:
+                for pos, message in walk:
+                    self.bytes_done += walk.bytes_read - done
+                    done = walk.bytes_read
+                    offset = seg.start_offset + pos
+                    if self.from_offset is not None and offset < self.from_offset:
+                        continue
+                    yield from self._items(Where(part, seg, pos, offset), message)
+            except MqError as exc:  # the reader failed (I/O)
+                self.problems.append(exc)
+                return
+            self.bytes_done += max(0, (seg.size or 0) - start - done)
+            if walk.error is not None:
+                self.problems.append(walk.error)
+            note = _end_note(seg, walk.end, reader.size)
+            if note:
+                self.notes.append(note)
+
+    def _items(self, where: Where, message: jf.Message) -> Iterator[JafkaItem]:
+        computed = crc32(message.payload)
+        after = where.offset + message.serialized_size
+        if computed != message.crc:
+            self.problems.append(_jafka_crc_error(where, message, computed))
+        if not message.compressed:
+            yield JafkaItem(where, "message", message, computed, after)
+            return
+        yield JafkaItem(where, "wrapper", message, computed, after)
+        if not self.deep or computed != message.crc:
+            return
+        inner: list[InnerMessage] = []
+        try:
+            for m in iter_wrapper(message):
+                inner.append(m)
+        except MqError as exc:
+            self.problems.append(
+                CorruptDataError(
+                    f"compressed wrapper: {exc.message}" if exc.message else "compressed wrapper",
+                    path=where.segment.path,
+                    position=where.position,
+                    expected=exc.expected,
+                    found=exc.found,
+                )
+            )
+        leaves = [m for m in inner if not m.message.compressed]
+        last_leaf = leaves[-1].index if leaves else None
+        for m in inner:
+            if m.message.compressed:
+                nxt = None
+            else:
+                nxt = after if m.index == last_leaf else where.offset
+            if m.crc_computed != m.message.crc:
+                self.problems.append(
+                    ChecksumError(
+                        f"inner message #{m.index} of the wrapper: CRC mismatch",
+                        path=where.segment.path,
+                        position=where.position,
+                        expected=f"CRC {hexint(m.crc_computed)}",
+                        found=hexint(m.message.crc),
+                    )
+                )
+            yield JafkaItem(where, "wrapper" if m.message.compressed else "inner", m.message, m.crc_computed, nxt, m.depth, m.index, m.position)
+
+
+def _jafka_crc_error(where: Where, message: jf.Message, computed: int) -> ChecksumError:
+    return ChecksumError(
+        "message CRC mismatch",
+        path=where.segment.path,
+        position=where.position + jf.LOG_OVERHEAD + message.header_size - 4,
+        expected=f"CRC {hexint(computed)} (CRC-32 of the {len(message.payload)}-byte payload)",
+        found=hexint(message.crc),
+    )
+
+
+# --- MetaQ ----------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class MetaqItem:
+    """One row of ``dump metaq``: the message, its checksum check and its attribute split."""
+
+    where: Where
+    message: mq.Message
+    checksum_computed: int
+    attribute: bytes | None
+    payload: bytes
+    attribute_error: str | None = None
+
+    @property
+    def checksum_valid(self) -> bool:
+        return self.checksum_computed == self.message.checksum
+
+    @property
+    def next_offset(self) -> int:
+        return self.where.offset + self.message.size
+
+
+def id_parts(message_id: int) -> dict:
+    """``IdWorker`` fields of a message id: time (ms since a nanoTime-based epoch, not wall-clock),
+    worker (= brokerId) and sequence."""
+    value = message_id & 0xFFFFFFFFFFFFFFFF
+    return {"id_time": value >> 22, "broker_id": (value >> 12) & 0x3FF, "sequence": value & 0xFFF}
+
+
+def metaq_starts_at(reader: SegmentReader, pos: int) -> bool:
+    head = reader.pread(pos, mq.HEADER_LEN)
+    if len(head) < mq.HEADER_LEN or head == bytes(mq.HEADER_LEN):
+        return False
+    length = int.from_bytes(head[:4], "big", signed=True)
+    if not 0 <= length <= min(MAX_MESSAGE_SIZE, reader.size - pos - mq.HEADER_LEN):
+        return False
+    try:
+        mq.decode_message(reader.pread(pos, mq.HEADER_LEN + length), 0)
+    except MqError:
+        return False
+    return True
+
+
+def split_metaq(message: mq.Message) -> tuple[bytes | None, bytes, MqError | None]:
+    """``(attribute, payload, error)``: a malformed attribute block leaves the whole data as payload."""
+    try:
+        attribute, payload = mq.split_data(message.data, message.flag)
+    except MqError as exc:
+        return None, message.data, exc
+    return attribute, payload, None
+
+
+@dataclass
+class MetaqDump:
+    data: DataDir
+    topic: str | None = None
+    partition: int | None = None
+    from_offset: int | None = None
+    limit: int | None = None
+    archives: bool = True
+    problems: list[MqError] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    bytes_done: int = 0
+
+    @property
+    def partitions(self) -> list[Partition]:
+        return select_partitions(self.data, self.topic, self.partition)
+
+    @property
+    def total_bytes(self) -> int:
+        return sum(s.size or 0 for p in self.partitions for s in self.data.selected(p, archives=self.archives))
+
+    def __iter__(self) -> Iterator[MetaqItem]:
+        self.notes.extend(self.data.notes)
+        emitted = 0
+        for part in self.partitions:
+            for seg in self.data.selected(part, archives=self.archives or self.data.only is not None):
+                if self.from_offset is not None and seg.end_offset is not None and seg.end_offset <= self.from_offset:
+                    self.bytes_done += seg.size or 0
+                    continue
+                for item in self._segment(part, seg):
+                    yield item
+                    emitted += 1
+                    if self.limit is not None and emitted >= self.limit:
+                        return
+
+    def _segment(self, part: Partition, seg: Segment) -> Iterator[MetaqItem]:
+        try:
+            reader = sm.open_segment(seg)
+        except MqError as exc:
+            self.problems.append(exc)
+            return
+        with reader:
+            if reader.zip is not None:
+                expected = sm.expected_entry_name(seg)
+                if len(reader.zip.entries) != 1:
+                    self.problems.append(
+                        CorruptDataError(path=seg.path, expected="exactly one entry in a .meta.zip", found=f"{len(reader.zip.entries)} entries")
+                    )
+                if expected is not None and reader.zip.entry_name != expected:
+                    self.problems.append(
+                        CorruptDataError(path=seg.path, expected=f"an entry named {expected}", found=repr(reader.zip.entry_name[:120]))
+                    )
+            start, note = _start_position(reader, seg, self.from_offset, metaq_starts_at)
+            if note:
+                self.notes.append(note)
+            walk = SegmentWalk(reader, sm.FRAMING, start, check_crc=False)
+            done = 0
+            try:
+                for pos, message in walk:
+                    self.bytes_done += walk.bytes_read - done
+                    done = walk.bytes_read
+                    offset = seg.start_offset + pos
+                    if self.from_offset is not None and offset < self.from_offset:
+                        continue
+                    yield self._item(Where(part, seg, pos, offset), message)
+                if walk.error is None and walk.end is not None and walk.end.kind == "eof":
+                    reader.verify()  # a zip's CRC is checked once its entry has been read to the end
+            except MqError as exc:  # the reader failed (I/O, a damaged archive)
+                self.problems.append(exc)
+                return
+            self.bytes_done += max(0, (seg.size or 0) - start - done)
+            if walk.error is not None:
+                self.problems.append(walk.error)
+            note = _end_note(seg, walk.end, reader.size)
+            if note:
+                self.notes.append(note)
+
+    def _item(self, where: Where, message: mq.Message) -> MetaqItem:
+        computed = masked_crc32(message.data)
+        if computed != message.checksum:
+            self.problems.append(
+                ChecksumError(
+                    "message checksum mismatch",
+                    path=where.segment.path,
+                    position=where.position + mq.CHECKSUM_POSITION,
+                    expected=f"checksum {hexint(computed)} (CRC-32 & 0x7FFFFFFF of the {len(message.data)}-byte data)",
+                    found=hexint(message.checksum),
+                )
+            )
+        attribute, payload, error = split_metaq(message)
+        if error is not None:
+            self.problems.append(
+                CorruptDataError(
+                    "attribute block (flag bit 0 set)",
+                    path=where.segment.path,
+                    position=where.position + mq.HEADER_LEN,
+                    expected=error.expected,
+                    found=error.found,
+                )
+            )
+        return MetaqItem(where, message, computed, attribute, payload, None if error is None else f"expected {error.expected}, found {error.found}")
+
+
+# --- read by offset (``mqtool query --offset``) ----------------------------------------------------------
+
+
+@dataclass
+class OffsetLookup:
+    """The message at one offset of one partition, as a consumer fetch at that offset reads it.
+
+    ``items`` holds the ``JafkaItem`` rows (a wrapper and its inner messages) or the one
+    ``MetaqItem``; when empty, ``reason`` says why and ``previous_offset``/``next_offset`` name the
+    message starts around a non-boundary offset."""
+
+    partition: Partition
+    offset: int
+    segment: Segment | None = None
+    items: list = field(default_factory=list)
+    reason: str | None = None
+    previous_offset: int | None = None
+    next_offset: int | None = None
+    problems: list[MqError] = field(default_factory=list)
+
+
+def find_partition(data: DataDir, topic: str | None, partition: int | None) -> Partition:
+    """The one partition a lookup addresses (``--topic``/``--partition`` needed in a data dir
+    with more than one)."""
+    chosen = select_partitions(data, topic, partition)
+    if len(chosen) == 1:
+        return chosen[0]
+    if not chosen:
+        raise StoreLayoutError(expected=f"a partition {topic or '*'}-{'*' if partition is None else partition}", found="none", path=data.root)
+    names = ", ".join(p.name for p in chosen[:10])
+    raise StoreLayoutError(expected="one partition (give --topic and --partition)", found=f"{len(chosen)}: {names}", path=data.root)
+
+
+def lookup_offset(data: DataDir, partition: Partition, offset: int) -> OffsetLookup:
+    """Read the message starting at ``offset`` (live segments, then MetaQ archives): one bounded
+    read when a message starts there; otherwise the segment is walked to name the message offsets
+    just before and after it."""
+    result = OffsetLookup(partition, offset)
+    seg = partition.segment_for(offset)
+    if seg is None:
+        segs = [s for s in partition.all_segments() if s.size]
+        span = f"[{min(s.start_offset for s in segs)}, {max(s.end_offset or 0 for s in segs)})" if segs else "(no data)"
+        result.reason = f"offset {offset} is outside the partition's data {span}"
+        return result
+    result.segment = seg
+    jafka = data.layout == "jafka"
+    framing = sj.FRAMING if jafka else sm.FRAMING
+    position = offset - seg.start_offset
+    dump: JafkaDump | MetaqDump = JafkaDump(data) if jafka else MetaqDump(data)
+    with (sj.open_segment(seg) if jafka else sm.open_segment(seg)) as reader:
+        starts = jafka_starts_at if jafka else metaq_starts_at
+        direct = seg.archive != "zip" and starts(reader, position)
+        walk = SegmentWalk(reader, framing, position if direct else 0, check_crc=False)
+        for pos, message in walk:
+            if pos < position:
+                result.previous_offset = seg.start_offset + pos
+                continue
+            if pos > position:
+                result.next_offset = seg.start_offset + pos
+                break
+            where = Where(partition, seg, pos, offset)
+            if isinstance(dump, JafkaDump):
+                result.items.extend(dump._items(where, message))
+            else:
+                result.items.append(dump._item(where, message))
+            break
+    if not result.items:
+        result.reason = f"offset {offset} is not the start of a valid message in {seg.path}"
+        if walk.error is not None and (walk.failed_at or 0) <= position:
+            result.problems.append(walk.error)
+    result.problems.extend(dump.problems)
+    return result

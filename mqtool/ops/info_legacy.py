@@ -1,0 +1,141 @@
+"""info for Jafka and MetaQ data dirs: partitions, segments, offset ranges, how the data ends.
+
+Cheap like RocketMQ's info: names and sizes of every file, and one walk of each partition's last
+segment (the one the broker recovers at start-up) to find where its valid data ends.  Archives
+are measured from their names and sizes (a ``.meta.zip`` from its central directory), not read.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from mqtool.errors import MqError
+from mqtool.store import jafka as sj
+from mqtool.store import metaq as sm
+from mqtool.store.legacy import DataDir, Partition, SegmentWalk
+
+
+@dataclass
+class PartitionInfo:
+    topic: str | None
+    partition: int | None
+    directory: str  # the partition directory's name (it lives in ``root``, or is ``root``)
+    segments: int
+    bytes_on_disk: int  # segments and archives
+    min_offset: int | None  # the first live segment's start offset
+    max_offset: int | None  # where valid data ends (the log end offset)
+    end_kind: str | None  # how the last segment's data ends: eof, zeros, partial, corrupt, unreadable
+    last_segment: str | None
+    zero_length_files: list[str] = field(default_factory=list)
+    #: MetaQ: ``{"files", "bytes", "min_offset", "max_offset"}`` of the .meta.arc/.meta.zip archives
+    archived: dict | None = None
+
+
+@dataclass
+class LegacyInfo:
+    layout: str
+    root: str
+    kind: str  # data-dir, partition or segment
+    clean_shutdown_marker: bool | None  # Jafka: .jafka_cleanshutdown present
+    topics: int
+    segments: int
+    bytes_on_disk: int
+    partitions: list[PartitionInfo]
+    unexpected: list[str] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        doc = dataclasses.asdict(self)
+        if self.layout == "jafka":
+            for p in doc["partitions"]:
+                p.pop("archived")
+        else:
+            doc.pop("clean_shutdown_marker")
+        return doc
+
+
+def _partition_info(data: DataDir, part: Partition, problems: list[str]) -> PartitionInfo:
+    segs = part.segments
+    framing = sj.FRAMING if data.layout == "jafka" else sm.FRAMING
+    opener = sj.open_segment if data.layout == "jafka" else sm.open_segment
+    max_offset = end_kind = None
+    last = part.last
+    if last is not None:
+        try:
+            with opener(last) as reader:
+                walk = SegmentWalk(reader, framing)
+                for _ in walk:
+                    pass
+            max_offset = last.start_offset + walk.valid_end
+            end_kind = walk.end.kind if walk.end is not None else "corrupt"
+            if walk.error is not None:
+                problems.append(str(walk.error))
+            elif walk.end is not None and walk.end.kind != "eof":
+                problems.append(f"{last.path}:{walk.end.position}: the data ends in {walk.end.kind} bytes; `mqtool validate` explains them")
+        except MqError as exc:
+            problems.append(str(exc))
+            end_kind = "unreadable"
+    info = PartitionInfo(
+        topic=part.topic,
+        partition=part.partition,
+        directory=part.path.name,
+        segments=len(segs),
+        bytes_on_disk=sum(s.file_size for s in (*segs, *part.archives)),
+        min_offset=segs[0].start_offset if segs else None,
+        max_offset=max_offset,
+        end_kind=end_kind,
+        last_segment=last.name if last is not None else None,
+        zero_length_files=[s.name for s in segs if s.size == 0],
+    )
+    if data.layout == "metaq" and part.archives:
+        info.archived = {
+            "files": len(part.archives),
+            "bytes": sum(a.file_size for a in part.archives),
+            "min_offset": min(a.start_offset for a in part.archives),
+            "max_offset": max((a.end_offset for a in part.archives if a.end_offset is not None), default=None),
+        }
+        for a in part.archives:
+            if a.size is None:
+                problems.append(f"{a.path}: the zip archive's directory cannot be read")
+    return info
+
+
+def _info(data: DataDir, marker: bool | None) -> LegacyInfo:
+    problems: list[str] = list(data.notes)
+    partitions = [_partition_info(data, p, problems) for p in data.partitions]
+    for path, reason in data.bad_dirs:
+        problems.append(f"{path}: {reason}")
+    for p in data.partitions:
+        for bad in p.bad_names:
+            problems.append(f"{bad}: not a number before the suffix: the broker fails to load this partition")
+        for path, kind in p.irregular:
+            problems.append(f"{path}: {kind} named like a segment: not read")
+    for link in [*data.links, *(link for p in data.partitions for link in p.links)]:
+        problems.append(f"{link}: a symbolic link: not followed")
+    unexpected = [str(p) for p in data.unexpected]
+    unexpected += [str(p) for p in data.ignored_dirs if p.name != sm.TRANSACTIONS_DIR]
+    for p in data.partitions:
+        unexpected += [str(u) for u in p.unexpected]
+    return LegacyInfo(
+        layout=data.layout,
+        root=str(data.root),
+        kind=data.kind,
+        clean_shutdown_marker=marker,
+        topics=len({p.topic for p in data.partitions}),
+        segments=sum(len(p.segments) for p in data.partitions),
+        bytes_on_disk=sum(p.bytes_on_disk for p in partitions),
+        partitions=partitions,
+        unexpected=unexpected,
+        problems=problems,
+    )
+
+
+def jafka_info(path: str | Path) -> LegacyInfo:
+    data = sj.open_jafka(path)
+    return _info(data, sj.clean_shutdown_marker(data))
+
+
+def metaq_info(path: str | Path) -> LegacyInfo:
+    return _info(sm.open_metaq(path), None)

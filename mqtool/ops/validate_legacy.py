@@ -1,0 +1,765 @@
+"""validate for Jafka and MetaQ data dirs (spec jafka.md B2-B4, metaq.md C2-C5).
+
+Phases:
+
+1. files (in process): the data dir's entries as each broker's loader sees them (directory names,
+   stray files, non-numeric segment names), per partition the continuity of live segments
+   (``start + size == next start``, else the broker refuses the partition), zero-length
+   segments, MetaQ archives against each other and the first live segment, and Jafka's
+   clean-shutdown marker;
+2. log, one task per segment file (parallel with ``--jobs``): every message (frame, CRC, magic,
+   codec and every inner message of a Jafka gzip wrapper; MetaQ checksum, attribute block,
+   payload size), how the file ends, and resynchronisation after a broken message so the rest of
+   the file is still checked.  A ``.meta.zip`` is inflated on the fly, its name and CRC checked.
+
+How a file ends is judged as the broker would: only the last live segment of a partition is ever
+repaired, by recovery at start-up (Jafka: only without ``.jafka_cleanshutdown``; MetaQ: always).
+There a partial message followed by zeros or the end is a torn tail (warning: recovery truncates
+it); anything else is damage, and valid messages found after the point where recovery stops are
+reported as the messages recovery will throw away.  Jafka's recovery throws on a magic byte other
+than 1 (the broker does not start); MetaQ's recovery reads 20 zero bytes as a valid empty message,
+so a zero tail survives as empty messages with id 0.  In every other segment (and in archives)
+any tail that is not a clean end is an error, because nothing ever repairs it.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from mqtool.errors import ChecksumError, MqError, StoreIOError, StoreLayoutError
+from mqtool.formats import jafka as jf
+from mqtool.formats import metaq as mq
+from mqtool.ops.dump_legacy import (
+    iter_wrapper,
+    jafka_starts_at,
+    metaq_starts_at,
+    split_metaq,
+)
+from mqtool.ops.findings import Finding
+from mqtool.ops.validate import (
+    FileSummary,
+    ValidateOptions,
+    ValidationReport,
+    run_tasks,
+)
+from mqtool.store import jafka as sj
+from mqtool.store import metaq as sm
+from mqtool.store.files import CHUNK_SIZE
+from mqtool.store.legacy import (
+    DataDir,
+    Partition,
+    Segment,
+    SegmentReader,
+    SegmentWalk,
+    WalkEnd,
+    nonzero_extent,
+    zero_run,
+)
+
+#: How far past a broken message resynchronisation looks for the next valid one.
+RESYNC_LIMIT = 16 << 20
+
+# A candidate Jafka message: LENGTH >= 0 (top byte < 0x80), then MAGIC 1.
+_JAFKA_CANDIDATE = re.compile(rb"(?=[\x00-\x7f][\x00-\xff]{3}\x01)")
+# A candidate MetaQ message: 0 < msgLen < 2**24, checksum >= 0 (top bit clear).
+_METAQ_CANDIDATE = re.compile(rb"(?=\x00(?!\x00\x00\x00)[\x00-\xff]{3}[\x00-\x7f])")
+
+
+def _text(exc: MqError) -> str:
+    parts = []
+    if exc.message:
+        parts.append(exc.message)
+    if exc.expected is not None or exc.found is not None:
+        parts.append(f"expected {exc.expected}, found {exc.found}")
+    return ": ".join(parts)
+
+
+# --- phase 2: one segment file ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SegmentTask:
+    layout: str  # "jafka" | "metaq"
+    path: str
+    start_offset: int
+    archive: str | None
+    named: bool
+    is_last: bool  # the last live segment of its partition: the one recovery repairs
+    recovery_runs: bool  # Jafka: no clean-shutdown marker; MetaQ: always
+
+
+@dataclass
+class SegmentResult:
+    path: str
+    size: int = 0
+    records: int = 0
+    inner: int = 0
+    valid_end: int = 0  # position where valid data stops (first break)
+    recovery_end: int | None = None  # last segment: where the broker's recovery stops
+    recovery_crash: bool = False
+    empty_messages: int = 0  # MetaQ: zero headers recovery keeps as messages
+    lost: int = 0  # valid messages at or after recovery_end
+    findings: list[Finding] = field(default_factory=list)
+    opened: bool = False
+
+
+def validate_segment(task: SegmentTask) -> SegmentResult:
+    """Every message of one segment file and how it ends.  Never raises on data."""
+    res = SegmentResult(task.path)
+    prefix = "JAFKA" if task.layout == "jafka" else "METAQ"
+    seg = Segment(Path(task.path), task.start_offset, None, 0, task.archive, task.named)
+    try:
+        reader = sj.open_segment(seg) if task.layout == "jafka" else sm.open_segment(seg)
+    except (StoreIOError, StoreLayoutError) as exc:
+        res.findings.append(Finding(f"{prefix}-UNREADABLE", task.path, exc.position, _text(exc)))
+        return res
+    except MqError as exc:  # a zip archive whose structure is broken
+        res.findings.append(Finding("METAQ-ZIP", task.path, None, _text(exc)))
+        return res
+    with reader:
+        res.size = reader.size
+        res.opened = True
+        if reader.zip is not None:
+            _check_zip_entries(task, reader, res)
+        try:
+            _Scan(task, reader, res).run()
+            reader.verify()
+        except StoreIOError as exc:
+            res.findings.append(Finding(f"{prefix}-UNREADABLE", task.path, exc.position, _text(exc)))
+        except MqError as exc:  # the reader failed: for an archive, a damaged zip
+            if reader.zip is None:
+                res.findings.append(Finding(f"{prefix}-UNREADABLE", task.path, exc.position, _text(exc)))
+            else:
+                code = "METAQ-ZIP-CRC" if isinstance(exc, ChecksumError) else "METAQ-ZIP"
+                res.findings.append(Finding(code, task.path, None, _text(exc)))
+    return res
+
+
+def _check_zip_entries(task: SegmentTask, reader: SegmentReader, res: SegmentResult) -> None:
+    z = reader.zip
+    assert z is not None
+    if len(z.entries) != 1:
+        res.findings.append(
+            Finding(
+                "METAQ-ZIP",
+                task.path,
+                None,
+                f"expected exactly one entry (ArchiveDeletePolicy writes the segment alone), found {len(z.entries)}: "
+                + ", ".join(repr(e[:60]) for e in z.entries[:5]),
+            )
+        )
+    expected = sm.expected_entry_name(reader.segment)
+    if expected is not None and z.entry_name != expected:
+        res.findings.append(
+            Finding(
+                "METAQ-ZIP-NAME",
+                task.path,
+                None,
+                f"expected the entry to be named {expected} (the segment it archives), found {z.entry_name[:120]!r}: "
+                "the archive's offsets cannot be trusted",
+            )
+        )
+
+
+class _Scan:
+    """Walk one segment, judging every break; collects findings into ``res``."""
+
+    def __init__(self, task: SegmentTask, reader: SegmentReader, res: SegmentResult) -> None:
+        self.task = task
+        self.reader = reader
+        self.res = res
+        self.size = reader.size
+        self.jafka = task.layout == "jafka"
+        self.framing = sj.FRAMING if self.jafka else sm.FRAMING
+        self.prefix = "JAFKA" if self.jafka else "METAQ"
+        self.first_break: int | None = None
+        self.recovery_point: int | None = None  # last segment: where recovery stops
+        self.repaired = task.is_last  # recovery (if it runs) repairs this file's tail
+
+    # -- helpers -----------------------------------------------------------------------------
+    def add(self, code: str, position: int | None, message: str, length: int | None = None) -> None:
+        self.res.findings.append(Finding(f"{self.prefix}-{code}", self.task.path, position, message, length))
+
+    def offset(self, position: int) -> int:
+        return self.task.start_offset + position
+
+    def where(self) -> str:
+        if self.task.archive is not None:
+            return "an archive"
+        return "the last segment" if self.task.is_last else "a segment before the last one"
+
+    def length_at(self, position: int) -> int | None:
+        head = self.reader.pread(position, 4)
+        return int.from_bytes(head, "big", signed=True) if len(head) == 4 else None
+
+    def starts_at(self, position: int) -> bool:
+        return (jafka_starts_at if self.jafka else metaq_starts_at)(self.reader, position)
+
+    def mark_break(self, position: int) -> None:
+        if self.first_break is None:
+            self.first_break = position
+            self.res.valid_end = position
+            if self.task.is_last and self.recovery_point is None:
+                self.recovery_point = position
+
+    # -- the walk ------------------------------------------------------------------------------
+    def run(self) -> None:
+        pos = 0
+        while True:
+            walk = SegmentWalk(self.reader, self.framing, pos, check_crc=True)
+            for p, message in walk:
+                self.message(p, message)
+            if walk.error is None:
+                end = walk.end
+                assert end is not None
+                if end.kind == "eof":
+                    if self.first_break is None:
+                        self.res.valid_end = end.position
+                    break
+                nxt = self.on_end(end)
+            else:
+                assert walk.failed_at is not None
+                nxt = self.on_error(walk.failed_at, walk.error)
+            if nxt is None:
+                break
+            pos = nxt
+        self.finish()
+
+    def message(self, p: int, message) -> None:
+        res = self.res
+        res.records += 1
+        if self.recovery_point is not None and p >= self.recovery_point:
+            res.lost += 1
+        if self.jafka:
+            self.jafka_message(p, message)
+        else:
+            self.metaq_message(p, message)
+
+    def jafka_message(self, p: int, m: jf.Message) -> None:
+        if m.magic != jf.MAGIC_V1:
+            self.add(
+                "MAGIC",
+                p + jf.LOG_OVERHEAD,
+                f"expected magic 1, found {m.magic} (Kafka 0.7's first message format): Jafka cannot read it"
+                + (" and its recovery throws on it" if self.task.is_last else ""),
+            )
+            if self.task.is_last and self.recovery_point is None:
+                self.recovery_point = p
+                self.res.recovery_crash = m.size >= jf.MIN_HEADER_SIZE
+            return
+        if m.attributes & ~jf.COMPRESSION_CODEC_MASK & 0xFF:
+            self.add("ATTRIBUTE", p + 5, f"expected attribute bits 2-7 clear, found attribute 0x{m.attributes:02X}")
+        codec = m.compression_codec
+        if codec == jf.CODEC_SNAPPY:
+            self.add("CODEC", p + 5, "expected codec 0 (none) or 1 (gzip), found 2 (snappy): Jafka has no snappy codec, consumers fail")
+        elif codec not in (jf.CODEC_NONE, jf.CODEC_GZIP):
+            self.add("CODEC", p + 5, f"expected codec 0 (none) or 1 (gzip), found {codec}: consumers fail (UnKnownCodecException)")
+        elif codec == jf.CODEC_GZIP:
+            try:
+                for inner in iter_wrapper(m):
+                    self.res.inner += 1
+                    if inner.crc_computed != inner.message.crc:
+                        self.add(
+                            "WRAPPER",
+                            p,
+                            f"inner message #{inner.index} at inflated byte {inner.position}: expected CRC 0x{inner.crc_computed:08X}, "
+                            f"found 0x{inner.message.crc:08X}",
+                        )
+                    if inner.message.magic != jf.MAGIC_V1:
+                        self.add("WRAPPER", p, f"inner message #{inner.index}: expected magic 1, found {inner.message.magic}")
+            except MqError as exc:
+                self.add("WRAPPER", p, f"compressed wrapper ({self.res.inner} inner messages read): {_text(exc)}")
+
+    def metaq_message(self, p: int, m: mq.Message) -> None:
+        attribute, payload, error = split_metaq(m)
+        if error is not None:
+            self.add(
+                "ATTRIBUTE",
+                p + mq.HEADER_LEN,
+                f"flag bit 0 says the data starts with an attribute block: expected {error.expected}, found {error.found}; "
+                "consumers throw on this message",
+            )
+        elif attribute is not None:
+            try:
+                attribute.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                self.add(
+                    "ATTRIBUTE-UTF8",
+                    p + mq.HEADER_LEN + 4 + exc.start,
+                    f"expected UTF-8 attribute text, found byte 0x{attribute[exc.start]:02X} (consumers see U+FFFD)",
+                )
+        if len(payload) > mq.MAX_READ_BUFFER_SIZE:
+            self.add(
+                "PAYLOAD-SIZE",
+                p,
+                f"expected a payload of at most {mq.MAX_READ_BUFFER_SIZE} bytes (the client's read limit), found {len(payload)}",
+            )
+
+    # -- breaks --------------------------------------------------------------------------------
+    def on_error(self, b: int, exc: MqError) -> int | None:
+        self.mark_break(b)
+        if self.repaired:
+            torn = self.torn_at(b)
+            if torn is not None:
+                return None
+        code, position, text = "SIZE", exc.position, _text(exc)
+        if isinstance(exc, ChecksumError):
+            code = "CRC"
+        elif self.jafka:
+            head = self.reader.pread(b, jf.LOG_OVERHEAD + 1)
+            length = int.from_bytes(head[:4], "big", signed=True)
+            if length < jf.MIN_HEADER_SIZE_V0:
+                position, text = b, f"expected LENGTH >= {jf.MIN_HEADER_SIZE} (the magic-1 header), found {length}"
+            elif head[4] not in jf.MAGICS:
+                code, position, text = "MAGIC", b + jf.LOG_OVERHEAD, f"expected magic 1, found {head[4]}"
+        self.add(code, position, text)
+        if code in ("CRC", "MAGIC"):
+            nxt = self.framed_next(b)
+            if nxt is not None:
+                return nxt
+        return self.resync_from(b, b + 1)
+
+    def on_end(self, end: WalkEnd) -> int | None:
+        b = end.position
+        if end.kind == "partial":
+            declared = end.length - self.framing.overhead
+            if declared > self.framing.max_message_size:
+                self.mark_break(b)
+                self.add("SIZE", b, f"expected {self.framing.length_field} at most {self.framing.max_message_size}, found {declared}")
+                return self.resync_from(b, b + 1)
+            self.mark_break(b)
+            if self.repaired:
+                if self.torn_at(b) is None:
+                    self.add("GARBAGE", b, f"{self.size - b} bytes after the end of valid data that are not a message", self.size - b)
+                return None
+            self.add(
+                "SEGMENT-TAIL",
+                b,
+                f"{self.where()} ends in a partial message: {self.size - b} of its {end.length} bytes; nothing ever repairs it "
+                "(consumers fetching this offset get no complete message)",
+                self.size - b,
+            )
+            return None
+        # zeros
+        if not self.jafka and self.task.is_last and self.first_break is None:
+            self.metaq_recovery_from(b)
+        self.mark_break(b)
+        extent = nonzero_extent(self.reader, b)
+        if extent is None:
+            n = self.size - b
+            if self.repaired:
+                self.add("ZERO-TAIL", b, self.zero_tail_text(b, n), n)
+            else:
+                self.add("SEGMENT-TAIL", b, f"{self.where()} ends in {n} zero bytes after its last message; nothing ever repairs it", n)
+            return None
+        return self.resync_from(b, b, zeros_first=extent[0])
+
+    def zero_tail_text(self, b: int, n: int) -> str:
+        if self.jafka:
+            if self.task.recovery_runs:
+                return f"{n} zero bytes after the last message (a crash before the data was written); recovery truncates them"
+            return f"{n} zero bytes after the last message; recovery would truncate them but is skipped (.jafka_cleanshutdown present)"
+        kept, rest = divmod(n, mq.HEADER_LEN)
+        text = f"{n} zero bytes after the last message: MetaQ's recovery reads 20 zero bytes as a valid empty message, so "
+        if kept:
+            text += f"it keeps {kept} empty message(s) (msgLen 0, id 0) that consumers will receive"
+            text += f" and truncates the last {rest} bytes" if rest else ""
+        else:
+            text += f"with fewer than 20 it truncates all {n}"
+        return text
+
+    def torn_at(self, b: int) -> int | None:
+        """A torn tail at ``b`` (the last segment): a message that breaks off, followed only by
+        zeros or the end.  Reports it and returns its written length, else None."""
+        rem = self.size - b
+        overhead = self.framing.overhead
+        if rem < self.framing.header_size:
+            data = self.reader.pread(b, rem)
+            if not data.strip(b"\x00"):
+                return None
+            self.add("TORN-TAIL", b, f"torn tail: {rem} bytes of a message header at the end of the file; recovery truncates them", rem)
+            return rem
+        length = self.length_at(b)
+        minimum = jf.MIN_HEADER_SIZE_V0 if self.jafka else 0
+        if length is None or length < minimum or length > self.framing.max_message_size:
+            return None
+        entry_end = b + overhead + length
+        if entry_end < self.size:
+            if nonzero_extent(self.reader, entry_end) is not None:
+                return None
+            extent = nonzero_extent(self.reader, b, entry_end)
+            written = (extent[1] if extent else b) - b
+            how = f"only {written} of its bytes hold data, the rest are zeros"
+            length_out = self.size - b
+        else:
+            written = rem
+            how = f"only {rem} of its bytes were written"
+            length_out = rem
+        repair = "recovery truncates it" if self.task.recovery_runs else "recovery would truncate it but is skipped (.jafka_cleanshutdown present)"
+        self.add(
+            "TORN-TAIL",
+            b,
+            f"torn tail: a {overhead + length}-byte message starts at offset {self.offset(b)} but {how} (a crash while writing); {repair}",
+            length_out,
+        )
+        return written
+
+    def framed_next(self, b: int) -> int | None:
+        """After a message whose payload is damaged but whose length is sane: where the next
+        message starts, when the bytes there are a valid message, zeros, or the end."""
+        length = self.length_at(b)
+        if length is None or length < (jf.MIN_HEADER_SIZE_V0 if self.jafka else 0):
+            return None
+        nxt = b + self.framing.overhead + length
+        if nxt > self.size:
+            return None
+        if nxt == self.size or self.starts_at(nxt) or nonzero_extent(self.reader, nxt, nxt + self.framing.header_size) is None:
+            return nxt
+        return None
+
+    def resync_from(self, b: int, start: int, *, zeros_first: int | None = None) -> int | None:
+        nxt, scanned_to = self.resync(start)
+        if nxt is not None:
+            if zeros_first is not None and zeros_first >= nxt:
+                extra = ""
+                if not self.jafka and (nxt - b) % mq.HEADER_LEN == 0:
+                    extra = f"; MetaQ's recovery reads them as {(nxt - b) // mq.HEADER_LEN} empty messages"
+                text = f"{nxt - b} zero bytes between messages (offset {self.offset(b)} to {self.offset(nxt)}){extra}"
+            elif zeros_first is not None:
+                text = f"zeros then {nxt - zeros_first} bytes of other data before the next valid message at offset {self.offset(nxt)}"
+            else:
+                text = f"{nxt - b} bytes between the broken message and the next valid message at offset {self.offset(nxt)} were skipped"
+            self.add("UNREADABLE-REGION", b, text, nxt - b)
+            return nxt
+        extent = nonzero_extent(self.reader, b)
+        if extent is None:
+            return None
+        first, stop = extent
+        if zeros_first is not None:
+            self.add(
+                "GARBAGE",
+                first,
+                f"expected zeros after the end of valid data at offset {self.offset(b)}, found {stop - first} bytes of other data "
+                f"(positions {first} to {stop}) that hold no valid message",
+                stop - first,
+            )
+            return None
+        unchecked = f"; the {self.size - scanned_to} bytes after position {scanned_to} were not searched" if scanned_to < stop else ""
+        self.add(
+            "UNREADABLE-REGION",
+            b,
+            f"no valid message after the broken one: {stop - b} bytes up to position {stop} cannot be read{unchecked}",
+            stop - b,
+        )
+        return None
+
+    def resync(self, start: int) -> tuple[int | None, int]:
+        """The first position >= ``start`` where a valid message starts (CRC-checked), searching at
+        most ``RESYNC_LIMIT`` bytes; also returns how far the search went."""
+        limit = min(self.size, start + RESYNC_LIMIT)
+        overhead = self.framing.overhead
+        pattern = _JAFKA_CANDIDATE if self.jafka else _METAQ_CANDIDATE
+        pos = start
+        while pos < limit:
+            chunk = self.reader.pread(pos, min(CHUNK_SIZE, limit - pos) + overhead)
+            if len(chunk) < overhead and pos + len(chunk) >= self.size:
+                break
+            span = min(len(chunk), limit - pos)
+            for match in pattern.finditer(chunk, 0, span + overhead):
+                i = match.start()
+                if i >= span:
+                    break
+                q = pos + i
+                length = int.from_bytes(chunk[i : i + 4], "big", signed=True)
+                minimum = jf.MIN_HEADER_SIZE if self.jafka else 1
+                if not minimum <= length <= min(self.framing.max_message_size, self.size - q - overhead):
+                    continue
+                if i + overhead + length <= len(chunk):
+                    data = chunk[i : i + overhead + length]
+                else:
+                    data = self.reader.pread(q, overhead + length)
+                try:
+                    (jf.decode_message if self.jafka else mq.decode_message)(data, 0)
+                except MqError:
+                    continue
+                return q, limit
+            pos += span
+        return None, limit
+
+    # -- MetaQ recovery simulation -------------------------------------------------------------------
+    def metaq_recovery_from(self, b: int) -> None:
+        """MetaQ's recovery continues through zero headers (valid empty messages): where does it stop?"""
+        pos = b
+        empties = 0
+        zeros = bytes(mq.HEADER_LEN)
+        while True:
+            if self.size - pos < mq.HEADER_LEN:
+                break
+            if self.reader.pread(pos, mq.HEADER_LEN) == zeros:
+                kept = zero_run(self.reader, pos) // mq.HEADER_LEN
+                empties += kept
+                pos += kept * mq.HEADER_LEN
+                continue
+            walk = SegmentWalk(self.reader, self.framing, pos, check_crc=True)
+            for _ in walk:
+                pass
+            if walk.error is None and walk.end is not None and walk.end.kind == "zeros" and self.size - walk.end.position >= mq.HEADER_LEN:
+                pos = walk.end.position
+                continue
+            pos = walk.valid_end
+            break
+        self.recovery_point = pos
+        self.res.empty_messages = empties
+
+    # -- the end -------------------------------------------------------------------------------------
+    def finish(self) -> None:
+        res = self.res
+        task = self.task
+        if not task.is_last:
+            return
+        point = self.recovery_point if self.recovery_point is not None else self.size
+        res.recovery_end = point
+        valid_end = res.valid_end
+        if self.jafka and point < self.size and task.recovery_runs:
+            res.recovery_crash = self.jafka_recovery_crashes(point)
+            if res.recovery_crash:
+                self.add(
+                    "RECOVERY-CRASH",
+                    point + jf.LOG_OVERHEAD,
+                    f"Jafka's recovery reads a complete entry at offset {self.offset(point)} whose magic byte is not 1 and throws "
+                    "UnknownMagicByteException: the broker does not start until this segment is repaired (`mqtool recover`)",
+                )
+        if task.recovery_runs and res.lost and not res.recovery_crash:
+            self.add(
+                "RECOVERY-LOSS",
+                point,
+                f"the broker's recovery stops at offset {self.offset(point)} and truncates the {self.size - point} bytes after it, "
+                f"which hold {res.lost} valid message(s)",
+                self.size - point,
+            )
+        if self.jafka and not task.recovery_runs and valid_end < self.size:
+            self.add(
+                "UNRECOVERED",
+                valid_end,
+                f".jafka_cleanshutdown is present, so Jafka skips recovery: consumers stop at offset {self.offset(valid_end)} and new "
+                f"messages are appended after the {self.size - valid_end} bytes that follow",
+                self.size - valid_end,
+            )
+        text = f"valid data ends at offset {self.offset(valid_end)} (position {valid_end} of {self.size})"
+        if not self.jafka and point != valid_end:
+            text += f"; MetaQ's recovery keeps {point} bytes ({res.empty_messages} empty message(s) from zeros), log end offset {self.offset(point)}"
+        elif point < self.size and task.recovery_runs and not res.recovery_crash:
+            text += f"; recovery truncates the segment to {point} bytes"
+        self.add("VALID-END", valid_end, text)
+
+    def jafka_recovery_crashes(self, point: int) -> bool:
+        head = self.reader.pread(point, jf.LOG_OVERHEAD + 1)
+        if len(head) < jf.LOG_OVERHEAD + 1:
+            return False
+        length = int.from_bytes(head[:4], "big", signed=True)
+        if length < jf.MIN_HEADER_SIZE or point + jf.LOG_OVERHEAD + length > self.size:
+            return False
+        return head[4] != jf.MAGIC_V1
+
+
+# --- phase 1: files --------------------------------------------------------------------------------------
+
+
+def _check_links(links: list[Path], report: ValidationReport, prefix: str) -> None:
+    for path in links:
+        try:
+            target = os.readlink(path)
+        except OSError:
+            target = "?"
+        report.add(
+            Finding(f"{prefix}-FILE-LINK", str(path), None, f"expected a regular file or directory, found a symbolic link to {target!r}: not followed")
+        )
+
+
+def _check_data_dir(data: DataDir, report: ValidationReport, prefix: str) -> None:
+    _check_links(data.links, report, prefix)
+    for path in data.unexpected:
+        report.add(Finding(f"{prefix}-UNEXPECTED-FILE", str(path), None, f"a file in the data dir: the broker skips it ({path.name!r})"))
+    for path in data.ignored_dirs:
+        if path.name == sm.TRANSACTIONS_DIR:
+            continue
+        report.add(
+            Finding("METAQ-DIR-IGNORED", str(path), None, f"no '-' in {path.name!r}: MetaQ ignores this directory (\"Ignore invlaid directory\")")
+        )
+    for path, reason in data.bad_dirs:
+        report.add(Finding(f"{prefix}-DIR-NAME", str(path), None, f"expected <topic>-<int partition>, found {path.name!r}: {reason}"))
+
+
+def _check_partition(part: Partition, report: ValidationReport, prefix: str) -> None:
+    suffix = ".jafka" if prefix == "JAFKA" else ".meta"
+    for path in part.bad_names:
+        report.add(
+            Finding(
+                f"{prefix}-FILE-NAME",
+                str(path),
+                None,
+                f"expected <digits>{suffix}, found {path.name!r}: the broker parses the name as the start offset and fails to load the partition",
+            )
+        )
+    _check_links(part.links, report, prefix)
+    for path, kind in part.irregular:
+        report.add(Finding(f"{prefix}-UNREADABLE", str(path), None, f"expected a regular segment file, found {kind}: not read"))
+    for path in part.unexpected:
+        kind = "directory" if path.is_dir() else "file"
+        report.add(Finding(f"{prefix}-UNEXPECTED-FILE", str(path), None, f"a {kind} the broker ignores in a partition directory: {path.name!r}"))
+    segs = part.segments
+    if not segs:
+        archived = f"; archives reach offset {max(a.end_offset or a.start_offset for a in part.archives)}" if part.archives else ""
+        restart = "00000000000000000000.jafka (offset 0)" if prefix == "JAFKA" else "a segment at its offsetIfCreate (usually 0)"
+        report.add(Finding(f"{prefix}-NO-SEGMENTS", str(part.path), None, f"no live segment: the broker creates {restart}{archived}"))
+    for i, seg in enumerate(segs):
+        if seg.size == 0 and i < len(segs) - 1:
+            report.add(Finding(f"{prefix}-ZERO-LENGTH", str(seg.path), 0, "a zero-length segment before the last one"))
+        if i:
+            prev = segs[i - 1]
+            expected = prev.start_offset + (prev.size or 0)
+            if seg.start_offset != expected:
+                code = f"{prefix}-SEGMENT-GAP" if seg.start_offset > expected else f"{prefix}-SEGMENT-OVERLAP"
+                what = (
+                    f"offsets {expected}..{seg.start_offset - 1} are missing"
+                    if seg.start_offset > expected
+                    else f"it overlaps the previous segment by {expected - seg.start_offset} bytes"
+                )
+                report.add(
+                    Finding(
+                        code,
+                        str(seg.path),
+                        None,
+                        f"expected the segment after {prev.name} ({prev.start_offset} + {prev.size} bytes) to start at offset {expected}, "
+                        f"found {seg.name}: {what}; the broker refuses to load the partition (\"The following segments don't validate\")",
+                        length=abs(seg.start_offset - expected),
+                    )
+                )
+    if prefix == "METAQ":
+        _check_archives(part, report)
+
+
+def _check_archives(part: Partition, report: ValidationReport) -> None:
+    live = {s.start_offset: s for s in part.segments}
+    seen: dict[int, Segment] = {}
+    chain: list[Segment] = []
+    for arc in part.archives:
+        if arc.size == 0:
+            report.add(Finding("METAQ-ZERO-LENGTH", str(arc.path), 0, "a zero-length archive"))
+        twin = live.get(arc.start_offset) or seen.get(arc.start_offset)
+        if twin is not None:
+            report.add(
+                Finding(
+                    "METAQ-ARCHIVE-DUPLICATE",
+                    str(arc.path),
+                    None,
+                    f"{twin.name} starts at the same offset {arc.start_offset}"
+                    + (" and is still live (an archive run interrupted before it deleted the segment?)" if twin.archive is None else ""),
+                )
+            )
+            continue
+        seen[arc.start_offset] = arc
+        chain.append(arc)
+    if not chain:
+        return
+    if part.segments:
+        chain.append(part.segments[0])
+    chain.sort(key=lambda s: s.start_offset)
+    for prev, seg in zip(chain, chain[1:]):
+        if prev.size is None:
+            continue
+        expected = prev.start_offset + prev.size
+        if seg.start_offset != expected:
+            what = f"offsets {expected}..{seg.start_offset - 1} are in no file" if seg.start_offset > expected else f"they overlap by {expected - seg.start_offset} bytes"
+            report.add(
+                Finding(
+                    "METAQ-ARCHIVE-GAP",
+                    str(seg.path),
+                    None,
+                    f"expected {seg.name} to start where {prev.name} ends ({expected}), found {seg.start_offset}: {what}",
+                    length=abs(seg.start_offset - expected),
+                )
+            )
+
+
+# --- the run ------------------------------------------------------------------------------------------------
+
+
+def _validate(data: DataDir, layout: str, options: ValidateOptions, progress, recovery_runs: bool) -> ValidationReport:
+    prefix = layout.upper()
+    report = ValidationReport(layout, str(data.root), options)
+    advance = progress or (lambda n: None)
+    if data.kind == "data-dir":
+        _check_data_dir(data, report, prefix)
+    tasks: list[SegmentTask] = []
+    owners: list[Partition] = []
+    for part in data.partitions:
+        if data.only is None:
+            _check_partition(part, report, prefix)
+        last = part.last
+        for seg in data.selected(part):
+            tasks.append(
+                SegmentTask(layout, str(seg.path), seg.start_offset, seg.archive, seg.named, seg is last, recovery_runs or layout == "metaq")
+            )
+            owners.append(part)
+    partitions: dict[str, dict] = {}
+    for task, part, res in zip(tasks, owners, run_tasks(validate_segment, tasks, options.jobs)):
+        summary = FileSummary(res.path, "log", res.size, res.records, res.valid_end if res.opened else None)
+        report.files.append(summary)
+        for finding in res.findings:
+            report.add(finding, summary)
+        report.bytes_checked += res.size
+        advance(res.size)
+        fact = partitions.setdefault(
+            str(part.path),
+            {
+                "partition": part.name,
+                "topic": part.topic,
+                "number": part.partition,
+                "segments": len(part.segments),
+                "start_offset": part.segments[0].start_offset if part.segments else None,
+                "messages": 0,
+            },
+        )
+        if layout == "jafka":
+            fact["inner_messages"] = fact.get("inner_messages", 0) + res.inner
+        else:
+            fact["archives"] = len(part.archives)
+        fact["messages"] += res.records
+        if task.is_last:
+            fact["valid_end_offset"] = task.start_offset + res.valid_end
+            fact["recovery_end_offset"] = task.start_offset + (res.recovery_end if res.recovery_end is not None else res.size)
+            fact["recovery_truncates"] = res.size - (res.recovery_end if res.recovery_end is not None else res.size)
+            if layout == "metaq":
+                fact["recovery_empty_messages"] = res.empty_messages
+    report.facts["partitions"] = list(partitions.values())
+    return report
+
+
+def validate_jafka(path: str | Path, options: ValidateOptions, progress=None) -> ValidationReport:
+    data = sj.open_jafka(path)
+    marker = sj.clean_shutdown_marker(data)
+    report = _validate(data, "jafka", options, progress, recovery_runs=not marker)
+    report.facts["clean_shutdown_marker"] = marker
+    if marker is False and data.data_dir is not None and data.only is None:
+        report.add(
+            Finding(
+                "JAFKA-UNCLEAN-SHUTDOWN",
+                str(data.data_dir / sj.CLEAN_SHUTDOWN_FILE),
+                None,
+                f"no {sj.CLEAN_SHUTDOWN_FILE} in {data.data_dir}: the broker is running or did not stop cleanly; at the next start "
+                "recovery checks and truncates the last segment of every partition",
+            )
+        )
+    return report
+
+
+def validate_metaq(path: str | Path, options: ValidateOptions, progress=None) -> ValidationReport:
+    data = sm.open_metaq(path)
+    return _validate(data, "metaq", options, progress, recovery_runs=True)
+
+
+__all__ = ["RESYNC_LIMIT", "SegmentResult", "SegmentTask", "validate_jafka", "validate_metaq", "validate_segment"]

@@ -1,0 +1,745 @@
+"""What the Jafka and MetaQ layouts share: ``<topic>-<partition>`` directories of segments named
+by the byte offset of their first byte, read in bounded chunks (also out of a ``.meta.zip``).
+
+Both brokers keep a *data dir* (Jafka ``log.dir``, MetaQ ``dataPath``) holding one directory per
+partition, ``<topic>-<partition>``, split at the **last** ``-`` (topics may contain ``-``).  A
+partition directory holds segment files ``<20-digit start offset><suffix>``; the offset of a
+message is ``segment start + position`` (Kafka 0.7 addressing), so segment ``n+1`` must start at
+``start(n) + size(n)`` -- both brokers refuse to load a partition otherwise.
+
+Reading is read-only and bounded: ``SegmentReader`` gives ``pread(position, size)`` over a plain
+segment file (``ReadOnlyFile``) or over the single entry of a MetaQ ``.meta.zip`` archive (a
+forward-only inflating window; going backwards re-inflates from the start), and ``SegmentWalk``
+streams ``(position, message)`` through a format walker chunk by chunk, like
+``store.rocketmq.CommitLogFileWalk``.  A length field larger than ``max_message_size`` is reported
+as corruption, never allocated.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import re
+import stat
+import zipfile
+import zlib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Iterator, Literal
+
+from mqtool.errors import (
+    ChecksumError,
+    CorruptDataError,
+    MqError,
+    StoreIOError,
+    StoreLayoutError,
+    UnsupportedFormatError,
+)
+from mqtool.store.files import (
+    CHUNK_SIZE,
+    ReadOnlyFile,
+    check_path,
+    is_directory,
+    is_regular_file,
+    safe_listdir,
+)
+
+#: Largest message mqtool reads (Jafka's max.message.size and MetaQ's client limit are 1-2 MiB by
+#: default).  A larger length field is corruption, never an allocation.
+MAX_MESSAGE_SIZE = 64 << 20
+
+Kind = Literal["data-dir", "partition", "segment"]
+
+_INT32 = re.compile(r"[+-]?\d+")  # \d: any Unicode decimal digit, as Character.digit accepts
+
+
+def parse_topic_partition(name: str) -> tuple[str, int] | None:
+    """``<topic>-<partition>`` split at the last ``-`` and parsed like Java's ``Integer.parseInt``
+    (optional sign, decimal digits, 32-bit range); None when the broker would not accept it."""
+    index = name.rfind("-")
+    if index < 0:
+        return None
+    text = name[index + 1 :]
+    if not _INT32.fullmatch(text):
+        return None
+    value = int(text)
+    if not -(2**31) <= value < 2**31:
+        return None
+    return name[:index], value
+
+
+@dataclass(frozen=True)
+class Segment:
+    """One segment file: where it is, the offset in its name, and how many bytes of log it holds.
+
+    ``size`` is the file length, or for a ``.meta.zip`` archive the uncompressed size of its
+    entry (None when the archive's directory cannot be read).  ``archive`` is None for a live
+    segment, ``"arc"`` or ``"zip"`` for a MetaQ archive.  ``named`` is False when the file name
+    does not carry an offset (a file given on the command line): offsets are then positions.
+    """
+
+    path: Path
+    start_offset: int
+    size: int | None
+    file_size: int
+    archive: str | None = None
+    named: bool = True
+
+    @property
+    def name(self) -> str:
+        return self.path.name
+
+    @property
+    def end_offset(self) -> int | None:
+        return None if self.size is None else self.start_offset + self.size
+
+    def contains(self, offset: int) -> bool:
+        return self.size is not None and self.start_offset <= offset < self.start_offset + self.size
+
+
+@dataclass
+class Partition:
+    """A ``<topic>-<partition>`` directory: live segments and (MetaQ) archives, by start offset."""
+
+    path: Path
+    topic: str | None
+    partition: int | None
+    segments: list[Segment] = field(default_factory=list)
+    archives: list[Segment] = field(default_factory=list)
+    #: entries the broker ignores (other names, sub-directories)
+    unexpected: list[Path] = field(default_factory=list)
+    #: files with the segment suffix whose name is not a number (the broker fails to parse them)
+    bad_names: list[Path] = field(default_factory=list)
+    #: symbolic links: never followed (a store is read without leaving it)
+    links: list[Path] = field(default_factory=list)
+    #: FIFOs, sockets, devices named like segments: never opened
+    irregular: list[tuple[Path, str]] = field(default_factory=list)
+
+    @property
+    def name(self) -> str:
+        return f"{self.topic}-{self.partition}" if self.topic is not None else self.path.name
+
+    @property
+    def last(self) -> Segment | None:
+        return self.segments[-1] if self.segments else None
+
+    def all_segments(self) -> list[Segment]:
+        """Archives and live segments together, by start offset (live first on a tie)."""
+        return sorted([*self.segments, *self.archives], key=lambda s: (s.start_offset, s.archive or ""))
+
+    def segment_for(self, offset: int, *, archives: bool = True) -> Segment | None:
+        """The live segment (else, with ``archives``, the archive) whose bytes hold ``offset``."""
+        for seg in reversed(self.segments):
+            if seg.contains(offset):
+                return seg
+        if archives:
+            for seg in reversed(self.archives):
+                if seg.contains(offset):
+                    return seg
+        return None
+
+
+@dataclass
+class DataDir:
+    """An opened Jafka or MetaQ path: a data dir, one partition, or one segment file."""
+
+    layout: str
+    root: Path
+    kind: Kind
+    partitions: list[Partition]
+    #: regular files in the data dir (both brokers skip them with a warning)
+    unexpected: list[Path] = field(default_factory=list)
+    #: directories in the data dir the broker skips (MetaQ: no ``-`` in the name)
+    ignored_dirs: list[Path] = field(default_factory=list)
+    #: directories the broker refuses to load, with the reason
+    bad_dirs: list[tuple[Path, str]] = field(default_factory=list)
+    #: symbolic links in the data dir: never followed
+    links: list[Path] = field(default_factory=list)
+    #: the data dir the partitions live in (the parent of a partition given on the command line)
+    data_dir: Path | None = None
+    #: when ``kind == "segment"``: the one file to read (its partition is listed in full)
+    only: Path | None = None
+    notes: list[str] = field(default_factory=list)
+
+    def selected(self, partition: Partition, *, archives: bool = True) -> list[Segment]:
+        """Segments to read in ``partition``: all of them, or just ``only``."""
+        segs = partition.all_segments() if archives else list(partition.segments)
+        if self.only is not None:
+            segs = [s for s in segs if s.path == self.only]
+        return segs
+
+
+# --- listing ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class LayoutNames:
+    """How one layout names things: the segment pattern and how to classify a directory entry."""
+
+    layout: str
+    suffix: str  # ".jafka" / ".meta"
+    segment: re.Pattern[str]  # a live segment name (group 1: the offset digits)
+    archive: re.Pattern[str] | None  # an archive name (group 1: digits, group 2: kind)
+    description: str  # for "expected ..." in errors
+
+    def looks_like_segment(self, name: str) -> bool:
+        return bool(self.segment.fullmatch(name) or (self.archive is not None and self.archive.fullmatch(name)))
+
+
+def _stat_size(path: Path) -> int:
+    try:
+        return os.stat(path).st_size
+    except OSError as exc:
+        raise StoreIOError.from_os_error(exc, path) from None
+
+
+def _valid_offset(digits: str) -> int | None:
+    if len(digits.lstrip("0")) > 19:
+        return None
+    value = int(digits)
+    return value if value < 2**63 else None
+
+
+def _lstat_kind(path: Path) -> str | None:
+    """``"file"``, ``"dir"``, ``"link"``, another kind's name, or None when it vanished."""
+    try:
+        mode = os.lstat(path).st_mode
+    except OSError:
+        return None
+    if stat.S_ISREG(mode):
+        return "file"
+    if stat.S_ISDIR(mode):
+        return "dir"
+    if stat.S_ISLNK(mode):
+        return "link"
+    return "a FIFO" if stat.S_ISFIFO(mode) else "a socket" if stat.S_ISSOCK(mode) else "a device file"
+
+
+def list_partition(path: Path, names: LayoutNames, topic: str | None, partition: int | None) -> Partition:
+    """The entries of a partition directory as the broker sorts them.  Symbolic links and special
+    files are listed apart and never opened."""
+    part = Partition(path, topic, partition)
+    for name in safe_listdir(path):
+        entry = path / name
+        kind = _lstat_kind(entry)
+        if kind is None:
+            continue
+        if kind == "link":
+            part.links.append(entry)
+            continue
+        if kind not in ("file", "dir"):
+            if names.looks_like_segment(name) or name.endswith(names.suffix):
+                part.irregular.append((entry, kind))
+            else:
+                part.unexpected.append(entry)
+            continue
+        regular = kind == "file"
+        match = names.segment.fullmatch(name)
+        if match and regular:
+            start = _valid_offset(match.group(1))
+            if start is None:
+                part.bad_names.append(entry)
+                continue
+            size = _stat_size(entry)
+            part.segments.append(Segment(entry, start, size, size))
+            continue
+        amatch = names.archive.fullmatch(name) if names.archive is not None else None
+        if amatch and regular:
+            start = _valid_offset(amatch.group(1))
+            if start is None:
+                part.unexpected.append(entry)
+                continue
+            part.archives.append(_archive_segment(entry, start, amatch.group(2)))
+            continue
+        if regular and name.endswith(names.suffix):
+            part.bad_names.append(entry)  # the broker parses the name as a number and fails
+            continue
+        part.unexpected.append(entry)
+    part.segments.sort(key=lambda s: s.start_offset)
+    part.archives.sort(key=lambda s: (s.start_offset, s.archive or ""))
+    return part
+
+
+def _archive_segment(path: Path, start: int, kind: str, *, named: bool = True) -> Segment:
+    file_size = _stat_size(path)
+    if kind == "zip":
+        try:
+            with ZipEntryReader(path) as reader:
+                size: int | None = reader.size
+        except MqError:
+            size = None
+        return Segment(path, start, size, file_size, "zip", named)
+    return Segment(path, start, file_size, file_size, kind, named)
+
+
+def single_segment(path: Path, names: LayoutNames) -> Segment:
+    """A segment file given on the command line (any name: offsets are positions without one)."""
+    name = path.name
+    match = names.segment.fullmatch(name)
+    if match and _valid_offset(match.group(1)) is not None:
+        size = _stat_size(path)
+        return Segment(path, int(match.group(1)), size, size)
+    amatch = names.archive.fullmatch(name) if names.archive is not None else None
+    if amatch and _valid_offset(amatch.group(1)) is not None:
+        return _archive_segment(path, int(amatch.group(1)), amatch.group(2))
+    if names.archive is not None and name.endswith(".zip"):
+        return _archive_segment(path, 0, "zip", named=False)
+    size = _stat_size(path)
+    return Segment(path, 0, size, size, "arc" if names.archive is not None and name.endswith(".arc") else None, False)
+
+
+def has_segments(path: Path, names: LayoutNames) -> bool:
+    try:
+        return any(names.looks_like_segment(n) and is_regular_file(path / n) for n in safe_listdir(path))
+    except MqError:
+        return False
+
+
+def is_layout_path(path: Path, names: LayoutNames, marker: str | None = None) -> bool:
+    """A segment file of the layout, a partition directory holding one, or a data dir with a
+    marker file or a ``<topic>-<partition>`` directory holding one."""
+    path = Path(path)
+    if is_regular_file(path):
+        return names.looks_like_segment(path.name)
+    if not is_directory(path):
+        return False
+    try:
+        entries = safe_listdir(path)
+    except MqError:
+        return False
+    if marker is not None and marker in entries and is_regular_file(path / marker):
+        return True
+    if any(names.looks_like_segment(n) and is_regular_file(path / n) for n in entries):
+        return True
+    for name in entries:
+        sub = path / name
+        if "-" in name and is_directory(sub) and has_segments(sub, names):
+            return True
+    return False
+
+
+def open_data_dir(
+    path: str | os.PathLike[str],
+    names: LayoutNames,
+    classify_dir: Callable[[str], tuple[str, tuple[str, int] | None, str | None]],
+    expected_root_files: tuple[str, ...] = (),
+) -> DataDir:
+    """Open a data dir, a partition directory or a segment file of one layout.
+
+    ``classify_dir(name)`` says what the broker does with a data-dir sub-directory:
+    ``("partition", (topic, n), None)``, ``("ignored", None, None)`` or ``("bad", None, reason)``.
+    """
+    path = Path(path)
+    check_path(path)
+    if is_regular_file(path):
+        parent = path.parent
+        topic, number = parse_topic_partition(parent.name) or (None, None)
+        part = list_partition(parent, names, topic, number)
+        if any(s.path == path for s in part.all_segments()):
+            return DataDir(names.layout, path, "segment", [part], data_dir=parent.parent, only=path)
+        seg = single_segment(path, names)
+        notes = [] if seg.named else [f"{path}: the name is not {names.description}: offsets shown are byte positions"]
+        alone = Partition(parent, topic, number, segments=[] if seg.archive else [seg], archives=[seg] if seg.archive else [])
+        return DataDir(names.layout, path, "segment", [alone], data_dir=parent.parent, only=path, notes=notes)
+
+    entries = safe_listdir(path)
+    if any(names.looks_like_segment(n) and is_regular_file(path / n) for n in entries):
+        tp = parse_topic_partition(path.name)
+        return DataDir(names.layout, path, "partition", [list_partition(path, names, *(tp or (None, None)))], data_dir=path.parent)
+
+    data = DataDir(names.layout, path, "data-dir", [], data_dir=path)
+    for name in entries:
+        entry = path / name
+        kind = _lstat_kind(entry)
+        if kind is None:
+            continue
+        if kind == "link":
+            data.links.append(entry)
+        elif kind == "dir":
+            what, tp, reason = classify_dir(name)
+            if what == "partition" and tp is not None:
+                data.partitions.append(list_partition(entry, names, *tp))
+            elif what == "ignored":
+                data.ignored_dirs.append(entry)
+            else:
+                data.bad_dirs.append((entry, reason or "not <topic>-<partition>"))
+        elif name not in expected_root_files:
+            data.unexpected.append(entry)
+    data.partitions.sort(key=lambda p: (p.topic or "", p.partition if p.partition is not None else -1, p.path.name))
+    found_marker = any((path / n).exists() for n in expected_root_files)
+    # Both brokers create a segment in every partition they load, so a data dir without a single
+    # segment anywhere (and without Jafka's marker) is not one -- or is another layout's.
+    if not found_marker and not data.links and not any(p.segments or p.archives or p.bad_names or p.links for p in data.partitions):
+        tp = parse_topic_partition(path.name)
+        if tp is not None and not entries:
+            return DataDir(names.layout, path, "partition", [Partition(path, *tp)], data_dir=path.parent)
+        raise StoreLayoutError(
+            expected=f"a {names.layout} data dir (<topic>-<partition>/{names.description}), a partition directory or a segment file",
+            found=f"no {names.suffix} segment in it or in a <topic>-<partition> directory",
+            path=path,
+        )
+    return data
+
+
+# --- reading --------------------------------------------------------------------------------------
+
+
+class _PreadIO(io.RawIOBase):
+    """A seekable raw stream over a ``ReadOnlyFile`` (for ``zipfile``), reading with ``pread``."""
+
+    def __init__(self, f: ReadOnlyFile) -> None:
+        self._f = f
+        self._pos = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def tell(self) -> int:
+        return self._pos
+
+    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
+        base = {io.SEEK_SET: 0, io.SEEK_CUR: self._pos, io.SEEK_END: self._f.size}[whence]
+        self._pos = max(0, base + offset)
+        return self._pos
+
+    def readinto(self, b) -> int:  # type: ignore[no-untyped-def]
+        data = self._f.pread(self._pos, len(b))
+        b[: len(data)] = data
+        self._pos += len(data)
+        return len(data)
+
+
+class ZipEntryReader:
+    """The single entry of a ``.meta.zip`` archive, inflated on demand with bounded memory.
+
+    Structure problems (not a zip, no entry, an encrypted or unknown-method entry) raise
+    ``CorruptDataError``/``UnsupportedFormatError`` when opening.  ``entries`` and ``entry_name``
+    let callers check the archive against its file name.  ``pread`` goes forward through a
+    window; reading before the window re-inflates from the start.  Inflate errors raise
+    ``CorruptDataError``; the CRC-32 is computed as the entry is inflated and checked by
+    ``verify`` (which inflates what is left), so damaged bytes can still be read and located.
+    Positions are positions in the uncompressed segment.
+    """
+
+    def __init__(self, path: str | os.PathLike[str], expected_name: str | None = None) -> None:
+        self.path = Path(path)
+        self._file = ReadOnlyFile(self.path)
+        try:
+            try:
+                self._zip = zipfile.ZipFile(io.BufferedReader(_PreadIO(self._file), 1 << 20))
+            except MqError:
+                raise
+            except Exception as exc:  # BadZipFile, ValueError, OSError, NotImplementedError ...
+                raise CorruptDataError(expected="a zip archive", found=f"{type(exc).__name__}: {exc}", path=self.path) from None
+            infos = self._zip.infolist()
+            self.entries = [i.filename for i in infos]
+            if not infos:
+                raise CorruptDataError(expected="one entry in the zip archive", found="none", path=self.path)
+            chosen = next((i for i in infos if i.filename == expected_name), infos[0])
+            self.info = chosen
+            self.entry_name = chosen.filename
+            if chosen.flag_bits & 0x1:
+                raise UnsupportedFormatError(expected="an unencrypted zip entry", found="an encrypted entry", path=self.path)
+            if chosen.compress_type not in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED):
+                raise UnsupportedFormatError(
+                    expected="a stored or deflated zip entry (java.util.zip writes DEFLATE)",
+                    found=f"compression method {chosen.compress_type}",
+                    path=self.path,
+                )
+            self.size = chosen.file_size
+            self.crc = chosen.CRC
+        except BaseException:
+            self._file.close()
+            raise
+        self._stream = None
+        self._buf = bytearray()
+        self._buf_start = 0
+        self._eof = False
+        self._running_crc = 0
+        #: None until the entry has been inflated to its end, then whether its CRC-32 matched
+        self.crc_ok: bool | None = None
+
+    # -- the forward window ------------------------------------------------------------------
+    def _restart(self) -> None:
+        if self._stream is not None:
+            self._stream.close()
+        try:
+            self._stream = self._zip.open(self.info)
+        except Exception as exc:
+            raise self._error(exc, 0) from None
+        # We check the CRC ourselves (``verify``) so that the entry's bytes stay readable up to
+        # its end: zipfile raises on the last read and drops that read's data.
+        if hasattr(self._stream, "_expected_crc"):
+            self._stream._expected_crc = None
+        self._running_crc = 0
+        self._buf = bytearray()
+        self._buf_start = 0
+        self._eof = False
+
+    def _error(self, exc: BaseException, position: int) -> MqError:
+        if isinstance(exc, MqError):
+            return exc
+        text = f"{type(exc).__name__}: {exc}"
+        if isinstance(exc, zipfile.BadZipFile) and "CRC" in str(exc):
+            return ChecksumError(
+                "zip entry CRC mismatch",
+                path=self.path,
+                expected=f"the entry's CRC-32 0x{self.crc:08X}",
+                found="other bytes (the archive is damaged)",
+            )
+        return CorruptDataError(
+            "zip entry cannot be inflated",
+            path=self.path,
+            expected=f"{self.size} bytes of DEFLATE data for entry {self.entry_name!r}",
+            found=f"{text} near uncompressed byte {position}",
+        )
+
+    def _fill(self, until: int) -> None:
+        """Inflate until the window reaches ``until`` (absolute) or the entry ends."""
+        assert self._stream is not None
+        while not self._eof and self._buf_start + len(self._buf) < until:
+            want = min(max(until - self._buf_start - len(self._buf), 64 << 10), CHUNK_SIZE)
+            try:
+                data = self._stream.read(want)
+            except (zipfile.BadZipFile, zlib.error, EOFError, OSError, ValueError, RuntimeError) as exc:
+                if isinstance(exc, StoreIOError):
+                    raise
+                raise self._error(exc, self._buf_start + len(self._buf)) from None
+            if not data:
+                self._eof = True
+                if self._buf_start + len(self._buf) < self.size:
+                    raise CorruptDataError(
+                        "zip entry ends early",
+                        path=self.path,
+                        expected=f"{self.size} uncompressed bytes",
+                        found=f"{self._buf_start + len(self._buf)} bytes",
+                    )
+                self.crc_ok = self._running_crc == self.crc
+                break
+            self._running_crc = zlib.crc32(data, self._running_crc)
+            self._buf += data
+
+    def pread(self, position: int, size: int) -> bytes:
+        size = max(0, min(size, self.size - position))
+        if size == 0:
+            return b""
+        if self._stream is None or position < self._buf_start:
+            self._restart()
+        assert self._stream is not None
+        # drop what lies before ``position`` (inflating through it if needed)
+        while self._buf_start + len(self._buf) < position and not self._eof:
+            self._buf_start += len(self._buf)
+            self._buf = bytearray()
+            self._fill(min(position, self._buf_start + CHUNK_SIZE))
+        drop = position - self._buf_start
+        if drop > 0:
+            del self._buf[:drop]
+            self._buf_start = position
+        self._fill(position + size)
+        return bytes(self._buf[:size])
+
+    def verify(self) -> None:
+        """Inflate the rest of the entry (discarding it) so its CRC-32 and length are checked."""
+        if self._stream is None:
+            self._restart()
+        assert self._stream is not None
+        while not self._eof:
+            self._buf_start += len(self._buf)
+            self._buf = bytearray()
+            self._fill(self._buf_start + CHUNK_SIZE)
+        if self.crc_ok is False:
+            raise ChecksumError(
+                "zip entry CRC mismatch",
+                path=self.path,
+                expected=f"the entry's CRC-32 0x{self.crc:08X}",
+                found=f"0x{self._running_crc:08X} over its {self.size} inflated bytes (the archive is damaged)",
+            )
+
+    def close(self) -> None:
+        if self._stream is not None:
+            self._stream.close()
+            self._stream = None
+        self._zip.close()
+        self._file.close()
+
+    def __enter__(self) -> "ZipEntryReader":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class SegmentReader:
+    """``pread`` over a segment, whatever it is stored as (a file, or a zip archive's entry)."""
+
+    def __init__(self, segment: Segment, expected_entry: str | None = None) -> None:
+        self.segment = segment
+        self.path = segment.path
+        self.zip: ZipEntryReader | None = None
+        self.file: ReadOnlyFile | None = None
+        if segment.archive == "zip":
+            self.zip = ZipEntryReader(segment.path, expected_entry)
+            self.size = self.zip.size
+        else:
+            self.file = ReadOnlyFile(segment.path)
+            self.size = self.file.size
+
+    def pread(self, position: int, size: int) -> bytes:
+        if self.zip is not None:
+            return self.zip.pread(position, size)
+        assert self.file is not None
+        return self.file.pread(position, size)
+
+    def verify(self) -> None:
+        if self.zip is not None:
+            self.zip.verify()
+
+    def close(self) -> None:
+        if self.zip is not None:
+            self.zip.close()
+        if self.file is not None:
+            self.file.close()
+
+    def __enter__(self) -> "SegmentReader":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+# --- walking ----------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Framing:
+    """How a layout frames messages, for ``SegmentWalk``.
+
+    ``walker(buf, check_crc)`` is the format's ``MessageWalker``; ``header_size`` is how many
+    bytes tell an entry's length (a shorter all-zero rest is only an end at the end of the file).
+    """
+
+    walker: Callable[..., object]
+    header_size: int
+    length_field: str
+    #: bytes of an entry not counted by its length field (Jafka 4, MetaQ 20)
+    overhead: int
+    max_message_size: int = MAX_MESSAGE_SIZE
+
+
+@dataclass(frozen=True)
+class WalkEnd:
+    """Where the valid messages stop in a file and why: ``zeros``, ``partial`` or ``eof``
+    (``position`` in the file; ``length`` as the format walker reports it)."""
+
+    kind: str
+    position: int
+    length: int = 0
+
+
+class SegmentWalk:
+    """Stream ``(position, message)`` from a segment through the format walker in bounded chunks.
+
+    After iteration either ``end`` is set (a clean end, file positions) or ``error`` is the
+    located ``MqError`` of the first broken message at ``failed_at``.  Errors of the reader
+    itself (I/O, a damaged zip) propagate.
+    """
+
+    def __init__(
+        self, reader: SegmentReader, framing: Framing, start: int = 0, *, check_crc: bool = True, chunk: int = CHUNK_SIZE
+    ) -> None:
+        self.reader = reader
+        self.framing = framing
+        self.start = start
+        self.check_crc = check_crc
+        self.chunk = chunk
+        self.end: WalkEnd | None = None
+        self.error: MqError | None = None
+        self.failed_at: int | None = None
+        self.count = 0
+        self.bytes_read = 0
+
+    @property
+    def valid_end(self) -> int:
+        if self.end is not None:
+            return self.end.position
+        return self.failed_at if self.failed_at is not None else self.start
+
+    def __iter__(self) -> Iterator[tuple[int, object]]:
+        reader = self.reader
+        framing = self.framing
+        base = self.start
+        want = self.chunk
+        while True:
+            if base >= reader.size:
+                self.end = WalkEnd("eof", base)
+                return
+            data = reader.pread(base, want)
+            self.bytes_read += len(data)
+            want = self.chunk
+            walker = framing.walker(data, check_crc=self.check_crc)
+            try:
+                for pos, message in walker:  # type: ignore[attr-defined]
+                    self.count += 1
+                    yield base + pos, message
+            except MqError as exc:
+                self.failed_at = base + (walker.failed_at or 0)  # type: ignore[attr-defined]
+                self.error = exc.at(reader.path, base)
+                return
+            end = walker.end  # type: ignore[attr-defined]
+            assert end is not None
+            more = base + len(data) < reader.size
+            short_zeros = end.kind == "zeros" and len(data) - end.position < framing.header_size
+            if more and (end.kind in ("partial", "eof") or short_zeros):
+                if end.position == 0:
+                    if end.kind == "partial" and end.length > len(data):
+                        if end.length > framing.max_message_size:
+                            self.failed_at = base
+                            self.error = CorruptDataError(
+                                path=reader.path,
+                                position=base,
+                                expected=f"{framing.length_field} at most {framing.max_message_size} (largest message mqtool reads)",
+                                found=str(end.length - framing.overhead),
+                            )
+                            return
+                        want = end.length
+                    elif len(data) >= want:
+                        want = len(data) + framing.header_size
+                base += end.position
+                continue
+            self.end = WalkEnd(end.kind, base + end.position, end.length)
+            return
+
+
+def nonzero_extent(reader: SegmentReader, start: int, stop: int | None = None) -> tuple[int, int] | None:
+    """``(first, last + 1)`` of the non-zero bytes in ``[start, stop)``, or None when all zero."""
+    first = last = None
+    pos = start
+    end = reader.size if stop is None else min(stop, reader.size)
+    while pos < end:
+        data = reader.pread(pos, min(CHUNK_SIZE, end - pos))
+        if not data:
+            break
+        stripped = data.lstrip(b"\x00")
+        if stripped:
+            if first is None:
+                first = pos + len(data) - len(stripped)
+            last = pos + len(data.rstrip(b"\x00"))
+        pos += len(data)
+    return (first, last) if first is not None else None
+
+
+def zero_run(reader: SegmentReader, start: int) -> int:
+    """How many zero bytes follow ``start``."""
+    pos = start
+    while pos < reader.size:
+        data = reader.pread(pos, CHUNK_SIZE)
+        if not data:
+            break
+        stripped = data.lstrip(b"\x00")
+        pos += len(data) - len(stripped)
+        if stripped:
+            break
+    return pos - start
