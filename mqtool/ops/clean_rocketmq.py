@@ -101,7 +101,7 @@ def plan_clean_rocketmq(path: str | Path, options: CleanOptions = CleanOptions()
         return plan
     candidates = segments[:-1]
     if not broker:
-        last_data = _last_data_index(segments)
+        last_data = max(rmq.last_data_index(segments), 0)
         candidates = segments[: max(0, min(len(segments) - 1, last_data))]
     protected_from, holders = (_unconsumed_boundary(store) if options.protect_unconsumed else (None, []))
     reserved_ms = int(options.file_reserved_hours * HOUR_MS)
@@ -172,20 +172,6 @@ def plan_clean_rocketmq(path: str | Path, options: CleanOptions = CleanOptions()
             )
         )
     return plan
-
-
-def _last_data_index(segments: list[rmq.Segment]) -> int:
-    for i in range(len(segments) - 1, -1, -1):
-        seg = segments[i]
-        if seg.size == 0:
-            continue
-        try:
-            with ReadOnlyFile(seg.path) as f:
-                if f.pread(0, 8).strip(b"\x00"):
-                    return i
-        except MqError:
-            return i
-    return 0
 
 
 def _last_unit_offset(seg: rmq.Segment) -> int | None:

@@ -18,7 +18,9 @@ CODES: dict[str, CodeInfo] = {
     # files
     "RMQ-FILE-NAME": CodeInfo(W, "files", "a file whose name is not a 20-digit offset in a segment directory"),
     "RMQ-FILE-SIZE": CodeInfo(E, "files", "a segment file whose size differs from the configured file size"),
-    "RMQ-FILE-ZERO-LENGTH": CodeInfo(W, "files", "a zero-length segment file (4.x refuses to start; 5.1.3+ deletes a zero-length last file)"),
+    "RMQ-FILE-ZERO-LENGTH": CodeInfo(
+        W, "files", "a zero-length segment file (4.x refuses to start; 5.1.3+ deletes a zero-length last file); an error before the last file"
+    ),
     "RMQ-FILE-GAP": CodeInfo(E, "files", "consecutive segment names differ by more than the file size (a missing file)"),
     "RMQ-FILE-OVERLAP": CodeInfo(E, "files", "consecutive segment names differ by less than the file size"),
     "RMQ-FILE-ALIGN": CodeInfo(W, "files", "a segment name that is not a multiple of the file size"),

@@ -12,31 +12,49 @@ Phases, each made of independent tasks (parallel with ``--jobs``):
 4. IndexFile, one task per file: header vs entries, slot chains (in range, acyclic, every entry
    reachable and in the right slot), every entry against the record it points at;
 5. checkpoint vs the newest records, ``abort``, consumer offsets vs queue ranges.
+
+Each damage is reported once, where it is: the CommitLog phase returns the commitlog ranges it
+reported (broken records, skipped regions, a torn tail, missing files), and units and index
+entries pointing into them are not reported again; a QUEUEOFFSET may jump over records that
+skipped bytes may have held; a misnamed file's records are read at the offsets they say.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import bisect
+import os
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from mqtool.errors import ChecksumError, MqError, StoreIOError, TruncatedDataError, UnsupportedFormatError
+from mqtool.errors import ChecksumError, CorruptDataError, MqError, StoreIOError, TruncatedDataError, UnsupportedFormatError
 from mqtool.formats.rocketmq import checkpoint as cpf
 from mqtool.formats.rocketmq import config as cfgf
 from mqtool.formats.rocketmq import consume_queue as cqf
 from mqtool.formats.rocketmq import index_file as idxf
 from mqtool.formats.rocketmq.commitlog import (
+    BLANK_MAGIC,
+    BORNHOST_POSITION,
+    MAGIC_V2,
     MESSAGE_MAGICS,
+    MIN_MESSAGE_SIZE,
+    PHYSICAL_OFFSET_POSITION,
+    QUEUE_OFFSET_POSITION,
+    SYSFLAG_BORNHOST_V6,
+    SYSFLAG_POSITION,
     SYSFLAG_TRANSACTION_MASK,
     SYSFLAG_TRANSACTION_PREPARED,
     SYSFLAG_TRANSACTION_ROLLBACK,
     MessageRecord,
     RecordWalker,
+    body_position,
     check_crc_property,
     decode_message,
+    host_size,
+    message_size,
 )
 from mqtool.formats.rocketmq.hashing import index_key_hash
 from mqtool.formats.rocketmq.properties import CRC32, split_keys
-from mqtool.ops.findings import Finding
+from mqtool.ops.findings import Finding, Severity
 from mqtool.ops.validate import FileSummary, ValidateOptions, ValidationReport, run_tasks
 from mqtool.store import rocketmq as rmq
 from mqtool.store.files import CHUNK_SIZE, ReadOnlyFile, read_small_file
@@ -52,6 +70,11 @@ def _check_segments(
         if path.name.startswith(".mqtool"):
             continue
         report.add(Finding("RMQ-FILE-NAME", str(path), None, f"unexpected entry in a {family} directory: {path.name!r}"))
+    for path, kind in rmq.irregular_segments(directory):
+        if kind == "a symlink":
+            report.add(Finding("RMQ-FILE-LINK", str(path), None, f"expected a regular {family} file, found {kind} to {os.readlink(path)!r}: not followed"))
+        else:
+            report.add(Finding("RMQ-FILE-UNREADABLE", str(path), None, f"expected a regular {family} file, found {kind}: not read"))
     if not segments or not file_size:
         return
     last = len(segments) - 1
@@ -64,6 +87,8 @@ def _check_segments(
                     str(seg.path),
                     0,
                     f"zero-length {family} file ({where}); RocketMQ 4.x refuses to start, 5.1.3+ deletes a zero-length last file",
+                    # Before the last file no version starts, and the file's data is gone.
+                    severity=None if i == last else Severity.error,
                 )
             )
         elif seg.size != file_size:
@@ -110,9 +135,32 @@ def _check_segments(
 
 @dataclass
 class QueueEdge:
+    """The QUEUEOFFSETs of one topic/queue seen in one file (or, merged, in the whole CommitLog)."""
+
     first: int
     last: int
     count: int
+    first_position: int = 0  # file position of the record holding ``first``
+    #: Records that bytes skipped before ``first`` (``lead``) or after ``last`` (``trail``, or
+    #: ``mark``: the file's ``skipped`` count when ``last`` was seen) may have held; a
+    #: QUEUEOFFSET may jump forward by that much without a finding.
+    lead: int = 0
+    mark: int = 0
+    trail: int = 0
+    #: After a discontinuity: the offset that continues the old sequence (the record that broke
+    #: it may be the odd one out).
+    alt_next: int | None = None
+
+
+def _continues(last: int, alt_next: int | None, slack: int, queue_offset: int) -> bool:
+    """``queue_offset`` may follow ``last``: the next one, the next of the old sequence after an
+    outlier, or a forward jump over records that skipped (broken or missing) bytes may have held."""
+    return queue_offset == last + 1 or queue_offset == alt_next or last < queue_offset <= last + 1 + slack
+
+
+def _records_in(length: int) -> int:
+    """How many records ``length`` skipped bytes may have held (at least one)."""
+    return max(1, length // MIN_MESSAGE_SIZE)
 
 
 @dataclass
@@ -127,6 +175,14 @@ class CommitLogFileResult:
     max_store_timestamp: int = 0
     last_store_timestamp: int = 0
     bytes_read: int = 0
+    #: The commitlog offset the records say this file starts at, when that is not its name
+    #: (a misnamed file: its records are all off by the same amount).
+    content_base: int | None = None
+    #: Commitlog offset ranges [start, end) already reported (broken records, skipped regions,
+    #: a torn tail): ConsumeQueue units and index entries pointing into them are not reported again.
+    damaged: list[tuple[int, int]] = field(default_factory=list)
+    #: Records that the skipped bytes of this file may have held (see ``QueueEdge``).
+    skipped: int = 0
 
 
 @dataclass(frozen=True)
@@ -136,6 +192,8 @@ class CommitLogTask:
     file_size: int
     is_last: bool  # the last file holding data: ends in zeros, not END_OF_FILE
     check_properties: bool = True
+    #: The base the file would have after its predecessor, when its name says otherwise.
+    alt_base: int | None = None
 
 
 def _error_code(exc: MqError) -> str:
@@ -151,48 +209,88 @@ def _error_code(exc: MqError) -> str:
     return "RMQ-CL-SIZE"
 
 
-def _find_next_record(f: ReadOnlyFile, base: int, start: int) -> int | None:
-    """First position >= ``start`` where a record with a message magic and a PHYSICALOFFSET equal
-    to its own address decodes cleanly (the resynchronisation after a broken record)."""
-    pos = start
-    overlap = 64
-    while pos < f.size:
-        chunk = f.pread(pos, CHUNK_SIZE + overlap)
-        for magic in MESSAGE_MAGICS:
-            pattern = magic.to_bytes(4, "big")
-            i = chunk.find(pattern, 4)
-            while i != -1:
-                candidate = pos + i - 4
-                if candidate >= start:
-                    try:
-                        head = f.pread(candidate, 36)
-                        if len(head) == 36 and int.from_bytes(head[28:36], "big", signed=True) == base + candidate:
-                            total = int.from_bytes(head[0:4], "big", signed=True)
-                            if 0 < total <= f.size - candidate:
-                                decode_message(f.pread(candidate, total), 0)
-                                return candidate
-                    except MqError:
-                        pass
-                i = chunk.find(pattern, i + 1)
-        if len(chunk) <= overlap:
-            break
-        pos += len(chunk) - overlap
-    return None
+def _clean_at(f: ReadOnlyFile, base: int, pos: int) -> bool:
+    """The walk can go on at ``pos``: the end of the file, zeros, END_OF_FILE or the header of a
+    record at its own PHYSICALOFFSET (if that record is broken too, the walk reports it next)."""
+    if pos == f.size:
+        return True
+    head = f.pread(pos, 8)
+    if len(head) == 8:
+        magic = int.from_bytes(head[4:8], "big")
+        if magic == BLANK_MAGIC or head == bytes(8):
+            return True
+    elif not head.strip(b"\x00"):
+        return True
+    return rmq.record_starts_at(f, base, pos, decode=False)
 
 
-def _nonzero_extent(f: ReadOnlyFile, start: int) -> tuple[int, int] | None:
-    """(first, last+1) of the non-zero bytes in ``[start, size)``, or None when all zero."""
-    first = last = None
-    pos = start
-    while pos < f.size:
-        data = f.pread(pos, CHUNK_SIZE)
-        stripped = data.lstrip(b"\x00")
-        if stripped:
-            if first is None:
-                first = pos + len(data) - len(stripped)
-            last = pos + len(data.rstrip(b"\x00"))
-        pos += len(data)
-    return (first, last) if first is not None else None
+def _computed_size(f: ReadOnlyFile, pos: int) -> int | None:
+    """``calMsgLength`` of the record at ``pos`` from its SYSFLAG, BODYLEN, TOPICLEN and PROPLEN
+    (None when those fields cannot be read or make no sense)."""
+    head = f.pread(pos, 8 + SYSFLAG_POSITION)
+    if len(head) < SYSFLAG_POSITION + 4:
+        return None
+    magic = int.from_bytes(head[4:8], "big")
+    sys_flag = int.from_bytes(head[SYSFLAG_POSITION : SYSFLAG_POSITION + 4], "big", signed=True)
+    body_at = pos + body_position(sys_flag)
+    raw = f.pread(body_at - 4, 4)
+    if len(raw) < 4:
+        return None
+    body_len = int.from_bytes(raw, "big", signed=True)
+    if not 0 <= body_len <= rmq.MAX_RECORD_SIZE:
+        return None
+    topic_len_size = 2 if magic == MAGIC_V2 else 1
+    raw = f.pread(body_at + body_len, topic_len_size)
+    if len(raw) < topic_len_size:
+        return None
+    topic_len = int.from_bytes(raw, "big", signed=True)
+    raw = f.pread(body_at + body_len + topic_len_size + topic_len, 2) if topic_len >= 0 else b""
+    if len(raw) < 2:
+        return None
+    prop_len = int.from_bytes(raw, "big", signed=True)
+    if prop_len < 0:
+        return None
+    return message_size(body_len, topic_len, prop_len, sys_flag=sys_flag, magic_code=magic)
+
+
+def _broken_record(f: ReadOnlyFile, bad: int, exc: MqError) -> tuple[str, MqError, set[int]]:
+    """Code and error for the record that failed at ``bad``, and the sizes it may span (its
+    TOTALSIZE and the size its length fields give).  A record that decodes once TOTALSIZE is
+    replaced by the computed size has exactly one damaged field: TOTALSIZE (RMQ-CL-SIZE)."""
+    head = f.pread(bad, 8)
+    total = int.from_bytes(head[:4], "big", signed=True) if len(head) == 8 else 0
+    computed = _computed_size(f, bad)
+    frames = {n for n in (total, computed) if n is not None and MIN_MESSAGE_SIZE <= n <= min(f.size - bad, rmq.MAX_RECORD_SIZE)}
+    code = _error_code(exc)
+    if code == "RMQ-CL-TRUNCATED" and computed in frames and computed != total:
+        fixed = bytearray(f.pread(bad, computed))
+        fixed[:4] = computed.to_bytes(4, "big")
+        try:
+            decode_message(fixed, 0)
+        except MqError:
+            pass
+        else:
+            sized = CorruptDataError(
+                path=f.path,
+                position=bad,
+                expected=f"TOTALSIZE {computed} (from its BODYLEN, TOPICLEN and PROPLEN)",
+                found=str(total),
+            )
+            return "RMQ-CL-SIZE", sized, frames
+    return code, exc, frames
+
+
+def _header_store_timestamp(f: ReadOnlyFile, base: int, pos: int) -> int:
+    """STORETIMESTAMP of a broken record whose header can be trusted (its own PHYSICALOFFSET):
+    the checkpoint may count it.  0 otherwise."""
+    head = f.pread(pos, BORNHOST_POSITION + host_size(True) + 8)
+    if len(head) < BORNHOST_POSITION + host_size(False) + 8:
+        return 0
+    if int.from_bytes(head[PHYSICAL_OFFSET_POSITION : PHYSICAL_OFFSET_POSITION + 8], "big", signed=True) != base + pos:
+        return 0
+    sys_flag = int.from_bytes(head[SYSFLAG_POSITION : SYSFLAG_POSITION + 4], "big", signed=True)
+    at = BORNHOST_POSITION + host_size(bool(sys_flag & SYSFLAG_BORNHOST_V6))
+    return int.from_bytes(head[at : at + 8], "big", signed=True) if len(head) >= at + 8 else 0
 
 
 def validate_commitlog_file(task: CommitLogTask) -> CommitLogFileResult:
@@ -209,12 +307,16 @@ def validate_commitlog_file(task: CommitLogTask) -> CommitLogFileResult:
             _walk_commitlog_file(f, task, res)
         except StoreIOError as exc:
             res.findings.append(Finding("RMQ-FILE-UNREADABLE", task.path, exc.position, str(exc)))
+            # What could not be read is reported once, not again by what points into it.
+            start, stop = exc.position or 0, max(task.file_size, f.size)
+            res.damaged.append((task.base + start, task.base + stop))
+            res.skipped += _records_in(stop - start)
     return res
 
 
 def _walk_commitlog_file(f: ReadOnlyFile, task: CommitLogTask, res: CommitLogFileResult) -> None:
     path = task.path
-    base = task.base
+    base = task.base  # becomes the records' base for a misnamed file
     queues = res.queues
     pos = 0
     want = CHUNK_SIZE
@@ -226,98 +328,92 @@ def _walk_commitlog_file(f: ReadOnlyFile, task: CommitLogTask, res: CommitLogFil
         walker = RecordWalker(data, 0, check_crc=True)
         try:
             for p, rec in walker:
-                _check_record(rec, base, pos + p, path, res, task.check_properties, data, p)
+                at = pos + p
+                if rec.physical_offset != base + at:
+                    if not res.records and task.alt_base is not None and rec.physical_offset == task.alt_base + at:
+                        base = res.content_base = task.alt_base  # misnamed: RMQ-FILE-OVERLAP/GAP/ALIGN say so
+                    elif task.is_last and _is_stale_copy(f, task, at, rec, base):
+                        _stale_tail(f, task, at, rec, base, res)
+                        return
+                # Properties always end with 0x02: a zero there is a record whose tail was never written.
+                torn = task.is_last and data[p + rec.total_size - 1] == 0 and (rec.properties or rec.dropped_properties)
+                if torn and _torn_tail(f, task, at, base, res):
+                    res.valid_end = at
+                    return
+                _check_record(rec, base, at, path, res, task.check_properties, data, p)
                 q = rec.sys_flag & SYSFLAG_TRANSACTION_MASK
                 if q != SYSFLAG_TRANSACTION_PREPARED and q != SYSFLAG_TRANSACTION_ROLLBACK:
                     key = (rec.topic, rec.queue_id)
                     edge = queues.get(key)
                     if edge is None:
-                        queues[key] = QueueEdge(rec.queue_offset, rec.queue_offset, 1)
+                        queues[key] = QueueEdge(rec.queue_offset, rec.queue_offset, 1, at, lead=res.skipped, mark=res.skipped)
                     else:
-                        if rec.queue_offset != edge.last + 1:
+                        if _continues(edge.last, edge.alt_next, res.skipped - edge.mark, rec.queue_offset):
+                            edge.alt_next = None
+                        else:
                             res.findings.append(
                                 Finding(
                                     "RMQ-CL-QUEUE-OFFSET",
                                     path,
-                                    pos + p + 20,
+                                    at + QUEUE_OFFSET_POSITION,
                                     f"{rec.topic}/{rec.queue_id}: expected QUEUEOFFSET {edge.last + 1} after {edge.last}, found {rec.queue_offset}",
                                 )
                             )
+                            res.damaged.append((base + at, base + at + rec.total_size))
+                            edge.alt_next = edge.last + 2
                         edge.last = rec.queue_offset
                         edge.count += 1
+                        edge.mark = res.skipped
                 res.records += 1
-                if rec.store_timestamp > res.max_store_timestamp:
-                    res.max_store_timestamp = rec.store_timestamp
+                res.max_store_timestamp = max(res.max_store_timestamp, rec.store_timestamp)
                 res.last_store_timestamp = rec.store_timestamp
         except MqError as exc:
-            bad = pos + (walker.failed_at or 0)
-            res.valid_end = bad
-            located = exc.at(path, pos)
-            if not _torn_tail(f, task, bad, res):
-                res.findings.append(Finding(_error_code(exc), path, located.position, _message(located)))
-                nxt = _find_next_record(f, base, bad + 1)
-                if nxt is None:
-                    extent = _nonzero_extent(f, bad)
-                    stop = extent[1] if extent else bad
-                    res.findings.append(
-                        Finding(
-                            "RMQ-CL-UNREADABLE-REGION",
-                            path,
-                            bad,
-                            f"no valid record after the broken one: {stop - bad} bytes up to position {stop} cannot be read",
-                            length=stop - bad,
-                        )
-                    )
-                    return
-                res.findings.append(
-                    Finding(
-                        "RMQ-CL-UNREADABLE-REGION",
-                        path,
-                        bad,
-                        f"{nxt - bad} bytes between the broken record and the next valid record at {nxt} were skipped",
-                        length=nxt - bad,
-                    )
-                )
-                pos = nxt
-                continue
-            return
+            resume = _after_broken_record(f, task, pos + (walker.failed_at or 0), exc.at(path, pos), base, res)
+            if resume is None:
+                return
+            pos = resume
+            continue
         end = walker.end
         assert end is not None
-        if end.kind in ("partial", "eof") and pos + len(data) < f.size:
+        end_pos = pos + end.position
+        more = pos + len(data) < f.size
+        cut_short = f.size < task.file_size and not task.is_last  # its end is RMQ-FILE-SIZE's
+        if end.kind == "partial" and not cut_short and (not more or end.length > rmq.MAX_RECORD_SIZE):
+            # A record reaching past the end of the file: a torn write in the last file, else a
+            # broken TOTALSIZE (the broker never writes a record past the end of a file).
+            resume = _after_broken_record(f, task, end_pos, _past_the_end(f, path, end_pos, end.length), base, res)
+            if resume is None:
+                return
+            pos = resume
+            continue
+        if end.kind in ("partial", "eof") and more:
             if end.kind == "partial" and end.position == 0:
-                if end.length > rmq.MAX_RECORD_SIZE:
-                    res.valid_end = pos
-                    res.findings.append(
-                        Finding("RMQ-CL-SIZE", path, pos, f"expected TOTALSIZE at most {rmq.MAX_RECORD_SIZE}, found {end.length}")
-                    )
-                    return
                 want = max(end.length, CHUNK_SIZE)
-            pos += end.position
+            pos = end_pos
             continue
         break
-    end_pos = pos + end.position
     res.valid_end = end_pos
     if end.kind == "blank":
         _check_blank(f, task, end_pos, end.length, res)
         return
     if not task.is_last:
+        if f.size < task.file_size and end.kind in ("partial", "eof"):
+            # The file was cut short (RMQ-FILE-SIZE): what is missing is not a second finding.
+            res.damaged.append((base + end_pos, base + task.file_size))
+            res.skipped += _records_in(task.file_size - end_pos)
+            return
         res.findings.append(
             Finding(
                 "RMQ-CL-NO-BLANK",
                 path,
                 end_pos,
                 f"expected END_OF_FILE (BLANK) record at the end of a file before the last, found "
-                f"{'zeros' if end.kind == 'zeros' else 'the end of the file' if end.kind == 'eof' else 'a partial record'}: "
-                "the broker's recovery stops here and drops every later file",
+                f"{'zeros' if end.kind == 'zeros' else 'the end of the file'}: the broker's recovery stops here and drops every later file",
             )
         )
         return
-    if end.kind == "partial":
-        if not _torn_tail(f, task, end_pos, res):
-            res.findings.append(Finding("RMQ-CL-GARBAGE", path, end_pos, "a partial record followed by other data", length=f.size - end_pos))
-        return
     if end.kind == "zeros":
-        extent = _nonzero_extent(f, end_pos)
+        extent = rmq.nonzero_extent(f, end_pos)
         if extent is not None:
             first, stop = extent
             res.findings.append(
@@ -335,6 +431,58 @@ def _walk_commitlog_file(f: ReadOnlyFile, task: CommitLogTask, res: CommitLogFil
     )
 
 
+def _past_the_end(f: ReadOnlyFile, path: str, pos: int, total: int) -> CorruptDataError:
+    """The error for a record at ``pos`` whose TOTALSIZE (or 8-byte header) does not fit."""
+    rest = f.size - pos
+    if rest < 8:
+        return TruncatedDataError(path=path, position=pos, expected="an 8-byte record header", found=f"{rest} bytes before the end of the file")
+    if total > rmq.MAX_RECORD_SIZE:
+        return CorruptDataError(path=path, position=pos, expected=f"TOTALSIZE at most {rmq.MAX_RECORD_SIZE} (the largest record)", found=str(total))
+    return CorruptDataError(path=path, position=pos, expected=f"TOTALSIZE at most {rest} (the rest of the file)", found=str(total))
+
+
+def _after_broken_record(f: ReadOnlyFile, task: CommitLogTask, bad: int, exc: MqError, base: int, res: CommitLogFileResult) -> int | None:
+    """Report the record that fails at ``bad`` (or the torn tail it is) and return where the walk
+    goes on: right after it when its TOTALSIZE or its length fields end where the data goes on,
+    else at the next valid record (the bytes between are an unreadable region).  None: stop."""
+    res.valid_end = bad
+    if _torn_tail(f, task, bad, base, res):
+        return None
+    code, located, frames = _broken_record(f, bad, exc)
+    res.findings.append(Finding(code, task.path, located.position, _message(located)))
+    res.max_store_timestamp = max(res.max_store_timestamp, _header_store_timestamp(f, base, bad))
+    resume = next((bad + n for n in sorted(frames) if _clean_at(f, base, bad + n)), None)
+    if resume is None:
+        resume = rmq.find_next_record(f, base, bad + 1)
+        if resume is None:
+            extent = rmq.nonzero_extent(f, bad)
+            stop = extent[1] if extent else bad
+            res.findings.append(
+                Finding(
+                    "RMQ-CL-UNREADABLE-REGION",
+                    task.path,
+                    bad,
+                    f"no valid record after the broken one: {stop - bad} bytes up to position {stop} cannot be read",
+                    length=stop - bad,
+                )
+            )
+            res.damaged.append((base + bad, base + max(stop, bad + 1)))
+            res.skipped += _records_in(f.size - bad)
+            return None
+        res.findings.append(
+            Finding(
+                "RMQ-CL-UNREADABLE-REGION",
+                task.path,
+                bad,
+                f"{resume - bad} bytes between the broken record and the next valid record at {resume} were skipped",
+                length=resume - bad,
+            )
+        )
+    res.damaged.append((base + bad, base + resume))
+    res.skipped += _records_in(resume - bad)
+    return resume
+
+
 def _message(exc: MqError) -> str:
     parts = []
     if exc.message:
@@ -344,43 +492,87 @@ def _message(exc: MqError) -> str:
     return ": ".join(parts)
 
 
-def _torn_tail(f: ReadOnlyFile, task: CommitLogTask, bad: int, res: CommitLogFileResult) -> bool:
-    """In the last file, a record that breaks off followed only by zeros is a torn tail (a crash
-    while writing), not damage: report it as such.  Returns True when it was one."""
+def _is_stale_copy(f: ReadOnlyFile, task: CommitLogTask, at: int, rec: MessageRecord, base: int) -> bool:
+    """The record at ``at`` (which says another PHYSICALOFFSET) is a byte-for-byte copy of the
+    record at the offset it says, and no record at its own place follows it: stale data (left
+    after a truncation, or copied here), not a damaged PHYSICALOFFSET."""
+    claimed = rec.physical_offset
+    if not 0 <= claimed < base + at or not task.file_size:
+        return False
+    source = Path(task.path).with_name(f"{claimed - claimed % task.file_size:020d}")
+    try:
+        with ReadOnlyFile(source) as g:
+            original = g.pread(claimed % task.file_size, rec.total_size)
+    except MqError:
+        return False
+    return original == f.pread(at, rec.total_size) and rmq.find_next_record(f, base, at + 1) is None
+
+
+def _stale_tail(f: ReadOnlyFile, task: CommitLogTask, at: int, rec: MessageRecord, base: int, res: CommitLogFileResult) -> None:
+    """A record at ``at`` of the last file that claims another place, with no record at its own
+    place after it: valid data ends here and the rest is stale (copied or left behind) data."""
+    extent = rmq.nonzero_extent(f, at)
+    stop = extent[1] if extent else at + rec.total_size
+    res.valid_end = at
+    res.findings.append(
+        Finding(
+            "RMQ-CL-GARBAGE",
+            task.path,
+            at,
+            f"expected zeros after the end of valid data at {at}, found {stop - at} bytes of stale records "
+            f"(the first is a copy of the record at commitlog offset {rec.physical_offset}): data left after a truncation, or copied here",
+            length=stop - at,
+        )
+    )
+    res.findings.append(Finding("RMQ-CL-VALID-END", task.path, at, f"valid data ends at commitlog offset {base + at} (stale data follow)"))
+
+
+#: Magic codes a torn record header may hold the first bytes of.
+_TORN_MAGICS = tuple(m.to_bytes(4, "big") for m in (*MESSAGE_MAGICS, BLANK_MAGIC))
+
+
+def _torn_tail(f: ReadOnlyFile, task: CommitLogTask, bad: int, base: int, res: CommitLogFileResult) -> bool:
+    """In the last file, a record whose bytes stop early and are followed only by zeros is a
+    torn tail (a crash while writing), not damage: report it as such.  Returns True when it was
+    one.  A record whose last byte is on disk (non-zero) was written whole: its damage is not a
+    torn write."""
     if not task.is_last:
         return False
     head = f.pread(bad, 8)
-    if len(head) < 8:
-        res.findings.append(
-            Finding("RMQ-CL-TORN-TAIL", task.path, bad, f"torn tail: {len(head)} bytes of a record header at the end of the file", length=len(head))
-        )
-        return True
-    total = int.from_bytes(head[:4], "big", signed=True)
-    magic = int.from_bytes(head[4:8], "big")
-    if magic not in MESSAGE_MAGICS:
-        return False
-    if total <= 0:
-        return False
-    record_end = min(bad + total, f.size)
-    if _nonzero_extent(f, record_end) is not None:
-        return False
-    extent = _nonzero_extent(f, bad)
+    extent = rmq.nonzero_extent(f, bad)
     stop = extent[1] if extent else bad
+    if len(head) == 8:
+        total = int.from_bytes(head[:4], "big", signed=True)
+        if total <= 0:
+            return False
+        if head[4:8] in _TORN_MAGICS[:-1]:
+            if stop >= bad + total or bad + total > task.file_size:
+                return False  # written whole, or a TOTALSIZE the broker never writes (past the file end)
+            computed = _computed_size(f, bad)
+            if computed is not None and computed != total and stop >= bad + computed:
+                return False  # the record its length fields describe is all there: TOTALSIZE is damaged
+        elif stop > bad + 8 or not any(head[4:8] == m[:k] + bytes(4 - k) for m in _TORN_MAGICS for k in range(4)):
+            return False
+        what = f"a {total}-byte record starts here but only {stop - bad} of its bytes were written"
+    else:
+        total = len(head)
+        what = f"{len(head)} bytes of a record header at the end of the file"
     res.findings.append(
         Finding(
             "RMQ-CL-TORN-TAIL",
             task.path,
             bad,
-            f"torn tail: a {total}-byte record starts here but only {stop - bad} of its bytes were written "
-            f"(crash while writing); `mqtool recover` truncates it",
+            f"torn tail: {what} (crash while writing); `mqtool recover` truncates it",
             length=stop - bad,
         )
     )
+    res.damaged.append((base + bad, base + bad + max(total, stop - bad, 1)))
+    res.skipped += 1
     return True
 
 
 def _check_blank(f: ReadOnlyFile, task: CommitLogTask, pos: int, total: int, res: CommitLogFileResult) -> None:
-    rest = f.size - pos
+    rest = task.file_size - pos  # the configured size: a file of the wrong size is RMQ-FILE-SIZE
     if total != rest:
         res.findings.append(
             Finding(
@@ -391,8 +583,9 @@ def _check_blank(f: ReadOnlyFile, task: CommitLogTask, pos: int, total: int, res
             )
         )
     if task.is_last:
-        res.findings.append(Finding("RMQ-CL-VALID-END", task.path, pos, f"valid data ends at commitlog offset {task.base + pos} (END_OF_FILE)"))
-    extent = _nonzero_extent(f, pos + 8)
+        base = task.base if res.content_base is None else res.content_base
+        res.findings.append(Finding("RMQ-CL-VALID-END", task.path, pos, f"valid data ends at commitlog offset {base + pos} (END_OF_FILE)"))
+    extent = rmq.nonzero_extent(f, pos + 8)
     if extent is not None:
         first, stop = extent
         res.findings.append(
@@ -413,10 +606,11 @@ def _check_record(rec: MessageRecord, base: int, pos: int, path: str, res: Commi
             Finding(
                 "RMQ-CL-PHYS-OFFSET",
                 path,
-                pos + 28,
+                pos + PHYSICAL_OFFSET_POSITION,
                 f"expected PHYSICALOFFSET {base + pos} (the record's position), found {rec.physical_offset}",
             )
         )
+        res.damaged.append((base + pos, base + pos + rec.total_size))
     if not check_props:
         return
     if rec.dropped_properties:
@@ -460,6 +654,8 @@ class QueueTask:
     commitlog_end: int  # commitlog offset where valid data ends
     max_queue_offset_in_commitlog: int | None  # last QUEUEOFFSET seen in the CommitLog for this queue
     ext_dir: str | None
+    damaged: tuple[tuple[int, int], ...] = ()  # commitlog ranges already reported (see CommitLogFileResult)
+    rebased: tuple[tuple[str, int], ...] = ()  # misnamed CommitLog files and the base their records say
 
 
 @dataclass
@@ -475,7 +671,7 @@ class QueueResult:
 
 def validate_queue(task: QueueTask) -> QueueResult:
     res = QueueResult(task.topic, task.queue_id)
-    store = rmq.open_store(task.root, commitlog_file_size=task.commitlog_file_size)
+    store = _open_store(task.root, task.commitlog_file_size, task.rebased)
     qdir = rmq.queue_dir(store, task.topic, task.queue_id)
     segments = rmq.list_segments(qdir)
     ext = _ExtReader(Path(task.ext_dir)) if task.ext_dir else None
@@ -495,13 +691,15 @@ def validate_queue(task: QueueTask) -> QueueResult:
                 res.findings.append(Finding("RMQ-FILE-UNREADABLE", str(seg.path), None, str(exc)))
                 continue
             if ended_at is not None:
-                if data.strip(b"\x00"):
+                extent = _nonzero_units(data, 0)
+                if extent is not None:
                     res.findings.append(
                         Finding(
                             "RMQ-CQ-AFTER-END",
                             str(seg.path),
-                            0,
+                            extent[0],
                             f"units after the end of the queue at {ended_at[0]}:{ended_at[1]} (the broker drops them)",
+                            length=extent[1] - extent[0],
                         )
                     )
                 res.files.append((str(seg.path), seg.size, 0, 0))
@@ -513,8 +711,8 @@ def validate_queue(task: QueueTask) -> QueueResult:
                 qoff = cqf.cq_queue_offset(seg.base, pos)
                 if unit.is_filler:
                     continue
-                if first_real is None:
-                    first_real = qoff
+                if first_real is None and unit.commit_log_offset >= task.commitlog_min:
+                    first_real = qoff  # correctMinOffset: the first unit not expired by retention
                 _check_unit(task, reader, ext, str(seg.path), pos, qoff, unit, res)
             end = walker.end
             assert end is not None
@@ -534,16 +732,17 @@ def validate_queue(task: QueueTask) -> QueueResult:
                 )
             elif end.kind == "partial":
                 res.findings.append(Finding("RMQ-CQ-PARTIAL-UNIT", str(seg.path), end.position, f"{end.length} trailing bytes", length=end.length))
-            rest = data[end.position + cqf.CQ_UNIT_SIZE :] if end.kind == "invalid" else data[end.position :]
-            if end.kind != "partial" and rest.strip(b"\x00"):
-                first_nz = len(rest) - len(rest.lstrip(b"\x00"))
-                start = end.position + (cqf.CQ_UNIT_SIZE if end.kind == "invalid" else 0) + first_nz
+            extent = None
+            if end.kind != "partial":
+                extent = _nonzero_units(data, end.position + (cqf.CQ_UNIT_SIZE if end.kind == "invalid" else 0))
+            if extent is not None:
                 res.findings.append(
                     Finding(
                         "RMQ-CQ-AFTER-END",
                         str(seg.path),
-                        start,
+                        extent[0],
                         f"non-zero units after the end of the queue at {end.position} (the broker drops them)",
+                        length=extent[1] - extent[0],
                     )
                 )
     if ext is not None:
@@ -574,6 +773,19 @@ def validate_queue(task: QueueTask) -> QueueResult:
     return res
 
 
+def _nonzero_units(data: bytes, start: int) -> tuple[int, int] | None:
+    """(first, end) of the units holding non-zero bytes in ``data[start:]``, unit-aligned from
+    ``start`` (a unit-aligned position), or None when all zero."""
+    rest = data[start:]
+    stripped = rest.lstrip(b"\x00")
+    if not stripped:
+        return None
+    size = cqf.CQ_UNIT_SIZE
+    first = (len(rest) - len(stripped)) // size * size
+    last = -(-len(rest.rstrip(b"\x00")) // size) * size
+    return start + first, start + min(last, len(rest))
+
+
 def _check_unit(
     task: QueueTask, reader: rmq.CommitLogReader, ext: "_ExtReader | None", path: str, pos: int, qoff: int, unit: cqf.CqUnit, res: QueueResult
 ) -> None:
@@ -581,6 +793,8 @@ def _check_unit(
     if off < task.commitlog_min:
         res.expired += 1
         return
+    if _in_ranges(task.damaged, off):
+        return  # the CommitLog finding there says what is wrong with this record
     if off >= task.commitlog_end:
         res.findings.append(
             Finding(
@@ -620,6 +834,8 @@ def _check_unit(
             Finding("RMQ-CQ-MISMATCH", path, pos, f"unit at queue offset {qoff} -> commitlog offset {off}: " + "; ".join(problems))
         )
         return
+    if rec.dropped_properties and "TAGS" not in rec.properties:
+        return  # its tags may be in a segment the broker drops (RMQ-CL-PROPERTIES says so)
     expected_tags = cq_tags_code(rec)
     tags = unit.tags_code
     if cqf.is_ext_address(tags):
@@ -677,6 +893,10 @@ class IndexTask:
     entries: tuple[int, int] | None = None
     #: Check the header, slots and chains (one task per file does).
     structure: bool = True
+    #: ``written_index_count`` of the file (computed by the task when None).
+    written: int | None = None
+    damaged: tuple[tuple[int, int], ...] = ()  # commitlog ranges already reported
+    rebased: tuple[tuple[str, int], ...] = ()  # misnamed CommitLog files and the base their records say
 
 
 @dataclass
@@ -698,40 +918,71 @@ def validate_index_file(task: IndexTask) -> IndexResult:
     except MqError as exc:
         res.findings.append(Finding("RMQ-IDX-GEOMETRY", task.path, exc.position, _message(exc)))
         return res
-    store = rmq.open_store(task.root, commitlog_file_size=task.commitlog_file_size)
+    store = _open_store(task.root, task.commitlog_file_size, task.rebased)
     with view, rmq.CommitLogReader(store, check_crc=False) as reader:
         res.size = view.size
         res.end_timestamp = view.header.end_timestamp
-        written = min(view.header.effective_index_count, view.geometry.index_num)
+        written = task.written if task.written is not None else written_index_count(view)
         res.entries = max(written - 1, 0)
         if task.structure:
-            _check_index_structure(view, task, res)
-        _check_index_entries(view, task, reader, res)
+            _check_index_structure(view, task, written, res)
+        _check_index_entries(view, task, written, reader, res)
     return res
+
+
+def written_index_count(view: rmq.IndexFileView) -> int:
+    """The indexCount the entries and slots show (entries 1 .. n-1 are written).
+
+    Every putKey makes its entry the head of its slot's chain, so the newest entry, indexCount-1,
+    is a slot value and the entry after it is still zeros.  When the header agrees with that, it
+    is taken; otherwise the newest written entry any slot names tells (a header that lost an
+    update, or damage)."""
+    buf = view.buf
+    geo = view.geometry
+    n = min(view.header.effective_index_count, geo.index_num)
+    newest = n - 1
+    consistent = newest == 0 or idxf.read_slot(buf, idxf.decode_index_entry(buf, geo.entry_position(newest)).key_hash % geo.hash_slot_num, geo.hash_slot_num) == newest
+    if consistent and (n == geo.index_num or not any(buf[geo.entry_position(n) : geo.entry_position(n + 1)])):
+        return n
+    heads = [
+        value
+        for _, value in idxf.iter_used_slots(buf, geo.hash_slot_num)
+        if 0 < value < geo.index_num and any(buf[geo.entry_position(value) : geo.entry_position(value + 1)])
+    ]
+    return max(heads, default=0) + 1
 
 
 def index_entry_count(path: Path, hash_slot_num: int | None, index_num: int | None) -> int:
     """Used entries of an IndexFile (0 when its header cannot be read)."""
     try:
         with rmq.IndexFileView(path, hash_slot_num=hash_slot_num, index_num=index_num) as view:
-            return max(min(view.header.effective_index_count, view.geometry.index_num) - 1, 0)
+            return written_index_count(view) - 1
     except MqError:
         return 0
 
 
-def _check_index_structure(view: rmq.IndexFileView, task: IndexTask, res: IndexResult) -> None:
+def _check_index_structure(view: rmq.IndexFileView, task: IndexTask, written: int, res: IndexResult) -> None:
     buf = view.buf
     geo = view.geometry
     header = view.header
     slots = geo.hash_slot_num
-    written = min(header.effective_index_count, geo.index_num)
     path = task.path
     if header.index_count > geo.index_num:
         res.findings.append(
             Finding("RMQ-IDX-HEADER", path, idxf.INDEX_COUNT_POSITION, f"expected indexCount <= {geo.index_num}, found {header.index_count}")
         )
+    elif header.effective_index_count != written:
+        res.findings.append(
+            Finding(
+                "RMQ-IDX-HEADER",
+                path,
+                idxf.INDEX_COUNT_POSITION,
+                f"expected indexCount {written} (the newest written entry is #{written - 1}), found {header.index_count}",
+            )
+        )
     # slots: in range, and the entry they name belongs to them
     reached = bytearray(written)
+    broken: set[int] = set()  # slots whose chain is cut: its older entries are unreachable by that
     used_slots = 0
     for slot, value in idxf.iter_used_slots(buf, slots):
         used_slots += 1
@@ -739,6 +990,7 @@ def _check_index_structure(view: rmq.IndexFileView, task: IndexTask, res: IndexR
             res.findings.append(
                 Finding("RMQ-IDX-CHAIN", path, geo.slot_position(slot), f"slot {slot}: expected an entry number in 1..{written - 1}, found {value}")
             )
+            broken.add(slot)
             continue
         number = value
         steps = 0
@@ -747,6 +999,7 @@ def _check_index_structure(view: rmq.IndexFileView, task: IndexTask, res: IndexR
                 res.findings.append(
                     Finding("RMQ-IDX-CHAIN", path, geo.entry_position(number), f"entry #{number} is reached from two chains (slot {slot})")
                 )
+                broken.add(slot)
                 break
             reached[number] = 1
             entry = idxf.decode_index_entry(buf, geo.entry_position(number))
@@ -765,11 +1018,12 @@ def _check_index_structure(view: rmq.IndexFileView, task: IndexTask, res: IndexR
                     Finding(
                         "RMQ-IDX-CHAIN",
                         path,
-                        geo.entry_position(number) + 16,
+                        geo.entry_position(number) + idxf.PREV_INDEX_POSITION,
                         f"entry #{number}: expected prevIndex 0 or an older entry 1..{number - 1}, found {prev}"
                         + (" (a cycle)" if prev >= number else ""),
                     )
                 )
+                broken.add(slot)
                 break
             number = prev
             steps += 1
@@ -782,7 +1036,11 @@ def _check_index_structure(view: rmq.IndexFileView, task: IndexTask, res: IndexR
                 f"expected hashSlotCount {used_slots} (slots in use), found {header.hash_slot_count}",
             )
         )
-    unreached = [n for n in range(1, written) if not reached[n]]
+    unreached = [
+        n
+        for n in range(1, written)
+        if not reached[n] and idxf.decode_index_entry(buf, geo.entry_position(n)).key_hash % slots not in broken
+    ]
     if unreached:
         res.findings.append(
             Finding(
@@ -808,26 +1066,25 @@ def _check_index_structure(view: rmq.IndexFileView, task: IndexTask, res: IndexR
                 Finding("RMQ-IDX-HEADER", path, 8, f"expected endTimestamp >= beginTimestamp {header.begin_timestamp}, found {header.end_timestamp}")
             )
         else:
-            max_ts = max(
-                (header.begin_timestamp + e.time_diff * 1000 for _, e in idxf.iter_entries(buf, slots, geo.index_num) if e.time_diff >= 0),
-                default=0,
-            )
+            entries = memoryview(buf)[geo.entry_position(1) : geo.entry_position(written)]
+            max_diff = max((diff for _, _, diff, _ in idxf.INDEX_ENTRY.iter_unpack(entries) if diff >= 0), default=None)
+            entries.release()
+            max_ts = header.begin_timestamp + max_diff * 1000 if max_diff is not None else 0
             if max_ts > header.end_timestamp + 999:
                 res.findings.append(
                     Finding("RMQ-IDX-HEADER", path, 8, f"expected endTimestamp >= the newest entry's time {max_ts}, found {header.end_timestamp}")
                 )
 
 
-def _check_index_entries(view: rmq.IndexFileView, task: IndexTask, reader: rmq.CommitLogReader, res: IndexResult) -> None:
+def _check_index_entries(view: rmq.IndexFileView, task: IndexTask, written: int, reader: rmq.CommitLogReader, res: IndexResult) -> None:
     """Every entry (of the task's range) against the record it points at."""
     buf = view.buf
     geo = view.geometry
     path = task.path
-    written = min(view.header.effective_index_count, geo.index_num)
     first, stop = task.entries if task.entries is not None else (1, written)
     stop = min(stop, written)
     expired = 0
-    cached: tuple[int, set[int] | None] | None = None
+    cached: tuple[int, bool, set[int] | None] | None = None
     for number in range(first, stop):
         pos = geo.entry_position(number)
         entry = idxf.decode_index_entry(buf, pos)
@@ -835,6 +1092,8 @@ def _check_index_entries(view: rmq.IndexFileView, task: IndexTask, reader: rmq.C
         if off < task.commitlog_min:
             expired += 1
             continue
+        if _in_ranges(task.damaged, off):
+            continue  # the CommitLog finding there says what is wrong with this record
         if off >= task.commitlog_end:
             res.findings.append(
                 Finding("RMQ-IDX-PAST-END", path, pos, f"entry #{number}: expected a commitlog offset below {task.commitlog_end}, found {off}")
@@ -843,14 +1102,14 @@ def _check_index_entries(view: rmq.IndexFileView, task: IndexTask, reader: rmq.C
         if cached is None or cached[0] != off:
             try:
                 rec = reader.read(off)
-                hashes = None if rec.physical_offset != off else _index_hashes(rec)
+                is_record = rec.physical_offset == off
             except MqError:
-                hashes = None
-            cached = (off, hashes)
-        hashes = cached[1]
-        if hashes is None:
+                is_record = False
+            cached = (off, is_record, _index_hashes(rec) if is_record else None)
+        _, is_record, hashes = cached
+        if not is_record:
             res.findings.append(Finding("RMQ-IDX-ENTRY", path, pos, f"entry #{number}: commitlog offset {off} is not the start of a valid record"))
-        elif entry.key_hash not in hashes:
+        elif hashes is not None and entry.key_hash not in hashes:
             res.findings.append(
                 Finding(
                     "RMQ-IDX-ENTRY",
@@ -863,7 +1122,11 @@ def _check_index_entries(view: rmq.IndexFileView, task: IndexTask, reader: rmq.C
         res.findings.append(Finding("RMQ-IDX-EXPIRED", path, None, f"{expired} entr{'y points' if expired == 1 else 'ies point'} below the CommitLog's first file"))
 
 
-def _index_hashes(rec: MessageRecord) -> set[int]:
+def _index_hashes(rec: MessageRecord) -> set[int] | None:
+    """Hashes of the keys the broker indexed for ``rec``; None when its properties are malformed
+    (RMQ-CL-PROPERTIES) and so its keys are not known."""
+    if rec.dropped_properties:
+        return None
     keys = []
     if rec.uniq_key:
         keys.append(f"{rec.topic}#{rec.uniq_key}")
@@ -874,19 +1137,38 @@ def _index_hashes(rec: MessageRecord) -> set[int]:
 # --- the run ----------------------------------------------------------------------------------------
 
 
-def _last_data_index(segments: list[rmq.Segment]) -> int:
-    """Index of the last CommitLog file whose first record header is not zeros (-1: none)."""
-    for i in range(len(segments) - 1, -1, -1):
-        seg = segments[i]
-        if seg.size == 0:
-            continue
-        try:
-            with ReadOnlyFile(seg.path) as f:
-                if f.pread(0, 8).strip(b"\x00"):
-                    return i
-        except MqError:
-            return i
-    return -1
+def _last_queue_offset(edge: QueueEdge | None) -> int | None:
+    """The last QUEUEOFFSET of a queue in the CommitLog (when its last record broke the sequence,
+    the offset the sequence says it should have had)."""
+    if edge is None:
+        return None
+    return edge.last if edge.alt_next is None else edge.alt_next - 1
+
+
+def _open_store(root: str, commitlog_file_size: int, rebased: tuple[tuple[str, int], ...]) -> rmq.RocketMQStore:
+    """The store as the CommitLog phase found it: a misnamed CommitLog file at the base its
+    records say (its name is reported once, by RMQ-FILE-OVERLAP/GAP/ALIGN)."""
+    store = rmq.open_store(root, commitlog_file_size=commitlog_file_size)
+    if rebased:
+        bases = dict(rebased)
+        store.commitlog = sorted((replace(s, base=bases.get(str(s.path), s.base)) for s in store.commitlog), key=lambda s: s.base)
+    return store
+
+
+def _merge_ranges(ranges: list[tuple[int, int]]) -> tuple[tuple[int, int], ...]:
+    merged: list[tuple[int, int]] = []
+    for start, end in sorted(ranges):
+        if merged and start <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], end))
+        else:
+            merged.append((start, end))
+    return tuple(merged)
+
+
+def _in_ranges(ranges: tuple[tuple[int, int], ...], offset: int) -> bool:
+    """``offset`` lies in one of the sorted, disjoint ``ranges``."""
+    i = bisect.bisect_right(ranges, (offset, 1 << 64)) - 1
+    return i >= 0 and ranges[i][0] <= offset < ranges[i][1]
 
 
 def validate_rocketmq(path: str | Path, options: ValidateOptions, progress=None) -> ValidationReport:
@@ -910,53 +1192,80 @@ def validate_rocketmq(path: str | Path, options: ValidateOptions, progress=None)
         _check_segments(rmq.queue_dir(store, topic, qid), store.cq_segments(topic, qid), cq_sizes[(topic, qid)], "consumequeue", report)
 
     # phase 2: CommitLog
-    last = _last_data_index(segments)
+    # The last file holding data ends in zeros; with no data at all, the first file is that file.
+    last = max(rmq.last_data_index(segments), 0)
     tasks = [
-        CommitLogTask(str(seg.path), seg.base, file_size or seg.size, i == last)
+        CommitLogTask(
+            str(seg.path),
+            seg.base,
+            file_size or seg.size,
+            i == last,
+            alt_base=segments[i - 1].base + file_size if i and file_size and seg.base != segments[i - 1].base + file_size else None,
+        )
         for i, seg in enumerate(segments)
-        if seg.size > 0 and i <= max(last, 0)
+        if seg.size > 0 and i <= last
     ]
     summaries: dict[str, FileSummary] = {}
     queue_edges: dict[tuple[str, int], QueueEdge] = {}
     commitlog_end = store.commitlog_min_offset
     max_store_ts = 0
     prev_file_result: CommitLogFileResult | None = None
+    damaged: list[tuple[int, int]] = []
+    rebased: list[tuple[str, int]] = []
     for res in run_tasks(validate_commitlog_file, tasks, options.jobs):
         summary = FileSummary(res.path, "commitlog", res.size, res.records, res.valid_end)
         summaries[res.path] = summary
         report.files.append(summary)
         for finding in res.findings:
             report.add(finding, summary)
+        res_base = res.base if res.content_base is None else res.content_base
+        if res.content_base is not None:
+            rebased.append((res.path, res.content_base))
+        damaged.extend(res.damaged)
+        # Bytes missing before this file (a missing or zero-length file): records they held are
+        # reported by RMQ-FILE-GAP / RMQ-FILE-ZERO-LENGTH, not again by what points there.
+        missing = 0
+        if prev_file_result is not None and file_size:
+            prev_end = (prev_file_result.base if prev_file_result.content_base is None else prev_file_result.content_base) + file_size
+            if res_base > prev_end:
+                missing = _records_in(res_base - prev_end)
+                damaged.append((prev_end, res_base))
+        for key, prev in queue_edges.items():
+            if key not in res.queues:
+                prev.trail += missing + res.skipped
         for key, edge in res.queues.items():
             prev = queue_edges.get(key)
             if prev is None:
-                queue_edges[key] = QueueEdge(edge.first, edge.last, edge.count)
-            else:
-                if edge.first != prev.last + 1:
-                    report.add(
-                        Finding(
-                            "RMQ-CL-QUEUE-OFFSET",
-                            res.path,
-                            None,
-                            f"{key[0]}/{key[1]}: expected the file's first QUEUEOFFSET {prev.last + 1} (after {prev.last} in "
-                            f"{Path(prev_file_result.path).name if prev_file_result else 'an earlier file'}), found {edge.first}",
-                        ),
-                        summary,
-                    )
-                prev.last = edge.last
-                prev.count += edge.count
-        commitlog_end = res.base + res.valid_end
+                queue_edges[key] = QueueEdge(edge.first, edge.last, edge.count, trail=res.skipped - edge.mark, alt_next=edge.alt_next)
+                continue
+            if not _continues(prev.last, prev.alt_next, prev.trail + missing + edge.lead, edge.first):
+                report.add(
+                    Finding(
+                        "RMQ-CL-QUEUE-OFFSET",
+                        res.path,
+                        edge.first_position + QUEUE_OFFSET_POSITION,
+                        f"{key[0]}/{key[1]}: expected the file's first QUEUEOFFSET {prev.last + 1} (after {prev.last} in "
+                        f"{Path(prev_file_result.path).name if prev_file_result else 'an earlier file'}), found {edge.first}",
+                    ),
+                    summary,
+                )
+            prev.last = edge.last
+            prev.count += edge.count
+            prev.trail = res.skipped - edge.mark
+            prev.alt_next = edge.alt_next
+        commitlog_end = res_base + res.valid_end
         max_store_ts = max(max_store_ts, res.max_store_timestamp)
         report.bytes_checked += res.size
         advance(res.size)
         prev_file_result = res
+    damaged_ranges = _merge_ranges(damaged)
     for i, seg in enumerate(segments):
-        if i > max(last, 0) and seg.size > 0:
+        if i > last and seg.size > 0:
             summary = FileSummary(str(seg.path), "commitlog", seg.size, 0, 0)
             report.files.append(summary)
             extent = None
             with ReadOnlyFile(seg.path) as f:
-                extent = _nonzero_extent(f, 0)
+                extent = rmq.nonzero_extent(f, 0)
             if extent is not None:
                 report.add(
                     Finding("RMQ-CL-GARBAGE", str(seg.path), extent[0], "non-zero bytes in a file after the last file holding records", length=extent[1] - extent[0]),
@@ -979,8 +1288,10 @@ def validate_rocketmq(path: str | Path, options: ValidateOptions, progress=None)
                 file_size or 0,
                 store.commitlog_min_offset,
                 commitlog_end,
-                queue_edges[(topic, qid)].last if (topic, qid) in queue_edges else None,
+                _last_queue_offset(queue_edges.get((topic, qid))),
                 str(ext_root / topic / str(qid)) if (ext_root / topic / str(qid)).is_dir() else None,
+                damaged_ranges,
+                tuple(rebased),
             )
             for topic, qid in queues
         ]
@@ -1015,7 +1326,16 @@ def validate_rocketmq(path: str | Path, options: ValidateOptions, progress=None)
             parts = max(1, min(options.jobs * 2, count // 50_000)) if options.jobs > 1 else 1
             step = -(-count // parts) if count else 1
             for k in range(parts):
-                itasks.append(IndexTask(*common, entries=(1 + k * step, 1 + (k + 1) * step) if parts > 1 else None, structure=k == 0))
+                itasks.append(
+                    IndexTask(
+                        *common,
+                        entries=(1 + k * step, 1 + (k + 1) * step) if parts > 1 else None,
+                        structure=k == 0,
+                        written=count + 1,
+                        damaged=damaged_ranges,
+                        rebased=tuple(rebased),
+                    )
+                )
         index_summaries: dict[str, FileSummary] = {}
         for ires in run_tasks(validate_index_file, itasks, options.jobs):
             s = index_summaries.get(ires.path)

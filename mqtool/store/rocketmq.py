@@ -530,37 +530,65 @@ def nonzero_extent(f: ReadOnlyFile, start: int) -> tuple[int, int] | None:
     return (first, last) if first is not None else None
 
 
+def record_starts_at(f: ReadOnlyFile, base: int, pos: int, *, decode: bool = True) -> bool:
+    """A message record with PHYSICALOFFSET ``base + pos`` starts at ``pos`` (its header fits the
+    file) and, with ``decode``, decodes cleanly."""
+    from mqtool.formats.rocketmq.commitlog import MESSAGE_MAGICS, PHYSICAL_OFFSET_POSITION
+
+    head = f.pread(pos, 36)
+    if len(head) < 36 or int.from_bytes(head[4:8], "big") not in MESSAGE_MAGICS:
+        return False
+    if int.from_bytes(head[PHYSICAL_OFFSET_POSITION : PHYSICAL_OFFSET_POSITION + 8], "big", signed=True) != base + pos:
+        return False
+    total = int.from_bytes(head[0:4], "big", signed=True)
+    if not 0 < total <= min(f.size - pos, MAX_RECORD_SIZE):
+        return False
+    if decode:
+        try:
+            decode_message(f.pread(pos, total), 0)
+        except MqError:
+            return False
+    return True
+
+
 def find_next_record(f: ReadOnlyFile, base: int, start: int) -> int | None:
-    """First position >= ``start`` where a record with a message magic and a PHYSICALOFFSET
-    equal to its own address (``base`` + position) decodes cleanly: the resynchronisation point
-    after a broken record."""
+    """First position >= ``start`` where a record with a message magic and a PHYSICALOFFSET equal
+    to its own address (``base`` + position) decodes cleanly: the resynchronisation point after a
+    broken record (the earliest candidate, whichever magic it has)."""
     from mqtool.formats.rocketmq.commitlog import MESSAGE_MAGICS
 
     pos = start
     overlap = 64
     while pos < f.size:
         chunk = f.pread(pos, CHUNK_SIZE + overlap)
-        best = None
+        candidates = []
         for magic in MESSAGE_MAGICS:
             pattern = magic.to_bytes(4, "big")
             i = chunk.find(pattern, 4)
             while i != -1:
-                candidate = pos + i - 4
-                if candidate >= start and (best is None or candidate < best):
-                    try:
-                        head = f.pread(candidate, 36)
-                        if len(head) == 36 and int.from_bytes(head[28:36], "big", signed=True) == base + candidate:
-                            total = int.from_bytes(head[0:4], "big", signed=True)
-                            if 0 < total <= min(f.size - candidate, MAX_RECORD_SIZE):
-                                decode_message(f.pread(candidate, total), 0)
-                                best = candidate
-                                break
-                    except MqError:
-                        pass
+                if pos + i - 4 >= start:
+                    candidates.append(pos + i - 4)
                 i = chunk.find(pattern, i + 1)
-        if best is not None:
-            return best
+        for candidate in sorted(candidates):
+            if record_starts_at(f, base, candidate):
+                return candidate
         if len(chunk) <= overlap:
             break
         pos += len(chunk) - overlap
     return None
+
+
+def last_data_index(segments: list[Segment]) -> int:
+    """Index of the last CommitLog file whose first record header is not zeros (-1: none): the
+    active file; files after it are pre-allocated."""
+    for i in range(len(segments) - 1, -1, -1):
+        seg = segments[i]
+        if seg.size == 0:
+            continue
+        try:
+            with ReadOnlyFile(seg.path) as f:
+                if f.pread(0, 8).strip(b"\x00"):
+                    return i
+        except MqError:
+            return i
+    return -1
