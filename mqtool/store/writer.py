@@ -14,6 +14,25 @@ Used by the fixtures, the tests, ``bench`` and ``recover`` (rebuilds).  It appen
   the configured geometry, a new file when one is full.
 * ``close(clean=True)`` writes the checkpoint and removes ``abort`` (a clean shutdown);
   ``close(clean=False)`` leaves ``abort`` behind, like a crash.
+
+How CommitLog bytes reach the disk (``bench`` drives these; the defaults keep the plain
+``pwrite`` path of the fixtures):
+
+* ``WriterConfig.io``: ``"write"`` puts records in the file with ``pwrite`` (the broker's
+  ``writeWithoutMmap``); ``"mmap"`` maps each CommitLog file like the broker's
+  ``MappedByteBuffer`` and copies records into the mapping.
+* ``WriterConfig.write_buffer``: ``transientStorePoolEnable``: records land in a write buffer and
+  reach the file only when ``commit()`` runs (CommitRealTimeService); until then they are not
+  in the file at all.  A full file's buffer is committed when the next file opens.
+* Three positions, as the broker's mapped files keep them: ``write_offset`` (appended),
+  ``committed_offset`` (in the file, i.e. the page cache) and ``flushed_offset`` (synced).
+  ``begin_flush(least_pages)`` snapshots what a flush covers (``isAbleToFlush``: a full file,
+  or at least ``least_pages`` 4 KiB pages, or anything when 0) and returns a ``CommitLogSync``
+  whose ``run()`` syncs without touching the writer's state, so another thread may keep
+  appending meanwhile; ``end_flush`` records the result.  ``flush_commitlog`` does all three.
+  A sync is ``fsync(2)`` for ``write``; for ``mmap`` it is ``fdatasync(2)`` on the mapped file,
+  which is what ``msync(MS_SYNC)`` does on Linux (CPython's ``mmap.flush`` holds the GIL for
+  the whole sync, which would stall every other thread of the process).
 """
 
 from __future__ import annotations
@@ -21,7 +40,7 @@ from __future__ import annotations
 import mmap
 import os
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import tzinfo
 from pathlib import Path
 from typing import Callable
@@ -99,6 +118,117 @@ class WriterConfig:
     append_crc_property: bool = False
     #: Time zone of IndexFile names (the broker uses its local zone; fixtures use UTC).
     index_tz: tzinfo | None = None
+    #: How CommitLog bytes reach the file: ``"write"`` (pwrite) or ``"mmap"`` (a shared mapping).
+    io: str = "write"
+    #: transientStorePoolEnable: appends wait in a write buffer until ``commit()``.
+    write_buffer: bool = False
+
+
+#: ``OS_PAGE_SIZE``: the unit of ``flushCommitLogLeastPages`` / ``commitCommitLogLeastPages``.
+OS_PAGE_SIZE = 4096
+IO_MODES = ("write", "mmap")
+
+
+def _datasync(fd: int) -> None:
+    sync = getattr(os, "fdatasync", os.fsync)
+    sync(fd)
+
+
+class _CommitLogFile:
+    """One open CommitLog file and how far its bytes got: ``written`` (appended), ``committed``
+    (in the file) and ``flushed`` (synced), as positions in the file."""
+
+    def __init__(self, path: Path, base: int, size: int, io: str, buffered: bool) -> None:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            if os.fstat(fd).st_size < size:
+                os.ftruncate(fd, size)
+            self.map = mmap.mmap(fd, size) if io == "mmap" and not buffered else None
+        except BaseException:
+            os.close(fd)
+            raise
+        self.path = path
+        self.fd = fd
+        self.base = base
+        self.buffer = bytearray() if buffered else None  # holds [committed, written)
+        self.written = self.committed = self.flushed = 0
+
+    def start_at(self, position: int) -> None:
+        """Resuming: what is already in the file counts as written, committed and flushed."""
+        self.written = self.committed = self.flushed = position
+
+    def write(self, position: int, data: bytes) -> None:
+        if self.buffer is not None:
+            if position != self.written:
+                raise ValueError(f"buffered CommitLog writes are sequential: {position} after {self.written}")
+            self.buffer += data
+        elif self.map is not None:
+            self.map[position : position + len(data)] = data
+        else:
+            os.pwrite(self.fd, data, position)
+        self.written = position + len(data)
+        if self.buffer is None:
+            self.committed = self.written
+
+    def commit(self) -> int:
+        """Move the buffered bytes into the file; returns how many."""
+        if not self.buffer:
+            return 0
+        size = len(self.buffer)
+        os.pwrite(self.fd, self.buffer, self.committed)
+        self.committed += size
+        self.buffer.clear()
+        return size
+
+    def close(self) -> None:
+        self.commit()
+        if self.map is not None:
+            self.map.close()
+            self.map = None
+        os.close(self.fd)
+
+
+@dataclass(frozen=True)
+class _Unsynced:
+    """A CommitLog file closed by a roll before its bytes were synced."""
+
+    path: Path
+    end: int  # commitlog offset of the end of its bytes
+
+
+@dataclass
+class CommitLogSync:
+    """One flush: once ``run()`` returns, CommitLog data below ``offset`` is on disk.
+
+    ``run()`` touches only its own descriptors (a duplicate of the active file's, and the
+    files a roll closed, opened read-only), so appends may go on in another thread."""
+
+    offset: int
+    datasync: bool
+    fds: list[int] = field(default_factory=list)
+    rolled: list[_Unsynced] = field(default_factory=list)
+    syncs: int = 0
+
+    def run(self) -> None:
+        sync = _datasync if self.datasync else os.fsync
+        try:
+            for item in self.rolled:
+                fd = os.open(item.path, os.O_RDONLY)
+                try:
+                    sync(fd)
+                finally:
+                    os.close(fd)
+                self.syncs += 1
+            for fd in self.fds:
+                sync(fd)
+                self.syncs += 1
+        finally:
+            self.release()
+
+    def release(self) -> None:
+        for fd in self.fds:
+            os.close(fd)
+        self.fds = []
 
 
 class StoreWriter:
@@ -112,6 +242,8 @@ class StoreWriter:
         clock: Callable[[], int] | None = None,
     ) -> None:
         self.root = Path(root)
+        if config.io not in IO_MODES:
+            raise ValueError(f"io must be one of {', '.join(IO_MODES)}, not {config.io!r}")
         self.config = config
         self.clock = clock or (lambda: time.time_ns() // 1_000_000)
         for sub in ("commitlog", "consumequeue", "index", "config"):
@@ -120,9 +252,11 @@ class StoreWriter:
         (self.root / "abort").write_bytes(b"")
         self._queue_offsets: dict[tuple[str, int], int] = {}
         self._cq_files: dict[tuple[str, int, int], int] = {}
-        self._cl_fd: int | None = None
+        self._cl: _CommitLogFile | None = None
         self._cl_base = -1
         self._cl_pos = 0
+        self._unsynced: list[_Unsynced] = []
+        self._flushed_offset = 0
         self._index: IndexBuilder | None = None
         self._index_full_end_ts = 0
         self.last_store_timestamp = 0
@@ -145,6 +279,9 @@ class StoreWriter:
                 pass
         self._open_commitlog(last.base)
         self._cl_pos = walk.valid_end
+        assert self._cl is not None
+        self._cl.start_at(walk.valid_end)
+        self._flushed_offset = last.base + walk.valid_end
         for topic, qid in store.queues():
             segs = store.cq_segments(topic, qid)
             if not segs:
@@ -160,13 +297,15 @@ class StoreWriter:
 
     # --- CommitLog -----------------------------------------------------------------------------
     def _open_commitlog(self, base: int) -> None:
-        if self._cl_fd is not None:
-            os.close(self._cl_fd)
+        old = self._cl
+        if old is not None:
+            self._cl = None
+            old.close()  # commits a buffered tail first
+            if old.flushed < old.written:
+                self._unsynced.append(_Unsynced(old.path, old.base + old.written))
         path = self.root / "commitlog" / segment_name(base)
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-        if os.fstat(fd).st_size < self.config.commitlog_file_size:
-            os.ftruncate(fd, self.config.commitlog_file_size)
-        self._cl_fd = fd
+        cfg = self.config
+        self._cl = _CommitLogFile(path, base, cfg.commitlog_file_size, cfg.io, cfg.write_buffer)
         self._cl_base = base
         self._cl_pos = 0
         if self.config.preallocate_next:
@@ -178,8 +317,9 @@ class StoreWriter:
     def append(self, message: MessageRecord) -> AppendResult:
         """Append one message; fills queue offset, physical offset and store time."""
         cfg = self.config
-        if self._cl_fd is None:
+        if self._cl is None:
             self._open_commitlog(0)
+        assert self._cl is not None
         store_ts = message.store_timestamp or self.clock()
         magic = message.magic_code
         if cfg.auto_message_version:
@@ -201,11 +341,11 @@ class StoreWriter:
             raise ValueError(f"a {len(data)}-byte record cannot fit a {cfg.commitlog_file_size}-byte CommitLog file")
         left = cfg.commitlog_file_size - self._cl_pos
         if len(data) + END_FILE_MIN_BLANK_LENGTH > left:
-            os.pwrite(self._cl_fd, encode_blank(left), self._cl_pos)
+            self._cl.write(self._cl_pos, encode_blank(left))
             self._open_commitlog(self._cl_base + cfg.commitlog_file_size)
             record = replace(record, physical_offset=self._cl_base)
             data = encode_message(record, append_crc_property=cfg.append_crc_property)
-        os.pwrite(self._cl_fd, data, self._cl_pos)
+        self._cl.write(self._cl_pos, data)
         offset = self._cl_base + self._cl_pos
         self._cl_pos += len(data)
         self.last_store_timestamp = store_ts
@@ -260,9 +400,69 @@ class StoreWriter:
             os.fsync(f.fileno())
         os.replace(tmp, self.root / "checkpoint")
 
+    # --- commit and flush (the broker's CommitRealTimeService / flush services) ------------------
+    @property
+    def write_offset(self) -> int:
+        """Commitlog offset where the next record goes."""
+        return self._cl_base + self._cl_pos if self._cl is not None else 0
+
+    @property
+    def committed_offset(self) -> int:
+        """Commitlog offset below which the bytes are in the file (page cache)."""
+        return self._cl.base + self._cl.committed if self._cl is not None else 0
+
+    @property
+    def flushed_offset(self) -> int:
+        """Commitlog offset below which the bytes were synced by a flush of this writer."""
+        return self._flushed_offset
+
+    def commit(self, least_pages: int = 0) -> int:
+        """``commit(commitLeastPages)`` with a write buffer: move buffered bytes into the file
+        when at least ``least_pages`` pages wait (any bytes when 0); returns the bytes moved."""
+        cl = self._cl
+        if cl is None or cl.buffer is None or cl.written <= cl.committed:
+            return 0
+        if least_pages > 0 and cl.written // OS_PAGE_SIZE - cl.committed // OS_PAGE_SIZE < least_pages:
+            return 0
+        return cl.commit()
+
+    def begin_flush(self, least_pages: int = 0) -> CommitLogSync | None:
+        """What a flush would cover now (None when ``isAbleToFlush`` says no): committed bytes
+        past the flushed offset, when a closed file waits or ``least_pages`` pages do."""
+        target = self.committed_offset
+        flushed = self._flushed_offset
+        if target <= flushed and not self._unsynced:
+            return None
+        if least_pages > 0 and not self._unsynced and target // OS_PAGE_SIZE - flushed // OS_PAGE_SIZE < least_pages:
+            return None
+        ticket = CommitLogSync(max(target, flushed), datasync=self.config.io == "mmap", rolled=list(self._unsynced))
+        cl = self._cl
+        if cl is not None and cl.committed > cl.flushed:
+            ticket.fds.append(os.dup(cl.fd))
+        return ticket
+
+    def end_flush(self, ticket: CommitLogSync) -> None:
+        """Record a flush whose ``run()`` returned."""
+        self._flushed_offset = max(self._flushed_offset, ticket.offset)
+        done = {id(item) for item in ticket.rolled}
+        self._unsynced = [item for item in self._unsynced if id(item) not in done]
+        cl = self._cl
+        if cl is not None and cl.base <= ticket.offset:
+            cl.flushed = max(cl.flushed, min(ticket.offset - cl.base, cl.committed))
+
+    def flush_commitlog(self, least_pages: int = 0) -> bool:
+        """Flush the CommitLog now if ``least_pages`` allows; True when a sync ran."""
+        ticket = self.begin_flush(least_pages)
+        if ticket is None:
+            return False
+        ticket.run()
+        self.end_flush(ticket)
+        return True
+
     def flush(self) -> None:
-        if self._cl_fd is not None:
-            os.fsync(self._cl_fd)
+        if self._cl is not None:
+            self._cl.commit()
+        self.flush_commitlog()
         for fd in self._cq_files.values():
             os.fsync(fd)
         if self._index is not None:
@@ -275,9 +475,9 @@ class StoreWriter:
         if self._index is not None:
             self._index.close()
             self._index = None
-        if self._cl_fd is not None:
-            os.close(self._cl_fd)
-            self._cl_fd = None
+        if self._cl is not None:
+            self._cl.close()
+            self._cl = None
         if clean:
             self.write_checkpoint()
             abort = self.root / "abort"

@@ -1,0 +1,596 @@
+"""diff: two copies of one log -- a RocketMQ master and its HA slave, two replicas of a Kafka
+partition, two copies of a Jafka or MetaQ partition -- compared by offset, streaming.
+
+Byte-addressed logs (the RocketMQ CommitLog, Jafka and MetaQ partitions) hold the same bytes at
+the same offsets on both sides: HA replication copies the master's CommitLog byte for byte.  They
+are compared in bounded chunks over the range both hold (from the larger first offset to the
+smaller valid end); the first differing byte is mapped to the record holding it on each side.
+Bytes after a RocketMQ END_OF_FILE header are filler and not compared.
+
+Kafka replicas hold the same record batches at the same offsets (followers append the leader's
+batches as they are) but may roll segments at other places, so partitions are compared batch by
+batch, aligned by offset.
+
+Verdicts per log: ``identical``; ``b-prefix`` (B holds the start of A: normal replication lag);
+``a-prefix`` (A holds the start of B); ``diverged`` (the first divergence is reported); ``disjoint``
+(no offset in common, nothing to compare).  Records one side holds past the other's end are
+counted; data before the other's first offset (retention, or a slave that started later) is
+reported, not a divergence.  The CLI exits 0 for identical and prefix, 1 for diverged/disjoint.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Iterator
+
+from mqtool.errors import MqError, StoreLayoutError
+from mqtool.store.files import CHUNK_SIZE, ReadOnlyFile
+
+OK_VERDICTS = ("identical", "b-prefix", "a-prefix", "only-a", "only-b")
+
+
+@dataclass
+class Extra:
+    """Data one side holds that the other does not: ``[start, end)`` and what is in it."""
+
+    start: int
+    end: int
+    records: int = 0
+    bytes: int = 0
+
+    def to_dict(self) -> dict:
+        return {"from": self.start, "to": self.end, "records": self.records, "bytes": self.bytes}
+
+
+@dataclass
+class LogDiff:
+    name: str
+    a: dict  # {"start", "end"} offsets (bytes or Kafka offsets)
+    b: dict
+    unit: str  # "byte" or "offset"
+    verdict: str = "identical"
+    compared: dict | None = None  # {"from", "to", "bytes"}
+    divergence: dict | None = None
+    only_a: Extra | None = None
+    only_b: Extra | None = None
+    only_a_before: Extra | None = None
+    only_b_before: Extra | None = None
+    notes: list[str] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return self.verdict in OK_VERDICTS
+
+    def to_dict(self) -> dict:
+        return {
+            "name": self.name,
+            "unit": self.unit,
+            "verdict": self.verdict,
+            "a": self.a,
+            "b": self.b,
+            "compared": self.compared,
+            "divergence": self.divergence,
+            "only_in_a": self.only_a.to_dict() if self.only_a else None,
+            "only_in_b": self.only_b.to_dict() if self.only_b else None,
+            "only_in_a_before_b": self.only_a_before.to_dict() if self.only_a_before else None,
+            "only_in_b_before_a": self.only_b_before.to_dict() if self.only_b_before else None,
+            "notes": list(self.notes),
+            "problems": list(self.problems),
+        }
+
+
+@dataclass
+class DiffReport:
+    layout: str
+    a: str
+    b: str
+    logs: list[LogDiff] = field(default_factory=list)
+
+    @property
+    def verdict(self) -> str:
+        verdicts = {d.verdict for d in self.logs}
+        for v in ("diverged", "disjoint"):
+            if v in verdicts:
+                return v
+        if verdicts <= {"identical"}:
+            return "identical"
+        if verdicts <= {"identical", "b-prefix", "only-a"}:
+            return "b-prefix"
+        if verdicts <= {"identical", "a-prefix", "only-b"}:
+            return "a-prefix"
+        return "prefixes"  # some logs lag on one side, some on the other
+
+    @property
+    def ok(self) -> bool:
+        return all(d.ok for d in self.logs)
+
+    def to_dict(self) -> dict:
+        return {
+            "layout": self.layout,
+            "a": self.a,
+            "b": self.b,
+            "verdict": self.verdict,
+            "ok": self.ok,
+            "logs": [d.to_dict() for d in self.logs],
+        }
+
+
+# --- byte-addressed logs ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Seg:
+    base: int
+    size: int  # bytes of log this segment holds (its valid end for the last one)
+    path: Path
+    opener: Callable[[], object]  # -> object with pread(position, size), close()
+
+
+class _ByteLog:
+    """A byte-addressed log: segments by base offset, and the layout's record walker."""
+
+    def __init__(self, name: str, segments: list[_Seg], describe, walk_from) -> None:
+        self.name = name
+        self.segments = segments
+        self._describe = describe  # (log, offset) -> (record start, dict, filler range | None)
+        self._walk_from = walk_from  # (log, offset) -> iterator of (offset, size)
+        self._open: tuple[_Seg, object] | None = None
+
+    @property
+    def start(self) -> int:
+        return self.segments[0].base if self.segments else 0
+
+    @property
+    def end(self) -> int:
+        return self.segments[-1].base + self.segments[-1].size if self.segments else 0
+
+    def segment_for(self, offset: int) -> _Seg | None:
+        for seg in reversed(self.segments):
+            if seg.base <= offset < seg.base + seg.size:
+                return seg
+            if seg.base <= offset:
+                return None
+        return None
+
+    def reader(self, seg: _Seg):
+        if self._open is None or self._open[0] is not seg:
+            self.close()
+            self._open = (seg, seg.opener())
+        return self._open[1]
+
+    def read(self, offset: int, size: int) -> bytes:
+        """Bytes from ``offset`` up to ``size`` but never past its segment's end."""
+        seg = self.segment_for(offset)
+        if seg is None:
+            return b""
+        size = min(size, seg.base + seg.size - offset)
+        return self.reader(seg).pread(offset - seg.base, size)  # type: ignore[attr-defined]
+
+    def describe(self, offset: int):
+        return self._describe(self, offset)
+
+    def walk_from(self, offset: int) -> Iterator[tuple[int, int]]:
+        return self._walk_from(self, offset)
+
+    def close(self) -> None:
+        if self._open is not None:
+            self._open[1].close()  # type: ignore[attr-defined]
+            self._open = None
+
+
+def _first_difference(a: bytes, b: bytes) -> int:
+    """Index of the first differing byte of two equal-length, unequal buffers."""
+    lo, hi = 0, len(a)
+    while hi - lo > 64:  # bisect on slices: memcmp speed
+        mid = (lo + hi) // 2
+        if a[lo:mid] != b[lo:mid]:
+            hi = mid
+        else:
+            lo = mid
+    for i in range(lo, hi):
+        if a[i] != b[i]:
+            return i
+    return hi
+
+
+def compare_byte_logs(a: _ByteLog, b: _ByteLog, *, progress=None) -> LogDiff:
+    progress = progress or (lambda n: None)
+    diff = LogDiff(a.name, {"start": a.start, "end": a.end}, {"start": b.start, "end": b.end}, "byte")
+    lo, hi = max(a.start, b.start), min(a.end, b.end)
+    a_has, b_has = a.end > a.start, b.end > b.start
+    if not a_has or not b_has:
+        diff.verdict = "identical" if not a_has and not b_has else ("b-prefix" if a_has else "a-prefix")
+        if a_has:
+            diff.only_a = _extra(a, a.start, a.end)
+        if b_has:
+            diff.only_b = _extra(b, b.start, b.end)
+        return diff
+    if lo >= hi:
+        diff.verdict = "disjoint"
+        diff.notes.append("the two logs share no offset: nothing to compare")
+        return diff
+    if a.start < b.start:
+        diff.only_a_before = Extra(a.start, b.start, bytes=b.start - a.start)
+    elif b.start < a.start:
+        diff.only_b_before = Extra(b.start, a.start, bytes=a.start - b.start)
+    pos = lo
+    skipped_filler = 0
+    while pos < hi:
+        want = min(CHUNK_SIZE, hi - pos)
+        da, db = a.read(pos, want), b.read(pos, want)
+        n = min(len(da), len(db))
+        if n == 0:
+            diff.problems.append(f"offset {pos}: no segment holds it on side {'A' if not da else 'B'}")
+            diff.verdict = "diverged"
+            diff.divergence = {"offset": pos, "byte_offset": pos, "a": None, "b": None}
+            break
+        if da[:n] != db[:n]:
+            chunk_start = pos
+            at = pos + _first_difference(da[:n], db[:n])
+            start_a, rec_a, filler_a = a.describe(at)
+            start_b, rec_b, filler_b = b.describe(at)
+            if filler_a is not None and filler_a == filler_b:
+                skipped_filler += 1
+                progress(filler_a[1] - pos)
+                pos = filler_a[1]  # END_OF_FILE filler: not data
+                continue
+            diff.verdict = "diverged"
+            progress(at - pos)
+            pos = at
+            diff.divergence = {
+                "offset": min(start_a, start_b),
+                "byte_offset": at,
+                "a_byte": f"0x{da[at - chunk_start]:02X}",
+                "b_byte": f"0x{db[at - chunk_start]:02X}",
+                "a": rec_a,
+                "b": rec_b,
+            }
+            break
+        pos += n
+        progress(n)
+    diff.compared = {"from": lo, "to": pos, "bytes": pos - lo}
+    if skipped_filler:
+        diff.notes.append(f"{skipped_filler} END_OF_FILE filler region(s) differ (not data)")
+    if diff.verdict == "diverged":
+        diff.only_a = _extra(a, diff.divergence["offset"], a.end) if diff.divergence["a"] is not None else None
+        diff.only_b = _extra(b, diff.divergence["offset"], b.end) if diff.divergence["b"] is not None else None
+        return diff
+    if a.end > b.end:
+        diff.verdict = "b-prefix"
+        diff.only_a = _extra(a, b.end, a.end)
+    elif b.end > a.end:
+        diff.verdict = "a-prefix"
+        diff.only_b = _extra(b, a.end, b.end)
+    return diff
+
+
+def _extra(log: _ByteLog, start: int, end: int) -> Extra:
+    extra = Extra(start, end)
+    for _offset, size in log.walk_from(start):
+        extra.records += 1
+        extra.bytes += size
+    return extra
+
+
+# --- RocketMQ ------------------------------------------------------------------------------------
+
+
+def _rocketmq_log(path: Path, problems: list[str]) -> _ByteLog:
+    from mqtool.store import rocketmq as rmq
+
+    root = rmq.find_rocketmq_root(path) or path
+    store = rmq.open_store(root)
+    segments = [s for s in store.commitlog if s.size > 0]
+    # the valid end: walk back over all-zero (pre-allocated) files to the last file with data
+    valid: list[_Seg] = []
+    last_index = None
+    last_end = 0
+    for i in range(len(segments) - 1, -1, -1):
+        seg = segments[i]
+        with ReadOnlyFile(seg.path) as f:
+            walk = rmq.CommitLogFileWalk(f)
+            for _ in walk:
+                pass
+        if walk.count == 0 and walk.end is not None and walk.end.kind == "zeros" and walk.end.position == 0 and i > 0:
+            continue
+        last_index, last_end = i, walk.valid_end
+        if walk.end is not None and walk.end.kind == "blank":
+            last_end = walk.end.position + walk.end.length
+        if walk.error is not None:
+            problems.append(str(walk.error))
+        break
+    if last_index is not None:
+        for seg in segments[:last_index]:
+            valid.append(_Seg(seg.base, seg.size, seg.path, lambda p=seg.path: ReadOnlyFile(p)))
+        seg = segments[last_index]
+        valid.append(_Seg(seg.base, last_end, seg.path, lambda p=seg.path: ReadOnlyFile(p)))
+    return _ByteLog(f"{root}/commitlog", valid, _rocketmq_describe, _rocketmq_walk)
+
+
+def _rocketmq_describe(log: _ByteLog, offset: int):
+    """(record start, record dict, END_OF_FILE filler range or None) for the byte at ``offset``."""
+    from mqtool.formats.rocketmq.commitlog import encode_offset_msg_id
+    from mqtool.store import rocketmq as rmq
+
+    seg = log.segment_for(offset)
+    if seg is None:
+        return offset, None, None
+    with ReadOnlyFile(seg.path) as f:
+        walk = rmq.CommitLogFileWalk(f)
+        for pos, rec in walk:
+            if seg.base + pos + rec.total_size > offset:
+                return seg.base + pos, {
+                    "commitlog_offset": seg.base + pos,
+                    "size": rec.total_size,
+                    "topic": rec.topic,
+                    "queue_id": rec.queue_id,
+                    "queue_offset": rec.queue_offset,
+                    "store_timestamp": rec.store_timestamp,
+                    "msg_id": encode_offset_msg_id(rec.store_host, rec.physical_offset),
+                    "body_crc": rec.body_crc,
+                }, None
+        end = walk.end
+        if end is not None and end.kind == "blank":
+            start = seg.base + end.position
+            if offset >= start + 8:
+                return start, {"commitlog_offset": start, "size": end.length, "kind": "END_OF_FILE"}, (start + 8, start + end.length)
+            return start, {"commitlog_offset": start, "size": end.length, "kind": "END_OF_FILE"}, None
+        where = seg.base + walk.valid_end
+        what = str(walk.error) if walk.error is not None else f"no valid record (data ends: {end.kind if end else '?'})"
+        return where, {"commitlog_offset": where, "error": what}, None
+
+
+def _rocketmq_walk(log: _ByteLog, offset: int) -> Iterator[tuple[int, int]]:
+    from mqtool.store import rocketmq as rmq
+
+    pos = offset
+    while True:
+        seg = log.segment_for(pos)
+        if seg is None:
+            return
+        with ReadOnlyFile(seg.path) as f:
+            walk = rmq.CommitLogFileWalk(f, pos - seg.base)
+            for p, rec in walk:
+                if seg.base + p >= seg.base + seg.size:
+                    return
+                yield seg.base + p, rec.total_size
+        if walk.end is None or walk.end.kind != "blank":
+            return
+        pos = seg.base + walk.end.position + walk.end.length
+
+
+# --- Jafka / MetaQ ----------------------------------------------------------------------------
+
+
+def _legacy_logs(path: Path, layout: str, problems: list[str]) -> dict[str, _ByteLog]:
+    from mqtool.store.legacy import SegmentWalk
+
+    if layout == "jafka":
+        from mqtool.store import jafka as mod
+
+        data = mod.open_jafka(path)
+    else:
+        from mqtool.store import metaq as mod  # type: ignore[no-redef]
+
+        data = mod.open_metaq(path)
+    logs = {}
+    for part in data.partitions:
+        segs = list(part.segments)
+        valid: list[_Seg] = []
+        for i, seg in enumerate(segs):
+            size = seg.size or 0
+            if i == len(segs) - 1:
+                with mod.open_segment(seg) as reader:
+                    walk = SegmentWalk(reader, mod.FRAMING)
+                    for _ in walk:
+                        pass
+                size = walk.valid_end
+                if walk.error is not None:
+                    problems.append(str(walk.error))
+            valid.append(_Seg(seg.start_offset, size, seg.path, lambda s=seg: mod.open_segment(s)))
+
+        def describe(log: _ByteLog, offset: int, mod=mod):
+            seg = log.segment_for(offset)
+            if seg is None:
+                return offset, None, None
+            with seg.opener() as reader:  # type: ignore[attr-defined]
+                walk = SegmentWalk(reader, mod.FRAMING)
+                for pos, message in walk:
+                    size = message.serialized_size if layout == "jafka" else message.size
+                    if seg.base + pos + size > offset:
+                        info = {"offset": seg.base + pos, "size": size}
+                        if layout == "metaq":
+                            info.update(id=message.id, flag=message.flag, checksum=message.checksum)
+                        else:
+                            info.update(magic=message.magic, crc=message.crc)
+                        return seg.base + pos, info, None
+                where = seg.base + walk.valid_end
+                return where, {"offset": where, "error": str(walk.error) if walk.error else "no valid message"}, None
+
+        def walk_from(log: _ByteLog, offset: int, mod=mod):
+            pos = offset
+            while True:
+                seg = log.segment_for(pos)
+                if seg is None:
+                    return
+                with seg.opener() as reader:  # type: ignore[attr-defined]
+                    walk = SegmentWalk(reader, mod.FRAMING, pos - seg.base)
+                    for p, message in walk:
+                        if p >= seg.size:
+                            return
+                        yield seg.base + p, message.serialized_size if layout == "jafka" else message.size
+                pos = seg.base + seg.size
+
+        logs[part.name] = _ByteLog(part.name, valid, describe, walk_from)
+    return logs
+
+
+# --- Kafka ------------------------------------------------------------------------------------------
+
+
+@dataclass
+class _Entry:
+    offset: int
+    last_offset: int
+    size: int
+    raw: bytes
+    header: object
+    position: int
+    path: Path
+
+    def describe(self) -> dict:
+        h = self.header
+        info = {"base_offset": self.offset, "last_offset": self.last_offset, "size": self.size, "file": str(self.path), "position": self.position}
+        for name in ("partition_leader_epoch", "crc", "max_timestamp", "producer_id", "magic"):
+            value = getattr(h, name, None)
+            if value is not None:
+                info[name] = value
+        return info
+
+
+def _kafka_entries(part, problems: list[str]) -> Iterator[_Entry]:
+    from mqtool.store import kafka as kstore
+
+    for seg in part.log_segments():
+        with ReadOnlyFile(seg.log) as f:
+            walk = kstore.LogFileWalk(f, mode="header")
+            for pos, entry in walk:
+                start = pos - walk.buffer_start
+                raw = bytes(walk.buffer[start : start + entry.size])
+                yield _Entry(entry.offset, entry.last_offset, entry.size, raw, entry.header, pos, seg.log)
+            if walk.error is not None:
+                problems.append(str(walk.error))
+
+
+def compare_kafka_partitions(name: str, pa, pb) -> LogDiff:
+    problems: list[str] = []
+    ea, eb = _kafka_entries(pa, problems), _kafka_entries(pb, problems)
+    a, b = next(ea, None), next(eb, None)
+    diff = LogDiff(name, {"start": a.offset if a else None, "end": None}, {"start": b.offset if b else None, "end": None}, "offset")
+    before_a = before_b = None
+    while a is not None and b is not None and a.last_offset < b.offset:
+        before_a = before_a or Extra(a.offset, b.offset)
+        before_a.records += a.last_offset - a.offset + 1
+        before_a.bytes += a.size
+        a = next(ea, None)
+    while a is not None and b is not None and b.last_offset < a.offset:
+        before_b = before_b or Extra(b.offset, a.offset)
+        before_b.records += b.last_offset - b.offset + 1
+        before_b.bytes += b.size
+        b = next(eb, None)
+    diff.only_a_before, diff.only_b_before = before_a, before_b
+    compared_from = a.offset if a is not None and b is not None else None
+    compared_entries = 0
+    last_equal = None
+    while a is not None and b is not None:
+        if a.raw != b.raw:
+            diff.verdict = "diverged"
+            diff.divergence = {"offset": min(a.offset, b.offset), "a": a.describe(), "b": b.describe()}
+            break
+        compared_entries += 1
+        last_equal = a.last_offset
+        a, b = next(ea, None), next(eb, None)
+    if compared_from is not None:
+        diff.compared = {"from": compared_from, "to": (last_equal + 1) if last_equal is not None else compared_from, "entries": compared_entries}
+    elif a is not None and b is not None:
+        pass
+    if a is not None:
+        diff.only_a = Extra(a.offset, a.offset)
+    if b is not None:
+        diff.only_b = Extra(b.offset, b.offset)
+    for extra, entry, it in ((diff.only_a, a, ea), (diff.only_b, b, eb)):
+        while extra is not None and entry is not None:
+            extra.records += entry.last_offset - entry.offset + 1
+            extra.bytes += entry.size
+            extra.end = entry.last_offset + 1
+            entry = next(it, None)
+    diff.a["end"] = diff.only_a.end if diff.only_a else (last_equal + 1 if last_equal is not None else None)
+    diff.b["end"] = diff.only_b.end if diff.only_b else (last_equal + 1 if last_equal is not None else None)
+    if diff.verdict != "diverged":
+        has_a = diff.a["start"] is not None
+        has_b = diff.b["start"] is not None
+        if has_a and has_b and compared_from is None:
+            diff.verdict = "disjoint"
+            diff.notes.append("the two partitions share no offset: nothing to compare")
+        elif diff.only_a and not diff.only_b:
+            diff.verdict = "b-prefix"
+        elif diff.only_b and not diff.only_a:
+            diff.verdict = "a-prefix"
+    diff.problems.extend(problems)
+    return diff
+
+
+# --- entry point ---------------------------------------------------------------------------------------
+
+
+def diff_stores(path_a: str | Path, path_b: str | Path, layout: str, *, progress=None) -> DiffReport:
+    """Compare two copies of a store of ``layout`` (both detected as the same layout)."""
+    path_a, path_b = Path(path_a), Path(path_b)
+    report = DiffReport(layout, str(path_a), str(path_b))
+    if layout == "rocketmq":
+        pa: list[str] = []
+        pb: list[str] = []
+        la, lb = _rocketmq_log(path_a, pa), _rocketmq_log(path_b, pb)
+        try:
+            d = compare_byte_logs(la, lb, progress=progress)
+        finally:
+            la.close()
+            lb.close()
+        d.name = "commitlog"
+        d.problems = [*(f"A: {p}" for p in pa), *(f"B: {p}" for p in pb), *d.problems]
+        report.logs.append(d)
+        return report
+    if layout == "kafka":
+        from mqtool.store import kafka as kstore
+
+        sa, sb = kstore.open_kafka(path_a), kstore.open_kafka(path_b)
+        if len(sa.partitions) == 1 and len(sb.partitions) == 1 and sa.kind != "log-dir" and sb.kind != "log-dir":
+            pairs = [(sa.partitions[0].name if sa.partitions[0].name == sb.partitions[0].name else f"{sa.partitions[0].name} / {sb.partitions[0].name}", sa.partitions[0], sb.partitions[0])]
+        else:
+            by_a = {p.name: p for p in sa.partitions}
+            by_b = {p.name: p for p in sb.partitions}
+            pairs = [(n, by_a.get(n), by_b.get(n)) for n in sorted(set(by_a) | set(by_b))]
+        for name, part_a, part_b in pairs:
+            if part_a is None or part_b is None:
+                d = LogDiff(name, {"start": None, "end": None}, {"start": None, "end": None}, "offset", verdict="only-a" if part_b is None else "only-b")
+                d.notes.append(f"partition only in {'A' if part_b is None else 'B'}")
+                report.logs.append(d)
+                continue
+            report.logs.append(compare_kafka_partitions(name, part_a, part_b))
+        return report
+    if layout in ("jafka", "metaq"):
+        pa, pb = [], []
+        logs_a, logs_b = _legacy_logs(path_a, layout, pa), _legacy_logs(path_b, layout, pb)
+        if len(logs_a) == 1 and len(logs_b) == 1 and set(logs_a) != set(logs_b):
+            (na, la), (nb, lb) = next(iter(logs_a.items())), next(iter(logs_b.items()))
+            logs_a, logs_b = {f"{na} / {nb}": la}, {f"{na} / {nb}": lb}
+        for name in sorted(set(logs_a) | set(logs_b)):
+            la, lb = logs_a.get(name), logs_b.get(name)
+            if la is None or lb is None:
+                d = LogDiff(name, {}, {}, "byte", verdict="only-a" if lb is None else "only-b")
+                d.notes.append(f"partition only in {'A' if lb is None else 'B'}")
+                report.logs.append(d)
+                continue
+            try:
+                d = compare_byte_logs(la, lb, progress=progress)
+            finally:
+                la.close()
+                lb.close()
+            d.name = name
+            report.logs.append(d)
+        if report.logs:
+            report.logs[0].problems[:0] = [*(f"A: {p}" for p in pa), *(f"B: {p}" for p in pb)]
+        return report
+    from mqtool.errors import UnsupportedFormatError
+
+    raise UnsupportedFormatError(f"`mqtool diff` does not handle the {layout} layout", expected="rocketmq, kafka, jafka or metaq", found=layout)
+
+
+def check_same_layout(layout_a: str, layout_b: str, path_b: Path) -> None:
+    if layout_a != layout_b:
+        raise StoreLayoutError(expected=f"two stores of one layout ({layout_a})", found=layout_b, path=path_b)
+
+
+__all__ = ["DiffReport", "LogDiff", "Extra", "diff_stores", "compare_byte_logs", "compare_kafka_partitions", "check_same_layout", "MqError"]

@@ -1,0 +1,634 @@
+"""stats: per topic/queue (or partition) numbers of a store, in one streaming pass.
+
+Every record is read once, in file order, in bounded chunks; what is kept per queue is a few
+counters, the largest size, and two HyperLogLog sketches (TAGS and KEYS), so memory depends on
+the number of queues, not on the number of messages:
+
+* ``messages``, ``bytes`` (bytes of the records on disk), first/last store time (the smallest
+  and largest timestamp met), write rate over that retained window, the largest message;
+* distinct TAGS and KEYS estimated with HyperLogLog (Flajolet, Fusy, Gandouet, Meunier 2007;
+  64-bit BLAKE2b hashes, 2**12 registers = 4 KiB per sketch, relative standard error
+  1.04/sqrt(4096) = 1.6 %; up to 256 distinct values the hashes themselves are kept (2 KiB at
+  most), as in HyperLogLog++'s sparse mode, so small counts are exact);
+* the store-wide top-N largest messages (a bounded heap);
+* disk usage: the store's files (apparent and allocated bytes) and the file system's, with a
+  forecast: at the write rate of the last 24 h of data (the 24 h before the newest record, per
+  minute), how long until the disk reaches the clean threshold -- RocketMQ's
+  ``diskMaxUsedSpaceRatio`` 75 % (used ratio computed as the broker does), 100 % (full) for the
+  other layouts, or ``threshold``.
+
+What a layout offers: RocketMQ -- every CommitLog record by topic and queue id (transactional
+PREPARED/ROLLBACK records included, as in the CommitLog); TAGS and KEYS properties; store
+timestamps.  Kafka -- records by partition (control records not counted as messages; ``bytes``
+are the batches' bytes); record keys; record timestamps (CreateTime or LogAppendTime).  Jafka
+and MetaQ -- messages by partition (compressed Jafka wrappers opened); MetaQ attributes count as
+tags; their messages carry no time, so times and rates come from segment modification times
+(each segment's bytes dated at its mtime).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import heapq
+from array import array
+import math
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable, Iterator
+
+from mqtool.errors import MqError
+from mqtool.ops.clean import DiskProbe, DiskUsage, statvfs_usage
+from mqtool.store.files import ReadOnlyFile
+
+HOUR_MS = 3_600_000
+DAY_MS = 24 * HOUR_MS
+MINUTE_MS = 60_000
+#: RocketMQ ``diskMaxUsedSpaceRatio`` default: the space rule of CleanCommitLogService.
+ROCKETMQ_CLEAN_RATIO = 0.75
+
+
+class HyperLogLog:
+    """A HyperLogLog sketch with ``2**p`` one-byte registers (64-bit hashes: no large-range
+    correction needed).  Like HyperLogLog++'s sparse mode, the first ``EXACT_LIMIT`` distinct
+    hashes are kept as they are, so small cardinalities (typical for tags) are exact and a
+    sketch costs a few hundred bytes until it needs its registers."""
+
+    EXACT_LIMIT = 256
+
+    def __init__(self, p: int = 12) -> None:
+        if not 4 <= p <= 16:
+            raise ValueError("p must be in 4..16")
+        self.p = p
+        self.m = 1 << p
+        self.exact: array | None = array("Q")  # distinct hashes, until EXACT_LIMIT of them
+        self.registers: bytearray | None = None
+
+    @property
+    def relative_error(self) -> float:
+        return 1.04 / math.sqrt(self.m)
+
+    @staticmethod
+    def hash(value: str | bytes) -> int:
+        data = value.encode("utf-8", "surrogatepass") if isinstance(value, str) else bytes(value)
+        return int.from_bytes(hashlib.blake2b(data, digest_size=8).digest(), "big")
+
+    def add(self, value: str | bytes) -> None:
+        h = self.hash(value)
+        if self.exact is not None:
+            if h not in self.exact:
+                self.exact.append(h)
+                if len(self.exact) > self.EXACT_LIMIT:
+                    self._to_registers()
+            return
+        self._put(h)
+
+    def _put(self, h: int) -> None:
+        assert self.registers is not None
+        index = h >> (64 - self.p)
+        rest = h & ((1 << (64 - self.p)) - 1)
+        rank = (64 - self.p) - rest.bit_length() + 1
+        if rank > self.registers[index]:
+            self.registers[index] = rank
+
+    def _to_registers(self) -> None:
+        hashes, self.exact = self.exact if self.exact is not None else array("Q"), None
+        self.registers = bytearray(self.m)
+        for h in hashes:
+            self._put(h)
+
+    def merge(self, other: "HyperLogLog") -> None:
+        if other.p != self.p:
+            raise ValueError("sketches of different precision")
+        if self.exact is not None and other.exact is not None:
+            for h in other.exact:
+                if h not in self.exact:
+                    self.exact.append(h)
+            if len(self.exact) > self.EXACT_LIMIT:
+                self._to_registers()
+            return
+        if self.exact is not None:
+            self._to_registers()
+        assert self.registers is not None
+        if other.exact is not None:
+            for h in other.exact:
+                self._put(h)
+        else:
+            assert other.registers is not None
+            self.registers = bytearray(max(a, b) for a, b in zip(self.registers, other.registers))
+
+    def estimate(self) -> int:
+        if self.exact is not None:
+            return len(self.exact)
+        assert self.registers is not None
+        m = self.m
+        alpha = 0.7213 / (1 + 1.079 / m) if m >= 128 else {16: 0.673, 32: 0.697, 64: 0.709}[m]
+        zeros = self.registers.count(0)
+        raw = alpha * m * m / sum(2.0 ** -r for r in self.registers)
+        if raw <= 2.5 * m and zeros:
+            return round(m * math.log(m / zeros))
+        return round(raw)
+
+
+@dataclass
+class UnitStats:
+    """One topic/queue (RocketMQ) or partition (Kafka, Jafka, MetaQ)."""
+
+    topic: str | None
+    queue: int | None
+    name: str
+    messages: int = 0
+    bytes: int = 0
+    first_timestamp: int | None = None
+    last_timestamp: int | None = None
+    max_size: int = 0
+    tags: HyperLogLog | None = None
+    keys: HyperLogLog | None = None
+    #: for layouts without message times: (bytes, mtime ms) per segment
+    segment_times: list[tuple[int, int]] = field(default_factory=list)
+
+    def add(self, size: int, timestamp: int | None, tags: Iterable[str] = (), keys: Iterable[str] = ()) -> None:
+        self.messages += 1
+        if size > self.max_size:
+            self.max_size = size
+        if timestamp is not None and timestamp >= 0:
+            if self.first_timestamp is None or timestamp < self.first_timestamp:
+                self.first_timestamp = timestamp
+            if self.last_timestamp is None or timestamp > self.last_timestamp:
+                self.last_timestamp = timestamp
+        for tag in tags:
+            if self.tags is None:
+                self.tags = HyperLogLog()
+            self.tags.add(tag)
+        for key in keys:
+            if self.keys is None:
+                self.keys = HyperLogLog()
+            self.keys.add(key)
+
+    def rate(self) -> tuple[float | None, float | None]:
+        """(messages/s, bytes/s) over the retained window."""
+        if self.segment_times:
+            return _segment_rate(self.segment_times, self.messages, self.bytes)
+        if self.first_timestamp is None or self.last_timestamp is None or self.last_timestamp <= self.first_timestamp:
+            return None, None
+        seconds = (self.last_timestamp - self.first_timestamp) / 1000
+        return self.messages / seconds, self.bytes / seconds
+
+
+def _segment_rate(times: list[tuple[int, int]], messages: int, total: int) -> tuple[float | None, float | None]:
+    """Rate from segment mtimes: the bytes written after the first segment was last written,
+    over the time between the first and the last segment's last writes."""
+    if len(times) < 2:
+        return None, None
+    ordered = sorted(times, key=lambda t: t[1])
+    span = (ordered[-1][1] - ordered[0][1]) / 1000
+    if span <= 0:
+        return None, None
+    after_first = total - ordered[0][0]
+    share = after_first / total if total else 0
+    return messages * share / span, after_first / span
+
+
+@dataclass(frozen=True)
+class LargeMessage:
+    size: int
+    unit: str
+    topic: str | None
+    queue: int | None
+    offset: int
+    timestamp: int | None
+
+
+class _Top:
+    """The N largest messages seen (a min-heap of N)."""
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+        self.heap: list[tuple[int, int, LargeMessage]] = []
+        self.seq = 0
+
+    def offer(self, size: int, make) -> None:
+        if self.n <= 0:
+            return
+        if len(self.heap) < self.n:
+            self.seq += 1
+            heapq.heappush(self.heap, (size, -self.seq, make()))
+        elif size > self.heap[0][0]:
+            self.seq += 1
+            heapq.heapreplace(self.heap, (size, -self.seq, make()))
+
+    def items(self) -> list[LargeMessage]:
+        return [item for _, _, item in sorted(self.heap, key=lambda t: (-t[0], -t[1]))]
+
+
+class _RecentBytes:
+    """Bytes per minute for the 24 h before the newest time seen (bounded: at most ~1441 keys)."""
+
+    def __init__(self) -> None:
+        self.minutes: dict[int, int] = {}
+        self.newest: int | None = None
+        self.oldest: int | None = None
+
+    def add(self, timestamp: int, size: int) -> None:
+        if self.oldest is None or timestamp < self.oldest:
+            self.oldest = timestamp
+        minute = timestamp // MINUTE_MS
+        if self.newest is not None and minute < self.newest // MINUTE_MS - 24 * 60:
+            return
+        self.minutes[minute] = self.minutes.get(minute, 0) + size
+        if self.newest is None or timestamp > self.newest:
+            self.newest = timestamp
+            if len(self.minutes) > 2 * 24 * 60:
+                self._prune()
+
+    def _prune(self) -> None:
+        assert self.newest is not None
+        floor = self.newest // MINUTE_MS - 24 * 60
+        self.minutes = {m: b for m, b in self.minutes.items() if m >= floor}
+
+    def last_day(self) -> tuple[int, float]:
+        """(bytes in the 24 h before the newest time, the hours that window covers)."""
+        if self.newest is None:
+            return 0, 0.0
+        self._prune()
+        floor = self.newest // MINUTE_MS - 24 * 60
+        total = sum(b for m, b in self.minutes.items() if m > floor)
+        assert self.oldest is not None
+        span_ms = min(DAY_MS, self.newest - self.oldest)
+        return total, span_ms / HOUR_MS
+
+
+@dataclass
+class StatsOptions:
+    top: int = 10
+    threshold: float | None = None  # the disk used ratio to forecast; None: the layout's
+    check_crc: bool = True
+
+
+@dataclass
+class StoreStats:
+    layout: str
+    root: str
+    units: list[UnitStats] = field(default_factory=list)
+    largest: list[LargeMessage] = field(default_factory=list)
+    recent: _RecentBytes = field(default_factory=_RecentBytes)
+    store_bytes: int = 0
+    store_allocated_bytes: int = 0
+    disk: DiskUsage | None = None
+    threshold: float = 1.0
+    threshold_name: str = "(a full disk)"
+    problems: list[str] = field(default_factory=list)
+    time_source: str = "store timestamps"
+
+    # --- derived -----------------------------------------------------------------------------
+    def topics(self) -> list[dict]:
+        out: dict[str | None, dict] = {}
+        for u in self.units:
+            t = out.setdefault(
+                u.topic,
+                {"topic": u.topic, "queues": 0, "messages": 0, "bytes": 0, "first_store_timestamp": None, "last_store_timestamp": None, "max_message_size": 0, "_tags": None, "_keys": None},
+            )
+            t["queues"] += 1
+            t["messages"] += u.messages
+            t["bytes"] += u.bytes
+            t["max_message_size"] = max(t["max_message_size"], u.max_size)
+            t["first_store_timestamp"] = _min(t["first_store_timestamp"], u.first_timestamp)
+            t["last_store_timestamp"] = _max(t["last_store_timestamp"], u.last_timestamp)
+            for attr, key in (("tags", "_tags"), ("keys", "_keys")):
+                sketch = getattr(u, attr)
+                if sketch is not None:
+                    if t[key] is None:
+                        t[key] = HyperLogLog(sketch.p)
+                    t[key].merge(sketch)
+        rows = []
+        for t in out.values():
+            t["tags_estimate"] = t.pop("_tags").estimate() if t["_tags"] is not None else 0
+            t["keys_estimate"] = t.pop("_keys").estimate() if t["_keys"] is not None else 0
+            t.pop("_tags", None)
+            t.pop("_keys", None)
+            rows.append(t)
+        return rows
+
+    def forecast(self) -> dict:
+        day_bytes, hours = self.recent.last_day()
+        rate = day_bytes / hours if hours > 0 else None
+        doc: dict = {
+            "store_bytes": self.store_bytes,
+            "store_allocated_bytes": self.store_allocated_bytes,
+            "filesystem_total": None,
+            "filesystem_available": None,
+            "used_ratio": None,
+            "threshold": self.threshold,
+            "threshold_name": self.threshold_name,
+            "last_24h_bytes": day_bytes,
+            "last_24h_window_hours": round(hours, 3),
+            "write_rate_bytes_per_hour": round(rate, 1) if rate is not None else None,
+            "bytes_to_threshold": None,
+            "hours_to_threshold": None,
+            "forecast": None,
+        }
+        if self.disk is None:
+            return doc
+        d = self.disk
+        used = d.total - d.free
+        capacity = used + d.available
+        doc.update(filesystem_total=d.total, filesystem_available=d.available, used_ratio=round(d.used_ratio, 4))
+        to_go = int(self.threshold * capacity - used)
+        doc["bytes_to_threshold"] = to_go
+        pct = f"{self.threshold:.0%} {self.threshold_name}"
+        if self.threshold_name.startswith("RocketMQ") or self.threshold_name == "threshold":
+            pct = "the " + pct
+        if to_go <= 0:
+            doc["hours_to_threshold"] = 0.0
+            doc["forecast"] = f"the disk is already at or above {pct} ({d.used_ratio:.0%} used)"
+        elif not rate:
+            doc["forecast"] = f"no writes in the last 24 h of data: the disk stays below {pct}"
+        else:
+            hours_left = to_go / rate
+            doc["hours_to_threshold"] = round(hours_left, 2)
+            window = "the last 24 h write rate" if hours >= 23.99 else f"the write rate of the data's {_span_text(hours)}"
+            doc["forecast"] = f"at {window}, disk reaches {pct} in {_hours_text(hours_left)}"
+        return doc
+
+    def to_dict(self) -> dict:
+        units = []
+        total_messages = total_bytes = 0
+        first = last = None
+        queue_key = "queue_id" if self.layout == "rocketmq" else "partition"
+        for u in self.units:
+            mps, bps = u.rate()
+            total_messages += u.messages
+            total_bytes += u.bytes
+            first = _min(first, u.first_timestamp)
+            last = _max(last, u.last_timestamp)
+            units.append(
+                {
+                    "name": u.name,
+                    "topic": u.topic,
+                    queue_key: u.queue,
+                    "messages": u.messages,
+                    "bytes": u.bytes,
+                    "first_store_timestamp": u.first_timestamp,
+                    "last_store_timestamp": u.last_timestamp,
+                    "messages_per_s": round(mps, 3) if mps is not None else None,
+                    "bytes_per_s": round(bps, 1) if bps is not None else None,
+                    "max_message_size": u.max_size,
+                    "tags_estimate": u.tags.estimate() if u.tags is not None else 0,
+                    "keys_estimate": u.keys.estimate() if u.keys is not None else 0,
+                }
+            )
+        span = (last - first) / 1000 if first is not None and last is not None and last > first else None
+        return {
+            "layout": self.layout,
+            "root": self.root,
+            "time_source": self.time_source,
+            "totals": {
+                "queues": len(self.units),
+                "messages": total_messages,
+                "bytes": total_bytes,
+                "first_store_timestamp": first,
+                "last_store_timestamp": last,
+                "messages_per_s": round(total_messages / span, 3) if span else None,
+                "bytes_per_s": round(total_bytes / span, 1) if span else None,
+            },
+            "cardinality": {
+                "estimator": "HyperLogLog",
+                "registers": HyperLogLog().m,
+                "relative_standard_error": round(HyperLogLog().relative_error, 4),
+                "exact_up_to": HyperLogLog.EXACT_LIMIT,
+            },
+            "units": units,
+            "topics": self.topics(),
+            "largest": [
+                {"size": m.size, "name": m.unit, "topic": m.topic, queue_key: m.queue, "offset": m.offset, "store_timestamp": m.timestamp}
+                for m in self.largest
+            ],
+            "disk": self.forecast(),
+            "problems": list(self.problems),
+        }
+
+
+def _hours_text(hours: float) -> str:
+    if hours < 48:
+        return f"{hours:,.1f} h"
+    if hours < 24 * 365 * 2:
+        return f"{hours:,.0f} h ({hours / 24:,.0f} days)"
+    years = hours / (24 * 365)
+    return f"{years:,.0f} years" if years < 1000 else "more than a thousand years"
+
+
+def _span_text(hours: float) -> str:
+    seconds = hours * 3600
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    if seconds < 7200:
+        return f"{seconds / 60:.0f} min"
+    return f"{hours:.1f} h"
+
+
+def _min(a: int | None, b: int | None) -> int | None:
+    return b if a is None else a if b is None else min(a, b)
+
+
+def _max(a: int | None, b: int | None) -> int | None:
+    return b if a is None else a if b is None else max(a, b)
+
+
+# --- per layout -------------------------------------------------------------------------------------
+
+
+def _rocketmq(path: Path, stats: StoreStats, top: _Top, options: StatsOptions, progress) -> Path:
+    from mqtool.store import rocketmq as rmq
+
+    root = rmq.find_rocketmq_root(path) or path
+    store = rmq.open_store(root)
+    units: dict[tuple[str, int], UnitStats] = {}
+    for seg in store.commitlog:
+        if seg.size == 0:
+            continue
+        with ReadOnlyFile(seg.path) as f:
+            walk = rmq.CommitLogFileWalk(f, check_crc=options.check_crc)
+            done = 0
+            for pos, record in walk:
+                key = (record.topic, record.queue_id)
+                unit = units.get(key)
+                if unit is None:
+                    unit = units[key] = UnitStats(record.topic, record.queue_id, f"{record.topic}/{record.queue_id}")
+                size = record.total_size
+                unit.bytes += size
+                tags = (record.tags,) if record.tags else ()
+                unit.add(size, record.store_timestamp, tags, record.keys)
+                stats.recent.add(record.store_timestamp, size)
+                top.offer(size, lambda: LargeMessage(size, unit.name, record.topic, record.queue_id, seg.base + pos, record.store_timestamp))
+                end = pos + size
+                if end - done >= 1 << 20:
+                    progress(end - done)
+                    done = end
+            progress(f.size - done)
+            if walk.error is not None:
+                stats.problems.append(str(walk.error))
+    stats.units = [units[k] for k in sorted(units)]
+    stats.threshold, stats.threshold_name = ROCKETMQ_CLEAN_RATIO, "RocketMQ clean threshold (diskMaxUsedSpaceRatio)"
+    return root
+
+
+def _kafka(path: Path, stats: StoreStats, top: _Top, options: StatsOptions, progress) -> Path:
+    from mqtool.store import kafka as kstore
+
+    store = kstore.open_kafka(path)
+    stats.time_source = "record timestamps"
+    for part in store.partitions:
+        unit = UnitStats(part.topic, part.partition, part.name)
+        for seg in part.log_segments():
+            assert seg.log is not None
+            with ReadOnlyFile(seg.log) as f:
+                walk = kstore.LogFileWalk(f, mode="full", check_crc=options.check_crc)
+                done = 0
+                for pos, entry in walk:
+                    unit.bytes += entry.size
+                    share = entry.size
+                    for rec in entry.records or ():
+                        if rec.is_control:
+                            continue
+                        size = len(rec.key or b"") + len(rec.value or b"") + sum(len(h.key) + len(h.value or b"") for h in rec.headers)
+                        keys = (rec.key,) if rec.key is not None else ()
+                        unit.add(size, rec.timestamp, (), keys)
+                        if rec.timestamp is not None and rec.timestamp >= 0:
+                            stats.recent.add(rec.timestamp, share)
+                            share = 0
+                        top.offer(size, lambda: LargeMessage(size, unit.name, part.topic, part.partition, rec.offset, rec.timestamp))
+                    end = pos + entry.size
+                    if end - done >= 1 << 20:
+                        progress(end - done)
+                        done = end
+                progress(f.size - done)
+                if walk.error is not None:
+                    stats.problems.append(str(walk.error))
+        stats.units.append(unit)
+    return Path(store.root)
+
+
+def _jafka_messages(message, depth: int = 0) -> Iterator:
+    from mqtool.formats import jafka as jf
+
+    if not message.compressed:
+        yield message
+        return
+    if depth >= jf.MAX_NESTING:
+        raise MqError("compressed wrappers nested too deep", expected=f"at most {jf.MAX_NESTING} levels", found="more")
+    for _, inner in jf.iter_inner_messages(message):
+        yield from _jafka_messages(inner, depth + 1)
+
+
+def _legacy(path: Path, stats: StoreStats, top: _Top, options: StatsOptions, progress, layout: str) -> Path:
+    from mqtool.store.legacy import SegmentWalk
+
+    if layout == "jafka":
+        from mqtool.store import jafka as mod
+
+        data = mod.open_jafka(path)
+    else:
+        from mqtool.store import metaq as mod  # type: ignore[no-redef]
+
+        data = mod.open_metaq(path)
+    stats.time_source = "segment modification times (the messages carry no time)"
+    for part in data.partitions:
+        unit = UnitStats(part.topic, part.partition, part.name)
+        for seg in data.selected(part, archives=False):
+            mtime_ms = int(os.stat(seg.path).st_mtime * 1000)
+            seg_bytes = 0
+            with mod.open_segment(seg) as reader:
+                walk = SegmentWalk(reader, mod.FRAMING, check_crc=options.check_crc)
+                try:
+                    for pos, message in walk:
+                        if layout == "jafka":
+                            size_on_disk = message.serialized_size
+                            unit.bytes += size_on_disk
+                            seg_bytes += size_on_disk
+                            for inner in _jafka_messages(message):
+                                size = len(inner.payload)
+                                unit.add(size, None)
+                                top.offer(size, lambda: LargeMessage(size, unit.name, part.topic, part.partition, seg.start_offset + pos, None))
+                        else:
+                            unit.bytes += message.size
+                            seg_bytes += message.size
+                            size = len(message.payload)
+                            attribute = message.attribute_text
+                            unit.add(size, None, (attribute,) if attribute is not None else ())
+                            top.offer(size, lambda: LargeMessage(size, unit.name, part.topic, part.partition, seg.start_offset + pos, None))
+                except MqError as exc:
+                    stats.problems.append(str(exc.at(seg.path, 0)))
+                progress(reader.size)
+                if walk.error is not None:
+                    stats.problems.append(str(walk.error))
+            unit.segment_times.append((seg_bytes, mtime_ms))
+            stats.recent.add(mtime_ms, seg_bytes)
+        if unit.segment_times:
+            times = [t for _, t in unit.segment_times]
+            unit.first_timestamp, unit.last_timestamp = min(times), max(times)
+        stats.units.append(unit)
+    return Path(data.root)
+
+
+def tree_usage(root: Path) -> tuple[int, int]:
+    """(apparent bytes, allocated bytes) of the regular files under ``root`` (symlinks not followed)."""
+    apparent = allocated = 0
+    if root.is_file():
+        st = root.stat()
+        return st.st_size, st.st_blocks * 512
+    for dirpath, _dirnames, filenames in os.walk(root):
+        for name in filenames:
+            try:
+                st = os.lstat(os.path.join(dirpath, name))
+            except OSError:
+                continue
+            if not os.path.islink(os.path.join(dirpath, name)):
+                apparent += st.st_size
+                allocated += st.st_blocks * 512
+    return apparent, allocated
+
+
+def store_stats(
+    path: str | Path,
+    layout: str,
+    options: StatsOptions = StatsOptions(),
+    *,
+    probe: DiskProbe = statvfs_usage,
+    progress=None,
+) -> StoreStats:
+    """Stats of the store at ``path`` (``layout`` from ``store.layout.detect_layout``)."""
+    path = Path(path)
+    progress = progress or (lambda n: None)
+    stats = StoreStats(layout, str(path))
+    top = _Top(options.top)
+    if layout == "rocketmq":
+        root = _rocketmq(path, stats, top, options, progress)
+    elif layout == "kafka":
+        root = _kafka(path, stats, top, options, progress)
+    elif layout in ("jafka", "metaq"):
+        root = _legacy(path, stats, top, options, progress, layout)
+    else:
+        from mqtool.errors import UnsupportedFormatError
+
+        raise UnsupportedFormatError(f"`mqtool stats` does not handle the {layout} layout", expected="rocketmq, kafka, jafka or metaq", found=layout)
+    stats.root = str(root)
+    stats.largest = top.items()
+    stats.store_bytes, stats.store_allocated_bytes = tree_usage(root)
+    if options.threshold is not None:
+        stats.threshold, stats.threshold_name = options.threshold, "threshold"
+    try:
+        stats.disk = probe(root if root.is_dir() else root.parent)
+    except OSError as exc:
+        stats.problems.append(f"{root}: disk usage unavailable: {exc.strerror or exc}")
+    return stats
+
+
+def input_size(path: str | Path, layout: str) -> int:
+    """Bytes the stats pass will read (for a progress bar)."""
+    root = Path(path)
+    if layout == "rocketmq":
+        from mqtool.store import rocketmq as rmq
+
+        found = rmq.find_rocketmq_root(root)
+        return sum(s.size for s in rmq.open_store(found).commitlog) if found else 0
+    return tree_usage(root)[0]
