@@ -59,7 +59,7 @@ def _root(
 
 def _register_commands() -> None:
     # Imported here so each command module registers itself on ``app``.
-    from mqtool.cli import cmd_clean, cmd_dump, cmd_dump_kafka, cmd_dump_legacy, cmd_info, cmd_query, cmd_recover, cmd_validate  # noqa: F401
+    from mqtool.cli import cmd_bench, cmd_clean, cmd_diff, cmd_dump, cmd_dump_kafka, cmd_dump_legacy, cmd_info, cmd_query, cmd_recover, cmd_stats, cmd_validate  # noqa: F401
 
 
 _register_commands()
@@ -78,6 +78,7 @@ def main(argv: list[str] | None = None) -> None:
 def run(args: list[str]) -> int:
     """Run the CLI with ``args``; return the exit code (never raises, never prints a traceback
     unless debugging)."""
+    _state["debug"] = False  # per run: in-process callers (tests, fuzzing) run many commands
     command = typer.main.get_command(app)
     try:
         result = command.main(args=args, prog_name="mqtool", standalone_mode=False)

@@ -1,1 +1,275 @@
 """``mqtool dump kafka-*``: Kafka segment, index and checkpoint families."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from mqtool.cli.cmd_dump import dump_app
+from mqtool.cli.cmd_info import render_generic
+from mqtool.cli.common import DecodeOpt, FormatOpt, JsonlOpt, JsonOpt, renderer
+from mqtool.cli.exit_codes import ExitCode
+from mqtool.cli.render import BodyDecode, OutputFormat
+from mqtool.cli.rows import parse_time
+from mqtool.cli.rows_kafka import (
+    INDEX_COLUMNS,
+    LOG_COLUMNS,
+    SNAPSHOT_COLUMNS,
+    TIMEINDEX_COLUMNS,
+    TXNINDEX_COLUMNS,
+    batch_row,
+    index_row,
+    record_row,
+    snapshot_row,
+)
+from mqtool.ops import dump_kafka as ops
+
+KafkaPathArg = Annotated[Path, typer.Argument(help="A Kafka log dir, a partition dir, or one file.")]
+TopicOpt = Annotated[Optional[str], typer.Option("--topic", help="Only partitions of this topic (PATH a log dir).")]
+PartitionOpt = Annotated[Optional[int], typer.Option("--partition", help="Only this partition number.")]
+LimitOpt = Annotated[Optional[int], typer.Option("--limit", min=0, help="Stop after this many rows.")]
+
+
+def _finish(out, problems, extra_failures: int = 0) -> int:
+    for problem in problems:
+        out.error(str(problem))
+    if problems:
+        out.warn("`mqtool validate` explains the damage (and what Kafka's recovery would do with it)")
+    return ExitCode.FINDINGS if problems or extra_failures else ExitCode.OK
+
+
+def _limited(rows, limit: int | None):
+    if limit is None:
+        yield from rows
+        return
+    if limit == 0:
+        return
+    for n, row in enumerate(rows, 1):
+        yield row
+        if n >= limit:
+            return
+
+
+@dump_app.command("kafka-log")
+def dump_kafka_log(
+    path: KafkaPathArg,
+    deep: Annotated[
+        bool,
+        typer.Option(
+            "--deep-iteration",
+            "--deep",
+            help="Also one row per record after its batch row (kafka-dump-log --deep-iteration): offset, timestamp, "
+            "sequence, headers with values, key and payload.",
+        ),
+    ] = False,
+    records_only: Annotated[
+        bool, typer.Option("--records-only", help="Only the record rows (implies --deep-iteration); what a consumer would see.")
+    ] = False,
+    topic: TopicOpt = None,
+    partition: PartitionOpt = None,
+    from_offset: Annotated[
+        Optional[int], typer.Option("--from-offset", min=0, help="Start at this offset (the .index finds where to start reading).")
+    ] = None,
+    since: Annotated[Optional[str], typer.Option("--since", help="Timestamp >= this (ms since epoch or ISO-8601).")] = None,
+    until: Annotated[Optional[str], typer.Option("--until", help="Timestamp <= this (ms since epoch or ISO-8601).")] = None,
+    max_bytes: Annotated[
+        Optional[int], typer.Option("--max-bytes", min=0, help="Read only the first N bytes of each .log (entries that end within them).")
+    ] = None,
+    limit: LimitOpt = None,
+    offsets_decoder: Annotated[
+        bool, typer.Option("--offsets-decoder", help="Decode keys and values as __consumer_offsets records (implies --deep-iteration).")
+    ] = False,
+    transaction_log_decoder: Annotated[
+        bool, typer.Option("--transaction-log-decoder", help="Decode keys and values as __transaction_state records (implies --deep-iteration).")
+    ] = False,
+    metadata_decoder: Annotated[
+        bool,
+        typer.Option(
+            "--metadata-decoder", "--cluster-metadata-decoder", help="Decode values as KRaft __cluster_metadata records (implies --deep-iteration)."
+        ),
+    ] = False,
+    no_decoders: Annotated[
+        bool, typer.Option("--no-decoders", help="Do not decode internal topics automatically (by partition dir name).")
+    ] = False,
+    no_crc: Annotated[bool, typer.Option("--no-crc", help="Do not report CRC mismatches as problems (is_valid still shows them).")] = False,
+    decode: DecodeOpt = BodyDecode.base64,
+    fmt: FormatOpt = OutputFormat.table,
+    as_json: JsonOpt = False,
+    as_jsonl: JsonlOpt = False,
+) -> int:
+    """Batches of .log segments with every field kafka-dump-log prints (and records with --deep-iteration).
+
+    PATH is a log dir, a partition dir, a segment, a KRaft .checkpoint snapshot or any file
+    holding Kafka record batches / messages (magic 0, 1, 2). __consumer_offsets,
+    __transaction_state and __cluster_metadata records are decoded automatically in their
+    partition dirs. A CRC mismatch shows as is_valid false and exit code 1; a broken entry
+    framing ends the walk of that file."""
+    out = renderer(fmt, as_json, as_jsonl)
+    chosen = [name for name, flag in (("offsets", offsets_decoder), ("transaction-log", transaction_log_decoder), ("metadata", metadata_decoder)) if flag]
+    if len(chosen) > 1 or (chosen and no_decoders):
+        raise typer.BadParameter("give at most one of --offsets-decoder, --transaction-log-decoder, --metadata-decoder, --no-decoders")
+    decoder = chosen[0] if chosen else ("none" if no_decoders else "auto")
+    deep = deep or records_only or bool(chosen)
+    options = ops.LogDumpOptions(
+        deep=deep,
+        from_offset=from_offset,
+        since_ms=parse_time(since, "--since"),
+        until_ms=parse_time(until, "--until"),
+        max_bytes=max_bytes,
+        check_crc=not no_crc,
+        decoder=decoder,  # type: ignore[arg-type]
+    )
+    targets = ops.log_targets(path, topic=topic, partition=partition)
+    if not targets:
+        out.warn(f"no .log segment under {path}" + (" for the --topic/--partition given" if topic is not None or partition is not None else ""))
+    engine = ops.LogDump(targets, options)
+    table = out.fmt is OutputFormat.table
+    mode = BodyDecode.utf8 if table and decode is BodyDecode.base64 else decode
+
+    def rows():
+        with out.progress(engine.total_bytes, "dump kafka-log", streaming=True) as advance:
+            done = 0
+            for item in engine:
+                if not records_only:
+                    yield batch_row(item, decode=mode, table=table)
+                for record in item.records or ():
+                    yield record_row(item.batch, item.target.partition_name, record, decode=mode, table=table)
+                advance(engine.bytes_done - done)
+                done = engine.bytes_done
+
+    out.stream(_limited(rows(), limit), LOG_COLUMNS)
+    for end in engine.ends:
+        if end.kind == "partial":
+            out.warn(f"{end.path}:{end.valid_end}: {end.size - end.valid_end} bytes of a partial entry at the end (torn tail)")
+        elif end.kind == "zeros":
+            out.warn(f"{end.path}:{end.valid_end}: {end.size - end.valid_end} zero bytes after the last entry (pre-allocated segment)")
+        elif end.kind == "limit":
+            out.warn(f"{end.path}: stopped at {end.valid_end} (--max-bytes {max_bytes}); {end.size - end.valid_end} bytes not read")
+    return _finish(out, engine.problems)
+
+
+def _index_family(kind: str, path: Path, topic, partition, verify: bool, limit, fmt, as_json, as_jsonl, columns) -> int:
+    out = renderer(fmt, as_json, as_jsonl)
+    engine = ops.IndexDump(ops.index_targets(path, kind, topic=topic, partition=partition), kind, verify=verify)  # type: ignore[arg-type]
+    table = out.fmt is OutputFormat.table
+    out.stream(_limited((index_row(r, kind, table=table) for r in engine), limit), columns)
+    for file, count, end in engine.ends:
+        if end is not None and end.kind == "zeros" and end.length:
+            out.warn(f"{file}:{end.position}: {end.length} bytes of unused zero slots after {count} entries (pre-allocated index)")
+        elif end is not None and end.kind == "partial":
+            out.warn(f"{file}:{end.position}: {end.length} trailing bytes shorter than an entry")
+        if count == 0 and (end is None or end.kind == "eof"):
+            out.warn(f"{file} is empty.")
+    if verify and engine.mismatches:
+        out.error(f"{engine.mismatches} entr{'y' if engine.mismatches == 1 else 'ies'} do not match the log (see the verify field)")
+    return _finish(out, engine.problems, engine.mismatches)
+
+
+VerifyOpt = Annotated[
+    bool,
+    typer.Option("--verify", help="Check every entry against the .log (adds a verify field; exit 1 on a mismatch)."),
+]
+
+
+@dump_app.command("kafka-index")
+def dump_kafka_index(
+    path: KafkaPathArg,
+    topic: TopicOpt = None,
+    partition: PartitionOpt = None,
+    verify: Annotated[
+        bool,
+        typer.Option(
+            "--verify",
+            help="Check every entry against the .log: exact (the batch's last offset), within (its first offset, Kafka <= 0.10), "
+            "multi-batch (the last batch of the same append), mismatch, not-a-batch, past-end. Exit 1 on a mismatch.",
+        ),
+    ] = False,
+    limit: LimitOpt = None,
+    fmt: FormatOpt = OutputFormat.table,
+    as_json: JsonOpt = False,
+    as_jsonl: JsonlOpt = False,
+) -> int:
+    """Offset index entries (.index): offset, relative offset and log position, up to the zero tail."""
+    return _index_family("index", path, topic, partition, verify, limit, fmt, as_json, as_jsonl, INDEX_COLUMNS)
+
+
+@dump_app.command("kafka-timeindex")
+def dump_kafka_timeindex(
+    path: KafkaPathArg,
+    topic: TopicOpt = None,
+    partition: PartitionOpt = None,
+    verify: VerifyOpt = False,
+    limit: LimitOpt = None,
+    fmt: FormatOpt = OutputFormat.table,
+    as_json: JsonOpt = False,
+    as_jsonl: JsonlOpt = False,
+) -> int:
+    """Time index entries (.timeindex): timestamp and offset (--verify: the batch holding the offset has that max timestamp)."""
+    return _index_family("timeindex", path, topic, partition, verify, limit, fmt, as_json, as_jsonl, TIMEINDEX_COLUMNS)
+
+
+@dump_app.command("kafka-txnindex")
+def dump_kafka_txnindex(
+    path: KafkaPathArg,
+    topic: TopicOpt = None,
+    partition: PartitionOpt = None,
+    verify: VerifyOpt = False,
+    limit: LimitOpt = None,
+    fmt: FormatOpt = OutputFormat.table,
+    as_json: JsonOpt = False,
+    as_jsonl: JsonlOpt = False,
+) -> int:
+    """Aborted transactions (.txnindex): producer, first/last offset, last stable offset (--verify: an ABORT marker is there)."""
+    return _index_family("txnindex", path, topic, partition, verify, limit, fmt, as_json, as_jsonl, TXNINDEX_COLUMNS)
+
+
+@dump_app.command("kafka-snapshot")
+def dump_kafka_snapshot(
+    path: KafkaPathArg,
+    topic: TopicOpt = None,
+    partition: PartitionOpt = None,
+    limit: LimitOpt = None,
+    fmt: FormatOpt = OutputFormat.table,
+    as_json: JsonOpt = False,
+    as_jsonl: JsonlOpt = False,
+) -> int:
+    """Producer-state snapshots (.snapshot): one row per producer, as kafka-dump-log prints them."""
+    out = renderer(fmt, as_json, as_jsonl)
+    problems: list = []
+    targets = ops.index_targets(path, "snapshot", topic=topic, partition=partition)
+    table = out.fmt is OutputFormat.table
+    out.stream(_limited((snapshot_row(r, table=table) for r in ops.snapshot_rows(targets, problems)), limit), SNAPSHOT_COLUMNS)
+    return _finish(out, problems)
+
+
+@dump_app.command("kafka-checkpoint")
+def dump_kafka_checkpoint(
+    path: KafkaPathArg,
+    topic: TopicOpt = None,
+    partition: PartitionOpt = None,
+    fmt: FormatOpt = OutputFormat.table,
+    as_json: JsonOpt = False,
+    as_jsonl: JsonlOpt = False,
+) -> int:
+    """Checkpoint and state files: offset checkpoints, leader epochs, meta.properties and the like.
+
+    The four offset checkpoints (recovery point, high watermark, log start, cleaner offset),
+    leader-epoch-checkpoint, partition.metadata, meta.properties, .kafka_cleanshutdown,
+    quorum-state and stray *.tmp files, as one document; a file that does not parse has an
+    error field (exit 1)."""
+    out = renderer(fmt, as_json, as_jsonl)
+    docs = [ops.read_checkpoint_file(p, topic=topic, partition=partition) for p in ops.checkpoint_files(path)]
+    docs = ops.partition_filter(docs, topic, partition)
+    doc = {"files": docs}
+
+    def table(console):
+        for d in docs:
+            render_generic(console, {k: v for k, v in d.items() if k not in ("file",)}, d["file"])
+
+    out.document(doc, table)
+    errors = [d["error"] for d in docs if "error" in d]
+    for error in errors:
+        out.error(error)
+    return ExitCode.FINDINGS if errors else ExitCode.OK

@@ -1,4 +1,5 @@
-"""``mqtool query``: find messages offline by key, message id, unique key or queue offset."""
+"""``mqtool query``: find messages offline by key, message id, unique key or queue offset
+(RocketMQ), or by offset or timestamp (Kafka)."""
 
 from __future__ import annotations
 
@@ -8,11 +9,13 @@ from typing import Annotated, Optional
 import typer
 
 from mqtool.cli.app import app
-from mqtool.cli.common import DecodeOpt, FormatOpt, JsonlOpt, JsonOpt, renderer
+from mqtool.cli.common import DecodeOpt, FormatOpt, JsonlOpt, JsonOpt, LayoutOpt, renderer
 from mqtool.cli.exit_codes import ExitCode
 from mqtool.cli.render import BodyDecode, Column, OutputFormat
 from mqtool.cli.rows import iso_ms, message_row, parse_time
+from mqtool.errors import MqError, UnsupportedFormatError
 from mqtool.ops import query as ops_query
+from mqtool.store.layout import detect_layout
 from mqtool.store.rocketmq import open_store
 
 QUERY_COLUMNS = [
@@ -29,7 +32,7 @@ QUERY_COLUMNS = [
 
 @app.command("query")
 def query(
-    store_path: Annotated[Path, typer.Argument(metavar="STORE", help="A RocketMQ store root.")],
+    store_path: Annotated[Path, typer.Argument(metavar="STORE", help="A RocketMQ store root, or a Kafka log dir or partition dir.")],
     key: Annotated[Optional[str], typer.Option("--key", help="Messages with this KEYS token (queryMsgByKey).")] = None,
     msg_id: Annotated[Optional[str], typer.Option("--msg-id", help="An offsetMsgId (queryMsgById).")] = None,
     uniq_key: Annotated[Optional[str], typer.Option("--uniq-key", help="A client message id / UNIQ_KEY (queryMsgByUniqueKey).")] = None,
@@ -42,16 +45,28 @@ def query(
     scan: Annotated[bool, typer.Option("--scan", help="Search by scanning the CommitLog instead of the IndexFiles.")] = False,
     index_slots: Annotated[Optional[int], typer.Option("--index-hash-slots", help="maxHashSlotNum when not the default.")] = None,
     index_num: Annotated[Optional[int], typer.Option("--index-num", help="maxIndexNum when not the default.")] = None,
+    partition: Annotated[Optional[int], typer.Option("--partition", help="Kafka: partition number (with --topic; optional for a partition dir).")] = None,
+    offset: Annotated[Optional[int], typer.Option("--offset", min=0, help="Kafka: the record at this offset (.index lookup, then a short log scan).")] = None,
+    timestamp: Annotated[
+        Optional[str],
+        typer.Option("--timestamp", help="Kafka: the first record with timestamp >= this (ms or ISO-8601; .timeindex lookup, as ListOffsets)."),
+    ] = None,
+    layout: LayoutOpt = None,
     decode: DecodeOpt = BodyDecode.base64,
     fmt: FormatOpt = OutputFormat.table,
     as_json: JsonOpt = False,
     as_jsonl: JsonlOpt = False,
 ) -> int:
-    """Find messages: --key, --msg-id, --uniq-key, or --topic/--queue-id/--queue-offset.
+    """Find messages: --key, --msg-id, --uniq-key, or --topic/--queue-id/--queue-offset (RocketMQ);
+    --offset or --timestamp with --topic/--partition (Kafka; --max N returns N records from there).
 
     Exit 0 when something was found, 1 when nothing matched (or data was damaged), 3 when STORE
     is not a store."""
     out = renderer(fmt, as_json, as_jsonl)
+    if _is_kafka(store_path, layout, offset is not None or timestamp is not None or partition is not None):
+        if any(v is not None for v in (key, msg_id, uniq_key, queue_id, queue_offset, begin, end)) or scan:
+            raise typer.BadParameter("a Kafka query takes --offset or --timestamp (with --topic/--partition), not RocketMQ options")
+        return _query_kafka(out, store_path, topic, partition, offset, timestamp, max_results, decode)
     modes = [m for m in (key, msg_id, uniq_key, queue_offset) if m is not None]
     if len(modes) != 1:
         raise typer.BadParameter("give exactly one of --key, --msg-id, --uniq-key, --queue-offset")
@@ -96,6 +111,48 @@ def query(
         out.error(str(problem))
     if result.collisions:
         out.warn(f"{result.collisions} index candidate(s) were hash collisions and were filtered out")
+    if result.problems:
+        return ExitCode.FINDINGS
+    return ExitCode.OK if result.hits else ExitCode.FINDINGS
+
+
+def _is_kafka(path: Path, layout: str | None, kafka_options: bool) -> bool:
+    """Kafka when forced or detected; any other path keeps the RocketMQ behaviour (and errors)."""
+    if layout is not None and layout not in ("rocketmq", "kafka"):
+        raise UnsupportedFormatError("`mqtool query` handles the rocketmq and kafka layouts", expected="rocketmq or kafka", found=layout)
+    if layout is not None:
+        return layout == "kafka"
+    if kafka_options:
+        return True
+    try:
+        return detect_layout(path) == "kafka"
+    except MqError:
+        return False
+
+
+def _query_kafka(out, path: Path, topic, partition, offset, timestamp, max_results, decode) -> int:
+    from mqtool.cli.rows_kafka import QUERY_COLUMNS as KAFKA_QUERY_COLUMNS
+    from mqtool.cli.rows_kafka import hit_row
+    from mqtool.ops import query_kafka
+    from mqtool.store.kafka import open_kafka
+
+    if (offset is None) == (timestamp is None):
+        raise typer.BadParameter("give exactly one of --offset, --timestamp")
+    store = open_kafka(path)
+    count = max_results or 1
+    if offset is not None:
+        result = query_kafka.query_offset(store, topic, partition, offset, max_results=count)
+    else:
+        result = query_kafka.query_timestamp(store, topic, partition, parse_time(timestamp, "--timestamp"), max_results=count)
+    table = out.fmt is OutputFormat.table
+    mode = BodyDecode.utf8 if table and decode is BodyDecode.base64 else decode
+    out.stream((hit_row(hit, decode=mode, table=table) for hit in result.hits), KAFKA_QUERY_COLUMNS)
+    for step in result.steps:
+        out.warn(f"lookup: {step}")
+    for note in result.notes:
+        out.warn(note)
+    for problem in result.problems:
+        out.error(str(problem))
     if result.problems:
         return ExitCode.FINDINGS
     return ExitCode.OK if result.hits else ExitCode.FINDINGS

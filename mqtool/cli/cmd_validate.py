@@ -66,6 +66,13 @@ def validate(
     ] = None,
     index_slots: Annotated[Optional[int], typer.Option("--index-hash-slots", help="maxHashSlotNum when not inferable.")] = None,
     index_num: Annotated[Optional[int], typer.Option("--index-num", help="maxIndexNum when not inferable.")] = None,
+    deep: Annotated[
+        bool,
+        typer.Option(
+            "--deep",
+            help="Kafka: also decode every record (varint framing, record count, offset/timestamp deltas, decompression, inner messages).",
+        ),
+    ] = False,
     fmt: Annotated[ValidateFormat, typer.Option("--format", "-f", help="table, json (one document), jsonl (findings), junit (XML).")] = ValidateFormat.table,
     as_json: JsonOpt = False,
     as_jsonl: JsonlOpt = False,
@@ -89,10 +96,15 @@ def validate(
         cq_file_size=cq_file_size,
         index_hash_slot_num=index_slots,
         index_num=index_num,
+        deep=deep,
     )
     out = Renderer(OutputFormat.table if fmt in (ValidateFormat.table, ValidateFormat.junit) else OutputFormat(fmt.value))
     commitlog = Path(path) / "commitlog"
     total = sum(p.stat().st_size for p in commitlog.glob("*") if p.is_file()) if detected == "rocketmq" and commitlog.is_dir() else 0
+    if detected == "kafka" and fmt is ValidateFormat.table:
+        from mqtool.store.kafka import open_kafka, total_log_bytes
+
+        total = total_log_bytes(open_kafka(path))
     with out.progress(total if fmt is ValidateFormat.table else 0, "validate") as advance:
         report = validate_path(path, options, detected, advance)
     if fmt is ValidateFormat.json:

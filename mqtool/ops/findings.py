@@ -26,7 +26,6 @@ CODES: dict[str, CodeInfo] = {
     "RMQ-FILE-ALIGN": CodeInfo(W, "files", "a segment name that is not a multiple of the file size"),
     "RMQ-FILE-UNREADABLE": CodeInfo(E, "files", "a file that cannot be read (permissions, I/O error, not a regular file)"),
     "RMQ-FILE-LINK": CodeInfo(W, "files", "a segment name that is a symbolic link: not followed (segments must be regular files)"),
-    "RMQ-ROCKSDB-CQ": CodeInfo(E, "files", "consumequeue/ is a RocksDB database (storeType=defaultRocksDB): not checked"),
     # commitlog
     "RMQ-CL-MAGIC": CodeInfo(E, "commitlog", "a record header whose magic code is not a message or BLANK magic"),
     "RMQ-CL-SIZE": CodeInfo(E, "commitlog", "TOTALSIZE out of bounds or not equal to the size computed from the record's lengths"),
@@ -46,14 +45,13 @@ CODES: dict[str, CodeInfo] = {
     "RMQ-CL-GARBAGE": CodeInfo(E, "commitlog", "non-zero bytes after the end of valid data in the last file"),
     "RMQ-CL-UNREADABLE-REGION": CodeInfo(E, "commitlog", "bytes between a broken record and the next valid record"),
     "RMQ-CL-VALID-END": CodeInfo(I, "commitlog", "where valid data ends in the CommitLog"),
-    "RMQ-CL-IN-PROGRESS": CodeInfo(I, "commitlog", "the tail is being written (the file grew while it was read)"),
+    "RMQ-CL-IN-PROGRESS": CodeInfo(I, "commitlog", "the tail is being written (a writer holds the lock and more valid data appeared while validating)"),
     # consumequeue
     "RMQ-CQ-PAST-END": CodeInfo(E, "consumequeue", "a unit pointing at or past the end of valid CommitLog data"),
     "RMQ-CQ-EXPIRED": CodeInfo(I, "consumequeue", "units pointing below the CommitLog's first file (expired by retention)"),
     "RMQ-CQ-NOT-A-RECORD": CodeInfo(E, "consumequeue", "a unit pointing at a commitlog offset where no record starts"),
     "RMQ-CQ-MISMATCH": CodeInfo(E, "consumequeue", "the record a unit points at has another size, topic, queue id or queue offset"),
     "RMQ-CQ-TAGS": CodeInfo(E, "consumequeue", "tagsCode differs from the hash of TAGS (or the delivery time of a delayed message)"),
-    "RMQ-CQ-MISSING-UNIT": CodeInfo(E, "consumequeue", "a record with no ConsumeQueue unit while later records of its queue have one"),
     "RMQ-CQ-LAG": CodeInfo(W, "consumequeue", "the ConsumeQueue ends before the CommitLog's records of that queue (dispatch behind)"),
     "RMQ-CQ-INVALID-UNIT": CodeInfo(E, "consumequeue", "a unit that is neither valid nor zero (the broker ends the queue there)"),
     "RMQ-CQ-PARTIAL-UNIT": CodeInfo(W, "consumequeue", "trailing bytes shorter than a 20-byte unit"),
@@ -66,6 +64,7 @@ CODES: dict[str, CodeInfo] = {
     "RMQ-IDX-SLOT": CodeInfo(E, "index", "an entry whose key hash belongs to another slot than the chain holding it"),
     "RMQ-IDX-ENTRY": CodeInfo(E, "index", "an entry pointing at no record, or at a record without a key of that hash"),
     "RMQ-IDX-EXPIRED": CodeInfo(I, "index", "entries pointing below the CommitLog's first file (expired by retention)"),
+    "RMQ-IDX-IN-PROGRESS": CodeInfo(I, "index", "the IndexFile a live writer is filling: header and chains not checked"),
     "RMQ-IDX-PAST-END": CodeInfo(E, "index", "an entry pointing at or past the end of valid CommitLog data"),
     # checkpoint / shutdown / config
     "RMQ-ABORT": CodeInfo(W, "checkpoint", "the abort file is present: the last shutdown was not clean"),

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import bisect
 import os
+import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -58,13 +59,14 @@ from mqtool.ops.findings import Finding, Severity
 from mqtool.ops.validate import FileSummary, ValidateOptions, ValidationReport, run_tasks
 from mqtool.store import rocketmq as rmq
 from mqtool.store.files import CHUNK_SIZE, ReadOnlyFile, read_small_file
+from mqtool.store.lock import probe_record_lock
 from mqtool.store.writer import cq_tags_code
 
 # --- phase 1: files ------------------------------------------------------------------------------
 
 
 def _check_segments(
-    directory: Path, segments: list[rmq.Segment], file_size: int | None, family: str, report: ValidationReport
+    directory: Path, segments: list[rmq.Segment], file_size: int | None, family: str, report: ValidationReport, live: bool = False
 ) -> None:
     for path in rmq.unexpected_entries(directory):
         if path.name.startswith(".mqtool"):
@@ -86,9 +88,10 @@ def _check_segments(
                     "RMQ-FILE-ZERO-LENGTH",
                     str(seg.path),
                     0,
-                    f"zero-length {family} file ({where}); RocketMQ 4.x refuses to start, 5.1.3+ deletes a zero-length last file",
+                    f"zero-length {family} file ({where}); "
+                    + ("a live writer is creating it" if live and i == last else "RocketMQ 4.x refuses to start, 5.1.3+ deletes a zero-length last file"),
                     # Before the last file no version starts, and the file's data is gone.
-                    severity=None if i == last else Severity.error,
+                    severity=(Severity.info if live else None) if i == last else Severity.error,
                 )
             )
         elif seg.size != file_size:
@@ -192,6 +195,8 @@ class CommitLogTask:
     file_size: int
     is_last: bool  # the last file holding data: ends in zeros, not END_OF_FILE
     check_properties: bool = True
+    #: A writer holds the store's lock: a tail that changes while we read it is in progress.
+    live: bool = False
     #: The base the file would have after its predecessor, when its name says otherwise.
     alt_base: int | None = None
 
@@ -305,6 +310,8 @@ def validate_commitlog_file(task: CommitLogTask) -> CommitLogFileResult:
         res.size = f.size
         try:
             _walk_commitlog_file(f, task, res)
+            if task.live and task.is_last and any(x.level is not Severity.info for x in res.findings):
+                res = _recheck_live_tail(task, res)
         except StoreIOError as exc:
             res.findings.append(Finding("RMQ-FILE-UNREADABLE", task.path, exc.position, str(exc)))
             # What could not be read is reported once, not again by what points into it.
@@ -312,6 +319,35 @@ def validate_commitlog_file(task: CommitLogTask) -> CommitLogFileResult:
             res.damaged.append((task.base + start, task.base + stop))
             res.skipped += _records_in(stop - start)
     return res
+
+
+def _recheck_live_tail(task: CommitLogTask, first: CommitLogFileResult) -> CommitLogFileResult:
+    """A writer is appending to this file: what looked wrong at its tail may be a record being
+    written.  Read the file again a moment later; if more valid data now follows, the first
+    read's tail findings were an in-progress append, reported as one RMQ-CL-IN-PROGRESS."""
+    for delay in (0.05, 0.2, 0.5):
+        time.sleep(delay)
+        second = CommitLogFileResult(task.path, task.base, 0)
+        with ReadOnlyFile(task.path) as f:
+            second.size = f.size
+            _walk_commitlog_file(f, task, second)
+        if second.valid_end > first.valid_end:
+            tail = first.valid_end
+            kept = [x for x in first.findings if x.level is Severity.info or x.position is None or x.position < tail]
+            kept = [x for x in kept if x.code != "RMQ-CL-VALID-END"]
+            kept.append(
+                Finding(
+                    "RMQ-CL-IN-PROGRESS",
+                    task.path,
+                    tail,
+                    f"the tail from {tail} is being written (a writer holds the store's lock; {second.valid_end - tail} more "
+                    "valid bytes appeared while validating): checked up to here",
+                )
+            )
+            first.findings = kept
+            first.damaged = [r for r in first.damaged if r[0] < task.base + tail]
+            return first
+    return first
 
 
 def _walk_commitlog_file(f: ReadOnlyFile, task: CommitLogTask, res: CommitLogFileResult) -> None:
@@ -656,6 +692,7 @@ class QueueTask:
     ext_dir: str | None
     damaged: tuple[tuple[int, int], ...] = ()  # commitlog ranges already reported (see CommitLogFileResult)
     rebased: tuple[tuple[str, int], ...] = ()  # misnamed CommitLog files and the base their records say
+    live: bool = False  # a writer holds the store's lock
 
 
 @dataclass
@@ -667,6 +704,7 @@ class QueueResult:
     min_offset: int = 0
     max_offset: int = 0
     expired: int = 0
+    in_progress: int = 0  # units pointing at records appended after the CommitLog was read
 
 
 def validate_queue(task: QueueTask) -> QueueResult:
@@ -766,11 +804,28 @@ def validate_queue(task: QueueTask) -> QueueResult:
                 str(qdir),
                 None,
                 f"{task.topic}/{task.queue_id}: expected the queue to reach offset {cl_max + 1} (the CommitLog holds records up to "
-                f"queue offset {cl_max}), found max offset {max_offset}: {cl_max + 1 - max_offset} record(s) not dispatched",
+                f"queue offset {cl_max}), found max offset {max_offset}: {cl_max + 1 - max_offset} record(s) not dispatched"
+                + (" (a writer holds the lock: dispatch normally trails the CommitLog)" if task.live else ""),
                 details={"missing_units": cl_max + 1 - max_offset},
+                severity=Severity.info if task.live else None,
             )
         )
     return res
+
+
+def _written_since(reader: rmq.CommitLogReader, off: int) -> bool:
+    """A record starting at ``off`` exists now (appended after the CommitLog phase read the tail,
+    possibly into a file created since the store was listed)."""
+    for attempt in range(2):
+        try:
+            rec = reader.read(off)
+            return rec.physical_offset == off
+        except MqError:
+            if attempt:
+                return False
+            reader.close()
+            reader.store = rmq.open_store(reader.store.root, commitlog_file_size=reader.store.commitlog_file_size)
+    return False
 
 
 def _nonzero_units(data: bytes, start: int) -> tuple[int, int] | None:
@@ -795,6 +850,9 @@ def _check_unit(
         return
     if _in_ranges(task.damaged, off):
         return  # the CommitLog finding there says what is wrong with this record
+    if off >= task.commitlog_end and task.live and _written_since(reader, off):
+        res.in_progress += 1
+        return
     if off >= task.commitlog_end:
         res.findings.append(
             Finding(
@@ -897,6 +955,7 @@ class IndexTask:
     written: int | None = None
     damaged: tuple[tuple[int, int], ...] = ()  # commitlog ranges already reported
     rebased: tuple[tuple[str, int], ...] = ()  # misnamed CommitLog files and the base their records say
+    live: bool = False  # a writer holds the store's lock
 
 
 @dataclass
@@ -1094,6 +1153,8 @@ def _check_index_entries(view: rmq.IndexFileView, task: IndexTask, written: int,
             continue
         if _in_ranges(task.damaged, off):
             continue  # the CommitLog finding there says what is wrong with this record
+        if off >= task.commitlog_end and task.live and _written_since(reader, off):
+            continue  # appended after the CommitLog was read
         if off >= task.commitlog_end:
             res.findings.append(
                 Finding("RMQ-IDX-PAST-END", path, pos, f"entry #{number}: expected a commitlog offset below {task.commitlog_end}, found {off}")
@@ -1180,7 +1241,10 @@ def validate_rocketmq(path: str | Path, options: ValidateOptions, progress=None)
     report.facts["commitlog_file_size"] = file_size
 
     # phase 1: files
-    _check_segments(store.commitlog_dir, segments, file_size, "commitlog", report)
+    # A writer (the broker, or mqtool's own writer) holds <root>/lock: the store is live.
+    live = probe_record_lock(store.lock_path) is not None
+    report.facts["live"] = live
+    _check_segments(store.commitlog_dir, segments, file_size, "commitlog", report, live)
     queues = store.queues()
     cq_sizes: dict[tuple[str, int], int] = {}
     all_cq_segments = []
@@ -1189,7 +1253,7 @@ def validate_rocketmq(path: str | Path, options: ValidateOptions, progress=None)
         all_cq_segments.extend(segs)
         cq_sizes[(topic, qid)] = options.cq_file_size or rmq.detect_cq_file_size(segs)
     for topic, qid in queues:
-        _check_segments(rmq.queue_dir(store, topic, qid), store.cq_segments(topic, qid), cq_sizes[(topic, qid)], "consumequeue", report)
+        _check_segments(rmq.queue_dir(store, topic, qid), store.cq_segments(topic, qid), cq_sizes[(topic, qid)], "consumequeue", report, live)
 
     # phase 2: CommitLog
     # The last file holding data ends in zeros; with no data at all, the first file is that file.
@@ -1200,6 +1264,7 @@ def validate_rocketmq(path: str | Path, options: ValidateOptions, progress=None)
             seg.base,
             file_size or seg.size,
             i == last,
+            live=live,
             alt_base=segments[i - 1].base + file_size if i and file_size and seg.base != segments[i - 1].base + file_size else None,
         )
         for i, seg in enumerate(segments)
@@ -1292,6 +1357,7 @@ def validate_rocketmq(path: str | Path, options: ValidateOptions, progress=None)
                 str(ext_root / topic / str(qid)) if (ext_root / topic / str(qid)).is_dir() else None,
                 damaged_ranges,
                 tuple(rebased),
+                live,
             )
             for topic, qid in queues
         ]
@@ -1307,6 +1373,8 @@ def validate_rocketmq(path: str | Path, options: ValidateOptions, progress=None)
     if store.consumequeue_dir.is_dir():
         for (topic, qid), edge in sorted(queue_edges.items()):
             if (topic, qid) not in queue_ranges and (topic, qid) not in set(queues):
+                if live and rmq.queue_dir(store, topic, qid).is_dir():
+                    continue  # created by the writer after the queues were listed
                 report.add(
                     Finding(
                         "RMQ-CQ-MISSING-QUEUE",
@@ -1320,8 +1388,21 @@ def validate_rocketmq(path: str | Path, options: ValidateOptions, progress=None)
     index_end_ts = 0
     if options.wants("index"):
         itasks = []
-        for p in store.index_files():
+        index_paths = store.index_files()
+        for p in index_paths:
+            active = live and p == index_paths[-1]
             count = index_entry_count(p, options.index_hash_slot_num, options.index_num)
+            if active:
+                # The writer is changing this file's header, slots and chains right now: only its
+                # written entries are checked against the records.
+                report.add(
+                    Finding(
+                        "RMQ-IDX-IN-PROGRESS",
+                        str(p),
+                        None,
+                        f"the active IndexFile of a live store: its {count} written entries are checked, its header and chains are not",
+                    )
+                )
             common = (str(store.root), str(p), file_size or 0, store.commitlog_min_offset, commitlog_end, options.index_hash_slot_num, options.index_num)
             parts = max(1, min(options.jobs * 2, count // 50_000)) if options.jobs > 1 else 1
             step = -(-count // parts) if count else 1
@@ -1330,10 +1411,11 @@ def validate_rocketmq(path: str | Path, options: ValidateOptions, progress=None)
                     IndexTask(
                         *common,
                         entries=(1 + k * step, 1 + (k + 1) * step) if parts > 1 else None,
-                        structure=k == 0,
+                        structure=k == 0 and not active,
                         written=count + 1,
                         damaged=damaged_ranges,
                         rebased=tuple(rebased),
+                        live=live,
                     )
                 )
         index_summaries: dict[str, FileSummary] = {}
@@ -1347,19 +1429,22 @@ def validate_rocketmq(path: str | Path, options: ValidateOptions, progress=None)
                 report.add(finding, s)
 
     # phase 5: checkpoint, abort, config
-    _check_shutdown_state(store, report, max_store_ts, index_end_ts)
+    _check_shutdown_state(store, report, max_store_ts, index_end_ts, live)
     _check_consumer_offsets(store, report, queue_ranges)
     return report
 
 
-def _check_shutdown_state(store: rmq.RocketMQStore, report: ValidationReport, max_store_ts: int, index_end_ts: int) -> None:
+def _check_shutdown_state(store: rmq.RocketMQStore, report: ValidationReport, max_store_ts: int, index_end_ts: int, live: bool = False) -> None:
     if store.has_abort:
         report.add(
             Finding(
                 "RMQ-ABORT",
                 str(store.abort_path),
                 None,
-                "the abort file is present: the broker did not shut down cleanly (or is running); it will recover abnormally at start",
+                "the abort file is present and a writer holds the store's lock: the broker is running"
+                if live
+                else "the abort file is present: the broker did not shut down cleanly (or is running); it will recover abnormally at start",
+                severity=Severity.info if live else None,
             )
         )
     if not store.checkpoint_path.exists():
@@ -1385,7 +1470,8 @@ def _check_shutdown_state(store: rmq.RocketMQStore, report: ValidationReport, ma
                     str(store.checkpoint_path),
                     pos,
                     f"expected {name} <= the newest record's store time {max_store_ts}, found {value}: records flushed before the "
-                    "checkpoint was written are missing",
+                    "checkpoint was written are missing" + (" (or were written after this run read them: the store is live)" if live else ""),
+                    severity=Severity.info if live else None,
                 )
             )
     if cp.index_msg_timestamp > max(index_end_ts, 0) and store.index_files():
@@ -1394,7 +1480,9 @@ def _check_shutdown_state(store: rmq.RocketMQStore, report: ValidationReport, ma
                 "RMQ-CHECKPOINT",
                 str(store.checkpoint_path),
                 16,
-                f"expected indexMsgTimestamp <= the newest IndexFile end time {index_end_ts}, found {cp.index_msg_timestamp}",
+                f"expected indexMsgTimestamp <= the newest IndexFile end time {index_end_ts}, found {cp.index_msg_timestamp}"
+                + (" (the store is live: files may have changed while this run read them)" if live else ""),
+                severity=Severity.info if live else None,
             )
         )
 

@@ -37,6 +37,7 @@ How CommitLog bytes reach the disk (``bench`` drives these; the defaults keep th
 
 from __future__ import annotations
 
+import fcntl
 import mmap
 import os
 import time
@@ -45,6 +46,7 @@ from datetime import tzinfo
 from pathlib import Path
 from typing import Callable
 
+from mqtool.errors import LockBusyError
 from mqtool.formats.rocketmq import checkpoint as cpf
 from mqtool.formats.rocketmq import consume_queue as cqf
 from mqtool.formats.rocketmq import index_file as idxf
@@ -248,7 +250,7 @@ class StoreWriter:
         self.clock = clock or (lambda: time.time_ns() // 1_000_000)
         for sub in ("commitlog", "consumequeue", "index", "config"):
             (self.root / sub).mkdir(parents=True, exist_ok=True)
-        (self.root / "lock").write_bytes(b"lock")
+        self._lock_fd = self._take_broker_lock()
         (self.root / "abort").write_bytes(b"")
         self._queue_offsets: dict[tuple[str, int], int] = {}
         self._cq_files: dict[tuple[str, int, int], int] = {}
@@ -468,6 +470,23 @@ class StoreWriter:
         if self._index is not None:
             self._index.flush()
 
+    def _take_broker_lock(self) -> int:
+        """Hold ``<root>/lock`` like the broker (fcntl record lock on byte 0, content ``lock``),
+        so readers can tell a store that is being written to."""
+        fd = os.open(self.root / "lock", os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB, 1, 0)
+        except OSError:
+            os.close(fd)
+            raise LockBusyError("another writer holds the store's lock", path=self.root / "lock") from None
+        os.pwrite(fd, b"lock", 0)
+        return fd
+
+    def _release_broker_lock(self) -> None:
+        if getattr(self, "_lock_fd", None) is not None:
+            os.close(self._lock_fd)  # closing the descriptor releases the record lock
+            self._lock_fd = None
+
     def close(self, *, clean: bool = True) -> None:
         for fd in self._cq_files.values():
             os.close(fd)
@@ -483,6 +502,7 @@ class StoreWriter:
             abort = self.root / "abort"
             if abort.exists():
                 abort.unlink()
+        self._release_broker_lock()
 
     def __enter__(self) -> "StoreWriter":
         return self

@@ -1,0 +1,680 @@
+"""dump for Kafka: log segments (batches and records), indexes, producer snapshots, checkpoints.
+
+Every engine streams: ``.log`` files are read in bounded chunks (``store.kafka.LogFileWalk``),
+index files entry by entry.  What ``kafka-dump-log`` prints is here as data (``BatchInfo``,
+``RecordInfo``...): the CLI only presents it.  A broken entry does not end the dump when its
+framing is intact (a CRC mismatch is shown as ``is_valid: false``, as kafka-dump-log does); a
+broken framing ends the walk of that file; both are collected in ``problems``.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterator, Literal
+
+from mqtool.errors import MqError, StoreLayoutError, UnsupportedFormatError
+from mqtool.formats.checksums import crc32, crc32c
+from mqtool.formats.kafka import checkpoint_file as cpf
+from mqtool.formats.kafka import compression
+from mqtool.formats.kafka import index as kidx
+from mqtool.formats.kafka import internal_topics as it
+from mqtool.formats.kafka import record_batch as rb
+from mqtool.formats.kafka import snapshot as ksnap
+from mqtool.formats.kafka import txn_index as ktxn
+from mqtool.formats.kafka.legacy import LegacyRecord
+from mqtool.formats.kafka.log import LogEntry, LogRecord, records_of_batch, records_of_message
+from mqtool.store import kafka as ks
+from mqtool.store.files import ReadOnlyFile, check_path, is_regular_file, read_small_file
+
+Decoder = Literal["auto", "none", "offsets", "transaction-log", "metadata"]
+DECODERS = ("offsets", "transaction-log", "metadata")
+_AUTO = {ks.CONSUMER_OFFSETS: "offsets", ks.TRANSACTION_STATE: "transaction-log", ks.CLUSTER_METADATA: "metadata"}
+
+
+# --- targets -------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class LogTarget:
+    """One log-format file to dump and what is known about it."""
+
+    path: Path
+    base_offset: int
+    partition: ks.KafkaPartition | None
+    segment: ks.KafkaSegment | None
+    kind: str = "log"  # log, kraft-snapshot, bootstrap
+
+    @property
+    def topic(self) -> str | None:
+        return self.partition.topic if self.partition is not None else None
+
+    @property
+    def partition_name(self) -> str | None:
+        return self.partition.name if self.partition is not None and self.partition.topic is not None else None
+
+
+def _select(parts: list[ks.KafkaPartition], topic: str | None, partition: int | None) -> list[ks.KafkaPartition]:
+    return [p for p in parts if (topic is None or p.topic == topic) and (partition is None or p.partition == partition)]
+
+
+def log_targets(path: Path, *, topic: str | None = None, partition: int | None = None) -> list[LogTarget]:
+    """``.log`` files for PATH: a log dir, a partition dir, or one file (any log-format file:
+    a segment, a carved record set, a KRaft ``.checkpoint`` snapshot, ``bootstrap.checkpoint``)."""
+    path = Path(path)
+    check_path(path)
+    if is_regular_file(path):
+        ks.refuse_kafka_07(path)
+        part = ks.lone_segment(path)
+        kind = "bootstrap" if path.name == ks.BOOTSTRAP_CHECKPOINT else "kraft-snapshot" if ks.KRAFT_SNAPSHOT_NAME.match(path.name) else "log"
+        seg = part.segments[0]
+        return [LogTarget(path, seg.base_offset, part, seg, kind)]
+    store = ks.open_kafka(path)
+    targets = []
+    for part in _select(store.partitions, topic, partition):
+        for seg in part.log_segments():
+            targets.append(LogTarget(seg.log, seg.base_offset, part, seg))
+    return targets
+
+
+def decoder_for(target: LogTarget, choice: Decoder) -> str | None:
+    if choice == "none":
+        return None
+    if choice != "auto":
+        return choice
+    if target.kind in ("kraft-snapshot", "bootstrap"):
+        return "metadata"
+    return _AUTO.get(target.topic or "")
+
+
+# --- what a row holds ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class BatchInfo:
+    """One entry as ``kafka-dump-log`` prints it (v2 batch or v0/v1 message)."""
+
+    file: Path
+    position: int
+    magic: int
+    base_offset: int | None  # None for a v0/v1 wrapper (its first inner offset needs decompression)
+    last_offset: int
+    count: int | None
+    base_sequence: int
+    last_sequence: int
+    producer_id: int
+    producer_epoch: int
+    partition_leader_epoch: int
+    is_transactional: bool
+    is_control: bool
+    delete_horizon_ms: int | None
+    timestamp_type: str
+    max_timestamp: int
+    base_timestamp: int | None
+    size: int
+    compresscodec: str
+    attributes: int
+    crc: int
+    computed_crc: int
+
+    @property
+    def is_valid(self) -> bool:
+        return self.crc == self.computed_crc
+
+
+@dataclass(frozen=True)
+class RecordInfo:
+    offset: int
+    timestamp: int
+    timestamp_type: str
+    key: bytes | None
+    value: bytes | None
+    headers: tuple[tuple[str, bytes | None], ...]
+    sequence: int
+    #: control records: ``{"type": "COMMIT", ...}``; decoded internal-topic records:
+    #: ``{"key": obj, "value": obj}`` (dataclasses, None for a tombstone) or ``{"error": str}``
+    control: object | None = None
+    decoded: dict | None = None
+
+
+@dataclass(frozen=True)
+class DumpItem:
+    target: LogTarget
+    batch: BatchInfo
+    records: tuple[RecordInfo, ...] | None = None  # deep iteration
+    records_error: str | None = None
+
+
+@dataclass(frozen=True)
+class FileEnd:
+    path: Path
+    entries: int
+    valid_end: int
+    kind: str  # eof, zeros, partial, corrupt, limit
+    size: int
+    error: MqError | None = None
+
+
+def batch_info(path: Path, position: int, entry: LogEntry, raw: bytes | memoryview, rel: int) -> BatchInfo:
+    h = entry.header
+    if isinstance(h, rb.BatchHeader):
+        computed = crc32c(memoryview(raw)[rel + rb.ATTRIBUTES_POSITION : rel + h.size])
+        codec = compression.CODEC_NAMES.get(h.compression_type, f"unknown({h.compression_type})")
+        return BatchInfo(
+            path, position, 2, h.base_offset, h.last_offset, h.records_count, h.base_sequence, h.last_sequence, h.producer_id,
+            h.producer_epoch, h.partition_leader_epoch, h.is_transactional, h.is_control_batch, h.delete_horizon_ms,
+            h.timestamp_type_name, h.max_timestamp, h.base_timestamp, h.size, codec, h.attributes, h.crc, computed,
+        )
+    assert isinstance(h, LegacyRecord)
+    computed = crc32(memoryview(raw)[rel + 16 : rel + entry.size])
+    codec = compression.CODEC_NAMES.get(h.compression_type, f"unknown({h.compression_type})")
+    return BatchInfo(
+        path, position, h.magic, None if h.is_compressed else h.offset, h.offset, None if h.is_compressed else 1, -1, -1, -1, -1, -1,
+        False, False, None, h.timestamp_type_name, h.timestamp, None, entry.size, codec, h.attributes, h.crc, computed,
+    )
+
+
+def _control_of(record: rb.Record) -> object:
+    try:
+        key, value = rb.decode_control_record(record)
+    except MqError as exc:
+        return {"error": str(exc)}
+    return {"type": key.type_name, "version": key.version, "value": value}
+
+
+def decode_internal(decoder: str | None, key: bytes | None, value: bytes | None) -> dict | None:
+    """The key and value of an internal-topic record as data (``{"error": ...}`` if they do not decode)."""
+    if decoder is None:
+        return None
+    try:
+        if decoder == "offsets":
+            k, v = it.decode_consumer_offsets_record(key, value)
+            return {"key": k, "value": v}
+        if decoder == "transaction-log":
+            k = it.decode_transaction_log_key(key)
+            return {"key": k, "value": it.decode_transaction_log_value(value) if value is not None else None}
+        if decoder == "metadata":
+            record = it.decode_metadata_record(value)
+            payload = it.decode_metadata_payload(record)
+            return {"key": None, "value": record, "payload": payload if not isinstance(payload, bytes) else None}
+    except MqError as exc:
+        return {"error": str(exc)}
+    raise ValueError(f"unknown decoder {decoder!r}")
+
+
+# --- the log dump ----------------------------------------------------------------------------------
+
+
+@dataclass
+class LogDumpOptions:
+    deep: bool = False
+    from_offset: int | None = None
+    since_ms: int | None = None
+    until_ms: int | None = None
+    max_bytes: int | None = None
+    check_crc: bool = True
+    decoder: Decoder = "auto"
+    max_decompressed_size: int = compression.DEFAULT_MAX_DECOMPRESSED_SIZE
+
+
+@dataclass
+class LogDump:
+    """Iterate the entries (and with ``deep`` the records) of ``.log`` files in order."""
+
+    targets: list[LogTarget]
+    options: LogDumpOptions = field(default_factory=LogDumpOptions)
+    problems: list[MqError] = field(default_factory=list)
+    ends: list[FileEnd] = field(default_factory=list)
+    bytes_done: int = 0
+
+    @property
+    def total_bytes(self) -> int:
+        return sum(t.path.stat().st_size for t in self.targets if t.path.exists())
+
+    def _start_position(self, target: LogTarget) -> int:
+        """With ``from_offset``: the ``.index`` entry at or below it (``OffsetIndex.lookup``)."""
+        opts = self.options
+        if opts.from_offset is None or target.segment is None or not target.segment.named:
+            return 0
+        try:
+            entry, _slot = ks.lookup_offset(target.segment.index, target.base_offset, opts.from_offset)
+        except MqError:
+            return 0
+        return entry.position
+
+    def _skip_target(self, i: int, target: LogTarget) -> bool:
+        start = self.options.from_offset
+        if start is None or target.kind != "log":
+            return False
+        nxt = self.targets[i + 1] if i + 1 < len(self.targets) else None
+        same_partition = nxt is not None and nxt.partition is target.partition and nxt.segment is not None and nxt.segment.named
+        return same_partition and nxt.base_offset <= start
+
+    def __iter__(self) -> Iterator[DumpItem]:
+        for i, target in enumerate(self.targets):
+            if self._skip_target(i, target):
+                self.bytes_done += target.segment.log_size if target.segment else 0
+                continue
+            try:
+                f = ReadOnlyFile(target.path)
+            except MqError as exc:
+                self.problems.append(exc)
+                continue
+            with f:
+                yield from self._walk(target, f)
+                self.bytes_done += f.size
+
+    def _walk(self, target: LogTarget, f: ReadOnlyFile) -> Iterator[DumpItem]:
+        opts = self.options
+        decoder = decoder_for(target, opts.decoder)
+        start = self._start_position(target)
+        walk = ks.LogFileWalk(f, start, mode="header", check_crc=False, limit=opts.max_bytes)
+        for pos, entry in walk:
+            info = batch_info(target.path, pos, entry, walk.buffer, pos - walk.buffer_start)
+            if not info.is_valid and opts.check_crc:
+                self.problems.append(
+                    MqError(
+                        "CRC mismatch",
+                        path=target.path,
+                        position=pos + (rb.CRC_POSITION if info.magic == 2 else 12),
+                        expected=f"{'CRC-32C' if info.magic == 2 else 'CRC-32'} {info.computed_crc}",
+                        found=str(info.crc),
+                    )
+                )
+            if opts.from_offset is not None and info.last_offset < opts.from_offset:
+                continue
+            if not self._batch_in_time(info):
+                continue
+            if not opts.deep:
+                yield DumpItem(target, info)
+                continue
+            records, error = self._records(target, entry, walk.buffer, pos - walk.buffer_start, decoder)
+            if error is not None:
+                self.problems.append(MqError(error, path=target.path, position=pos))
+            yield DumpItem(target, info, records, error)
+        if walk.error is not None:
+            self.problems.append(walk.error)
+        kind = "corrupt" if walk.error is not None else walk.end.kind
+        if walk.end is not None and walk.limited and kind == "eof" and walk.end.position < f.size:
+            kind = "limit"
+        self.ends.append(FileEnd(target.path, walk.count, walk.valid_end, kind, f.size, walk.error))
+
+    def _batch_in_time(self, info: BatchInfo) -> bool:
+        since, until = self.options.since_ms, self.options.until_ms
+        if since is not None and info.max_timestamp < since:
+            return False
+        if until is not None:
+            first = info.base_timestamp if info.base_timestamp is not None and info.delete_horizon_ms is None else info.max_timestamp
+            if info.timestamp_type != "LogAppendTime" and first is not None and first > until and info.magic == 2:
+                return False
+            if info.magic < 2 and info.max_timestamp > until and info.base_offset is not None:
+                return False
+        return True
+
+    def _records(self, target: LogTarget, entry: LogEntry, buf: bytes, rel: int, decoder: str | None):
+        opts = self.options
+        h = entry.header
+        try:
+            if isinstance(h, rb.BatchHeader):
+                batch = rb.decode_batch(buf, rel, check_crc=False, max_decompressed_size=opts.max_decompressed_size)
+                logical = records_of_batch(batch)
+                raw = batch.records
+            else:
+                logical = records_of_message(h, 0, check_crc=opts.check_crc, max_size=opts.max_decompressed_size)
+                raw = None
+        except UnsupportedFormatError as exc:
+            return None, f"records not decoded: {exc.message or ''}{': ' if exc.message else ''}expected {exc.expected}, found {exc.found}"
+        except MqError as exc:
+            return None, f"records do not decode: {_plain(exc)}"
+        out = []
+        for i, r in enumerate(logical):
+            if opts.from_offset is not None and r.offset < opts.from_offset:
+                continue
+            if opts.since_ms is not None and r.timestamp < opts.since_ms:
+                continue
+            if opts.until_ms is not None and r.timestamp > opts.until_ms:
+                continue
+            out.append(record_info(r, raw[i] if raw is not None and r.is_control else None, decoder))
+        return tuple(out), None
+
+
+def _plain(exc: MqError) -> str:
+    parts = [exc.message] if exc.message else []
+    if exc.expected is not None or exc.found is not None:
+        parts.append(f"expected {exc.expected}, found {exc.found}")
+    where = f"byte {exc.position}: " if exc.position is not None else ""
+    return where + ": ".join(parts)
+
+
+def record_info(r: LogRecord, raw: rb.Record | None, decoder: str | None) -> RecordInfo:
+    control = _control_of(raw) if raw is not None else None
+    decoded = None if r.is_control else decode_internal(decoder, r.key, r.value)
+    return RecordInfo(
+        r.offset, r.timestamp, r.timestamp_type, r.key, r.value, tuple((h.key, h.value) for h in r.headers), r.sequence, control, decoded
+    )
+
+
+# --- index families --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class IndexTarget:
+    path: Path
+    base_offset: int
+    segment: ks.KafkaSegment | None
+
+
+def index_targets(path: Path, kind: str, *, topic: str | None = None, partition: int | None = None) -> list[IndexTarget]:
+    """Files of ``kind`` (index, timeindex, txnindex, snapshot) for PATH: a file, a partition dir
+    or a log dir."""
+    path = Path(path)
+    check_path(path)
+    if is_regular_file(path):
+        try:
+            parsed = cpf.parse_segment_file_name(path.name)
+            base = parsed.base_offset
+        except StoreLayoutError:
+            base = 0
+        seg = None
+        if ks.parse_partition_name(path.parent.name) is not None:
+            seg = next((s for s in ks.list_partition(path.parent).segments if s.base_offset == base), None)
+        return [IndexTarget(path, base, seg)]
+    store = ks.open_kafka(path)
+    out = []
+    for part in _select(store.partitions, topic, partition):
+        if kind == "snapshot":
+            out.extend(IndexTarget(s.path, s.offset, None) for s in part.snapshots)
+            continue
+        for seg in part.segments:
+            p = getattr(seg, kind)
+            if p is not None:
+                out.append(IndexTarget(p, seg.base_offset, seg))
+    return out
+
+
+@dataclass(frozen=True)
+class IndexRow:
+    file: Path
+    position: int
+    number: int
+    entry: object  # OffsetPosition, TimestampOffset or AbortedTxn
+    relative_offset: int | None
+    #: ``--verify``: how the entry relates to the log (see ``verify_offset_entry``)
+    verify: dict | None = None
+
+
+@dataclass
+class IndexDump:
+    targets: list[IndexTarget]
+    kind: Literal["index", "timeindex", "txnindex"]
+    verify: bool = False
+    problems: list[MqError] = field(default_factory=list)
+    ends: list[tuple[Path, int, object]] = field(default_factory=list)  # (file, entries, DataEnd)
+    mismatches: int = 0
+
+    def __iter__(self) -> Iterator[IndexRow]:
+        for target in self.targets:
+            try:
+                f = ReadOnlyFile(target.path)
+            except MqError as exc:
+                self.problems.append(exc)
+                continue
+            with f:
+                log = None
+                if self.verify and target.segment is not None and target.segment.log is not None:
+                    try:
+                        log = ReadOnlyFile(target.segment.log)
+                    except MqError as exc:
+                        self.problems.append(exc)
+                try:
+                    yield from self._walk(target, f, log)
+                finally:
+                    if log is not None:
+                        log.close()
+
+    def _walk(self, target: IndexTarget, f: ReadOnlyFile, log: ReadOnlyFile | None) -> Iterator[IndexRow]:
+        walk = ks.IndexFileWalk(f, self.kind, target.base_offset)
+        entries = iter(walk)
+        cur = next(entries, None)
+        nxt = next(entries, None) if cur is not None else None
+        zero_slot = cur is not None and nxt is None and walk.first_is_zero and walk.error is None
+        if zero_slot:  # entry 0 all zero and nothing after it: an unused pre-allocated slot
+            cur = None
+        n = 0
+        while cur is not None:
+            pos, entry = cur
+            relative = entry.offset - target.base_offset if self.kind != "txnindex" else None
+            check = None
+            if self.verify:
+                if log is None:
+                    check = {"status": "no-log"}
+                elif self.kind == "index":
+                    check = verify_offset_entry(log, entry, nxt[1].position if nxt is not None else None)
+                elif self.kind == "timeindex":
+                    check = verify_time_entry(log, target, entry)
+                else:
+                    check = verify_txn_entry(log, target, entry)
+                if check["status"] not in ("exact", "multi-batch", "within", "ok"):
+                    self.mismatches += 1
+            yield IndexRow(target.path, pos, n, entry, relative, check)
+            n += 1
+            cur, nxt = nxt, (next(entries, None) if nxt is not None else None)
+        if walk.error is not None:
+            self.problems.append(walk.error)
+        self.ends.append((target.path, n, kidx.DataEnd("zeros", 0, f.size) if zero_slot else walk.end))
+
+
+def _entry_span(entry: LogEntry, prev_last: int | None) -> tuple[int, int]:
+    h = entry.header
+    if isinstance(h, rb.BatchHeader):
+        return h.base_offset, h.last_offset
+    if h.is_compressed:
+        return (prev_last + 1 if prev_last is not None else h.offset), h.offset
+    return h.offset, h.offset
+
+
+def verify_offset_entry(log: ReadOnlyFile, entry: kidx.OffsetPosition, next_position: int | None) -> dict:
+    """Check one ``.index`` entry against the log, the way validate does:
+
+    ``exact`` (the offset is the last offset of the batch at the position), ``within`` (inside
+    that batch: the first-offset entries of Kafka <= 0.10), ``multi-batch`` (the last offset of a
+    later batch of the same append, before the next entry's position), ``mismatch``,
+    ``not-a-batch`` (no valid batch starts at the position), ``past-end``.
+    """
+    if entry.position >= log.size:
+        return {"status": "past-end", "log_size": log.size}
+    try:
+        first = ks.read_entry_at(log, entry.position, mode="header")
+    except MqError as exc:
+        return {"status": "not-a-batch", "error": str(exc)}
+    lower, last = _entry_span(first, None)
+    out = {"batch_base_offset": lower if first.magic == 2 or not first.header.is_compressed else None, "batch_last_offset": last}
+    if entry.offset == last:
+        return {"status": "exact", **out}
+    if lower <= entry.offset < last:
+        return {"status": "within", **out}
+    if entry.offset > last:
+        pos = entry.position + first.size
+        stop = next_position if next_position is not None else log.size
+        while pos < stop:
+            try:
+                nxt = ks.read_entry_at(log, pos, mode="header")
+            except MqError:
+                break
+            if nxt.last_offset == entry.offset:
+                return {"status": "multi-batch", "append_last_batch_position": pos, **out}
+            if nxt.last_offset > entry.offset:
+                break
+            pos += nxt.size
+    return {"status": "mismatch", **out}
+
+
+def verify_time_entry(log: ReadOnlyFile, target: IndexTarget, entry: kidx.TimestampOffset) -> dict:
+    """The batch holding the entry's offset (found through the ``.index``) must have the entry's
+    timestamp as its max timestamp: ``ok``, ``timestamp-mismatch`` or ``offset-not-found``."""
+    seg = target.segment
+    try:
+        start, _slot = ks.lookup_offset(seg.index if seg else None, target.base_offset, entry.offset)
+    except MqError:
+        start = kidx.OffsetPosition(target.base_offset, 0)
+    prev_last = None
+    for pos, e in ks.LogFileWalk(log, start.position if start.position < log.size else 0, mode="header", check_crc=False):
+        lower, last = _entry_span(e, prev_last)
+        prev_last = last
+        if last < entry.offset:
+            continue
+        if lower > entry.offset:
+            break
+        ts = e.header.max_timestamp if e.magic == 2 else e.header.timestamp
+        status = "ok" if ts == entry.timestamp else "timestamp-mismatch"
+        return {"status": status, "batch_position": pos, "batch_max_timestamp": ts}
+    return {"status": "offset-not-found"}
+
+
+def verify_txn_entry(log: ReadOnlyFile, target: IndexTarget, entry: ktxn.AbortedTxn) -> dict:
+    """The entry's last offset must be an ABORT control record of its producer."""
+    seg = target.segment
+    try:
+        start, _slot = ks.lookup_offset(seg.index if seg else None, target.base_offset, entry.last_offset)
+    except MqError:
+        start = kidx.OffsetPosition(target.base_offset, 0)
+    for pos, e in ks.LogFileWalk(log, start.position if start.position < log.size else 0, mode="full", check_crc=False):
+        if e.last_offset < entry.last_offset:
+            continue
+        h = e.header
+        if e.magic == 2 and h.base_offset == entry.last_offset and h.is_control_batch and e.batch.records:
+            try:
+                key, _ = rb.decode_control_record(e.batch.records[0])
+            except MqError:
+                break
+            if key.type == rb.ABORT and h.producer_id == entry.producer_id:
+                return {"status": "ok", "marker_position": pos}
+        break
+    return {"status": "no-abort-marker"}
+
+
+# --- producer snapshots ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SnapshotRow:
+    file: Path
+    offset: int
+    version: int
+    crc: int
+    entry: ksnap.ProducerEntry
+
+
+def snapshot_rows(targets: list[IndexTarget], problems: list[MqError]) -> Iterator[SnapshotRow]:
+    for target in targets:
+        try:
+            snap = ksnap.decode_snapshot(read_small_file(target.path, 256 << 20))
+        except MqError as exc:
+            problems.append(exc.at(target.path))
+            continue
+        for entry in snap.entries:
+            yield SnapshotRow(target.path, target.base_offset, snap.version, snap.crc, entry)
+
+
+# --- checkpoint files --------------------------------------------------------------------------------
+
+
+def _classify(name: str) -> str:
+    base = name[:-4] if name.endswith(".tmp") else name
+    if base in cpf.OFFSET_CHECKPOINT_FILES:
+        return "offset-checkpoint"
+    if base == cpf.LEADER_EPOCH_CHECKPOINT:
+        return "leader-epoch-checkpoint"
+    if base == cpf.PARTITION_METADATA:
+        return "partition.metadata"
+    if base == cpf.META_PROPERTIES:
+        return "meta.properties"
+    if base == cpf.CLEAN_SHUTDOWN:
+        return "clean-shutdown"
+    if base == ks.QUORUM_STATE:
+        return "quorum-state"
+    return "offset-checkpoint"
+
+
+def checkpoint_files(path: Path) -> list[Path]:
+    """The text state files for PATH: one file, a partition dir, or a log dir (its own files and
+    every partition's)."""
+    path = Path(path)
+    check_path(path)
+    if is_regular_file(path):
+        return [path]
+    store = ks.open_kafka(path)
+    files: list[Path] = []
+    if store.kind == "log-dir":
+        for name in (*cpf.OFFSET_CHECKPOINT_FILES, cpf.META_PROPERTIES, cpf.CLEAN_SHUTDOWN):
+            p = store.log_dir_file(name)
+            if p is not None:
+                files.append(p)
+        files.extend(p for p in store.leftovers if p.name.endswith(".tmp"))
+    for part in store.partitions:
+        for p in (part.leader_epoch_checkpoint, part.partition_metadata, part.quorum_state):
+            if p is not None:
+                files.append(p)
+        files.extend(p for p in part.leftovers if p.name.endswith(".tmp"))
+    if not files:
+        raise StoreLayoutError(expected="Kafka checkpoint files", found="none", path=path)
+    return files
+
+
+def read_checkpoint_file(path: Path, *, topic: str | None = None, partition: int | None = None) -> dict:
+    """One state file as data: ``{"file", "kind", ...content}``; ``error`` when it does not parse."""
+    kind = _classify(path.name)
+    doc: dict = {"file": str(path), "kind": kind, "name": path.name}
+    owner = ks.parse_partition_name(path.parent.name)
+    if owner is not None and kind in ("leader-epoch-checkpoint", "partition.metadata", "quorum-state"):
+        doc["partition"] = path.parent.name
+    try:
+        raw = read_small_file(path, 256 << 20)
+        if kind == "offset-checkpoint":
+            cp = cpf.decode_offset_checkpoint(raw)
+            doc["entries"] = [
+                {"topic": e.topic, "partition": e.partition, "offset": e.offset}
+                for e in cp.entries
+                if (topic is None or e.topic == topic) and (partition is None or e.partition == partition)
+            ]
+        elif kind == "leader-epoch-checkpoint":
+            cp = cpf.decode_leader_epoch_checkpoint(raw)
+            doc["entries"] = [{"epoch": e.epoch, "start_offset": e.start_offset} for e in cp.entries]
+        elif kind == "partition.metadata":
+            md = cpf.decode_partition_metadata(raw)
+            doc["version"] = md.version
+            doc["topic_id"] = md.topic_id
+        elif kind == "meta.properties":
+            meta = cpf.decode_meta_properties(raw)
+            doc["version"] = meta.version
+            doc["mode"] = "KRaft" if meta.version == 1 else "ZooKeeper"
+            doc["node_id"] = meta.node_id
+            doc["cluster_id"] = meta.cluster_id
+            doc["directory_id"] = meta.directory_id
+            doc["extra"] = meta.extra
+        elif kind == "clean-shutdown":
+            cs = cpf.decode_clean_shutdown(raw)
+            doc["version"] = cs.version
+            doc["broker_epoch"] = cs.broker_epoch
+        elif kind == "quorum-state":
+            doc["content"] = json.loads(raw.decode("utf-8"))
+    except MqError as exc:
+        doc["error"] = str(exc.at(path))
+    except (UnicodeDecodeError, ValueError) as exc:
+        doc["error"] = f"{path}: {exc}"
+    return doc
+
+
+def partition_filter(docs: list[dict], topic: str | None, partition: int | None) -> list[dict]:
+    """Keep per-partition files of the selected partitions (log-dir files are filtered by entry)."""
+    out = []
+    for d in docs:
+        name = d.get("partition")
+        if name is not None:
+            parsed = ks.parse_partition_name(name)
+            if parsed is not None and ((topic is not None and parsed.topic != topic) or (partition is not None and parsed.partition != partition)):
+                continue
+        out.append(d)
+    return out
+

@@ -1,0 +1,303 @@
+"""info for Kafka: what a log dir, partition dir or segment file is, from its cheap facts.
+
+Reads names, checkpoint files, the first entry of each partition and the active segment from
+its last ``.index`` entry on (where the broker's recovery would look), never whole logs: the log
+end offset, how the data ends and the largest timestamp come from there (and the last
+``.timeindex`` entry of every segment).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from mqtool.errors import MqError
+from mqtool.formats.kafka import checkpoint_file as cpf
+from mqtool.formats.kafka import compression
+from mqtool.formats.kafka import record_batch as rb
+from mqtool.store import kafka as ks
+from mqtool.store.files import ReadOnlyFile, read_small_file
+from mqtool.store.lock import probe_record_lock
+
+_MAGIC_HINTS = {
+    0: "message format v0 (Kafka 0.8-0.9 producers or log.message.format.version < 0.10)",
+    1: "message format v1 (Kafka 0.10+, timestamps)",
+    2: "message format v2 (Kafka 0.11+, record batches)",
+}
+
+
+@dataclass
+class PartitionInfo:
+    name: str
+    topic: str | None
+    partition: int | None
+    state: str  # live, delete, future, stray
+    internal: bool
+    segments: int
+    log_bytes: int
+    index_bytes: int
+    log_start_offset: int | None
+    log_end_offset: int | None
+    offsets: int | None  # log end - log start: how many offsets the log spans
+    first_timestamp: int | None
+    max_timestamp: int | None
+    magic: list[int]
+    compression: list[str]
+    end_kind: str | None  # how the active segment ends: eof, zeros, partial, corrupt
+    leader_epoch: int | None
+    topic_id: str | None
+    recovery_point: int | None = None
+    high_watermark: int | None = None
+    log_start_checkpoint: int | None = None
+    cleaner_offset: int | None = None
+    producer_snapshots: int = 0
+
+
+@dataclass
+class KafkaInfo:
+    layout: str
+    root: str
+    kind: str  # log-dir, partition, segment
+    log_dir: str | None
+    version_hints: list[str]
+    mode: str | None  # KRaft, ZooKeeper
+    meta_properties: dict | None
+    shutdown: str
+    broker_epoch: int | None
+    broker_lock_pid: int | None
+    checkpoint_files: list[dict]
+    totals: dict
+    partitions: list[PartitionInfo]
+    leftovers: list[str] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+
+    #: ``partitions`` rows hold offsets and sizes, ``partition_details`` formats and ids (joined by
+    #: ``name``), so that each renders as a readable table; ``magic``/``compression`` are those seen
+    #: in the first batch and the active segment.
+    DETAILS = ("name", "state", "magic", "compression", "first_timestamp", "leader_epoch", "topic_id", "log_start_checkpoint", "cleaner_offset", "producer_snapshots")
+    OVERVIEW = ("name", "segments", "log_bytes", "log_start_offset", "log_end_offset", "recovery_point", "high_watermark", "max_timestamp", "end_kind")
+
+    def to_dict(self) -> dict:
+        doc = dataclasses.asdict(self)
+        rows = doc.pop("partitions")
+        doc["partitions"] = [{k: row[k] for k in self.OVERVIEW} for row in rows]
+        doc["partition_details"] = [{k: row[k] for k in self.DETAILS} for row in rows]
+        return doc
+
+
+def _read(path: Path | None, decode, problems: list[str]):
+    if path is None:
+        return None
+    try:
+        return decode(read_small_file(path, 64 << 20))
+    except MqError as exc:
+        problems.append(str(exc.at(path)))
+    except (UnicodeDecodeError, ValueError) as exc:
+        problems.append(f"{path}: {exc}")
+    return None
+
+
+def _first_record(seg: ks.KafkaSegment, hints: set[str]) -> tuple[int | None, int | None]:
+    """(first offset, first timestamp) of a segment: its first entry, decoded."""
+    with ReadOnlyFile(seg.log) as f:
+        for _pos, entry in ks.LogFileWalk(f, 0, mode="full", check_crc=False):
+            _note(entry, hints)
+            records = entry.records or ()
+            if records:
+                return records[0].offset, records[0].timestamp
+            return entry.offset, None
+    return None, None
+
+
+def _note(entry, hints: set[str], magics: set[int] | None = None, codecs: set[str] | None = None) -> None:
+    hints.add(_MAGIC_HINTS.get(entry.magic, f"magic {entry.magic}"))
+    h = entry.header
+    if h is None:
+        return
+    if magics is not None:
+        magics.add(entry.magic)
+    codec = h.compression_type
+    if codecs is not None:
+        codecs.add(compression.CODEC_NAMES.get(codec, str(codec)))
+    if codec == compression.ZSTD:
+        hints.add("2.1.0+ (zstd compression)")
+    if isinstance(h, rb.BatchHeader):
+        if h.has_delete_horizon_ms:
+            hints.add("3.1.0+ (a compacted batch with a delete horizon)")
+        if h.is_transactional:
+            hints.add("0.11.0+ transactions in use")
+
+
+def _active_segment(seg: ks.KafkaSegment, hints: set[str], magics: set[int], codecs: set[str], problems: list[str]):
+    """Walk the active segment from its last index entry: (last offset, max timestamp, end kind)."""
+    position = 0
+    try:
+        entry, slot = ks.lookup_offset(seg.index, seg.base_offset, 2**63 - 1)
+        position = entry.position if slot >= 0 else 0
+    except MqError:
+        position = 0
+    last = None
+    max_ts = None
+    with ReadOnlyFile(seg.log) as f:
+        if position >= f.size:
+            position = 0
+        for attempt in (position, 0) if position else (0,):
+            walk = ks.LogFileWalk(f, attempt, mode="header", check_crc=True)
+            for _pos, e in walk:
+                _note(e, hints, magics, codecs)
+                last = e.last_offset
+                ts = e.header.max_timestamp if e.magic == 2 else e.header.timestamp
+                max_ts = ts if max_ts is None else max(max_ts, ts)
+            if walk.error is not None and walk.count == 0 and attempt:
+                continue  # the index pointed at no batch: walk from the start
+            if walk.error is not None:
+                problems.append(str(walk.error))
+                return last, max_ts, "corrupt"
+            return last, max_ts, walk.end.kind
+    return last, max_ts, None
+
+
+def _partition_info(part: ks.KafkaPartition, checkpoints: dict, hints: set[str], problems: list[str]) -> PartitionInfo:
+    segments = part.log_segments()
+    magics: set[int] = set()
+    codecs: set[str] = set()
+    log_bytes = sum(s.log_size for s in segments)
+    index_bytes = sum(s.index_size + s.timeindex_size + s.txnindex_size for s in part.segments)
+    first_ts = None
+    for seg in segments:
+        if seg.log_size:
+            try:
+                _offset, first_ts = _first_record(seg, hints)
+            except MqError as exc:
+                problems.append(str(exc))
+            break
+    last_offset = max_ts = None
+    end_kind = None
+    for seg in reversed(segments):
+        try:
+            last_offset, max_ts, end_kind = _active_segment(seg, hints, magics, codecs, problems)
+        except MqError as exc:
+            problems.append(str(exc))
+            break
+        if last_offset is not None or seg is segments[0] or end_kind != "eof":
+            break
+    for seg in segments:
+        try:
+            t = ks.last_time_entry(seg.timeindex, seg.base_offset).timestamp
+        except MqError:
+            continue
+        if t >= 0:
+            max_ts = t if max_ts is None else max(max_ts, t)
+    log_end = None
+    if segments:
+        log_end = last_offset + 1 if last_offset is not None else segments[-1].base_offset
+    log_start = segments[0].base_offset if segments else None
+    key = part.key
+    lso_cp = checkpoints.get(cpf.LOG_START_OFFSET_CHECKPOINT, {}).get(key) if key else None
+    if log_start is not None and lso_cp is not None:
+        log_start = max(log_start, lso_cp)
+    epochs = _read(part.leader_epoch_checkpoint, cpf.decode_leader_epoch_checkpoint, problems)
+    metadata = _read(part.partition_metadata, cpf.decode_partition_metadata, problems)
+    if part.partition_metadata is not None:
+        hints.add("2.8.0+ (partition.metadata: topic ids)")
+    if part.leader_epoch_checkpoint is not None:
+        hints.add("0.11.0+ (leader-epoch-checkpoint)")
+    return PartitionInfo(
+        name=part.name,
+        topic=part.topic,
+        partition=part.partition,
+        state=part.suffix or "live",
+        internal=part.internal_topic is not None,
+        segments=len(segments),
+        log_bytes=log_bytes,
+        index_bytes=index_bytes,
+        log_start_offset=log_start,
+        log_end_offset=log_end,
+        offsets=(log_end - log_start) if log_end is not None and log_start is not None else None,
+        first_timestamp=first_ts if first_ts is not None and first_ts >= 0 else None,
+        max_timestamp=max_ts if max_ts is not None and max_ts >= 0 else None,
+        magic=sorted(magics),
+        compression=sorted(codecs),
+        end_kind=end_kind,
+        leader_epoch=epochs.entries[-1].epoch if epochs and epochs.entries else None,
+        topic_id=metadata.topic_id if metadata else None,
+        recovery_point=checkpoints.get(cpf.RECOVERY_POINT_OFFSET_CHECKPOINT, {}).get(key) if key else None,
+        high_watermark=checkpoints.get(cpf.REPLICATION_OFFSET_CHECKPOINT, {}).get(key) if key else None,
+        log_start_checkpoint=lso_cp,
+        cleaner_offset=checkpoints.get(cpf.CLEANER_OFFSET_CHECKPOINT, {}).get(key) if key else None,
+        producer_snapshots=len(part.snapshots),
+    )
+
+
+def kafka_info(path: str | Path) -> KafkaInfo:
+    store = ks.open_kafka(path)
+    hints: set[str] = set()
+    problems: list[str] = []
+    checkpoints: dict[str, dict] = {}
+    checkpoint_files = []
+    meta_doc = None
+    mode = None
+    shutdown = "unknown (no log dir)"
+    broker_epoch = None
+    lock_pid = None
+    if store.log_dir is not None:
+        for name in cpf.OFFSET_CHECKPOINT_FILES:
+            p = store.log_dir_file(name)
+            cp = _read(p, cpf.decode_offset_checkpoint, problems)
+            if cp is not None:
+                checkpoints[name] = cp.as_dict()
+            checkpoint_files.append({"name": name, "present": p is not None, "entries": len(cp.entries) if cp is not None else None})
+        meta = _read(store.log_dir_file(cpf.META_PROPERTIES), cpf.decode_meta_properties, problems)
+        if meta is not None:
+            mode = "KRaft" if meta.version == 1 else "ZooKeeper"
+            meta_doc = {"version": meta.version, "node_id": meta.node_id, "cluster_id": meta.cluster_id, "directory_id": meta.directory_id}
+            hints.add("KRaft mode (meta.properties version 1)" if meta.version == 1 else "ZooKeeper mode (meta.properties version 0)")
+            if meta.directory_id is not None:
+                hints.add("3.7.0+ (directory.id in meta.properties)")
+        clean_path = store.log_dir_file(cpf.CLEAN_SHUTDOWN)
+        if clean_path is not None:
+            clean = _read(clean_path, cpf.decode_clean_shutdown, problems)
+            shutdown = "clean (.kafka_cleanshutdown present)"
+            if clean is not None and clean.version is not None:
+                broker_epoch = clean.broker_epoch
+                hints.add("3.7.0+ (.kafka_cleanshutdown holds the broker epoch)")
+        else:
+            shutdown = "unclean or running (no .kafka_cleanshutdown): recovery runs at start"
+        lock_pid = probe_record_lock(store.log_dir / ks.LOCK_FILE)
+        if store.log_dir_file(ks.BOOTSTRAP_CHECKPOINT) is not None:
+            hints.add("KRaft controller (bootstrap.checkpoint)")
+    partitions = []
+    for part in store.partitions:
+        partitions.append(_partition_info(part, checkpoints, hints, problems))
+        if part.topic == ks.CLUSTER_METADATA:
+            hints.add("KRaft metadata log (__cluster_metadata)")
+            if part.quorum_state is not None:
+                _read(part.quorum_state, lambda raw: json.loads(raw.decode("utf-8")), problems)
+        if part.suffix == "stray":
+            hints.add("3.7.0+ (a -stray partition dir)")
+    leftovers = [str(p) for p in store.leftovers] + [str(p) for part in store.partitions for p in part.leftovers]
+    totals = {
+        "partitions": len(partitions),
+        "segments": sum(p.segments for p in partitions),
+        "log_bytes": sum(p.log_bytes for p in partitions),
+        "index_bytes": sum(p.index_bytes for p in partitions),
+    }
+    return KafkaInfo(
+        layout="kafka",
+        root=str(store.root),
+        kind=store.kind,
+        log_dir=str(store.log_dir) if store.log_dir is not None else None,
+        version_hints=sorted(hints),
+        mode=mode,
+        meta_properties=meta_doc,
+        shutdown=shutdown,
+        broker_epoch=broker_epoch,
+        broker_lock_pid=lock_pid,
+        checkpoint_files=checkpoint_files,
+        totals=totals,
+        partitions=partitions,
+        leftovers=leftovers,
+        problems=problems,
+    )

@@ -1,0 +1,264 @@
+"""query for Kafka: a record by offset (the broker's fetch path) or by timestamp (ListOffsets).
+
+* by offset (``UnifiedLog.read`` / ``LogSegment.translateOffset``): the segment whose base
+  offset is the largest <= the target, the ``.index`` entry with the largest offset <= the
+  target (a binary search reading O(log n) entries), then a short forward scan of the ``.log``
+  from that position to the first batch whose last offset reaches the target; the record with
+  the target offset (or the first one after it, when compaction removed it) is the answer;
+* by timestamp (``UnifiedLog.fetchOffsetByTimestamp``, ``LogSegment.findOffsetByTimestamp``):
+  the first segment whose largest timestamp (its last ``.timeindex`` entry, or the batches
+  after that entry when the segment is still active) reaches the target, then the
+  ``.timeindex`` entry with the largest timestamp <= the target, its offset looked up in the
+  ``.index``, and a scan for the first record with timestamp >= the target.
+
+Index entries are only a hint: the scan re-reads and CRC-checks the log, and when an index
+points at something that is not a batch, the segment is scanned from its start instead (said
+in ``notes``).  ``max_results`` records are returned from the one found onwards.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from mqtool.errors import MqError
+from mqtool.formats.kafka import checkpoint_file as cpf
+from mqtool.formats.kafka import record_batch as rb
+from mqtool.formats.kafka.log import records_of_batch, records_of_message
+from mqtool.ops.dump_kafka import BatchInfo, LogTarget, RecordInfo, batch_info, decoder_for, record_info
+from mqtool.store import kafka as ks
+from mqtool.store.files import ReadOnlyFile, read_small_file
+
+
+@dataclass(frozen=True)
+class KafkaHit:
+    partition: str
+    file: Path
+    batch: BatchInfo
+    record: RecordInfo
+    via: str  # "index", "timeindex", "scan"
+
+
+@dataclass
+class KafkaQueryResult:
+    partition: str | None = None
+    hits: list[KafkaHit] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    problems: list[MqError] = field(default_factory=list)
+    #: How the answer was found, step by step (index entries used, batches scanned).
+    steps: list[str] = field(default_factory=list)
+    log_start_offset: int | None = None
+    log_end_offset: int | None = None
+
+
+def _log_start(store: ks.KafkaStore, part: ks.KafkaPartition) -> int:
+    segments = part.log_segments()
+    start = segments[0].base_offset if segments else 0
+    path = store.log_dir_file(cpf.LOG_START_OFFSET_CHECKPOINT)
+    if path is not None and part.key is not None:
+        try:
+            table = cpf.decode_offset_checkpoint(read_small_file(path, 64 << 20)).as_dict()
+        except MqError:
+            return start
+        start = max(start, table.get(part.key, start))
+    return start
+
+
+class _Collector:
+    """Walks forward from a position collecting ``max_results`` records >= a start condition."""
+
+    def __init__(self, part: ks.KafkaPartition, result: KafkaQueryResult, max_results: int, decoder: str) -> None:
+        self.part = part
+        self.result = result
+        self.max_results = max_results
+        self.decoder = decoder
+
+    @property
+    def done(self) -> bool:
+        return len(self.result.hits) >= self.max_results
+
+    def scan(
+        self, seg: ks.KafkaSegment, position: int, accept, via: str, *, batch_filter=None, indexed_offset: int | None = None
+    ) -> tuple[int, bool]:
+        """Scan ``seg`` from ``position``; returns (batches read, whether the position was a valid
+        entry).  ``indexed_offset``: the offset the index gave for ``position``; the entry there
+        must not start after it (else the index is wrong and the caller scans from 0)."""
+        read = 0
+        target = LogTarget(seg.log, seg.base_offset, self.part, seg)
+        decoder = decoder_for(target, self.decoder)
+        with ReadOnlyFile(seg.log) as f:
+            if position >= f.size:
+                return 0, position == f.size
+            walk = ks.LogFileWalk(f, position, mode="header", check_crc=True)
+            for pos, entry in walk:
+                read += 1
+                if read == 1 and indexed_offset is not None and position and _first_offset(entry) > indexed_offset:
+                    return 0, False
+                hits = self.result.hits
+                if hits and entry.last_offset <= hits[-1].record.offset:
+                    continue
+                if not hits and batch_filter is not None and not batch_filter(entry):
+                    continue
+                rel = pos - walk.buffer_start
+                info = batch_info(seg.log, pos, entry, walk.buffer, rel)
+                try:
+                    if entry.magic == 2:
+                        batch = rb.decode_batch(walk.buffer, rel)
+                        logical = records_of_batch(batch)
+                        raw = batch.records
+                    else:
+                        logical = records_of_message(entry.header, 0)
+                        raw = None
+                except MqError as exc:
+                    self.result.problems.append(exc.at(seg.log, pos))
+                    continue
+                for i, r in enumerate(logical):
+                    if hits:
+                        if r.offset <= hits[-1].record.offset:
+                            continue
+                    elif not accept(r):
+                        continue
+                    rec = record_info(r, raw[i] if raw is not None and r.is_control else None, decoder)
+                    hits.append(KafkaHit(self.part.name, seg.log, info, rec, via))
+                    if self.done:
+                        self.result.steps.append(f"{seg.log.name}: read {read} batch(es) from position {position}")
+                        return read, True
+            if read == 0 and position:
+                return 0, False  # an index never points at the end of the data or at garbage
+            if walk.error is not None:
+                self.result.problems.append(walk.error)
+        self.result.steps.append(f"{seg.log.name}: read {read} batch(es) from position {position}")
+        return read, True
+
+
+def _first_offset(entry) -> int:
+    """The first offset of an entry (a v0/v1 wrapper's is not known without decompressing: its last)."""
+    h = entry.header
+    return h.base_offset if entry.magic == 2 else -1 if h.is_compressed else h.offset
+
+
+def query_offset(
+    store: ks.KafkaStore, topic: str | None, partition: int | None, offset: int, *, max_results: int = 1, decoder: str = "auto"
+) -> KafkaQueryResult:
+    """The record at ``offset`` (and the ``max_results - 1`` after it)."""
+    part = store.find_partition(topic, partition)
+    result = KafkaQueryResult(part.name)
+    segments = part.log_segments()
+    if not segments:
+        result.notes.append(f"{part.name} has no segments")
+        return result
+    start = _log_start(store, part)
+    result.log_start_offset = start
+    if offset < start:
+        result.notes.append(f"offset {offset} is below the log start offset {start} of {part.name} (deleted or compacted away)")
+        return result
+    collector = _Collector(part, result, max_results, decoder)
+    index = next(i for i, s in reversed(list(enumerate(segments))) if s.base_offset <= offset or i == 0)
+    for i, seg in enumerate(segments[index:]):
+        position = 0
+        via = "scan"
+        if i == 0:
+            try:
+                entry, slot = ks.lookup_offset(seg.index, seg.base_offset, offset)
+            except MqError as exc:
+                result.problems.append(exc)
+                entry, slot = None, -1
+            if entry is not None and slot >= 0:
+                position = entry.position
+                via = "index"
+                result.steps.append(f"{seg.name}.index entry #{slot}: offset {entry.offset} at position {entry.position}")
+            elif seg.index is not None:
+                via = "index"
+                result.steps.append(f"{seg.name}.index: no entry <= {offset} (lookup answers the segment start), scanning from position 0")
+            else:
+                result.steps.append(f"{seg.name}: no .index, scanning from position 0")
+
+        def accept(r):
+            return r.offset >= offset
+
+        def batch_ok(e):
+            return e.last_offset >= offset
+
+        indexed = entry.offset if i == 0 and entry is not None and slot >= 0 else None
+        _read, ok = collector.scan(seg, position, accept, via, batch_filter=batch_ok, indexed_offset=indexed)
+        if not ok and position:
+            result.notes.append(f"the .index of {seg.name} points at position {position}, where no valid batch starts; scanned from 0")
+            collector.scan(seg, 0, accept, "scan", batch_filter=batch_ok)
+        if collector.done:
+            break
+    if not result.hits:
+        result.notes.append(f"no record at or after offset {offset} in {part.name}")
+    elif result.hits[0].record.offset != offset:
+        result.notes.append(f"offset {offset} is not in the log (compacted away); the next record is at offset {result.hits[0].record.offset}")
+    return result
+
+
+def segment_largest_timestamp(seg: ks.KafkaSegment) -> int:
+    """``LogSegment.largestTimestamp`` as the broker rebuilds it: the last ``.timeindex`` entry,
+    or a larger timestamp among the batches after it (an active segment's index lags)."""
+    last = ks.last_time_entry(seg.timeindex, seg.base_offset)
+    try:
+        start, _slot = ks.lookup_offset(seg.index, seg.base_offset, max(last.offset, seg.base_offset))
+    except MqError:
+        start = None
+    largest = last.timestamp
+    position = start.position if start is not None else 0
+    with ReadOnlyFile(seg.log) as f:
+        if position >= f.size:
+            position = 0
+        for _pos, entry in ks.LogFileWalk(f, position, mode="header", check_crc=False):
+            ts = entry.header.max_timestamp if entry.magic == 2 else entry.header.timestamp
+            largest = max(largest, ts)
+    return largest
+
+
+def query_timestamp(
+    store: ks.KafkaStore, topic: str | None, partition: int | None, timestamp: int, *, max_results: int = 1, decoder: str = "auto"
+) -> KafkaQueryResult:
+    """ListOffsets: the first record with timestamp >= ``timestamp`` (and the ones after it)."""
+    part = store.find_partition(topic, partition)
+    result = KafkaQueryResult(part.name)
+    segments = part.log_segments()
+    start = _log_start(store, part)
+    result.log_start_offset = start
+    collector = _Collector(part, result, max_results, decoder)
+    found_segment = False
+    for seg in segments:
+        if not result.hits:
+            largest = segment_largest_timestamp(seg)
+            if largest < timestamp:
+                result.steps.append(f"{seg.name}: largest timestamp {largest} < {timestamp}, skipped")
+                continue
+            found_segment = True
+            entry, slot = ks.lookup_timestamp(seg.timeindex, seg.base_offset, timestamp)
+            position_entry, oslot = ks.lookup_offset(seg.index, seg.base_offset, max(entry.offset, start))
+            position = position_entry.position
+            result.steps.append(
+                f"{seg.name}.timeindex entry #{slot}: ({entry.timestamp}, offset {entry.offset}); "
+                f".index entry #{oslot}: offset {position_entry.offset} at position {position}"
+                if slot >= 0
+                else f"{seg.name}.timeindex: no entry <= {timestamp}; .index entry #{oslot} at position {position}"
+            )
+
+            def accept(r):
+                return r.timestamp >= timestamp and r.offset >= start
+
+            def batch_ok(e):
+                ts = e.header.max_timestamp if e.magic == 2 else e.header.timestamp
+                return ts >= timestamp and e.last_offset >= start
+
+            _read, ok = collector.scan(
+                seg, position, accept, "timeindex", batch_filter=batch_ok, indexed_offset=position_entry.offset if oslot >= 0 else None
+            )
+            if not ok and position:
+                result.notes.append(f"the indexes of {seg.name} point at position {position}, where no valid batch starts; scanned from 0")
+                collector.scan(seg, 0, accept, "scan", batch_filter=batch_ok)
+        else:
+            collector.scan(seg, 0, lambda r: True, "timeindex")  # the records after the first hit
+        if collector.done:
+            break
+    if not result.hits:
+        result.notes.append(
+            f"no record with a timestamp >= {timestamp} in {part.name}" + ("" if found_segment else " (every segment's largest timestamp is below it)")
+        )
+    return result

@@ -1,0 +1,695 @@
+"""Kafka log dirs, partition dirs and segment files: detection, listing, bounded streaming reads.
+
+A log dir (one entry of ``log.dirs``) holds ``meta.properties``, ``.lock``, the four offset
+checkpoint files, ``.kafka_cleanshutdown`` after a clean shutdown, ``bootstrap.checkpoint`` on a
+KRaft controller, and one directory per partition (``<topic>-<partition>``, or with a
+``.<uuid>-delete|-future|-stray`` suffix).  A partition dir holds segments named by their base
+offset (``<20 digits>.log .index .timeindex [.txnindex]``), producer snapshots
+(``<offset>.snapshot``), ``leader-epoch-checkpoint``, ``partition.metadata`` and, for the KRaft
+metadata log, ``quorum-state`` and ``<offset>-<epoch>.checkpoint`` snapshots (spec A2).
+
+Everything here is read-only.  ``.log`` files are streamed in bounded chunks (``LogFileWalk``),
+index files likewise (``IndexFileWalk``), so memory stays flat whatever the segment size; an
+entry whose size field is larger than ``MAX_ENTRY_SIZE`` is never allocated.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterator, Literal
+
+from mqtool.errors import CorruptDataError, MqError, StoreLayoutError, UnsupportedFormatError
+from mqtool.formats.kafka import checkpoint_file as cpf
+from mqtool.formats.kafka import index as kidx
+from mqtool.formats.kafka import txn_index as ktxn
+from mqtool.formats.kafka.log import HEADER_SIZE_UP_TO_MAGIC, DataEnd, LogEntry, LogWalker, Mode, decode_entry
+from mqtool.store.files import CHUNK_SIZE, ReadOnlyFile, is_directory, is_regular_file, safe_listdir
+
+#: Largest log entry mqtool reads into memory.  Kafka's default ``max.message.bytes`` is 1 MiB;
+#: a size field beyond this is reported, never allocated.
+MAX_ENTRY_SIZE = 64 << 20
+#: ``Integer.MAX_VALUE``: the largest ``.log`` the broker opens (``FileRecords``).
+MAX_SEGMENT_SIZE = 2**31 - 1
+#: Chunk used to stream index files (a multiple of 8, 12 and 34 bytes).
+INDEX_CHUNK = 8 * 12 * 34 * 1024
+
+SEGMENT_KINDS = ("log", "index", "timeindex", "txnindex")
+QUORUM_STATE = "quorum-state"
+BOOTSTRAP_CHECKPOINT = "bootstrap.checkpoint"
+LOCK_FILE = ".lock"
+#: Files a log dir may hold besides partition dirs.
+LOG_DIR_FILES = (
+    *cpf.OFFSET_CHECKPOINT_FILES,
+    cpf.META_PROPERTIES,
+    cpf.CLEAN_SHUTDOWN,
+    LOCK_FILE,
+    BOOTSTRAP_CHECKPOINT,
+)
+#: Directories a log dir may hold that are not partitions.
+KNOWN_DIRS = ("remote-log-index-cache",)
+#: ``<20-digit end offset>-<10-digit epoch>.checkpoint``: a KRaft snapshot (metadata log only).
+KRAFT_SNAPSHOT_NAME = re.compile(r"^(\d{20})-(\d{10})\.checkpoint(\.part|\.deleted)?$")
+
+#: Kafka 0.7 segment files (``<offset>.kafka``): the Jafka message format, not the log format.
+KAFKA_07_SUFFIX = ".kafka"
+
+CONSUMER_OFFSETS = "__consumer_offsets"
+TRANSACTION_STATE = "__transaction_state"
+CLUSTER_METADATA = "__cluster_metadata"
+INTERNAL_TOPICS = (CONSUMER_OFFSETS, TRANSACTION_STATE, CLUSTER_METADATA)
+
+StoreKind = Literal["log-dir", "partition", "segment"]
+
+
+# --- the model -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class KafkaSegment:
+    """One segment: its base offset and the files that carry it (any may be missing)."""
+
+    base_offset: int
+    log: Path | None = None
+    log_size: int = 0
+    index: Path | None = None
+    index_size: int = 0
+    timeindex: Path | None = None
+    timeindex_size: int = 0
+    txnindex: Path | None = None
+    txnindex_size: int = 0
+    #: False for a lone file whose name is not ``<offset>.log`` (base offset then unknown: 0).
+    named: bool = True
+
+    @property
+    def name(self) -> str:
+        return f"{self.base_offset:020d}"
+
+
+@dataclass(frozen=True)
+class ProducerSnapshotFile:
+    offset: int
+    path: Path
+    size: int
+
+
+@dataclass
+class KafkaPartition:
+    """A partition directory (or a lone segment file) and its files."""
+
+    path: Path
+    topic: str | None
+    partition: int | None
+    suffix: str | None = None  # delete, future, stray
+    segments: list[KafkaSegment] = field(default_factory=list)
+    snapshots: list[ProducerSnapshotFile] = field(default_factory=list)
+    kraft_snapshots: list[Path] = field(default_factory=list)
+    leftovers: list[Path] = field(default_factory=list)  # .deleted, .cleaned, .swap, *.tmp
+    unexpected: list[Path] = field(default_factory=list)
+    leader_epoch_checkpoint: Path | None = None
+    partition_metadata: Path | None = None
+    quorum_state: Path | None = None
+
+    @property
+    def name(self) -> str:
+        return self.path.name
+
+    @property
+    def key(self) -> tuple[str, int] | None:
+        """``(topic, partition)`` as checkpoint files name it, when known."""
+        if self.topic is None or self.partition is None:
+            return None
+        return self.topic, self.partition
+
+    @property
+    def internal_topic(self) -> str | None:
+        """``__consumer_offsets``, ``__transaction_state`` or ``__cluster_metadata`` (else None)."""
+        return self.topic if self.topic in INTERNAL_TOPICS else None
+
+    def log_segments(self) -> list[KafkaSegment]:
+        """Segments that have a ``.log`` file, in base-offset order."""
+        return [s for s in self.segments if s.log is not None]
+
+    def segment_for(self, offset: int) -> KafkaSegment | None:
+        """The segment whose base offset is the largest <= ``offset`` (``floorSegment``)."""
+        found = None
+        for seg in self.log_segments():
+            if seg.base_offset <= offset:
+                found = seg
+            else:
+                break
+        return found
+
+
+@dataclass
+class KafkaStore:
+    """What a path is: a log dir, a partition dir, or a single segment file."""
+
+    root: Path
+    kind: StoreKind
+    partitions: list[KafkaPartition]
+    #: The directory holding the log-dir files (the root of a log dir, or the parent of a
+    #: partition dir when that parent is a log dir); None for a standalone partition or file.
+    log_dir: Path | None = None
+    leftovers: list[Path] = field(default_factory=list)
+    unexpected: list[Path] = field(default_factory=list)
+    other_dirs: list[Path] = field(default_factory=list)
+
+    def log_dir_file(self, name: str) -> Path | None:
+        if self.log_dir is None:
+            return None
+        path = self.log_dir / name
+        return path if is_regular_file(path) else None
+
+    def find_partition(self, topic: str | None, partition: int | None) -> KafkaPartition:
+        """The one partition matching ``topic``/``partition`` (either may be omitted when unique)."""
+        matches = [
+            p
+            for p in self.partitions
+            if (topic is None or p.topic == topic) and (partition is None or p.partition == partition) and p.suffix is None
+        ]
+        if not matches:
+            matches = [
+                p for p in self.partitions if (topic is None or p.topic == topic) and (partition is None or p.partition == partition)
+            ]
+        if len(matches) == 1:
+            return matches[0]
+        wanted = f"{topic if topic is not None else '<any topic>'}-{partition if partition is not None else '<any partition>'}"
+        if not matches:
+            raise StoreLayoutError(
+                expected=f"partition {wanted}", found=f"none of {len(self.partitions)} partition(s)", path=self.root
+            )
+        raise StoreLayoutError(
+            expected=f"one partition matching {wanted} (give --topic and --partition)",
+            found=", ".join(p.name for p in matches[:8]) + (" ..." if len(matches) > 8 else ""),
+            path=self.root,
+        )
+
+
+def total_log_bytes(store: KafkaStore) -> int:
+    """Bytes of every ``.log`` of a store (for progress bars)."""
+    return sum(seg.log_size for part in store.partitions for seg in part.log_segments())
+
+
+# --- detection -----------------------------------------------------------------------------------
+
+
+def _segment_name(name: str) -> cpf.SegmentFileName | None:
+    try:
+        return cpf.parse_segment_file_name(name)
+    except StoreLayoutError:
+        return None
+
+
+def parse_partition_name(name: str) -> cpf.PartitionDirName | None:
+    try:
+        return cpf.parse_partition_dir_name(name)
+    except StoreLayoutError:
+        return None
+
+
+def _is_partition_file(name: str) -> bool:
+    if name in (cpf.LEADER_EPOCH_CHECKPOINT, cpf.PARTITION_METADATA, QUORUM_STATE):
+        return True
+    return _segment_name(name) is not None or KRAFT_SNAPSHOT_NAME.match(name) is not None
+
+
+def is_partition_dir(path: Path) -> bool:
+    """A ``topic-partition`` directory holding at least one Kafka partition file."""
+    if not is_directory(path) or parse_partition_name(path.name) is None:
+        return False
+    return any(_is_partition_file(n) for n in safe_listdir(path))
+
+
+def is_log_dir(path: Path) -> bool:
+    """A directory with log-dir files (checkpoints, meta.properties...) or partition dirs."""
+    if not is_directory(path):
+        return False
+    names = safe_listdir(path)
+    if any(n in (*cpf.OFFSET_CHECKPOINT_FILES, cpf.META_PROPERTIES, cpf.CLEAN_SHUTDOWN, BOOTSTRAP_CHECKPOINT) for n in names):
+        return True
+    return any(is_partition_dir(path / n) for n in names)
+
+
+def is_segment_file(path: Path) -> bool:
+    """``<offset>.log`` (or another segment file) or a KRaft ``.checkpoint`` snapshot."""
+    if not is_regular_file(path):
+        return False
+    parsed = _segment_name(path.name)
+    if parsed is not None and parsed.kind in SEGMENT_KINDS + ("snapshot",):
+        return True
+    return path.name == BOOTSTRAP_CHECKPOINT or KRAFT_SNAPSHOT_NAME.match(path.name) is not None
+
+
+def is_kafka_path(path: Path) -> bool:
+    """A Kafka log dir, a partition dir, or a file inside one (a segment, index, checkpoint...)."""
+    path = Path(path)
+    if is_directory(path):
+        return is_partition_dir(path) or is_log_dir(path)
+    if not is_regular_file(path):
+        return False
+    if is_segment_file(path):
+        return True
+    if path.name in LOG_DIR_FILES or path.name.endswith(".tmp"):
+        return is_log_dir(path.parent)
+    if _is_partition_file(path.name):
+        return is_partition_dir(path.parent)
+    return False
+
+
+# --- listing -------------------------------------------------------------------------------------
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
+
+
+def list_partition(path: Path) -> KafkaPartition:
+    """Classify every entry of a partition directory (names only; nothing is read)."""
+    path = Path(path)
+    parsed = parse_partition_name(path.name)
+    part = KafkaPartition(
+        path,
+        parsed.topic if parsed else None,
+        parsed.partition if parsed else None,
+        parsed.suffix if parsed else None,
+    )
+    files: dict[int, dict[str, Path]] = {}
+    for name in safe_listdir(path):
+        full = path / name
+        if is_directory(full):
+            part.unexpected.append(full)
+            continue
+        if name == cpf.LEADER_EPOCH_CHECKPOINT:
+            part.leader_epoch_checkpoint = full
+            continue
+        if name == cpf.PARTITION_METADATA:
+            part.partition_metadata = full
+            continue
+        if name == QUORUM_STATE:
+            part.quorum_state = full
+            continue
+        if name.endswith(".tmp"):
+            part.leftovers.append(full)
+            continue
+        snap = KRAFT_SNAPSHOT_NAME.match(name)
+        if snap:
+            if snap.group(3):
+                part.leftovers.append(full)
+            else:
+                part.kraft_snapshots.append(full)
+            continue
+        seg = _segment_name(name)
+        if seg is None:
+            part.unexpected.append(full)
+            continue
+        if seg.operation is not None:
+            part.leftovers.append(full)
+        elif seg.kind == "snapshot":
+            part.snapshots.append(ProducerSnapshotFile(seg.base_offset, full, _size(full)))
+        else:
+            files.setdefault(seg.base_offset, {})[seg.kind] = full
+    for base in sorted(files):
+        kinds = files[base]
+        kw: dict = {}
+        for kind in SEGMENT_KINDS:
+            p = kinds.get(kind)
+            if p is not None:
+                kw[kind] = p
+                kw[f"{kind}_size"] = _size(p)
+        part.segments.append(KafkaSegment(base, **kw))
+    part.snapshots.sort(key=lambda s: s.offset)
+    return part
+
+
+def lone_segment(path: Path) -> KafkaPartition:
+    """A partition made of one log-format file (``.log``, a carved ``.records``, a KRaft snapshot).
+
+    A ``<offset>.log`` inside a partition dir keeps its index siblings; any other name has
+    base offset 0 and no indexes (``named=False``)."""
+    path = Path(path)
+    parsed = _segment_name(path.name)
+    if parsed is not None and parsed.kind == "log" and parsed.operation is None:
+        owner = list_partition(path.parent) if parse_partition_name(path.parent.name) else None
+        seg = None
+        if owner is not None:
+            seg = next((s for s in owner.segments if s.base_offset == parsed.base_offset), None)
+        if seg is None:
+            seg = KafkaSegment(parsed.base_offset, path, _size(path))
+        topic = owner.topic if owner else None
+        number = owner.partition if owner else None
+        return KafkaPartition(path.parent, topic, number, owner.suffix if owner else None, [seg])
+    owner_name = parse_partition_name(path.parent.name)
+    return KafkaPartition(
+        path.parent,
+        owner_name.topic if owner_name else None,
+        owner_name.partition if owner_name else None,
+        None,
+        [KafkaSegment(0, path, _size(path), named=False)],
+    )
+
+
+def refuse_kafka_07(path: Path) -> None:
+    """A Kafka 0.7 ``.kafka`` segment is the Jafka message format, not Kafka's log format."""
+    if path.name.endswith(KAFKA_07_SUFFIX):
+        raise UnsupportedFormatError(
+            "a Kafka 0.7 segment (the [length][magic][crc][payload] format Jafka kept): read it with `--layout jafka` / `mqtool dump jafka`",
+            path=path,
+            expected="a Kafka 0.8+ log segment",
+            found=path.name,
+        )
+
+
+def open_kafka(path: str | Path) -> KafkaStore:
+    """Open a log dir, a partition dir or a segment file (read-only; nothing is read yet)."""
+    root = Path(path)
+    if not root.exists():
+        raise StoreLayoutError("no such file or directory", path=root)
+    if is_regular_file(root):
+        refuse_kafka_07(root)
+        if root.name.endswith((".index", ".timeindex", ".txnindex", ".snapshot")) or root.name in LOG_DIR_FILES:
+            raise StoreLayoutError(
+                expected="a Kafka log dir, partition dir or log segment (use `mqtool dump kafka-...` for index, snapshot and checkpoint files)",
+                found=root.name,
+                path=root,
+            )
+        log_dir = root.parent.parent if is_log_dir(root.parent.parent) and parse_partition_name(root.parent.name) else None
+        return KafkaStore(root, "segment", [lone_segment(root)], log_dir=log_dir)
+    if is_partition_dir(root) or (parse_partition_name(root.name) is not None and not is_log_dir(root)):
+        log_dir = root.parent if is_log_dir(root.parent) else None
+        return KafkaStore(root, "partition", [list_partition(root)], log_dir=log_dir)
+    if not is_log_dir(root):
+        raise StoreLayoutError(
+            expected="a Kafka log dir (topic-partition dirs, checkpoint files, meta.properties) or a partition dir",
+            found="none of them",
+            path=root,
+        )
+    store = KafkaStore(root, "log-dir", [], log_dir=root)
+    for name in safe_listdir(root):
+        full = root / name
+        if is_directory(full):
+            if parse_partition_name(name) is not None:
+                store.partitions.append(list_partition(full))
+            elif name in KNOWN_DIRS:
+                continue
+            else:
+                store.other_dirs.append(full)
+        elif name in LOG_DIR_FILES:
+            continue
+        elif name.endswith(".tmp"):
+            store.leftovers.append(full)
+        else:
+            store.unexpected.append(full)
+    store.partitions.sort(key=lambda p: (p.topic or "", p.partition if p.partition is not None else -1, p.name))
+    return store
+
+
+# --- streaming reads -----------------------------------------------------------------------------
+
+
+class LogFileWalk:
+    """Stream ``(position, LogEntry)`` from one ``.log`` file in bounded chunks.
+
+    ``mode`` is ``LogWalker``'s (``framing``, ``header``, ``full``).  While iterating,
+    ``buffer``/``buffer_start`` hold the chunk the current entry lies in (a consumer may decode
+    the entry's bytes itself at ``buffer[position - buffer_start:]``).
+
+    ``limit`` stops the walk at that file position (``--max-bytes``): only entries that end
+    within it are returned and the end is reported as ``eof`` at the last such entry.
+
+    After iteration: ``end`` is the clean end (a ``DataEnd`` in file positions: ``eof``,
+    ``zeros`` -- zeros from there to the end of the file -- or ``partial``), or ``error`` is the
+    ``MqError`` (located in the file) of the first broken entry, at ``failed_at``.
+    """
+
+    def __init__(
+        self,
+        f: ReadOnlyFile,
+        start: int = 0,
+        *,
+        mode: Mode = "header",
+        check_crc: bool = True,
+        limit: int | None = None,
+        chunk: int = CHUNK_SIZE,
+        max_entry_size: int = MAX_ENTRY_SIZE,
+    ) -> None:
+        self.f = f
+        self.start = start
+        self.mode = mode
+        self.check_crc = check_crc
+        self.stop = f.size if limit is None else min(limit, f.size)
+        self.limited = limit is not None and limit < f.size
+        self.chunk = chunk
+        self.max_entry_size = max_entry_size
+        self.end: DataEnd | None = None
+        self.error: MqError | None = None
+        self.failed_at: int | None = None
+        self.count = 0
+        self.buffer: bytes = b""
+        self.buffer_start = start
+        #: For a ``zeros`` end followed by other bytes: (first non-zero position, end of them).
+        self.garbage_after_zeros: tuple[int, int] | None = None
+
+    @property
+    def valid_end(self) -> int:
+        """File position where the valid entries stop."""
+        if self.end is not None:
+            return self.end.position
+        return self.failed_at if self.failed_at is not None else self.start
+
+    def __iter__(self) -> Iterator[tuple[int, LogEntry]]:
+        f = self.f
+        base = self.start
+        want = self.chunk
+        stop = self.stop
+        while True:
+            data = f.pread(base, min(want, stop - base))
+            want = self.chunk
+            self.buffer = data
+            self.buffer_start = base
+            walker = LogWalker(data, 0, mode=self.mode, check_crc=self.check_crc)
+            try:
+                for entry in walker:
+                    self.count += 1
+                    yield base + entry.position, entry
+            except MqError as exc:
+                self.failed_at = base + (walker.failed_at or 0)
+                self.error = exc.at(f.path, base)
+                return
+            end = walker.end
+            assert end is not None
+            at = base + end.position
+            more = base + len(data) < stop
+            if end.kind == "eof" and more:
+                base = at
+                continue
+            if end.kind == "partial" and more:
+                if end.position == 0:
+                    if end.length > self.max_entry_size:
+                        self.failed_at = at
+                        self.error = CorruptDataError(
+                            path=f.path,
+                            position=at + 8,
+                            expected=f"an entry size of at most {self.max_entry_size} bytes (the largest entry mqtool reads)",
+                            found=f"{end.length - 12} (an entry of {end.length} bytes)",
+                        )
+                        return
+                    want = max(end.length, self.chunk)
+                base = at
+                continue
+            if end.kind == "zeros" and more:
+                extent = nonzero_extent(f, base + len(data), stop)
+                if extent is not None:
+                    self.garbage_after_zeros = extent
+            if self.limited and end.kind in ("partial", "zeros"):
+                # the --max-bytes window cuts the entry: not a property of the file
+                self.end = DataEnd("eof", at)
+                return
+            self.end = DataEnd(end.kind, at, end.length)
+            return
+
+
+def nonzero_extent(f: ReadOnlyFile, start: int, stop: int | None = None) -> tuple[int, int] | None:
+    """(first, last+1) of the non-zero bytes in ``[start, stop)``, or None when all zero."""
+    stop = f.size if stop is None else min(stop, f.size)
+    first = last = None
+    pos = start
+    while pos < stop:
+        data = f.pread(pos, min(CHUNK_SIZE, stop - pos))
+        if not data:
+            break
+        stripped = data.lstrip(b"\x00")
+        if stripped:
+            if first is None:
+                first = pos + len(data) - len(stripped)
+            last = pos + len(data.rstrip(b"\x00"))
+        pos += len(data)
+    return (first, last) if first is not None else None
+
+
+def read_entry_at(f: ReadOnlyFile, position: int, *, mode: Mode = "full", check_crc: bool = True, size_hint: int = 65536) -> LogEntry:
+    """Decode the single entry at ``position`` of an open ``.log`` (one read when it fits ``size_hint``)."""
+    try:
+        data = f.pread(position, max(HEADER_SIZE_UP_TO_MAGIC, size_hint))
+        if len(data) < HEADER_SIZE_UP_TO_MAGIC:
+            raise CorruptDataError(position=0, expected="a log entry header (17 bytes)", found=f"{len(data)} bytes before the end of the file")
+        size = 12 + int.from_bytes(data[8:12], "big", signed=True)
+        if size > MAX_ENTRY_SIZE:
+            raise CorruptDataError(position=8, expected=f"an entry of at most {MAX_ENTRY_SIZE} bytes", found=str(size))
+        if size > len(data):
+            data = f.pread(position, size)
+        return decode_entry(data, 0, mode=mode, check_crc=check_crc)
+    except MqError as exc:
+        raise exc.at(f.path, position) from None
+
+
+IndexKind = Literal["index", "timeindex", "txnindex"]
+_ENTRY_SIZES = {"index": kidx.OFFSET_ENTRY_SIZE, "timeindex": kidx.TIME_ENTRY_SIZE, "txnindex": ktxn.ENTRY_SIZE}
+
+
+class IndexFileWalk:
+    """Stream ``(position, entry)`` of a ``.index`` / ``.timeindex`` / ``.txnindex`` in chunks.
+
+    The formats walkers do the work; chunks overlap by one entry so their order checks and the
+    zero-tail rule (entry 0 is always an entry; an all-zero entry after it ends the walk) see
+    exactly what a whole-file walk sees.  After iteration ``end`` is the ``DataEnd`` (file
+    positions) or ``error`` the located ``MqError``; ``count`` and ``last`` describe the entries.
+    ``first_is_zero`` tells that entry 0 is all zero (an unused pre-allocated slot when nothing
+    follows it).
+    """
+
+    def __init__(self, f: ReadOnlyFile, kind: IndexKind, base_offset: int = 0, *, chunk: int = INDEX_CHUNK) -> None:
+        self.f = f
+        self.kind = kind
+        self.base_offset = base_offset
+        self.entry_size = _ENTRY_SIZES[kind]
+        self.chunk = max(chunk - chunk % self.entry_size, self.entry_size * 2)
+        self.end = None
+        self.error: MqError | None = None
+        self.count = 0
+        self.last = None
+        self.first_is_zero = False
+
+    def _walker(self, data: bytes):
+        if self.kind == "index":
+            return kidx.OffsetIndexWalker(data, self.base_offset)
+        if self.kind == "timeindex":
+            return kidx.TimeIndexWalker(data, self.base_offset)
+        return ktxn.TxnIndexWalker(data, base_offset=self.base_offset)
+
+    def __iter__(self) -> Iterator[tuple[int, object]]:
+        f = self.f
+        size = f.size
+        step = self.entry_size
+        start = 0
+        if size >= step and f.pread(0, step) == bytes(step):
+            self.first_is_zero = True
+        while True:
+            overlap = step if start > 0 else 0
+            data = f.pread(start - overlap, min(self.chunk + overlap, size - start + overlap))
+            walker = self._walker(data)
+            try:
+                for pos, entry in walker:
+                    if pos < overlap:
+                        continue
+                    self.count += 1
+                    self.last = entry
+                    yield start - overlap + pos, entry
+            except MqError as exc:
+                self.error = exc.at(f.path, start - overlap)
+                return
+            end = walker.end
+            stop = start - overlap + end.position
+            if end.kind == "eof" and start - overlap + len(data) < size:
+                start = stop
+                continue
+            self.end = end.__class__(end.kind, stop, size - stop if end.kind != "eof" else 0)
+            return
+
+
+# --- index lookups with bounded reads ----------------------------------------------------------
+
+
+def _slot(f: ReadOnlyFile, number: int, size: int) -> bytes:
+    return f.pread(number * size, size)
+
+
+def index_entry_count(f: ReadOnlyFile, entry_size: int) -> int:
+    """Entries before the zero tail (binary search with ``pread``; ``index.index_entry_count``'s rule)."""
+    total = f.size // entry_size
+    if total <= 1:
+        return total
+    zero = bytes(entry_size)
+    lo, hi = 1, total
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if _slot(f, mid, entry_size) == zero:
+            hi = mid
+        else:
+            lo = mid + 1
+    return lo
+
+
+def _largest_lower_bound(f: ReadOnlyFile, count: int, entry_size: int, key, target: int) -> int:
+    """``AbstractIndex.largestLowerBoundSlotFor``: slot of the largest key <= target, or -1."""
+    if count == 0 or key(_slot(f, 0, entry_size)) > target:
+        return -1
+    lo, hi = 0, count - 1
+    while lo < hi:
+        mid = (lo + hi + 1) >> 1
+        if key(_slot(f, mid, entry_size)) > target:
+            hi = mid - 1
+        else:
+            lo = mid
+    return lo
+
+
+def lookup_offset(path: Path | None, base_offset: int, target: int) -> tuple[kidx.OffsetPosition, int]:
+    """``OffsetIndex.lookup`` on an index file: ``(entry, slot)``; ``((base, 0), -1)`` below the
+    first entry or without an index.  Reads O(log n) entries."""
+    if path is None:
+        return kidx.OffsetPosition(base_offset, 0), -1
+    try:
+        with ReadOnlyFile(path) as f:
+            count = index_entry_count(f, kidx.OFFSET_ENTRY_SIZE)
+            slot = _largest_lower_bound(
+                f, count, kidx.OFFSET_ENTRY_SIZE, lambda raw: base_offset + int.from_bytes(raw[:4], "big", signed=True), target
+            )
+            if slot < 0:
+                return kidx.OffsetPosition(base_offset, 0), -1
+            return kidx.decode_offset_entry(_slot(f, slot, kidx.OFFSET_ENTRY_SIZE), 0, base_offset), slot
+    except MqError as exc:
+        raise exc.at(path, 0) from None
+
+
+def lookup_timestamp(path: Path | None, base_offset: int, target: int) -> tuple[kidx.TimestampOffset, int]:
+    """``TimeIndex.lookup``: ``(entry, slot)``; ``((-1, base), -1)`` below the first entry."""
+    if path is None:
+        return kidx.TimestampOffset(kidx.NO_TIMESTAMP, base_offset), -1
+    try:
+        with ReadOnlyFile(path) as f:
+            count = index_entry_count(f, kidx.TIME_ENTRY_SIZE)
+            slot = _largest_lower_bound(f, count, kidx.TIME_ENTRY_SIZE, lambda raw: int.from_bytes(raw[:8], "big", signed=True), target)
+            if slot < 0:
+                return kidx.TimestampOffset(kidx.NO_TIMESTAMP, base_offset), -1
+            return kidx.decode_time_entry(_slot(f, slot, kidx.TIME_ENTRY_SIZE), 0, base_offset), slot
+    except MqError as exc:
+        raise exc.at(path, 0) from None
+
+
+def last_time_entry(path: Path | None, base_offset: int) -> kidx.TimestampOffset:
+    """``TimeIndex.lastEntry``: ``(-1, base)`` when empty or missing."""
+    if path is None:
+        return kidx.TimestampOffset(kidx.NO_TIMESTAMP, base_offset)
+    try:
+        with ReadOnlyFile(path) as f:
+            count = index_entry_count(f, kidx.TIME_ENTRY_SIZE)
+            if count == 0 or (count == 1 and _slot(f, 0, kidx.TIME_ENTRY_SIZE) == bytes(kidx.TIME_ENTRY_SIZE)):
+                return kidx.TimestampOffset(kidx.NO_TIMESTAMP, base_offset)
+            return kidx.decode_time_entry(_slot(f, count - 1, kidx.TIME_ENTRY_SIZE), 0, base_offset)
+    except MqError as exc:
+        raise exc.at(path, 0) from None

@@ -1,0 +1,120 @@
+"""query for Kafka against a brute-force oracle: every offset and timestamp of the bundled log dir."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+from mqtool.formats.kafka.log import LogWalker
+from mqtool.ops.query_kafka import query_offset, query_timestamp, segment_largest_timestamp
+from mqtool.store.kafka import open_kafka
+from tests.conftest import FIXTURES, real_path
+
+LOGS = FIXTURES / "kafka-logs"
+STORE = open_kafka(LOGS)
+LOG_START = {"orders-0": 7}
+
+
+def all_records(partition: str) -> list:
+    """(offset, timestamp, file name) of every record, in log order."""
+    out = []
+    for path in sorted((LOGS / partition).glob("*.log")):
+        for entry in LogWalker(path.read_bytes(), mode="full"):
+            out.extend((r.offset, r.timestamp, path.name) for r in entry.records)
+    return out
+
+
+PARTITIONS = ["orders-0", "orders-1", "events-0", "legacy-0", "__consumer_offsets-0", "__cluster_metadata-0"]
+
+
+@pytest.mark.parametrize("name", PARTITIONS)
+def test_every_offset(name):
+    topic, number = name.rsplit("-", 1)
+    records = all_records(name)
+    start = LOG_START.get(name, 0)
+    for target in range(0, records[-1][0] + 3):
+        result = query_offset(STORE, topic, int(number), target, max_results=2)
+        expected = [r for r in records if r[0] >= target][:2] if target >= start else []
+        got = [(h.record.offset, h.record.timestamp, h.file.name) for h in result.hits]
+        assert got == expected, (name, target, result.steps, result.notes)
+        if target < start:
+            assert "below the log start offset" in result.notes[0]
+        elif got and got[0][0] != target:
+            assert "compacted away" in result.notes[-1]
+
+
+@pytest.mark.parametrize("name", ["orders-0", "orders-1", "events-0", "legacy-0", "__consumer_offsets-0"])
+def test_every_timestamp(name):
+    topic, number = name.rsplit("-", 1)
+    records = all_records(name)
+    start = LOG_START.get(name, 0)
+    stamps = sorted({t + d for _, t, _ in records for d in (-1, 0, 1)} | {0, 1 << 62})
+    for target in stamps:
+        result = query_timestamp(STORE, topic, int(number), target)
+        expected = next(((o, t) for o, t, _ in records if t >= target and o >= start), None)
+        got = (result.hits[0].record.offset, result.hits[0].record.timestamp) if result.hits else None
+        assert got == expected, (name, target, result.steps)
+
+
+def test_offset_query_uses_the_index():
+    result = query_offset(STORE, "orders", 0, 50)
+    (hit,) = result.hits
+    assert hit.via == "index" and hit.record.offset == 50
+    assert result.steps[0] == "00000000000000000030.index entry #2: offset 49 at position 2155"
+    assert hit.batch.base_offset == 50 and hit.batch.is_valid
+    result = query_offset(STORE, "orders", 0, 5000)
+    assert not result.hits and "no record at or after offset 5000" in result.notes[0]
+
+
+def test_timestamp_query_uses_the_time_index():
+    result = query_timestamp(STORE, "orders", 0, 1_700_000_001_300, max_results=3)
+    assert [h.via for h in result.hits] == ["timeindex"] * 3
+    assert "timeindex entry #" in result.steps[-2]
+    offsets = [h.record.offset for h in result.hits]
+    assert offsets == sorted(offsets) and len(set(offsets)) == 3
+
+
+def test_internal_records_are_decoded():
+    (hit,) = query_offset(STORE, "__consumer_offsets", 0, 1).hits
+    assert type(hit.record.decoded["key"]).__name__ == "OffsetCommitKey" and hit.record.decoded["value"].offset == 40
+    (hit,) = query_offset(STORE, "__cluster_metadata", 0, 0).hits
+    assert hit.record.control["type"] == "LEADER_CHANGE"
+
+
+def test_partition_dir_needs_no_topic():
+    store = open_kafka(LOGS / "events-0")
+    (hit,) = query_offset(store, None, None, 33).hits
+    assert hit.partition == "events-0" and hit.record.offset == 33
+
+
+def test_broken_index_falls_back_to_a_scan(tmp_path):
+    root = tmp_path / "logs"
+    shutil.copytree(LOGS, root)
+    index = root / "orders-0" / "00000000000000000030.index"
+    raw = bytearray(index.read_bytes())
+    raw[20:24] = (7).to_bytes(4, "big")  # entry 2 points into the middle of a batch
+    index.write_bytes(bytes(raw))
+    result = query_offset(open_kafka(root), "orders", 0, 50)  # entry 2 (offset 49) is the one used
+    assert [h.record.offset for h in result.hits] == [50]
+    assert "no valid batch starts" in result.notes[0]
+    raw[20:24] = raw[28:32]  # entry 2 now points at the (valid) batch of entry 3: too far
+    index.write_bytes(bytes(raw))
+    result = query_offset(open_kafka(root), "orders", 0, 50)
+    assert [h.record.offset for h in result.hits] == [50] and result.notes
+
+
+def test_segment_largest_timestamp_reads_past_the_last_time_entry():
+    part = STORE.find_partition("orders", 0)
+    last = part.log_segments()[-1]
+    stamps = [e.header.max_timestamp for e in LogWalker(last.log.read_bytes())]
+    assert segment_largest_timestamp(last) == max(stamps)
+
+
+def test_real_metadata_log_queries():
+    logs = real_path("kafka", "Jeong-Rae-KafkaDemo", "kraft-combined-logs")
+    store = open_kafka(logs)
+    (hit,) = query_offset(store, "__cluster_metadata", 0, 1500).hits
+    assert hit.record.offset == 1500 and hit.via == "scan"  # the capture has no .index
+    first = query_timestamp(store, "__cluster_metadata", 0, 0).hits[0]
+    assert first.record.offset == 0

@@ -1,0 +1,618 @@
+"""validate for Kafka: the bundled log dir is clean, and every KAFKA- code is raised by the damage it
+names, at the exact file and position."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import struct
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from mqtool.errors import MqError, UnsupportedFormatError
+from mqtool.formats.checksums import crc32c
+from mqtool.formats.kafka import checkpoint_file as cpf
+from mqtool.formats.kafka import compression
+from mqtool.formats.kafka import record_batch as rb
+from mqtool.formats.kafka.log import LogWalker
+from mqtool.ops import validate_kafka as vk
+from mqtool.ops.codes_kafka import CODES
+from mqtool.ops.findings import Severity
+from mqtool.ops.validate import ValidateOptions
+from mqtool.store.kafka_writer import PartitionWriter
+from tests.conftest import FIXTURES
+
+LOGS = FIXTURES / "kafka-logs"
+
+
+@pytest.fixture
+def logs(tmp_path) -> Path:
+    root = tmp_path / "kafka-logs"
+    shutil.copytree(LOGS, root)
+    return root
+
+
+def validate(path, *, deep: bool = False, jobs: int = 1):
+    return vk.validate_kafka(path, ValidateOptions(jobs=jobs, deep=deep))
+
+
+def found(report, code: str, path=None, position="any", severity: Severity | None = None):
+    """The findings of ``code`` (at ``path``/``position`` when given); at least one must exist."""
+    hits = [
+        f
+        for f in report.findings
+        if f.code == code and (path is None or f.path == str(path)) and (position == "any" or f.position == position)
+    ]
+    assert hits, f"no {code} at {path}:{position}; got {[(f.code, f.path, f.position) for f in report.findings]}"
+    if severity is not None:
+        assert hits[0].level is severity, hits[0]
+    return hits
+
+
+def entries(path: Path):
+    return list(LogWalker(path.read_bytes(), mode="header"))
+
+
+def patch(path: Path, position: int, data: bytes) -> None:
+    raw = bytearray(path.read_bytes())
+    raw[position : position + len(data)] = data
+    path.write_bytes(bytes(raw))
+
+
+def fix_crc(path: Path, position: int) -> None:
+    raw = bytearray(path.read_bytes())
+    size = 12 + int.from_bytes(raw[position + 8 : position + 12], "big")
+    raw[position + 17 : position + 21] = struct.pack(">I", crc32c(bytes(raw[position + 21 : position + size])))
+    path.write_bytes(bytes(raw))
+
+
+def write_offsets(path: Path, table: dict) -> None:
+    entries = tuple(cpf.TopicPartitionOffset(t, p, o) for (t, p), o in table.items())
+    path.write_bytes(cpf.encode_offset_checkpoint(cpf.OffsetCheckpoint(entries)))
+
+
+def read_offsets(path: Path) -> dict:
+    return cpf.decode_offset_checkpoint(path.read_bytes()).as_dict()
+
+
+def seg(root: Path, partition: str, base: int, kind: str = "log") -> Path:
+    return root / partition / f"{base:020d}.{kind}"
+
+
+# --- a healthy log dir ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("deep", [False, True])
+def test_bundled_log_dir_is_clean(deep):
+    report = validate(LOGS, deep=deep)
+    assert report.counts["error"] == 0 and report.counts["warning"] == 0, [f.to_dict() for f in report.findings if f.level.rank]
+    assert not report.failed
+    assert report.facts["segments"] == 15 and report.facts["partitions"]["orders-0"] == {"log_start_offset": 7, "log_end_offset": 110, "segments": 4}
+    assert report.facts["partitions"]["__consumer_offsets-0"]["log_end_offset"] == 22
+    if deep:
+        files = [*LOGS.glob("*/*.log"), *LOGS.glob("*/*.checkpoint"), LOGS / "bootstrap.checkpoint"]
+        assert report.facts["records"] == sum(len(e.records) for p in files for e in LogWalker(p.read_bytes(), mode="full"))
+    found(report, "KAFKA-LOG-VALID-END", seg(LOGS, "orders-0", 90), os.path.getsize(seg(LOGS, "orders-0", 90)), Severity.info)
+    found(report, "KAFKA-INDEX-MULTI-BATCH", seg(LOGS, "orders-1", 0, "index"), None, Severity.info)
+    co = seg(LOGS, "__consumer_offsets-0", 0)
+    found(report, "KAFKA-OFFSET-GAP", co, entries(co)[2].position, Severity.info)  # inside a segment
+    found(report, "KAFKA-OFFSET-GAP", seg(LOGS, "__consumer_offsets-0", 12), None)  # between segments
+
+
+def test_parallel_run_finds_the_same(logs):
+    patch(seg(logs, "orders-0", 0), entries(seg(logs, "orders-0", 0))[1].position + 80, b"\xff")
+    one = validate(logs)
+    two = validate(logs, jobs=2)
+    assert [f.to_dict() for f in one.findings] == [f.to_dict() for f in two.findings]
+    assert one.counts["error"] >= 1
+
+
+# --- log family -------------------------------------------------------------------------------------
+
+
+def test_crc_mismatch(logs):
+    path = seg(logs, "orders-0", 0)
+    e = entries(path)[1]
+    patch(path, e.position + 90, b"\xee")
+    report = validate(logs)
+    (f,) = found(report, "KAFKA-LOG-CRC", path, e.position + rb.CRC_POSITION, Severity.error)
+    assert "expected CRC-32C" in f.message and "deletes every later segment" in f.message
+
+
+def test_bad_magic_resynchronises(logs):
+    path = seg(logs, "orders-0", 0)
+    es = entries(path)
+    patch(path, es[2].position + 16, b"\x07")
+    report = validate(logs)
+    found(report, "KAFKA-LOG-MAGIC", path, es[2].position + 16)
+    (g,) = found(report, "KAFKA-LOG-GARBAGE", path, es[2].position)
+    assert g.length == es[3].position - es[2].position
+    summary = next(s for s in report.files if s.path == str(path))
+    assert summary.valid_bytes == es[2].position and summary.records == len(es) - 1
+
+
+def test_batch_size_below_overhead(logs):
+    path = seg(logs, "orders-0", 0)
+    e = entries(path)[3]
+    patch(path, e.position + 8, (40).to_bytes(4, "big"))
+    found(validate(logs), "KAFKA-LOG-SIZE", path, e.position + 8)
+
+
+def test_legacy_message_crc_and_size(logs):
+    path = seg(logs, "legacy-0", 0)
+    es = entries(path)
+    patch(path, es[1].position + 25, b"X")
+    found(validate(logs), "KAFKA-LOG-CRC", path, es[1].position + 12)
+
+
+def test_control_batch_with_bad_marker(logs):
+    path = seg(logs, "events-0", 0)
+    e = next(x for x in entries(path) if x.magic == 2 and x.header.is_control_batch)
+    # record: length, attributes, timestamp delta, offset delta, key length, then the key (version int16)
+    patch(path, e.position + 61 + 5, b"\xff\xff")
+    fix_crc(path, e.position)
+    report = validate(logs)
+    (f,) = found(report, "KAFKA-LOG-CONTROL", path, e.position)
+    assert "producer 2000" in f.message
+
+
+def test_torn_tail_last_and_earlier_segment(logs):
+    last = seg(logs, "orders-0", 90)
+    e = entries(last)[-1]
+    os.truncate(last, e.position + 30)
+    middle = seg(logs, "orders-0", 60)
+    m = entries(middle)[-1]
+    os.truncate(middle, m.position + 15)  # past the zero high bytes of the base offset
+    report = validate(logs)
+    (f,) = found(report, "KAFKA-LOG-TORN-TAIL", last, e.position, Severity.warning)
+    assert f.length == 30 and "only 30 present" in f.message
+    (g,) = found(report, "KAFKA-LOG-TORN-TAIL", middle, m.position, Severity.error)
+    assert g.length == 15 and "deleting every later segment" in g.message
+
+
+def test_zero_tail(logs):
+    last = seg(logs, "orders-0", 90)
+    size = last.stat().st_size
+    with open(last, "ab") as f:
+        f.write(bytes(4000))
+    middle = seg(logs, "orders-0", 30)
+    msize = middle.stat().st_size
+    with open(middle, "ab") as f:
+        f.write(bytes(100))
+    report = validate(logs)
+    (f,) = found(report, "KAFKA-LOG-ZERO-TAIL", last, size, Severity.warning)
+    assert f.length == 4000
+    found(report, "KAFKA-LOG-ZERO-TAIL", middle, msize, Severity.error)
+
+
+def test_zero_hole_then_data(logs):
+    path = seg(logs, "orders-0", 0)
+    es = entries(path)
+    patch(path, es[2].position, bytes(es[3].position - es[2].position))
+    report = validate(logs)
+    found(report, "KAFKA-LOG-SIZE", path, es[2].position + 8)
+    # the walk resumes at the next entry: nothing after it is lost
+    summary = next(s for s in report.files if s.path == str(path))
+    assert summary.records == len(es) - 1
+
+
+def test_decreasing_leader_epoch(tmp_path):
+    w = PartitionWriter(tmp_path / "t-0", leader_epoch=3)
+    w.append(rb.build_batch([rb.Record(value=b"a")], base_timestamp=1))
+    w.leader_epoch = 1
+    second = w.append(rb.build_batch([rb.Record(value=b"b")], base_timestamp=2))
+    w.close()
+    report = validate(tmp_path / "t-0")
+    found(report, "KAFKA-LOG-EPOCH", second.segment, second.positions[0] + 12, Severity.error)
+
+
+def _writer_with(tmp_path, batch: rb.RecordBatch):
+    w = PartitionWriter(tmp_path / "t-0")
+    w.append(rb.build_batch([rb.Record(value=b"first")], base_timestamp=10))
+    res = w.append(batch)
+    w.close()
+    return res
+
+
+def test_deep_record_offsets(tmp_path):
+    records = [rb.Record(offset_delta=d, value=b"x") for d in (0, 2, 1)]
+    res = _writer_with(tmp_path, rb.build_batch(records, base_timestamp=5))
+    assert "KAFKA-LOG-RECORD-OFFSET" not in {f.code for f in validate(tmp_path / "t-0").findings}
+    found(validate(tmp_path / "t-0", deep=True), "KAFKA-LOG-RECORD-OFFSET", res.segment, res.positions[0])
+
+
+def test_deep_last_offset_delta_too_small(tmp_path):
+    records = [rb.Record(offset_delta=d, value=b"x") for d in (0, 1, 2)]
+    res = _writer_with(tmp_path, rb.build_batch(records, base_timestamp=5, last_offset_delta=1))
+    found(validate(tmp_path / "t-0", deep=True), "KAFKA-LOG-RECORD-OFFSET", res.segment, res.positions[0] + 23)
+
+
+def test_deep_max_timestamp(tmp_path):
+    from dataclasses import replace
+
+    b = rb.build_batch([rb.Record(timestamp_delta=d, value=b"x", offset_delta=i) for i, d in enumerate((0, 9))], base_timestamp=100)
+    b = rb.RecordBatch(replace(b.header, max_timestamp=105), b.records)
+    res = _writer_with(tmp_path, b)
+    (f,) = found(validate(tmp_path / "t-0", deep=True), "KAFKA-LOG-TIMESTAMP", res.segment, res.positions[0] + 35, Severity.warning)
+    assert "expected maxTimestamp 109" in f.message
+
+
+def test_deep_record_structure(logs):
+    path = seg(logs, "orders-0", 0)
+    e = entries(path)[0]
+    raw = path.read_bytes()
+    length_size = 2 if raw[e.position + 61] >= 0x80 else 1
+    # record: length varint, attributes, timestamp delta, offset delta, then the key length
+    patch(path, e.position + 61 + length_size + 3, b"\x7e")  # a key of 63 bytes: past the record
+    fix_crc(path, e.position)
+    assert "KAFKA-LOG-RECORDS" not in {f.code for f in validate(logs).findings}
+    region = path.read_bytes()[e.position + 61 : e.position + e.size]
+    with pytest.raises(MqError) as exc:
+        list(rb.iter_records(region, 1))
+    found(validate(logs, deep=True), "KAFKA-LOG-RECORDS", path, e.position + 61 + exc.value.position)
+
+
+def test_deep_compression(logs):
+    path = seg(logs, "events-0", 0)
+    e = next(x for x in entries(path) if x.magic == 2 and x.header.compression_type == compression.GZIP)
+    patch(path, e.position + 61 + 30, b"\x00\x00\x00\x00")
+    fix_crc(path, e.position)
+    region = path.read_bytes()[e.position + 61 : e.position + e.size]
+    with pytest.raises(MqError) as exc:
+        compression.decompress(compression.GZIP, region)
+    found(validate(logs, deep=True), "KAFKA-LOG-COMPRESSION", path, e.position + 61 + (exc.value.position or 0))
+
+
+def test_deep_unsupported_codec(logs, monkeypatch):
+    def missing(*args, **kw):
+        raise UnsupportedFormatError("gzip compression needs a package", expected="the codec", found="not installed")
+
+    monkeypatch.setattr(vk.compression, "decompress", missing)
+    path = seg(logs, "events-0", 0)
+    e = next(x for x in entries(path) if x.magic == 2 and x.header.compression_type == compression.GZIP)
+    found(validate(logs, deep=True), "KAFKA-LOG-UNSUPPORTED", path, e.position, Severity.warning)
+
+
+def test_deep_legacy_wrapper(logs):
+    path = seg(logs, "legacy-0", 0)
+    wrapper = next(x for x in entries(path) if x.magic == 0 and x.header.is_compressed)
+    # a v0 wrapper's offset is its last inner offset: make it one less (the offset is outside the CRC)
+    patch(path, wrapper.position, (wrapper.offset - 1).to_bytes(8, "big"))
+    assert "KAFKA-LOG-RECORD-OFFSET" not in {f.code for f in validate(logs).findings}
+    (f,) = found(validate(logs, deep=True), "KAFKA-LOG-RECORD-OFFSET", path, wrapper.position)
+    assert f"last inner offset {wrapper.offset}, found {wrapper.offset - 1}" in f.message
+
+
+# --- offsets -------------------------------------------------------------------------------------
+
+
+def test_offsets_going_backwards(logs):
+    path = seg(logs, "orders-0", 0)
+    es = entries(path)
+    patch(path, es[2].position, (1).to_bytes(8, "big"))  # base offset: outside the CRC
+    (f,) = found(validate(logs), "KAFKA-OFFSET-ORDER", path, es[2].position)
+    assert "expected offsets after 2" in f.message
+
+
+def test_offset_below_segment_base_and_overflow(logs):
+    path = seg(logs, "orders-0", 30)
+    patch(path, 0, (10).to_bytes(8, "big"))
+    last_path = seg(logs, "orders-0", 90)
+    last = entries(last_path)[-1]
+    patch(last_path, last.position, (90 + 2**31).to_bytes(8, "big"))
+    report = validate(logs)
+    found(report, "KAFKA-OFFSET-RANGE", path, 0)
+    (f,) = found(report, "KAFKA-OFFSET-RANGE", last_path, last.position)
+    assert "LogSegmentOffsetOverflowException" in f.message
+
+
+def test_segment_overlap(logs):
+    for kind in ("log", "index", "timeindex"):
+        seg(logs, "orders-0", 30, kind).rename(seg(logs, "orders-0", 29, kind))
+    (f,) = found(validate(logs), "KAFKA-OFFSET-OVERLAP", seg(logs, "orders-0", 29), None, Severity.error)
+    assert "expected a base offset > 29" in f.message
+
+
+# --- index family ----------------------------------------------------------------------------------
+
+
+def test_index_size(logs):
+    path = seg(logs, "orders-0", 0, "index")
+    size = path.stat().st_size
+    with open(path, "ab") as f:
+        f.write(b"\x01\x02\x03")
+    (f,) = found(validate(logs), "KAFKA-INDEX-SIZE", path, size)
+    assert f.length == 3
+
+
+def test_index_order(logs):
+    path = seg(logs, "orders-0", 0, "index")
+    raw = bytearray(path.read_bytes())
+    raw[8:16], raw[16:24] = raw[16:24], raw[8:16]
+    path.write_bytes(bytes(raw))
+    found(validate(logs), "KAFKA-INDEX-ORDER", path, 16)
+
+
+def test_index_zero_tail(logs):
+    last = seg(logs, "orders-0", 90, "index")
+    size = last.stat().st_size
+    with open(last, "ab") as f:
+        f.write(bytes(80))
+    first = seg(logs, "orders-0", 0, "index")
+    fsize = first.stat().st_size
+    with open(first, "ab") as f:
+        f.write(bytes(16))
+    report = validate(logs)
+    (f,) = found(report, "KAFKA-INDEX-ZERO-TAIL", last, size, Severity.info)
+    assert f.length == 80
+    found(report, "KAFKA-INDEX-ZERO-TAIL", first, fsize, Severity.warning)
+
+
+def test_index_position_not_a_batch_and_past_end(logs):
+    path = seg(logs, "orders-0", 0, "index")
+    raw = bytearray(path.read_bytes())
+    pos = int.from_bytes(raw[12:16], "big")
+    raw[12:16] = (pos + 1).to_bytes(4, "big")
+    path.write_bytes(bytes(raw))
+    found(validate(logs), "KAFKA-INDEX-POSITION", path, 8, Severity.error)
+    last = seg(logs, "orders-0", 90, "index")
+    raw = bytearray(last.read_bytes())
+    n = len(raw) // 8
+    raw[(n - 1) * 8 + 4 : n * 8] = (10**6).to_bytes(4, "big")
+    last.write_bytes(bytes(raw))
+    (f,) = found(validate(logs), "KAFKA-INDEX-POSITION", last, (n - 1) * 8, Severity.warning)
+    assert "past the end of the valid data" in f.message
+
+
+def test_index_offset_mismatch(logs):
+    path = seg(logs, "orders-0", 0, "index")
+    raw = bytearray(path.read_bytes())
+    first = int.from_bytes(raw[0:4], "big")
+    raw[8:12] = (first + 1).to_bytes(4, "big")
+    path.write_bytes(bytes(raw))
+    (f,) = found(validate(logs), "KAFKA-INDEX-OFFSET", path, 8)
+    assert f"found {first + 1}" in f.message
+
+
+def test_multi_batch_index_entries_are_not_mismatches():
+    report = validate(LOGS / "orders-1")
+    assert not [f for f in report.findings if f.code in ("KAFKA-INDEX-OFFSET", "KAFKA-INDEX-POSITION")]
+    (f,) = found(report, "KAFKA-INDEX-MULTI-BATCH", seg(LOGS, "orders-1", 24, "index"))
+    assert f.message.startswith("3 entries")
+
+
+def test_time_index_entry(logs):
+    path = seg(logs, "orders-0", 0, "timeindex")
+    raw = bytearray(path.read_bytes())
+    ts = int.from_bytes(raw[12:20], "big", signed=True)
+    raw[12:20] = (ts + 1).to_bytes(8, "big")
+    path.write_bytes(bytes(raw))
+    (f,) = found(validate(logs), "KAFKA-TIMEINDEX-ENTRY", path, 12)
+    assert f"found {ts + 1}" in f.message
+
+
+def test_time_index_stale(logs):
+    path = seg(logs, "orders-0", 0, "timeindex")
+    os.truncate(path, path.stat().st_size - 12)
+    found(validate(logs), "KAFKA-TIMEINDEX-STALE", path, None, Severity.info)
+
+
+def test_txn_index_entry_and_missing(logs):
+    path = seg(logs, "events-0", 0, "txnindex")
+    patch(path, 2, (9999).to_bytes(8, "big"))
+    (f,) = found(validate(logs), "KAFKA-TXNINDEX-ENTRY", path, 2)
+    assert "expected producer 2000" in f.message
+    path.unlink()
+    log = seg(logs, "events-0", 0)
+    abort = next(
+        x for x in LogWalker(log.read_bytes(), mode="full") if x.magic == 2 and x.header.is_control_batch and rb.decode_control_key(x.batch.records[0].key).type == rb.ABORT
+    )
+    found(validate(logs), "KAFKA-TXNINDEX-MISSING", log, abort.position, Severity.error)
+
+
+# --- files -----------------------------------------------------------------------------------------
+
+
+def test_file_family(logs, monkeypatch):
+    (logs / "orders-0" / "notes.txt").write_text("x")
+    (logs / "backup").mkdir()
+    (logs / "orders-1").rename(logs / "orders-1.0123456789abcdef0123456789abcdef-delete")
+    (logs / "orders-0" / "00000000000000000999.index").write_bytes(b"")
+    seg(logs, "orders-0", 30, "index").unlink()
+    (logs / "orders-0" / "00000000000000000030.log.deleted").write_bytes(b"")
+    (logs / "recovery-point-offset-checkpoint.tmp").write_text("0\n0\n")
+    monkeypatch.setattr(vk.ks, "MAX_SEGMENT_SIZE", 3000)
+    report = validate(logs)
+    found(report, "KAFKA-FILE-NAME", logs / "orders-0" / "notes.txt", None, Severity.warning)
+    found(report, "KAFKA-DIR-NAME", logs / "backup", None, Severity.error)
+    found(report, "KAFKA-DIR-STATE", logs / "orders-1.0123456789abcdef0123456789abcdef-delete", None, Severity.info)
+    found(report, "KAFKA-FILE-ORPHAN-INDEX", logs / "orders-0" / "00000000000000000999.index", None)
+    found(report, "KAFKA-FILE-NO-INDEX", seg(logs, "orders-0", 30), None, Severity.info)
+    found(report, "KAFKA-FILE-LEFTOVER", logs / "orders-0" / "00000000000000000030.log.deleted")
+    found(report, "KAFKA-FILE-LEFTOVER", logs / "recovery-point-offset-checkpoint.tmp")
+    found(report, "KAFKA-FILE-TOO-LARGE", seg(logs, "orders-0", 0), None, Severity.error)
+
+
+def test_unreadable_segment(logs):
+    path = seg(logs, "orders-0", 60)
+    path.unlink()
+    os.mkfifo(path)
+    (f,) = found(validate(logs), "KAFKA-FILE-UNREADABLE", path, None, Severity.error)
+    assert "FIFO" in f.message
+
+
+def test_lock_held_by_a_broker(logs):
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import fcntl,sys,time; f=open(sys.argv[1],'r+'); fcntl.lockf(f, fcntl.LOCK_EX); print('ok', flush=True); time.sleep(30)",
+            str(logs / ".lock"),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout.readline().strip() == "ok"
+        (f,) = found(validate(logs), "KAFKA-LOCK-HELD", logs / ".lock", None, Severity.info)
+        assert str(holder.pid) in f.message
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+# --- checkpoint family -----------------------------------------------------------------------------
+
+
+def test_checkpoint_format(logs):
+    path = logs / "replication-offset-checkpoint"
+    path.write_text("0\n1\nbroken line\n")
+    found(validate(logs), "KAFKA-CHECKPOINT-FORMAT", path, 4, Severity.error)
+    (logs / "orders-0" / "partition.metadata").write_text("version: 0\ntopic_id: AAAAAAAAAAAAAAAAAAAAAA")
+    found(validate(logs), "KAFKA-CHECKPOINT-FORMAT", logs / "orders-0" / "partition.metadata")
+
+
+@pytest.mark.parametrize(
+    "name,code,severity",
+    [
+        (cpf.RECOVERY_POINT_OFFSET_CHECKPOINT, "KAFKA-RECOVERY-POINT", Severity.warning),
+        (cpf.REPLICATION_OFFSET_CHECKPOINT, "KAFKA-HIGH-WATERMARK", Severity.warning),
+        (cpf.LOG_START_OFFSET_CHECKPOINT, "KAFKA-LOG-START-OFFSET", Severity.error),
+    ],
+)
+def test_checkpoint_beyond_log_end(logs, name, code, severity):
+    path = logs / name
+    table = read_offsets(path)
+    table[("orders", 0)] = 999
+    write_offsets(path, table)
+    raw = path.read_bytes()
+    (f,) = found(validate(logs), code, path, raw.index(b"orders 0 999"), severity)
+    assert "log end offset 110, found 999" in f.message
+
+
+def test_cleaner_offset_stale_and_missing_entries(logs):
+    cleaner = logs / cpf.CLEANER_OFFSET_CHECKPOINT
+    write_offsets(cleaner, {("__consumer_offsets", 0): 999})
+    recovery = logs / cpf.RECOVERY_POINT_OFFSET_CHECKPOINT
+    table = read_offsets(recovery)
+    del table[("orders", 1)]
+    table[("ghost", 3)] = 5
+    write_offsets(recovery, table)
+    report = validate(logs)
+    found(report, "KAFKA-CLEANER-OFFSET", cleaner, cleaner.read_bytes().index(b"__consumer_offsets 0"), Severity.info)
+    found(report, "KAFKA-CHECKPOINT-STALE", recovery, recovery.read_bytes().index(b"ghost 3 5"), Severity.info)
+    (f,) = found(report, "KAFKA-CHECKPOINT-MISSING", recovery, None, Severity.info)
+    assert f.message.startswith("orders-1 has data")
+
+
+def test_leader_epoch_checkpoint(logs):
+    path = logs / "orders-0" / cpf.LEADER_EPOCH_CHECKPOINT
+    path.write_text("0\n3\n0 0\n5 36\n2 73\n")
+    found(validate(logs), "KAFKA-LEADER-EPOCH", path, path.read_bytes().index(b"2 73"), Severity.warning)
+    path.write_text("0\n4\n0 0\n2 36\n5 73\n9 500\n")
+    found(validate(logs), "KAFKA-LEADER-EPOCH", path, path.read_bytes().index(b"9 500"))
+    path.write_text("0\n3\n0 0\n2 40\n5 73\n")
+    (f,) = found(validate(logs), "KAFKA-LEADER-EPOCH-LOG", path, None, Severity.warning)
+    assert "carry leader epoch 2" in f.message
+
+
+def test_producer_snapshots(logs):
+    snap = logs / "orders-0" / "00000000000000000030.snapshot"
+    shutil.copy(snap, logs / "orders-0" / "00000000000000000999.snapshot")
+    events = logs / "events-0" / "00000000000000000053.snapshot"
+    patch(events, 20, b"\xff")
+    report = validate(logs)
+    found(report, "KAFKA-SNAPSHOT", events, 2, Severity.warning)
+    found(report, "KAFKA-SNAPSHOT-OFFSET", logs / "orders-0" / "00000000000000000999.snapshot", None, Severity.info)
+
+
+def test_unclean_shutdown(logs):
+    (logs / cpf.CLEAN_SHUTDOWN).unlink()
+    found(validate(logs), "KAFKA-UNCLEAN-SHUTDOWN", logs / cpf.CLEAN_SHUTDOWN, None, Severity.warning)
+
+
+def test_every_kafka_code_has_a_damage_test():
+    """Every code of codes_kafka is asserted (``found(...)``, directly or through a parametrized
+    test) by a test of this module."""
+    source = Path(__file__).read_text()
+    asserted = set(re.findall(r'found\(.*"(KAFKA-[A-Z0-9-]+)"', source)) | set(re.findall(r'\(cpf\.\w+, "(KAFKA-[A-Z0-9-]+)"', source))
+    missing = sorted(set(CODES) - asserted)
+    assert not missing, f"codes without a test: {missing}"
+
+
+# --- the fast record scanner -------------------------------------------------------------------------
+
+header_st = st.builds(rb.RecordHeader, st.text(max_size=5), st.one_of(st.none(), st.binary(max_size=80)))
+record_st = st.builds(
+    lambda ts, key, value, headers: (ts, key, value, tuple(headers)),
+    st.integers(-(2**40), 2**40),
+    st.one_of(st.none(), st.binary(max_size=200)),
+    st.one_of(st.none(), st.binary(max_size=300)),
+    st.lists(header_st, max_size=3),
+)
+
+
+@settings(max_examples=150)
+@given(st.lists(record_st, min_size=1, max_size=8), st.lists(st.integers(0, 3), min_size=1, max_size=8), st.data())
+def test_scanner_agrees_with_the_exact_decoder(specs, gaps, data):
+    offsets, od = [], 0
+    for i in range(len(specs)):
+        offsets.append(od)
+        od += 1 + gaps[i % len(gaps)]
+    records = [rb.Record(offset_delta=o, timestamp_delta=ts, key=k, value=v, headers=h) for o, (ts, k, v, h) in zip(offsets, specs)]
+    raw = bytearray(b"".join(rb.encode_record(r) for r in records))
+    if data.draw(st.booleans()):
+        i = data.draw(st.integers(0, len(raw) - 1))
+        raw[i] = data.draw(st.integers(0, 255))
+    raw = bytes(raw)
+    try:
+        exact = list(rb.iter_records(raw, len(records)))
+    except MqError:
+        exact = None
+    try:
+        fast = vk.scan_records(b"pad" + raw + b"tail", 3, 3 + len(raw), len(records))
+    except vk._Unsure:
+        fast = None
+    if exact is None:
+        assert fast is None  # never accept what the decoder rejects
+    elif fast is not None:
+        deltas = [r.offset_delta for r in exact]
+        increasing = deltas[0] >= 0 and all(b > a for a, b in zip(deltas, deltas[1:]))
+        assert fast == (deltas[0], deltas[-1], max(r.timestamp_delta for r in exact), increasing)
+
+
+def test_scanner_leaves_overlong_varints_to_the_decoder():
+    record = rb.encode_record(rb.Record(offset_delta=0, timestamp_delta=5, value=b"v"))
+    # a 10-byte timestamp delta beyond int64: the decoder rejects it, so must the scanner
+    body = bytes([0]) + b"\xff" * 9 + b"\x7f" + record[3:]
+    raw = bytes([len(body) * 2]) + body
+    with pytest.raises(MqError):
+        list(rb.iter_records(raw, 1))
+    with pytest.raises(vk._Unsure):
+        vk.scan_records(raw, 0, len(raw), 1)
+
+
+def test_deep_checks_of_a_big_segment_are_shared_out(logs, monkeypatch):
+    path = seg(logs, "orders-0", 0)
+    e = entries(path)[-2]
+    raw = path.read_bytes()
+    length_size = 2 if raw[e.position + 61] >= 0x80 else 1
+    patch(path, e.position + 61 + length_size + 3, b"\x7e")
+    fix_crc(path, e.position)
+    monkeypatch.setattr(vk, "DEEP_SPLIT_BYTES", 600)  # orders-0's 4 KiB segments split in ranges
+    part = vk.ks.list_partition(logs / "orders-0")
+    ranges = vk._deep_ranges(part.segments[0], 2)
+    assert len(ranges) > 2 and ranges[0].start == 0 and all(a.stop == b.start for a, b in zip(ranges, ranges[1:]))
+    assert ranges[-1].stop == path.stat().st_size and ranges[1].prior is not None
+    one = validate(logs, deep=True)
+    two = validate(logs, deep=True, jobs=2)
+    key = lambda r: sorted((f.code, f.path, f.position) for f in r.findings)
+    assert key(one) == key(two) and one.facts["records"] == two.facts["records"]
+    found(two, "KAFKA-LOG-RECORDS", path)
+    assert [s.records for s in one.files] == [s.records for s in two.files]
