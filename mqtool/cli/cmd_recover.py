@@ -72,6 +72,8 @@ def recover(
             raise typer.BadParameter(f"{', '.join('--' + u.replace('_', '-') for u in unsupported)} do not apply to the {layout_name} layout")
         if "mode" in fields and mode not in ("auto", "normal", "abnormal"):
             raise typer.BadParameter("--mode is auto, normal or abnormal")
+        if queue and not rebuild_cq:
+            raise typer.BadParameter("--queue chooses the queues of --rebuild-cq: give --rebuild-cq too")
         plan = plan_fn(path, options_cls(**{k: v for k, v in wanted.items() if k in fields}))
     if plan_out is not None:
         plan_out.write_text(json.dumps(plan.to_dict(), indent=2) + "\n")
@@ -91,7 +93,8 @@ def recover(
 
 def render_plan(console: Console, plan: RecoverPlan) -> None:
     if not plan.has_work:
-        console.print(f"{plan.layout} store {plan.root}: nothing to recover (valid data ends at {plan.valid_end})")
+        ends = f" (valid data ends at {plan.valid_end})" if plan.valid_end is not None else ""  # None: one end per partition (facts)
+        console.print(f"{plan.layout} store {plan.root}: nothing to recover{ends}")
         return
     table = Table(title=f"recovery plan for {plan.root} ({plan.layout}, {plan.mode} mode)", title_justify="left")
     for col in ("#", "action", "file", "range", "why"):
@@ -105,7 +108,8 @@ def render_plan(console: Console, plan: RecoverPlan) -> None:
         table.add_row(str(i), s.action, s.path, rng, s.reason)
     console.print(table)
     console.print(
-        f"valid data ends at {plan.valid_end}; {humanize.naturalsize(plan.bytes_cut, binary=True)} cut "
+        (f"valid data ends at {plan.valid_end}; " if plan.valid_end is not None else "")
+        + f"{humanize.naturalsize(plan.bytes_cut, binary=True)} cut "
         f"(all quarantined), {plan.files_deleted} file(s) deleted, {plan.records_dropped} valid record(s) dropped"
     )
     for note in plan.notes:

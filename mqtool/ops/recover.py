@@ -3,8 +3,9 @@
 A plan is data: a list of ``Step`` objects, each naming its action, the file, the byte range, why,
 and the *preconditions* observed while planning (size, mtime, CRC-32 of the affected region).
 ``apply_plan`` executes exactly those steps, in order, through one ``Mutator`` (fsync, atomic
-replace, fault injection) after re-checking every precondition; before a byte is cut or a file
-removed it is copied into the run's quarantine with a manifest.
+replace, fault injection) after re-checking every precondition (all of them before the first
+step, so a changed store is refused untouched); before a byte is cut or a file removed it is
+copied into the run's quarantine with a manifest.
 
 Generic actions (every layout):
 
@@ -142,15 +143,24 @@ def observe(path: Path, position: int | None = None, length: int | None = None) 
 
 
 def check_expect(step: Step, root: Path) -> None:
-    path = resolve(root, step.path)
-    now = observe(path, step.position if "crc32" in step.expect else None, step.length if "crc32" in step.expect else None)
+    """Refuse (``PlanChangedError``) when a file the step acts on is not as it was planned:
+    the step's own file, and every file of ``expect["files"]`` (steps acting on several)."""
+    _check_file(root, step.path, step.expect, step.position, step.length)
+    for name, expect in step.expect.get("files", {}).items():
+        _check_file(root, name, expect, None, None)
+
+
+def _check_file(root: Path, name: str, expect: dict, position: int | None, length: int | None) -> None:
+    path = resolve(root, name)
+    region = "crc32" in expect
+    now = observe(path, position if region else None, length if region else None)
     for key in ("exists", "size", "mtime_ns", "crc32"):
-        if key in step.expect and now.get(key) != step.expect[key]:
+        if key in expect and now.get(key) != expect[key]:
             raise PlanChangedError(
-                f"{step.path} changed since the plan was made; plan again",
+                f"{name} changed since the plan was made; plan again",
                 path=path,
-                position=step.position,
-                expected=f"{key} {step.expect[key]}",
+                position=position,
+                expected=f"{key} {expect[key]}",
                 found=f"{key} {now.get(key)}",
             )
 
@@ -227,6 +237,8 @@ def apply_plan(
         mutator = Mutator(root, extra_roots=(qroot,), faults=Faults.from_env())
         quarantine = Quarantine(mutator, root, qroot, command)
         ctx = ApplyContext(root, mutator, quarantine, plan)
+        for step in plan.steps:  # all of them first: a changed file refuses the plan before any step
+            check_expect(step, root)
         for step in plan.steps:
             if before_step is not None and not before_step(step, ctx):
                 continue

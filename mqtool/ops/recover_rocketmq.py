@@ -9,11 +9,13 @@ Planning follows the broker's own recovery:
   end (``processOffset``).  What follows it is cut: the rest of that file is zeroed (files keep
   their pre-allocated size, as the broker requires) and later files are deleted
   (``truncateDirtyFiles``); a zero-length last file is deleted (5.1.3+ does the same);
-* ConsumeQueues: units pointing at or past the valid end are cut, later CQ files deleted
-  (``truncateDirtyLogicFiles``); bytes after a queue's end are cut; records the queues lack (dispatch
-  lag) are dispatched into them;
+* ConsumeQueues: units pointing at or past the valid end are cut, a file whose first unit does and
+  later CQ files are deleted (``truncateDirtyLogicFiles``); bytes after a queue's end are cut;
+  records the queues lack (dispatch lag) are dispatched into them;
 * IndexFiles whose entries point past the valid end, or that lack keys of records before it, are
-  rebuilt from the CommitLog (``--rebuild-index`` rebuilds all of them);
+  rebuilt from the CommitLog (``--rebuild-index`` rebuilds all of them), continuing where the
+  last kept file stops; the new files are swapped in under a journal that the next run finishes
+  if this one is interrupted;
 * the checkpoint gets the store time of the last valid record; ``abort`` is removed last, and only
   when a validation of the result finds no errors.
 
@@ -24,10 +26,11 @@ plan counts them and needs ``--force``; they are quarantined either way.
 from __future__ import annotations
 
 import dataclasses
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from mqtool.errors import MqError
+from mqtool.errors import MqError, StoreLayoutError
 from mqtool.formats.rocketmq import checkpoint as cpf
 from mqtool.formats.rocketmq import consume_queue as cqf
 from mqtool.formats.rocketmq import index_file as idxf
@@ -36,14 +39,20 @@ from mqtool.formats.rocketmq.commitlog import (
     SYSFLAG_TRANSACTION_MASK,
     SYSFLAG_TRANSACTION_PREPARED,
     SYSFLAG_TRANSACTION_ROLLBACK,
+    MessageRecord,
     decode_message,
 )
+from mqtool.formats.rocketmq.properties import split_keys
 from mqtool.ops.recover import ApplyContext, ApplyResult, RecoverPlan, Step, apply_plan, observe, relative, resolve
 from mqtool.store import rocketmq as rmq
 from mqtool.store.files import ReadOnlyFile, read_small_file
 from mqtool.store.writer import IndexBuilder, cq_tags_code, index_keys, segment_name
 
 MODES = ("auto", "normal", "abnormal")
+
+#: Where ``rebuild-index`` builds the new IndexFiles, and the journal that marks them complete.
+INDEX_STAGING = ".mqtool-staging-index"
+SWAP_JOURNAL = "swap.json"
 
 
 @dataclass(frozen=True)
@@ -174,7 +183,7 @@ def plan_rocketmq(path: str | Path, options: RecoverOptions = RecoverOptions()) 
         for later in segments[end_seg_index + 1 :]:
             with ReadOnlyFile(later.path) as f:
                 extent = rmq.nonzero_extent(f, 0)
-                dropped = _count_valid_after(f, later.base, 0) if extent else 0
+                dropped = _count_valid_from(f, later.base, rmq.find_next_record(f, later.base, 0)) if extent else 0
             plan.records_dropped += dropped
             plan.add(
                 Step(
@@ -211,9 +220,14 @@ def plan_rocketmq(path: str | Path, options: RecoverOptions = RecoverOptions()) 
 
 
 def _count_valid_after(f: ReadOnlyFile, base: int, start: int) -> int:
-    """Decodable records (PHYSICALOFFSET = position) after ``start``: what a cut would drop."""
+    """Decodable records (PHYSICALOFFSET = position) after the failed record at ``start``: what
+    a cut would drop."""
+    return _count_valid_from(f, base, rmq.find_next_record(f, base, start + 1) if start < f.size else None)
+
+
+def _count_valid_from(f: ReadOnlyFile, base: int, pos: int | None) -> int:
+    """Decodable records from ``pos`` on (None: none), resynchronising after broken ones."""
     count = 0
-    pos = rmq.find_next_record(f, base, start + 1) if start < f.size else None
     while pos is not None:
         walk = rmq.CommitLogFileWalk(f, pos)
         count += sum(1 for _ in walk)
@@ -227,9 +241,12 @@ def _plan_queues(store: rmq.RocketMQStore, plan: RecoverPlan, process_offset: in
     root = store.root
     queues: dict[tuple[str, int], _QueueState] = {}
     wanted = {q for q in options.queues}
-    for topic, qid in store.queues():
-        segs = store.cq_segments(topic, qid)
-        state = _QueueState(topic, qid, rmq.queue_dir(store, topic, qid), options.cq_file_size or rmq.detect_cq_file_size(segs))
+    all_segs = {key: store.cq_segments(*key) for key in store.queues()}
+    # a queue without files gets the file size the others have (it is rebuilt like them)
+    common = rmq.detect_cq_file_size([s for segs in all_segs.values() for s in segs])
+    for (topic, qid), segs in all_segs.items():
+        size = rmq.detect_cq_file_size(segs) if any(s.size for s in segs) else common
+        state = _QueueState(topic, qid, rmq.queue_dir(store, topic, qid), options.cq_file_size or size)
         queues[(topic, qid)] = state
         rebuild = options.rebuild_cq and (not wanted or f"{topic}/{qid}" in wanted)
         if rebuild:
@@ -265,6 +282,12 @@ def _plan_queues(store: rmq.RocketMQStore, plan: RecoverPlan, process_offset: in
                     continue
                 cut_at = walker.end.position
                 reason = f"bytes after the end of {topic}/{qid} (an invalid unit or stale data)"
+            elif cut_at == 0:
+                # truncateDirtyLogicFiles deletes a file whose first unit is at or past the end
+                ended = True
+                reason = f"ConsumeQueue file of {topic}/{qid} whose first unit points at or past the CommitLog valid end {process_offset}"
+                plan.add(Step("delete", relative(root, seg.path), reason, expect=observe(seg.path)))
+                continue
             else:
                 reason = f"units of {topic}/{qid} pointing at or past the CommitLog valid end {process_offset}"
             ended = True
@@ -278,41 +301,22 @@ def _plan_queues(store: rmq.RocketMQStore, plan: RecoverPlan, process_offset: in
 def _plan_dispatch(
     store: rmq.RocketMQStore, plan: RecoverPlan, queues: dict, segments: list[rmq.Segment], start: int, process_offset: int, options: RecoverOptions
 ) -> None:
-    """Records before the valid end that their queue lacks: dispatch them (one CommitLog scan)."""
+    """Records before the valid end that their queue lacks: dispatch them (one CommitLog scan,
+    a second one from the start when a queue has no files at all)."""
     if not segments:
         return
     rebuilt = {k for k in queues if options.rebuild_cq and (not options.queues or f"{k[0]}/{k[1]}" in options.queues)}
     # Scan from the oldest point any queue may lack: the last kept unit of each queue; rebuilt
-    # and missing queues need the whole CommitLog.
+    # queues and queues without units need the whole CommitLog.
     scan_from = min(
         [q.max_physic_offset for k, q in queues.items() if k not in rebuilt and q.max_physic_offset >= 0] or [store.commitlog_min_offset]
     )
     if rebuilt or any(q.max_physic_offset < 0 for q in queues.values()):
         scan_from = store.commitlog_min_offset
-    missing_queues: dict[tuple[str, int], _QueueState] = {}
-    for seg in segments:
-        if seg.base + seg.size <= scan_from or seg.base >= process_offset:
-            continue
-        with ReadOnlyFile(seg.path) as f:
-            walk = rmq.CommitLogFileWalk(f, check_crc=False)
-            for pos, rec in walk:
-                off = seg.base + pos
-                if off >= process_offset:
-                    break
-                if not _is_dispatched(rec.sys_flag):
-                    continue
-                key = (rec.topic, rec.queue_id)
-                state = queues.get(key) or missing_queues.get(key)
-                if state is None:
-                    state = missing_queues[key] = _QueueState(
-                        rec.topic, rec.queue_id, rmq.queue_dir(store, *key), options.cq_file_size or _default_cq_size(queues)
-                    )
-                    state.max_offset = rec.queue_offset  # a new queue starts at its first record
-                if rec.queue_offset >= state.max_offset:
-                    if state.missing_from is None:
-                        state.missing_from = off
-                        state.first_dispatch_qoff = rec.queue_offset
-                    state.dispatch += 1
+    missing_queues = _scan_undispatched(store, queues, segments, scan_from, process_offset, options)
+    if missing_queues and scan_from > store.commitlog_min_offset:
+        # a queue without any file lacks its records before ``scan_from`` too
+        missing_queues = _scan_undispatched(store, queues, segments, store.commitlog_min_offset, process_offset, options)
     root = store.root
     for state in [*queues.values(), *missing_queues.values()]:
         if not state.dispatch:
@@ -340,12 +344,73 @@ def _plan_dispatch(
         )
 
 
+def _scan_undispatched(
+    store: rmq.RocketMQStore, queues: dict, segments: list[rmq.Segment], scan_from: int, process_offset: int, options: RecoverOptions
+) -> dict:
+    """Count the records of ``[scan_from, process_offset)`` past their queue's end (``dispatch``,
+    ``missing_from`` of each state); returns the states of queues that have no files at all."""
+    for state in queues.values():
+        state.missing_from = state.first_dispatch_qoff = None
+        state.dispatch = 0
+    missing_queues: dict[tuple[str, int], _QueueState] = {}
+    for seg in segments:
+        if seg.base + seg.size <= scan_from or seg.base >= process_offset:
+            continue
+        with ReadOnlyFile(seg.path) as f:
+            walk = rmq.CommitLogFileWalk(f, check_crc=False)
+            for pos, rec in walk:
+                off = seg.base + pos
+                if off >= process_offset:
+                    break
+                if not _is_dispatched(rec.sys_flag):
+                    continue
+                key = (rec.topic, rec.queue_id)
+                state = queues.get(key) or missing_queues.get(key)
+                if state is None:
+                    state = missing_queues[key] = _QueueState(
+                        rec.topic, rec.queue_id, rmq.queue_dir(store, *key), options.cq_file_size or _default_cq_size(queues)
+                    )
+                    state.max_offset = rec.queue_offset  # a new queue starts at its first record
+                if rec.queue_offset >= state.max_offset:
+                    if state.missing_from is None:
+                        state.missing_from = off
+                        state.first_dispatch_qoff = rec.queue_offset
+                    state.dispatch += 1
+    return missing_queues
+
+
 def _default_cq_size(queues: dict) -> int:
     sizes = [q.file_size for q in queues.values()]
     return max(set(sizes), key=sizes.count) if sizes else rmq.DEFAULT_CQ_FILE_SIZE
 
 
 def _plan_index(store: rmq.RocketMQStore, plan: RecoverPlan, process_offset: int, options: RecoverOptions) -> None:
+    staging = store.root / INDEX_STAGING
+    if (staging / SWAP_JOURNAL).exists():
+        # a run was interrupted while swapping in IndexFiles it had completed: finish that swap
+        plan.add(
+            Step(
+                "finish-index-swap",
+                relative(store.root, staging),
+                "an interrupted IndexFile rebuild left its complete new files and swap journal: the swap is finished",
+                expect={"files": {relative(store.root, staging / SWAP_JOURNAL): observe(staging / SWAP_JOURNAL)}},
+            )
+        )
+        return
+    planned = len(plan.steps)
+    _plan_index_files(store, plan, process_offset, options)
+    if staging.is_dir() and not any(s.action == "rebuild-index" for s in plan.steps[planned:]):
+        plan.add(
+            Step(
+                "finish-index-swap",
+                relative(store.root, staging),
+                "staging files of an interrupted IndexFile rebuild (the old IndexFiles were kept): removed",
+                expect={"exists": True},
+            )
+        )
+
+
+def _plan_index_files(store: rmq.RocketMQStore, plan: RecoverPlan, process_offset: int, options: RecoverOptions) -> None:
     files = store.index_files()
     headers = []
     geometry = None
@@ -377,15 +442,15 @@ def _plan_index(store: rmq.RocketMQStore, plan: RecoverPlan, process_offset: int
                 plan.facts["index_missing_from"] = last_keyed
     if rebuild_from is None:
         return
-    if rebuild_from < len(headers) and headers[rebuild_from][1] is not None:
-        from_offset = headers[rebuild_from][1].begin_phy_offset
-        if headers[rebuild_from][1].effective_index_count <= 1 and rebuild_from > 0 and headers[rebuild_from - 1][1] is not None:
-            from_offset = headers[rebuild_from - 1][1].end_phy_offset
-    else:
-        from_offset = store.commitlog_min_offset
-    if rebuild_from == 0:
-        from_offset = store.commitlog_min_offset
+    # Files before ``rebuild_from`` are readable (an unreadable one would be rebuilt itself).
+    # The rebuild continues where the previous file stops, as the index service does: from the
+    # record it indexed last, minus the keys of that record already in it (a file can fill up
+    # between two keys of one record).
     prev = headers[rebuild_from - 1][1] if rebuild_from > 0 else None
+    from_offset, skip_keys = store.commitlog_min_offset, 0
+    if prev is not None:
+        from_offset = prev.end_phy_offset
+        skip_keys = _trailing_entries_at(headers[rebuild_from - 1][0], headers[rebuild_from - 1][2], prev, from_offset)
     replaced = [relative(store.root, p) for p, _, _ in headers[rebuild_from:]]
     plan.add(
         Step(
@@ -397,6 +462,7 @@ def _plan_index(store: rmq.RocketMQStore, plan: RecoverPlan, process_offset: int
             details={
                 "replace": replaced,
                 "from_commitlog_offset": from_offset,
+                "skip_keys": skip_keys,
                 "to_commitlog_offset": process_offset,
                 "hash_slot_num": geometry.hash_slot_num,
                 "index_num": geometry.index_num,
@@ -405,6 +471,17 @@ def _plan_index(store: rmq.RocketMQStore, plan: RecoverPlan, process_offset: int
             },
         )
     )
+
+
+def _trailing_entries_at(path: Path, geometry: idxf.IndexGeometry, header: idxf.IndexHeader, phy_offset: int) -> int:
+    """How many of the last entries of an IndexFile point at ``phy_offset``."""
+    count = 0
+    with rmq.IndexFileView(path, hash_slot_num=geometry.hash_slot_num, index_num=geometry.index_num) as view:
+        for number in range(min(header.effective_index_count, geometry.index_num) - 1, 0, -1):
+            if idxf.decode_index_entry(view.buf, geometry.entry_position(number)).phy_offset != phy_offset:
+                break
+            count += 1
+    return count
 
 
 def _last_keyed_record(store: rmq.RocketMQStore, process_offset: int, after: int) -> int | None:
@@ -470,6 +547,8 @@ def apply_custom(step: Step, ctx: ApplyContext) -> None:
         _apply_dispatch(step, ctx)
     elif step.action == "rebuild-index":
         _apply_rebuild_index(step, ctx)
+    elif step.action == "finish-index-swap":
+        _finish_index_swap(ctx, resolve(ctx.root, step.path))
     elif step.action == "write-checkpoint":
         path = resolve(ctx.root, step.path)
         if path.exists():
@@ -487,8 +566,6 @@ def apply_custom(step: Step, ctx: ApplyContext) -> None:
             ctx.quarantine.keep_file(path)
             ctx.mutator.delete(path)
     else:
-        from mqtool.errors import StoreLayoutError
-
         raise StoreLayoutError(f"unknown RocketMQ plan action {step.action!r}", path=resolve(ctx.root, step.path))
 
 
@@ -504,7 +581,7 @@ def _apply_dispatch(step: Step, ctx: ApplyContext) -> None:
     d = step.details
     store = rmq.open_store(ctx.root)
     qdir = resolve(ctx.root, step.path)
-    ctx.mutator.mkdir(qdir)
+    _make_dirs(ctx, qdir)
     file_size = d["cq_file_size"]
     start = d["from_commitlog_offset"]
     stop = d["to_commitlog_offset"]
@@ -551,19 +628,32 @@ def _apply_dispatch(step: Step, ctx: ApplyContext) -> None:
     flush()
 
 
+def _make_dirs(ctx: ApplyContext, directory: Path) -> None:
+    """Create ``directory`` and its missing parents, each recorded so that ``--undo`` removes it."""
+    missing = []
+    while not directory.exists() and directory != ctx.root:
+        missing.append(directory)
+        directory = directory.parent
+    for d in reversed(missing):
+        ctx.quarantine.record_created(d)
+        ctx.mutator.mkdir(d)
+
+
 def _apply_rebuild_index(step: Step, ctx: ApplyContext) -> None:
-    """Build the replacement IndexFiles in a staging directory, then swap them in: old files go
-    to the quarantine first, so a crash leaves either the old or the new set plus a rerunnable
-    plan."""
+    """Build the replacement IndexFiles in a staging directory, then swap them in.
+
+    The swap is journaled, like Kafka's ``.swap`` segments: once the new files are complete and
+    fsynced, ``swap.json`` in the staging directory names the files they replace.  A crash
+    before that leaves the old files untouched (the next plan is the same rebuild); a crash after
+    it leaves the journal, and the next plan finishes the swap instead of judging a half-swapped
+    index."""
     d = step.details
     store = rmq.open_store(ctx.root)
-    staging = ctx.root / ".mqtool-staging-index"
-    if staging.exists():
-        for leftover in staging.iterdir():
-            ctx.mutator.delete(leftover)
+    staging = ctx.root / INDEX_STAGING
+    _remove_staging_files(ctx, staging)
     ctx.mutator.mkdir(staging)
     builder = IndexBuilder(staging, d["hash_slot_num"], d["index_num"], prev_end=(d["prev_end_phy_offset"], d["prev_end_timestamp"]))
-    start, stop = d["from_commitlog_offset"], d["to_commitlog_offset"]
+    start, stop, skip = d["from_commitlog_offset"], d["to_commitlog_offset"], d.get("skip_keys", 0)
     for seg in store.commitlog:
         if seg.size == 0 or seg.base + seg.size <= start or seg.base >= stop:
             continue
@@ -572,22 +662,63 @@ def _apply_rebuild_index(step: Step, ctx: ApplyContext) -> None:
             for pos, rec in walk:
                 off = seg.base + pos
                 if start <= off < stop:
-                    builder.put_record(rec, off)
+                    builder.put_record(_without_first_keys(rec, skip) if off == start and skip else rec, off)
     builder.close()
-    for name in d["replace"]:
-        old = resolve(ctx.root, name)
-        if old.exists():
-            ctx.quarantine.keep_file(old)
-            ctx.mutator.delete(old)
-    ctx.mutator.mkdir(store.index_dir)
     ctx.mutator.fsync_dir(staging)
-    for new in builder.files:
-        ctx.quarantine.record_created(store.index_dir / new.name)
-        ctx.mutator.rename(new, store.index_dir / new.name)
-    try:
-        staging.rmdir()
-    except OSError:
-        pass
+    journal = {"replace": d["replace"], "files": [new.name for new in builder.files]}
+    ctx.mutator.replace_file(staging / SWAP_JOURNAL, (json.dumps(journal, indent=2) + "\n").encode())
+    _finish_index_swap(ctx, staging)
+
+
+def _without_first_keys(rec: MessageRecord, skip: int) -> MessageRecord:
+    """``rec`` with index keys ``index_keys(rec)[skip:]``: the first ``skip`` are already in the
+    previous IndexFile (it filled up between two keys of this record)."""
+    props = dict(rec.properties)
+    if skip and rec.uniq_key:
+        del props["UNIQ_KEY"]
+        skip -= 1
+    if skip:
+        props["KEYS"] = " ".join(split_keys(props)[skip:])
+    return dataclasses.replace(rec, properties=props)
+
+
+def _finish_index_swap(ctx: ApplyContext, staging: Path) -> None:
+    """Carry out a journaled IndexFile swap (each action is skipped when a crashed run already
+    did it): old files are quarantined and removed, new files renamed into place (a same-named
+    old file is replaced atomically, after it is quarantined); then the staging directory goes."""
+    journal_path = staging / SWAP_JOURNAL
+    if journal_path.exists():
+        try:
+            journal = json.loads(journal_path.read_text())
+        except (OSError, ValueError) as exc:
+            raise StoreLayoutError("unreadable IndexFile swap journal", path=journal_path, found=str(exc)) from None
+        index_dir = rmq.open_store(ctx.root).index_dir
+        new_names = set(journal["files"])
+        for name in journal["replace"]:
+            old = resolve(ctx.root, name)
+            if old.name not in new_names and old.exists():
+                ctx.quarantine.keep_file(old)
+                ctx.mutator.delete(old)
+        _make_dirs(ctx, index_dir)
+        for name in journal["files"]:
+            new, target = staging / name, index_dir / name
+            if not new.exists():
+                continue  # moved in before a crash
+            if target.exists():
+                ctx.quarantine.keep_file(target)
+            else:
+                ctx.quarantine.record_created(target)
+            ctx.mutator.rename(new, target)
+    _remove_staging_files(ctx, staging)
+    if staging.is_dir():
+        ctx.mutator.rmdir(staging)
+
+
+def _remove_staging_files(ctx: ApplyContext, staging: Path) -> None:
+    """Remove what an interrupted rebuild left in the staging directory (mqtool's own files)."""
+    if staging.is_dir():
+        for leftover in sorted(staging.iterdir()):
+            ctx.mutator.delete(leftover)
 
 
 def apply_rocketmq(

@@ -180,6 +180,13 @@ class Mutator:
             raise StoreIOError.from_os_error(exc, dst) from None
         self.fsync_dir(dst.parent)
 
+    def rmdir(self, path: Path) -> None:
+        """Remove an empty directory."""
+        path = self._confine(path)
+        self._tick("rmdir", path)
+        self._os(os.rmdir, path, path)
+        self.fsync_dir(path.parent)
+
     def mkdir(self, path: Path) -> None:
         path = self._confine(path)
         try:

@@ -10,7 +10,7 @@ Layout: ``<quarantine root>/<UTC timestamp>-<pid>/`` holding one file per kept r
                   "zero": false, "size_before": 1073741824}, ...]}
 
 ``kind`` is ``range`` (bytes cut from, or about to be overwritten in, a file that stays),
-``file`` (a whole file removed or replaced) or ``created`` (a file the command added).  ``zero`` entries are all-zero bytes: only their extent is recorded.  The kept bytes
+``file`` (a whole file removed or replaced) or ``created`` (a file or directory the command added).  ``zero`` entries are all-zero bytes: only their extent is recorded.  The kept bytes
 are fsynced and the manifest is rewritten atomically (temp + fsync + rename) after every entry,
 *before* the store is touched, so a crash at any point leaves every removed byte recoverable.
 ``mqtool recover --undo MANIFEST`` puts them back.
@@ -69,6 +69,12 @@ class Quarantine:
 
     def _ensure(self) -> None:
         if not self._created:
+            # never share a directory with an earlier run (same pid in the same second: an
+            # in-process caller, or a reused pid): its manifest would be overwritten
+            base, n = self.directory, 1
+            while self.directory.exists():
+                n += 1
+                self.directory = base.with_name(f"{base.name}-{n}")
             self.mutator.mkdir(self.directory)
             self._created = True
 
@@ -106,7 +112,7 @@ class Quarantine:
         return kept
 
     def record_created(self, path: Path) -> Kept:
-        """Note a file the command creates, so ``--undo`` can remove it again."""
+        """Note a file (or directory) the command creates, so ``--undo`` can remove it again."""
         self._ensure()
         kept = Kept("created", self._relative(path), 0, 0, 0, None, True, 0)
         self._add(kept)
@@ -193,7 +199,10 @@ def undo(manifest_path: Path, mutator_factory) -> list[Restored]:
                     found=f"{len(data)} bytes with CRC-32 {zlib.crc32(data) & 0xFFFFFFFF}",
                 )
         if entry["kind"] == "created":
-            if target.exists():
+            if target.is_dir() and not target.is_symlink():
+                if not any(target.iterdir()):  # a directory keeps what others put in it
+                    mutator.rmdir(target)
+            elif target.exists():
                 mutator.delete(target)
         elif entry["kind"] == "file":
             mutator.mkdir(target.parent)
