@@ -46,7 +46,7 @@ def query(
     index_slots: Annotated[Optional[int], typer.Option("--index-hash-slots", help="maxHashSlotNum when not the default.")] = None,
     index_num: Annotated[Optional[int], typer.Option("--index-num", help="maxIndexNum when not the default.")] = None,
     partition: Annotated[Optional[int], typer.Option("--partition", help="Kafka: partition number (with --topic; optional for a partition dir).")] = None,
-    offset: Annotated[Optional[int], typer.Option("--offset", min=0, help="Kafka: the record at this offset (.index lookup, then a short log scan).")] = None,
+    offset: Annotated[Optional[int], typer.Option("--offset", min=0, help="Kafka: the record at this offset (.index lookup, then a short log scan); Jafka/MetaQ: the message at this byte offset.")] = None,
     timestamp: Annotated[
         Optional[str],
         typer.Option("--timestamp", help="Kafka: the first record with timestamp >= this (ms or ISO-8601; .timeindex lookup, as ListOffsets)."),
@@ -58,11 +58,19 @@ def query(
     as_jsonl: JsonlOpt = False,
 ) -> int:
     """Find messages: --key, --msg-id, --uniq-key, or --topic/--queue-id/--queue-offset (RocketMQ);
-    --offset or --timestamp with --topic/--partition (Kafka; --max N returns N records from there).
+    --offset or --timestamp with --topic/--partition (Kafka; --max N returns N records from there);
+    --offset with --topic/--partition (Jafka and MetaQ, whose offsets are byte positions).
 
     Exit 0 when something was found, 1 when nothing matched (or data was damaged), 3 when STORE
     is not a store."""
     out = renderer(fmt, as_json, as_jsonl)
+    legacy = _legacy_layout(store_path, layout)
+    if legacy is not None:
+        if any(v is not None for v in (key, msg_id, uniq_key, queue_id, queue_offset, begin, end, timestamp)) or scan:
+            raise typer.BadParameter(f"a {legacy} query takes --offset (with --topic/--partition), nothing else")
+        if offset is None:
+            raise typer.BadParameter(f"a {legacy} query needs --offset")
+        return _query_legacy(out, store_path, legacy, topic, partition, offset, decode)
     if _is_kafka(store_path, layout, offset is not None or timestamp is not None or partition is not None):
         if any(v is not None for v in (key, msg_id, uniq_key, queue_id, queue_offset, begin, end)) or scan:
             raise typer.BadParameter("a Kafka query takes --offset or --timestamp (with --topic/--partition), not RocketMQ options")
@@ -116,10 +124,54 @@ def query(
     return ExitCode.OK if result.hits else ExitCode.FINDINGS
 
 
+def _legacy_layout(path: Path, layout: str | None) -> str | None:
+    """``jafka``/``metaq`` when forced or detected, else None."""
+    if layout is not None:
+        return layout if layout in ("jafka", "metaq") else None
+    try:
+        detected = detect_layout(path)
+    except MqError:
+        return None
+    return detected if detected in ("jafka", "metaq") else None
+
+
+def _query_legacy(out, path: Path, layout: str, topic, partition, offset: int, decode) -> int:
+    """Jafka/MetaQ: the message at a byte offset (offsets are byte positions in those logs)."""
+    from mqtool.cli.cmd_dump_legacy import JAFKA_COLUMNS, METAQ_COLUMNS, jafka_row, metaq_row
+    from mqtool.ops import dump_legacy
+    from mqtool.store.jafka import open_jafka
+    from mqtool.store.metaq import open_metaq
+
+    data = open_jafka(path) if layout == "jafka" else open_metaq(path)
+    part = dump_legacy.find_partition(data, topic, partition)
+    result = dump_legacy.lookup_offset(data, part, offset)
+    table = out.fmt is OutputFormat.table
+    mode = BodyDecode.utf8 if table and decode is BodyDecode.base64 else decode
+    to_row = jafka_row if layout == "jafka" else metaq_row
+
+    def rows():
+        for item in result.items:
+            row = to_row(item, mode)
+            row["found_via"] = "offset"
+            yield row
+
+    out.stream(rows(), JAFKA_COLUMNS if layout == "jafka" else METAQ_COLUMNS)
+    if result.reason:
+        near = ", ".join(
+            f"{label} message at {value}" for label, value in (("previous", result.previous_offset), ("next", result.next_offset)) if value is not None
+        )
+        out.warn(result.reason + (f" ({near})" if near else ""))
+    for problem in result.problems:
+        out.error(str(problem))
+    if result.problems or not result.items:
+        return ExitCode.FINDINGS
+    return ExitCode.OK
+
+
 def _is_kafka(path: Path, layout: str | None, kafka_options: bool) -> bool:
     """Kafka when forced or detected; any other path keeps the RocketMQ behaviour (and errors)."""
     if layout is not None and layout not in ("rocketmq", "kafka"):
-        raise UnsupportedFormatError("`mqtool query` handles the rocketmq and kafka layouts", expected="rocketmq or kafka", found=layout)
+        raise UnsupportedFormatError("`mqtool query` handles the rocketmq, kafka, jafka and metaq layouts", expected="a layout name", found=layout)
     if layout is not None:
         return layout == "kafka"
     if kafka_options:
