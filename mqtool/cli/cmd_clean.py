@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import time
 from pathlib import Path
 from typing import Annotated, Optional
@@ -30,7 +31,7 @@ def clean(
     apply: Annotated[bool, typer.Option("--apply", help="Delete (default: only show the plan; exit 1 when there is work).")] = False,
     policy: Annotated[str, typer.Option("--policy", help="safe (default: cron decides when) or broker (the broker's exact rules).")] = "safe",
     config: Annotated[
-        Optional[Path], typer.Option("--config", help="The broker's config file (broker.conf / server.properties) to read retention settings from.")
+        Optional[Path], typer.Option("--config", help="The broker's config file (broker.conf / server.properties / server.ini) to read retention settings from.")
     ] = None,
     reserved_hours: Annotated[Optional[float], typer.Option("--reserved-hours", help="RocketMQ fileReservedTime in hours (72).")] = None,
     delete_when: Annotated[Optional[str], typer.Option("--delete-when", help='RocketMQ deleteWhen hours, e.g. "04" or "04;16".')] = None,
@@ -41,6 +42,13 @@ def clean(
     ] = False,
     manual: Annotated[bool, typer.Option("--manual", help="RocketMQ: like mqadmin deleteExpiredCommitLog (ignore the hour gate).")] = False,
     batch_max: Annotated[Optional[int], typer.Option("--batch-max", min=1, help="RocketMQ deleteFileBatchMax (10).")] = None,
+    retention_hours: Annotated[Optional[float], typer.Option("--retention-hours", help="Jafka log.retention.hours (168).")] = None,
+    retention_bytes: Annotated[
+        Optional[int], typer.Option("--retention-bytes", help="Jafka log.retention.size: bytes kept per partition (-1: no size limit).")
+    ] = None,
+    delete_policy: Annotated[
+        Optional[str], typer.Option("--delete-policy", help='MetaQ deletePolicy: "delete,168" (default), "archive,72h" or "archive,72h,true" (zip).')
+    ] = None,
     max_delete: Annotated[Optional[int], typer.Option("--max-delete", min=0, help="Delete at most this many data files this run.")] = None,
     interval_ms: Annotated[int, typer.Option("--interval-ms", min=0, help="Pause between data-file deletions (deletePhysicFilesInterval).")] = 100,
     protect_unconsumed: Annotated[
@@ -74,6 +82,9 @@ def clean(
         "force_when_full": force_when_full or None,
         "manual": manual or None,
         "batch_max": batch_max,
+        "retention_hours": retention_hours,
+        "retention_bytes": retention_bytes,
+        "delete_policy": delete_policy,
         "max_delete": max_delete,
         "protect_unconsumed": protect_unconsumed or None,
     }
@@ -98,10 +109,15 @@ def clean(
             last_removal[0] = time.monotonic()
         return True
 
-    result = apply_plan(plan, force=live, broker_lock=BROKER_LOCKS.get(layout_name), command="clean", before_step=pace)
-    doc = {"deleted": [s.to_dict() for s in result.applied], "bytes_freed": plan.bytes_cut, "plan": plan.to_dict()}
+    # a layout's own plan actions (MetaQ's ``archive``) are run by its cleaner module's apply_custom
+    custom = getattr(inspect.getmodule(plan_fn), "apply_custom", None)
+    result = apply_plan(plan, custom=custom, force=live, broker_lock=BROKER_LOCKS.get(layout_name), command="clean", before_step=pace)
+    archived = [s.to_dict() for s in result.applied if s.details.get("archive")]
+    deleted = [s.to_dict() for s in result.applied if not s.details.get("archive")]
+    doc = {"deleted": deleted, "archived": archived, "bytes_freed": plan.bytes_cut, "plan": plan.to_dict()}
+    summary = f"deleted {len(deleted)} file(s)" + (f", archived {len(archived)}" if archived else "")
     if not quiet:
-        out.document(doc, lambda c: c.print(f"deleted {len(result.applied)} file(s), {humanize.naturalsize(plan.bytes_cut, binary=True)} freed"))
+        out.document(doc, lambda c: c.print(f"{summary}, {humanize.naturalsize(plan.bytes_cut, binary=True)} freed"))
     return ExitCode.OK
 
 

@@ -14,7 +14,12 @@ policy the broker was configured with; command-line flags override the file.
 | rocketmq | ``cleanFileForciblyEnable`` | ``clean_file_forcibly_enable`` |
 | kafka | ``log.retention.ms`` / ``.minutes`` / ``.hours``, ``log.retention.bytes``, ``retention.ms``, ``retention.bytes`` | ``retention_ms``, ``retention_bytes`` |
 | jafka | ``log.retention.hours``, ``log.retention.size`` | ``retention_hours``, ``retention_bytes`` |
-| metaq | ``deletePolicy`` (``delete,168`` / ``archive,168,true``) | ``delete_policy`` |
+| jafka | ``topic.log.retention.hours`` (``topic1:24,topic2:48``) | ``topic_retention_hours`` |
+| metaq | ``[system] deletePolicy`` (``delete,168`` / ``archive,168,true``) | ``delete_policy`` |
+| metaq | ``[topic=NAME] deletePolicy`` | ``topic_delete_policies`` |
+
+MetaQ's ``server.ini`` is an INI file (ini4j): its sections are read as such, so a topic's own
+``deletePolicy`` never stands in for the ``[system]`` one.
 """
 
 from __future__ import annotations
@@ -52,7 +57,23 @@ _KAFKA = {
     "log.retention.bytes": ("retention_bytes", int),
     "retention.bytes": ("retention_bytes", int),
 }
-_JAFKA = {"log.retention.hours": ("retention_hours", float), "log.retention.size": ("retention_bytes", int)}
+
+
+def _topic_hours(value: str) -> dict[str, float]:
+    """Jafka ``topic.log.retention.hours``: ``topic1:24,topic2:48`` (``Utils.getTopicRentionHours``)."""
+    table: dict[str, float] = {}
+    for item in value.split(","):
+        if item.strip():
+            topic, _, hours = item.partition(":")
+            table[topic.strip()] = float(hours)
+    return table
+
+
+_JAFKA = {
+    "log.retention.hours": ("retention_hours", float),
+    "log.retention.size": ("retention_bytes", int),
+    "topic.log.retention.hours": ("topic_retention_hours", _topic_hours),
+}
 _METAQ = {"deletePolicy": ("delete_policy", str)}
 TABLES = {"rocketmq": _ROCKETMQ, "kafka": _KAFKA, "jafka": _JAFKA, "metaq": _METAQ}
 #: Kafka precedence: ms over minutes over hours (KafkaConfig.logRetentionTimeMillis).
@@ -61,6 +82,8 @@ _KAFKA_PRECEDENCE = ["log.retention.hours", "log.retention.minutes", "log.retent
 
 def read_policy_file(path: Path, layout: str) -> dict:
     """Options for ``layout`` from a Java properties file (unknown keys are ignored)."""
+    if layout == "metaq":
+        return _read_metaq_ini(path)
     try:
         props = load_java_properties(read_small_file(path, 16 << 20))
     except MqError as exc:
@@ -77,4 +100,33 @@ def read_policy_file(path: Path, layout: str) -> dict:
             options[name] = convert(values[key].strip())
         except ValueError:
             raise CorruptDataError(path=path, expected=f"a valid value for {key}", found=repr(values[key])) from None
+    return options
+
+
+def _read_metaq_ini(path: Path) -> dict:
+    """``deletePolicy`` of MetaQ's ``server.ini``: ``[system]`` and each ``[topic=NAME]`` section
+    (``MetaConfig.populateSystemConf`` / ``populateTopicsConfig``; blank values are ignored)."""
+    try:
+        text = read_small_file(path, 16 << 20).decode("utf-8", "replace")
+    except MqError as exc:
+        raise exc.at(path) from None
+    section = None
+    options: dict = {}
+    topics: dict[str, str] = {}
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line or line[0] in "#;":
+            continue
+        if line.startswith("[") and line.endswith("]"):
+            section = line[1:-1].strip()
+            continue
+        key, sep, value = (line.partition("=") if "=" in line else line.partition(":"))
+        if not sep or key.strip() != "deletePolicy" or not value.strip():
+            continue
+        if section == "system":
+            options["delete_policy"] = value.strip()
+        elif section is not None and section.startswith("topic="):
+            topics[section[len("topic=") :]] = value.strip()
+    if topics:
+        options["topic_delete_policies"] = topics
     return options

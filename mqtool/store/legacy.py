@@ -43,6 +43,7 @@ from mqtool.store.files import (
     is_regular_file,
     safe_listdir,
 )
+from mqtool.store.lock import MQTOOL_LOCK_NAME
 
 #: Largest message mqtool reads (Jafka's max.message.size and MetaQ's client limit are 1-2 MiB by
 #: default).  A larger length field is corruption, never an allocation.
@@ -220,6 +221,8 @@ def list_partition(path: Path, names: LayoutNames, topic: str | None, partition:
     files are listed apart and never opened."""
     part = Partition(path, topic, partition)
     for name in safe_listdir(path):
+        if name == MQTOOL_LOCK_NAME:
+            continue  # mqtool's own lock (recover/clean on a partition directory)
         entry = path / name
         kind = _lstat_kind(entry)
         if kind is None:
@@ -349,6 +352,8 @@ def open_data_dir(
 
     data = DataDir(names.layout, path, "data-dir", [], data_dir=path)
     for name in entries:
+        if name == MQTOOL_LOCK_NAME:
+            continue  # mqtool's own lock (recover/clean): neither a stray file nor a partition
         entry = path / name
         kind = _lstat_kind(entry)
         if kind is None:

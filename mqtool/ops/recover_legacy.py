@@ -1,0 +1,428 @@
+"""recover for Jafka and MetaQ data dirs (spec jafka.md B2/B4, metaq.md C2.1/C3/C5).
+
+Both brokers repair exactly one file per partition at start-up: the **last** live segment, which
+recovery truncates after the last message it can read.  mqtool plans the same cut, without the
+brokers' quirks, and keeps every byte it cuts:
+
+* **Jafka** (``FileMessageSet.recover``): messages are kept while ``LENGTH >= 6``, the entry fits
+  and the CRC-32 of the payload matches; the rest of the file is truncated (``truncate``).  A magic
+  byte other than 1 ends the valid data (Jafka's own recovery throws ``UnknownMagicByteException``
+  there and the broker does not start).  The cut is planned whether or not
+  ``.jafka_cleanshutdown`` is present (with the marker Jafka skips recovery and appends after a
+  damaged tail).  The marker itself is never created: Jafka has no lock file, so mqtool cannot
+  know that the broker is stopped, and a marker written under a running broker would make it skip
+  recovery after its next crash.
+* **MetaQ** (always at load): the same loop with MetaQ's 20-byte header and
+  ``CRC32(data) & 0x7FFFFFFF``.  Twenty zero bytes are a valid empty message to MetaQ, so its
+  recovery reads *through* zero runs: a zero gap whose length is a multiple of 20 followed by
+  valid messages is kept, as the loader expects (cutting it would drop the messages after it, and
+  removing it would move every later offset).  A zero run at the very end is cut: MetaQ would keep
+  it as phantom empty messages (id 0) that consumers receive; nothing wrote them.
+* **Gaps between segments**: both loaders refuse a partition whose live segments do not join
+  (``start + size == next start``, ``validateSegments``).  The live log is the contiguous run of
+  segments that ends at the active (last) one; the segments before the last hole are taken out of
+  it the way the broker itself disposes of old segments: MetaQ's are renamed to ``NNN.meta.arc``
+  (its archive name, ignored at load, still readable by ``mqtool dump``), Jafka's (which has no
+  archive) are deleted, whole files kept in the quarantine.  Either needs ``--force``: consumers
+  can no longer fetch those offsets.
+
+Where valid messages follow the cut point (a broken message in the middle of the last segment, or
+a zero gap MetaQ cannot read through), the plan counts them and needs ``--force``, as for
+RocketMQ; they are quarantined either way.  Segments before the last are never rewritten: their
+damage is reported by the verification (``validate``) that follows ``--apply``.
+
+Neither broker has a lock file: stop the broker before ``--apply`` (mqtool's own
+``.mqtool.lock`` still keeps two mqtool runs apart).  The default quarantine is a sibling of the
+*data dir* even when one partition is given: a ``mqtool-quarantine`` directory inside the data
+dir would stop Jafka (and MetaQ) from loading it.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from mqtool.errors import MqError, StoreLayoutError
+from mqtool.formats import jafka as jf
+from mqtool.formats import metaq as mq
+from mqtool.ops.recover import ApplyContext, ApplyResult, RecoverPlan, Step, apply_plan, observe, relative, resolve
+from mqtool.store import jafka as sj
+from mqtool.store import metaq as sm
+from mqtool.store.files import CHUNK_SIZE
+from mqtool.store.legacy import MAX_MESSAGE_SIZE, DataDir, Partition, Segment, SegmentReader, SegmentWalk, nonzero_extent, zero_run
+from mqtool.store.quarantine import default_quarantine_root
+
+MODE = "last-segment"
+
+
+@dataclass(frozen=True)
+class RecoverOptions:
+    """Options of a Jafka/MetaQ recovery.  None of ``--mode``, ``--full``, ``--rebuild-cq``,
+    ``--queue`` or ``--rebuild-index`` applies: there is no recovery mode (the last segment is
+    always the one repaired), no queue and no index file to rebuild."""
+
+
+@dataclass
+class _Tail:
+    """Where the valid data of a last segment ends.
+
+    ``cut_from``: mqtool's cut point (after the last real message); ``broker_end``: where the
+    broker's own recovery stops; ``kind``: why the data ends there; ``kept_gaps``: MetaQ zero runs
+    before ``cut_from`` (``(position, length)``) the loader reads as empty messages."""
+
+    size: int
+    cut_from: int
+    broker_end: int
+    kind: str  # "eof", "zeros", "partial", "broken", "magic"
+    detail: str = ""
+    trailing_empties: int = 0  # MetaQ: empty messages the broker would keep after cut_from
+    kept_gaps: list[tuple[int, int]] | None = None
+
+
+def _unresolved(root: Path, path: Path) -> str:
+    """``path`` relative to ``root`` without resolving it (a symbolic link is named, not followed)."""
+    try:
+        return path.relative_to(root).as_posix()
+    except ValueError:
+        return str(path)
+
+
+def _open(layout: str, path: str | Path) -> DataDir:
+    data = sj.open_jafka(path) if layout == "jafka" else sm.open_metaq(path)
+    if data.kind == "segment":
+        raise StoreLayoutError(
+            f"`mqtool recover` repairs a whole partition: give its directory ({Path(path).parent}) or the data dir",
+            path=path,
+            expected=f"a {layout} data dir or partition directory",
+            found="a segment file",
+        )
+    return data
+
+
+def _reader(layout: str, seg: Segment) -> SegmentReader:
+    return sj.open_segment(seg) if layout == "jafka" else sm.open_segment(seg)
+
+
+def scan_tail(layout: str, seg: Segment) -> _Tail:
+    """Run the broker's recovery loop over a last segment (read-only)."""
+    with _reader(layout, seg) as reader:
+        return _scan_jafka(reader) if layout == "jafka" else _scan_metaq(reader)
+
+
+def _scan_jafka(reader: SegmentReader) -> _Tail:
+    walk = SegmentWalk(reader, sj.FRAMING, 0, check_crc=True)
+    for pos, message in walk:
+        if message.magic != jf.MAGIC_V1:
+            return _Tail(reader.size, pos, pos, "magic", f"magic byte {message.magic} (Jafka reads only magic 1; its recovery throws here)")
+    if walk.error is not None:
+        assert walk.failed_at is not None
+        return _Tail(reader.size, walk.failed_at, walk.failed_at, "broken", _brief(walk.error))
+    assert walk.end is not None
+    return _Tail(reader.size, walk.end.position, walk.end.position, walk.end.kind)
+
+
+def _scan_metaq(reader: SegmentReader) -> _Tail:
+    """MetaQ's loop, zero headers included: they are valid empty messages to the broker.
+
+    The walk goes on after a zero run from its last whole 20-byte block, as the loader does.
+    An empty message read right there (msgLen 0, checksum 0: the rest of the zeros and the start
+    of the next bytes) is no message anybody wrote, so it does not move the valid end."""
+    size = reader.size
+    pos = 0
+    last_real = 0  # end of the last message that is not an all-zero header
+    gaps: list[tuple[int, int]] = []  # zero runs read as empty messages: (position, whole blocks)
+    while True:
+        walk = SegmentWalk(reader, sm.FRAMING, pos, check_crc=True)
+        for p, message in walk:
+            if not (gaps and p == pos and not message.data):
+                last_real = p + message.size
+        if walk.error is not None:
+            assert walk.failed_at is not None
+            return _metaq_tail(size, last_real, walk.failed_at, "broken", _brief(walk.error), gaps)
+        end = walk.end
+        assert end is not None
+        if end.kind == "zeros" and size - end.position >= mq.HEADER_LEN:
+            blocks = zero_run(reader, end.position) // mq.HEADER_LEN
+            gaps.append((end.position, blocks))
+            pos = end.position + blocks * mq.HEADER_LEN
+            if pos >= size:
+                return _metaq_tail(size, last_real, pos, "zeros", "", gaps)
+            continue
+        return _metaq_tail(size, last_real, end.position, end.kind, "", gaps)
+
+
+def _metaq_tail(size: int, last_real: int, broker_end: int, kind: str, detail: str, gaps: list[tuple[int, int]]) -> _Tail:
+    kept = [(p, n * mq.HEADER_LEN) for p, n in gaps if p < last_real]
+    trailing = sum(n for p, n in gaps if p >= last_real)
+    if last_real < broker_end and kind != "zeros":
+        kind = "zeros"  # the data ends in zeros the loader reads up to a point, then fails
+    return _Tail(size, last_real, broker_end, kind, detail, trailing, kept)
+
+
+def _brief(exc) -> str:
+    parts = [exc.message] if exc.message else []
+    if exc.expected is not None or exc.found is not None:
+        parts.append(f"expected {exc.expected}, found {exc.found}")
+    return ": ".join(parts)
+
+
+# A candidate message start: Jafka LENGTH >= 0 then MAGIC 1; MetaQ 0 < msgLen < 2**24, checksum >= 0.
+_CANDIDATE = {
+    "jafka": re.compile(rb"(?=[\x00-\x7f][\x00-\xff]{3}\x01)"),
+    "metaq": re.compile(rb"(?=\x00(?!\x00\x00\x00)[\x00-\xff]{3}[\x00-\x7f])"),
+}
+
+
+def _decodes(layout: str, reader: SegmentReader, pos: int, chunk: bytes, i: int) -> bool:
+    """Whether a valid message (CRC checked; Jafka: magic 1) starts at ``pos`` (= ``chunk[i]``)."""
+    overhead = jf.LOG_OVERHEAD if layout == "jafka" else mq.HEADER_LEN
+    length = int.from_bytes(chunk[i : i + 4], "big", signed=True)
+    if not (jf.MIN_HEADER_SIZE if layout == "jafka" else 1) <= length <= min(MAX_MESSAGE_SIZE, reader.size - pos - overhead):
+        return False
+    data = chunk[i : i + overhead + length] if i + overhead + length <= len(chunk) else reader.pread(pos, overhead + length)
+    try:
+        if layout == "jafka":
+            return jf.decode_message(data, 0).magic == jf.MAGIC_V1
+        mq.decode_message(data, 0)
+    except MqError:
+        return False
+    return True
+
+
+def _next_message(layout: str, reader: SegmentReader, start: int) -> int | None:
+    """The first position >= ``start`` where a valid message starts."""
+    overhead = jf.LOG_OVERHEAD + 1 if layout == "jafka" else mq.HEADER_LEN
+    pos = start
+    while pos < reader.size:
+        chunk = reader.pread(pos, CHUNK_SIZE + overhead)
+        span = min(CHUNK_SIZE, len(chunk))
+        for match in _CANDIDATE[layout].finditer(chunk, 0, span + overhead):
+            i = match.start()
+            if i >= span:
+                break
+            if _decodes(layout, reader, pos + i, chunk, i):
+                return pos + i
+        pos += span
+    return None
+
+
+def _count_valid_from(layout: str, seg: Segment, start: int) -> int:
+    """Valid messages at or after ``start`` (what cutting there drops), resynchronising after
+    every break as validate does."""
+    framing = sj.FRAMING if layout == "jafka" else sm.FRAMING
+    count = 0
+    with _reader(layout, seg) as reader:
+        pos = start
+        while pos < reader.size:
+            found = _next_message(layout, reader, pos)
+            if found is None:
+                break
+            walk = SegmentWalk(reader, framing, found, check_crc=True)
+            for _p, message in walk:
+                if layout == "metaq" or message.magic == jf.MAGIC_V1:
+                    count += 1
+            stop = walk.failed_at if walk.error is not None else (walk.end.position if walk.end is not None else reader.size)
+            pos = max(stop, found + 1)
+    return count
+
+
+# --- planning ---------------------------------------------------------------------------------------------
+
+
+def plan_jafka(path: str | Path, options: RecoverOptions = RecoverOptions()) -> RecoverPlan:
+    return _plan("jafka", path, options)
+
+
+def plan_metaq(path: str | Path, options: RecoverOptions = RecoverOptions()) -> RecoverPlan:
+    return _plan("metaq", path, options)
+
+
+def _plan(layout: str, path: str | Path, options: RecoverOptions) -> RecoverPlan:
+    data = _open(layout, path)
+    root = data.root
+    plan = RecoverPlan(layout, str(root.absolute()), MODE)
+    plan.facts["kind"] = data.kind
+    plan.facts["data_dir"] = str(data.data_dir.absolute()) if data.data_dir is not None else None
+    marker = sj.clean_shutdown_marker(data) if layout == "jafka" else None
+    if layout == "jafka":
+        plan.facts["clean_shutdown_marker"] = marker
+    partitions = []
+    for part in data.partitions:
+        fact = _plan_partition(layout, plan, part, root)
+        if fact is not None:
+            partitions.append(fact)
+    plan.facts["partitions"] = partitions
+    if len(partitions) == 1:
+        plan.valid_end = partitions[0]["log_end_offset"]
+    if plan.has_work and marker:
+        plan.notes.append(f"{sj.CLEAN_SHUTDOWN_FILE} is present: Jafka would skip its own recovery at the next start and append after these tails")
+    if plan.has_work:
+        plan.notes.append(f"{'Jafka' if layout == 'jafka' else 'MetaQ'} has no lock file mqtool could test: stop the broker before --apply")
+    for bad, reason in data.bad_dirs:
+        plan.notes.append(f"{bad.name}: {reason} (not repaired by recover)")
+    links = list(data.links) + [p for part in data.partitions for p in part.links]
+    if links:
+        shown = ", ".join(_unresolved(root, p) for p in links[:5]) + (f" and {len(links) - 5} more" if len(links) > 5 else "")
+        plan.notes.append(f"symbolic links are never followed: {shown}")
+    if plan.records_dropped:
+        plan.needs_force.append(
+            f"{plan.records_dropped} valid message(s) after the cut point(s) would be cut (the broker's recovery drops them too)"
+        )
+    return plan
+
+
+def _plan_partition(layout: str, plan: RecoverPlan, part: Partition, root: Path) -> dict | None:
+    segs = part.segments
+    if not segs:
+        return None
+    last = segs[-1]
+    tail = scan_tail(layout, last)
+    fact = {
+        "partition": part.name,
+        "last_segment": relative(root, last.path),
+        "size": last.size,
+        "valid_end": tail.cut_from,
+        "log_end_offset": last.start_offset + tail.cut_from,
+        "broker_recovery_end_offset": last.start_offset + tail.broker_end,
+        "end": tail.kind,
+    }
+    if layout == "metaq":
+        fact["kept_zero_gaps"] = [{"offset": last.start_offset + p, "length": n} for p, n in tail.kept_gaps or []]
+        for p, n in tail.kept_gaps or []:
+            plan.notes.append(
+                f"{part.name}: {n} zero bytes at offset {last.start_offset + p} are kept: MetaQ's recovery reads them as "
+                f"{n // mq.HEADER_LEN} empty message(s) and the valid messages after them stay readable"
+            )
+    _plan_holes(layout, plan, part, root)
+    if tail.cut_from < tail.size:
+        _plan_cut(layout, plan, part, last, tail, root, fact)
+    return fact
+
+
+def _plan_cut(layout: str, plan: RecoverPlan, part: Partition, seg: Segment, tail: _Tail, root: Path, fact: dict) -> None:
+    start, cut, size = seg.start_offset, tail.cut_from, tail.size
+    with _reader(layout, seg) as reader:
+        extent = nonzero_extent(reader, cut)
+    dropped = _count_valid_from(layout, seg, cut) if extent is not None else 0
+    plan.records_dropped += dropped
+    fact["valid_messages_cut"] = dropped
+    at = f"offset {start + cut}"
+    if tail.kind == "magic":
+        why = f"the entry at {at} has {tail.detail}"
+    elif tail.kind == "broken":
+        why = f"no valid message at {at} ({tail.detail})"
+    elif extent is None:
+        why = f"zero tail after the last message ({size - cut} bytes from {at})"
+    elif tail.kind == "partial":
+        why = f"torn tail: a partially written message at {at}"
+    else:
+        why = f"zeros then other bytes after the last message at {at}"
+    if dropped:
+        why += f"; {dropped} valid message(s) follow it"
+    if layout == "metaq" and tail.trailing_empties:
+        why += f"; MetaQ's own recovery would keep {tail.trailing_empties} empty message(s) (id 0) from the zeros, mqtool cuts them"
+    if tail.broker_end > cut and layout == "metaq" and not tail.trailing_empties:
+        why += f"; MetaQ's recovery stops at offset {start + tail.broker_end}"
+    plan.add(
+        Step(
+            "truncate",
+            relative(root, seg.path),
+            f"{part.name}: {why}; the last segment is truncated to {cut} bytes (log end offset {start + cut})",
+            position=cut,
+            length=size - cut,
+            expect=observe(seg.path, cut, size - cut),
+            details={"partition": part.name, "start_offset": start, "log_end_offset": start + cut, "valid_records_cut": dropped},
+        )
+    )
+
+
+def _plan_holes(layout: str, plan: RecoverPlan, part: Partition, root: Path) -> None:
+    """Live segments before the last hole (or overlap) leave the live log."""
+    segs = part.segments
+    breaks = [i for i in range(1, len(segs)) if segs[i - 1].start_offset + (segs[i - 1].size or 0) != segs[i].start_offset]
+    if not breaks:
+        return
+    b = breaks[-1]
+    prev, nxt = segs[b - 1], segs[b]
+    expected = prev.start_offset + (prev.size or 0)
+    what = f"offsets {expected}..{nxt.start_offset - 1} are in no live segment" if nxt.start_offset > expected else (
+        f"{nxt.name} overlaps {prev.name} by {expected - nxt.start_offset} bytes"
+    )
+    moved = segs[:b]
+    total = sum(s.size or 0 for s in moved)
+    how = "renamed to .meta.arc (MetaQ's archive name, ignored at load)" if layout == "metaq" else "deleted (kept in the quarantine)"
+    plan.needs_force.append(
+        f"{part.name}: {len(moved)} segment(s) before offset {nxt.start_offset} ({total} bytes) are {how}: consumers can no longer fetch them"
+    )
+    for seg in moved:
+        reason = (
+            f"{part.name}: {what}; the broker refuses the partition (\"The following segments don't validate\"): the live log starts at "
+            f"{nxt.name}"
+        )
+        if layout == "metaq" and seg.size:
+            target = seg.path.with_name(mq.archive_name(seg.name, compress=False))
+            plan.add(
+                Step(
+                    "archive-segment",
+                    relative(root, seg.path),
+                    reason + "; archived",
+                    expect={**observe(seg.path), "files": {relative(root, target): observe(target)}},
+                    details={"to": relative(root, target), "partition": part.name, "start_offset": seg.start_offset, "size": seg.size},
+                )
+            )
+        else:
+            plan.add(
+                Step(
+                    "delete",
+                    relative(root, seg.path),
+                    reason + ("; an empty segment" if not seg.size else ""),
+                    expect=observe(seg.path),
+                    details={"partition": part.name, "start_offset": seg.start_offset, "size": seg.size},
+                )
+            )
+
+
+# --- apply ----------------------------------------------------------------------------------------------
+
+
+def apply_custom(step: Step, ctx: ApplyContext) -> None:
+    if step.action != "archive-segment":
+        raise StoreLayoutError(f"unknown {ctx.plan.layout} plan action {step.action!r}", path=resolve(ctx.root, step.path))
+    source = resolve(ctx.root, step.path)
+    target = resolve(ctx.root, step.details["to"])
+    # undo (entries restored last first): the archive goes, the segment comes back, then any
+    # archive the rename replaced
+    if target.exists():
+        ctx.quarantine.keep_file(target)
+    ctx.quarantine.keep_file(source)
+    ctx.quarantine.record_created(target)
+    ctx.mutator.rename(source, target)
+
+
+def quarantine_root_for(plan: RecoverPlan) -> Path:
+    """``mqtool-quarantine`` beside the data dir (never inside it: the loaders would refuse a
+    directory they cannot parse as ``<topic>-<partition>``)."""
+    base = plan.facts.get("data_dir") if plan.facts.get("kind") == "partition" else None
+    return default_quarantine_root(Path(base) if base else Path(plan.root))
+
+
+def apply_legacy(plan: RecoverPlan, *, quarantine_root: Path | None = None, force: bool = False, verify: bool = True, jobs: int = 1) -> ApplyResult:
+    """Apply a Jafka/MetaQ plan, then validate the result."""
+    from mqtool.ops.validate import ValidateOptions
+    from mqtool.ops.validate_legacy import validate_jafka, validate_metaq
+
+    qroot = Path(quarantine_root) if quarantine_root is not None else quarantine_root_for(plan)
+    result = apply_plan(plan, custom=apply_custom, quarantine_root=qroot, force=force, broker_lock=None, command="recover")
+    if verify:
+        fn = validate_jafka if plan.layout == "jafka" else validate_metaq
+        report = fn(plan.root, ValidateOptions(jobs=jobs))
+        result.verification = report
+        if report.failed:
+            result.notes.append(
+                f"the recovered {plan.layout} store still has validation errors that recover does not repair (see `mqtool validate {plan.root}`)"
+            )
+    return result
+
+
+__all__ = ["RecoverOptions", "apply_custom", "apply_legacy", "plan_jafka", "plan_metaq", "quarantine_root_for", "scan_tail"]
