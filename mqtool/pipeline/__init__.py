@@ -1,0 +1,103 @@
+"""The Spark pipeline: data sources for every file family, and the ``mqtool scan`` job.
+
+Nothing here imports pyspark or pyarrow at import time; ``register`` and ``build_session`` do.
+
+From any PySpark session::
+
+    import mqtool.pipeline
+    mqtool.pipeline.register(spark)
+    spark.read.format("rocketmq_commitlog").load("/data/broker-a/store").groupBy("topic").count()
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+from typing import Iterable, Iterator
+
+#: The data sources ``register`` adds (see ``mqtool.pipeline.sources``).
+FORMAT_NAMES = (
+    "rocketmq_commitlog",
+    "rocketmq_consumequeue",
+    "rocketmq_index",
+    "kafka_log",
+    "jafka_log",
+    "metaq_log",
+)
+
+SPARK_EXTRA_HINT = "pip install 'mqtool[spark]'"
+
+
+def register(spark) -> None:
+    """Register mqtool's data sources with ``spark`` (and enable Python filter pushdown, which
+    the sources use for ``topic`` filters)."""
+    from mqtool.pipeline.sources import SOURCES
+
+    spark.conf.set("spark.sql.python.filterPushdown.enabled", "true")
+    for source in SOURCES:
+        spark.dataSource.register(source)
+
+
+def _under_spark_submit() -> bool:
+    """The driver was started by ``spark-submit`` (which already chose the master)."""
+    return "PYSPARK_GATEWAY_PORT" in os.environ
+
+
+def build_session(master: str | None = None, conf: Iterable[tuple[str, str]] = (), app_name: str = "mqtool scan"):
+    """A SparkSession with mqtool's sources registered.
+
+    ``master`` defaults to ``local[*]`` unless running under ``spark-submit``.  Python workers
+    run this interpreter (``PYSPARK_PYTHON``) so they import the same pyarrow and mqtool; on a
+    cluster set ``PYSPARK_PYTHON`` (or ``spark.pyspark.python``) to the executors' interpreter.
+    """
+    from mqtool.pipeline.java import require_java
+
+    require_java()
+    conf = list(conf)
+    effective_master = master or ("" if _under_spark_submit() else "local[*]")
+    if effective_master.startswith("local") or not os.environ.get("PYSPARK_PYTHON"):
+        os.environ["PYSPARK_PYTHON"] = sys.executable
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    from pyspark.sql import SparkSession
+
+    builder = SparkSession.builder.appName(app_name)
+    if effective_master:
+        builder = builder.master(effective_master)
+    defaults = {
+        "spark.ui.showConsoleProgress": "false",
+        "spark.sql.python.filterPushdown.enabled": "true",
+        "spark.sql.sources.partitionOverwriteMode": "static",
+    }
+    if effective_master.startswith("local"):
+        # the driver JVM is the only executor: give it room to cache the decoded CommitLog
+        defaults["spark.driver.memory"] = "4g"
+        defaults["spark.sql.shuffle.partitions"] = str(max(4, 2 * (os.cpu_count() or 1)))
+    given = {k for k, _ in conf}
+    for key, value in defaults.items():
+        if key not in given:
+            builder = builder.config(key, value)
+    for key, value in conf:
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel(os.environ.get("MQTOOL_SPARK_LOG_LEVEL", "ERROR"))
+    register(spark)
+    return spark
+
+
+@contextlib.contextmanager
+def session(master: str | None = None, conf: Iterable[tuple[str, str]] = (), app_name: str = "mqtool scan") -> Iterator:
+    """``build_session`` as a context: the session is stopped at the end unless it was already
+    running (a notebook's, a test's, or ``spark-submit``'s own)."""
+    from mqtool.pipeline.java import require_java
+
+    require_java()
+    from pyspark.sql import SparkSession
+
+    existing = SparkSession.getActiveSession()
+    spark = build_session(master, conf, app_name)
+    try:
+        yield spark
+    finally:
+        if existing is None and not _under_spark_submit():
+            spark.stop()

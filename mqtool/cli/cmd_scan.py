@@ -1,0 +1,183 @@
+"""``mqtool scan``: the data pipeline on Apache Spark (PySpark), for stores that outgrow one machine.
+
+pyspark and pyarrow are imported only when the command runs (through ``mqtool.pipeline``), so
+``mqtool --help`` and every other command start without them and work without Java.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from typing import Annotated, Optional
+
+import humanize
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from mqtool.cli.app import app
+from mqtool.cli.exit_codes import ExitCode
+from mqtool.cli.render import OutputFormat, Renderer, dumps
+from mqtool.errors import StoreLayoutError
+from mqtool.ops.findings import Finding, Severity
+
+LAYOUTS = ("rocketmq", "kafka", "jafka", "metaq")
+
+
+def _parse_conf(values: list[str]) -> list[tuple[str, str]]:
+    pairs = []
+    for value in values:
+        key, sep, val = value.partition("=")
+        if not sep or not key.strip():
+            raise typer.BadParameter(f"expected KEY=VALUE, found {value!r}", param_hint="--conf")
+        pairs.append((key.strip(), val))
+    return pairs
+
+
+def split_label(arg: str) -> tuple[str | None, str]:
+    """``LABEL=PATH`` → (LABEL, PATH); a plain path (or a URI) has no label."""
+    label, sep, path = arg.partition("=")
+    if sep and label and "/" not in label and ":" not in label and path:
+        return label, path
+    return None, arg
+
+
+def parse_size(text: str) -> int:
+    units = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
+    value = text.strip().lower().removesuffix("ib").removesuffix("b")
+    mult = units.get(value[-1:], 1)
+    digits = value[:-1] if value[-1:] in units else value
+    if not digits.isdigit() or int(digits) <= 0:
+        raise typer.BadParameter(f"expected a positive size like 134217728, 128m or 1g, found {text!r}", param_hint="--split-size")
+    return int(digits) * mult
+
+
+@app.command("scan")
+def scan(
+    paths: Annotated[
+        list[str],
+        typer.Argument(help="Store roots, Kafka log dirs, Jafka/MetaQ data dirs (globs and URIs pyarrow opens); LABEL=PATH names a source."),
+    ],
+    out: Annotated[str, typer.Option("--out", "-o", help="Output directory for the Parquet datasets and report.json (local or a URI).")],
+    master: Annotated[Optional[str], typer.Option("--master", help="Spark master URL (default local[*]; spark://, yarn, k8s://...).")] = None,
+    conf: Annotated[list[str], typer.Option("--conf", help="Spark setting KEY=VALUE, passed through (repeatable).")] = [],  # noqa: B006
+    layout: Annotated[Optional[str], typer.Option("--layout", help="Force the layout of every PATH: rocketmq, kafka, jafka, metaq.")] = None,
+    topic: Annotated[list[str], typer.Option("--topic", help="Only this topic (repeatable; pushed down to the readers).")] = [],  # noqa: B006
+    with_body: Annotated[bool, typer.Option("--with-body", help="Keep bodies, values and payloads in the datasets.")] = False,
+    split_size: Annotated[str, typer.Option("--split-size", help="Bytes per input partition (a bigger file is read as byte ranges).")] = "128m",
+    fail_on: Annotated[Severity, typer.Option("--fail-on", help="Exit 1 when a finding has at least this severity.")] = Severity.error,
+    fmt: Annotated[OutputFormat, typer.Option("--format", "-f", help="table or json (the report document).")] = OutputFormat.table,
+    as_json: Annotated[bool, typer.Option("--json", help="Shorthand for --format json.")] = False,
+) -> int:
+    """Scan stores on Spark: Parquet datasets of every record, unit and entry, and an integrity report.
+
+    Writes OUT/messages, queue_units, index_entries (RocketMQ), kafka_records, jafka_messages,
+    metaq_messages (partitioned by source and topic) and OUT/findings, then OUT/report.json.
+    Findings use validate's codes; exit 0 when none reaches --fail-on, 1 when one does, 3 when a
+    PATH is not a store, 4 when pyspark or Java is missing."""
+    if as_json:
+        fmt = OutputFormat.json
+    if fmt is OutputFormat.jsonl:
+        raise typer.BadParameter("scan prints one report: use table or json", param_hint="--format")
+    if layout is not None and layout not in LAYOUTS:
+        raise typer.BadParameter(f"expected one of {', '.join(LAYOUTS)}, found {layout!r}", param_hint="--layout")
+    renderer = Renderer(fmt)
+    if importlib.util.find_spec("pyspark") is None or importlib.util.find_spec("pyarrow") is None:
+        renderer.error("mqtool scan needs pyspark and pyarrow: pip install 'mqtool[spark]'")
+        return ExitCode.UNSUPPORTED
+    spark_conf = _parse_conf(conf)
+    size = parse_size(split_size)
+
+    import mqtool.pipeline as pipeline
+    from mqtool.pipeline import jobs
+
+    inputs = []
+    for arg in paths:
+        label, pattern = split_label(arg)
+        matches = jobs.fs.expand(pattern)
+        if not matches:
+            raise StoreLayoutError("no such file or directory", path=pattern)
+        for path in matches:
+            name = label if label and len(matches) == 1 else (f"{label}:{path}" if label else path)
+            inputs.append(jobs.ScanInput(name, path, layout or jobs.detect_layout(path)))
+    cfg = jobs.ScanConfig(tuple(inputs), out, with_body=with_body, split_size=size, topics=tuple(topic) or None)
+    with pipeline.session(master, spark_conf) as spark:
+        result = jobs.run(spark, cfg)
+    report = build_report(cfg, result, fail_on)
+    jobs.write_text(f"{out.rstrip('/')}/report.json", dumps(report, indent=2) + "\n")
+    renderer.document(report, lambda console: render_table(console, report))
+    return ExitCode.FINDINGS if not report["ok"] else ExitCode.OK
+
+
+def build_report(cfg, result, fail_on: Severity) -> dict:
+    """The report document: validate's finding model (codes, severities, counts) plus the
+    datasets, per-topic statistics, UNIQ_KEY duplicates and Kafka offsets."""
+    counts = {"error": 0, "warning": 0, "info": 0}
+    findings = []
+    for row in result.findings:
+        finding = Finding(row["code"], row["path"], row["position"], row["message"], length=row["length"])
+        counts[finding.level.value] += 1
+        findings.append({"source": row["source"], **finding.to_dict()})
+    failed = any(n for level, n in counts.items() if Severity(level).rank >= fail_on.rank)
+    return {
+        "command": "scan",
+        "ok": not failed,
+        "fail_on": fail_on.value,
+        "counts": counts,
+        "inputs": [{"source": i.source, "path": i.path, "layout": i.layout} for i in cfg.inputs],
+        "out": cfg.out,
+        "datasets": result.datasets,
+        "rows": result.rows,
+        "facts": result.facts,
+        "topics": result.topics,
+        "uniq_key_duplicates": result.duplicates,
+        "kafka_offsets": result.kafka_offsets,
+        "findings": findings,
+    }
+
+
+def render_table(console: Console, report: dict) -> None:
+    topics = Table(title=f"scan → {report['out']}", title_justify="left")
+    for col, just in (("source", "left"), ("layout", "left"), ("topic", "left"), ("messages", "right"), ("bytes", "right"), ("queues", "right"), ("first", "left"), ("last", "left")):
+        topics.add_column(col, justify=just, overflow="fold")
+    for t in report["topics"]:
+        topics.add_row(
+            t["source"],
+            t["layout"],
+            str(t["topic"]),
+            humanize.intcomma(t["messages"]),
+            humanize.naturalsize(t["bytes"] or 0, binary=True),
+            str(t["queues"]),
+            _ms(t["first_timestamp"]),
+            _ms(t["last_timestamp"]),
+        )
+    console.print(topics)
+    dups = report["uniq_key_duplicates"]
+    if dups.get("keys"):
+        console.print(f"UNIQ_KEY duplicates: {dups['keys']} key(s) stored {dups['copies']} times in all")
+    if report["findings"]:
+        table = Table(title="findings", title_justify="left")
+        for col in ("severity", "code", "where", "message"):
+            table.add_column(col, overflow="fold")
+        for f in report["findings"]:
+            style = {"error": "red", "warning": "yellow"}.get(f["severity"], "cyan")
+            where = f["path"] + (f":{f['position']}" if f["position"] is not None else "")
+            table.add_row(f"[{style}]{f['severity']}[/{style}]", f["code"], where, f["message"])
+        console.print(table)
+    c = report["counts"]
+    rows = ", ".join(f"{humanize.intcomma(n)} {name}" for name, n in report["rows"].items())
+    console.print(
+        f"{'OK' if report['ok'] else 'FAILED'}: {c['error']} error(s), {c['warning']} warning(s), {c['info']} info; "
+        f"{rows}; datasets and report.json in {report['out']} (fail on {report['fail_on']})"
+    )
+
+
+def _ms(value) -> str:
+    if value is None:
+        return "-"
+    import datetime as dt
+
+    try:
+        return dt.datetime.fromtimestamp(value / 1000).isoformat(timespec="seconds")
+    except (OverflowError, OSError, ValueError):
+        return str(value)
+

@@ -1,0 +1,1275 @@
+"""PySpark Python data sources (Spark 4 ``pyspark.sql.datasource``), one per file family.
+
+==========================  ============================================================
+format name                 rows
+==========================  ============================================================
+``rocketmq_commitlog``      CommitLog message records (the fields of ``dump commitlog``)
+``rocketmq_consumequeue``   ConsumeQueue units (the fields of ``dump consumequeue``)
+``rocketmq_index``          IndexFile entries (the entry rows of ``dump index``)
+``kafka_log``               Kafka records of every magic (v0/v1 messages, v2 batches)
+``jafka_log``               Jafka messages (gzip wrappers expanded)
+``metaq_log``               MetaQ messages (``.meta``, ``.meta.arc`` and ``.meta.zip``)
+==========================  ============================================================
+
+``spark.read.format(NAME).load(PATH)`` (or ``.load([PATH, ...])``, or ``.option("path", ...)``):
+a store root / log dir / data dir, a family directory, one file, or a glob of any of them; a
+local path or any URI pyarrow opens (``hdfs://``, ``s3://``, ``file://``).  Every row carries
+``source``: the path it was found under (or the ``source`` option).
+
+Options (all optional): ``withBody`` (default true: bodies, values, payloads), ``topic``
+(a comma-separated list; ``topic = ...`` and ``topic IN (...)`` filters are pushed down too:
+ConsumeQueue, Kafka, Jafka and MetaQ skip whole directories, the CommitLog skips building
+rows), ``splitSize`` (bytes per input partition, default 128 MiB: a bigger segment is read as
+byte ranges starting on record boundaries), ``source`` (the label for ``source``), ``sources``
+(a JSON list of ``[label, path]`` pairs: several stores in one read), and for
+``mqtool scan``: ``withProblems`` (extra ``row_kind`` = ``problem`` / ``end`` rows with the
+validate code of every broken record and each file's end of data) and ``withKeyHashes``
+(``key_hashes``: the IndexFile hashes of the record's keys).
+
+Rows are built by the same ``formats`` decoders as the CLI and shipped as Arrow record batches.
+"""
+
+from __future__ import annotations
+
+import json
+import struct
+from dataclasses import dataclass
+from typing import Iterator
+
+import pyarrow as pa
+from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
+
+try:  # filter pushdown arrived in Spark 4.1
+    from pyspark.sql.datasource import EqualTo, In
+except ImportError:  # pragma: no cover - depends on the installed pyspark
+    EqualTo = In = None  # type: ignore[assignment,misc]
+
+from mqtool.errors import ChecksumError, MqError, StoreLayoutError, UnsupportedFormatError, hexint
+from mqtool.formats import jafka as jf
+from mqtool.formats import metaq as mq
+from mqtool.formats.kafka import checkpoint_file as kcp
+from mqtool.formats.kafka import record_batch as krb
+from mqtool.formats.kafka.log import LogWalker, decode_entry, peek_entry
+from mqtool.formats.rocketmq import consume_queue as cqf
+from mqtool.formats.rocketmq import index_file as idxf
+from mqtool.formats.rocketmq.hashing import index_key_hash
+from mqtool.formats.rocketmq.properties import split_keys
+from mqtool.store.rocketmq import MAX_RECORD_SIZE, SEGMENT_NAME
+from mqtool.store.writer import cq_tags_code
+
+from mqtool.pipeline import files as fs
+from mqtool.pipeline.walk import Framing, Problem, walk_commitlog, walk_framed
+
+DEFAULT_SPLIT_SIZE = 128 << 20
+BATCH_ROWS = 4096
+
+# --- schemas: (name, Spark DDL type, Arrow type) ---------------------------------------------
+
+_STR, _LONG, _INT, _BOOL, _BIN = pa.string(), pa.int64(), pa.int32(), pa.bool_(), pa.binary()
+_T = {"string": _STR, "long": _LONG, "int": _INT, "boolean": _BOOL, "binary": _BIN}
+
+
+def _col(name: str, ddl: str, arrow: pa.DataType | None = None) -> tuple[str, str, pa.DataType]:
+    return name, ddl, arrow if arrow is not None else _T[ddl]
+
+
+PROBLEM_COLUMNS = [
+    _col("row_kind", "string"),
+    _col("problem_code", "string"),
+    _col("problem_message", "string"),
+    _col("problem_length", "long"),
+    _col("damaged_from", "long"),
+    _col("damaged_to", "long"),
+]
+
+COMMITLOG_COLUMNS = [
+    _col("source", "string"),
+    _col("file", "string"),
+    _col("position", "long"),
+    _col("commitlog_offset", "long"),
+    _col("total_size", "int"),
+    _col("magic_code", "string"),
+    _col("version", "int"),
+    _col("body_crc", "long"),
+    _col("queue_id", "int"),
+    _col("flag", "int"),
+    _col("queue_offset", "long"),
+    _col("physical_offset", "long"),
+    _col("sys_flag", "int"),
+    _col("transaction_type", "string"),
+    _col("compression", "string"),
+    _col("born_timestamp", "long"),
+    _col("born_host", "string"),
+    _col("store_timestamp", "long"),
+    _col("store_host", "string"),
+    _col("reconsume_times", "int"),
+    _col("prepared_transaction_offset", "long"),
+    _col("topic", "string"),
+    _col("tags", "string"),
+    _col("keys", "array<string>", pa.list_(_STR)),
+    _col("uniq_key", "string"),
+    _col("msg_id", "string"),
+    _col("properties", "map<string,string>", pa.map_(_STR, _STR)),
+    _col("body_size", "int"),
+    _col("body", "binary"),
+    _col("tags_code", "long"),
+]
+KEY_HASHES = _col("key_hashes", "array<int>", pa.list_(_INT))
+
+CONSUMEQUEUE_COLUMNS = [
+    _col("source", "string"),
+    _col("file", "string"),
+    _col("position", "long"),
+    _col("topic", "string"),
+    _col("queue_id", "int"),
+    _col("queue_offset", "long"),
+    _col("commit_log_offset", "long"),
+    _col("size", "int"),
+    _col("tags_code", "long"),
+    _col("ext_offset", "long"),
+    _col("kind", "string"),
+    # tagsCode read from ConsumeQueueExt for an ext address (null: none, or no ext directory)
+    _col("ext_tags_code", "long"),
+    # an ext address whose ConsumeQueueExt directory exists but holds no unit there
+    _col("ext_missing", "boolean"),
+]
+
+INDEX_COLUMNS = [
+    _col("source", "string"),
+    _col("file", "string"),
+    _col("position", "long"),
+    _col("number", "int"),
+    _col("slot", "int"),
+    _col("key_hash", "int"),
+    _col("phy_offset", "long"),
+    _col("time_diff", "int"),
+    _col("timestamp", "long"),
+    _col("prev_index", "int"),
+]
+
+_HEADERS = pa.list_(pa.struct([pa.field("key", _STR), pa.field("value", _BIN)]))
+KAFKA_COLUMNS = [
+    _col("source", "string"),
+    _col("file", "string"),
+    _col("batch_position", "long"),
+    _col("topic", "string"),
+    _col("partition", "int"),
+    _col("magic", "int"),
+    _col("base_offset", "long"),
+    _col("last_offset", "long"),
+    _col("offset", "long"),
+    _col("timestamp", "long"),
+    _col("timestamp_type", "string"),
+    _col("key_size", "int"),
+    _col("key", "binary"),
+    _col("value_size", "int"),
+    _col("payload", "binary"),
+    _col("headers", "array<struct<key:string,value:binary>>", _HEADERS),
+    _col("sequence", "int"),
+    _col("is_control", "boolean"),
+    _col("is_transactional", "boolean"),
+    _col("producer_id", "long"),
+    _col("producer_epoch", "int"),
+    _col("compression_type", "int"),
+]
+
+JAFKA_COLUMNS = [
+    _col("source", "string"),
+    _col("file", "string"),
+    _col("position", "long"),
+    _col("topic", "string"),
+    _col("partition", "int"),
+    _col("offset", "long"),
+    _col("next_offset", "long"),
+    _col("kind", "string"),
+    _col("depth", "int"),
+    _col("inner_index", "int"),
+    _col("inner_position", "long"),
+    _col("length", "int"),
+    _col("magic", "int"),
+    _col("attribute", "int"),
+    _col("codec", "string"),
+    _col("crc", "long"),
+    _col("payload_size", "int"),
+    _col("payload", "binary"),
+]
+
+METAQ_COLUMNS = [
+    _col("source", "string"),
+    _col("file", "string"),
+    _col("position", "long"),
+    _col("topic", "string"),
+    _col("partition", "int"),
+    _col("offset", "long"),
+    _col("next_offset", "long"),
+    _col("msg_len", "int"),
+    _col("checksum", "long"),
+    _col("id", "long"),
+    _col("flag", "int"),
+    _col("attribute", "string"),
+    _col("payload_size", "int"),
+    _col("payload", "binary"),
+]
+
+
+def ddl(columns) -> str:
+    return ", ".join(f"`{name}` {type_}" for name, type_, _ in columns)
+
+
+def arrow_schema(columns) -> pa.Schema:
+    return pa.schema([pa.field(name, arrow) for name, _, arrow in columns])
+
+
+# --- options ---------------------------------------------------------------------------------
+
+
+def _flag(options, name: str, default: bool) -> bool:
+    value = options.get(name)
+    if value is None:
+        return default
+    text = str(value).strip().lower()
+    if text in ("true", "1", "yes"):
+        return True
+    if text in ("false", "0", "no"):
+        return False
+    raise ValueError(f"option {name}: expected true or false, found {value!r}")
+
+
+@dataclass(frozen=True)
+class ReadOptions:
+    paths: tuple[str, ...]
+    with_body: bool = True
+    topics: frozenset[str] | None = None
+    split_size: int = DEFAULT_SPLIT_SIZE
+    with_problems: bool = False
+    with_key_hashes: bool = False
+    source: str | None = None
+    #: ``(label, path)`` pairs from the ``sources`` option: several stores in one read, each
+    #: with its own ``source`` label (the same path may appear under two labels).
+    labeled: tuple[tuple[str, str], ...] = ()
+
+    def wants(self, topic: str | None) -> bool:
+        return self.topics is None or topic in self.topics
+
+
+def parse_options(options) -> ReadOptions:
+    paths: list[str] = []
+    raw_paths = options.get("paths")
+    if raw_paths:
+        try:
+            loaded = json.loads(raw_paths)
+            paths.extend([loaded] if isinstance(loaded, str) else loaded)
+        except ValueError:
+            paths.extend(p for p in raw_paths.split(",") if p)
+    if options.get("path"):
+        paths.append(options["path"])
+    labeled: list[tuple[str, str]] = []
+    if options.get("sources"):
+        pairs = json.loads(options["sources"])
+        if not isinstance(pairs, list) or not all(isinstance(p, list) and len(p) == 2 and all(isinstance(x, str) for x in p) for p in pairs):
+            raise ValueError('option sources: expected a JSON list of [label, path] pairs, found ' + options["sources"][:200])
+        labeled = [(label, path) for label, path in pairs]
+    if not paths and not labeled:
+        raise ValueError("no path: use .load(PATH), .load([PATH, ...]), .option('path', PATH) or .option('sources', ...)")
+    topic = options.get("topic")
+    split = int(options.get("splitSize") or DEFAULT_SPLIT_SIZE)
+    if split <= 0:
+        raise ValueError(f"option splitSize: expected a positive number of bytes, found {split}")
+    return ReadOptions(
+        paths=tuple(paths),
+        with_body=_flag(options, "withBody", True),
+        topics=frozenset(t.strip() for t in topic.split(",") if t.strip()) if topic else None,
+        split_size=split,
+        with_problems=_flag(options, "withProblems", False),
+        with_key_hashes=_flag(options, "withKeyHashes", False),
+        source=options.get("source"),
+        labeled=tuple(labeled),
+    )
+
+
+def _roots(opts: ReadOptions) -> list[tuple[str, str]]:
+    """``(source label, path)`` for every path and glob match."""
+    out = []
+    for pattern in opts.paths:
+        matches = fs.expand(pattern)
+        if not matches:
+            raise StoreLayoutError("no such file or directory", path=pattern)
+        out.extend((opts.source or m, m) for m in matches)
+    for label, pattern in opts.labeled:
+        matches = fs.expand(pattern)
+        if not matches:
+            raise StoreLayoutError("no such file or directory", path=pattern)
+        out.extend((label if len(matches) == 1 else f"{label}:{m}", m) for m in matches)
+    return out
+
+
+# --- partitions and batches ------------------------------------------------------------------
+
+
+class FilePart(InputPartition):
+    """A byte range ``[start, stop)`` of one file (or a group of small files, ``members``)."""
+
+    def __init__(self, source: str, path: str, base: int = 0, start: int = 0, stop: int = 0, **meta) -> None:
+        super().__init__(path)
+        self.source = source
+        self.path = path
+        self.base = base
+        self.start = start
+        self.stop = stop
+        self.meta = meta
+
+    def __repr__(self) -> str:
+        return f"FilePart({self.path!r}, {self.start}, {self.stop})"
+
+
+def _ranges(size: int, split: int) -> list[tuple[int, int]]:
+    if size <= 0:
+        return []
+    return [(s, min(s + split, size)) for s in range(0, size, split)]
+
+
+class Batches:
+    """Accumulates rows (tuples in schema order, or dicts) and cuts Arrow record batches; the
+    rows are transposed into columns in C (``zip(*rows)``) when a batch is cut."""
+
+    def __init__(self, schema: pa.Schema, rows: int = BATCH_ROWS) -> None:
+        self.schema = schema
+        self.names = schema.names
+        self.rows_per_batch = rows
+        self.rows: list[tuple] = []
+
+    def add(self, row: dict) -> pa.RecordBatch | None:
+        get = row.get
+        return self.add_tuple(tuple([get(name) for name in self.names]))
+
+    def add_tuple(self, row: tuple) -> pa.RecordBatch | None:
+        self.rows.append(row)
+        return self.flush() if len(self.rows) >= self.rows_per_batch else None
+
+    def flush(self) -> pa.RecordBatch | None:
+        if not self.rows:
+            return None
+        columns = zip(*self.rows)
+        self.rows = []
+        arrays = [pa.array(col, type=f.type) for col, f in zip(columns, self.schema)]
+        return pa.RecordBatch.from_arrays(arrays, schema=self.schema)
+
+
+def _problem_row(part: FilePart, pos: int, problem: Problem) -> dict:
+    return {
+        "source": part.source,
+        "file": part.path,
+        "position": problem.position if problem.position is not None else pos,
+        "row_kind": "problem",
+        "problem_code": problem.code,
+        "problem_message": problem.message,
+        "problem_length": problem.length,
+        "damaged_from": problem.damaged[0] if problem.damaged else None,
+        "damaged_to": problem.damaged[1] if problem.damaged else None,
+    }
+
+
+def _end_row(part: FilePart, pos: int, kind: str) -> dict:
+    return {"source": part.source, "file": part.path, "position": pos, "row_kind": "end", "problem_message": kind}
+
+
+# --- RocketMQ ---------------------------------------------------------------------------------
+
+
+def _rmq_root_dir(path: str, family: str) -> str | None:
+    entry = fs.stat_path(path)
+    if entry is None or not entry.is_dir:
+        return None
+    sub = fs.join(path, family)
+    sub_entry = fs.stat_path(sub)
+    return sub if sub_entry is not None and sub_entry.is_dir else None
+
+
+def commitlog_segments(path: str) -> list[fs.Entry]:
+    """CommitLog files for a store root, a ``commitlog/`` directory or one file (by offset)."""
+    entry = fs.stat_path(path)
+    if entry is None:
+        raise StoreLayoutError("no such file or directory", path=path)
+    if not entry.is_dir:
+        return [entry]
+    directory = _rmq_root_dir(path, "commitlog") or path
+    segs = [e for e in fs.listdir(directory) if not e.is_dir and SEGMENT_NAME.match(e.name)]
+    return sorted(segs, key=lambda e: int(e.name))
+
+
+def _segment_base(entry: fs.Entry) -> int:
+    return int(entry.name) if SEGMENT_NAME.match(entry.name) else 0
+
+
+def _last_data_index(segs: list[fs.Entry]) -> int:
+    """The last file whose first record header is not zeros (validate's "last file")."""
+    for i in range(len(segs) - 1, -1, -1):
+        if segs[i].size == 0:
+            continue
+        try:
+            with fs.open_file(segs[i].path) as f:
+                if f.pread(0, 8).strip(b"\x00"):
+                    return i
+        except MqError:
+            return i
+    return -1
+
+
+def plan_commitlog(opts: ReadOptions) -> list[FilePart]:
+    parts = []
+    for source, root in _roots(opts):
+        segs = commitlog_segments(root)
+        last = _last_data_index(segs)
+        for i, seg in enumerate(segs):
+            for start, stop in _ranges(seg.size, opts.split_size):
+                parts.append(FilePart(source, seg.path, _segment_base(seg), start, stop, is_last=i == last))
+    return parts
+
+
+def _key_hashes(rec) -> list[int] | None:
+    if rec.dropped_properties:
+        return None
+    keys = []
+    if rec.uniq_key:
+        keys.append(f"{rec.topic}#{rec.uniq_key}")
+    keys.extend(f"{rec.topic}#{k}" for k in split_keys(rec.properties))
+    return sorted({index_key_hash(k) for k in keys})
+
+
+_HOST_TEXT: dict = {}
+_TAGS_CODE: dict = {}
+_MAGIC_TEXT = {m: hexint(m) for m in (0xDAA320A7, 0xDAA320AB)}
+
+
+def _host_text(host) -> str:
+    text = _HOST_TEXT.get(host)
+    if text is None:
+        if len(_HOST_TEXT) > 4096:
+            _HOST_TEXT.clear()
+        text = _HOST_TEXT[host] = str(host)
+    return text
+
+
+def _tags_code(rec) -> int:
+    """``cq_tags_code`` cached per TAGS value (delayed messages depend on their store time)."""
+    if rec.topic == "SCHEDULE_TOPIC_XXXX":
+        return cq_tags_code(rec)
+    tags = rec.properties.get("TAGS")
+    code = _TAGS_CODE.get(tags)
+    if code is None:
+        if len(_TAGS_CODE) > 65536:
+            _TAGS_CODE.clear()
+        code = _TAGS_CODE[tags] = cq_tags_code(rec)
+    return code
+
+
+def commitlog_row(part: FilePart, pos: int, rec, opts: ReadOptions) -> tuple:
+    """The row of one record, in ``COMMITLOG_COLUMNS`` order: ``mqtool dump commitlog
+    --jsonl``'s fields (bytes as bytes), then ``tags_code`` (and ``key_hashes``, ``row_kind``)."""
+    props = rec.properties
+    body = rec.body
+    sys_flag = rec.sys_flag
+    row = (
+        part.source,
+        part.path,
+        pos,
+        part.base + pos,
+        rec.total_size,
+        _MAGIC_TEXT.get(rec.magic_code) or hexint(rec.magic_code),
+        rec.version,
+        rec.body_crc,
+        rec.queue_id,
+        rec.flag,
+        rec.queue_offset,
+        rec.physical_offset,
+        sys_flag,
+        rec.transaction_type,
+        rec.compression_type if sys_flag & 1 else None,
+        rec.born_timestamp,
+        _host_text(rec.born_host),
+        rec.store_timestamp,
+        _host_text(rec.store_host),
+        rec.reconsume_times,
+        rec.prepared_transaction_offset,
+        rec.topic,
+        props.get("TAGS"),
+        rec.keys,
+        props.get("UNIQ_KEY"),
+        rec.msg_id,
+        props,
+        len(body),
+        body if opts.with_body else None,
+        _tags_code(rec),
+    )
+    if opts.with_key_hashes:
+        row += (_key_hashes(rec),)
+    if opts.with_problems:
+        row += _RECORD_KIND
+    return row
+
+
+_RECORD_KIND = ("record", None, None, None, None, None)
+
+
+def read_commitlog(part: FilePart, opts: ReadOptions, schema: pa.Schema) -> Iterator[pa.RecordBatch]:
+    out = Batches(schema)
+    with fs.open_file(part.path) as f:
+        for kind, pos, item in walk_commitlog(f, part.base, part.start, part.stop, part.meta.get("is_last", False)):
+            if kind == "record":
+                if not opts.wants(item.topic):  # type: ignore[attr-defined]
+                    continue
+                batch = out.add_tuple(commitlog_row(part, pos, item, opts))
+            elif not opts.with_problems:
+                continue
+            elif kind == "problem":
+                row = _problem_row(part, pos, item)  # type: ignore[arg-type]
+                row["commitlog_offset"] = part.base + pos
+                batch = out.add(row)
+            else:
+                row = _end_row(part, pos, item)  # type: ignore[arg-type]
+                row["commitlog_offset"] = part.base + pos
+                batch = out.add(row)
+            if batch is not None:
+                yield batch
+    last = out.flush()
+    if last is not None:
+        yield last
+
+
+# ConsumeQueue ------------------------------------------------------------------------------
+
+
+def consumequeue_queues(path: str, topics: frozenset[str] | None) -> list[tuple[str | None, int | None, list[fs.Entry], str | None]]:
+    """``(topic, queue id, segment files, ext dir)`` for a store root, ``consumequeue/``, a topic
+    dir, a queue dir or one file."""
+    entry = fs.stat_path(path)
+    if entry is None:
+        raise StoreLayoutError("no such file or directory", path=path)
+    parts = path.rstrip("/").split("/")
+    if not entry.is_dir:
+        qid = int(parts[-2]) if len(parts) >= 2 and parts[-2].lstrip("-").isdigit() else None
+        topic = parts[-3] if qid is not None and len(parts) >= 3 else None
+        return [(topic, qid, [entry], None)]
+    root_cq = _rmq_root_dir(path, "consumequeue")
+    if root_cq is not None:
+        path, parts = root_cq, root_cq.rstrip("/").split("/")
+    children = fs.listdir(path)
+    segs = [c for c in children if not c.is_dir and SEGMENT_NAME.match(c.name)]
+    if segs:  # a queue directory
+        qid = int(parts[-1]) if parts[-1].lstrip("-").isdigit() else None
+        topic = parts[-2] if len(parts) >= 2 else None
+        return [(topic, qid, sorted(segs, key=lambda e: int(e.name)), _ext_dir(path, topic, qid))]
+    dirs = [c for c in children if c.is_dir]
+    if dirs and all(c.name.lstrip("-").isdigit() for c in dirs):  # a topic directory
+        topic_dirs = [(parts[-1], path)]
+    else:
+        topic_dirs = [(c.name, c.path) for c in dirs]
+    out = []
+    for topic, tdir in topic_dirs:
+        if topics is not None and topic not in topics:
+            continue
+        for q in fs.listdir(tdir):
+            if q.is_dir and q.name.lstrip("-").isdigit():
+                qsegs = sorted((e for e in fs.listdir(q.path) if not e.is_dir and SEGMENT_NAME.match(e.name)), key=lambda e: int(e.name))
+                out.append((topic, int(q.name), qsegs, _ext_dir(q.path, topic, int(q.name))))
+    return out
+
+
+def _ext_dir(queue_dir: str, topic: str | None, qid: int | None) -> str | None:
+    """``<root>/consumequeue_ext/<topic>/<qid>`` when the queue is ``<root>/consumequeue/<topic>/<qid>``."""
+    parts = queue_dir.rstrip("/").split("/")
+    if topic is None or qid is None or len(parts) < 3 or parts[-3] != "consumequeue":
+        return None
+    ext = "/".join([*parts[:-3], "consumequeue_ext", topic, str(qid)])
+    entry = fs.stat_path(ext)
+    return ext if entry is not None and entry.is_dir else None
+
+
+def plan_consumequeue(opts: ReadOptions) -> list[FilePart]:
+    """One partition per group of queues of about ``splitSize`` bytes (a queue is never split:
+    its end is where the first file that does not end full stops)."""
+    parts: list[FilePart] = []
+    for source, root in _roots(opts):
+        group: list = []
+        size = 0
+        for topic, qid, segs, ext in consumequeue_queues(root, opts.topics):
+            if not opts.wants(topic):
+                continue
+            group.append((topic, qid, [(s.path, int(s.name) if SEGMENT_NAME.match(s.name) else 0, s.size) for s in segs], ext))
+            size += sum(s.size for s in segs)
+            if size >= opts.split_size:
+                parts.append(FilePart(source, root, queues=group))
+                group, size = [], 0
+        if group:
+            parts.append(FilePart(source, root, queues=group))
+    return parts
+
+
+class _ExtUnits:
+    def __init__(self, directory: str) -> None:
+        self.segments = sorted(
+            ((int(e.name), e) for e in fs.listdir(directory) if not e.is_dir and SEGMENT_NAME.match(e.name)), key=lambda t: t[0]
+        )
+        self._cache: tuple[str, bytes] | None = None
+
+    def tags_code(self, ext_offset: int) -> int | None:
+        for base, entry in reversed(self.segments):
+            if base <= ext_offset < base + entry.size:
+                if self._cache is None or self._cache[0] != entry.path:
+                    with fs.open_file(entry.path) as f:
+                        self._cache = (entry.path, f.read_all())
+                try:
+                    return cqf.decode_cq_ext_unit(self._cache[1], ext_offset - base).tags_code
+                except MqError:
+                    return None
+        return None
+
+
+def read_consumequeue(part: FilePart, opts: ReadOptions, schema: pa.Schema) -> Iterator[pa.RecordBatch]:
+    out = Batches(schema)
+    for topic, qid, segs, ext_dir in part.meta["queues"]:
+        ext = _ExtUnits(ext_dir) if ext_dir else None
+        for path, base, size in segs:
+            if size == 0:
+                continue
+            with fs.open_file(path) as f:
+                data = f.read_all()
+            walker = cqf.CqWalker(data)
+            for pos, unit in walker:
+                ext_offset = unit.ext_offset
+                ext_tags = ext.tags_code(cqf.undecorate_ext_address(unit.tags_code)) if ext is not None and ext_offset is not None else None
+                batch = out.add_tuple(
+                    (
+                        part.source,
+                        path,
+                        pos,
+                        topic,
+                        qid,
+                        cqf.cq_queue_offset(base, pos),
+                        unit.commit_log_offset,
+                        unit.size,
+                        unit.tags_code,
+                        ext_offset,
+                        "filler" if unit.is_filler else ("ext-address" if ext_offset is not None else "message"),
+                        ext_tags,
+                        ext is not None and ext_offset is not None and ext_tags is None,
+                    )
+                )
+                if batch is not None:
+                    yield batch
+            assert walker.end is not None
+            if walker.end.kind != "eof":
+                break  # the queue ends in this file, as the broker and `dump consumequeue` see it
+    last = out.flush()
+    if last is not None:
+        yield last
+
+
+# IndexFile ---------------------------------------------------------------------------------
+
+
+def index_files(path: str) -> list[fs.Entry]:
+    entry = fs.stat_path(path)
+    if entry is None:
+        raise StoreLayoutError("no such file or directory", path=path)
+    if not entry.is_dir:
+        return [entry]
+    directory = _rmq_root_dir(path, "index") or path
+    return [e for e in fs.listdir(directory) if not e.is_dir]
+
+
+def plan_index(opts: ReadOptions) -> list[FilePart]:
+    """Entry ranges of about ``splitSize`` bytes per partition (entries are fixed-size)."""
+    parts = []
+    per_part = max(1, opts.split_size // idxf.INDEX_ENTRY_SIZE)
+    for source, root in _roots(opts):
+        for entry in index_files(root):
+            with fs.open_file(entry.path) as f:
+                try:
+                    header = idxf.decode_index_header(f.pread(0, idxf.INDEX_HEADER_SIZE))
+                    geo = idxf.infer_index_geometry(f.size, header)
+                except MqError:
+                    continue  # not an IndexFile (validate reports RMQ-IDX-GEOMETRY)
+            count = min(header.effective_index_count, geo.index_num)
+            for first in range(1, max(count, 1), per_part):
+                parts.append(
+                    FilePart(
+                        source,
+                        entry.path,
+                        0,
+                        first,
+                        min(first + per_part, count),
+                        slots=geo.hash_slot_num,
+                        entries_position=geo.entries_position,
+                        begin_timestamp=header.begin_timestamp,
+                    )
+                )
+    return parts
+
+
+def read_index(part: FilePart, opts: ReadOptions, schema: pa.Schema) -> Iterator[pa.RecordBatch]:
+    out = Batches(schema)
+    slots = part.meta["slots"]
+    begin = part.meta["begin_timestamp"]
+    entries_at = part.meta["entries_position"]
+    size = idxf.INDEX_ENTRY_SIZE
+    step = 1 << 16
+    with fs.open_file(part.path) as f:
+        for first in range(part.start, part.stop, step):
+            stop = min(first + step, part.stop)
+            data = f.pread(entries_at + first * size, (stop - first) * size)
+            for number, (key_hash, phy_offset, time_diff, prev_index) in enumerate(idxf.INDEX_ENTRY.iter_unpack(data), start=first):
+                batch = out.add_tuple(
+                    (
+                        part.source,
+                        part.path,
+                        entries_at + number * size,
+                        number,
+                        key_hash % slots if key_hash >= 0 else -1,
+                        key_hash,
+                        phy_offset,
+                        time_diff,
+                        idxf.IndexEntry(key_hash, phy_offset, time_diff, prev_index).timestamp(begin),
+                        prev_index,
+                    )
+                )
+                if batch is not None:
+                    yield batch
+    last = out.flush()
+    if last is not None:
+        yield last
+
+
+# --- Kafka, Jafka, MetaQ: partition directories ------------------------------------------------
+
+
+def _partition_of(name: str) -> tuple[str, int] | None:
+    """``topic-N`` → (topic, N) (Kafka's rule; deleted/future/stray replicas are skipped)."""
+    try:
+        parsed = kcp.parse_partition_dir_name(name)
+    except MqError:
+        return None
+    return None if parsed.suffix else (parsed.topic, parsed.partition)
+
+
+def partition_files(path: str, accept, topics: frozenset[str] | None) -> list[tuple[str | None, int | None, list[tuple[fs.Entry, int]]]]:
+    """``(topic, partition, [(segment file, base offset)])`` for a log/data dir, a partition dir
+    or one file; ``accept(name)`` gives a segment's base offset (None: not a segment)."""
+    entry = fs.stat_path(path)
+    if entry is None:
+        raise StoreLayoutError("no such file or directory", path=path)
+    name = path.rstrip("/").rsplit("/", 1)[-1]
+    if not entry.is_dir:
+        parent = path.rstrip("/").rsplit("/", 2)
+        owner = _partition_of(parent[-2]) if len(parent) >= 2 else None
+        base = accept(name)
+        return [(owner[0] if owner else None, owner[1] if owner else None, [(entry, base or 0)])]
+
+    def segments(directory: str) -> list[tuple[fs.Entry, int]]:
+        found = []
+        for e in fs.listdir(directory):
+            if not e.is_dir:
+                base = accept(e.name)
+                if base is not None:
+                    found.append((e, base))
+        return sorted(found, key=lambda t: (t[1], t[0].name))
+
+    own = segments(path)
+    owner = _partition_of(name)
+    if own or owner is not None:
+        if topics is not None and (owner is None or owner[0] not in topics):
+            return []
+        return [(owner[0] if owner else None, owner[1] if owner else None, own)]
+    out = []
+    for child in fs.listdir(path):
+        if not child.is_dir:
+            continue
+        owner = _partition_of(child.name)
+        if owner is None or (topics is not None and owner[0] not in topics):
+            continue
+        out.append((owner[0], owner[1], segments(child.path)))
+    return out
+
+
+def plan_partitioned(opts: ReadOptions, accept, splittable=lambda name: True) -> list[FilePart]:
+    parts = []
+    for source, root in _roots(opts):
+        for topic, partition, segs in partition_files(root, accept, opts.topics):
+            for entry, base in segs:
+                ranges = _ranges(entry.size, opts.split_size) if splittable(entry.name) else ([(0, entry.size)] if entry.size else [])
+                for start, stop in ranges:
+                    parts.append(FilePart(source, entry.path, base, start, stop, topic=topic, partition=partition))
+    return parts
+
+
+class _Adapt:
+    """A formats walker whose items become ``(position, item, size)``."""
+
+    def __init__(self, walker, unpack) -> None:
+        self.walker = walker
+        self.unpack = unpack
+
+    def __iter__(self):
+        for item in self.walker:
+            yield self.unpack(item)
+
+    @property
+    def failed_at(self):
+        return self.walker.failed_at
+
+    @property
+    def end(self):
+        return self.walker.end
+
+
+def _candidates_all(chunk: bytes) -> Iterator[int]:
+    return iter(range(len(chunk)))
+
+
+# Kafka
+
+
+def _kafka_base(name: str) -> int | None:
+    try:
+        parsed = kcp.parse_segment_file_name(name)
+    except MqError:
+        return None
+    return parsed.base_offset if parsed.kind == "log" and parsed.operation is None else None
+
+
+def _kafka_decodes(f, pos: int) -> int | None:
+    head = f.pread(pos, 17)
+    if len(head) < 17:
+        return None
+    _offset, size, magic = peek_entry(head, 0)
+    if not 0 <= magic <= 2 or size < (49 if magic == 2 else 14) or 12 + size > min(f.size - pos, MAX_RECORD_SIZE):
+        return None
+    try:
+        decode_entry(f.pread(pos, 12 + size), 0, mode="header", check_crc=True)
+    except MqError:
+        return None
+    return 12 + size
+
+
+def _kafka_candidates(chunk: bytes) -> Iterator[int]:
+    unpack = struct.Struct(">i").unpack_from
+    for i in range(max(0, len(chunk) - 16)):
+        if chunk[i + 16] <= 2 and unpack(chunk, i + 8)[0] >= 14:
+            yield i
+
+
+def _kafka_classify(exc: MqError) -> str:
+    text = str(exc).lower()
+    if isinstance(exc, ChecksumError):
+        return "KAFKA-LOG-CRC"
+    if isinstance(exc, UnsupportedFormatError):
+        return "KAFKA-LOG-UNSUPPORTED"
+    if "magic" in text:
+        return "KAFKA-LOG-MAGIC"
+    if "compress" in text or "codec" in text or "decompress" in text:
+        return "KAFKA-LOG-COMPRESSION"
+    if "entry size" in text or "batch_length" in text:
+        return "KAFKA-LOG-SIZE"
+    return "KAFKA-LOG-RECORDS"
+
+
+KAFKA_FRAMING = Framing(
+    walker=lambda data: _Adapt(LogWalker(data, 0, mode="full"), lambda e: (e.position, e, e.size)),
+    decodes=_kafka_decodes,
+    candidates=_kafka_candidates,
+    classify=_kafka_classify,
+    region_code="KAFKA-LOG-GARBAGE",
+)
+
+
+def _text(value: str) -> str:
+    return value.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+
+
+def kafka_rows(part: FilePart, pos: int, entry, opts: ReadOptions) -> Iterator[dict]:
+    """Record rows with ``dump kafka-log --records-only``'s names (``batch_position``, ``payload``)."""
+    header = entry.header
+    v2 = isinstance(header, krb.BatchHeader)
+    for r in entry.records or ():
+        yield {
+            "source": part.source,
+            "file": part.path,
+            "batch_position": pos,
+            "topic": part.meta.get("topic"),
+            "partition": part.meta.get("partition"),
+            "magic": entry.magic,
+            "base_offset": header.base_offset if v2 else entry.offset,
+            "last_offset": entry.last_offset,
+            "offset": r.offset,
+            "timestamp": r.timestamp,
+            "timestamp_type": r.timestamp_type,
+            "key_size": len(r.key) if r.key is not None else -1,
+            "key": r.key,
+            "value_size": len(r.value) if r.value is not None else -1,
+            "payload": r.value if opts.with_body else None,
+            "headers": [{"key": _text(h.key), "value": h.value} for h in r.headers],
+            "sequence": r.sequence,
+            "is_control": r.is_control,
+            "is_transactional": header.is_transactional if v2 else False,
+            "producer_id": header.producer_id if v2 else None,
+            "producer_epoch": header.producer_epoch if v2 else None,
+            "compression_type": header.compression_type,
+        }
+
+
+# Jafka
+
+
+def _jafka_base(name: str) -> int | None:
+    try:
+        return jf.parse_segment_file_name(name)
+    except MqError:
+        return None
+
+
+def _jafka_decodes(f, pos: int) -> int | None:
+    head = f.pread(pos, 5)
+    if len(head) < 5 or head[4] not in jf.MAGICS:
+        return None
+    length = int.from_bytes(head[:4], "big", signed=True)
+    if length <= jf.HEADER_SIZES[head[4]] or 4 + length > min(f.size - pos, MAX_RECORD_SIZE):
+        return None
+    try:
+        jf.decode_message(f.pread(pos, 4 + length), 0)
+    except MqError:
+        return None
+    return 4 + length
+
+
+def _jafka_candidates(chunk: bytes) -> Iterator[int]:
+    for i in range(max(0, len(chunk) - 4)):
+        if chunk[i + 4] <= 1 and chunk[i] == 0:
+            yield i
+
+
+def _jafka_classify(exc: MqError) -> str:
+    if isinstance(exc, ChecksumError):
+        return "JAFKA-CRC"
+    return "JAFKA-MAGIC" if "magic" in str(exc).lower() else "JAFKA-SIZE"
+
+
+JAFKA_FRAMING = Framing(
+    walker=lambda data: _Adapt(jf.MessageWalker(data), lambda t: (t[0], t[1], t[1].serialized_size)),
+    decodes=_jafka_decodes,
+    candidates=_jafka_candidates,
+    classify=_jafka_classify,
+    region_code="JAFKA-UNREADABLE-REGION",
+)
+
+
+def _jafka_inner(message: jf.Message, depth: int, counter: list[int]) -> Iterator[tuple[jf.Message, int, int, int]]:
+    """``(message, depth, inner index, position in the inflated set)``, depth-first."""
+    for position, inner in jf.iter_inner_messages(message):
+        index = counter[0]
+        counter[0] += 1
+        yield inner, depth, index, position
+        if inner.compressed:
+            yield from _jafka_inner(inner, depth + 1, counter)
+
+
+def jafka_rows(part: FilePart, pos: int, message: jf.Message, opts: ReadOptions) -> Iterator[dict]:
+    """``dump jafka``'s rows: the message (or wrapper), then a wrapper's inner messages with
+    the offsets a consumer sees (all but the last report the wrapper's start)."""
+    offset = part.base + pos
+    after = offset + message.serialized_size
+
+    def row(m: jf.Message, kind: str, depth: int, next_offset: int | None, index=None, inner_pos=None) -> dict:
+        return {
+            "source": part.source,
+            "file": part.path,
+            "position": pos,
+            "topic": part.meta.get("topic"),
+            "partition": part.meta.get("partition"),
+            "offset": offset,
+            "next_offset": next_offset,
+            "kind": kind,
+            "depth": depth,
+            "inner_index": index,
+            "inner_position": inner_pos,
+            "length": m.size,
+            "magic": m.magic,
+            "attribute": m.attributes,
+            "codec": jf.CODEC_NAMES.get(m.compression_codec, str(m.compression_codec)),
+            "crc": m.crc,
+            "payload_size": len(m.payload),
+            "payload": m.payload if opts.with_body else None,
+        }
+
+    if not message.compressed:
+        yield row(message, "message", 0, after)
+        return
+    yield row(message, "wrapper", 0, after)
+    inner = list(_jafka_inner(message, 1, [0]))
+    leaves = [i for i, t in enumerate(inner) if not t[0].compressed]
+    last_leaf = leaves[-1] if leaves else -1
+    for i, (m, depth, index, inner_pos) in enumerate(inner):
+        nxt = None if m.compressed else (after if i == last_leaf else offset)
+        yield row(m, "inner", depth, nxt, index, inner_pos)
+
+
+# MetaQ
+
+
+def _metaq_base(name: str) -> int | None:
+    try:
+        return mq.parse_segment_file_name(name).start_offset
+    except MqError:
+        return None
+
+
+def _metaq_decodes(f, pos: int) -> int | None:
+    head = f.pread(pos, mq.HEADER_LEN)
+    if len(head) < mq.HEADER_LEN:
+        return None
+    msg_len = int.from_bytes(head[:4], "big", signed=True)
+    if msg_len <= 0 or mq.HEADER_LEN + msg_len > min(f.size - pos, MAX_RECORD_SIZE):
+        return None
+    try:
+        mq.decode_message(f.pread(pos, mq.HEADER_LEN + msg_len), 0)
+    except MqError:
+        return None
+    return mq.HEADER_LEN + msg_len
+
+
+def _metaq_candidates(chunk: bytes) -> Iterator[int]:
+    for i in range(max(0, len(chunk) - mq.HEADER_LEN)):
+        if chunk[i] == 0:  # msgLen < 16 MiB: its first byte is zero
+            yield i
+
+
+def _metaq_classify(exc: MqError) -> str:
+    return "METAQ-CRC" if isinstance(exc, ChecksumError) else "METAQ-SIZE"
+
+
+METAQ_FRAMING = Framing(
+    walker=lambda data: _Adapt(mq.MessageWalker(data), lambda t: (t[0], t[1], t[1].size)),
+    decodes=_metaq_decodes,
+    candidates=_metaq_candidates,
+    classify=_metaq_classify,
+    region_code="METAQ-UNREADABLE-REGION",
+)
+
+
+def metaq_rows(part: FilePart, pos: int, message: mq.Message, opts: ReadOptions) -> Iterator[dict]:
+    try:
+        attribute, payload = message.attribute_text, message.payload
+    except MqError:  # a malformed attribute block: the DATA is kept whole as the payload
+        attribute, payload = None, message.data
+    yield {
+        "source": part.source,
+        "file": part.path,
+        "position": pos,
+        "topic": part.meta.get("topic"),
+        "partition": part.meta.get("partition"),
+        "offset": part.base + pos,
+        "next_offset": part.base + pos + message.size,
+        "msg_len": len(message.data),
+        "checksum": message.checksum,
+        "id": message.id,
+        "flag": message.flag,
+        "attribute": attribute,
+        "payload_size": len(payload),
+        "payload": payload if opts.with_body else None,
+    }
+
+
+class _MemoryFile:
+    """An inflated ``.meta.zip`` segment with ``ReadOnlyFile``'s read interface."""
+
+    def __init__(self, path: str, data: bytes) -> None:
+        self.path = path
+        self.data = data
+        self.size = len(data)
+
+    def pread(self, position: int, size: int) -> bytes:
+        return self.data[position : position + max(0, size)]
+
+    def close(self) -> None:
+        self.data = b""
+
+    def __enter__(self) -> "_MemoryFile":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _open_segment(path: str):
+    if path.endswith(".meta.zip"):
+        with fs.open_file(path) as f:
+            raw = f.read_all(mq.MAX_SEGMENT_SIZE)
+        name = path.rstrip("/").rsplit("/", 1)[-1]
+        return _MemoryFile(path, mq.decode_zip_archive(raw, expected_name=name[: -len(".zip")]))
+    return fs.open_file(path)
+
+
+def read_framed(part: FilePart, opts: ReadOptions, schema: pa.Schema, framing: Framing, rows) -> Iterator[pa.RecordBatch]:
+    out = Batches(schema)
+    try:
+        f = _open_segment(part.path)
+    except MqError as exc:
+        if opts.with_problems:
+            out.add(_problem_row(part, 0, Problem(framing.region_code, exc.position, str(exc))))
+            yield out.flush()
+        return
+    with f:
+        stop = part.stop if part.stop < f.size else f.size
+        for kind, pos, item in walk_framed(framing, f, part.start, stop):
+            if kind == "record":
+                for row in rows(part, pos, item, opts):
+                    if opts.with_problems:
+                        row["row_kind"] = "record"
+                    batch = out.add(row)
+                    if batch is not None:
+                        yield batch
+                continue
+            if not opts.with_problems:
+                continue
+            row = _problem_row(part, pos, item) if kind == "problem" else _end_row(part, pos, item)  # type: ignore[arg-type]
+            row["topic"] = part.meta.get("topic")
+            row["partition"] = part.meta.get("partition")
+            if "batch_position" in out.names:
+                row["batch_position"] = row.pop("position")
+            batch = out.add(row)
+            if batch is not None:
+                yield batch
+    last = out.flush()
+    if last is not None:
+        yield last
+
+
+# --- the DataSource classes ---------------------------------------------------------------------
+
+
+def _topic_values(flt) -> frozenset[str] | None:
+    if EqualTo is not None and isinstance(flt, EqualTo) and flt.attribute == ("topic",) and isinstance(flt.value, str):
+        return frozenset([flt.value])
+    if In is not None and isinstance(flt, In) and flt.attribute == ("topic",) and all(isinstance(v, str) for v in flt.value):
+        return frozenset(flt.value)
+    return None
+
+
+class _Reader(DataSourceReader):
+    """Plans partitions with ``plan(opts)`` and reads one with ``read_part(part, opts, schema)``."""
+
+    family: str = ""
+
+    def __init__(self, opts: ReadOptions, columns: list) -> None:
+        self.opts = opts
+        self.columns = columns
+
+    def pushFilters(self, filters):
+        for flt in filters:
+            values = _topic_values(flt)
+            if values is None:
+                yield flt
+                continue
+            current = self.opts.topics
+            topics = values if current is None else current & values
+            self.opts = ReadOptions(**{**self.opts.__dict__, "topics": topics})
+
+    def partitions(self):
+        return PLANNERS[self.family](self.opts) or [FilePart("", "", 0, 0, 0, empty=True)]
+
+    def read(self, partition):
+        if partition.meta.get("empty"):
+            return iter(())
+        return READERS[self.family](partition, self.opts, arrow_schema(self.columns))
+
+
+def _columns(base: list, opts: ReadOptions, family: str) -> list:
+    cols = list(base)
+    if family == "commitlog" and opts.with_key_hashes:
+        cols.append(KEY_HASHES)
+    if opts.with_problems and family in ("commitlog", "kafka", "jafka", "metaq"):
+        cols.extend(PROBLEM_COLUMNS)
+    return cols
+
+
+class _Source(DataSource):
+    family = ""
+    short_name = ""
+    base_columns: list = []
+
+    @classmethod
+    def name(cls) -> str:
+        return cls.short_name
+
+    def schema(self):
+        return ddl(_columns(self.base_columns, parse_options(self.options), self.family))
+
+    def reader(self, schema):
+        opts = parse_options(self.options)
+        return _READER_CLASSES[self.family](opts, _columns(self.base_columns, opts, self.family))
+
+
+class CommitLogSource(_Source):
+    """``rocketmq_commitlog``: one row per CommitLog message record."""
+
+    family, short_name, base_columns = "commitlog", "rocketmq_commitlog", COMMITLOG_COLUMNS
+
+
+class ConsumeQueueSource(_Source):
+    """``rocketmq_consumequeue``: one row per ConsumeQueue unit (fillers marked)."""
+
+    family, short_name, base_columns = "consumequeue", "rocketmq_consumequeue", CONSUMEQUEUE_COLUMNS
+
+
+class IndexSource(_Source):
+    """``rocketmq_index``: one row per used IndexFile entry."""
+
+    family, short_name, base_columns = "index", "rocketmq_index", INDEX_COLUMNS
+
+
+class KafkaSource(_Source):
+    """``kafka_log``: one row per Kafka record (v0/v1 wrappers and v2 batches expanded)."""
+
+    family, short_name, base_columns = "kafka", "kafka_log", KAFKA_COLUMNS
+
+
+class JafkaSource(_Source):
+    """``jafka_log``: one row per Jafka message (wrappers, then their inner messages)."""
+
+    family, short_name, base_columns = "jafka", "jafka_log", JAFKA_COLUMNS
+
+
+class MetaqSource(_Source):
+    """``metaq_log``: one row per MetaQ message (live segments and archives)."""
+
+    family, short_name, base_columns = "metaq", "metaq_log", METAQ_COLUMNS
+
+
+def _reader_class(family: str, pushdown: bool) -> type:
+    attrs = {"family": family}
+    if not pushdown:
+        attrs["pushFilters"] = DataSourceReader.pushFilters
+    return type(f"{family.title()}Reader{'' if pushdown else 'NoPushdown'}", (_Reader,), attrs)
+
+
+_READER_CLASSES = {family: _reader_class(family, EqualTo is not None) for family in ("commitlog", "consumequeue", "index", "kafka", "jafka", "metaq")}
+
+PLANNERS = {
+    "commitlog": plan_commitlog,
+    "consumequeue": plan_consumequeue,
+    "index": plan_index,
+    "kafka": lambda o: plan_partitioned(o, _kafka_base),
+    "jafka": lambda o: plan_partitioned(o, _jafka_base),
+    "metaq": lambda o: plan_partitioned(o, _metaq_base, lambda name: not name.endswith(".zip")),
+}
+
+READERS = {
+    "commitlog": read_commitlog,
+    "consumequeue": read_consumequeue,
+    "index": read_index,
+    "kafka": lambda p, o, s: read_framed(p, o, s, KAFKA_FRAMING, kafka_rows),
+    "jafka": lambda p, o, s: read_framed(p, o, s, JAFKA_FRAMING, jafka_rows),
+    "metaq": lambda p, o, s: read_framed(p, o, s, METAQ_FRAMING, metaq_rows),
+}
+
+SOURCES = (CommitLogSource, ConsumeQueueSource, IndexSource, KafkaSource, JafkaSource, MetaqSource)
+FORMAT_NAMES = tuple(s.short_name for s in SOURCES)
