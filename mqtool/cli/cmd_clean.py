@@ -29,7 +29,12 @@ BROKER_LOCKS = {"rocketmq": "lock", "kafka": ".lock"}
 def clean(
     path: Annotated[Path, typer.Argument(help="The store root / log dir to apply retention to.")],
     apply: Annotated[bool, typer.Option("--apply", help="Delete (default: only show the plan; exit 1 when there is work).")] = False,
-    policy: Annotated[str, typer.Option("--policy", help="safe (default: cron decides when) or broker (the broker's exact rules).")] = "safe",
+    policy: Annotated[
+        str,
+        typer.Option(
+            "--policy", help="safe (default: cron decides when; Kafka: the active segment is kept) or broker (the broker's exact rules; Kafka: the active segment goes too, after a roll)."
+        ),
+    ] = "safe",
     config: Annotated[
         Optional[Path], typer.Option("--config", help="The broker's config file (broker.conf / server.properties / server.ini) to read retention settings from.")
     ] = None,
@@ -44,8 +49,9 @@ def clean(
     batch_max: Annotated[Optional[int], typer.Option("--batch-max", min=1, help="RocketMQ deleteFileBatchMax (10).")] = None,
     retention_hours: Annotated[Optional[float], typer.Option("--retention-hours", help="Jafka log.retention.hours (168).")] = None,
     retention_bytes: Annotated[
-        Optional[int], typer.Option("--retention-bytes", help="Jafka log.retention.size: bytes kept per partition (-1: no size limit).")
+        Optional[int], typer.Option("--retention-bytes", help="Kafka retention.bytes / Jafka log.retention.size: bytes kept per partition (-1: no size limit).")
     ] = None,
+    retention_ms: Annotated[Optional[int], typer.Option("--retention-ms", help="Kafka retention.ms (604800000 = 7 days; -1: no time limit).")] = None,
     delete_policy: Annotated[
         Optional[str], typer.Option("--delete-policy", help='MetaQ deletePolicy: "delete,168" (default), "archive,72h" or "archive,72h,true" (zip).')
     ] = None,
@@ -84,6 +90,7 @@ def clean(
         "batch_max": batch_max,
         "retention_hours": retention_hours,
         "retention_bytes": retention_bytes,
+        "retention_ms": retention_ms,
         "delete_policy": delete_policy,
         "max_delete": max_delete,
         "protect_unconsumed": protect_unconsumed or None,
@@ -113,7 +120,7 @@ def clean(
     custom = getattr(inspect.getmodule(plan_fn), "apply_custom", None)
     result = apply_plan(plan, custom=custom, force=live, broker_lock=BROKER_LOCKS.get(layout_name), command="clean", before_step=pace)
     archived = [s.to_dict() for s in result.applied if s.details.get("archive")]
-    deleted = [s.to_dict() for s in result.applied if not s.details.get("archive")]
+    deleted = [s.to_dict() for s in result.applied if not s.details.get("archive") and s.action == "remove"]
     doc = {"deleted": deleted, "archived": archived, "bytes_freed": plan.bytes_cut, "plan": plan.to_dict()}
     summary = f"deleted {len(deleted)} file(s)" + (f", archived {len(archived)}" if archived else "")
     if not quiet:

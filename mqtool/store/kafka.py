@@ -26,6 +26,7 @@ from mqtool.formats.kafka import index as kidx
 from mqtool.formats.kafka import txn_index as ktxn
 from mqtool.formats.kafka.log import HEADER_SIZE_UP_TO_MAGIC, DataEnd, LogEntry, LogWalker, Mode, decode_entry
 from mqtool.store.files import CHUNK_SIZE, ReadOnlyFile, is_directory, is_regular_file, safe_listdir
+from mqtool.store.lock import MQTOOL_LOCK_NAME
 
 #: Largest log entry mqtool reads into memory.  Kafka's default ``max.message.bytes`` is 1 MiB;
 #: a size field beyond this is reported, never allocated.
@@ -280,6 +281,8 @@ def list_partition(path: Path) -> KafkaPartition:
     )
     files: dict[int, dict[str, Path]] = {}
     for name in safe_listdir(path):
+        if name == MQTOOL_LOCK_NAME:
+            continue  # mqtool's own lock (recover/clean on a partition directory)
         full = path / name
         if is_directory(full):
             part.unexpected.append(full)
@@ -398,8 +401,8 @@ def open_kafka(path: str | Path) -> KafkaStore:
                 continue
             else:
                 store.other_dirs.append(full)
-        elif name in LOG_DIR_FILES:
-            continue
+        elif name in LOG_DIR_FILES or name == MQTOOL_LOCK_NAME:
+            continue  # (mqtool's own lock: recover/clean take it in the log dir)
         elif name.endswith(".tmp"):
             store.leftovers.append(full)
         else:
