@@ -27,7 +27,7 @@ import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from mqtool.errors import ChecksumError, CorruptDataError, MqError, StoreIOError, TruncatedDataError, UnsupportedFormatError
+from mqtool.errors import CorruptDataError, MqError, StoreIOError, TruncatedDataError, UnsupportedFormatError
 from mqtool.formats.rocketmq import checkpoint as cpf
 from mqtool.formats.rocketmq import config as cfgf
 from mqtool.formats.rocketmq import consume_queue as cqf
@@ -35,7 +35,6 @@ from mqtool.formats.rocketmq import index_file as idxf
 from mqtool.formats.rocketmq.commitlog import (
     BLANK_MAGIC,
     BORNHOST_POSITION,
-    MAGIC_V2,
     MESSAGE_MAGICS,
     MIN_MESSAGE_SIZE,
     PHYSICAL_OFFSET_POSITION,
@@ -47,11 +46,8 @@ from mqtool.formats.rocketmq.commitlog import (
     SYSFLAG_TRANSACTION_ROLLBACK,
     MessageRecord,
     RecordWalker,
-    body_position,
     check_crc_property,
-    decode_message,
     host_size,
-    message_size,
 )
 from mqtool.formats.rocketmq.hashing import index_key_hash
 from mqtool.formats.rocketmq.properties import CRC32, split_keys
@@ -201,19 +197,6 @@ class CommitLogTask:
     alt_base: int | None = None
 
 
-def _error_code(exc: MqError) -> str:
-    if isinstance(exc, ChecksumError):
-        return "RMQ-CL-BODY-CRC"
-    if isinstance(exc, TruncatedDataError):
-        return "RMQ-CL-TRUNCATED"
-    text = str(exc)
-    if "magic" in text:
-        return "RMQ-CL-MAGIC"
-    if "UTF-8" in text:
-        return "RMQ-CL-ENCODING"
-    return "RMQ-CL-SIZE"
-
-
 def _clean_at(f: ReadOnlyFile, base: int, pos: int) -> bool:
     """The walk can go on at ``pos``: the end of the file, zeros, END_OF_FILE or the header of a
     record at its own PHYSICALOFFSET (if that record is broken too, the walk reports it next)."""
@@ -227,62 +210,6 @@ def _clean_at(f: ReadOnlyFile, base: int, pos: int) -> bool:
     elif not head.strip(b"\x00"):
         return True
     return rmq.record_starts_at(f, base, pos, decode=False)
-
-
-def _computed_size(f: ReadOnlyFile, pos: int) -> int | None:
-    """``calMsgLength`` of the record at ``pos`` from its SYSFLAG, BODYLEN, TOPICLEN and PROPLEN
-    (None when those fields cannot be read or make no sense)."""
-    head = f.pread(pos, 8 + SYSFLAG_POSITION)
-    if len(head) < SYSFLAG_POSITION + 4:
-        return None
-    magic = int.from_bytes(head[4:8], "big")
-    sys_flag = int.from_bytes(head[SYSFLAG_POSITION : SYSFLAG_POSITION + 4], "big", signed=True)
-    body_at = pos + body_position(sys_flag)
-    raw = f.pread(body_at - 4, 4)
-    if len(raw) < 4:
-        return None
-    body_len = int.from_bytes(raw, "big", signed=True)
-    if not 0 <= body_len <= rmq.MAX_RECORD_SIZE:
-        return None
-    topic_len_size = 2 if magic == MAGIC_V2 else 1
-    raw = f.pread(body_at + body_len, topic_len_size)
-    if len(raw) < topic_len_size:
-        return None
-    topic_len = int.from_bytes(raw, "big", signed=True)
-    raw = f.pread(body_at + body_len + topic_len_size + topic_len, 2) if topic_len >= 0 else b""
-    if len(raw) < 2:
-        return None
-    prop_len = int.from_bytes(raw, "big", signed=True)
-    if prop_len < 0:
-        return None
-    return message_size(body_len, topic_len, prop_len, sys_flag=sys_flag, magic_code=magic)
-
-
-def _broken_record(f: ReadOnlyFile, bad: int, exc: MqError) -> tuple[str, MqError, set[int]]:
-    """Code and error for the record that failed at ``bad``, and the sizes it may span (its
-    TOTALSIZE and the size its length fields give).  A record that decodes once TOTALSIZE is
-    replaced by the computed size has exactly one damaged field: TOTALSIZE (RMQ-CL-SIZE)."""
-    head = f.pread(bad, 8)
-    total = int.from_bytes(head[:4], "big", signed=True) if len(head) == 8 else 0
-    computed = _computed_size(f, bad)
-    frames = {n for n in (total, computed) if n is not None and MIN_MESSAGE_SIZE <= n <= min(f.size - bad, rmq.MAX_RECORD_SIZE)}
-    code = _error_code(exc)
-    if code == "RMQ-CL-TRUNCATED" and computed in frames and computed != total:
-        fixed = bytearray(f.pread(bad, computed))
-        fixed[:4] = computed.to_bytes(4, "big")
-        try:
-            decode_message(fixed, 0)
-        except MqError:
-            pass
-        else:
-            sized = CorruptDataError(
-                path=f.path,
-                position=bad,
-                expected=f"TOTALSIZE {computed} (from its BODYLEN, TOPICLEN and PROPLEN)",
-                found=str(total),
-            )
-            return "RMQ-CL-SIZE", sized, frames
-    return code, exc, frames
 
 
 def _header_store_timestamp(f: ReadOnlyFile, base: int, pos: int) -> int:
@@ -484,7 +411,7 @@ def _after_broken_record(f: ReadOnlyFile, task: CommitLogTask, bad: int, exc: Mq
     res.valid_end = bad
     if _torn_tail(f, task, bad, base, res):
         return None
-    code, located, frames = _broken_record(f, bad, exc)
+    code, located, frames = rmq.classify_broken_record(f, bad, exc)
     res.findings.append(Finding(code, task.path, located.position, _message(located)))
     res.max_store_timestamp = max(res.max_store_timestamp, _header_store_timestamp(f, base, bad))
     resume = next((bad + n for n in sorted(frames) if _clean_at(f, base, bad + n)), None)
@@ -584,7 +511,7 @@ def _torn_tail(f: ReadOnlyFile, task: CommitLogTask, bad: int, base: int, res: C
         if head[4:8] in _TORN_MAGICS[:-1]:
             if stop >= bad + total or bad + total > task.file_size:
                 return False  # written whole, or a TOTALSIZE the broker never writes (past the file end)
-            computed = _computed_size(f, bad)
+            computed = rmq.computed_record_size(f, bad)
             if computed is not None and computed != total and stop >= bad + computed:
                 return False  # the record its length fields describe is all there: TOTALSIZE is damaged
         elif stop > bad + 8 or not any(head[4:8] == m[:k] + bytes(4 - k) for m in _TORN_MAGICS for k in range(4)):

@@ -23,22 +23,18 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Iterator
 
-from mqtool.errors import ChecksumError, CorruptDataError, MqError, TruncatedDataError
+from mqtool.errors import CorruptDataError, MqError
 from mqtool.formats.rocketmq.commitlog import (
     BLANK_MAGIC,
-    MAGIC_V2,
     MESSAGE_MAGICS,
-    MIN_MESSAGE_SIZE,
-    SYSFLAG_POSITION,
     RecordWalker,
-    body_position,
     decode_message,
-    message_size,
 )
 from mqtool.store.files import CHUNK_SIZE
 from mqtool.store.rocketmq import MAX_RECORD_SIZE, find_next_record, nonzero_extent
 
 from mqtool.pipeline.files import AnyFile
+from mqtool.store import rocketmq as rmq
 
 
 @dataclass(frozen=True)
@@ -66,19 +62,6 @@ def error_text(exc: MqError) -> str:
 # scan reports the same code at the same position for the same damage.
 
 
-def _rmq_error_code(exc: MqError) -> str:
-    if isinstance(exc, ChecksumError):
-        return "RMQ-CL-BODY-CRC"
-    if isinstance(exc, TruncatedDataError):
-        return "RMQ-CL-TRUNCATED"
-    text = str(exc)
-    if "magic" in text:
-        return "RMQ-CL-MAGIC"
-    if "UTF-8" in text:
-        return "RMQ-CL-ENCODING"
-    return "RMQ-CL-SIZE"
-
-
 def rmq_record_starts_at(f: AnyFile, base: int, pos: int) -> bool:
     """A message record with PHYSICALOFFSET ``base + pos`` decodes cleanly at ``pos``."""
     head = f.pread(pos, 36)
@@ -104,54 +87,6 @@ def _rmq_clean_at(f: AnyFile, base: int, pos: int) -> bool:
     elif not head.strip(b"\x00"):
         return True
     return rmq_record_starts_at(f, base, pos)
-
-
-def _rmq_computed_size(f: AnyFile, pos: int) -> int | None:
-    head = f.pread(pos, 8 + SYSFLAG_POSITION)
-    if len(head) < SYSFLAG_POSITION + 4:
-        return None
-    magic = int.from_bytes(head[4:8], "big")
-    sys_flag = int.from_bytes(head[SYSFLAG_POSITION : SYSFLAG_POSITION + 4], "big", signed=True)
-    body_at = pos + body_position(sys_flag)
-    raw = f.pread(body_at - 4, 4)
-    if len(raw) < 4:
-        return None
-    body_len = int.from_bytes(raw, "big", signed=True)
-    if not 0 <= body_len <= MAX_RECORD_SIZE:
-        return None
-    topic_len_size = 2 if magic == MAGIC_V2 else 1
-    raw = f.pread(body_at + body_len, topic_len_size)
-    if len(raw) < topic_len_size:
-        return None
-    topic_len = int.from_bytes(raw, "big", signed=True)
-    raw = f.pread(body_at + body_len + topic_len_size + topic_len, 2) if topic_len >= 0 else b""
-    if len(raw) < 2:
-        return None
-    prop_len = int.from_bytes(raw, "big", signed=True)
-    if prop_len < 0:
-        return None
-    return message_size(body_len, topic_len, prop_len, sys_flag=sys_flag, magic_code=magic)
-
-
-def _rmq_broken(f: AnyFile, bad: int, exc: MqError) -> tuple[str, MqError, set[int]]:
-    head = f.pread(bad, 8)
-    total = int.from_bytes(head[:4], "big", signed=True) if len(head) == 8 else 0
-    computed = _rmq_computed_size(f, bad)
-    frames = {n for n in (total, computed) if n is not None and MIN_MESSAGE_SIZE <= n <= min(f.size - bad, MAX_RECORD_SIZE)}
-    code = _rmq_error_code(exc)
-    if code == "RMQ-CL-TRUNCATED" and computed in frames and computed != total:
-        fixed = bytearray(f.pread(bad, computed))
-        fixed[:4] = computed.to_bytes(4, "big")
-        try:
-            decode_message(fixed, 0)
-        except MqError:
-            pass
-        else:
-            sized = CorruptDataError(
-                path=f.path, position=bad, expected=f"TOTALSIZE {computed} (from its BODYLEN, TOPICLEN and PROPLEN)", found=str(total)
-            )
-            return "RMQ-CL-SIZE", sized, frames
-    return code, exc, frames
 
 
 _TORN_MAGICS = tuple(m.to_bytes(4, "big") for m in (*MESSAGE_MAGICS, BLANK_MAGIC))
@@ -218,7 +153,7 @@ def walk_commitlog(f: AnyFile, base: int, start: int, stop: int, is_last: bool) 
                 yield "problem", bad, torn
                 yield "end", bad, "torn"
                 return
-            code, located, frames = _rmq_broken(f, bad, exc.at(f.path, pos))
+            code, located, frames = rmq.classify_broken_record(f, bad, exc.at(f.path, pos))
             resume = next((bad + n for n in sorted(frames) if _rmq_clean_at(f, base, bad + n)), None)
             region = None
             if resume is None:

@@ -17,10 +17,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator
 
-from mqtool.errors import CorruptDataError, MqError, StoreLayoutError
+from mqtool.errors import ChecksumError, CorruptDataError, MqError, StoreLayoutError, TruncatedDataError
 from mqtool.formats.rocketmq import consume_queue as cqf
 from mqtool.formats.rocketmq import index_file as idxf
-from mqtool.formats.rocketmq.commitlog import DataEnd, MessageRecord, RecordWalker, decode_message, peek_record
+from mqtool.formats.rocketmq.commitlog import (
+    MAGIC_V2,
+    MIN_MESSAGE_SIZE,
+    SYSFLAG_POSITION,
+    DataEnd,
+    MessageRecord,
+    RecordWalker,
+    body_position,
+    decode_message,
+    message_size,
+    peek_record,
+)
 from mqtool.store.files import CHUNK_SIZE, ReadOnlyFile, file_size, is_directory, is_regular_file, safe_listdir
 
 SEGMENT_NAME = re.compile(r"^\d{20}$")
@@ -592,3 +603,75 @@ def last_data_index(segments: list[Segment]) -> int:
         except MqError:
             return i
     return -1
+
+
+# --- classifying a broken record (validate and the Spark pipeline) ---------------------------
+
+
+def broken_record_code(exc: MqError) -> str:
+    if isinstance(exc, ChecksumError):
+        return "RMQ-CL-BODY-CRC"
+    if isinstance(exc, TruncatedDataError):
+        return "RMQ-CL-TRUNCATED"
+    text = str(exc)
+    if "magic" in text:
+        return "RMQ-CL-MAGIC"
+    if "UTF-8" in text:
+        return "RMQ-CL-ENCODING"
+    return "RMQ-CL-SIZE"
+
+
+def computed_record_size(f, pos: int) -> int | None:
+    """``calMsgLength`` of the record at ``pos`` from its SYSFLAG, BODYLEN, TOPICLEN and PROPLEN
+    (None when those fields cannot be read or make no sense)."""
+    head = f.pread(pos, 8 + SYSFLAG_POSITION)
+    if len(head) < SYSFLAG_POSITION + 4:
+        return None
+    magic = int.from_bytes(head[4:8], "big")
+    sys_flag = int.from_bytes(head[SYSFLAG_POSITION : SYSFLAG_POSITION + 4], "big", signed=True)
+    body_at = pos + body_position(sys_flag)
+    raw = f.pread(body_at - 4, 4)
+    if len(raw) < 4:
+        return None
+    body_len = int.from_bytes(raw, "big", signed=True)
+    if not 0 <= body_len <= MAX_RECORD_SIZE:
+        return None
+    topic_len_size = 2 if magic == MAGIC_V2 else 1
+    raw = f.pread(body_at + body_len, topic_len_size)
+    if len(raw) < topic_len_size:
+        return None
+    topic_len = int.from_bytes(raw, "big", signed=True)
+    raw = f.pread(body_at + body_len + topic_len_size + topic_len, 2) if topic_len >= 0 else b""
+    if len(raw) < 2:
+        return None
+    prop_len = int.from_bytes(raw, "big", signed=True)
+    if prop_len < 0:
+        return None
+    return message_size(body_len, topic_len, prop_len, sys_flag=sys_flag, magic_code=magic)
+
+
+def classify_broken_record(f, bad: int, exc: MqError) -> tuple[str, MqError, set[int]]:
+    """Code and error for the record that failed at ``bad``, and the sizes it may span (its
+    TOTALSIZE and the size its length fields give).  A record that decodes once TOTALSIZE is
+    replaced by the computed size has exactly one damaged field: TOTALSIZE (RMQ-CL-SIZE)."""
+    head = f.pread(bad, 8)
+    total = int.from_bytes(head[:4], "big", signed=True) if len(head) == 8 else 0
+    computed = computed_record_size(f, bad)
+    frames = {n for n in (total, computed) if n is not None and MIN_MESSAGE_SIZE <= n <= min(f.size - bad, MAX_RECORD_SIZE)}
+    code = broken_record_code(exc)
+    if code == "RMQ-CL-TRUNCATED" and computed in frames and computed != total:
+        fixed = bytearray(f.pread(bad, computed))
+        fixed[:4] = computed.to_bytes(4, "big")
+        try:
+            decode_message(fixed, 0)
+        except MqError:
+            pass
+        else:
+            sized = CorruptDataError(
+                path=f.path,
+                position=bad,
+                expected=f"TOTALSIZE {computed} (from its BODYLEN, TOPICLEN and PROPLEN)",
+                found=str(total),
+            )
+            return "RMQ-CL-SIZE", sized, frames
+    return code, exc, frames
