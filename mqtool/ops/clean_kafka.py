@@ -43,7 +43,7 @@ Unrecognised files are never touched (the plan lists them); symbolic links are n
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from mqtool.errors import MqError, StoreLayoutError
@@ -223,7 +223,7 @@ def plan_clean_kafka(path: str | Path, options: CleanOptions = CleanOptions(), *
             "partitions": [],
         }
     )
-    rel = lambda p: relative(root, p)  # noqa: E731
+    rel = lambda p: relative(root, p)
     log_dir = store.log_dir
 
     # --- unrecognised files: listed, never touched; leftovers of interrupted deletions removed ------
@@ -309,7 +309,7 @@ def plan_clean_kafka(path: str | Path, options: CleanOptions = CleanOptions(), *
 
 
 def _plan_partition(plan, root, part, options, now_ms, hws, lsos, commits, budget, new_lsos, facts, broker) -> None:
-    rel = lambda p: relative(root, p)  # noqa: E731
+    rel = lambda p: relative(root, p)
     key = part.key
     # leftovers of interrupted deletions: .deleted files, index files whose .log is gone
     for p in part.leftovers:
@@ -379,7 +379,7 @@ def _plan_partition(plan, root, part, options, now_ms, hws, lsos, commits, budge
             deleted.append((seg, rule, why))
             remaining.pop(0)
 
-    lso_rule = lambda seg, nxt: (f"the next segment starts at {nxt.base_offset}, at or below the log start offset {lso}" if nxt is not None and nxt.base_offset <= lso else None)  # noqa: E731
+    lso_rule = lambda seg, nxt: (f"the next segment starts at {nxt.base_offset}, at or below the log start offset {lso}" if nxt is not None and nxt.base_offset <= lso else None)
     prefix("log start offset", lso_rule)
     if not compacted and options.retention_bytes >= 0:
         total = sum(s.log_size for s in remaining)
@@ -504,4 +504,4 @@ def _replace(ctx: ApplyContext, path: Path, data: bytes) -> None:
     ctx.mutator.replace_file(path, data)
 
 
-__all__ = ["CleanOptions", "DEFAULT_RETENTION_BYTES", "DEFAULT_RETENTION_MS", "apply_custom", "committed_offsets", "plan_clean_kafka"]
+__all__ = ["DEFAULT_RETENTION_BYTES", "DEFAULT_RETENTION_MS", "CleanOptions", "apply_custom", "committed_offsets", "plan_clean_kafka"]

@@ -102,10 +102,6 @@ class _Seg:
     def final(self, directory: Path, kind: str) -> Path:
         return directory / f"{self.stem}.{kind}"
 
-    def is_swap(self, kind: str) -> bool:
-        p = self.files.get(kind)
-        return p is not None and p.name.endswith(".swap")
-
 
 @dataclass
 class _Scan:
@@ -432,7 +428,6 @@ class _Planner:
     def leftovers(self, part: ks.KafkaPartition) -> list[_Seg]:
         """Plan the temporary-file steps of ``LogLoader``; returns the segments as the broker sees
         them afterwards (current paths, ``.swap`` files standing for their targets)."""
-        directory = part.path
         cleaned: list[tuple[Path, int]] = []
         swaps: list[tuple[Path, int]] = []
         for path in part.leftovers:
@@ -709,7 +704,7 @@ def _plan_partition(
     if any(ev[0] == "abort" for i in scans if i <= last_i for ev in scans[i].txn):
         _replay_txns(part, segs, scans, start, last_i, planner)
     _plan_epochs(planner, part, segs, scans, last_i, leo, cut_index is not None)
-    for i in range(0, last_i + 1):
+    for i in range(last_i + 1):
         if i in scans:
             _plan_indexes(planner, part, segs[i], scans[i], interval=interval, is_last=i == n - 1, truncated=scans[i].cut > 0 and scans[i].end != "overflow")
     # segments before the recovery point recovered for a missing index: cut, later segments kept
