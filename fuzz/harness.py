@@ -1,11 +1,20 @@
 """Mutation fuzzing: damage one file of a valid store, run the read-only commands on it.
 
-Each *family* names a bundled fixture store, the file inside it that gets mutated, and the
+Each *family* names a store (a bundled fixture, or a smaller store built with the fixture
+generators so an input runs in milliseconds), the file inside it that gets mutated, and the
 commands to run (``info``, ``dump``, ``validate``, ``query``, ``recover`` — the last as a plan
-only, so nothing is written).  Every input must end with a documented exit code: ``70`` (an
-internal error, i.e. an uncaught Python exception) is a failure, and so is a command that runs
-longer than the time limit (a hang) — a length field claiming 2 GiB must neither allocate nor
-loop.  Peak RSS is reported.
+only, so nothing is written).  A command slot may hold several variants (``info`` as a table
+and as JSON, ``query`` by offset and by time); input *i* runs variant ``i % len(slot)``.
+Families are gathered into *groups*, the file families of the reliability issue (RocketMQ
+CommitLog, ConsumeQueue, IndexFile, checkpoint, config JSON; Kafka logs, compressed payloads,
+indexes, checkpoints, snapshots; Jafka; MetaQ); input *i* of a group goes to member
+``i % len(members)``.
+
+Every input must end with a documented exit code: ``70`` (an internal error, i.e. an uncaught
+Python exception) is a failure, and so is an input whose commands together run longer than the
+time limit (a hang) — a length field claiming 2 GiB must neither allocate nor loop.  Peak RSS
+is reported.  Input *i* of a group is derived from ``(group, seed, i)`` alone, so any input is
+reproducible on its own and a campaign can be split into chunks run anywhere.
 
 Used two ways: ``tests/test_fuzz.py`` runs a short hypothesis-driven pass on every family in
 the test suite; ``python -m fuzz.run`` runs long campaigns (see its --help).
@@ -20,6 +29,7 @@ import resource
 import shutil
 import signal
 import struct
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -30,22 +40,51 @@ ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "fixtures"
 INTERNAL = 70
 
+Command = tuple[str, ...]
+Slot = tuple[Command, ...]  # variants of one command
+
+
+def _build_rocketmq_small(root: Path) -> None:
+    sys.path.insert(0, str(FIXTURES))
+    try:
+        from generate import build_rocketmq_store
+    finally:
+        sys.path.remove(str(FIXTURES))
+    build_rocketmq_store(root, messages=48)
+
+
+# Stores built on demand (name -> builder); any other store name is a directory under fixtures/.
+BUILDERS: dict[str, Callable[[Path], None]] = {"rocketmq-small": _build_rocketmq_small}
+
 
 @dataclass(frozen=True)
 class Family:
     name: str
-    store: str  # fixture directory under fixtures/
+    group: str  # the file family of the reliability issue this input kind belongs to
+    store: str  # a BUILDERS name, or a fixture directory under fixtures/
     target: str  # the file (relative to the store) that is mutated
-    commands: tuple[tuple[str, ...], ...]  # argv after "mqtool", "{store}" and "{target}" substituted
+    commands: tuple[Slot, ...]  # argv after "mqtool"; "{store}" and "{target}" substituted
+    keep: tuple[str, ...] = ()  # glob patterns of the store to copy (default: all of it)
 
     def available(self) -> bool:
+        if self.store in BUILDERS:
+            return True
         return (FIXTURES / self.store / self.target).is_file()
 
 
-RMQ_COMMANDS = (
-    ("info", "{store}"),
-    ("validate", "{store}", "--jobs", "1", "--jsonl"),
-    ("recover", "{store}", "--json"),
+def variants(*commands: Command) -> Slot:
+    return tuple(commands)
+
+
+def info_slot() -> Slot:
+    """``info`` as JSON, and one input in ten as the rich table (rendering is slower)."""
+    return variants(*([("info", "{store}", "--json")] * 9), ("info", "{store}"))
+
+
+RMQ_COMMANDS: tuple[Slot, ...] = (
+    info_slot(),
+    variants(("validate", "{store}", "--jobs", "1", "--jsonl")),
+    variants(("recover", "{store}", "--json"), ("recover", "{store}", "--mode", "abnormal", "--json")),
 )
 
 FAMILIES: dict[str, Family] = {
@@ -53,34 +92,72 @@ FAMILIES: dict[str, Family] = {
     for f in (
         Family(
             "rocketmq-commitlog",
-            "rocketmq-store",
-            "commitlog/00000000000000081920",
-            (*RMQ_COMMANDS, ("dump", "commitlog", "{target}", "--jsonl"), ("query", "{store}", "--key", "KEY239")),
+            "rocketmq-commitlog",
+            "rocketmq-small",
+            "commitlog/00000000000000016384",
+            (
+                *RMQ_COMMANDS,
+                variants(("dump", "commitlog", "{target}", "--jsonl")),
+                variants(("query", "{store}", "--key", "KEY47"), ("query", "{store}", "--key", "KEY45", "--scan")),
+            ),
         ),
         Family(
             "rocketmq-commitlog-first",
-            "rocketmq-store",
+            "rocketmq-commitlog",
+            "rocketmq-small",
             "commitlog/00000000000000000000",
-            (*RMQ_COMMANDS, ("dump", "commitlog", "{target}", "--jsonl"), ("query", "{store}", "--msg-id", "C0A8000A00002A9F0000000000003812")),
+            (
+                *RMQ_COMMANDS,
+                variants(("dump", "commitlog", "{target}", "--jsonl")),
+                variants(("query", "{store}", "--msg-id", "C0A8000A00002A9F0000000000000000"), ("query", "{store}", "--key", "KEY7")),
+            ),
         ),
         Family(
             "rocketmq-consumequeue",
-            "rocketmq-store",
+            "rocketmq-consumequeue",
+            "rocketmq-small",
             "consumequeue/TopicTest/2/00000000000000000000",
-            (*RMQ_COMMANDS, ("dump", "consumequeue", "{target}", "--jsonl"), ("query", "{store}", "--topic", "TopicTest", "--queue-id", "2", "--queue-offset", "3")),
+            (
+                *RMQ_COMMANDS,
+                variants(("dump", "consumequeue", "{target}", "--jsonl")),
+                variants(("query", "{store}", "--topic", "TopicTest", "--queue-id", "2", "--queue-offset", "3")),
+            ),
         ),
         Family(
             "rocketmq-index",
-            "rocketmq-store",
-            "index/20231114221324958",
-            (*RMQ_COMMANDS, ("dump", "index", "{target}", "--jsonl"), ("query", "{store}", "--key", "KEY200", "--topic", "TopicTest")),
+            "rocketmq-index",
+            "rocketmq-small",
+            "index/20231114221320037",
+            (
+                *RMQ_COMMANDS,
+                variants(("dump", "index", "{target}", "--jsonl")),
+                variants(("query", "{store}", "--key", "KEY40", "--topic", "TopicTest"), ("query", "{store}", "--key", "KEY3")),
+            ),
         ),
-        Family("rocketmq-checkpoint", "rocketmq-store", "checkpoint", (*RMQ_COMMANDS, ("dump", "checkpoint", "{target}", "--json"))),
+        Family(
+            "rocketmq-checkpoint",
+            "rocketmq-checkpoint",
+            "rocketmq-small",
+            "checkpoint",
+            (*RMQ_COMMANDS, variants(("dump", "checkpoint", "{target}", "--json"))),
+        ),
         Family(
             "rocketmq-config",
-            "rocketmq-store",
+            "rocketmq-config",
+            "rocketmq-small",
             "config/consumerOffset.json",
-            (*RMQ_COMMANDS, ("dump", "config", "{target}", "--json"), ("clean", "{store}", "--protect-unconsumed", "--json")),
+            (
+                *RMQ_COMMANDS,
+                variants(("dump", "config", "{target}", "--json")),
+                variants(("clean", "{store}", "--protect-unconsumed", "--json")),
+            ),
+        ),
+        Family(
+            "rocketmq-config-topics",
+            "rocketmq-config",
+            "rocketmq-small",
+            "config/topics.json",
+            (*RMQ_COMMANDS, variants(("dump", "config", "{target}", "--json"))),
         ),
     )
 }
@@ -89,6 +166,15 @@ FAMILIES: dict[str, Family] = {
 def register(family: Family) -> None:
     """Add a family (other layouts register theirs from fuzz/families.py)."""
     FAMILIES[family.name] = family
+
+
+def groups() -> dict[str, list[Family]]:
+    """Group name -> its available member families, in registration order."""
+    out: dict[str, list[Family]] = {}
+    for fam in FAMILIES.values():
+        if fam.available():
+            out.setdefault(fam.group, []).append(fam)
+    return out
 
 
 # --- mutations -------------------------------------------------------------------------------
@@ -130,21 +216,27 @@ def mutate(data: bytes, rng: random.Random) -> bytes:
     return bytes(buf)
 
 
+def input_rng(group: str, seed: int, index: int) -> random.Random:
+    """The generator of input ``index`` of ``group``'s campaign with ``seed``."""
+    return random.Random(f"{group}:{seed}:{index}")
+
+
 # --- running ---------------------------------------------------------------------------------
 
 
-class Hang(Exception):
-    pass
+class Hang(BaseException):
+    """Raised by the timer; a BaseException so no ``except Exception`` in mqtool swallows it."""
 
 
 @dataclass
 class Outcome:
     inputs: int = 0
     runs: int = 0
-    internal_errors: list[tuple[str, tuple[str, ...], str]] = field(default_factory=list)
-    hangs: list[tuple[str, tuple[str, ...]]] = field(default_factory=list)
+    internal_errors: list[tuple[str, Command, str]] = field(default_factory=list)
+    hangs: list[tuple[str, Command]] = field(default_factory=list)
     exit_codes: dict[int, int] = field(default_factory=dict)
     peak_rss_mb: float = 0.0
+    slowest_input_s: float = 0.0
 
     @property
     def ok(self) -> bool:
@@ -152,62 +244,98 @@ class Outcome:
 
 
 class Workspace:
-    """A private copy of a family's fixture store whose target file can be replaced quickly."""
+    """A private copy of a family's store whose target file can be replaced quickly."""
 
     def __init__(self, family: Family, directory: Path) -> None:
         self.family = family
         self.store = Path(directory) / family.store
         if not self.store.exists():
-            shutil.copytree(FIXTURES / family.store, self.store)
+            self._materialize()
         self.target = self.store / family.target
         self.original = self.target.read_bytes()
 
-    def argv(self, command: tuple[str, ...]) -> list[str]:
+    def _materialize(self) -> None:
+        fam = self.family
+        if fam.store in BUILDERS:
+            BUILDERS[fam.store](self.store)
+            return
+        source = FIXTURES / fam.store
+        if not fam.keep:
+            shutil.copytree(source, self.store)
+            return
+        self.store.mkdir(parents=True)
+        for pattern in fam.keep:
+            for path in sorted(source.glob(pattern)):
+                dest = self.store / path.relative_to(source)
+                if path.is_dir():
+                    shutil.copytree(path, dest)
+                else:
+                    dest.parent.mkdir(parents=True, exist_ok=True)
+                    shutil.copy2(path, dest)
+
+    def argv(self, command: Command) -> list[str]:
         return [a.replace("{store}", str(self.store)).replace("{target}", str(self.target)) for a in command]
 
-    def run_input(self, data: bytes, outcome: Outcome, *, time_limit: float = 5.0, label: str = "") -> None:
+    def run_input(self, data: bytes, outcome: Outcome, *, time_limit: float = 5.0, label: str = "", index: int = 0) -> None:
+        """Run every command slot (variant ``index``) on the store with ``data`` as the target;
+        the whole input must finish within ``time_limit`` seconds."""
         self.target.write_bytes(data)
+        outcome.inputs += 1
+        current: list[Command] = [()]
+
+        def on_alarm(signum, frame):
+            raise Hang()
+
+        previous = signal.signal(signal.SIGALRM, on_alarm)
+        started = _monotonic()
+        signal.setitimer(signal.ITIMER_REAL, time_limit)
         try:
-            outcome.inputs += 1
-            for command in self.family.commands:
-                self._run_one(command, outcome, time_limit, label)
+            for slot in self.family.commands:
+                current[0] = slot[index % len(slot)]
+                self._run_one(current[0], outcome, label)
+        except Hang:
+            outcome.hangs.append((label, current[0]))
         finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, previous)
+            outcome.slowest_input_s = max(outcome.slowest_input_s, _monotonic() - started)
             self.target.write_bytes(self.original)
             for leftover in self.store.rglob(".mqtool*"):
                 if leftover.is_file():
                     leftover.unlink()
 
-    def _run_one(self, command: tuple[str, ...], outcome: Outcome, time_limit: float, label: str) -> None:
-        def on_alarm(signum, frame):
-            raise Hang()
-
-        previous = signal.signal(signal.SIGALRM, on_alarm)
-        signal.setitimer(signal.ITIMER_REAL, time_limit)
+    def _run_one(self, command: Command, outcome: Outcome, label: str) -> None:
         err = io.StringIO()
-        try:
-            with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(err):
-                code = run(self.argv(command))
-        except Hang:
-            outcome.hangs.append((label, command))
-            return
-        finally:
-            signal.setitimer(signal.ITIMER_REAL, 0)
-            signal.signal(signal.SIGALRM, previous)
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(err):
+            code = run(self.argv(command))
         outcome.runs += 1
         outcome.exit_codes[code] = outcome.exit_codes.get(code, 0) + 1
-        if "Hang" in err.getvalue():
-            outcome.hangs.append((label, command))
-        elif code == INTERNAL:
+        if code == INTERNAL:
             outcome.internal_errors.append((label, command, err.getvalue()[-500:]))
         outcome.peak_rss_mb = max(outcome.peak_rss_mb, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
 
 
-def campaign(family: Family, directory: Path, inputs: int, seed: int, progress: Callable[[int], None] | None = None) -> Outcome:
-    ws = Workspace(family, directory)
-    rng = random.Random(seed)
+def _monotonic() -> float:
+    import time
+
+    return time.monotonic()
+
+
+def run_chunk(
+    group: str,
+    members: list[Family],
+    workspaces: Callable[[Family], Workspace],
+    seed: int,
+    start: int,
+    count: int,
+    *,
+    time_limit: float = 5.0,
+) -> Outcome:
+    """Inputs ``start .. start+count-1`` of ``group``'s campaign."""
     outcome = Outcome()
-    for i in range(inputs):
-        ws.run_input(mutate(ws.original, rng), outcome, label=f"seed={seed} input={i}")
-        if progress is not None:
-            progress(i + 1)
+    for i in range(start, start + count):
+        family = members[i % len(members)]
+        ws = workspaces(family)
+        data = mutate(ws.original, input_rng(group, seed, i))
+        ws.run_input(data, outcome, time_limit=time_limit, label=f"group={group} seed={seed} input={i} family={family.name}", index=i // len(members))
     return outcome

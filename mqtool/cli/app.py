@@ -33,6 +33,7 @@ app = typer.Typer(
 )
 
 _state = {"debug": False}
+_command_cache: dict[str, object] = {}
 
 
 def _version(value: bool) -> None:
@@ -79,7 +80,7 @@ def run(args: list[str]) -> int:
     """Run the CLI with ``args``; return the exit code (never raises, never prints a traceback
     unless debugging)."""
     _state["debug"] = False  # per run: in-process callers (tests, fuzzing) run many commands
-    command = typer.main.get_command(app)
+    command = _click_command()
     try:
         result = command.main(args=args, prog_name="mqtool", standalone_mode=False)
         return int(result) if isinstance(result, int) else ExitCode.OK
@@ -113,6 +114,15 @@ def run(args: list[str]) -> int:
             traceback.print_exc()
         _report(f"internal error ({type(exc).__name__}: {exc}); rerun with --debug for the traceback and report it")
         return ExitCode.INTERNAL
+
+
+def _click_command():
+    """The click command typer builds from ``app`` (built once: building it inspects the type
+    hints of every command, ~70 ms, which in-process callers would otherwise pay per run)."""
+    command = _command_cache.get("root")
+    if command is None:
+        command = _command_cache["root"] = typer.main.get_command(app)
+    return command
 
 
 def _report(message: str) -> None:
