@@ -30,9 +30,9 @@ import shutil
 import signal
 import struct
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 from mqtool.cli.app import run
 

@@ -63,8 +63,8 @@ def _chunk(task: tuple[str, int, int, int, float, str]) -> dict:
 def _revision() -> str:
     """The commit the harness and mqtool run from (recorded in the ledger), or ''."""
     try:
-        out = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10)
-        dirty = subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain", "--", "mqtool", "fuzz", "fixtures"], capture_output=True, text=True, timeout=10)
+        out = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10, check=False)
+        dirty = subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain", "--", "mqtool", "fuzz", "fixtures"], capture_output=True, text=True, timeout=10, check=False)
     except (OSError, subprocess.SubprocessError):
         return ""
     return out.stdout.strip() + ("+dirty" if dirty.stdout.strip() else "") if out.returncode == 0 else ""
