@@ -366,6 +366,8 @@ def _scan_undispatched(
                     continue
                 key = (rec.topic, rec.queue_id)
                 state = queues.get(key) or missing_queues.get(key)
+                if state is None and not rmq.is_topic_dir_name(rec.topic):
+                    continue  # a topic that cannot name a directory: no queue is created for it
                 if state is None:
                     state = missing_queues[key] = _QueueState(
                         rec.topic, rec.queue_id, rmq.queue_dir(store, *key), options.cq_file_size or _default_cq_size(queues)

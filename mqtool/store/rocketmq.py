@@ -105,6 +105,10 @@ class RocketMQStore:
         return found
 
     def cq_segments(self, topic: str, queue_id: int) -> list[Segment]:
+        """The ConsumeQueue files of ``topic``/``queue_id`` (none when the topic, read from a
+        record or a config file, cannot name a directory: see ``is_topic_dir_name``)."""
+        if not is_topic_dir_name(topic):
+            return []
         return list_segments(self.consumequeue_dir / topic / str(queue_id))
 
     def index_files(self) -> list[Path]:
@@ -361,7 +365,19 @@ def commitlog_end(store: RocketMQStore) -> int:
     return last.base + last.size
 
 
+def is_topic_dir_name(topic: str) -> bool:
+    """Whether ``topic`` can be one directory name under ``consumequeue/``.  Topics come from
+    CommitLog records and config files, i.e. from bytes that may be damaged: a name with a
+    slash or NUL, ``.``/``..``, or longer than a file name may be (255 bytes) never maps to a
+    path, so it can neither escape the store nor turn into an OS error."""
+    if not topic or topic in (".", "..") or "/" in topic or "\0" in topic:
+        return False
+    return len(topic.encode("utf-8", "surrogateescape")) <= 255
+
+
 def queue_dir(store: RocketMQStore, topic: str, queue_id: int) -> Path:
+    """The directory of a ConsumeQueue (for reading or reporting; anything that creates it
+    checks ``is_topic_dir_name`` first)."""
     return store.consumequeue_dir / topic / str(queue_id)
 
 
