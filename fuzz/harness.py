@@ -300,7 +300,8 @@ class Workspace:
             signal.signal(signal.SIGALRM, previous)
             outcome.slowest_input_s = max(outcome.slowest_input_s, _monotonic() - started)
             self.target.write_bytes(self.original)
-            for leftover in self.store.rglob(".mqtool*"):
+            # the plans take mqtool's lock at the store root; nothing else may be left behind
+            for leftover in self.store.glob(".mqtool*"):
                 if leftover.is_file():
                     leftover.unlink()
 

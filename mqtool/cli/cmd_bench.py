@@ -21,7 +21,7 @@ from rich.text import Text
 from mqtool.cli.app import app
 from mqtool.cli.common import FormatOpt, JsonlOpt, JsonOpt, renderer
 from mqtool.cli.exit_codes import ExitCode
-from mqtool.cli.render import OutputFormat, Renderer
+from mqtool.cli.render import OutputFormat, Renderer, markup
 from mqtool.errors import UnsupportedFormatError
 from mqtool.ops import bench as ops_bench
 
@@ -244,7 +244,7 @@ def render_bench(console: Console, doc: dict, *, chart: bool = True) -> None:
     if checked:
         bad = [f"{m['mode']} ({m['validation']['error']} error(s))" for m in checked if not m["validation"]["ok"]]
         if bad:
-            console.print(f"[red]validate FAILED[/red] for {', '.join(bad)}")
+            console.print(markup("[red]validate FAILED[/red] for {}", ", ".join(bad)))
         else:
             console.print(f"validate: the {len(checked)} written store(s) are clean")
     timeouts = [f"{m['mode']}: {m['flush_timeouts']}" for m in doc["modes"] if m["flush_timeouts"]]

@@ -8,11 +8,12 @@ from typing import Annotated
 import humanize
 import typer
 from rich.console import Console
+from rich.text import Text
 
 from mqtool.cli.app import app
 from mqtool.cli.common import FormatOpt, JsonlOpt, JsonOpt, LayoutOpt, renderer
 from mqtool.cli.exit_codes import ExitCode
-from mqtool.cli.render import OutputFormat
+from mqtool.cli.render import OutputFormat, markup, styled
 from mqtool.ops.diff import check_same_layout, diff_stores
 from mqtool.ops.stats import input_size
 from mqtool.store.layout import detect_layout
@@ -80,10 +81,10 @@ def _extra(label: str, extra: dict | None, unit: str) -> str | None:
 
 
 def render_diff(console: Console, doc: dict) -> None:
-    console.print(f"[bold]{doc['layout']}[/bold] A={doc['a']}  B={doc['b']}")
+    console.print(markup("[bold]{}[/bold] A={}  B={}", doc["layout"], doc["a"], doc["b"]))
     for log in doc["logs"]:
         unit = log["unit"]
-        console.print(f"\n[bold]{log['name']}[/bold]: {VERDICTS.get(log['verdict'], log['verdict'])}")
+        console.print(Text.assemble("\n", styled(log["name"], "bold"), ": ", _verdict(log["verdict"])))
         if log["a"] or log["b"]:
             console.print(f"  A {unit}s {_range(log['a'])}   B {unit}s {_range(log['b'])}")
         if log["compared"]:
@@ -93,7 +94,7 @@ def render_diff(console: Console, doc: dict) -> None:
         d = log["divergence"]
         if d:
             where = f"byte {d['byte_offset']:,} (A {d['a_byte']}, B {d['b_byte']}), " if "byte_offset" in d and "a_byte" in d else ""
-            console.print(f"  [red]first divergence[/red] at {where}record at {unit} {d['offset']:,}")
+            console.print(markup("  [red]first divergence[/red] at {}record at {} {}", where, unit, f"{d['offset']:,}"))
             console.print(f"    A: {_record(d['a'])}")
             console.print(f"    B: {_record(d['b'])}")
         for label, key in (("only in A", "only_in_a"), ("only in B", "only_in_b"), ("only in A, before B starts", "only_in_a_before_b"), ("only in B, before A starts", "only_in_b_before_a")):
@@ -102,4 +103,9 @@ def render_diff(console: Console, doc: dict) -> None:
                 console.print(f"  {line}")
         for note in log["notes"]:
             console.print(f"  note: {note}")
-    console.print(f"\nverdict: {VERDICTS.get(doc['verdict'], doc['verdict'])}")
+    console.print(Text.assemble("\nverdict: ", _verdict(doc["verdict"])))
+
+
+def _verdict(verdict: str) -> Text:
+    """The verdict's description (mqtool's markup); an unknown verdict is shown as data."""
+    return Text.from_markup(VERDICTS[verdict]) if verdict in VERDICTS else Text(verdict)

@@ -10,7 +10,7 @@ import typer
 from mqtool.cli.app import app
 from mqtool.cli.common import DecodeOpt, FormatOpt, JsonlOpt, JsonOpt, renderer
 from mqtool.cli.exit_codes import ExitCode
-from mqtool.cli.render import BodyDecode, Column, OutputFormat
+from mqtool.cli.render import BodyDecode, Column, OutputFormat, markup, styled
 from mqtool.cli.rows import iso_ms, message_row, parse_time
 from mqtool.errors import MqError
 from mqtool.ops import dump as ops_dump
@@ -252,7 +252,7 @@ def dump_checkpoint(
     def table(console):
         for k, v in doc.items():
             shown = f"{v}  ({iso_ms(v)})" if k.endswith("timestamp") or k.startswith("min_timestamp") else v
-            console.print(f"[bold]{k:<24}[/bold] {shown}")
+            console.print(markup("[bold]{}[/bold] {}", f"{k:<24}", shown))
 
     out.document(doc, table)
     return ExitCode.OK
@@ -279,7 +279,7 @@ def dump_config(
         from rich.json import JSON
 
         for d in docs:
-            console.print(f"[bold]{d['file']}[/bold]")
+            console.print(styled(d["file"], "bold"))
             console.print(JSON.from_data(d["content"]))
 
     out.document(docs, table)

@@ -15,7 +15,7 @@ from rich.table import Table
 from mqtool.cli.app import app
 from mqtool.cli.common import FormatOpt, JsonlOpt, JsonOpt, LayoutOpt, renderer
 from mqtool.cli.exit_codes import ExitCode
-from mqtool.cli.render import OutputFormat
+from mqtool.cli.render import OutputFormat, markup
 from mqtool.ops.recover import RecoverPlan, load_plan, recoverer, undo_manifest
 from mqtool.ops.validate import default_jobs
 from mqtool.store.layout import detect_layout
@@ -115,7 +115,7 @@ def render_plan(console: Console, plan: RecoverPlan) -> None:
     for note in plan.notes:
         console.print(f"note: {note}")
     if plan.needs_force:
-        console.print("[bold]--force required[/bold]: " + "; ".join(plan.needs_force))
+        console.print(markup("[bold]--force required[/bold]: {}", "; ".join(plan.needs_force)))
     console.print("run again with --apply to execute this plan")
 
 

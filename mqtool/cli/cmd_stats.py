@@ -15,7 +15,7 @@ from rich.table import Table
 from mqtool.cli.app import app
 from mqtool.cli.common import FormatOpt, JsonlOpt, JsonOpt, LayoutOpt, renderer
 from mqtool.cli.exit_codes import ExitCode
-from mqtool.cli.render import OutputFormat
+from mqtool.cli.render import OutputFormat, markup
 from mqtool.ops.stats import StatsOptions, input_size, store_stats
 from mqtool.store.layout import detect_layout
 
@@ -89,9 +89,13 @@ def render_stats(console: Console, doc: dict) -> None:
     queue_key = "queue_id" if doc["layout"] == "rocketmq" else "partition"
     tot = doc["totals"]
     console.print(
-        f"[bold]{doc['layout']}[/bold] {doc['root']}: {humanize.intcomma(tot['messages'])} messages, {_size(tot['bytes'])} "
-        f"in {tot['queues']} {'queues' if queue_key == 'queue_id' else 'partitions'}, "
-        f"{_time(tot['first_store_timestamp'])} .. {_time(tot['last_store_timestamp'])} ({doc['time_source']})"
+        markup(
+            "[bold]{}[/bold] {}",
+            doc["layout"],
+            f"{doc['root']}: {humanize.intcomma(tot['messages'])} messages, {_size(tot['bytes'])} "
+            f"in {tot['queues']} {'queues' if queue_key == 'queue_id' else 'partitions'}, "
+            f"{_time(tot['first_store_timestamp'])} .. {_time(tot['last_store_timestamp'])} ({doc['time_source']})",
+        )
     )
     unit_col = "queue" if queue_key == "queue_id" else "partition"
     rows = [
@@ -129,6 +133,6 @@ def render_stats(console: Console, doc: dict) -> None:
             + (f" ({_size(d['write_rate_bytes_per_hour'])}/h)" if d["write_rate_bytes_per_hour"] else "")
         )
     if d["forecast"]:
-        console.print(f"[bold]forecast:[/bold] {d['forecast']}")
+        console.print(markup("[bold]forecast:[/bold] {}", d["forecast"]))
     card = doc["cardinality"]
     console.print(f"tags~/keys~: distinct values estimated by {card['estimator']} ({card['relative_standard_error']:.1%} standard error)")

@@ -15,7 +15,7 @@ from rich.table import Table
 from mqtool.cli.app import app
 from mqtool.cli.common import JsonlOpt, JsonOpt, LayoutOpt
 from mqtool.cli.exit_codes import ExitCode
-from mqtool.cli.render import Column, OutputFormat, Renderer, dumps
+from mqtool.cli.render import Column, OutputFormat, Renderer, dumps, styled
 from mqtool.ops.findings import FAMILIES, Severity
 from mqtool.ops.validate import ValidateOptions, ValidationReport, default_jobs, validate_path
 from mqtool.store.layout import detect_layout
@@ -130,7 +130,7 @@ def render_table(console: Console, report: ValidationReport) -> None:
         n = s.errors + s.warnings + s.infos
         files.add_row(
             _short(s.path, report.root),
-            f"[{style}]{s.status}[/{style}]",
+            styled(s.status, style),
             humanize.intcomma(s.records),
             humanize.intcomma(s.valid_bytes) if s.valid_bytes is not None else "-",
             humanize.naturalsize(s.size, binary=True),
@@ -144,13 +144,13 @@ def render_table(console: Console, report: ValidationReport) -> None:
         for f in report.findings:
             style = {"error": "red", "warning": "yellow"}.get(f.level.value, "cyan")
             where = _short(f.path, report.root) + (f":{f.position}" if f.position is not None else "")
-            table.add_row(f"[{style}]{f.level.value}[/{style}]", f.code, where, f.message)
+            table.add_row(styled(f.level.value, style), f.code, where, f.message)
         console.print(table)
     c = report.counts
     verdict = "FAILED" if report.failed else "OK"
     console.print(
         f"{verdict}: {c['error']} error(s), {c['warning']} warning(s), {c['info']} info; "
-        f"{len(report.files)} files, {humanize.naturalsize(report.bytes_checked, binary=True)} of CommitLog checked "
+        f"{len(report.files)} files, {humanize.naturalsize(report.bytes_checked, binary=True)} of {'CommitLog' if report.layout == 'rocketmq' else 'log data'} checked "
         f"(fail on {report.options.fail_on.value})"
     )
 

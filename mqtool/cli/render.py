@@ -20,6 +20,8 @@ from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Iterator, TextIO
 
 from rich.console import Console
+from rich.markup import escape
+from rich.text import Text
 
 
 class OutputClosed(Exception):
@@ -97,8 +99,11 @@ class Renderer:
         self.out = stdout or sys.stdout
         self.err = stderr or sys.stderr
         self.quiet = quiet
-        self.console = Console(file=self.out, highlight=False, soft_wrap=False)
-        self.err_console = Console(file=self.err, highlight=False, stderr=True)
+        # markup=False: strings come from the data (topics, keys, paths, finding messages) and
+        # a "[/x]" in one must print as is, not be parsed as rich markup (or raise MarkupError);
+        # deliberate styling goes through ``styled`` / ``markup`` below.
+        self.console = Console(file=self.out, highlight=False, soft_wrap=False, markup=False)
+        self.err_console = Console(file=self.err, highlight=False, stderr=True, markup=False)
 
     # --- documents (report commands) ---------------------------------------------------
     def document(self, doc: Any, table: Callable[[Console], None]) -> None:
@@ -229,3 +234,13 @@ def _line(row: dict, columns: list[Column]) -> str:
                 text = text[: LAST_COLUMN_WIDTH - 1] + "…"
             parts.append(text)
     return "  ".join(parts).rstrip()
+
+
+def styled(text: str, style: str) -> Text:
+    """``text`` (data: never parsed as markup) in ``style``."""
+    return Text(str(text), style=style)
+
+
+def markup(template: str, *data: object) -> Text:
+    """``template`` (mqtool's own rich markup) with ``{}`` fields filled by escaped ``data``."""
+    return Text.from_markup(template.format(*(escape(str(d)) for d in data)))

@@ -246,3 +246,28 @@ def test_real_broker_metadata(capsys):
     assert code == 0, err
     (doc,) = json.loads(out)
     assert doc["content"]["offsetTable"]["lsqTopic1@lsqGroup"] == {"0": 8, "1": 15, "2": 14, "3": 12}
+
+
+@pytest.mark.parametrize("name", ["mk[/x]", "mk[bold]", "mk[/]"])
+def test_data_is_never_parsed_as_markup(tmp_path, name):
+    """Paths, topics and finding messages that look like rich markup print as they are: a "[/x]"
+    raised MarkupError (an internal error) before tables stopped parsing markup."""
+    import shutil
+
+    clean, damaged = tmp_path / name / "clean", tmp_path / name / "damaged"
+    shutil.copytree(FIXTURES / "jafka-data", clean)
+    shutil.copytree(FIXTURES / "jafka-data", damaged)
+    with open(damaged / "orders-0" / "00000000000000002348.jafka", "ab") as f:
+        f.write(b"garbage")
+    for argv, expected in (
+        (["validate", str(damaged)], 1),
+        (["recover", str(damaged)], 1),
+        (["validate", str(clean)], 0),
+        (["info", str(clean)], 0),
+        (["stats", str(clean)], 0),
+    ):
+        env = {**os.environ, "COLUMNS": "400"}  # no wrapping inside the path
+        proc = subprocess.run([sys.executable, "-m", "mqtool", *argv], capture_output=True, text=True, cwd=PROJECT_ROOT, env=env, check=False)
+        assert proc.returncode == expected, (argv, proc.stderr)
+        assert "internal error" not in proc.stderr
+        assert name in proc.stdout, (argv, proc.stdout[:500])
