@@ -199,8 +199,11 @@ def plan_rocketmq(path: str | Path, options: RecoverOptions = RecoverOptions()) 
         plan.needs_force.append(f"{plan.records_dropped} decodable record(s) after the valid end would be cut (the broker drops them too)")
 
     # --- 3. ConsumeQueues -----------------------------------------------------------------------------
-    queues = _plan_queues(store, plan, process_offset, options)
+    journal = _read_cq_journal(store)
+    first_cq_step = len(plan.steps)
+    queues = _plan_queues(store, plan, process_offset, options, journal)
     _plan_dispatch(store, plan, queues, segments, start, process_offset, options)
+    _plan_cq_journal(store, plan, queues, first_cq_step, journal, options)
 
     # --- 4. IndexFiles ------------------------------------------------------------------------------
     _plan_index(store, plan, process_offset, options)
@@ -237,13 +240,52 @@ def _count_valid_from(f: ReadOnlyFile, base: int, pos: int | None) -> int:
     return count
 
 
-def _plan_queues(store: rmq.RocketMQStore, plan: RecoverPlan, process_offset: int, options: RecoverOptions) -> dict:
+CQ_JOURNAL = ".mqtool-cq-rebuild.json"
+
+
+def _read_cq_journal(store: rmq.RocketMQStore) -> int | None:
+    """The ConsumeQueue file size recorded by a rebuild that was interrupted, if any."""
+    path = store.consumequeue_dir / CQ_JOURNAL
+    try:
+        size = json.loads(path.read_bytes()).get("cq_file_size")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return size if isinstance(size, int) and size > 0 and size % cqf.CQ_UNIT_SIZE == 0 else None
+
+
+def _plan_cq_journal(store: rmq.RocketMQStore, plan: RecoverPlan, queues: dict, first_cq_step: int, journal: int | None, options: RecoverOptions) -> None:
+    """Bracket ConsumeQueue work that deletes files with a journal naming their file size.
+
+    Removing a queue's files and dispatching it again is not atomic: a run killed after the
+    last file of the last queue went would leave nothing to learn the geometry from, and the
+    rerun would write files of the default size the broker (configured otherwise) refuses to
+    load.  ``consumequeue/.mqtool-cq-rebuild.json`` is written before the first such delete and
+    removed after the last dispatch; a rerun takes the size from it.  (The broker ignores
+    regular files in ``consumequeue/``: it only descends into directories.)"""
+    steps = plan.steps[first_cq_step:]
+    deletes = options.rebuild_cq and any(s.action == "delete" and s.path.startswith("consumequeue/") for s in steps)
+    if not deletes and journal is None:
+        return
+    path = relative(store.root, store.consumequeue_dir / CQ_JOURNAL)
+    if deletes:
+        sizes = sorted({q.file_size for q in queues.values()})
+        size = journal or (sizes[0] if len(sizes) == 1 else None)
+        if size is not None:
+            plan.steps.insert(
+                first_cq_step,
+                Step("begin-cq-rebuild", path, f"journal: ConsumeQueue files of {size} bytes are rebuilt (a rerun after a crash keeps the size)", details={"cq_file_size": size}),
+            )
+    plan.add(Step("end-cq-rebuild", path, "the ConsumeQueue rebuild is complete: its journal goes"))
+
+
+def _plan_queues(store: rmq.RocketMQStore, plan: RecoverPlan, process_offset: int, options: RecoverOptions, journal: int | None = None) -> dict:
     root = store.root
     queues: dict[tuple[str, int], _QueueState] = {}
     wanted = {q for q in options.queues}
     all_segs = {key: store.cq_segments(*key) for key in store.queues()}
-    # a queue without files gets the file size the others have (it is rebuilt like them)
-    common = rmq.detect_cq_file_size([s for segs in all_segs.values() for s in segs])
+    # a queue without files gets the file size the others have (it is rebuilt like them), or the
+    # size an interrupted rebuild recorded
+    common = rmq.detect_cq_file_size([s for segs in all_segs.values() for s in segs]) if any(all_segs.values()) or journal is None else journal
     for (topic, qid), segs in all_segs.items():
         size = rmq.detect_cq_file_size(segs) if any(s.size for s in segs) else common
         state = _QueueState(topic, qid, rmq.queue_dir(store, topic, qid), options.cq_file_size or size)
@@ -381,7 +423,9 @@ def _scan_undispatched(
     return missing_queues
 
 
-def _default_cq_size(queues: dict) -> int:
+def _default_cq_size(queues: dict, journal: int | None = None) -> int:
+    if journal:
+        return journal
     sizes = [q.file_size for q in queues.values()]
     return max(set(sizes), key=sizes.count) if sizes else rmq.DEFAULT_CQ_FILE_SIZE
 
@@ -562,6 +606,18 @@ def apply_custom(step: Step, ctx: ApplyContext) -> None:
             cpf.Checkpoint(d["physic_msg_timestamp"], d["logics_msg_timestamp"], d["index_msg_timestamp"], d.get("master_flushed_offset"), d.get("confirm_phy_offset"))
         )
         ctx.mutator.replace_file(path, data)
+    elif step.action == "begin-cq-rebuild":
+        path = resolve(ctx.root, step.path)
+        if path.exists():
+            ctx.quarantine.keep_file(path)
+        else:
+            ctx.quarantine.record_created(path)
+        ctx.mutator.replace_file(path, json.dumps({"cq_file_size": step.details["cq_file_size"]}).encode() + b"\n")
+    elif step.action == "end-cq-rebuild":
+        path = resolve(ctx.root, step.path)
+        if path.exists():
+            ctx.quarantine.keep_file(path)
+            ctx.mutator.delete(path)
     elif step.action == "remove-abort":
         path = resolve(ctx.root, step.path)
         if path.exists():

@@ -605,6 +605,31 @@ def test_rebuild_index_all(work, pristine):
     assert not (root / INDEX_STAGING).exists()
 
 
+def test_rebuild_cq_killed_with_every_file_gone_keeps_the_geometry(work, pristine):
+    """--rebuild-cq journals the ConsumeQueue file size before deleting: a run killed after the
+    last file went (found by ``python -m fuzz.faults``) is finished by a rerun with 200-byte files,
+    not the 6,000,000-byte default a broker configured for 200 would refuse."""
+    root, q = fresh(work, pristine)
+    before = tree(root)
+    plan = plan_rocketmq(root, RecoverOptions(rebuild_cq=True))
+    actions = [s.action for s in plan.steps]
+    assert actions.index("begin-cq-rebuild") < actions.index("delete")
+    assert actions.index("end-cq-rebuild") > max(i for i, a in enumerate(actions) if a == "dispatch-cq")
+    # the state such a kill leaves: the journal written, every ConsumeQueue file deleted
+    begin = next(s for s in plan.steps if s.action == "begin-cq-rebuild")
+    assert begin.details == {"cq_file_size": 200}
+    (root / begin.path).write_text(json.dumps(begin.details))
+    for f in (root / "consumequeue").glob("*/*/*"):
+        f.unlink()
+    rerun = plan_rocketmq(root, RecoverOptions())
+    assert {s.details["cq_file_size"] for s in rerun.steps if s.action == "dispatch-cq"} == {200}
+    assert "end-cq-rebuild" in [s.action for s in rerun.steps]
+    apply_rocketmq(rerun, quarantine_root=q, force=True, jobs=1)
+    assert subtree(tree(root), "consumequeue") == subtree(before, "consumequeue")
+    assert not (root / begin.path).exists()
+    assert_clean(root)
+
+
 def test_rebuild_cq_one_queue(work, pristine):
     """--rebuild-cq --queue T/1 deletes that queue's files (quarantined) and dispatches it anew."""
     root, q = fresh(work, pristine)
