@@ -377,6 +377,7 @@ def scenarios() -> list[Scenario]:
         Scenario("rocketmq", "recover", "rebuild-all-80", rmq_torn(80, 2), ("--rebuild-cq", "--rebuild-index")),
         Scenario("rocketmq", "clean", "safe-reserved-1h-200", rmq_ageing(200, 60_000), ("--now", str(RMQ_NOW), "--reserved-hours", "1", *ALL_AT_ONCE)),
         Scenario("rocketmq", "clean", "safe-reserved-2h-300", rmq_ageing(300, 40_000), ("--now", str(RMQ_NOW), "--reserved-hours", "2", *ALL_AT_ONCE)),
+        Scenario("rocketmq", "clean", "safe-reserved-1h-500", rmq_ageing(500, 20_000), ("--now", str(RMQ_NOW), "--reserved-hours", "1", *ALL_AT_ONCE)),
         Scenario(
             "rocketmq",
             "clean",

@@ -8,7 +8,7 @@ from typing import Annotated, Optional
 import typer
 
 from mqtool.cli.app import app
-from mqtool.cli.common import DecodeOpt, FormatOpt, JsonlOpt, JsonOpt, renderer
+from mqtool.cli.common import DecodeOpt, FormatOpt, JsonlOpt, JsonOpt, finish_dump, renderer
 from mqtool.cli.exit_codes import ExitCode
 from mqtool.cli.render import BodyDecode, Column, OutputFormat, markup, styled
 from mqtool.cli.rows import iso_ms, message_row, parse_time
@@ -86,16 +86,7 @@ def dump_commitlog(
                 yield row
 
     out.stream(rows(), COMMITLOG_COLUMNS)
-    return _finish(out, engine.problems)
-
-
-def _finish(out, problems) -> int:
-    for problem in problems:
-        out.error(str(problem))
-    if problems:
-        out.warn("the data stops being valid at the position(s) above; `mqtool validate` explains the damage")
-        return ExitCode.FINDINGS
-    return ExitCode.OK
+    return finish_dump(out, engine.problems)
 
 
 CQ_COLUMNS = [
@@ -225,7 +216,7 @@ def dump_index(
                 f"{p}: {max(h.index_count - 1, 0)} entries, {h.hash_slot_count} used slots of {geo.hash_slot_num}, "
                 f"time {iso_ms(h.begin_timestamp)} .. {iso_ms(h.end_timestamp)}, commitlog {h.begin_phy_offset} .. {h.end_phy_offset}"
             )
-    return _finish(out, engine.problems)
+    return finish_dump(out, engine.problems)
 
 
 @dump_app.command("checkpoint")
@@ -283,4 +274,4 @@ def dump_config(
             console.print(JSON.from_data(d["content"]))
 
     out.document(docs, table)
-    return _finish(out, problems)
+    return finish_dump(out, problems)

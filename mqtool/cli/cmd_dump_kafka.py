@@ -9,7 +9,7 @@ import typer
 
 from mqtool.cli.cmd_dump import dump_app
 from mqtool.cli.cmd_info import render_generic
-from mqtool.cli.common import DecodeOpt, FormatOpt, JsonlOpt, JsonOpt, renderer
+from mqtool.cli.common import DecodeOpt, FormatOpt, JsonlOpt, JsonOpt, finish_dump, renderer
 from mqtool.cli.exit_codes import ExitCode
 from mqtool.cli.render import BodyDecode, OutputFormat
 from mqtool.cli.rows import parse_time
@@ -32,12 +32,7 @@ PartitionOpt = Annotated[Optional[int], typer.Option("--partition", help="Only t
 LimitOpt = Annotated[Optional[int], typer.Option("--limit", min=0, help="Stop after this many rows.")]
 
 
-def _finish(out, problems, extra_failures: int = 0) -> int:
-    for problem in problems:
-        out.error(str(problem))
-    if problems:
-        out.warn("`mqtool validate` explains the damage (and what Kafka's recovery would do with it)")
-    return ExitCode.FINDINGS if problems or extra_failures else ExitCode.OK
+KAFKA_HINT = "`mqtool validate` explains the damage (and what Kafka's recovery would do with it)"
 
 
 def _limited(rows, limit: int | None):
@@ -147,7 +142,7 @@ def dump_kafka_log(
             out.warn(f"{end.path}:{end.valid_end}: {end.size - end.valid_end} zero bytes after the last entry (pre-allocated segment)")
         elif end.kind == "limit":
             out.warn(f"{end.path}: stopped at {end.valid_end} (--max-bytes {max_bytes}); {end.size - end.valid_end} bytes not read")
-    return _finish(out, engine.problems)
+    return finish_dump(out, engine.problems, hint=KAFKA_HINT)
 
 
 def _index_family(kind: str, path: Path, topic, partition, verify: bool, limit, fmt, as_json, as_jsonl, columns) -> int:
@@ -164,7 +159,7 @@ def _index_family(kind: str, path: Path, topic, partition, verify: bool, limit, 
             out.warn(f"{file} is empty.")
     if verify and engine.mismatches:
         out.error(f"{engine.mismatches} entr{'y' if engine.mismatches == 1 else 'ies'} do not match the log (see the verify field)")
-    return _finish(out, engine.problems, engine.mismatches)
+    return finish_dump(out, engine.problems, extra_failures=engine.mismatches, hint=KAFKA_HINT)
 
 
 VerifyOpt = Annotated[
@@ -241,7 +236,7 @@ def dump_kafka_snapshot(
     targets = ops.index_targets(path, "snapshot", topic=topic, partition=partition)
     table = out.fmt is OutputFormat.table
     out.stream(_limited((snapshot_row(r, table=table) for r in ops.snapshot_rows(targets, problems)), limit), SNAPSHOT_COLUMNS)
-    return _finish(out, problems)
+    return finish_dump(out, problems, hint=KAFKA_HINT)
 
 
 @dump_app.command("kafka-checkpoint")

@@ -8,10 +8,9 @@ from typing import Annotated, Optional
 import typer
 
 from mqtool.cli.cmd_dump import LimitOpt, TopicOpt, dump_app
-from mqtool.cli.common import DecodeOpt, FormatOpt, JsonlOpt, JsonOpt, renderer
-from mqtool.cli.exit_codes import ExitCode
+from mqtool.cli.common import DecodeOpt, FormatOpt, JsonlOpt, JsonOpt, finish_dump, renderer
 from mqtool.cli.render import BodyDecode, Column, OutputFormat, Renderer, encode_bytes
-from mqtool.errors import MqError, hexint
+from mqtool.errors import hexint
 from mqtool.ops import dump_legacy as ops
 from mqtool.store.jafka import open_jafka
 from mqtool.store.metaq import open_metaq, segment_name
@@ -23,7 +22,6 @@ FromOffsetOpt = Annotated[
 ]
 
 #: How many problems are listed one by one on stderr before they are only counted.
-MAX_LISTED_PROBLEMS = 20
 
 JAFKA_COLUMNS = [
     Column("offset", "OFFSET", 20, ">"),
@@ -113,20 +111,6 @@ def _table_extras(row: dict, crc_key: str) -> dict:
     return row
 
 
-def finish(out: Renderer, problems: list[MqError], notes: list[str]) -> int:
-    """Notes and problems to stderr; exit 1 when data was damaged."""
-    for note in notes:
-        out.warn(note)
-    for problem in problems[:MAX_LISTED_PROBLEMS]:
-        out.error(str(problem))
-    if len(problems) > MAX_LISTED_PROBLEMS:
-        out.error(f"... and {len(problems) - MAX_LISTED_PROBLEMS} more problem(s)")
-    if problems:
-        out.warn("the data is damaged at the position(s) above; `mqtool validate` explains the damage")
-        return ExitCode.FINDINGS
-    return ExitCode.OK
-
-
 @dump_app.command("jafka")
 def dump_jafka(
     path: Annotated[Path, typer.Argument(help="A Jafka data dir (log.dir), a <topic>-<partition> directory, or one .jafka file.")],
@@ -164,7 +148,7 @@ def dump_jafka(
                 yield row
 
     out.stream(rows(), JAFKA_COLUMNS)
-    return finish(out, engine.problems, engine.notes)
+    return finish_dump(out, engine.problems, notes=engine.notes, hint="the data is damaged at the position(s) above; `mqtool validate` explains the damage")
 
 
 @dump_app.command("metaq")
@@ -207,4 +191,4 @@ def dump_metaq(
                 yield row
 
     out.stream(rows(), METAQ_COLUMNS)
-    return finish(out, engine.problems, engine.notes)
+    return finish_dump(out, engine.problems, notes=engine.notes, hint="the data is damaged at the position(s) above; `mqtool validate` explains the damage")

@@ -6,6 +6,7 @@ from typing import Annotated, Optional
 
 import typer
 
+from mqtool.cli.exit_codes import ExitCode, exit_code_for
 from mqtool.cli.render import BodyDecode, OutputFormat, Renderer
 
 FormatOpt = Annotated[
@@ -32,3 +33,25 @@ def renderer(fmt: OutputFormat, as_json: bool, as_jsonl: bool, *, quiet: bool = 
     elif as_jsonl:
         fmt = OutputFormat.jsonl
     return Renderer(fmt, quiet=quiet)
+
+
+MAX_LISTED_PROBLEMS = 20
+DAMAGE_HINT = "the data stops being valid at the position(s) above; `mqtool validate` explains the damage"
+
+
+def finish_dump(out: Renderer, problems: list, *, notes: list[str] | tuple = (), extra_failures: int = 0, hint: str = DAMAGE_HINT) -> int:
+    """The end of every ``dump``: notes and problems to stderr (at most 20 listed), then the exit
+    code: 3 when a file could not be read (an I/O error is not damage), else 1 when the data is
+    damaged (or ``extra_failures``, e.g. index entries that disagree with the log), else 0."""
+    for note in notes:
+        out.warn(note)
+    for problem in problems[:MAX_LISTED_PROBLEMS]:
+        out.error(str(problem))
+    if len(problems) > MAX_LISTED_PROBLEMS:
+        out.error(f"... and {len(problems) - MAX_LISTED_PROBLEMS} more problem(s)")
+    codes = {exit_code_for(p) for p in problems}
+    if ExitCode.FINDINGS in codes:
+        out.warn(hint)
+    if codes - {ExitCode.FINDINGS}:
+        return max(codes - {ExitCode.FINDINGS})
+    return ExitCode.FINDINGS if problems or extra_failures else ExitCode.OK

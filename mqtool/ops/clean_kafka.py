@@ -249,11 +249,18 @@ def plan_clean_kafka(path: str | Path, options: CleanOptions = CleanOptions(), *
 
     budget = [options.max_delete if options.max_delete is not None else -1]
     new_lsos: dict[tuple[str, int], tuple[int, int]] = {}  # key -> (new log start offset, new first base)
+    for link in store.links:
+        plan.notes.append(f"{link.name}: a symbolic link: not followed")
     for part in store.partitions:
         facts = {"partition": part.name}
         plan.facts["partitions"].append(facts)
         if _is_link(part.path) or not _inside(root, part.path):
             plan.notes.append(f"{part.name}: a symbolic link (or outside {root}): not followed")
+            facts["skipped"] = "symlink"
+            continue
+        if part.links or part.special:
+            names = ", ".join(p.name for p in (*part.links, *part.special))
+            plan.notes.append(f"{part.name}: symbolic links or special files ({names}) are not followed: nothing in this partition is deleted")
             facts["skipped"] = "symlink"
             continue
         for p in part.unexpected:

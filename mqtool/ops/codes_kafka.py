@@ -19,6 +19,7 @@ CODES: dict[str, CodeInfo] = {
     # files
     "KAFKA-FILE-UNREADABLE": CodeInfo(E, "files", "a file that cannot be read (permissions, I/O error, not a regular file)"),
     "KAFKA-FILE-NAME": CodeInfo(W, "files", "a file the broker does not know in a log dir or partition dir"),
+    "KAFKA-FILE-LINK": CodeInfo(W, "files", "a symbolic link in the log dir or a partition directory: not followed (Kafka would follow it)"),
     "KAFKA-DIR-NAME": CodeInfo(E, "files", "a directory in a log dir that is not topic-partition[.uniqueId-delete|-future|-stray] (the broker takes the log dir offline)"),
     "KAFKA-DIR-STATE": CodeInfo(I, "files", "a partition dir being deleted (-delete), moved (-future) or a KRaft stray replica (-stray)"),
     "KAFKA-FILE-ORPHAN-INDEX": CodeInfo(W, "files", "an .index/.timeindex/.txnindex without its .log (deleted by the broker at load)"),
@@ -32,6 +33,7 @@ CODES: dict[str, CodeInfo] = {
     "KAFKA-LOG-CRC": CodeInfo(E, "log", "a batch CRC-32C (v2) or message CRC-32 (v0/v1) that does not match"),
     "KAFKA-LOG-CONTROL": CodeInfo(E, "log", "a control batch with a producer id whose end-transaction marker cannot be read (recovery fails on it)"),
     "KAFKA-LOG-TORN-TAIL": CodeInfo(W, "log", "a segment ending in a partially written entry (error when it is not the last segment)"),
+    "KAFKA-LOG-IN-PROGRESS": CodeInfo(I, "log", "the active segment of a running broker (.lock held) ends in an entry being written"),
     "KAFKA-LOG-ZERO-TAIL": CodeInfo(W, "log", "zero bytes after the last entry (a pre-allocated segment; error when it is not the last segment)"),
     "KAFKA-LOG-GARBAGE": CodeInfo(E, "log", "bytes after a broken entry that do not start a valid entry"),
     "KAFKA-LOG-VALID-END": CodeInfo(I, "log", "where valid data ends in the last segment (the log end offset)"),

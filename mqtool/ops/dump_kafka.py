@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator, Literal
 
-from mqtool.errors import MqError, StoreLayoutError, UnsupportedFormatError
+from mqtool.errors import ChecksumError, CorruptDataError, MqError, StoreLayoutError, UnsupportedFormatError
 from mqtool.formats.checksums import crc32, crc32c
 from mqtool.formats.kafka import checkpoint_file as cpf
 from mqtool.formats.kafka import compression
@@ -274,7 +274,7 @@ class LogDump:
             info = batch_info(target.path, pos, entry, walk.buffer, pos - walk.buffer_start)
             if not info.is_valid and opts.check_crc:
                 self.problems.append(
-                    MqError(
+                    ChecksumError(
                         "CRC mismatch",
                         path=target.path,
                         position=pos + (rb.CRC_POSITION if info.magic == 2 else 12),
@@ -291,7 +291,7 @@ class LogDump:
                 continue
             records, error = self._records(target, entry, walk.buffer, pos - walk.buffer_start, decoder)
             if error is not None:
-                self.problems.append(MqError(error, path=target.path, position=pos))
+                self.problems.append(CorruptDataError(error, path=target.path, position=pos))
             yield DumpItem(target, info, records, error)
         if walk.error is not None:
             self.problems.append(walk.error)

@@ -562,7 +562,13 @@ def plan_kafka(path: str | Path, options: RecoverOptions = RecoverOptions()) -> 
 
     new_rp: dict[tuple[str, int], tuple[int, list[str]]] = {}
     leos: dict[tuple[str, int], int] = {}
+    for link in store.links:
+        plan.notes.append(f"{link.name}: a symbolic link: not followed (nothing behind it is recovered)")
     for part in store.partitions:
+        if part.links or part.special:
+            names = ", ".join(p.name for p in (*part.links, *part.special))
+            plan.notes.append(f"{part.name}: symbolic links or special files ({names}) are not followed: the partition is left as it is")
+            continue
         facts = _plan_partition(planner, part, rps, lsos, options, clean)
         plan.facts["partitions"].append(facts.to_dict())
         if facts.key is not None and part.suffix is None and facts.log_end_offset is not None:

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import heapq
 import json
+import os
 import re
 import struct
 from dataclasses import dataclass, field
@@ -1160,6 +1161,7 @@ def _check_files(store: ks.KafkaStore, report: ValidationReport) -> None:
         )
     for path in store.unexpected:
         report.add(Finding("KAFKA-FILE-NAME", str(path), None, f"unexpected file in a log dir: {path.name!r}"))
+    _report_links(store.links, report)
     for path in store.leftovers:
         report.add(Finding("KAFKA-FILE-LEFTOVER", str(path), None, f"{path.name}: {_LEFTOVER_WHY[_leftover_kind(path.name)]}"))
     lone = store.kind == "segment"
@@ -1180,6 +1182,9 @@ def _check_files(store: ks.KafkaStore, report: ValidationReport) -> None:
             report.add(Finding("KAFKA-FILE-NAME", str(path), None, what))
         for path in part.leftovers:
             report.add(Finding("KAFKA-FILE-LEFTOVER", str(path), None, f"{path.name}: {_LEFTOVER_WHY[_leftover_kind(path.name)]}"))
+        _report_links(part.links, report)
+        for path in part.special:
+            report.add(Finding("KAFKA-FILE-UNREADABLE", str(path), None, "expected a regular file, found a FIFO, device or socket: not opened"))
         for seg in part.segments:
             if seg.log is None:
                 for p in (seg.index, seg.timeindex, seg.txnindex):
@@ -1407,8 +1412,10 @@ def _read_offset_checkpoints(store: ks.KafkaStore, report: ValidationReport) -> 
 
 
 def _check_log_dir_checkpoints(
-    store: ks.KafkaStore, states: list[_PartitionState], files: dict, report: ValidationReport
+    store: ks.KafkaStore, states: list[_PartitionState], files: dict, report: ValidationReport, live: bool = False
 ) -> None:
+    """``live``: a running broker appended after the logs were read, so a checkpoint ahead of the
+    log end offset seen is expected (info), not missing data."""
     if store.log_dir is None:
         return
     known = {s.part.key for s in states if s.part.key is not None}
@@ -1443,7 +1450,9 @@ def _check_log_dir_checkpoints(
                         code,
                         str(path),
                         _line_position(path, *key),
-                        f"{state.part.name}: expected at most the log end offset {leo}, found {value}: {why}",
+                        f"{state.part.name}: expected at most the log end offset {leo}, found {value}: "
+                        + ("the log grew after it was read (the broker is running)" if live else why),
+                        severity=Severity.info if live else None,
                     )
                 )
         path, table = files[cpf.LOG_START_OFFSET_CHECKPOINT]
@@ -1488,9 +1497,11 @@ def _check_log_dir_state(store: ks.KafkaStore, states: list[_PartitionState], re
     _read_checkpoint(meta, report, cpf.decode_meta_properties)
     clean = store.log_dir_file(cpf.CLEAN_SHUTDOWN)
     broker_files = meta is not None or any(store.log_dir_file(n) for n in cpf.OFFSET_CHECKPOINT_FILES)
+    lock = store.log_dir / ks.LOCK_FILE
+    pid = probe_record_lock(lock)
     if clean is not None:
         _read_checkpoint(clean, report, cpf.decode_clean_shutdown)
-    elif broker_files and any(s.has_data for s in states):
+    elif broker_files and any(s.has_data for s in states) and pid is None:  # (a running broker: KAFKA-LOCK-HELD)
         report.add(
             Finding(
                 "KAFKA-UNCLEAN-SHUTDOWN",
@@ -1500,8 +1511,6 @@ def _check_log_dir_state(store: ks.KafkaStore, states: list[_PartitionState], re
                 "segment after each partition's recovery point",
             )
         )
-    lock = store.log_dir / ks.LOCK_FILE
-    pid = probe_record_lock(lock)
     if pid is not None:
         report.add(
             Finding("KAFKA-LOCK-HELD", str(lock), None, f"the log dir lock is held (pid {pid or 'unknown'}): a broker is running; files may change while read")
@@ -1586,6 +1595,10 @@ def validate_kafka(path: str | Path, options: ValidateOptions, progress=None) ->
 
     tasks, states = _tasks(store, options)
     by_partition = {str(s.part.path): s for s in states}
+    # a running broker (its .lock held): the end of each partition's active segment is being
+    # written, so a partial entry there is in progress, not damage
+    live = store.log_dir is not None and probe_record_lock(store.log_dir / ks.LOCK_FILE) is not None
+    active = {str(s.part.log_segments()[-1].log) for s in states if s.part.log_segments()} if live else set()
     summaries: dict[str, FileSummary] = {}
     totals = {"segments": 0, "entries": 0, "records": 0}
     for task, res in zip(tasks, run_tasks(_run_task, tasks, options.jobs)):
@@ -1605,6 +1618,14 @@ def validate_kafka(path: str | Path, options: ValidateOptions, progress=None) ->
             index_summaries[ir.path] = s
             report.files.append(s)
         for finding in res.findings:
+            if finding.code == "KAFKA-LOG-TORN-TAIL" and finding.path in active:
+                finding = Finding(
+                    "KAFKA-LOG-IN-PROGRESS",
+                    finding.path,
+                    finding.position,
+                    f"the active segment of a running broker ends in an entry being written ({finding.length} bytes so far)",
+                    length=finding.length,
+                )
             report.add(finding, index_summaries.get(finding.path, summary))
         report.bytes_checked += res.size
         totals["entries"] += res.entries
@@ -1635,7 +1656,7 @@ def validate_kafka(path: str | Path, options: ValidateOptions, progress=None) ->
             "segments": len(state.results),
         }
     if store.kind != "segment":
-        _check_log_dir_checkpoints(store, states, checkpoints, report)
+        _check_log_dir_checkpoints(store, states, checkpoints, report, live)
         _check_log_dir_state(store, states, report)
     report.facts.update(
         {
@@ -1648,3 +1669,12 @@ def validate_kafka(path: str | Path, options: ValidateOptions, progress=None) ->
         }
     )
     return report
+
+
+def _report_links(links: list[Path], report: ValidationReport) -> None:
+    for path in links:
+        try:
+            target = os.readlink(path)
+        except OSError:
+            target = "?"
+        report.add(Finding("KAFKA-FILE-LINK", str(path), None, f"expected a regular file or directory, found a symbolic link to {target!r}: not followed"))

@@ -15,7 +15,9 @@ entry whose size field is larger than ``MAX_ENTRY_SIZE`` is never allocated.
 
 from __future__ import annotations
 
+import os
 import re
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator, Literal
@@ -108,6 +110,8 @@ class KafkaPartition:
     kraft_snapshots: list[Path] = field(default_factory=list)
     leftovers: list[Path] = field(default_factory=list)  # .deleted, .cleaned, .swap, *.tmp
     unexpected: list[Path] = field(default_factory=list)
+    links: list[Path] = field(default_factory=list)  # symbolic links: never followed
+    special: list[Path] = field(default_factory=list)  # FIFOs, devices, sockets: never opened
     leader_epoch_checkpoint: Path | None = None
     partition_metadata: Path | None = None
     quorum_state: Path | None = None
@@ -156,12 +160,13 @@ class KafkaStore:
     leftovers: list[Path] = field(default_factory=list)
     unexpected: list[Path] = field(default_factory=list)
     other_dirs: list[Path] = field(default_factory=list)
+    links: list[Path] = field(default_factory=list)  # symbolic links in the log dir: never followed
 
     def log_dir_file(self, name: str) -> Path | None:
         if self.log_dir is None:
             return None
         path = self.log_dir / name
-        return path if is_regular_file(path) else None
+        return path if entry_kind(path) == "file" else None  # a link is never followed
 
     def find_partition(self, topic: str | None, partition: int | None) -> KafkaPartition:
         """The one partition matching ``topic``/``partition`` (either may be omitted when unique)."""
@@ -269,6 +274,20 @@ def _size(path: Path) -> int:
         return 0
 
 
+def entry_kind(path: Path) -> str | None:
+    """``file``, ``dir``, ``link`` (never followed: it may lead out of the log dir or loop),
+    ``special`` (a FIFO, device or socket: opening one could block), or None when it vanished."""
+    try:
+        mode = os.lstat(path).st_mode
+    except OSError:
+        return None
+    if stat.S_ISLNK(mode):
+        return "link"
+    if stat.S_ISDIR(mode):
+        return "dir"
+    return "file" if stat.S_ISREG(mode) else "special"
+
+
 def list_partition(path: Path) -> KafkaPartition:
     """Classify every entry of a partition directory (names only; nothing is read)."""
     path = Path(path)
@@ -284,7 +303,16 @@ def list_partition(path: Path) -> KafkaPartition:
         if name == MQTOOL_LOCK_NAME:
             continue  # mqtool's own lock (recover/clean on a partition directory)
         full = path / name
-        if is_directory(full):
+        kind = entry_kind(full)
+        if kind is None:
+            continue  # vanished since the listing
+        if kind == "link":
+            part.links.append(full)
+            continue
+        if kind == "special":
+            part.special.append(full)
+            continue
+        if kind == "dir":
             part.unexpected.append(full)
             continue
         if name == cpf.LEADER_EPOCH_CHECKPOINT:
@@ -394,7 +422,13 @@ def open_kafka(path: str | Path) -> KafkaStore:
     store = KafkaStore(root, "log-dir", [], log_dir=root)
     for name in safe_listdir(root):
         full = root / name
-        if is_directory(full):
+        kind = entry_kind(full)
+        if kind is None:
+            continue
+        if kind == "link":
+            store.links.append(full)
+            continue
+        if kind == "dir":
             if parse_partition_name(name) is not None:
                 store.partitions.append(list_partition(full))
             elif name in KNOWN_DIRS:

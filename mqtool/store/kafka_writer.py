@@ -27,11 +27,13 @@ Used by the fixtures, the tests and ``bench``.  It reproduces what the offline c
 
 from __future__ import annotations
 
+import fcntl
 import os
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Sequence
 
+from mqtool.errors import LockBusyError
 from mqtool.formats.kafka import checkpoint_file as cpf
 from mqtool.formats.kafka import index as kidx
 from mqtool.formats.kafka import legacy as klegacy
@@ -301,7 +303,9 @@ def _first_offset(entry) -> int:
 class LogDirWriter:
     """A log dir: ``meta.properties``, partitions, and the log-dir checkpoint files at close."""
 
-    def __init__(self, root: str | os.PathLike[str], *, meta: cpf.MetaProperties | None = None) -> None:
+    def __init__(self, root: str | os.PathLike[str], *, meta: cpf.MetaProperties | None = None, hold_lock: bool = False) -> None:
+        """``hold_lock``: hold ``.lock`` while open (an fcntl record lock, what the broker's
+        ``FileChannel.tryLock`` takes), so readers see a running broker."""
         self.root = Path(root)
         self.root.mkdir(parents=True, exist_ok=True)
         self.partitions: dict[tuple[str, int], PartitionWriter] = {}
@@ -311,6 +315,15 @@ class LogDirWriter:
         if meta is not None:
             (self.root / cpf.META_PROPERTIES).write_bytes(cpf.encode_meta_properties(meta, date_comment="Tue Nov 14 22:13:20 UTC 2023"))
         (self.root / ".lock").write_bytes(b"")
+        self._lock_fd: int | None = None
+        if hold_lock:
+            fd = os.open(self.root / ".lock", os.O_RDWR)
+            try:
+                fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                os.close(fd)
+                raise LockBusyError("another writer holds the log dir's .lock", path=self.root / ".lock") from None
+            self._lock_fd = fd
 
     def partition(
         self, topic: str, partition: int, config: PartitionConfig = PartitionConfig(), *, managed: bool = True, **kw
@@ -322,6 +335,14 @@ class LogDirWriter:
         return writer
 
     def close(self, *, clean: bool = True, broker_epoch: int | None = None) -> None:
+        try:
+            self._close(clean=clean, broker_epoch=broker_epoch)
+        finally:
+            if self._lock_fd is not None:
+                os.close(self._lock_fd)  # releases the lock
+                self._lock_fd = None
+
+    def _close(self, *, clean: bool, broker_epoch: int | None) -> None:
         for writer in self.partitions.values():
             writer.close(clean=clean)
         managed = {k: w for k, w in sorted(self.partitions.items()) if k not in self.unmanaged}

@@ -176,6 +176,24 @@ def test_torn_tail_last_and_earlier_segment(logs):
     assert g.length == 15 and "deleting every later segment" in g.message
 
 
+def test_torn_tail_of_a_running_broker_is_in_progress(logs, monkeypatch):
+    """With .lock held (a running broker) the active segment's partial entry is being written;
+    a torn tail in an earlier segment stays an error."""
+    last = seg(logs, "orders-0", 90)
+    e = entries(last)[-1]
+    os.truncate(last, e.position + 30)
+    middle = seg(logs, "orders-0", 60)
+    m = entries(middle)[-1]
+    os.truncate(middle, m.position + 15)
+    monkeypatch.setattr(vk, "probe_record_lock", lambda path: 4242)
+    report = validate(logs)
+    (f,) = found(report, "KAFKA-LOG-IN-PROGRESS", last, e.position, Severity.info)
+    assert f.length == 30
+    found(report, "KAFKA-LOG-TORN-TAIL", middle, m.position, Severity.error)
+    assert not [x for x in report.findings if x.code == "KAFKA-LOG-TORN-TAIL" and x.path == str(last)]
+    assert "KAFKA-UNCLEAN-SHUTDOWN" not in {x.code for x in report.findings}
+
+
 def test_zero_tail(logs):
     last = seg(logs, "orders-0", 90)
     size = last.stat().st_size
@@ -530,6 +548,24 @@ def test_producer_snapshots(logs):
     report = validate(logs)
     found(report, "KAFKA-SNAPSHOT", events, 2, Severity.warning)
     found(report, "KAFKA-SNAPSHOT-OFFSET", logs / "orders-0" / "00000000000000000999.snapshot", None, Severity.info)
+
+
+def test_links_and_special_files_are_not_followed(logs, tmp_path):
+    """A segment linked out of the log dir, a partition dir linked to the log dir (a loop) and a
+    FIFO named like a segment: reported, never opened (reading the FIFO would block)."""
+    outside = tmp_path / "outside.log"
+    outside.write_bytes(b"secret" * 100)
+    link = logs / "orders-0" / "00000000000000009999.log"
+    link.symlink_to(outside)
+    loop = logs / "loop-0"
+    loop.symlink_to(logs)
+    fifo = logs / "orders-1" / "00000000000000009999.log"
+    os.mkfifo(fifo)
+    report = validate(logs)
+    found(report, "KAFKA-FILE-LINK", link, None, Severity.warning)
+    found(report, "KAFKA-FILE-LINK", loop, None, Severity.warning)
+    found(report, "KAFKA-FILE-UNREADABLE", fifo, None, Severity.error)
+    assert not [f for f in report.findings if str(outside) in f.path]
 
 
 def test_unclean_shutdown(logs):
