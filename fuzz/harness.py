@@ -50,7 +50,7 @@ def _build_rocketmq_small(root: Path) -> None:
         from generate import build_rocketmq_store
     finally:
         sys.path.remove(str(FIXTURES))
-    build_rocketmq_store(root, messages=48)
+    build_rocketmq_store(root, messages=24, commitlog_file_size=8192)
 
 
 # Stores built on demand (name -> builder); any other store name is a directory under fixtures/.
@@ -94,11 +94,11 @@ FAMILIES: dict[str, Family] = {
             "rocketmq-commitlog",
             "rocketmq-commitlog",
             "rocketmq-small",
-            "commitlog/00000000000000016384",
+            "commitlog/00000000000000008192",
             (
                 *RMQ_COMMANDS,
                 variants(("dump", "commitlog", "{target}", "--jsonl")),
-                variants(("query", "{store}", "--key", "KEY47"), ("query", "{store}", "--key", "KEY45", "--scan")),
+                variants(("query", "{store}", "--key", "KEY23"), ("query", "{store}", "--key", "KEY22", "--scan")),
             ),
         ),
         Family(
@@ -120,7 +120,7 @@ FAMILIES: dict[str, Family] = {
             (
                 *RMQ_COMMANDS,
                 variants(("dump", "consumequeue", "{target}", "--jsonl")),
-                variants(("query", "{store}", "--topic", "TopicTest", "--queue-id", "2", "--queue-offset", "3")),
+                variants(("query", "{store}", "--topic", "TopicTest", "--queue-id", "2", "--queue-offset", "1")),
             ),
         ),
         Family(
@@ -131,7 +131,7 @@ FAMILIES: dict[str, Family] = {
             (
                 *RMQ_COMMANDS,
                 variants(("dump", "index", "{target}", "--jsonl")),
-                variants(("query", "{store}", "--key", "KEY40", "--topic", "TopicTest"), ("query", "{store}", "--key", "KEY3")),
+                variants(("query", "{store}", "--key", "KEY18", "--topic", "TopicTest"), ("query", "{store}", "--key", "KEY3")),
             ),
         ),
         Family(
