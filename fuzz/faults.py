@@ -86,7 +86,7 @@ def tree(root: Path) -> dict[str, bytes | str]:
 
 def manifest_entries(manifest: Path) -> list[tuple[dict, bytes]]:
     doc = json.loads(Path(manifest).read_text())
-    check(doc.get("tool") == "mqtool", f"{manifest}: not an mqtool manifest")
+    check(doc.get("tool") == "mqtool" and doc.get("command") == "recover", f"{manifest}: not a manifest of mqtool recover")
     out = []
     for e in doc["entries"]:
         data = bytes(e["length"]) if e["zero"] else (Path(manifest).parent / e["file"]).read_bytes()

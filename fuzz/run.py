@@ -26,6 +26,7 @@ import multiprocessing
 import os
 import resource
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -183,6 +184,9 @@ def main() -> int:
                 tasks.append((name, args.seed, start, count, args.time_limit, revision))
 
     records: list[dict] = []
+    # SIGTERM (a stopped session, `kill`) ends the run like Ctrl-C: finished chunks stay in the
+    # ledger and the work directory is removed
+    signal.signal(signal.SIGTERM, lambda signum, frame: (_ for _ in ()).throw(KeyboardInterrupt()))
     workdir = tempfile.mkdtemp(prefix="mqtool-fuzz-")
     ledger = args.ledger.open("a", buffering=1) if args.ledger else None
     t0 = time.monotonic()

@@ -30,13 +30,13 @@ import stat
 import subprocess
 import sys
 import tempfile
-import zlib
 from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
+from fuzz.faults import check_quarantine, tree
 from mqtool.cli.app import run
 from mqtool.cli.exit_codes import ExitCode, exit_code_for
 from mqtool.errors import LockBusyError, PlanChangedError, StoreIOError
@@ -98,15 +98,6 @@ def batch_ends(path: Path) -> list[tuple[int, int, int]]:
     return out
 
 
-def tree(root: Path) -> dict:
-    out = {}
-    for p in sorted(Path(root).rglob("*")):
-        if p.name == MQTOOL_LOCK_NAME:
-            continue
-        out[p.relative_to(root).as_posix()] = "<dir>" if p.is_dir() else p.read_bytes()
-    return out
-
-
 def validate(root: Path):
     return validate_kafka(root, ValidateOptions(jobs=1))
 
@@ -123,51 +114,6 @@ def problems(root: Path, *, allowed: set[str] = ALLOWED_WARNINGS) -> list[str]:
 def assert_clean(root: Path, **kw) -> None:
     found = problems(root, **kw)
     assert not found, "\n".join(found)
-
-
-def manifest_entries(manifest: Path) -> list[tuple[dict, bytes]]:
-    doc = json.loads(Path(manifest).read_text())
-    assert doc["tool"] == "mqtool" and doc["command"] == "recover"
-    out = []
-    for e in doc["entries"]:
-        data = bytes(e["length"]) if e["zero"] else (Path(manifest).parent / e["file"]).read_bytes()
-        assert len(data) == e["length"] and zlib.crc32(data) & 0xFFFFFFFF == e["crc32"], e
-        out.append((e, data))
-    return out
-
-
-def check_quarantine(original: dict, final: dict, manifests: list[Path]) -> None:
-    """Every byte the runs changed or removed is held by an entry with the original bytes, and
-    every file the runs added has a ``created`` entry."""
-    kept_files: dict[str, bytes] = {}
-    kept: dict[str, dict[int, int]] = {}
-    created: set[str] = set()
-    for manifest in manifests:
-        for e, data in manifest_entries(manifest):
-            path = e["path"]
-            assert not Path(path).is_absolute(), e
-            if e["kind"] == "created":
-                created.add(path)
-            elif e["kind"] == "file":
-                kept_files.setdefault(path, data)
-            else:
-                ranges = kept.setdefault(path, {})
-                for i, b in enumerate(data):
-                    ranges.setdefault(e["position"] + i, b)
-    for path, before in original.items():
-        after = final.get(path)
-        if before == "<dir>" or after == before:
-            continue
-        if path in kept_files:
-            assert kept_files[path] == before, f"{path}: the kept file is not the original"
-            continue
-        assert after is not None, f"{path}: removed without being quarantined"
-        held = kept.get(path, {})
-        for i in range(len(before)):
-            if i >= len(after) or after[i] != before[i]:
-                assert held.get(i) == before[i], f"{path}@{i}: changed but the original byte is not quarantined"
-    for path in final:
-        assert path in original or path in created, f"{path}: added without a 'created' entry"
 
 
 def cli(*args) -> tuple[int, str, str]:
