@@ -40,6 +40,7 @@ _WORKDIR: list[Path] = []
 
 
 def _init_worker(workdir: str, memory_limit_mib: int) -> None:
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # the pool stops its workers with SIGTERM
     _WORKDIR[:] = [Path(workdir) / f"w{os.getpid()}"]
     if memory_limit_mib:
         limit = memory_limit_mib * 1024 * 1024
