@@ -283,9 +283,8 @@ def rmq_ageing(count: int, step_ms: int) -> Callable[[Path], None]:
         start = RMQ_NOW - count * step_ms - HOUR_MS
         _rmq_store(root, count, crash=False, step_ms=step_ms, start=start)
         store = rmq.open_store(root)
-        for seg in store.commitlog:  # mtime = the newest message of the file, like the broker's
-            first = seg.base  # files are written in order: age follows the offset
-            t = (start + (first // 300 + 1) * step_ms) / 1000
+        for seg in store.commitlog:  # files are written in order: the mtime follows the offset
+            t = (start + (seg.base // 300 + 1) * step_ms) / 1000
             os.utime(seg.path, (t, t))
 
     return build
@@ -368,7 +367,7 @@ def kafka_ageing(log_start: dict | None = None) -> Callable[[Path], None]:
 
 
 def scenarios() -> list[Scenario]:
-    out = [
+    return [
         Scenario("rocketmq", "recover", "torn-tail-60", rmq_torn(60, 3)),
         Scenario("rocketmq", "recover", "torn-tail-150", rmq_torn(150, 5)),
         Scenario("rocketmq", "recover", "lost-cq-and-index-90", rmq_lost_derived(90)),
@@ -406,7 +405,6 @@ def scenarios() -> list[Scenario]:
         Scenario("kafka", "clean", "retention-bytes", kafka_ageing(), ("--now", str(T0), "--retention-bytes", "2000", "--interval-ms", "0")),
         Scenario("kafka", "clean", "retention-1ms", kafka_ageing(), ("--now", str(KAFKA_LATER), "--retention-ms", "1", "--interval-ms", "0")),
     ]
-    return out
 
 
 # --- the matrix ----------------------------------------------------------------------------------
@@ -420,7 +418,7 @@ class Tally:
     seconds: float = 0.0
 
 
-def _validate_errors(store: Path, layout: str) -> list[str]:
+def _validate_errors(store: Path) -> list[str]:
     code, out, err = cli(["validate", str(store), "--jobs", "1", "--json"])
     if code not in (0, 1):
         return [f"validate exit {code}: {err.strip()}"]
@@ -447,7 +445,7 @@ def run_scenario(sc: Scenario, base: Path, faults: list[str], tally: dict[str, T
     code, _, err = cli(sc.argv(reference, base / "reference-q"))
     check(code == 0, f"{sc.name}: the uninterrupted run exited {code}: {err}")
     expected = tree(reference)
-    errors = _validate_errors(reference, sc.layout)
+    errors = _validate_errors(reference)
     check(not errors, f"{sc.name}: the uninterrupted run leaves errors: {errors[:3]}")
     if sc.command == "clean":
         gone = {p for p in original if p not in expected and original[p] != DIR}
@@ -489,7 +487,7 @@ def run_scenario(sc: Scenario, base: Path, faults: list[str], tally: dict[str, T
                 check(final == expected, f"{where}: the rerun's store differs from the uninterrupted run's: {_diff(final, expected)}")
                 if sc.command == "recover":
                     check_quarantine(original, final, first + [m for m in sorted(q.glob("*/manifest.json")) if m not in first])
-                errors = _validate_errors(store, sc.layout)
+                errors = _validate_errors(store)
                 check(not errors, f"{where}: validate finds errors after the rerun: {errors[:3]}")
                 t.points += 1
             except CheckFailed as failure:
