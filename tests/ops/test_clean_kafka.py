@@ -28,8 +28,8 @@ from mqtool.ops.validate_kafka import validate_kafka
 from mqtool.store import kafka as ks
 from mqtool.store.kafka_writer import LogDirWriter, PartitionConfig
 from mqtool.store.lock import MQTOOL_LOCK_NAME, ExclusiveLock
-from mqtool.store.mutate import Mutator
 from tests.conftest import FIXTURES, PROJECT_ROOT
+from tests.ops.crashkit import count_mutations
 
 HOUR = 3_600_000
 T0 = 1_700_000_000_000
@@ -385,14 +385,6 @@ def _subprocess_clean(root: Path, fault: str | None, *extra) -> subprocess.Compl
     return subprocess.run(args, env=env, capture_output=True, text=True, cwd=PROJECT_ROOT, timeout=120, check=False)
 
 
-class _CountingMutator(Mutator):
-    made: list[Mutator] = []
-
-    def __init__(self, *args, **kwargs) -> None:
-        super().__init__(*args, **kwargs)
-        self.made.append(self)
-
-
 def _damaged_fixture(work: Path) -> Path:
     root = fixture_copy(work)
     table = read_offsets(root / "log-start-offset-checkpoint")
@@ -415,10 +407,7 @@ def test_kill_at_mutation_after_mutation_then_rerun_converges(work, policy, monk
     assert_clean(reference)
     counted = work / "counted"
     shutil.copytree(pristine, counted)
-    with monkeypatch.context() as mp:
-        mp.setattr("mqtool.ops.recover.Mutator", _CountingMutator)
-        apply(plan_clean_kafka(counted, CleanOptions(policy=policy), now_ms=LATER))
-    total = _CountingMutator.made[-1].count
+    total = count_mutations(lambda: apply(plan_clean_kafka(counted, CleanOptions(policy=policy), now_ms=LATER)))
     assert total >= 30 and tree(counted) == expected
     step = max(1, total // 40)
     points = sorted(set(range(1, total + 1, step)) | {total - 1, total})

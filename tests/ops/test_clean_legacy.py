@@ -36,8 +36,8 @@ from mqtool.ops.validate_legacy import validate_jafka, validate_metaq
 from mqtool.store import jafka as sj
 from mqtool.store import metaq as sm
 from mqtool.store.lock import MQTOOL_LOCK_NAME, ExclusiveLock
-from mqtool.store.mutate import Mutator
 from tests.conftest import PROJECT_ROOT
+from tests.ops.crashkit import count_mutations
 
 HOUR_MS = 3_600_000
 NOW_MS = 1_800_000_000_000
@@ -456,14 +456,6 @@ def test_second_run_exits_75(work, layout):
 # --- crash safety ---------------------------------------------------------------------------------------------------
 
 
-class _CountingMutator(Mutator):
-    made: list[Mutator] = []
-
-    def __init__(self, *args, **kwargs) -> None:
-        super().__init__(*args, **kwargs)
-        self.made.append(self)
-
-
 CRASH = {
     "jafka": ({"a-0": 60, "b-0": 60, "c-0": 60}, ()),
     "metaq": ({"a-0": 40, "b-0": 24}, ("--delete-policy", "archive,72h,true")),
@@ -486,10 +478,11 @@ def test_kill_at_every_mutation_then_rerun_converges(work, layout, monkeypatch):
     expected = tree(reference)
     counted = work / "counted"
     shutil.copytree(damaged, counted)
-    monkeypatch.setattr("mqtool.ops.recover.Mutator", _CountingMutator)
-    assert clean_cli(counted, "--apply", *extra)[0] == 0
-    monkeypatch.undo()
-    mutations = _CountingMutator.made[-1].count
+
+    def uninterrupted() -> None:
+        assert clean_cli(counted, "--apply", *extra)[0] == 0
+
+    mutations = count_mutations(uninterrupted)
     assert tree(counted) == expected and mutations >= 20
     for n in range(1, mutations + 2):
         store = work / f"store-{n}"

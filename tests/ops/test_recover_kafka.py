@@ -20,12 +20,10 @@ The crash tests run the real command in a subprocess, SIGKILLed at mutation afte
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import io
 import json
 import os
 import shutil
-import signal
 import stat
 import subprocess
 import sys
@@ -38,8 +36,7 @@ from hypothesis import strategies as st
 
 from fuzz.faults import check_quarantine, tree
 from mqtool.cli.app import run
-from mqtool.cli.exit_codes import ExitCode, exit_code_for
-from mqtool.errors import LockBusyError, PlanChangedError, StoreIOError
+from mqtool.errors import LockBusyError, PlanChangedError
 from mqtool.formats.kafka import checkpoint_file as cpf
 from mqtool.formats.kafka import index as kidx
 from mqtool.formats.kafka import record_batch as rb
@@ -52,8 +49,8 @@ from mqtool.store import kafka as ks
 from mqtool.store.files import ReadOnlyFile
 from mqtool.store.kafka_writer import LogDirWriter, PartitionConfig
 from mqtool.store.lock import MQTOOL_LOCK_NAME, ExclusiveLock
-from mqtool.store.mutate import Mutator
-from tests.conftest import FIXTURES, PROJECT_ROOT, real_path
+from tests.conftest import FIXTURES, real_path
+from tests.ops.crashkit import IO_FAULTS, io_error_and_rerun, kill_and_rerun, kill_points, make_case
 
 PROPERTY = settings(
     max_examples=10, deadline=None, derandomize=True, phases=(Phase.explicit, Phase.generate), suppress_health_check=[HealthCheck.too_slow]
@@ -607,28 +604,8 @@ def damage(root: Path) -> None:
     (root / ".kafka_cleanshutdown").unlink()
 
 
-def subprocess_recover(store: Path, quarantine: Path, fault: str | None) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if k != "MQTOOL_FAULT_INJECT"}
-    if fault:
-        env["MQTOOL_FAULT_INJECT"] = fault
-    args = [sys.executable, "-m", "mqtool", "recover", str(store), "--apply", "--force", "--quarantine", str(quarantine), "--jobs", "1"]
-    return subprocess.run(args, env=env, capture_output=True, text=True, cwd=PROJECT_ROOT, timeout=120, check=False)
-
-
-@dataclasses.dataclass(frozen=True)
-class CrashCase:
-    damaged: Path
-    original: dict
-    expected: dict
-    mutations: int
-
-
-class _CountingMutator(Mutator):
-    made: list[Mutator] = []
-
-    def __init__(self, *args, **kwargs) -> None:
-        super().__init__(*args, **kwargs)
-        self.made.append(self)
+def _rerun(store: Path, q: Path):
+    return apply_kafka(plan_kafka(store), quarantine_root=q, force=True, jobs=1)
 
 
 @pytest.fixture(scope="module")
@@ -639,29 +616,9 @@ def crash_case(work):
     plan = plan_kafka(damaged)
     actions = {s.action for s in plan.steps}
     assert {"truncate", "delete", "rebuild-index", "write-checkpoint"} <= actions
-    reference = base / "reference"
-    shutil.copytree(damaged, reference)
-    done = subprocess_recover(reference, base / "reference-q", None)
-    assert done.returncode == 0, done.stderr
-    assert_clean(reference)
-    counted = base / "counted"
-    shutil.copytree(damaged, counted)
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr("mqtool.ops.recover.Mutator", _CountingMutator)
-        mp.delenv("MQTOOL_FAULT_INJECT", raising=False)
-        apply_kafka(plan_kafka(counted), quarantine_root=base / "counted-q", force=True, jobs=1)
-    assert tree(counted) == tree(reference)
-    return CrashCase(damaged, tree(damaged), tree(reference), _CountingMutator.made[-1].count)
-
-
-def kill_points(total: int, most: int = 60) -> list[int]:
-    """Mutations to kill at: all of them when few, else ``most`` spread evenly (the first and last
-    few always), and one past the last (the run completes)."""
-    if total <= most:
-        points = list(range(1, total + 1))
-    else:
-        points = sorted({1, 2, 3, total - 2, total - 1, total} | {1 + round(i * (total - 1) / (most - 1)) for i in range(most)})
-    return points + [total + 1]
+    case = make_case(base, damaged, _rerun, "--force")
+    assert_clean(base / "reference")
+    return case
 
 
 def test_kill_at_mutation_after_mutation_then_rerun(work, crash_case, monkeypatch):
@@ -673,63 +630,21 @@ def test_kill_at_mutation_after_mutation_then_rerun(work, crash_case, monkeypatc
     points = kill_points(case.mutations)
     assert len(points) >= 30
     base = work.mktemp("kills")
-    for n in points:
-        store, q = base / f"store-{n}", base / f"q-{n}"
-        shutil.copytree(case.damaged, store)
-        killed = subprocess_recover(store, q, f"kill@{n}")
-        if n > case.mutations:
-            assert killed.returncode == 0, killed.stderr
-            assert tree(store) == case.expected
-            break
-        assert killed.returncode == -signal.SIGKILL, (n, killed.stderr)
-        first = sorted(q.glob("*/manifest.json"))
-        result = apply_kafka(plan_kafka(store), quarantine_root=q, force=True, jobs=1)
-        assert not result.verification.failed, n
-        final = tree(store)
-        assert final == case.expected, f"kill@{n}: differs from the uninterrupted run"
-        second = [m for m in sorted(q.glob("*/manifest.json")) if m not in first]
-        check_quarantine(case.original, final, first + second)
-        shutil.rmtree(store)
+    for n in points[:-1]:
+        assert kill_and_rerun(base, case, n, _rerun), f"kill@{n} did not fire"
+    assert not kill_and_rerun(base, case, points[-1], _rerun)  # one past the last: the run completes
 
 
-@pytest.mark.parametrize("kind,text", [("enospc", "No space left on device"), ("eio", "Input/output error")])
+@pytest.mark.parametrize("kind,text", IO_FAULTS)
 def test_io_error_at_mutation_after_mutation_then_rerun(work, crash_case, monkeypatch, kind, text):
     """An I/O error at mutation 1, 2, ...: a one-line error (exit 3 through the CLI); the store is
     untouched at the first mutation and a plain rerun finishes the job, to the same store."""
     case = crash_case
     base = work.mktemp(kind)
     points = kill_points(case.mutations, most=40)
-    for n in points:
-        store, q = base / f"store-{n}", base / f"q-{n}"
-        shutil.copytree(case.damaged, store)
-        monkeypatch.setenv("MQTOOL_FAULT_INJECT", f"{kind}@{n}")
-        if n % 7 == 1:
-            code, _, err = cli("recover", store, "--apply", "--force", "--quarantine", q, "--jobs", "1")
-            if code == ExitCode.OK:
-                break
-            assert code == ExitCode.IO, (n, err)
-            lines = err.strip().splitlines()
-            assert len(lines) == 1 and lines[0].startswith("mqtool: error: ") and text in lines[0], (n, err)
-        else:
-            try:
-                apply_kafka(plan_kafka(store), quarantine_root=q, force=True, jobs=1)
-            except StoreIOError as failure:
-                err = str(failure)
-                assert exit_code_for(failure) == ExitCode.IO and text in err and "\n" not in err
-            else:
-                break
-        assert f"injected at mutation {n}" in err
-        if n == 1:
-            assert tree(store) == case.original
-        monkeypatch.delenv("MQTOOL_FAULT_INJECT")
-        first = sorted(q.glob("*/manifest.json"))
-        result = apply_kafka(plan_kafka(store), quarantine_root=q, force=True, jobs=1)
-        assert not result.verification.failed
-        final = tree(store)
-        assert final == case.expected, n
-        check_quarantine(case.original, final, first + [m for m in sorted(q.glob("*/manifest.json")) if m not in first])
-        shutil.rmtree(store)
-    assert n == case.mutations + 1
+    for n in points[:-1]:
+        assert io_error_and_rerun(base, case, n, kind, text, _rerun, monkeypatch, via_cli=n % 7 == 1), f"{kind}@{n} did not fire"
+    assert not io_error_and_rerun(base, case, points[-1], kind, text, _rerun, monkeypatch, via_cli=True)
 
 
 def test_undo_restores_byte_for_byte(work, crash_case):

@@ -18,14 +18,10 @@ finishes the job.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import io
 import json
 import os
 import shutil
-import signal
-import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
@@ -35,8 +31,7 @@ from hypothesis import strategies as st
 
 from fuzz.faults import check_quarantine, tree
 from mqtool.cli.app import run
-from mqtool.cli.exit_codes import ExitCode, exit_code_for
-from mqtool.errors import LockBusyError, PlanChangedError, StoreIOError
+from mqtool.errors import LockBusyError, PlanChangedError
 from mqtool.formats import jafka as jf
 from mqtool.formats import metaq as mq
 from mqtool.ops.recover import undo_manifest
@@ -47,8 +42,7 @@ from mqtool.store import jafka as sj
 from mqtool.store import metaq as sm
 from mqtool.store.legacy import SegmentWalk
 from mqtool.store.lock import MQTOOL_LOCK_NAME, ExclusiveLock
-from mqtool.store.mutate import Mutator
-from tests.conftest import PROJECT_ROOT
+from tests.ops.crashkit import IO_FAULTS, io_error_and_rerun, kill_and_rerun, make_case
 
 PROPERTY = settings(
     max_examples=10, deadline=None, phases=(Phase.explicit, Phase.reuse, Phase.generate), suppress_health_check=[HealthCheck.too_slow]
@@ -496,29 +490,11 @@ def damage(layout: str, root: Path) -> None:
     sorted((root / "h-0").glob("*" + suffix))[2].unlink()
 
 
-def subprocess_recover(store: Path, quarantine: Path, fault: str | None) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if k != "MQTOOL_FAULT_INJECT"}
-    if fault:
-        env["MQTOOL_FAULT_INJECT"] = fault
-    args = [sys.executable, "-m", "mqtool", "recover", str(store), "--apply", "--force", "--quarantine", str(quarantine), "--jobs", "1"]
-    return subprocess.run(args, env=env, capture_output=True, text=True, cwd=PROJECT_ROOT, timeout=120, check=False)
+def _rerun_for(layout: str):
+    def rerun(store: Path, q: Path):
+        return apply_legacy(PLAN[layout](store), quarantine_root=q, force=True, jobs=1)
 
-
-@dataclasses.dataclass(frozen=True)
-class CrashCase:
-    layout: str
-    damaged: Path
-    original: dict
-    expected: dict
-    mutations: int
-
-
-class _CountingMutator(Mutator):
-    made: list[Mutator] = []
-
-    def __init__(self, *args, **kwargs) -> None:
-        super().__init__(*args, **kwargs)
-        self.made.append(self)
+    return rerun
 
 
 @pytest.fixture(scope="module", params=["jafka", "metaq"])
@@ -531,19 +507,9 @@ def crash_case(work, request):
     actions = [s.action for s in plan.steps]
     assert actions.count("truncate") == 5
     assert ("archive-segment" if layout == "metaq" else "delete") in actions
-    reference = base / "reference"
-    shutil.copytree(damaged, reference)
-    done = subprocess_recover(reference, base / "reference-q", None)
-    assert done.returncode == 0, done.stderr
-    assert_clean(layout, reference)
-    counted = base / "counted"
-    shutil.copytree(damaged, counted)
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr("mqtool.ops.recover.Mutator", _CountingMutator)
-        mp.delenv("MQTOOL_FAULT_INJECT", raising=False)
-        apply_legacy(PLAN[layout](counted), quarantine_root=base / "counted-q", force=True, jobs=1)
-    assert tree(counted) == tree(reference)
-    return CrashCase(layout, damaged, tree(damaged), tree(reference), _CountingMutator.made[-1].count)
+    case = make_case(base, damaged, _rerun_for(layout), "--force", layout=layout)
+    assert_clean(layout, base / "reference")
+    return case
 
 
 def test_kill_at_every_mutation_then_rerun(work, crash_case, monkeypatch):
@@ -554,62 +520,22 @@ def test_kill_at_every_mutation_then_rerun(work, crash_case, monkeypatch):
     case = crash_case
     assert case.mutations >= 20
     base = work.mktemp("kills")
-    for n in range(1, case.mutations + 2):
-        store, q = base / f"store-{n}", base / f"q-{n}"
-        shutil.copytree(case.damaged, store)
-        killed = subprocess_recover(store, q, f"kill@{n}")
-        if n > case.mutations:
-            assert killed.returncode == 0, killed.stderr  # one past the last mutation: the run completes
-            assert tree(store) == case.expected
-            break
-        assert killed.returncode == -signal.SIGKILL, (n, killed.stderr)
-        first = sorted(q.glob("*/manifest.json"))
-        result = apply_legacy(PLAN[case.layout](store), quarantine_root=q, force=True, jobs=1)
-        assert not result.verification.failed, n
-        final = tree(store)
-        assert final == case.expected, f"kill@{n}: differs from the uninterrupted run"
-        second = [m for m in sorted(q.glob("*/manifest.json")) if m not in first]
-        check_quarantine(case.original, final, first + second)
-        shutil.rmtree(store)
+    rerun = _rerun_for(case.layout)
+    for n in range(1, case.mutations + 1):
+        assert kill_and_rerun(base, case, n, rerun), f"kill@{n} did not fire"
+    assert not kill_and_rerun(base, case, case.mutations + 1, rerun)  # one past the last: the run completes
 
 
-@pytest.mark.parametrize("kind,text", [("enospc", "No space left on device"), ("eio", "Input/output error")])
+@pytest.mark.parametrize("kind,text", IO_FAULTS)
 def test_io_error_at_every_mutation_then_rerun(work, crash_case, monkeypatch, kind, text):
     """An I/O error at mutation 1, 2, ...: a one-line error (exit 3 through the CLI); the store is
     untouched at the first mutation and a plain rerun finishes the job, to the same store."""
     case = crash_case
     base = work.mktemp(kind)
-    for n in range(1, case.mutations + 2):
-        store, q = base / f"store-{n}", base / f"q-{n}"
-        shutil.copytree(case.damaged, store)
-        monkeypatch.setenv("MQTOOL_FAULT_INJECT", f"{kind}@{n}")
-        if n % 8 == 1:
-            code, _, err = cli("recover", store, "--apply", "--force", "--quarantine", q, "--jobs", "1")
-            if code == ExitCode.OK:
-                break
-            assert code == ExitCode.IO, (n, err)
-            lines = err.strip().splitlines()
-            assert len(lines) == 1 and lines[0].startswith("mqtool: error: ") and text in lines[0], (n, err)
-        else:
-            try:
-                apply_legacy(PLAN[case.layout](store), quarantine_root=q, force=True, jobs=1)
-            except StoreIOError as failure:
-                err = str(failure)
-                assert exit_code_for(failure) == ExitCode.IO and text in err and "\n" not in err
-            else:
-                break
-        assert f"injected at mutation {n}" in err
-        if n == 1:
-            assert tree(store) == case.original
-        monkeypatch.delenv("MQTOOL_FAULT_INJECT")
-        first = sorted(q.glob("*/manifest.json"))
-        result = apply_legacy(PLAN[case.layout](store), quarantine_root=q, force=True, jobs=1)
-        assert not result.verification.failed
-        final = tree(store)
-        assert final == case.expected, n
-        check_quarantine(case.original, final, first + [m for m in sorted(q.glob("*/manifest.json")) if m not in first])
-        shutil.rmtree(store)
-    assert n == case.mutations + 1
+    rerun = _rerun_for(case.layout)
+    for n in range(1, case.mutations + 1):
+        assert io_error_and_rerun(base, case, n, kind, text, rerun, monkeypatch, via_cli=n % 8 == 1), f"{kind}@{n} did not fire"
+    assert not io_error_and_rerun(base, case, case.mutations + 1, kind, text, rerun, monkeypatch, via_cli=True)
 
 
 def test_undo_restores_byte_for_byte(work, crash_case):

@@ -26,7 +26,6 @@ import io
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -39,8 +38,7 @@ from hypothesis import HealthCheck, Phase, assume, given, settings
 from hypothesis import strategies as st
 
 from mqtool.cli.app import run
-from mqtool.cli.exit_codes import ExitCode, exit_code_for
-from mqtool.errors import LockBusyError, MqError, PlanChangedError, StoreIOError
+from mqtool.errors import LockBusyError, MqError, PlanChangedError
 from mqtool.formats.rocketmq import checkpoint as cpf
 from mqtool.formats.rocketmq import commitlog as cl
 from mqtool.formats.rocketmq import consume_queue as cqf
@@ -52,9 +50,9 @@ from mqtool.ops.validate_rocketmq import validate_rocketmq
 from mqtool.store import rocketmq as rmq
 from mqtool.store.files import ReadOnlyFile
 from mqtool.store.lock import MQTOOL_LOCK_NAME, ExclusiveLock
-from mqtool.store.mutate import Mutator
 from mqtool.store.writer import StoreWriter, WriterConfig, index_keys
-from tests.conftest import PROJECT_ROOT, real_path
+from tests.conftest import real_path
+from tests.ops.crashkit import IO_FAULTS, io_error_and_rerun, kill_and_rerun, make_case, subprocess_recover
 
 SMALL = WriterConfig(commitlog_file_size=4096, cq_file_size=200, index_hash_slot_num=16, index_num=64, index_tz=dt.timezone.utc)
 T0 = 1_700_000_000_000
@@ -662,34 +660,17 @@ def crash_store(root: Path) -> None:
     zero(root / "consumequeue" / "T" / "0" / f"{200:020d}", 120, 80)
 
 
-def subprocess_recover(store: Path, quarantine: Path, fault: str | None) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if k != "MQTOOL_FAULT_INJECT"}
-    if fault:
-        env["MQTOOL_FAULT_INJECT"] = fault
-    args = [sys.executable, "-m", "mqtool", "recover", str(store), "--apply", "--quarantine", str(quarantine), "--jobs", "1"]
-    return subprocess.run(args, env=env, capture_output=True, text=True, cwd=PROJECT_ROOT, timeout=60, check=False)
+def _rerun(store: Path, q: Path):
+    return apply_rocketmq(plan_rocketmq(store), quarantine_root=q, jobs=1)
 
 
-@dataclasses.dataclass(frozen=True)
-class CrashCase:
-    damaged: Path
-    original: dict  # tree of the damaged store
-    expected: dict  # tree after an uninterrupted run
-    mutations: int  # how many mutations the uninterrupted run does
-
-    @property
-    def sample(self) -> list[int]:
-        """The kill points always tested: the first and last three, every fourth between."""
-        n = self.mutations
-        return sorted({1, 2, 3, n - 2, n - 1, n} | set(range(4, n, 4)))
+def _clean(store: Path) -> None:
+    assert_clean(store, warnings=False)
 
 
-class _CountingMutator(Mutator):
-    made: list[Mutator] = []
-
-    def __init__(self, *args, **kwargs) -> None:
-        super().__init__(*args, **kwargs)
-        self.made.append(self)
+def _sample(mutations: int) -> list[int]:
+    """The kill points always tested: the first and last three, every fourth between."""
+    return sorted({1, 2, 3, mutations - 2, mutations - 1, mutations} | set(range(4, mutations, 4)))
 
 
 @pytest.fixture(scope="module")
@@ -699,44 +680,11 @@ def crash_case(work):
     base = work.mktemp("crash")
     damaged = base / "damaged"
     crash_store(damaged)
-    reference = base / "reference"
-    shutil.copytree(damaged, reference)
-    done = subprocess_recover(reference, base / "reference-q", None)
-    assert done.returncode == 0, done.stderr
-    assert_clean(reference, warnings=False)
     plan = plan_rocketmq(damaged)
     assert {s.action for s in plan.steps} == {"delete", "cut", "dispatch-cq", "rebuild-index", "write-checkpoint", "remove-abort"}
-    counted = base / "counted"
-    shutil.copytree(damaged, counted)
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr("mqtool.ops.recover.Mutator", _CountingMutator)
-        mp.delenv("MQTOOL_FAULT_INJECT", raising=False)
-        apply_rocketmq(plan_rocketmq(counted), quarantine_root=base / "counted-q", jobs=1)
-    assert tree(counted) == tree(reference)
-    return CrashCase(damaged, tree(damaged), tree(reference), _CountingMutator.made[-1].count)
-
-
-def _kill_and_rerun(base: Path, case: CrashCase, n: int) -> bool:
-    """Kill the run at mutation ``n``, rerun it and check the result; False when run ``n`` was
-    not killed (it had fewer mutations) and completed instead."""
-    store, q = base / f"store-{n}", base / f"q-{n}"
-    shutil.copytree(case.damaged, store)
-    killed = subprocess_recover(store, q, f"kill@{n}")
-    if killed.returncode != -signal.SIGKILL:
-        assert killed.returncode == 0, killed.stderr
-        assert tree(store) == case.expected
-        return False
-    first = sorted(q.glob("*/manifest.json"))
-    result = apply_rocketmq(plan_rocketmq(store), quarantine_root=q, jobs=1)
-    assert not result.verification.failed and not result.notes, f"rerun after kill@{n}"
-    final = tree(store)
-    diff = sorted(k for k in set(final) | set(case.expected) if final.get(k) != case.expected.get(k))
-    assert final == case.expected, f"kill@{n}: differs from the uninterrupted run: {diff}"
-    assert_clean(store, warnings=False)
-    second = [m for m in sorted(q.glob("*/manifest.json")) if m not in first]
-    check_quarantine(case.original, final, first + second)
-    shutil.rmtree(store)
-    return True
+    case = make_case(base, damaged, _rerun)
+    assert_clean(base / "reference", warnings=False)
+    return case
 
 
 def test_kill_at_sampled_mutations(work, crash_case, monkeypatch):
@@ -747,9 +695,9 @@ def test_kill_at_sampled_mutations(work, crash_case, monkeypatch):
     case = crash_case
     assert case.mutations >= 30  # every action ran, each with several mutations
     base = work.mktemp("kills")
-    for n in case.sample:
-        assert _kill_and_rerun(base, case, n), f"kill@{n} did not fire"
-    assert not _kill_and_rerun(base, case, case.mutations + 1)  # one more: the run completes
+    for n in _sample(case.mutations):
+        assert kill_and_rerun(base, case, n, _rerun, _clean), f"kill@{n} did not fire"
+    assert not kill_and_rerun(base, case, case.mutations + 1, _rerun)  # one more: the run completes
 
 
 @pytest.mark.slow
@@ -760,62 +708,36 @@ def test_kill_at_every_other_mutation(work, crash_case, monkeypatch):
     case = crash_case
     base = work.mktemp("kills-all")
     started = time.monotonic()
+    sample = _sample(case.mutations)
     for n in range(1, 301):
-        if n in case.sample:
+        if n in sample:
             continue
-        if not _kill_and_rerun(base, case, n):
+        if not kill_and_rerun(base, case, n, _rerun, _clean):
             break
     else:
         pytest.fail("the run was still being killed after 300 mutations")
     assert n == case.mutations + 1, "the subprocess ran a different number of mutations than the in-process run"
-    print(f"\n{case.mutations} kill points ({len(case.sample)} sampled), the rest in {time.monotonic() - started:.1f} s")
+    print(f"\n{case.mutations} kill points ({len(sample)} sampled), the rest in {time.monotonic() - started:.1f} s")
 
 
 # --- 3. ENOSPC and EIO -------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("kind,text", [("enospc", "No space left on device"), ("eio", "Input/output error")])
+@pytest.mark.parametrize("kind,text", IO_FAULTS)
 def test_enospc_and_eio_at_every_mutation(work, crash_case, monkeypatch, kind, text):
     """An I/O error at mutation 1, 2, ... until a run finishes: a StoreIOError that the CLI shows
     as one line and exit 3 (checked through the CLI every tenth time); the store is untouched (at
     the first mutation) or partly recovered so that a plain rerun finishes it, to the same store."""
-    damaged, original, expected = crash_case.damaged, crash_case.original, crash_case.expected
     base = work.mktemp(kind)
     for n in range(1, 301):
-        store, q = base / f"store-{n}", base / f"q-{n}"
-        shutil.copytree(damaged, store)
-        monkeypatch.setenv("MQTOOL_FAULT_INJECT", f"{kind}@{n}")
-        if n % 10 == 1:
-            code, _, err = cli("recover", store, "--apply", "--quarantine", q, "--jobs", "1")
-            if code == ExitCode.OK:
-                break
-            assert code == ExitCode.IO, (n, err)
-            lines = err.strip().splitlines()
-            assert len(lines) == 1 and lines[0].startswith("mqtool: error: ") and text in lines[0], (n, err)
-        else:
-            try:
-                apply_rocketmq(plan_rocketmq(store), quarantine_root=q, jobs=1)
-            except StoreIOError as failure:
-                err = str(failure)
-                assert exit_code_for(failure) == ExitCode.IO and text in err and "\n" not in err
-            else:
-                break
-        assert f"injected at mutation {n}" in err
-        if n == 1:
-            assert tree(store) == original
-        assert plan_rocketmq(store).has_work  # still a store the planner reads, with work left
-        first = sorted(q.glob("*/manifest.json"))
-        monkeypatch.delenv("MQTOOL_FAULT_INJECT")
-        result = apply_rocketmq(plan_rocketmq(store), quarantine_root=q, jobs=1)
-        assert not result.verification.failed and not result.notes, n
-        final = tree(store)
-        assert final == expected, n
-        check_quarantine(original, final, first + [m for m in sorted(q.glob("*/manifest.json")) if m not in first])
-        shutil.rmtree(store)
+        faulted = io_error_and_rerun(
+            base, crash_case, n, kind, text, _rerun, monkeypatch, via_cli=n % 10 == 1, still_work=lambda s: plan_rocketmq(s).has_work
+        )
+        if not faulted:
+            break
     else:
         pytest.fail("the run still failed after 300 mutations")
     assert n == crash_case.mutations + 1  # each mutation failed once, then a run had no fault left
-    assert tree(store) == expected
 
 
 @pytest.mark.parametrize("fault", ["enospc@1", "eio@7"])
