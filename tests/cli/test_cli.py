@@ -10,6 +10,7 @@ import sys
 import pytest
 
 from mqtool.cli.app import run
+from mqtool.formats.rocketmq import index_file as idxf
 from tests.conftest import FIXTURES, PROJECT_ROOT, real_path
 
 STORE = FIXTURES / "rocketmq-store"
@@ -271,3 +272,18 @@ def test_data_is_never_parsed_as_markup(tmp_path, name):
         assert proc.returncode == expected, (argv, proc.stderr)
         assert "internal error" not in proc.stderr
         assert name in proc.stdout, (argv, proc.stdout[:500])
+
+
+def test_index_file_of_unknown_geometry_names_the_flags(capsys, tmp_path):
+    """A lone IndexFile whose length fits no known geometry: exit 4 (unsupported), one line that
+    says which broker settings are needed and which flags take them; with them, it dumps."""
+    path = tmp_path / "20261122000000000"
+    geometry = idxf.IndexGeometry(7, 9)
+    path.write_bytes(bytes(geometry.size))
+    code, out, err = mqtool(capsys, "dump", "index", path, "--jsonl")
+    assert code == 4 and out == ""
+    assert len(err.strip().splitlines()) == 1 and "maxHashSlotNum" in err and "--index-hash-slots N --index-num N" in err
+    assert f"found {geometry.size} bytes" in err
+    code, out, err = mqtool(capsys, "dump", "index", path, "--jsonl", "--index-hash-slots", "7", "--index-num", "9", "--header-only")
+    assert code == 0, err
+    assert json.loads(out)["hash_slot_num"] == 7

@@ -314,7 +314,7 @@ def infer_index_geometry(
             found=f"hashSlotCount {header.hash_slot_count}, indexCount {header.index_count}",
         )
     raise UnsupportedFormatError(
-        "cannot infer the IndexFile geometry from its length; pass hash_slot_num and index_num",
+        "cannot infer the IndexFile geometry from its length; give the broker's maxHashSlotNum and maxIndexNum (dump index --index-hash-slots N --index-num N)",
         expected="a length of 40 + 4*hashSlotNum + 20*indexNum for a known configuration",
         found=f"{length} bytes",
     )
