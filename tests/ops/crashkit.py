@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import io
+import json
 import os
 import shutil
 import signal
@@ -87,13 +88,11 @@ def make_case(base: Path, damaged: Path, rerun: Rerun, *recover_args: str, layou
 
 
 def kill_points(total: int, most: int = 60) -> list[int]:
-    """Mutations to kill at: all of them when few, else ``most`` spread evenly (the first and last
-    few always), and one past the last (the run completes)."""
+    """Mutations to fail at: all of them when few, else ``most`` spread evenly (the first and last
+    few always)."""
     if total <= most:
-        points = list(range(1, total + 1))
-    else:
-        points = sorted({1, 2, 3, total - 2, total - 1, total} | {1 + round(i * (total - 1) / (most - 1)) for i in range(most)})
-    return points + [total + 1]
+        return list(range(1, total + 1))
+    return sorted({1, 2, 3, total - 2, total - 1, total} | {1 + round(i * (total - 1) / (most - 1)) for i in range(most)})
 
 
 def _manifests(q: Path) -> list[Path]:
@@ -174,3 +173,50 @@ def io_error_and_rerun(
         assert still_work(store), f"{kind}@{n}: the store is no longer one the planner reads with work left"
     _rerun_and_check(case, store, q, _manifests(q), rerun, f"{kind}@{n}", None)
     return True
+
+
+def kill_at(base: Path, case: CrashCase, points, rerun: Rerun, clean: Callable[[Path], None] | None = None) -> None:
+    """``kill_and_rerun`` at each of ``points`` (every one must fire), then one past the last
+    mutation: that run is not killed and completes."""
+    for n in points:
+        assert kill_and_rerun(base, case, n, rerun, clean), f"kill@{n} did not fire"
+    assert not kill_and_rerun(base, case, case.mutations + 1, rerun)
+
+
+def io_error_at(
+    base: Path,
+    case: CrashCase,
+    points,
+    kind: str,
+    text: str,
+    rerun: Rerun,
+    monkeypatch: pytest.MonkeyPatch,
+    *,
+    cli_every: int,
+    still_work: Callable[[Path], bool] | None = None,
+) -> None:
+    """``io_error_and_rerun`` at each of ``points`` (every one must fail; through the CLI every
+    ``cli_every``-th time), then one past the last mutation: that run meets no fault."""
+    for n in points:
+        faulted = io_error_and_rerun(base, case, n, kind, text, rerun, monkeypatch, via_cli=n % cli_every == 1, still_work=still_work)
+        assert faulted, f"{kind}@{n} did not fire"
+    assert not io_error_and_rerun(base, case, case.mutations + 1, kind, text, rerun, monkeypatch, via_cli=True)
+
+
+def check_undo(base: Path, case: CrashCase) -> None:
+    """``recover --apply`` then ``recover --undo MANIFEST`` gives the damaged store back byte for byte."""
+    store = base / "store"
+    shutil.copytree(case.damaged, store)
+    code, out = _cli("recover", str(store), "--apply", *case.recover_args, "--quarantine", str(base / "q"), "--json", "--jobs", "1")
+    assert code == 0, out
+    assert tree(store) == case.expected
+    code, out = _cli("recover", "--undo", json.loads(out)["manifest"], "--json")
+    assert code == 0, out
+    assert tree(store) == case.original
+
+
+def _cli(*argv: str) -> tuple[int, str]:
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = run(list(argv))
+    return code, out.getvalue() if code == 0 else err.getvalue()

@@ -50,7 +50,7 @@ from mqtool.store.files import ReadOnlyFile
 from mqtool.store.kafka_writer import LogDirWriter, PartitionConfig
 from mqtool.store.lock import MQTOOL_LOCK_NAME, ExclusiveLock
 from tests.conftest import FIXTURES, real_path
-from tests.ops.crashkit import IO_FAULTS, io_error_and_rerun, kill_and_rerun, kill_points, make_case
+from tests.ops.crashkit import IO_FAULTS, check_undo, io_error_at, kill_at, kill_points, make_case
 
 PROPERTY = settings(
     max_examples=10, deadline=None, derandomize=True, phases=(Phase.explicit, Phase.generate), suppress_health_check=[HealthCheck.too_slow]
@@ -629,35 +629,18 @@ def test_kill_at_mutation_after_mutation_then_rerun(work, crash_case, monkeypatc
     assert case.mutations >= 30
     points = kill_points(case.mutations)
     assert len(points) >= 30
-    base = work.mktemp("kills")
-    for n in points[:-1]:
-        assert kill_and_rerun(base, case, n, _rerun), f"kill@{n} did not fire"
-    assert not kill_and_rerun(base, case, points[-1], _rerun)  # one past the last: the run completes
+    kill_at(work.mktemp("kills"), case, points, _rerun)
 
 
 @pytest.mark.parametrize("kind,text", IO_FAULTS)
 def test_io_error_at_mutation_after_mutation_then_rerun(work, crash_case, monkeypatch, kind, text):
     """An I/O error at mutation 1, 2, ...: a one-line error (exit 3 through the CLI); the store is
     untouched at the first mutation and a plain rerun finishes the job, to the same store."""
-    case = crash_case
-    base = work.mktemp(kind)
-    points = kill_points(case.mutations, most=40)
-    for n in points[:-1]:
-        assert io_error_and_rerun(base, case, n, kind, text, _rerun, monkeypatch, via_cli=n % 7 == 1), f"{kind}@{n} did not fire"
-    assert not io_error_and_rerun(base, case, points[-1], kind, text, _rerun, monkeypatch, via_cli=True)
+    io_error_at(work.mktemp(kind), crash_case, kill_points(crash_case.mutations, most=40), kind, text, _rerun, monkeypatch, cli_every=7)
 
 
 def test_undo_restores_byte_for_byte(work, crash_case):
-    base = work.mktemp("undo")
-    store = base / "store"
-    shutil.copytree(crash_case.damaged, store)
-    code, out, err = cli("recover", store, "--apply", "--force", "--quarantine", base / "q", "--json", "--jobs", "1")
-    assert code == 0, err
-    manifest = json.loads(out)["manifest"]
-    assert tree(store) == crash_case.expected
-    code, out, err = cli("recover", "--undo", manifest, "--json")
-    assert code == 0, err
-    assert tree(store) == crash_case.original
+    check_undo(work.mktemp("undo"), crash_case)
 
 
 # --- 7. locks, saved plans, partitions ------------------------------------------------------------------------------------

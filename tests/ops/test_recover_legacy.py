@@ -42,7 +42,7 @@ from mqtool.store import jafka as sj
 from mqtool.store import metaq as sm
 from mqtool.store.legacy import SegmentWalk
 from mqtool.store.lock import MQTOOL_LOCK_NAME, ExclusiveLock
-from tests.ops.crashkit import IO_FAULTS, io_error_and_rerun, kill_and_rerun, make_case
+from tests.ops.crashkit import IO_FAULTS, check_undo, io_error_at, kill_at, make_case
 
 PROPERTY = settings(
     max_examples=10, deadline=None, phases=(Phase.explicit, Phase.reuse, Phase.generate), suppress_health_check=[HealthCheck.too_slow]
@@ -519,11 +519,7 @@ def test_kill_at_every_mutation_then_rerun(work, crash_case, monkeypatch):
     monkeypatch.delenv("MQTOOL_FAULT_INJECT", raising=False)
     case = crash_case
     assert case.mutations >= 20
-    base = work.mktemp("kills")
-    rerun = _rerun_for(case.layout)
-    for n in range(1, case.mutations + 1):
-        assert kill_and_rerun(base, case, n, rerun), f"kill@{n} did not fire"
-    assert not kill_and_rerun(base, case, case.mutations + 1, rerun)  # one past the last: the run completes
+    kill_at(work.mktemp("kills"), case, range(1, case.mutations + 1), _rerun_for(case.layout))
 
 
 @pytest.mark.parametrize("kind,text", IO_FAULTS)
@@ -531,24 +527,11 @@ def test_io_error_at_every_mutation_then_rerun(work, crash_case, monkeypatch, ki
     """An I/O error at mutation 1, 2, ...: a one-line error (exit 3 through the CLI); the store is
     untouched at the first mutation and a plain rerun finishes the job, to the same store."""
     case = crash_case
-    base = work.mktemp(kind)
-    rerun = _rerun_for(case.layout)
-    for n in range(1, case.mutations + 1):
-        assert io_error_and_rerun(base, case, n, kind, text, rerun, monkeypatch, via_cli=n % 8 == 1), f"{kind}@{n} did not fire"
-    assert not io_error_and_rerun(base, case, case.mutations + 1, kind, text, rerun, monkeypatch, via_cli=True)
+    io_error_at(work.mktemp(kind), case, range(1, case.mutations + 1), kind, text, _rerun_for(case.layout), monkeypatch, cli_every=8)
 
 
 def test_undo_restores_byte_for_byte(work, crash_case):
-    base = work.mktemp("undo")
-    store = base / "store"
-    shutil.copytree(crash_case.damaged, store)
-    code, out, err = cli("recover", store, "--apply", "--force", "--quarantine", base / "q", "--json", "--jobs", "1")
-    assert code == 0, err
-    manifest = json.loads(out)["manifest"]
-    assert tree(store) == crash_case.expected
-    code, out, err = cli("recover", "--undo", manifest, "--json")
-    assert code == 0, err
-    assert tree(store) == crash_case.original
+    check_undo(work.mktemp("undo"), crash_case)
 
 
 # --- 4. plan / apply contract, locks, paths ----------------------------------------------------------------------------------------

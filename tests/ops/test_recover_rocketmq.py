@@ -52,7 +52,7 @@ from mqtool.store.files import ReadOnlyFile
 from mqtool.store.lock import MQTOOL_LOCK_NAME, ExclusiveLock
 from mqtool.store.writer import StoreWriter, WriterConfig, index_keys
 from tests.conftest import real_path
-from tests.ops.crashkit import IO_FAULTS, io_error_and_rerun, kill_and_rerun, make_case, subprocess_recover
+from tests.ops.crashkit import IO_FAULTS, io_error_at, kill_and_rerun, kill_at, make_case, subprocess_recover
 
 SMALL = WriterConfig(commitlog_file_size=4096, cq_file_size=200, index_hash_slot_num=16, index_num=64, index_tz=dt.timezone.utc)
 T0 = 1_700_000_000_000
@@ -694,10 +694,7 @@ def test_kill_at_sampled_mutations(work, crash_case, monkeypatch):
     monkeypatch.delenv("MQTOOL_FAULT_INJECT", raising=False)
     case = crash_case
     assert case.mutations >= 30  # every action ran, each with several mutations
-    base = work.mktemp("kills")
-    for n in _sample(case.mutations):
-        assert kill_and_rerun(base, case, n, _rerun, _clean), f"kill@{n} did not fire"
-    assert not kill_and_rerun(base, case, case.mutations + 1, _rerun)  # one more: the run completes
+    kill_at(work.mktemp("kills"), case, _sample(case.mutations), _rerun, _clean)
 
 
 @pytest.mark.slow
@@ -728,16 +725,8 @@ def test_enospc_and_eio_at_every_mutation(work, crash_case, monkeypatch, kind, t
     """An I/O error at mutation 1, 2, ... until a run finishes: a StoreIOError that the CLI shows
     as one line and exit 3 (checked through the CLI every tenth time); the store is untouched (at
     the first mutation) or partly recovered so that a plain rerun finishes it, to the same store."""
-    base = work.mktemp(kind)
-    for n in range(1, 301):
-        faulted = io_error_and_rerun(
-            base, crash_case, n, kind, text, _rerun, monkeypatch, via_cli=n % 10 == 1, still_work=lambda s: plan_rocketmq(s).has_work
-        )
-        if not faulted:
-            break
-    else:
-        pytest.fail("the run still failed after 300 mutations")
-    assert n == crash_case.mutations + 1  # each mutation failed once, then a run had no fault left
+    points = range(1, crash_case.mutations + 1)
+    io_error_at(work.mktemp(kind), crash_case, points, kind, text, _rerun, monkeypatch, cli_every=10, still_work=lambda s: plan_rocketmq(s).has_work)
 
 
 @pytest.mark.parametrize("fault", ["enospc@1", "eio@7"])
