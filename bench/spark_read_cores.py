@@ -1,0 +1,79 @@
+"""Diagnostic: how many cores the Spark read of a CommitLog keeps busy, local[1] next to local[2].
+
+    python bench/spark_read_cores.py [--size-mib 256] [--file-mib 64] [--split-mib 64]
+
+Generates a store (the generator of ``validate_throughput.py``), then for each master runs
+``sum(length(body))`` over the ``rocketmq_commitlog`` data source (after a warm-up action, so
+the JVM and Python workers are up) and prints its wall time and the machine's busy cores during it
+(from ``/proc/stat``, so run it on an otherwise idle machine).  local[1] keeps more than one core
+busy (the Python worker decodes while the JVM consumes its Arrow batches), which caps what
+local[2] can gain on a 2-core machine at ``cores / busy cores of local[1]``.  Prints, asserts
+nothing; without pyspark or Java it says "skipped".
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import os
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from bench.validate_throughput import generate  # noqa: E402
+
+
+def _cpu() -> tuple[int, int]:
+    with open("/proc/stat") as f:
+        fields = [int(x) for x in f.readline().split()[1:]]
+    idle = fields[3] + fields[4]
+    return sum(fields) - idle, sum(fields)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--size-mib", type=int, default=256)
+    ap.add_argument("--file-mib", type=int, default=64)
+    ap.add_argument("--split-mib", type=int, default=64)
+    args = ap.parse_args()
+    if importlib.util.find_spec("pyspark") is None:
+        print("spark_read_cores: skipped (pyspark not installed)")
+        return 0
+    from mqtool.pipeline import session
+    from mqtool.pipeline.java import find_java
+
+    if find_java() is None or not os.path.exists("/proc/stat"):
+        print("spark_read_cores: skipped (no Java 17+ or no /proc/stat)")
+        return 0
+    work = Path(tempfile.mkdtemp(prefix="mqtool-spark-cores-"))
+    try:
+        count, end = generate(work / "store", args.size_mib, args.file_mib, 1024)
+        print(f"store: {count:,} records, {end / 2**20:,.0f} MiB; {os.cpu_count()} cores")
+        walls = {}
+        for master in ("local[1]", "local[2]"):
+            with session(master) as spark:
+                spark.sparkContext.setLogLevel("ERROR")
+                df = spark.read.format("rocketmq_commitlog").option("splitSize", str(args.split_mib << 20)).load(str(work / "store"))
+                df.limit(1).collect()  # warm-up: JVM, Python workers, planning
+                busy0, total0 = _cpu()
+                t0 = time.perf_counter()
+                df.selectExpr("sum(length(body))").collect()
+                wall = time.perf_counter() - t0
+                busy1, total1 = _cpu()
+                partitions = df.rdd.getNumPartitions()
+            cores = (os.cpu_count() or 1) * (busy1 - busy0) / max(1, total1 - total0)
+            walls[master] = wall
+            print(f"{master}: {wall:6.1f} s, busy cores {cores:.2f}, {partitions} partitions")
+        print(f"ratio read local[2]/local[1] throughput: {walls['local[1]'] / walls['local[2]']:.2f}x")
+        return 0
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
