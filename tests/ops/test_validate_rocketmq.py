@@ -796,6 +796,63 @@ def test_consumer_offset_file_unparseable(store):
     expect(validate(store.root), ("RMQ-CONFIG-PARSE", path, 17))
 
 
+# --- a live writer ---------------------------------------------------------------------------------
+
+_HOLD_LOCK = """
+import fcntl, os, sys
+fd = os.open(sys.argv[1], os.O_RDWR)
+fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB, 1, 0)
+print("locked", flush=True)
+sys.stdin.read()
+"""
+
+
+@pytest.mark.parametrize("completed", [True, False])
+def test_record_completed_while_validating_is_in_progress(tmp_path, monkeypatch, completed):
+    """A writer holds the store's lock and the last record is half on disk.  validate reads the
+    file again a moment later: when the record is complete by then, the tail is
+    RMQ-CL-IN-PROGRESS (info) and the store passes; when nothing more arrives, the same tail stays
+    damage (not in progress)."""
+    import subprocess
+    import sys
+
+    import mqtool.ops.validate_rocketmq as engine
+
+    root = tmp_path / "store"
+    with StoreWriter(root, SMALL) as w:
+        for i in range(6):
+            w.append(cl.MessageRecord(topic="T", queue_id=0, body=b"record %d " % i * 4, properties={"KEYS": f"k{i}"}))
+    path = rmq.list_segments(root / "commitlog")[0].path
+    original = path.read_bytes()
+    last_pos, last = list(cl.RecordWalker(original, 0))[-1]
+    half = last_pos + last.total_size // 2
+    torn = original[:half] + bytes(last.total_size - last.total_size // 2) + original[last_pos + last.total_size :]
+    path.write_bytes(torn)
+
+    def sleep(_seconds: float) -> None:  # the moment between the two reads: the writer finishes
+        if completed:
+            path.write_bytes(original)
+
+    monkeypatch.setattr(engine.time, "sleep", sleep)
+    holder = subprocess.Popen([sys.executable, "-c", _HOLD_LOCK, str(root / "lock")], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        report = validate(root)
+    finally:
+        holder.stdin.close()
+        holder.wait(timeout=30)
+    assert report.facts["live"] is True
+    codes = {f.code for f in report.findings}
+    if completed:
+        [progress] = [f for f in report.findings if f.code == "RMQ-CL-IN-PROGRESS"]
+        assert progress.level is Severity.info and progress.position == last_pos
+        assert not report.failed, _describe(report.findings)
+    else:
+        assert "RMQ-CL-IN-PROGRESS" not in codes
+        damage = [f for f in report.findings if f.level is not Severity.info and f.path == str(path)]
+        assert damage and min(f.position for f in damage) == last_pos, _describe(report.findings)
+
+
 #: Codes validate never produces, and why.
 NOT_PRODUCED: dict[str, str] = {}
 
@@ -1149,3 +1206,4 @@ def test_random_body_flips_are_each_reported_once(base_root, tmp_path_factory, f
         flip(rec.path, rec.position + cl.body_position(0) + at, mask)
     damaged = sorted({index for index, _, _ in flips})
     expect(validate(store.root), *(("RMQ-CL-BODY-CRC", store.records[i].path, store.records[i].position + 8) for i in damaged))
+
