@@ -6,7 +6,11 @@ tests that need them use ``real_path(...)`` which skips cleanly when the folder 
 
 from __future__ import annotations
 
+import contextlib
 import os
+import subprocess
+import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -27,3 +31,26 @@ def real_path(*parts: str) -> Path:
     if not path.exists():
         pytest.skip(f"real fixture not available: {path}")
     return path
+
+
+_HOLD_LOCK = """
+import fcntl, os, sys
+fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT)
+fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB, 1, 0)
+print("locked", flush=True)
+sys.stdin.read()
+"""
+
+
+@contextlib.contextmanager
+def lock_held_elsewhere(path: Path) -> Iterator[int]:
+    """Another process holds an fcntl record lock on ``path`` (as the broker holds
+    ``<root>/lock``) for the duration; yields its pid.  fcntl locks are per process, so a lock
+    taken by the test process itself would be invisible to the code under test."""
+    holder = subprocess.Popen([sys.executable, "-c", _HOLD_LOCK, str(path)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        yield holder.pid
+    finally:
+        holder.stdin.close()
+        holder.wait(timeout=30)

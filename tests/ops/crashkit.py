@@ -9,9 +9,7 @@ byte and that the quarantines of both runs hold every byte that went (``fuzz.fau
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
-import io
 import json
 import os
 import shutil
@@ -24,8 +22,7 @@ from typing import ClassVar
 
 import pytest
 
-from fuzz.faults import check_quarantine, tree
-from mqtool.cli.app import run
+from fuzz.faults import check_quarantine, cli, tree
 from mqtool.cli.exit_codes import ExitCode, exit_code_for
 from mqtool.errors import StoreIOError
 from mqtool.store.mutate import Mutator
@@ -99,7 +96,10 @@ def _manifests(q: Path) -> list[Path]:
     return sorted(q.glob("*/manifest.json"))
 
 
-def _rerun_and_check(case: CrashCase, store: Path, q: Path, first: list[Path], rerun: Rerun, what: str, clean: Callable[[Path], None] | None) -> None:
+def _rerun_and_check(case: CrashCase, store: Path, q: Path, rerun: Rerun, what: str, clean: Callable[[Path], None] | None) -> None:
+    """Rerun after a failed run: the uninterrupted run's store, and the quarantines of both runs
+    hold every byte that went."""
+    first = _manifests(q)
     result = rerun(store, q)
     assert not result.verification.failed and not getattr(result, "notes", None), f"rerun after {what}"
     final = tree(store)
@@ -121,7 +121,7 @@ def kill_and_rerun(base: Path, case: CrashCase, n: int, rerun: Rerun, clean: Cal
         assert killed.returncode == 0, (n, killed.stderr)
         assert tree(store) == case.expected
         return False
-    _rerun_and_check(case, store, q, _manifests(q), rerun, f"kill@{n}", clean)
+    _rerun_and_check(case, store, q, rerun, f"kill@{n}", clean)
     return True
 
 
@@ -145,10 +145,7 @@ def io_error_and_rerun(
     monkeypatch.setenv("MQTOOL_FAULT_INJECT", f"{kind}@{n}")
     try:
         if via_cli:
-            out, errs = io.StringIO(), io.StringIO()
-            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(errs):
-                code = run(["recover", str(store), "--apply", *case.recover_args, "--quarantine", str(q), "--jobs", "1"])
-            err = errs.getvalue()
+            code, _, err = cli(["recover", str(store), "--apply", *case.recover_args, "--quarantine", str(q), "--jobs", "1"])
             if code == ExitCode.OK:
                 assert tree(store) == case.expected
                 return False
@@ -171,7 +168,7 @@ def io_error_and_rerun(
         assert tree(store) == case.original
     if still_work is not None:
         assert still_work(store), f"{kind}@{n}: the store is no longer one the planner reads with work left"
-    _rerun_and_check(case, store, q, _manifests(q), rerun, f"{kind}@{n}", None)
+    _rerun_and_check(case, store, q, rerun, f"{kind}@{n}", None)
     return True
 
 
@@ -207,16 +204,9 @@ def check_undo(base: Path, case: CrashCase) -> None:
     """``recover --apply`` then ``recover --undo MANIFEST`` gives the damaged store back byte for byte."""
     store = base / "store"
     shutil.copytree(case.damaged, store)
-    code, out = _cli("recover", str(store), "--apply", *case.recover_args, "--quarantine", str(base / "q"), "--json", "--jobs", "1")
-    assert code == 0, out
+    code, out, err = cli(["recover", str(store), "--apply", *case.recover_args, "--quarantine", str(base / "q"), "--json", "--jobs", "1"])
+    assert code == 0, err
     assert tree(store) == case.expected
-    code, out = _cli("recover", "--undo", json.loads(out)["manifest"], "--json")
-    assert code == 0, out
+    code, _, err = cli(["recover", "--undo", json.loads(out)["manifest"], "--json"])
+    assert code == 0, err
     assert tree(store) == case.original
-
-
-def _cli(*argv: str) -> tuple[int, str]:
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = run(list(argv))
-    return code, out.getvalue() if code == 0 else err.getvalue()

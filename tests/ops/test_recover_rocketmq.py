@@ -26,8 +26,6 @@ import io
 import json
 import os
 import shutil
-import subprocess
-import sys
 import tempfile
 import time
 import zlib
@@ -51,7 +49,7 @@ from mqtool.store import rocketmq as rmq
 from mqtool.store.files import ReadOnlyFile
 from mqtool.store.lock import MQTOOL_LOCK_NAME, ExclusiveLock
 from mqtool.store.writer import StoreWriter, WriterConfig, index_keys
-from tests.conftest import real_path
+from tests.conftest import lock_held_elsewhere, real_path
 from tests.ops.crashkit import IO_FAULTS, io_error_at, kill_and_rerun, kill_at, make_case, subprocess_recover
 
 SMALL = WriterConfig(commitlog_file_size=4096, cq_file_size=200, index_hash_slot_num=16, index_num=64, index_tz=dt.timezone.utc)
@@ -863,31 +861,17 @@ def test_lock_held_by_another_mqtool_exits_75(work, pristine):
         assert cli("recover", "--undo", manifest)[0] == 75
 
 
-BROKER = """
-import fcntl, os, sys
-fd = os.open(sys.argv[1], os.O_RDWR)
-fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB, 1, 0)
-print("locked", flush=True)
-sys.stdin.read()
-"""
-
-
 def test_broker_lock_refuses_unless_force(work, pristine):
     """The broker's fcntl lock on <root>/lock, held by another process: exit 75, nothing
     changed; with --force the plan is applied."""
     root, q = fresh(work, pristine)
     before = tree(root)
-    broker = subprocess.Popen([sys.executable, "-c", BROKER, str(root / "lock")], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-    try:
-        assert broker.stdout.readline().strip() == "locked"
+    with lock_held_elsewhere(root / "lock") as broker_pid:
         code, _, err = cli("recover", root, "--apply", "--quarantine", q)
-        assert code == 75 and f"pid {broker.pid}" in err and "--force" in err
+        assert code == 75 and f"pid {broker_pid}" in err and "--force" in err
         assert tree(root) == before and not q.exists()
         code, _, err = cli("recover", root, "--apply", "--force", "--quarantine", q, "--jobs", "1")
         assert code == 0, err
-    finally:
-        broker.stdin.close()
-        broker.wait(timeout=10)
     assert not (root / "abort").exists()
 
 

@@ -43,7 +43,7 @@ from mqtool.ops.validate_rocketmq import validate_rocketmq
 from mqtool.store import rocketmq as rmq
 from mqtool.store.files import ReadOnlyFile
 from mqtool.store.writer import StoreWriter, WriterConfig, delivery_tags_code
-from tests.conftest import FIXTURES, real_path
+from tests.conftest import FIXTURES, lock_held_elsewhere, real_path
 
 SMALL = WriterConfig(commitlog_file_size=4096, cq_file_size=200, index_hash_slot_num=16, index_num=64, index_tz=dt.timezone.utc)
 START_MS = 1_700_000_000_000
@@ -798,24 +798,12 @@ def test_consumer_offset_file_unparseable(store):
 
 # --- a live writer ---------------------------------------------------------------------------------
 
-_HOLD_LOCK = """
-import fcntl, os, sys
-fd = os.open(sys.argv[1], os.O_RDWR)
-fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB, 1, 0)
-print("locked", flush=True)
-sys.stdin.read()
-"""
-
-
 @pytest.mark.parametrize("completed", [True, False])
 def test_record_completed_while_validating_is_in_progress(tmp_path, monkeypatch, completed):
     """A writer holds the store's lock and the last record is half on disk.  validate reads the
     file again a moment later: when the record is complete by then, the tail is
     RMQ-CL-IN-PROGRESS (info) and the store passes; when nothing more arrives, the same tail stays
     damage (not in progress)."""
-    import subprocess
-    import sys
-
     import mqtool.ops.validate_rocketmq as engine
 
     root = tmp_path / "store"
@@ -834,13 +822,8 @@ def test_record_completed_while_validating_is_in_progress(tmp_path, monkeypatch,
             path.write_bytes(original)
 
     monkeypatch.setattr(engine.time, "sleep", sleep)
-    holder = subprocess.Popen([sys.executable, "-c", _HOLD_LOCK, str(root / "lock")], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-    try:
-        assert holder.stdout.readline().strip() == "locked"
+    with lock_held_elsewhere(root / "lock"):
         report = validate(root)
-    finally:
-        holder.stdin.close()
-        holder.wait(timeout=30)
     assert report.facts["live"] is True
     codes = {f.code for f in report.findings}
     if completed:

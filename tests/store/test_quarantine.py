@@ -16,7 +16,7 @@ from mqtool.errors import CorruptDataError, LockBusyError, StoreIOError, StoreLa
 from mqtool.store.lock import MQTOOL_LOCK_NAME, ExclusiveLock, probe_record_lock
 from mqtool.store.mutate import Faults, Mutator
 from mqtool.store.quarantine import MANIFEST, Quarantine, default_quarantine_root, load_manifest, undo
-from tests.conftest import PROJECT_ROOT
+from tests.conftest import PROJECT_ROOT, lock_held_elsewhere
 
 
 @pytest.fixture
@@ -284,25 +284,11 @@ def test_exclusive_lock_excludes_a_second_holder(store):
         pass
 
 
-HOLD = """
-import fcntl, os, sys
-fd = os.open(sys.argv[1], os.O_RDWR)
-fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB, 1, 0)
-print("locked", flush=True)
-sys.stdin.read()
-"""
-
-
 def test_probe_record_lock_sees_another_process(store):
     lock = store / "lock"
     assert probe_record_lock(lock) is None  # absent
     lock.write_bytes(b"lock")
     assert probe_record_lock(lock) is None  # nobody holds it
-    holder = subprocess.Popen([sys.executable, "-c", HOLD, str(lock)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-    try:
-        assert holder.stdout.readline().strip() == "locked"
-        assert probe_record_lock(lock) == holder.pid
-    finally:
-        holder.stdin.close()
-        holder.wait(timeout=10)
+    with lock_held_elsewhere(lock) as pid:
+        assert probe_record_lock(lock) == pid
     assert probe_record_lock(lock) is None
