@@ -10,7 +10,11 @@ in the same run, each as the real command in a subprocess:
 * ``scan local[1]`` and ``scan local[2]``: the whole job (JVM start, ingest to Parquet, every
   integrity join, report), ``--master local[N]``;
 * ``scan startup``: ``scan`` of the small bundled fixture, i.e. Spark's fixed cost (JVM, Python
-  workers, job planning), reported so the per-byte work can be told apart from it.
+  workers, job planning), reported so the per-byte work can be told apart from it;
+* ``local[1] on 1 CPU``: ``scan local[1]`` pinned to one CPU (``sched_setaffinity``). local[1]
+  is one task slot, not one core: unpinned, its JVM and Python worker keep 1.3-2 cores busy
+  (``bench/spark_scan_stages.py`` shows it per step), which on a 2-core machine caps
+  local[2]/local[1] near 2 / that.  The pinned run shows how the scan scales from one core to two.
 
 Printed ratios: local[2]/local[1] throughput (goal >= 1.6 on 2 cores) and scan local[2] time /
 validate -j1 time (goal < 2: Spark's overhead at this size).  Noisy machines: this prints
@@ -37,9 +41,11 @@ from bench.validate_throughput import generate  # noqa: E402
 MQTOOL = [sys.executable, "-m", "mqtool"]
 
 
-def timed(args: list[str], env: dict | None = None) -> tuple[float, int]:
+def timed(args: list[str], env: dict | None = None, cpus: set[int] | None = None) -> tuple[float, int]:
+    """Wall time and exit code of one run; ``cpus`` pins it (JVM, Python workers and all)."""
+    pin = (lambda: os.sched_setaffinity(0, cpus)) if cpus else None
     t0 = time.perf_counter()
-    done = subprocess.run(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
+    done = subprocess.run(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env, preexec_fn=pin, check=False)
     elapsed = time.perf_counter() - t0
     if done.returncode not in (0, 1):
         sys.stderr.write(done.stderr[-2000:])
@@ -84,6 +90,15 @@ def main() -> int:
             results[f"scan local[{n}]"] = timed(
                 [*MQTOOL, "scan", str(store), "--out", str(out), "--master", f"local[{n}]", "--split-size", args.split_size, "--json"], env
             )
+        cpus = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
+        if len(cpus) >= 2:
+            # local[1] is one task slot, not one core: its JVM threads (JIT, GC, Parquet encoding)
+            # and Python worker keep more than one core busy. Pinned to one CPU, it is one core.
+            results["local[1] on 1 CPU"] = timed(
+                [*MQTOOL, "scan", str(store), "--out", str(work / "out-pinned"), "--master", "local[1]", "--split-size", args.split_size, "--json"],
+                env,
+                cpus={cpus[0]},
+            )
 
         print(f"store: {mib:,.0f} MiB of CommitLog ({args.file_mib} MiB files, split {args.split_size})")
         print(f"{'run':<16} {'seconds':>9} {'MiB/s':>9} {'exit':>5}")
@@ -96,6 +111,9 @@ def main() -> int:
         print(f"ratio scan local[2]/local[1] throughput: {one / two:.2f}x (goal >= 1.6)")
         if one > startup and two > startup:
             print(f"ratio scan local[2]/local[1] throughput without the fixed start-up: {(one - startup) / (two - startup):.2f}x")
+        if "local[1] on 1 CPU" in results:
+            pinned = results["local[1] on 1 CPU"][0]
+            print(f"ratio scan local[2] on {len(cpus)} CPUs / local[1] pinned to 1 CPU throughput: {pinned / two:.2f}x")
         print(f"ratio scan local[2] time / validate -j1 time: {two / validate:.2f}x (goal < 2)")
         print(f"ratio scan local[1] time / validate -j1 time: {one / validate:.2f}x")
         return 0

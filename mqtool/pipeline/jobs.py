@@ -665,7 +665,9 @@ def run(spark: SparkSession, cfg: ScanConfig) -> ScanResult:
     schema = "source string, code string, path string, position long, length long, message string"
     if all_findings is None:
         all_findings = spark.createDataFrame([], schema)
-    all_findings = all_findings.select(*[F.col(c) for c in FINDING_COLUMNS]).coalesce(1)
+    # One file of findings, but repartition (a shuffle) rather than coalesce: coalesce(1) would
+    # run the integrity joins above it in a single task (bench/spark_scan_stages.py).
+    all_findings = all_findings.select(*[F.col(c) for c in FINDING_COLUMNS]).repartition(1)
     written = _write(all_findings, path, ())
     result.datasets["findings"] = path
     rows = written.orderBy("source", "path", "position", "code").collect()

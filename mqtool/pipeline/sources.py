@@ -61,6 +61,12 @@ from mqtool.pipeline import files as fs
 from mqtool.pipeline.walk import Framing, Problem, walk_commitlog, walk_framed
 
 DEFAULT_SPLIT_SIZE = 128 << 20
+#: ConsumeQueue units and IndexFile entries are 20 bytes each but cost a task about as much per
+#: row as a CommitLog record does: their partitions are sized in rows, as many rows as a
+#: ``splitSize`` of records of this many bytes (131,072 rows at the default 128 MiB), so they
+#: spread over the cores like the CommitLog read (by bytes, 450,000 used entries of one IndexFile
+#: were one partition, one task).
+ROW_EQUIVALENT_BYTES = 1024
 BATCH_ROWS = 4096
 
 # --- schemas: (name, Spark DDL type, Arrow type) ---------------------------------------------
@@ -585,10 +591,16 @@ def _ext_dir(queue_dir: str, topic: str | None, qid: int | None) -> str | None:
     return ext if entry is not None and entry.is_dir else None
 
 
+def _split_rows(opts: ReadOptions) -> int:
+    """Rows of 20-byte units or entries per partition (see ``ROW_EQUIVALENT_BYTES``)."""
+    return max(1, opts.split_size // ROW_EQUIVALENT_BYTES)
+
+
 def plan_consumequeue(opts: ReadOptions) -> list[FilePart]:
-    """One partition per group of queues of about ``splitSize`` bytes (a queue is never split:
-    its end is where the first file that does not end full stops)."""
+    """One partition per group of queues of about ``splitSize / ROW_EQUIVALENT_BYTES`` units
+    (a queue is never split: its end is where the first file that does not end full stops)."""
     parts: list[FilePart] = []
+    budget = _split_rows(opts) * cqf.CQ_UNIT_SIZE
     for source, root in _roots(opts):
         group: list = []
         size = 0
@@ -597,7 +609,7 @@ def plan_consumequeue(opts: ReadOptions) -> list[FilePart]:
                 continue
             group.append((topic, qid, [(s.path, int(s.name) if SEGMENT_NAME.match(s.name) else 0, s.size) for s in segs], ext))
             size += sum(s.size for s in segs)
-            if size >= opts.split_size:
+            if size >= budget:
                 parts.append(FilePart(source, root, queues=group))
                 group, size = [], 0
         if group:
@@ -679,9 +691,9 @@ def index_files(path: str) -> list[fs.Entry]:
 
 
 def plan_index(opts: ReadOptions) -> list[FilePart]:
-    """Entry ranges of about ``splitSize`` bytes per partition (entries are fixed-size)."""
+    """Ranges of ``splitSize / ROW_EQUIVALENT_BYTES`` used entries per partition."""
     parts = []
-    per_part = max(1, opts.split_size // idxf.INDEX_ENTRY_SIZE)
+    per_part = _split_rows(opts)
     for source, root in _roots(opts):
         for entry in index_files(root):
             with fs.open_file(entry.path) as f:

@@ -203,6 +203,29 @@ def test_byte_ranges_equal_one_partition_rocketmq(spark, tmp_path):
     assert kinds == {"record", "problem", "end"}
 
 
+def test_unit_and_entry_partitions_are_sized_in_rows(spark):
+    """ConsumeQueue units and IndexFile entries are 20 bytes but cost a task about what a record
+    does: a split carries ``splitSize / ROW_EQUIVALENT_BYTES`` rows, not ``splitSize / 20``."""
+    import json
+
+    from mqtool.pipeline import sources as src
+
+    split = 100 * src.ROW_EQUIVALENT_BYTES  # 100 rows
+    opts = src.parse_options({"sources": json.dumps([["s", str(STORE)]]), "splitSize": str(split)})
+    entries = src.plan_index(opts)
+    for path in {p.path for p in entries}:
+        sizes = [p.stop - p.start for p in entries if p.path == path]
+        assert sizes[:-1] == [100] * (len(sizes) - 1) and 0 < sizes[-1] <= 100, path
+    used = sum(p.stop - p.start for p in entries)
+    assert used == spark.read.format("rocketmq_index").load(str(STORE)).count() > 100
+    for group in src.plan_consumequeue(opts)[:-1]:
+        # queues are never split: a group closes at the first queue that reaches 100 units
+        units = [sum(size for _, _, size in q[2]) // src.cqf.CQ_UNIT_SIZE for q in group.meta["queues"]]
+        assert sum(units) >= 100 and sum(units[:-1]) < 100
+    _split_vs_single(spark, "rocketmq_index", STORE, split)
+    _split_vs_single(spark, "rocketmq_consumequeue", STORE, 20 * src.ROW_EQUIVALENT_BYTES)
+
+
 def test_byte_ranges_equal_one_partition_kafka(spark):
     path = real_path("kafka", "asayers-kafkalite", "tests", "test-data", "fs-data")
     _split_vs_single(spark, "kafka_log", path, 64 << 10)
