@@ -10,7 +10,12 @@ queues, ConsumeQueues and IndexFiles) with mqtool's writer, in ``--file-mib`` Co
 * ``validate -j1`` / ``-j2``: the real command in a subprocess (every check family), its
   interpreter start-up measured separately and subtracted;
 * the ratios validate/crc32 (goal >= 0.5) and -j2/-j1 (goal >= 1.7 on 2 cores);
-* the peak RSS of each validate run (goal < 150 MB whatever the store size).
+* the peak RSS of each validate run (goal < 150 MB whatever the store size);
+* the machine's own ceiling for -j2/-j1: one process decoding the first CommitLog file
+  (mqtool's ``RecordWalker``, no checks, no shared state), then two such processes at once
+  (best of two runs each).
+  Two independent CPU-bound processes that gain less than 2x show what the machine's two CPUs
+  give (shared caches, memory bandwidth, a hypervisor's siblings), whatever validate does.
 
 Noisy machines: this prints ratios, it asserts nothing.
 """
@@ -68,6 +73,32 @@ def crc_pass(files: list[Path]) -> int:
     return total
 
 
+_DECODE = """
+import sys, time
+from mqtool.formats.rocketmq.commitlog import RecordWalker
+data = open(sys.argv[1], "rb").read(int(sys.argv[2]))
+t0 = time.perf_counter()
+for _ in RecordWalker(data):
+    pass
+print(time.perf_counter() - t0)
+"""
+
+
+def machine_ceiling(path: Path, size: int) -> float:
+    """Throughput of two decoding processes at once over one alone (2.0 on two free cores)."""
+
+    def start() -> subprocess.Popen:
+        return subprocess.Popen([sys.executable, "-c", _DECODE, str(path), str(size)], stdout=subprocess.PIPE, text=True, cwd=ROOT)
+
+    def seconds(proc: subprocess.Popen) -> float:
+        out, _ = proc.communicate()
+        return float(out.strip())
+
+    alone = min(seconds(start()) for _ in range(2))
+    together = min(max(seconds(p) for p in [start(), start()]) for _ in range(2))
+    return 2 * alone / together
+
+
 def run_child(args: list[str]) -> tuple[float, int, int]:
     """(seconds, exit code, peak RSS in bytes) of one child process."""
     t0 = time.perf_counter()
@@ -119,6 +150,8 @@ def main() -> None:
         print(f"ratio validate -j1 / crc32: {j1 / crc_rate:.2f}x (goal >= 0.5x)")
         print(f"ratio -j2 / -j1: {results[1][0] / results[2][0]:.2f}x (goal >= 1.7x on 2 cores)")
         print(f"peak RSS: {max(r for _, r in results.values()) / 2**20:.0f} MiB (goal < 150 MB)")
+        ceiling = machine_ceiling(files[0], min(files[0].stat().st_size, 64 << 20))
+        print(f"ratio machine ceiling for -j2/-j1 (two independent decoding processes / one): {ceiling:.2f}x")
     finally:
         if args.keep:
             print("kept", work)
