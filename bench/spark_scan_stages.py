@@ -27,14 +27,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench.spark_read_cores import _cpu  # noqa: E402  (busy and total jiffies of /proc/stat)
 from bench.validate_throughput import generate  # noqa: E402
-
-
-def _cpu() -> tuple[int, int]:
-    with open("/proc/stat") as f:
-        fields = [int(x) for x in f.readline().split()[1:]]
-    idle = fields[3] + fields[4]
-    return sum(fields) - idle, sum(fields)
 
 
 def _caller() -> str:
