@@ -14,7 +14,6 @@ nothing; without pyspark or Java it says "skipped".
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import os
 import shutil
 import sys
@@ -25,14 +24,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench.spark_env import cpu_jiffies as _cpu  # noqa: E402
+from bench.spark_env import missing  # noqa: E402
 from bench.validate_throughput import generate  # noqa: E402
-
-
-def _cpu() -> tuple[int, int]:
-    with open("/proc/stat") as f:
-        fields = [int(x) for x in f.readline().split()[1:]]
-    idle = fields[3] + fields[4]
-    return sum(fields) - idle, sum(fields)
 
 
 def main() -> int:
@@ -41,15 +35,12 @@ def main() -> int:
     ap.add_argument("--file-mib", type=int, default=64)
     ap.add_argument("--split-mib", type=int, default=64)
     args = ap.parse_args()
-    if importlib.util.find_spec("pyspark") is None:
-        print("spark_read_cores: skipped (pyspark not installed)")
+    reason = missing(proc_stat=True)
+    if reason:
+        print(f"spark_read_cores: skipped ({reason})")
         return 0
     from mqtool.pipeline import session
-    from mqtool.pipeline.java import find_java
 
-    if find_java() is None or not os.path.exists("/proc/stat"):
-        print("spark_read_cores: skipped (no Java 17+ or no /proc/stat)")
-        return 0
     work = Path(tempfile.mkdtemp(prefix="mqtool-spark-cores-"))
     try:
         count, end = generate(work / "store", args.size_mib, args.file_mib, 1024)

@@ -24,7 +24,6 @@ ratios, it asserts nothing.  Without pyspark or Java it says "skipped" and exits
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import os
 import shutil
 import subprocess
@@ -36,6 +35,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench.spark_env import missing  # noqa: E402
 from bench.validate_throughput import generate  # noqa: E402
 
 MQTOOL = [sys.executable, "-m", "mqtool"]
@@ -61,13 +61,9 @@ def main() -> int:
     ap.add_argument("--split-size", default="128m", help="scan --split-size")
     args = ap.parse_args()
 
-    if importlib.util.find_spec("pyspark") is None or importlib.util.find_spec("pyarrow") is None:
-        print("spark_scan: skipped (pyspark/pyarrow not installed: pip install 'mqtool[spark]')")
-        return 0
-    from mqtool.pipeline.java import find_java
-
-    if find_java() is None:
-        print("spark_scan: skipped (no Java 17+ for Spark)")
+    reason = missing()
+    if reason:
+        print(f"spark_scan: skipped ({reason})")
         return 0
 
     work = args.dir or Path(tempfile.mkdtemp(prefix="mqtool-spark-bench-"))

@@ -13,7 +13,6 @@ asserts nothing; without pyspark or Java it says "skipped".
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import os
 import shutil
@@ -27,7 +26,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.spark_read_cores import _cpu  # noqa: E402  (busy and total jiffies of /proc/stat)
+from bench.spark_env import cpu_jiffies as _cpu  # noqa: E402
+from bench.spark_env import missing  # noqa: E402
 from bench.validate_throughput import generate  # noqa: E402
 
 
@@ -97,13 +97,9 @@ def main() -> int:
     if args.one:
         print("RESULT " + json.dumps(run_one(args.one, args.store, args.out, args.split_mib)))
         return 0
-    if importlib.util.find_spec("pyspark") is None:
-        print("spark_scan_stages: skipped (pyspark not installed)")
-        return 0
-    from mqtool.pipeline.java import find_java
-
-    if find_java() is None or not os.path.exists("/proc/stat"):
-        print("spark_scan_stages: skipped (no Java 17+ or no /proc/stat)")
+    reason = missing(proc_stat=True)
+    if reason:
+        print(f"spark_scan_stages: skipped ({reason})")
         return 0
     work = Path(tempfile.mkdtemp(prefix="mqtool-spark-stages-"))
     try:
