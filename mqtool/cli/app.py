@@ -7,6 +7,7 @@ The user never sees a traceback unless ``--debug`` is given (or ``MQTOOL_DEBUG=1
 from __future__ import annotations
 
 import os
+import re
 import sys
 import traceback
 from typing import Annotated, Optional
@@ -25,7 +26,9 @@ from mqtool.errors import MqError
 
 app = typer.Typer(
     name="mqtool",
-    help="Offline operations toolkit for message-queue store directories (RocketMQ, Kafka, Jafka, MetaQ).",
+    help="Offline operations toolkit for message-queue store directories (RocketMQ, Kafka, Jafka, MetaQ).\n\n"
+    "Exit codes: 0 clean, 1 findings (or a plan with work to do), 2 usage, 3 I/O error or not a store, "
+    "4 unsupported, 70 internal error, 75 busy (another run holds the lock), 130 interrupted.",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
@@ -122,7 +125,64 @@ def _click_command():
     command = _command_cache.get("root")
     if command is None:
         command = _command_cache["root"] = typer.main.get_command(app)
+        _tidy_option_types(command)
+        _reflow_help(command)
     return command
+
+
+def _reflow_help(command) -> None:
+    """Docstrings are wrapped at ~100 columns in the source; rich keeps those line breaks, so
+    ``--help`` on a narrower terminal showed ragged half-lines.  Join the lines of each paragraph
+    (paragraphs stay apart) and let rich wrap to the terminal."""
+    if command.help:
+        paragraphs = re.split(r"\n\s*\n", command.help.strip())
+        command.help = "\n\n".join(" ".join(line.strip() for line in p.splitlines()) for p in paragraphs)
+    for sub in getattr(command, "commands", {}).values():
+        _reflow_help(sub)
+
+
+_LIST_TYPE = re.compile(r"^<list\[(.*)\]>$")
+
+
+def _tidy_option_types(command) -> None:
+    """typer's help shows a type beside every option: ``<bool>`` on flags (which take no
+    value), ``<list[str]>`` on repeatable options, ``<int range>`` before the range it prints
+    anyway.  That column squeezes the help text on an 80-column terminal to a few words a line.
+    Flags show no type, repeatable options their item type with ``...``, ranges the number type."""
+    ctx = command.context_class(command)
+    help_option = command.get_help_option
+
+    def get_help_option(context):
+        option = help_option(context)
+        if option is not None and option.metavar is None:
+            option.metavar = ""
+        return option
+
+    command.get_help_option = get_help_option
+    for param in command.params:
+        kind = getattr(param, "param_type_name", None)
+        if kind == "argument" and hasattr(param, "display_type_rich"):
+            listed = _LIST_TYPE.match(param.display_type_rich(ctx) or "")
+            if listed:  # an argument's metavar names it in the usage line: change only the type shown
+                shown = f"<{listed.group(1)}>..."
+                param.display_type_rich = lambda ctx=None, shown=shown: shown
+            continue
+        if kind != "option" or param.metavar is not None:
+            continue
+        if getattr(param, "is_flag", False):
+            param.metavar = ""
+            continue
+        display = getattr(param, "display_type_rich", None)  # typer >= 0.2x; older ones show TEXT, PATH
+        shown = display(ctx) if display else None
+        if not shown:
+            continue
+        listed = _LIST_TYPE.match(shown)
+        if listed:
+            param.metavar = f"<{listed.group(1)}>..."
+        elif shown.endswith(" range>"):
+            param.metavar = shown[: -len(" range>")] + ">"
+    for sub in getattr(command, "commands", {}).values():
+        _tidy_option_types(sub)
 
 
 def _report(message: str) -> None:

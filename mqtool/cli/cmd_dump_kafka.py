@@ -81,10 +81,11 @@ def dump_kafka_log(
     ] = False,
     metadata_decoder: Annotated[
         bool,
-        typer.Option(
-            "--metadata-decoder", "--cluster-metadata-decoder", help="Decode values as KRaft __cluster_metadata records (implies --deep-iteration)."
-        ),
+        typer.Option("--cluster-metadata-decoder", help="Decode values as KRaft __cluster_metadata records (implies --deep-iteration)."),
     ] = False,
+    # kafka-dump-log's older spelling, accepted but not listed (both names in one help cell
+    # crowded the options table)
+    metadata_decoder_alias: Annotated[bool, typer.Option("--metadata-decoder", hidden=True)] = False,
     no_decoders: Annotated[
         bool, typer.Option("--no-decoders", help="Do not decode internal topics automatically (by partition dir name).")
     ] = False,
@@ -102,9 +103,10 @@ def dump_kafka_log(
     partition dirs. A CRC mismatch shows as is_valid false and exit code 1; a broken entry
     framing ends the walk of that file."""
     out = renderer(fmt, as_json, as_jsonl)
+    metadata_decoder = metadata_decoder or metadata_decoder_alias
     chosen = [name for name, flag in (("offsets", offsets_decoder), ("transaction-log", transaction_log_decoder), ("metadata", metadata_decoder)) if flag]
     if len(chosen) > 1 or (chosen and no_decoders):
-        raise typer.BadParameter("give at most one of --offsets-decoder, --transaction-log-decoder, --metadata-decoder, --no-decoders")
+        raise typer.BadParameter("give at most one of --offsets-decoder, --transaction-log-decoder, --cluster-metadata-decoder, --no-decoders")
     decoder = chosen[0] if chosen else ("none" if no_decoders else "auto")
     deep = deep or records_only or bool(chosen)
     options = ops.LogDumpOptions(

@@ -31,7 +31,7 @@ def recover(
     queue: Annotated[Optional[list[str]], typer.Option("--queue", help="With --rebuild-cq: only TOPIC/QUEUE_ID (repeatable).")] = None,
     rebuild_index: Annotated[bool, typer.Option("--rebuild-index", help="Rebuild every index file from the data.")] = False,
     quarantine: Annotated[
-        Optional[Path], typer.Option("--quarantine", help="Where cut bytes are kept (default: <store>/../mqtool-quarantine/).")
+        Optional[Path], typer.Option("--quarantine", help="Where cut bytes are kept (default: mqtool-quarantine/ beside the store).")
     ] = None,
     force: Annotated[
         bool, typer.Option("--force", help="Apply even if the broker holds its lock, or the plan cuts valid records after a broken one.")

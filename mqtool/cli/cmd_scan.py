@@ -65,7 +65,7 @@ def scan(
     with_body: Annotated[bool, typer.Option("--with-body", help="Keep bodies, values and payloads in the datasets.")] = False,
     split_size: Annotated[str, typer.Option("--split-size", help="Bytes per input partition (a bigger file is read as byte ranges).")] = "128m",
     fail_on: Annotated[Severity, typer.Option("--fail-on", help="Exit 1 when a finding has at least this severity.")] = Severity.error,
-    fmt: Annotated[OutputFormat, typer.Option("--format", "-f", help="table or json (the report document).")] = OutputFormat.table,
+    fmt: Annotated[OutputFormat, typer.Option("--format", "-f", metavar="<format>", help="table or json (the report document).")] = OutputFormat.table,
     as_json: Annotated[bool, typer.Option("--json", help="Shorthand for --format json.")] = False,
 ) -> int:
     """Scan stores on Spark: Parquet datasets of every record, unit and entry, and an integrity report.

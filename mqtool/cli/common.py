@@ -11,13 +11,13 @@ from mqtool.cli.render import BodyDecode, OutputFormat, Renderer
 
 FormatOpt = Annotated[
     OutputFormat,
-    typer.Option("--format", "-f", help="Output format: table for people, json/jsonl for machines.", case_sensitive=False),
+    typer.Option("--format", "-f", metavar="<format>", help="Output format: table for people, json or jsonl for machines.", case_sensitive=False),
 ]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Shorthand for --format json.")]
 JsonlOpt = Annotated[bool, typer.Option("--jsonl", help="Shorthand for --format jsonl.")]
 DecodeOpt = Annotated[
     BodyDecode,
-    typer.Option("--decode", help="How bodies and other bytes are shown.", case_sensitive=False),
+    typer.Option("--decode", metavar="<decode>", help="How bodies and other bytes are shown: base64, utf8, hex or none.", case_sensitive=False),
 ]
 LayoutOpt = Annotated[
     Optional[str],
