@@ -118,7 +118,7 @@ def clean(
 
     # a layout's own plan actions (MetaQ's ``archive``) are run by its cleaner module's apply_custom
     custom = getattr(inspect.getmodule(plan_fn), "apply_custom", None)
-    result = apply_plan(plan, custom=custom, force=live, broker_lock=BROKER_LOCKS.get(layout_name), command="clean", before_step=pace)
+    result = apply_plan(plan, custom=custom, force=live, broker_lock=BROKER_LOCKS.get(layout_name), command="clean", before_step=pace, force_flag="--live")
     archived = [s.to_dict() for s in result.applied if s.details.get("archive")]
     deleted = [s.to_dict() for s in result.applied if not s.details.get("archive") and s.action == "remove"]
     doc = {"deleted": deleted, "archived": archived, "bytes_freed": plan.bytes_cut, "plan": plan.to_dict()}

@@ -216,13 +216,15 @@ def apply_plan(
     broker_lock: str | None = None,
     command: str = "recover",
     before_step: Callable[[Step, ApplyContext], bool] | None = None,
+    force_flag: str = "--force",
 ) -> ApplyResult:
     """Execute ``plan`` under mqtool's exclusive lock.  ``before_step`` may veto a step (return
-    False) — used to keep ``abort`` when verification failed."""
+    False) — used to keep ``abort`` when verification failed.  ``force_flag`` is the caller's name
+    for ``force`` (``clean`` calls it ``--live``), so messages name a flag the command has."""
     root = Path(plan.root)
     if plan.needs_force and not force:
         raise PlanChangedError(
-            "the plan cuts more than a torn tail: " + "; ".join(plan.needs_force) + " (every byte is quarantined; pass --force to go ahead)",
+            "the plan cuts more than a torn tail: " + "; ".join(plan.needs_force) + f" (every byte is quarantined; pass {force_flag} to go ahead)",
             path=root,
         )
     qroot = Path(quarantine_root) if quarantine_root else default_quarantine_root(root)
@@ -231,7 +233,7 @@ def apply_plan(
             pid = probe_record_lock(root / broker_lock)
             if pid is not None and not force:
                 raise LockBusyError(
-                    f"the broker (pid {pid or 'unknown'}) holds {broker_lock}: stop it before changing its files, or pass --force",
+                    f"the broker (pid {pid or 'unknown'}) holds {broker_lock}: stop it before changing its files, or pass {force_flag}",
                     path=root / broker_lock,
                 )
         mutator = Mutator(root, extra_roots=(qroot,), faults=Faults.from_env())

@@ -189,6 +189,7 @@ def test_broker_lock_refused_unless_live(tmp_path):
         assert holder.stdout.readline().strip() == "locked"
         proc = _run("clean", tmp_path, "--apply", "--now", NOW_MS, "--interval-ms", "0")
         assert proc.returncode == 75 and "the broker" in proc.stderr
+        assert "pass --live" in proc.stderr and "--force" not in proc.stderr  # the flag clean has
         assert len(rmq.open_store(tmp_path).commitlog) > 2
         proc = _run("clean", tmp_path, "--apply", "--now", NOW_MS, "--interval-ms", "0", "--live", "--quiet")
         assert proc.returncode == 0 and proc.stdout == ""
