@@ -76,6 +76,8 @@ class CommitLogDump:
 
     def __iter__(self) -> Iterator[tuple[Located, MessageRecord]]:
         emitted = 0
+        if self.limit == 0:  # --limit 0: no rows (the check after each yield would let one out)
+            return
         start_at = self.filter.from_offset
         for seg in self.files:
             if start_at is not None and seg.size and seg.base + seg.size <= start_at:
@@ -189,6 +191,8 @@ class QueueDump:
 
     def __iter__(self) -> Iterator[tuple[QueueTarget, rmq.QueueUnit]]:
         emitted = 0
+        if self.limit == 0:  # --limit 0: no rows (the check after each yield would let one out)
+            return
         for target in self.targets:
             walk = rmq.QueueWalk(target.segments, self.from_offset or 0)
             for qu in walk:
@@ -241,6 +245,8 @@ class IndexDump:
 
     def __iter__(self) -> Iterator[IndexEntryRow]:
         emitted = 0
+        if self.limit == 0:  # --limit 0: no rows (the check after each yield would let one out)
+            return
         for path in self.files:
             try:
                 view = rmq.IndexFileView(path, hash_slot_num=self.hash_slot_num, index_num=self.index_num)

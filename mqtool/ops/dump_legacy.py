@@ -238,6 +238,8 @@ class JafkaDump:
     def __iter__(self) -> Iterator[JafkaItem]:
         self.notes.extend(self.data.notes)
         emitted = 0
+        if self.limit == 0:  # --limit 0: no rows (the check after each yield would let one out)
+            return
         for part in self.partitions:
             for seg in self.data.selected(part):
                 if self.from_offset is not None and seg.end_offset is not None and seg.end_offset <= self.from_offset:
@@ -410,6 +412,8 @@ class MetaqDump:
     def __iter__(self) -> Iterator[MetaqItem]:
         self.notes.extend(self.data.notes)
         emitted = 0
+        if self.limit == 0:  # --limit 0: no rows (the check after each yield would let one out)
+            return
         for part in self.partitions:
             for seg in self.data.selected(part, archives=self.archives or self.data.only is not None):
                 if self.from_offset is not None and seg.end_offset is not None and seg.end_offset <= self.from_offset:

@@ -287,3 +287,25 @@ def test_index_file_of_unknown_geometry_names_the_flags(capsys, tmp_path):
     code, out, err = mqtool(capsys, "dump", "index", path, "--jsonl", "--index-hash-slots", "7", "--index-num", "9", "--header-only")
     assert code == 0, err
     assert json.loads(out)["hash_slot_num"] == 7
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["commitlog", STORE],
+        ["consumequeue", STORE],
+        ["index", STORE],
+        ["jafka", FIXTURES / "jafka-data"],
+        ["metaq", FIXTURES / "metaq-data"],
+        ["kafka-log", FIXTURES / "kafka-logs" / "orders-0"],
+    ],
+    ids=lambda a: a[0],
+)
+def test_dump_limit_zero_outputs_no_rows_and_one_means_one(capsys, args):
+    def rows(out):  # dump index starts each file with its header record, which is not a row
+        return [line for line in out.splitlines() if json.loads(line).get("record") != "header"]
+
+    code, out, _ = mqtool(capsys, "dump", *args, "--limit", "0", "--jsonl")
+    assert code == 0 and rows(out) == []
+    code, out, _ = mqtool(capsys, "dump", *args, "--limit", "1", "--jsonl")
+    assert code == 0 and len(rows(out)) == 1
