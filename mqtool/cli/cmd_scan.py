@@ -15,12 +15,12 @@ from rich.console import Console
 from rich.table import Table
 
 from mqtool.cli.app import app
+from mqtool.cli.common import check_layout
 from mqtool.cli.exit_codes import ExitCode
 from mqtool.cli.render import OutputFormat, Renderer, dumps
 from mqtool.errors import StoreLayoutError
 from mqtool.ops.findings import Finding, Severity
 
-LAYOUTS = ("rocketmq", "kafka", "jafka", "metaq")
 
 
 def _parse_conf(values: list[str]) -> list[tuple[str, str]]:
@@ -60,7 +60,7 @@ def scan(
     out: Annotated[str, typer.Option("--out", "-o", help="Output directory for the Parquet datasets and report.json (local or a URI).")],
     master: Annotated[Optional[str], typer.Option("--master", help="Spark master URL (default local[*]; spark://, yarn, k8s://...).")] = None,
     conf: Annotated[list[str], typer.Option("--conf", help="Spark setting KEY=VALUE, passed through (repeatable).")] = [],  # noqa: B006
-    layout: Annotated[Optional[str], typer.Option("--layout", help="Force the layout of every PATH: rocketmq, kafka, jafka, metaq.")] = None,
+    layout: Annotated[Optional[str], typer.Option("--layout", callback=check_layout, help="Force the layout of every PATH: rocketmq, kafka, jafka, metaq.")] = None,
     topic: Annotated[list[str], typer.Option("--topic", help="Only this topic (repeatable; pushed down to the readers).")] = [],  # noqa: B006
     with_body: Annotated[bool, typer.Option("--with-body", help="Keep bodies, values and payloads in the datasets.")] = False,
     split_size: Annotated[str, typer.Option("--split-size", help="Bytes per input partition (a bigger file is read as byte ranges).")] = "128m",
@@ -78,8 +78,6 @@ def scan(
         fmt = OutputFormat.json
     if fmt is OutputFormat.jsonl:
         raise typer.BadParameter("scan prints one report: use table or json", param_hint="--format")
-    if layout is not None and layout not in LAYOUTS:
-        raise typer.BadParameter(f"expected one of {', '.join(LAYOUTS)}, found {layout!r}", param_hint="--layout")
     renderer = Renderer(fmt)
     if importlib.util.find_spec("pyspark") is None or importlib.util.find_spec("pyarrow") is None:
         renderer.error("mqtool scan needs pyspark and pyarrow: pip install 'mqtool[spark]'")

@@ -64,8 +64,8 @@ def validate(
     cq_file_size: Annotated[
         Optional[int], typer.Option("--cq-file-size", min=20, help="ConsumeQueue file size, when not the one detected.")
     ] = None,
-    index_slots: Annotated[Optional[int], typer.Option("--index-hash-slots", help="maxHashSlotNum when not inferable.")] = None,
-    index_num: Annotated[Optional[int], typer.Option("--index-num", help="maxIndexNum when not inferable.")] = None,
+    index_slots: Annotated[Optional[int], typer.Option("--index-hash-slots", min=1, help="maxHashSlotNum when not inferable.")] = None,
+    index_num: Annotated[Optional[int], typer.Option("--index-num", min=1, help="maxIndexNum when not inferable.")] = None,
     deep: Annotated[
         bool,
         typer.Option(
@@ -82,10 +82,10 @@ def validate(
     Exit 0 when no finding reaches --fail-on, 1 when one does, 3 when PATH is not a store."""
     if as_json and as_jsonl:
         raise typer.BadParameter("--json and --jsonl exclude each other")
-    if as_json:
-        fmt = ValidateFormat.json
-    elif as_jsonl:
-        fmt = ValidateFormat.jsonl
+    shorthand = ValidateFormat.json if as_json else ValidateFormat.jsonl if as_jsonl else None
+    if shorthand is not None and fmt not in (ValidateFormat.table, shorthand):
+        raise typer.BadParameter(f"--format {fmt.value} and --{shorthand.value} exclude each other")
+    fmt = shorthand or fmt
     detected = detect_layout(path, layout)
     options = ValidateOptions(
         checks=_parse_checks(checks),

@@ -8,6 +8,15 @@ import typer
 
 from mqtool.cli.exit_codes import ExitCode, exit_code_for
 from mqtool.cli.render import BodyDecode, OutputFormat, Renderer
+from mqtool.store.layout import LAYOUTS
+
+
+def check_layout(value: Optional[str]) -> Optional[str]:
+    """``--layout`` takes one of the four layout names: anything else is a usage error (exit 2)."""
+    if value is not None and value not in LAYOUTS:
+        raise typer.BadParameter(f"expected one of {', '.join(LAYOUTS)}, found {value!r}")
+    return value
+
 
 FormatOpt = Annotated[
     OutputFormat,
@@ -21,13 +30,16 @@ DecodeOpt = Annotated[
 ]
 LayoutOpt = Annotated[
     Optional[str],
-    typer.Option("--layout", help="Force the layout instead of detecting it: rocketmq, kafka, jafka, metaq."),
+    typer.Option("--layout", callback=check_layout, help="Force the layout instead of detecting it: rocketmq, kafka, jafka, metaq."),
 ]
 
 
 def renderer(fmt: OutputFormat, as_json: bool, as_jsonl: bool, *, quiet: bool = False) -> Renderer:
     if as_json and as_jsonl:
         raise typer.BadParameter("--json and --jsonl exclude each other")
+    shorthand = OutputFormat.json if as_json else OutputFormat.jsonl if as_jsonl else None
+    if shorthand is not None and fmt not in (OutputFormat.table, shorthand):
+        raise typer.BadParameter(f"--format {fmt.value} and --{shorthand.value} exclude each other")
     if as_json:
         fmt = OutputFormat.json
     elif as_jsonl:
