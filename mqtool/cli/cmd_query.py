@@ -32,19 +32,19 @@ QUERY_COLUMNS = [
 
 @app.command("query")
 def query(
-    store_path: Annotated[Path, typer.Argument(metavar="STORE", help="A RocketMQ store root, or a Kafka log dir or partition dir.")],
+    store_path: Annotated[Path, typer.Argument(metavar="STORE", help="A RocketMQ store root, a Kafka log dir or partition dir, or a Jafka or MetaQ data dir.")],
     key: Annotated[Optional[str], typer.Option("--key", help="Messages with this KEYS token (queryMsgByKey).")] = None,
     msg_id: Annotated[Optional[str], typer.Option("--msg-id", help="An offsetMsgId (queryMsgById).")] = None,
     uniq_key: Annotated[Optional[str], typer.Option("--uniq-key", help="A client message id / UNIQ_KEY (queryMsgByUniqueKey).")] = None,
     topic: Annotated[Optional[str], typer.Option("--topic", help="Topic (required with --queue-offset; narrows key queries).")] = None,
-    queue_id: Annotated[Optional[int], typer.Option("--queue-id", help="Queue id, with --queue-offset.")] = None,
-    queue_offset: Annotated[Optional[int], typer.Option("--queue-offset", help="Queue offset (queryMsgByOffset).")] = None,
+    queue_id: Annotated[Optional[int], typer.Option("--queue-id", min=0, help="Queue id, with --queue-offset.")] = None,
+    queue_offset: Annotated[Optional[int], typer.Option("--queue-offset", min=0, help="Queue offset (queryMsgByOffset).")] = None,
     begin: Annotated[Optional[str], typer.Option("--begin", help="Window start (ms since epoch or ISO-8601).")] = None,
     end: Annotated[Optional[str], typer.Option("--end", help="Window end (ms since epoch or ISO-8601).")] = None,
     max_results: Annotated[Optional[int], typer.Option("--max", min=1, help="At most this many results (default: all).")] = None,
     scan: Annotated[bool, typer.Option("--scan", help="Search by scanning the CommitLog instead of the IndexFiles.")] = False,
-    index_slots: Annotated[Optional[int], typer.Option("--index-hash-slots", help="maxHashSlotNum when not the default.")] = None,
-    index_num: Annotated[Optional[int], typer.Option("--index-num", help="maxIndexNum when not the default.")] = None,
+    index_slots: Annotated[Optional[int], typer.Option("--index-hash-slots", min=1, help="maxHashSlotNum when not the default.")] = None,
+    index_num: Annotated[Optional[int], typer.Option("--index-num", min=1, help="maxIndexNum when not the default.")] = None,
     partition: Annotated[Optional[int], typer.Option("--partition", help="Kafka: partition number (with --topic; optional for a partition dir).")] = None,
     offset: Annotated[Optional[int], typer.Option("--offset", min=0, help="Kafka: the record at this offset (.index lookup, then a short log scan); Jafka/MetaQ: the message at this byte offset.")] = None,
     timestamp: Annotated[
@@ -78,10 +78,21 @@ def query(
     modes = [m for m in (key, msg_id, uniq_key, queue_offset) if m is not None]
     if len(modes) != 1:
         raise typer.BadParameter("give exactly one of --key, --msg-id, --uniq-key, --queue-offset")
-    store = open_store(store_path)
+    if scan and (msg_id is not None or queue_offset is not None):
+        raise typer.BadParameter("--scan searches by --key or --uniq-key; --msg-id and --queue-offset read one record directly")
+    if (begin is not None or end is not None) and (msg_id is not None or queue_offset is not None):
+        raise typer.BadParameter("--begin/--end narrow --key or --uniq-key searches; --msg-id and --queue-offset name one record")
+    if msg_id is not None:
+        try:
+            msg_id = ops_query.check_msg_id(msg_id)
+        except ValueError as exc:
+            raise typer.BadParameter(str(exc), param_hint="--msg-id") from None
     begin_ms = parse_time(begin, "--begin") or 0
     end_ms = parse_time(end, "--end")
     end_ms = ops_query.LONG_MAX if end_ms is None else end_ms
+    if begin_ms > end_ms:
+        raise typer.BadParameter(f"--begin ({begin}) is after --end ({end})")
+    store = open_store(store_path)
     if queue_offset is not None:
         if topic is None or queue_id is None:
             raise typer.BadParameter("--queue-offset needs --topic and --queue-id")
@@ -121,6 +132,8 @@ def query(
         out.warn(f"{result.collisions} index candidate(s) were hash collisions and were filtered out")
     if result.problems:
         return ExitCode.FINDINGS
+    if not result.hits and not result.notes:
+        out.warn("no message matched")  # exit 1 alone would leave a person at a shell guessing
     return ExitCode.OK if result.hits else ExitCode.FINDINGS
 
 
@@ -207,4 +220,6 @@ def _query_kafka(out, path: Path, topic, partition, offset, timestamp, max_resul
         out.error(str(problem))
     if result.problems:
         return ExitCode.FINDINGS
+    if not result.hits and not result.notes:
+        out.warn("no message matched")  # exit 1 alone would leave a person at a shell guessing
     return ExitCode.OK if result.hits else ExitCode.FINDINGS

@@ -134,10 +134,10 @@ def query_by_key(
     """Messages carrying ``key`` in KEYS (or as UNIQ_KEY with ``uniq``), newest first."""
     result = QueryResult()
 
-    def matches(record: MessageRecord) -> bool:
+    def matches(record: MessageRecord, window: bool = True) -> bool:
         if topic is not None and record.topic != topic:
             return False
-        if not begin <= record.store_timestamp <= end:
+        if window and not begin <= record.store_timestamp <= end:
             return False
         return record.uniq_key == key if uniq else key in record.keys
 
@@ -159,7 +159,10 @@ def query_by_key(
     if not topics:
         result.notes.append("no topic known (no consumequeue/ dirs, no topics.json); pass --topic")
         return result
-    offsets = _index_lookup(store, [f"{t}#{key}" for t in topics], begin, end, result, hash_slot_num, index_num)
+    # An IndexFile entry keeps its time in whole seconds after the file's beginTimestamp
+    # (timeDiff), up to 999 ms before the message's store time: look 999 ms earlier than
+    # ``begin`` and let ``matches`` apply the exact window to the record itself.
+    offsets = _index_lookup(store, [f"{t}#{key}" for t in topics], max(begin - 999, 0), end, result, hash_slot_num, index_num)
     result.candidates = len(offsets)
     with rmq.CommitLogReader(store) as reader:
         for off in offsets:
@@ -167,6 +170,8 @@ def query_by_key(
             if hit is None:
                 continue
             if not matches(hit.record):
+                if not begin <= hit.record.store_timestamp <= end and matches(hit.record, window=False):
+                    continue  # the key's message, a few hundred ms outside the window
                 result.collisions += 1
                 continue
             result.hits.append(hit)
@@ -176,8 +181,19 @@ def query_by_key(
     return result
 
 
+def check_msg_id(msg_id: str) -> str:
+    """``msg_id`` stripped, or ValueError saying why it is not an offsetMsgId (a usage error:
+    the caller checks it before opening the store)."""
+    try:
+        decode_offset_msg_id(msg_id)
+    except CorruptDataError as exc:
+        raise ValueError(f"not an offsetMsgId: expected {exc.expected}, found {exc.found}") from None
+    return msg_id.strip()
+
+
 def query_by_msg_id(store: rmq.RocketMQStore, msg_id: str) -> QueryResult:
-    """The record an offsetMsgId points at (store host is compared, not required)."""
+    """The record an offsetMsgId points at, when it carries the id's store host (another host's
+    id names another broker's message, whatever this store holds at that offset)."""
     result = QueryResult()
     try:
         host, offset = decode_offset_msg_id(msg_id)
@@ -190,8 +206,12 @@ def query_by_msg_id(store: rmq.RocketMQStore, msg_id: str) -> QueryResult:
             result.notes.append(
                 f"the record at {offset} says PHYSICALOFFSET {hit.record.physical_offset}: stale or misplaced data"
             )
-        if hit.record.store_host != host:
-            result.notes.append(f"the id names store host {host}, the record carries {hit.record.store_host}")
+        if hit.record.store_host != host:  # same offset, another broker's message: not the one asked for
+            result.notes.append(
+                f"no match: the id names store host {host}, the record at {offset} ({hit.path}:{hit.position}) "
+                f"carries {hit.record.store_host}: the message was stored by another broker"
+            )
+            return result
         result.hits.append(hit)
     return result
 

@@ -124,7 +124,35 @@ def test_query_usage_errors(capsys):
     assert mqtool(capsys, "query", STORE, "--key", "a", "--msg-id", "b")[0] == 2
     assert mqtool(capsys, "query", STORE, "--queue-offset", "1")[0] == 2
     code, _, err = mqtool(capsys, "query", STORE, "--msg-id", "XYZ")
-    assert code == 3 and "offsetMsgId" in err
+    assert code == 2 and "offsetMsgId" in err  # a bad argument is a usage error, not "not a store"
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["query", STORE, "--key", "K", "--begin", "1700000002000", "--end", "1700000001000"],
+        ["query", STORE, "--topic", "TopicTest", "--queue-id", "-1", "--queue-offset", "0"],
+        ["query", STORE, "--topic", "TopicTest", "--queue-id", "0", "--queue-offset", "-1"],
+        ["query", STORE, "--msg-id", "C0A8000A00002A9F0000000000003812", "--scan"],
+        ["query", STORE, "--topic", "TopicTest", "--queue-id", "0", "--queue-offset", "0", "--begin", "0"],
+        ["query", STORE, "--key", "K", "--index-num", "0"],
+        ["validate", STORE, "--index-hash-slots", "-5"],
+        ["dump", "index", STORE, "--index-hash-slots", "0"],
+        ["dump", "index", STORE, "--index-num", "-1"],
+        ["info", STORE, "--layout", "bogus"],
+        ["info", STORE, "-f", "jsonl", "--json"],
+        ["validate", STORE, "--format", "json", "--jsonl"],
+    ],
+    ids=lambda a: " ".join(str(x) for x in a[2:] if x is not STORE) if isinstance(a, list) else a,
+)
+def test_bad_argument_values_are_usage_errors(capsys, args):
+    code, out, err = mqtool(capsys, *args)
+    assert code == 2 and out == "" and "Traceback" not in err, err
+
+
+def test_query_no_match_says_so(capsys):
+    code, out, err = mqtool(capsys, "query", STORE, "--key", "KEY42", "--begin", "1700000001592")
+    assert code == 1 and out == "" and "no message matched" in err
 
 
 @pytest.mark.parametrize(
