@@ -100,7 +100,10 @@ def clean(
     unsupported = sorted(k for k in settings if k not in fields and given.get(k) is not None)
     if unsupported:
         raise typer.BadParameter(f"{', '.join('--' + u.replace('_', '-') for u in unsupported)} do not apply to the {layout_name} layout")
-    options = options_cls(**{k: v for k, v in settings.items() if k in fields})
+    try:
+        options = options_cls(**{k: v for k, v in settings.items() if k in fields})
+    except ValueError as exc:  # a value the broker would never act on, given here or in --config
+        raise typer.BadParameter(str(exc) + (f" (read from {config})" if config is not None else "")) from None
     plan: RecoverPlan = plan_fn(path, options, now_ms=now)
     if not apply:
         if not quiet:

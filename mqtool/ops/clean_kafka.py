@@ -69,6 +69,10 @@ class CleanOptions:
     max_delete: int | None = None  # at most this many segments deleted per run
     protect_unconsumed: bool = False
 
+    def __post_init__(self) -> None:
+        if self.retention_ms < -1:  # Kafka's own validator: atLeast(-1), -1 meaning no time limit
+            raise ValueError(f"retention.ms (--retention-ms): expected -1 (no limit) or >= 0, found {self.retention_ms}")
+
 
 @dataclass
 class _Seg:

@@ -76,6 +76,13 @@ class CleanOptions:
     topic_delete_policies: Mapping[str, str] | None = None  # MetaQ [topic=NAME] deletePolicy
     max_delete: int | None = None  # at most this many segments deleted/archived per run
 
+    def __post_init__(self) -> None:
+        hours = [("log.retention.hours (--retention-hours)", self.retention_hours)]
+        hours += [(f"topic.log.retention.hours of {t}", h) for t, h in (self.topic_retention_hours or {}).items()]
+        for name, value in hours:
+            if value is not None and value < 0:
+                raise ValueError(f"{name}: expected hours >= 0, found {value:g}")
+
 
 _JAFKA_FIELDS = ("retention_hours", "retention_bytes", "topic_retention_hours")
 _METAQ_FIELDS = ("delete_policy", "topic_delete_policies")

@@ -42,13 +42,32 @@ class CleanOptions:
     max_delete: int | None = None
     protect_unconsumed: bool = False
 
+    def __post_init__(self) -> None:
+        """A value the broker would choke on or never act on is refused here (ValueError naming
+        the setting), not left to make a cron job silently delete nothing for ever."""
+        if self.file_reserved_hours < 0:
+            raise ValueError(f"fileReservedTime (--reserved-hours): expected hours >= 0, found {self.file_reserved_hours:g}")
+        if self.delete_when is not None:
+            _hours(self.delete_when)
+        for name, flag, value in (
+            ("diskMaxUsedSpaceRatio", "--disk-max-used", self.disk_max_used_ratio),
+            ("diskSpaceCleanForciblyRatio", "--clean-forcibly-ratio", self.clean_forcibly_ratio),
+            ("diskSpaceWarningLevelRatio", "", self.warning_ratio),
+        ):
+            if not 0 <= value <= 100:
+                where = f" ({flag})" if flag else ""
+                raise ValueError(f"{name}{where}: expected a percentage 0-100, found {value}")
+
 
 def _hours(spec: str) -> set[int]:
+    """deleteWhen's hours: ``"04"`` or ``"04;16"``.  The broker parses each with
+    Integer.parseInt (a word throws) and compares it with the hour of day (25 never matches)."""
     hours = set()
     for part in spec.split(";"):
         part = part.strip()
-        if part.isdigit() and 0 <= int(part) <= 23:
-            hours.add(int(part))
+        if not (part.isdigit() and 0 <= int(part) <= 23):
+            raise ValueError(f"deleteWhen (--delete-when): expected hours 0-23 separated by ';', found {spec!r}")
+        hours.add(int(part))
     return hours
 
 

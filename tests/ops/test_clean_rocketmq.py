@@ -244,3 +244,23 @@ def test_config_file_settings(tmp_path):
     proc = _run("clean", tmp_path, "--now", NOW_MS, "--config", conf, "--json", "--delete-when", "00;01;02;03;04;05;06;07;08;09;10;11;12;13;14;15;16;17;18;19;20;21;22;23")
     doc = json.loads(proc.stdout)
     assert [s["path"] for s in doc["steps"] if s["path"].startswith("commitlog/")] == [f"commitlog/{s.name}" for s in segs[:2]]
+
+
+@pytest.mark.parametrize(
+    "kwargs,says",
+    [
+        ({"delete_when": "25"}, "deleteWhen"),
+        ({"delete_when": "04;abc"}, "deleteWhen"),
+        ({"file_reserved_hours": -1}, "fileReservedTime"),
+        ({"disk_max_used_ratio": 101}, "diskMaxUsedSpaceRatio"),
+        ({"warning_ratio": -3}, "diskSpaceWarningLevelRatio"),
+    ],
+)
+def test_options_the_broker_would_never_act_on_are_refused(kwargs, says):
+    with pytest.raises(ValueError, match=says):
+        CleanOptions(**kwargs)
+
+
+def test_options_delete_when_hours_are_parsed():
+    assert CleanOptions(delete_when="04;16").delete_when == "04;16"
+    assert CleanOptions(delete_when=" 0 ; 23 ").delete_when == " 0 ; 23 "
