@@ -74,6 +74,10 @@ def recover(
             raise typer.BadParameter("--mode is auto, normal or abnormal")
         if queue and not rebuild_cq:
             raise typer.BadParameter("--queue chooses the queues of --rebuild-cq: give --rebuild-cq too")
+        for q in queue or ():
+            topic, _, qid = q.rpartition("/")
+            if not topic or not qid.isdigit():
+                raise typer.BadParameter(f"expected TOPIC/QUEUE_ID (e.g. TopicTest/0), found {q!r}", param_hint="--queue")
         plan = plan_fn(path, options_cls(**{k: v for k, v in wanted.items() if k in fields}))
     if plan_out is not None:
         plan_out.write_text(json.dumps(plan.to_dict(), indent=2) + "\n")
@@ -95,6 +99,8 @@ def render_plan(console: Console, plan: RecoverPlan) -> None:
     if not plan.has_work:
         ends = f" (valid data ends at {plan.valid_end})" if plan.valid_end is not None else ""  # None: one end per partition (facts)
         console.print(f"{plan.layout} store {plan.root}: nothing to recover{ends}")
+        for note in plan.notes:
+            console.print(f"note: {note}")
         return
     table = Table(title=f"recovery plan for {plan.root} ({plan.layout}, {plan.mode} mode)", title_justify="left")
     for col in ("#", "action", "file", "range", "why"):
@@ -116,7 +122,7 @@ def render_plan(console: Console, plan: RecoverPlan) -> None:
         console.print(f"note: {note}")
     if plan.needs_force:
         console.print(markup("[bold]--force required[/bold]: {}", "; ".join(plan.needs_force)))
-    console.print("run again with --apply to execute this plan")
+    console.print("run again with --apply" + (" --force" if plan.needs_force else "") + " to execute this plan")
 
 
 def render_result(console: Console, result) -> None:

@@ -283,6 +283,8 @@ def _plan_queues(store: rmq.RocketMQStore, plan: RecoverPlan, process_offset: in
     queues: dict[tuple[str, int], _QueueState] = {}
     wanted = {q for q in options.queues}
     all_segs = {key: store.cq_segments(*key) for key in store.queues()}
+    for name in sorted(wanted - {f"{t}/{q}" for t, q in all_segs}):
+        plan.notes.append(f"--queue {name}: consumequeue/ has no such queue (only records the CommitLog holds for it are dispatched)")
     # a queue without files gets the file size the others have (it is rebuilt like them), or the
     # size an interrupted rebuild recorded
     common = rmq.detect_cq_file_size([s for segs in all_segs.values() for s in segs]) if any(all_segs.values()) or journal is None else journal

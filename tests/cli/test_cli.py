@@ -142,6 +142,16 @@ def test_query_usage_errors(capsys):
         ["info", STORE, "--layout", "bogus"],
         ["info", STORE, "-f", "jsonl", "--json"],
         ["validate", STORE, "--format", "json", "--jsonl"],
+        ["clean", STORE, "--delete-when", "25"],
+        ["clean", STORE, "--delete-when", "abc"],
+        ["clean", STORE, "--delete-when", "04;"],
+        ["clean", STORE, "--reserved-hours", "-5"],
+        ["clean", STORE, "--disk-max-used", "500"],
+        ["clean", STORE, "--clean-forcibly-ratio", "-1"],
+        ["clean", FIXTURES / "kafka-logs", "--retention-ms", "-2"],
+        ["clean", FIXTURES / "jafka-data", "--retention-hours", "-1"],
+        ["recover", STORE, "--rebuild-cq", "--queue", "bogus"],
+        ["recover", STORE, "--rebuild-cq", "--queue", "TopicTest/x"],
     ],
     ids=lambda a: " ".join(str(x) for x in a[2:] if x is not STORE) if isinstance(a, list) else a,
 )
@@ -337,3 +347,15 @@ def test_dump_limit_zero_outputs_no_rows_and_one_means_one(capsys, args):
     assert code == 0 and rows(out) == []
     code, out, _ = mqtool(capsys, "dump", *args, "--limit", "1", "--jsonl")
     assert code == 0 and len(rows(out)) == 1
+
+
+def test_clean_refuses_a_config_file_value_the_broker_never_acts_on(tmp_path, capsys):
+    conf = tmp_path / "broker.conf"
+    conf.write_text("deleteWhen=4am\n")
+    code, out, err = mqtool(capsys, "clean", STORE, "--config", conf)
+    assert code == 2 and "deleteWhen" in err and "4am" in err and "broker.conf" in err
+
+
+def test_recover_names_a_queue_the_store_does_not_have(capsys):
+    code, out, _ = mqtool(capsys, "recover", STORE, "--rebuild-cq", "--queue", "TopicTest/99")
+    assert "TopicTest/99: consumequeue/ has no such queue" in " ".join(out.split())
