@@ -24,6 +24,15 @@ from rich.markup import escape
 from rich.text import Text
 
 
+class _Console(Console):
+    """rich's Console answers a closed pipe (``mqtool info | head -1``) with SystemExit(1), which
+    bypassed the exit-code mapping: a reader that stopped early is not a failure.  Raise the
+    BrokenPipeError again so the renderer turns it into OutputClosed like every other write."""
+
+    def on_broken_pipe(self) -> None:
+        raise BrokenPipeError()
+
+
 class OutputClosed(Exception):
     """stdout was closed by the reader (``mqtool dump ... | head``): stop quietly."""
 
@@ -102,8 +111,8 @@ class Renderer:
         # markup=False: strings come from the data (topics, keys, paths, finding messages) and
         # a "[/x]" in one must print as is, not be parsed as rich markup (or raise MarkupError);
         # deliberate styling goes through ``styled`` / ``markup`` below.
-        self.console = Console(file=self.out, highlight=False, soft_wrap=False, markup=False)
-        self.err_console = Console(file=self.err, highlight=False, stderr=True, markup=False)
+        self.console = _Console(file=self.out, highlight=False, soft_wrap=False, markup=False)
+        self.err_console = _Console(file=self.err, highlight=False, stderr=True, markup=False)
 
     # --- documents (report commands) ---------------------------------------------------
     def document(self, doc: Any, table: Callable[[Console], None]) -> None:

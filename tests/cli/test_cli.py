@@ -221,6 +221,18 @@ def test_broken_pipe_is_quiet():
     assert err == ""
 
 
+@pytest.mark.parametrize("command", ["info", "validate", "stats"])
+def test_table_reader_that_stops_early_is_not_a_failure(command):
+    # rich's own broken-pipe handling exited 1 before the renderer could see it
+    proc = subprocess.run(
+        ["bash", "-c", f'"{sys.executable}" -m mqtool {command} {STORE} | head -n 1 >/dev/null; echo "rc=${{PIPESTATUS[0]}}"'],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.stdout.strip() == "rc=0" and "Traceback" not in proc.stderr
+
+
 def test_version_and_module_entry():
     proc = _run_cli("--version")
     assert proc.returncode == 0 and proc.stdout.startswith("mqtool ")
