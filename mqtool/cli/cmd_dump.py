@@ -86,7 +86,19 @@ def dump_commitlog(
                 yield row
 
     out.stream(rows(), COMMITLOG_COLUMNS)
-    return finish_dump(out, engine.problems)
+    cut = 0
+    sizes = {s.path: s.size for s in files}
+    for fe in engine.ends:
+        if fe.end is None or fe.end.kind != "partial":
+            continue
+        written = sizes[fe.path] - fe.end.position
+        record = f"a {fe.end.length}-byte record with only {written} of its bytes in the file"
+        if fe.path == files[-1].path:  # validate's RMQ-CL-TORN-TAIL (a warning): the broker stopped mid-write
+            out.warn(f"{fe.path}:{fe.end.position}: torn tail: {record} (`mqtool recover` cuts it)")
+        else:  # an older file cut short: the records after this point are gone
+            out.error(f"{fe.path}:{fe.end.position}: expected whole records to the end of the file, found {record}")
+            cut += 1
+    return finish_dump(out, engine.problems, extra_failures=cut)
 
 
 CQ_COLUMNS = [
@@ -134,12 +146,14 @@ def dump_consumequeue(
             }
 
     out.stream(rows(), CQ_COLUMNS)
+    invalid = 0
     for target, seg, end in engine.ends:
-        if end.kind == "invalid":
-            out.warn(f"{seg.path}:{end.position}: queue ends at a unit that is neither valid nor zero: {end.unit}")
-        elif end.kind == "partial":
-            out.warn(f"{seg.path}:{end.position}: {end.length} trailing bytes, less than a 20-byte unit")
-    return ExitCode.OK
+        if end.kind == "invalid":  # validate's RMQ-CQ-INVALID-UNIT, an error: the broker ends the queue here
+            out.error(f"{seg.path}:{end.position}: expected a unit with offset >= 0 and size > 0 or zeros, found {end.unit}; the queue ends here")
+            invalid += 1
+        elif end.kind == "partial":  # RMQ-CQ-PARTIAL-UNIT, a warning
+            out.warn(f"{seg.path}:{end.position}: expected whole 20-byte units, found {end.length} trailing byte(s)")
+    return finish_dump(out, [], extra_failures=invalid)
 
 
 INDEX_COLUMNS = [
@@ -151,6 +165,43 @@ INDEX_COLUMNS = [
     Column("prev_index", "PREV", 9, ">"),
     Column("file", "FILE"),
 ]
+
+
+INDEX_HEADER_COLUMNS = [
+    Column("begin_time", "BEGIN TIME", 23),
+    Column("end_time", "END TIME", 23),
+    Column("begin_phy_offset", "BEGIN OFFSET", 14, ">"),
+    Column("end_phy_offset", "END OFFSET", 14, ">"),
+    Column("used_slots", "SLOTS USED", 15, ">"),
+    Column("entries", "ENTRIES", 9, ">"),
+    Column("file", "FILE"),
+]
+
+
+def header_row(p, h, geo, *, table: bool = False) -> dict:
+    """One IndexFile header: the documented ``"record": "header"`` object, or a table row."""
+    if table:
+        return {
+            "begin_time": iso_ms(h.begin_timestamp),
+            "end_time": iso_ms(h.end_timestamp),
+            "begin_phy_offset": h.begin_phy_offset,
+            "end_phy_offset": h.end_phy_offset,
+            "used_slots": f"{h.hash_slot_count}/{geo.hash_slot_num}",
+            "entries": max(h.index_count - 1, 0),
+            "file": str(p),
+        }
+    return {
+        "record": "header",
+        "file": str(p),
+        "begin_timestamp": h.begin_timestamp,
+        "end_timestamp": h.end_timestamp,
+        "begin_phy_offset": h.begin_phy_offset,
+        "end_phy_offset": h.end_phy_offset,
+        "hash_slot_count": h.hash_slot_count,
+        "index_count": h.index_count,
+        "hash_slot_num": geo.hash_slot_num,
+        "index_num": geo.index_num,
+    }
 
 
 @dump_app.command("index")
@@ -166,22 +217,15 @@ def dump_index(
 ) -> int:
     """IndexFile headers and entries (key hash, slot, commitlog offset, time, previous entry)."""
     out = renderer(fmt, as_json, as_jsonl)
-    engine = ops_dump.IndexDump(ops_dump.index_targets(path), index_slots, index_num, limit)
+    engine = ops_dump.IndexDump(ops_dump.index_targets(path), index_slots, index_num, limit, headers_only=header_only)
     table = out.fmt is OutputFormat.table
 
-    def header_row(p, h, geo):
-        return {
-            "record": "header",
-            "file": str(p),
-            "begin_timestamp": h.begin_timestamp,
-            "end_timestamp": h.end_timestamp,
-            "begin_phy_offset": h.begin_phy_offset,
-            "end_phy_offset": h.end_phy_offset,
-            "hash_slot_count": h.hash_slot_count,
-            "index_count": h.index_count,
-            "hash_slot_num": geo.hash_slot_num,
-            "index_num": geo.index_num,
-        }
+    if header_only:  # the headers are the rows, on stdout in every format (--limit counts files)
+        for _ in engine:
+            pass
+        headers = engine.headers if limit is None else engine.headers[:limit]
+        out.stream((header_row(*h, table=table) for h in headers), INDEX_HEADER_COLUMNS)
+        return finish_dump(out, engine.problems)
 
     def rows():
         seen = 0
@@ -202,8 +246,8 @@ def dump_index(
                 "phy_offset": row.entry.phy_offset,
                 "time_diff": row.entry.time_diff,
                 "timestamp": row.timestamp,
-                "time": iso_ms(row.timestamp) if table else None,
                 "prev_index": row.entry.prev_index,
+                **({"time": iso_ms(row.timestamp)} if table else {}),  # table only: JSON has timestamp
             }
         if not table:
             for h in engine.headers[seen:]:

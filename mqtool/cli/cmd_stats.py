@@ -27,7 +27,7 @@ def stats(
     top: Annotated[int, typer.Option("--top", min=0, help="How many of the largest messages to list.")] = 10,
     threshold: Annotated[
         Optional[float],
-        typer.Option("--threshold", min=1, max=100, help="Disk used %% to forecast (default: RocketMQ 75, others 100)."),
+        typer.Option("--threshold", min=1, max=100, help="Disk used percent to forecast (default: RocketMQ 75, others 100)."),
     ] = None,
     no_crc: Annotated[bool, typer.Option("--no-crc", help="Do not verify checksums while reading (faster).")] = False,
     fmt: FormatOpt = OutputFormat.table,

@@ -124,7 +124,9 @@ def validate(
 def render_table(console: Console, report: ValidationReport) -> None:
     files = Table(title=f"{report.layout} store {report.root}", title_justify="left")
     for col, just in (("file", "left"), ("status", "left"), ("records", "right"), ("valid bytes", "right"), ("size", "right"), ("findings", "right")):
-        files.add_column(col, justify=just)
+        # a file name folds rather than ending in "…" (every CommitLog name looked the same cut at
+        # 80 columns)
+        files.add_column(col, justify=just, overflow="fold" if col == "file" else "ellipsis")
     for s in report.files:
         style = {"error": "red", "warning": "yellow"}.get(s.status, "green")
         n = s.errors + s.warnings + s.infos

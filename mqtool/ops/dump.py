@@ -240,12 +240,13 @@ class IndexDump:
     hash_slot_num: int | None = None
     index_num: int | None = None
     limit: int | None = None
+    headers_only: bool = False  # read the 40-byte headers, not the entries (a 400 MiB file holds 20M)
     problems: list[MqError] = field(default_factory=list)
     headers: list[tuple[Path, idxf.IndexHeader, idxf.IndexGeometry]] = field(default_factory=list)
 
     def __iter__(self) -> Iterator[IndexEntryRow]:
         emitted = 0
-        if self.limit == 0:  # --limit 0: no rows (the check after each yield would let one out)
+        if self.limit == 0 and not self.headers_only:  # --limit 0: no rows (the check after each yield would let one out)
             return
         for path in self.files:
             try:
@@ -256,6 +257,8 @@ class IndexDump:
             with view:
                 geo = view.geometry
                 self.headers.append((path, view.header, geo))
+                if self.headers_only:
+                    continue
                 try:
                     for number, entry in idxf.iter_entries(view.buf, geo.hash_slot_num, geo.index_num):
                         yield IndexEntryRow(

@@ -371,3 +371,49 @@ def test_clean_refuses_a_config_file_value_the_broker_never_acts_on(tmp_path, ca
 def test_recover_names_a_queue_the_store_does_not_have(capsys):
     code, out, _ = mqtool(capsys, "recover", STORE, "--rebuild-cq", "--queue", "TopicTest/99")
     assert "TopicTest/99: consumequeue/ has no such queue" in " ".join(out.split())
+
+
+def test_dump_index_header_only_prints_the_headers_on_stdout(capsys):
+    code, out, err = mqtool(capsys, "dump", "index", STORE, "--header-only")
+    lines = out.splitlines()
+    assert code == 0 and err == ""  # the headers were only a stderr summary in table mode
+    assert lines[0].split()[:2] == ["BEGIN", "TIME"] and len(lines) == 3
+    assert "399" in lines[1] and "94/100" in lines[1] and lines[1].endswith("index/20231114221320037")
+    code, out, _ = mqtool(capsys, "dump", "index", STORE, "--header-only", "--jsonl", "--limit", "1")
+    assert code == 0 and [json.loads(line)["record"] for line in out.splitlines()] == ["header"]
+
+
+def test_dump_index_json_entries_have_the_documented_keys(capsys):
+    code, out, _ = mqtool(capsys, "dump", "index", STORE, "--jsonl", "--limit", "1")
+    entry = json.loads(out.splitlines()[1])
+    assert list(entry) == ["record", "file", "position", "number", "slot", "key_hash", "phy_offset", "time_diff", "timestamp", "prev_index"]
+
+
+def test_dump_consumequeue_invalid_unit_is_an_error_in_upstream_terms(capsys, tmp_path):
+    import shutil, struct
+
+    shutil.copytree(STORE, tmp_path / "s")
+    cq = sorted((tmp_path / "s" / "consumequeue" / "TopicTest" / "0").iterdir())[0]
+    data = bytearray(cq.read_bytes())
+    data[40:60] = struct.pack(">qiq", -5, 0, 7)
+    cq.write_bytes(bytes(data))
+    code, out, err = mqtool(capsys, "dump", "consumequeue", tmp_path / "s", "--topic", "TopicTest", "--queue-id", "0", "--jsonl")
+    assert code == 1 and len(out.splitlines()) == 2
+    assert f"{cq}:40: expected a unit with offset >= 0 and size > 0 or zeros, found commitLogOffset -5, size 0, tagsCode 7" in err
+    assert "CqUnit(" not in err
+
+
+def test_dump_commitlog_file_cut_mid_record(capsys, tmp_path):
+    import shutil
+
+    shutil.copytree(STORE, tmp_path / "s")
+    files = sorted((tmp_path / "s" / "commitlog").iterdir())
+    with open(files[-1], "r+b") as f:
+        f.truncate(3000)
+    code, _, err = mqtool(capsys, "dump", "commitlog", tmp_path / "s", "--jsonl")
+    assert code == 0 and f"{files[-1]}:2785: torn tail: a 322-byte record with only 215 of its bytes in the file" in err
+    with open(files[0], "r+b") as f:
+        f.truncate(3000)
+    code, _, err = mqtool(capsys, "dump", "commitlog", tmp_path / "s", "--jsonl")
+    assert code == 1  # an older file cut short: it was exit 0 without a word
+    assert f"{files[0]}:2727: expected whole records to the end of the file, found a 362-byte record with only 273" in err

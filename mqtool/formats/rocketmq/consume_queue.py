@@ -151,6 +151,9 @@ class CqUnit:
     size: int
     tags_code: int
 
+    def __str__(self) -> str:  # messages quote units in upstream terms, not as a Python repr
+        return f"commitLogOffset {self.commit_log_offset}, size {self.size}, tagsCode {self.tags_code}"
+
     @property
     def is_valid(self) -> bool:
         """The recovery rule: ``offset >= 0 && size > 0`` (pre-blank fillers are valid)."""
