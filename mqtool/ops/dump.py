@@ -281,6 +281,7 @@ class IndexDump:
 
 def read_checkpoint(path: Path) -> tuple[Path, cpf.Checkpoint]:
     path = Path(path)
+    check_path(path)  # a missing path reads as every other command words it
     if rmq.is_rocketmq_root(path):
         path = path / "checkpoint"
     try:
