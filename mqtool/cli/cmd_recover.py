@@ -79,6 +79,10 @@ def recover(
             if not topic or not qid.isdigit():
                 raise typer.BadParameter(f"expected TOPIC/QUEUE_ID (e.g. TopicTest/0), found {q!r}", param_hint="--queue")
         plan = plan_fn(path, options_cls(**{k: v for k, v in wanted.items() if k in fields}))
+    if quarantine is not None and quarantine.resolve().is_relative_to(Path(plan.root).resolve()):
+        # the broker would load it as data: RocketMQ refuses a commitlog/ holding a directory,
+        # Kafka a log dir holding one that is no partition
+        raise typer.BadParameter(f"expected a directory outside the store {plan.root}, found {quarantine} inside it", param_hint="--quarantine")
     if plan_out is not None:
         plan_out.write_text(json.dumps(plan.to_dict(), indent=2) + "\n")
     if not apply:

@@ -151,6 +151,7 @@ def test_query_usage_errors(capsys):
         ["clean", FIXTURES / "kafka-logs", "--retention-ms", "-2"],
         ["clean", FIXTURES / "jafka-data", "--retention-hours", "-1"],
         ["recover", STORE, "--rebuild-cq", "--queue", "bogus"],
+        ["recover", STORE, "--apply", "--quarantine", STORE / "commitlog" / "q"],
         ["recover", STORE, "--rebuild-cq", "--queue", "TopicTest/x"],
     ],
     ids=lambda a: " ".join(str(x) for x in a[2:] if x is not STORE) if isinstance(a, list) else a,
