@@ -25,7 +25,7 @@ import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
-from mqtool.errors import CorruptDataError, StoreIOError
+from mqtool.errors import CorruptDataError, StoreIOError, StoreLayoutError
 from mqtool.store.files import ReadOnlyFile
 from mqtool.store.mutate import Mutator
 
@@ -155,10 +155,10 @@ def load_manifest(path: Path) -> dict:
         doc = json.loads(Path(path).read_text())
     except OSError as exc:
         raise StoreIOError.from_os_error(exc, path) from None
-    except ValueError as exc:
-        raise CorruptDataError(path=path, expected="a quarantine manifest (JSON)", found=str(exc)) from None
-    if doc.get("tool") != "mqtool" or "entries" not in doc or "store" not in doc:
-        raise CorruptDataError(path=path, expected="an mqtool quarantine manifest", found="another JSON document")
+    except ValueError as exc:  # not the kind of file --undo takes: exit 3, as --from-plan's plan file
+        raise StoreLayoutError(path=path, expected="an mqtool quarantine manifest (JSON)", found=f"not JSON ({exc})") from None
+    if not isinstance(doc, dict) or doc.get("tool") != "mqtool" or "entries" not in doc or "store" not in doc:
+        raise StoreLayoutError(path=path, expected="an mqtool quarantine manifest", found=f"another JSON document ({type(doc).__name__})")
     return doc
 
 

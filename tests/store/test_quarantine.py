@@ -265,11 +265,14 @@ def test_load_manifest_errors(tmp_path):
     with pytest.raises(StoreIOError):
         load_manifest(tmp_path / "missing.json")
     (tmp_path / "bad.json").write_text("{not json")
-    with pytest.raises(CorruptDataError, match="manifest"):
+    with pytest.raises(StoreLayoutError, match="manifest"):  # exit 3 like a bad --from-plan file
         load_manifest(tmp_path / "bad.json")
     (tmp_path / "other.json").write_text(json.dumps({"entries": []}))
-    with pytest.raises(CorruptDataError, match="mqtool quarantine manifest"):
+    with pytest.raises(StoreLayoutError, match="mqtool quarantine manifest"):
         load_manifest(tmp_path / "other.json")
+    (tmp_path / "list.json").write_text("[1]")  # was an AttributeError: exit 70
+    with pytest.raises(StoreLayoutError, match="another JSON document"):
+        load_manifest(tmp_path / "list.json")
 
 
 # --- locks ---------------------------------------------------------------------------------------------
