@@ -35,7 +35,6 @@ from mqtool.formats.rocketmq import index_file as idxf
 from mqtool.formats.rocketmq.commitlog import (
     BLANK_MAGIC,
     BORNHOST_POSITION,
-    MESSAGE_MAGICS,
     MIN_MESSAGE_SIZE,
     PHYSICAL_OFFSET_POSITION,
     QUEUE_OFFSET_POSITION,
@@ -490,46 +489,25 @@ def _stale_tail(f: ReadOnlyFile, task: CommitLogTask, at: int, rec: MessageRecor
     res.findings.append(Finding("RMQ-CL-VALID-END", task.path, at, f"valid data ends at commitlog offset {base + at} (stale data follow)"))
 
 
-#: Magic codes a torn record header may hold the first bytes of.
-_TORN_MAGICS = tuple(m.to_bytes(4, "big") for m in (*MESSAGE_MAGICS, BLANK_MAGIC))
-
-
 def _torn_tail(f: ReadOnlyFile, task: CommitLogTask, bad: int, base: int, res: CommitLogFileResult) -> bool:
     """In the last file, a record whose bytes stop early and are followed only by zeros is a
-    torn tail (a crash while writing), not damage: report it as such.  Returns True when it was
-    one.  A record whose last byte is on disk (non-zero) was written whole: its damage is not a
-    torn write."""
+    torn tail (a crash while writing), not damage (``rmq.torn_tail_at``): report it as such.
+    Returns True when it was one."""
     if not task.is_last:
         return False
-    head = f.pread(bad, 8)
-    extent = rmq.nonzero_extent(f, bad)
-    stop = extent[1] if extent else bad
-    if len(head) == 8:
-        total = int.from_bytes(head[:4], "big", signed=True)
-        if total <= 0:
-            return False
-        if head[4:8] in _TORN_MAGICS[:-1]:
-            if stop >= bad + total or bad + total > task.file_size:
-                return False  # written whole, or a TOTALSIZE the broker never writes (past the file end)
-            computed = rmq.computed_record_size(f, bad)
-            if computed is not None and computed != total and stop >= bad + computed:
-                return False  # the record its length fields describe is all there: TOTALSIZE is damaged
-        elif stop > bad + 8 or not any(head[4:8] == m[:k] + bytes(4 - k) for m in _TORN_MAGICS for k in range(4)):
-            return False
-        what = f"a {total}-byte record starts here but only {stop - bad} of its bytes were written"
-    else:
-        total = len(head)
-        what = f"{len(head)} bytes of a record header at the end of the file"
+    torn = rmq.torn_tail_at(f, bad, task.file_size)
+    if torn is None:
+        return False
     res.findings.append(
         Finding(
             "RMQ-CL-TORN-TAIL",
             task.path,
             bad,
-            f"torn tail: {what} (crash while writing); `mqtool recover` truncates it",
-            length=stop - bad,
+            f"torn tail: {torn.what} (crash while writing); `mqtool recover` truncates it",
+            length=torn.stop - bad,
         )
     )
-    res.damaged.append((base + bad, base + bad + max(total, stop - bad, 1)))
+    res.damaged.append((base + bad, base + bad + max(torn.total, torn.stop - bad, 1)))
     res.skipped += 1
     return True
 

@@ -21,7 +21,9 @@ from mqtool.errors import ChecksumError, CorruptDataError, MqError, StoreLayoutE
 from mqtool.formats.rocketmq import consume_queue as cqf
 from mqtool.formats.rocketmq import index_file as idxf
 from mqtool.formats.rocketmq.commitlog import (
+    BLANK_MAGIC,
     MAGIC_V2,
+    MESSAGE_MAGICS,
     MIN_MESSAGE_SIZE,
     SYSFLAG_POSITION,
     DataEnd,
@@ -557,10 +559,54 @@ def nonzero_extent(f: ReadOnlyFile, start: int) -> tuple[int, int] | None:
     return (first, last) if first is not None else None
 
 
+#: Magic codes a torn record header may hold the first bytes of.
+TORN_MAGICS = tuple(m.to_bytes(4, "big") for m in (*MESSAGE_MAGICS, BLANK_MAGIC))
+
+
+@dataclass(frozen=True)
+class TornTail:
+    """A record at ``position`` of the last CommitLog file that a crash cut short: ``total``
+    bytes were due (its TOTALSIZE, or the header bytes present), non-zero data stops at
+    ``stop``; ``what`` says so in words."""
+
+    position: int
+    total: int
+    stop: int
+    what: str
+
+
+def torn_tail_at(f: ReadOnlyFile, bad: int, file_size: int) -> TornTail | None:
+    """Whether the record that fails at ``bad`` in the *last* CommitLog file is a torn tail: its
+    bytes stop early and only zeros follow (a crash while writing), not damage.  A record whose
+    last byte is on disk (non-zero) was written whole, so its damage is not a torn write; nor is a
+    TOTALSIZE the broker never writes (past ``file_size``), nor a record whose length fields
+    describe bytes that are all there (TOTALSIZE itself is damaged).  Reads ``[bad, size)``."""
+    head = f.pread(bad, 8)
+    extent = nonzero_extent(f, bad)
+    stop = extent[1] if extent else bad
+    if len(head) == 8:
+        total = int.from_bytes(head[:4], "big", signed=True)
+        if total <= 0:
+            return None
+        if head[4:8] in TORN_MAGICS[:-1]:
+            if stop >= bad + total or bad + total > file_size:
+                return None
+            computed = computed_record_size(f, bad)
+            if computed is not None and computed != total and stop >= bad + computed:
+                return None
+        elif stop > bad + 8 or not any(head[4:8] == m[:k] + bytes(4 - k) for m in TORN_MAGICS for k in range(4)):
+            return None
+        what = f"a {total}-byte record starts here but only {stop - bad} of its bytes were written"
+    else:
+        total = len(head)
+        what = f"{len(head)} bytes of a record header at the end of the file"
+    return TornTail(bad, total, stop, what)
+
+
 def record_starts_at(f: ReadOnlyFile, base: int, pos: int, *, decode: bool = True) -> bool:
     """A message record with PHYSICALOFFSET ``base + pos`` starts at ``pos`` (its header fits the
     file) and, with ``decode``, decodes cleanly."""
-    from mqtool.formats.rocketmq.commitlog import MESSAGE_MAGICS, PHYSICAL_OFFSET_POSITION
+    from mqtool.formats.rocketmq.commitlog import PHYSICAL_OFFSET_POSITION
 
     head = f.pread(pos, 36)
     if len(head) < 36 or int.from_bytes(head[4:8], "big") not in MESSAGE_MAGICS:
@@ -582,8 +628,6 @@ def find_next_record(f: ReadOnlyFile, base: int, start: int) -> int | None:
     """First position >= ``start`` where a record with a message magic and a PHYSICALOFFSET equal
     to its own address (``base`` + position) decodes cleanly: the resynchronisation point after a
     broken record (the earliest candidate, whichever magic it has)."""
-    from mqtool.formats.rocketmq.commitlog import MESSAGE_MAGICS
-
     pos = start
     overlap = 64
     while pos < f.size:

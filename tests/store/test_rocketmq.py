@@ -75,3 +75,30 @@ def test_record_topic_dotdot_never_creates_a_directory(tmp_path):
     created = set(after) - set(before)
     assert not any(p.parts[0] not in ("consumequeue", "index", "checkpoint", ".mqtool-quarantine", "abort") for p in created), created
     assert not (root / "0").exists()
+
+
+def test_torn_tail_at_tells_a_crash_from_damage(tmp_path):
+    root = _store(tmp_path / "s", n=3)
+    seg = sorted((root / "commitlog").iterdir())[0]
+    clean = seg.read_bytes()
+    with rmq.ReadOnlyFile(seg) as f:
+        records = list(rmq.CommitLogFileWalk(f))
+    pos, rec = records[-1]
+    end = pos + rec.total_size
+    # the last record's second half never written (zeros): a torn tail
+    seg.write_bytes(clean[: pos + rec.total_size // 2] + bytes(len(clean) - pos - rec.total_size // 2))
+    with rmq.ReadOnlyFile(seg) as f:
+        torn = rmq.torn_tail_at(f, pos, 4096)
+    assert torn is not None and (torn.position, torn.total) == (pos, rec.total_size) and pos < torn.stop <= pos + rec.total_size // 2
+    # written whole with one byte flipped: damage, not a torn tail
+    data = bytearray(clean)
+    data[pos + cl.body_position(0)] ^= 0x01
+    seg.write_bytes(bytes(data))
+    with rmq.ReadOnlyFile(seg) as f:
+        assert rmq.torn_tail_at(f, pos, 4096) is None
+    # other bytes after the record: not a torn tail either
+    data = bytearray(clean[: pos + rec.total_size // 2] + bytes(len(clean) - pos - rec.total_size // 2))
+    data[end + 10] = 0x55
+    seg.write_bytes(bytes(data))
+    with rmq.ReadOnlyFile(seg) as f:
+        assert rmq.torn_tail_at(f, pos, 4096) is None
