@@ -102,3 +102,36 @@ def test_torn_tail_at_tells_a_crash_from_damage(tmp_path):
     seg.write_bytes(bytes(data))
     with rmq.ReadOnlyFile(seg) as f:
         assert rmq.torn_tail_at(f, pos, 4096) is None
+
+
+def test_index_files_and_queue_dirs_never_follow_links_or_open_special_files(tmp_path):
+    """Like CommitLog and ConsumeQueue files: a symbolic link (wherever it leads, in the store or
+    out of it) is never followed and a FIFO or device is never opened; both are listed apart."""
+    import os
+
+    root = _store(tmp_path / "s")
+    (index,) = rmq.open_store(root).index_files()
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "20991231235959999").write_bytes(index.read_bytes())
+    (root / "index" / "20991231235959999").symlink_to(outside / "20991231235959999")
+    (root / "index" / "20000101000000000").symlink_to(index.name)  # inside the store: not followed either
+    os.mkfifo(root / "index" / "20991231235959998")
+    (root / "index" / "sub").mkdir()
+    topic = root / "consumequeue" / "ab"
+    (topic / "7").symlink_to("../..")
+    (topic / "8").symlink_to(topic / "0")  # a real queue directory behind it: still not followed
+    os.mkfifo(topic / "9")
+    (root / "consumequeue" / "cd").symlink_to(topic)
+    store = rmq.open_store(root)
+    assert store.index_files() == [index]
+    assert store.irregular_index_files() == [
+        (root / "index" / "20000101000000000", "a symlink"),
+        (root / "index" / "20991231235959998", "a FIFO"),
+        (root / "index" / "20991231235959999", "a symlink"),
+        (root / "index" / "sub", "a directory"),
+    ]
+    assert store.queues() == [("ab", 0)]
+    assert store.irregular_queue_dirs() == [(topic / "7", "a symlink"), (topic / "8", "a symlink"), (topic / "9", "a FIFO"), (root / "consumequeue" / "cd", "a symlink")]
+    assert store.cq_segments("ab", 0) and store.cq_segments("ab", 8) == [] and store.cq_segments("cd", 0) == [] and store.cq_segments("ab", 7) == []
+    assert rmq.list_index_files(root / "index") == [index]
