@@ -69,6 +69,26 @@ def test_fifo_and_device_named_like_segments(store, capsys):
         assert code in (0, 1, 3)
 
 
+def test_index_and_queue_links_out_of_the_root_are_not_followed(store, tmp_path, capsys):
+    (index, *_) = sorted((store / "index").iterdir())
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    shutil.copy(index, outside / "20991231235959999")
+    (store / "index" / "20991231235959999").symlink_to(outside / "20991231235959999")
+    os.mkfifo(store / "index" / "20991231235959998")
+    shutil.copytree(store / "consumequeue" / "TopicTest" / "0", outside / "queue")
+    (store / "consumequeue" / "TopicTest" / "7").symlink_to(outside / "queue")
+    (store / "consumequeue" / "OrderTopic" / "7").symlink_to("../..")
+    report = validate_rocketmq(store, ValidateOptions())
+    flagged = {f.path for f in report.findings if f.code in ("RMQ-FILE-LINK", "RMQ-FILE-UNREADABLE")}
+    assert {str(store / "index" / "20991231235959999"), str(store / "index" / "20991231235959998")} <= flagged
+    assert {str(store / "consumequeue" / "TopicTest" / "7"), str(store / "consumequeue" / "OrderTopic" / "7")} <= flagged
+    for command in (["dump", "index", store, "--jsonl"], ["dump", "index", store / "index", "--jsonl"], ["dump", "consumequeue", store, "--jsonl"], ["info", store, "--json"]):
+        code, out, _ = cli(capsys, *command)
+        assert code in (0, 1) and "20991231235959999" not in out and str(outside) not in out, command
+        assert '"queue_id": 7' not in out and "TopicTest/7" not in out, command
+
+
 def test_recover_and_clean_never_touch_files_outside(store, tmp_path, capsys):
     outside = tmp_path / "outside.bin"
     outside.write_bytes(b"\xff" * 16384)

@@ -26,6 +26,7 @@ VERDICTS = {
     "only-a": "only in A",
     "only-b": "only in B",
     "diverged": "[red]DIVERGED[/red]",
+    "damaged": "[red]DAMAGED[/red] (a copy holds a broken record: not a clean prefix)",
     "disjoint": "[red]no common offsets[/red] (nothing to compare)",
 }
 
@@ -43,9 +44,10 @@ def diff(
     two replicas of a Kafka partition (or of Jafka/MetaQ partitions).
 
     Reports the first divergent byte and record, records only on one side, and whether B is a
-    clean prefix of A (replication lag) or the copies truly diverged. Streaming.
-    Exit 0 when identical or a clean prefix, 1 when diverged (or no offset in common), 3 when a
-    path is not a store or the two are of different layouts."""
+    clean prefix of A (replication lag) or the copies truly diverged. A broken record (other than
+    a torn tail) is damage, never part of a clean prefix. Streaming.
+    Exit 0 when identical or a clean prefix, 1 when diverged or damaged (or no offset in common),
+    3 when a path is not a store or the two are of different layouts."""
     out = renderer(fmt, as_json, as_jsonl)
     layout_a = detect_layout(store_a, layout)
     layout_b = detect_layout(store_b, layout)
@@ -101,6 +103,8 @@ def render_diff(console: Console, doc: dict) -> None:
             line = _extra(label, log[key], unit)
             if line:
                 console.print(f"  {line}")
+        for damage in log.get("damage") or ():
+            console.print(markup("  [red]damaged[/red] {} at {} {}: {}", damage["side"], unit, f"{damage['offset']:,}", damage["error"]))
         for note in log["notes"]:
             console.print(f"  note: {note}")
     console.print(Text.assemble("\nverdict: ", _verdict(doc["verdict"])))

@@ -89,7 +89,7 @@ def recover(
         out.document(plan.to_dict(), lambda c: render_plan(c, plan))
         return ExitCode.FINDINGS if plan.has_work else ExitCode.OK
     if not plan.has_work:
-        out.document({"applied": [], "manifest": None, "plan": plan.to_dict()}, lambda c: c.print("nothing to recover"))
+        out.document({"applied": [], "manifest": None, "plan": plan.to_dict()}, lambda c: _render_nothing(c, plan))
         return ExitCode.OK
     result = apply_fn(plan, quarantine_root=quarantine, force=force, verify=verify, jobs=jobs or default_jobs())
     out.document(result.to_dict(), lambda c: render_result(c, result))
@@ -97,6 +97,12 @@ def recover(
         out.warn(note)
     failed = result.verification is not None and getattr(result.verification, "failed", False)
     return ExitCode.FINDINGS if failed else ExitCode.OK
+
+
+def _render_nothing(console: Console, plan: RecoverPlan) -> None:
+    console.print("nothing to recover")
+    for note in plan.notes:
+        console.print(f"note: {note}")
 
 
 def render_plan(console: Console, plan: RecoverPlan) -> None:

@@ -11,11 +11,20 @@ Kafka replicas hold the same record batches at the same offsets (followers appen
 batches as they are) but may roll segments at other places, so partitions are compared batch by
 batch, aligned by offset.
 
+Where a side's data ends matters: a clean stop (zeros, an END_OF_FILE record, a torn tail -- a
+last record a crash cut short, followed only by zeros) makes a side a prefix, but a broken record
+with data after it (a flipped byte, a file overwritten with other bytes) is damage.  The damaged
+bytes are compared like any others (the first differing byte is then a divergence whose record
+says why it does not decode); damage the comparison does not reach (past the other side's end, or
+held identically by both) is reported on its own.
+
 Verdicts per log: ``identical``; ``b-prefix`` (B holds the start of A: normal replication lag);
-``a-prefix`` (A holds the start of B); ``diverged`` (the first divergence is reported); ``disjoint``
-(no offset in common, nothing to compare).  Records one side holds past the other's end are
-counted; data before the other's first offset (retention, or a slave that started later) is
-reported, not a divergence.  The CLI exits 0 for identical and prefix, 1 for diverged/disjoint.
+``a-prefix`` (A holds the start of B); ``diverged`` (the first divergence is reported); ``damaged``
+(no divergence in the bytes both hold, but a side holds a broken record: ``damage`` names the file
+and position); ``disjoint`` (no offset in common, nothing to compare).  Records one side holds past
+the other's end are counted; data before the other's first offset (retention, or a slave that
+started later) is reported, not a divergence.  The CLI exits 0 for identical and prefix, 1 for
+diverged/damaged/disjoint.
 """
 
 from __future__ import annotations
@@ -58,10 +67,11 @@ class LogDiff:
     only_b_before: Extra | None = None
     notes: list[str] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
+    damage: list[dict] = field(default_factory=list)  # {"side", "file", "position", "offset", "error"}
 
     @property
     def ok(self) -> bool:
-        return self.verdict in OK_VERDICTS
+        return self.verdict in OK_VERDICTS and not self.damage
 
     def to_dict(self) -> dict:
         return {
@@ -78,6 +88,7 @@ class LogDiff:
             "only_in_b_before_a": self.only_b_before.to_dict() if self.only_b_before else None,
             "notes": list(self.notes),
             "problems": list(self.problems),
+            "damage": [dict(d) for d in self.damage],
         }
 
 
@@ -91,7 +102,7 @@ class DiffReport:
     @property
     def verdict(self) -> str:
         verdicts = {d.verdict for d in self.logs}
-        for v in ("diverged", "disjoint"):
+        for v in ("diverged", "damaged", "disjoint"):
             if v in verdicts:
                 return v
         if verdicts <= {"identical"}:
@@ -129,7 +140,11 @@ class _Seg:
 
 
 class _ByteLog:
-    """A byte-addressed log: segments by base offset, and the layout's record walker."""
+    """A byte-addressed log: segments by base offset, and the layout's record walker.
+
+    ``damage`` collects the broken records met (where the log's end was found, and by
+    ``walk_from``): ``{"file", "position", "offset", "error"}``, at most one per position;
+    ``notes`` what is worth saying about the log itself (a torn tail)."""
 
     def __init__(self, name: str, segments: list[_Seg], describe, walk_from) -> None:
         self.name = name
@@ -137,6 +152,12 @@ class _ByteLog:
         self._describe = describe  # (log, offset) -> (record start, dict, filler range | None)
         self._walk_from = walk_from  # (log, offset) -> iterator of (offset, size)
         self._open: tuple[_Seg, object] | None = None
+        self.damage: list[dict] = []
+        self.notes: list[str] = []
+
+    def add_damage(self, path: Path, position: int, offset: int, error: MqError) -> None:
+        if not any(d["offset"] == offset for d in self.damage):
+            self.damage.append({"file": str(path), "position": position, "offset": offset, "error": str(error)})
 
     @property
     def start(self) -> int:
@@ -206,11 +227,11 @@ def compare_byte_logs(a: _ByteLog, b: _ByteLog, *, progress=None) -> LogDiff:
             diff.only_a = _extra(a, a.start, a.end)
         if b_has:
             diff.only_b = _extra(b, b.start, b.end)
-        return diff
+        return _with_damage(diff, a, b)
     if lo >= hi:
         diff.verdict = "disjoint"
         diff.notes.append("the two logs share no offset: nothing to compare")
-        return diff
+        return _with_damage(diff, a, b)
     if a.start < b.start:
         diff.only_a_before = Extra(a.start, b.start, bytes=b.start - a.start)
     elif b.start < a.start:
@@ -256,14 +277,32 @@ def compare_byte_logs(a: _ByteLog, b: _ByteLog, *, progress=None) -> LogDiff:
     if diff.verdict == "diverged":
         diff.only_a = _extra(a, diff.divergence["offset"], a.end) if diff.divergence["a"] is not None else None
         diff.only_b = _extra(b, diff.divergence["offset"], b.end) if diff.divergence["b"] is not None else None
-        return diff
+        return _with_damage(diff, a, b)
     if a.end > b.end:
         diff.verdict = "b-prefix"
         diff.only_a = _extra(a, b.end, a.end)
     elif b.end > a.end:
         diff.verdict = "a-prefix"
         diff.only_b = _extra(b, a.end, b.end)
+    return _with_damage(diff, a, b)
+
+
+def _with_damage(diff: LogDiff, a: _ByteLog, b: _ByteLog) -> LogDiff:
+    """Copy both sides' damage and notes into ``diff``; with no divergence found, a side holding
+    a broken record makes the verdict ``damaged``: a copy with damage is never a clean prefix."""
+    diff.damage = [{"side": "A", **d} for d in a.damage] + [{"side": "B", **d} for d in b.damage]
+    diff.notes = [*(f"A: {n}" for n in a.notes), *(f"B: {n}" for n in b.notes), *diff.notes]
+    return _damaged_verdict(diff)
+
+
+def _damaged_verdict(diff: LogDiff) -> LogDiff:
+    if diff.damage and diff.verdict not in ("diverged", "disjoint"):
+        diff.verdict = "damaged"
     return diff
+
+
+def _torn_note(path: Path, position: int, what: str) -> str:
+    return f"torn tail at {path}:{position}: {what} (a crash while writing): the data ends there"
 
 
 def _extra(log: _ByteLog, start: int, end: int) -> Extra:
@@ -278,6 +317,9 @@ def _extra(log: _ByteLog, start: int, end: int) -> Extra:
 
 
 def _rocketmq_log(path: Path, problems: list[str]) -> _ByteLog:
+    """The CommitLog of the store at ``path``, ending where its data ends.  A broken record in
+    the last file with data is either a torn tail (the end: noted) or damage: then the log goes
+    on to the file's last non-zero byte, so the damaged bytes are compared too."""
     from mqtool.store import rocketmq as rmq
 
     root = rmq.find_rocketmq_root(path) or path
@@ -287,26 +329,40 @@ def _rocketmq_log(path: Path, problems: list[str]) -> _ByteLog:
     valid: list[_Seg] = []
     last_index = None
     last_end = 0
+    damage = torn = None
     for i in range(len(segments) - 1, -1, -1):
         seg = segments[i]
         with ReadOnlyFile(seg.path) as f:
             walk = rmq.CommitLogFileWalk(f)
             for _ in walk:
                 pass
-        if walk.count == 0 and walk.end is not None and walk.end.kind == "zeros" and walk.end.position == 0 and i > 0:
-            continue
-        last_index, last_end = i, walk.valid_end
-        if walk.end is not None and walk.end.kind == "blank":
-            last_end = walk.end.position + walk.end.length
-        if walk.error is not None:
-            problems.append(str(walk.error))
+            if walk.count == 0 and walk.end is not None and walk.end.kind == "zeros" and walk.end.position == 0 and i > 0:
+                continue
+            last_index, last_end = i, walk.valid_end
+            if walk.end is not None and walk.end.kind == "blank":
+                last_end = walk.end.position + walk.end.length
+            if walk.error is not None:
+                bad = walk.valid_end
+                torn = rmq.torn_tail_at(f, bad, store.commitlog_file_size or f.size)
+                if torn is not None:
+                    torn = _torn_note(seg.path, bad, torn.what)
+                else:
+                    problems.append(str(walk.error))
+                    damage = (seg.path, bad, seg.base + bad, walk.error)
+                    extent = rmq.nonzero_extent(f, bad)
+                    last_end = max(bad + 1, extent[1] if extent else bad)
         break
     if last_index is not None:
         for seg in segments[:last_index]:
             valid.append(_Seg(seg.base, seg.size, seg.path, lambda p=seg.path: ReadOnlyFile(p)))
         seg = segments[last_index]
         valid.append(_Seg(seg.base, last_end, seg.path, lambda p=seg.path: ReadOnlyFile(p)))
-    return _ByteLog(f"{root}/commitlog", valid, _rocketmq_describe, _rocketmq_walk)
+    log = _ByteLog(f"{root}/commitlog", valid, _rocketmq_describe, _rocketmq_walk)
+    if damage is not None:
+        log.add_damage(*damage)
+    if torn is not None:
+        log.notes.append(torn)
+    return log
 
 
 def _rocketmq_describe(log: _ByteLog, offset: int):
@@ -323,6 +379,8 @@ def _rocketmq_describe(log: _ByteLog, offset: int):
             if seg.base + pos + rec.total_size > offset:
                 return seg.base + pos, {
                     "commitlog_offset": seg.base + pos,
+                    "file": str(seg.path),
+                    "position": pos,
                     "size": rec.total_size,
                     "topic": rec.topic,
                     "queue_id": rec.queue_id,
@@ -339,7 +397,9 @@ def _rocketmq_describe(log: _ByteLog, offset: int):
             return start, {"commitlog_offset": start, "size": end.length, "kind": "END_OF_FILE"}, None
         where = seg.base + walk.valid_end
         what = str(walk.error) if walk.error is not None else f"no valid record (data ends: {end.kind if end else '?'})"
-        return where, {"commitlog_offset": where, "error": what}, None
+        if walk.error is not None:
+            log.add_damage(seg.path, walk.valid_end, where, walk.error)
+        return where, {"commitlog_offset": where, "file": str(seg.path), "position": walk.valid_end, "error": what}, None
 
 
 def _rocketmq_walk(log: _ByteLog, offset: int) -> Iterator[tuple[int, int]]:
@@ -356,6 +416,8 @@ def _rocketmq_walk(log: _ByteLog, offset: int) -> Iterator[tuple[int, int]]:
                 if seg.base + p >= seg.base + seg.size:
                     return
                 yield seg.base + p, rec.total_size
+        if walk.error is not None and walk.valid_end < seg.size:
+            log.add_damage(seg.path, walk.valid_end, seg.base + walk.valid_end, walk.error)  # inside the data this side holds
         if walk.end is None or walk.end.kind != "blank":
             return
         pos = seg.base + walk.end.position + walk.end.length
@@ -365,7 +427,9 @@ def _rocketmq_walk(log: _ByteLog, offset: int) -> Iterator[tuple[int, int]]:
 
 
 def _legacy_logs(path: Path, layout: str, problems: list[str]) -> dict[str, _ByteLog]:
-    from mqtool.store.legacy import SegmentWalk
+    """A byte log per partition, ending where its data ends: a broken message in the last
+    segment is a torn tail (the end) or damage (the log goes on to the last non-zero byte)."""
+    from mqtool.store.legacy import SegmentWalk, is_torn_message, nonzero_extent
 
     if layout == "jafka":
         from mqtool.store import jafka as mod
@@ -379,6 +443,7 @@ def _legacy_logs(path: Path, layout: str, problems: list[str]) -> dict[str, _Byt
     for part in data.partitions:
         segs = list(part.segments)
         valid: list[_Seg] = []
+        damage = note = None
         for i, seg in enumerate(segs):
             size = seg.size or 0
             if i == len(segs) - 1:
@@ -386,9 +451,15 @@ def _legacy_logs(path: Path, layout: str, problems: list[str]) -> dict[str, _Byt
                     walk = SegmentWalk(reader, mod.FRAMING)
                     for _ in walk:
                         pass
-                size = walk.valid_end
-                if walk.error is not None:
-                    problems.append(str(walk.error))
+                    size = walk.valid_end
+                    if walk.error is not None:
+                        if is_torn_message(reader, size, mod.FRAMING):
+                            note = _torn_note(seg.path, size, f"a message starts here but not all of its bytes were written ({reader.size - size} bytes left)")
+                        else:
+                            problems.append(str(walk.error))
+                            damage = (seg.path, size, seg.start_offset + size, walk.error)
+                            extent = nonzero_extent(reader, size)
+                            size = max(size + 1, extent[1] if extent else size)
             valid.append(_Seg(seg.start_offset, size, seg.path, lambda s=seg: mod.open_segment(s)))
 
         def describe(log: _ByteLog, offset: int, mod=mod):
@@ -400,14 +471,16 @@ def _legacy_logs(path: Path, layout: str, problems: list[str]) -> dict[str, _Byt
                 for pos, message in walk:
                     size = message.serialized_size if layout == "jafka" else message.size
                     if seg.base + pos + size > offset:
-                        info = {"offset": seg.base + pos, "size": size}
+                        info = {"offset": seg.base + pos, "file": str(seg.path), "position": pos, "size": size}
                         if layout == "metaq":
                             info.update(id=message.id, flag=message.flag, checksum=message.checksum)
                         else:
                             info.update(magic=message.magic, crc=message.crc)
                         return seg.base + pos, info, None
                 where = seg.base + walk.valid_end
-                return where, {"offset": where, "error": str(walk.error) if walk.error else "no valid message"}, None
+                if walk.error is not None:
+                    log.add_damage(seg.path, walk.valid_end, where, walk.error)
+                return where, {"offset": where, "file": str(seg.path), "position": walk.valid_end, "error": str(walk.error) if walk.error else "no valid message"}, None
 
         def walk_from(log: _ByteLog, offset: int, mod=mod):
             pos = offset
@@ -421,9 +494,16 @@ def _legacy_logs(path: Path, layout: str, problems: list[str]) -> dict[str, _Byt
                         if p >= seg.size:
                             return
                         yield seg.base + p, message.serialized_size if layout == "jafka" else message.size
+                if walk.error is not None and walk.valid_end < seg.size:
+                    log.add_damage(seg.path, walk.valid_end, seg.base + walk.valid_end, walk.error)  # inside the data this side holds
+                    return
                 pos = seg.base + seg.size
 
-        logs[part.name] = _ByteLog(part.name, valid, describe, walk_from)
+        log = logs[part.name] = _ByteLog(part.name, valid, describe, walk_from)
+        if damage is not None:
+            log.add_damage(*damage)
+        if note is not None:
+            log.notes.append(note)
     return logs
 
 
@@ -439,8 +519,11 @@ class _Entry:
     header: object
     position: int
     path: Path
+    error: str | None = None  # a broken entry: ``offset`` is the one expected there
 
     def describe(self) -> dict:
+        if self.error is not None:
+            return {"base_offset": self.offset, "file": str(self.path), "position": self.position, "error": self.error}
         h = self.header
         info = {"base_offset": self.offset, "last_offset": self.last_offset, "size": self.size, "file": str(self.path), "position": self.position}
         for name in ("partition_leader_epoch", "crc", "max_timestamp", "producer_id", "magic"):
@@ -450,23 +533,45 @@ class _Entry:
         return info
 
 
-def _kafka_entries(part, problems: list[str]) -> Iterator[_Entry]:
+def _kafka_entries(part, problems: list[str], damage: list[dict]) -> Iterator[_Entry]:
+    """The partition's batches in order; a broken entry (a batch that does not decode, which is
+    damage, unlike a torn tail: a ``partial`` end) is yielded as an ``_Entry`` with ``error``
+    at the offset expected there, and the walk goes on with the next segment."""
+    from mqtool.errors import CorruptDataError
     from mqtool.store import kafka as kstore
 
-    for seg in part.log_segments():
+    expected = None
+    segments = part.log_segments()
+    for i, seg in enumerate(segments):
         with ReadOnlyFile(seg.log) as f:
             walk = kstore.LogFileWalk(f, mode="header")
             for pos, entry in walk:
                 start = pos - walk.buffer_start
                 raw = bytes(walk.buffer[start : start + entry.size])
+                expected = entry.last_offset + 1
                 yield _Entry(entry.offset, entry.last_offset, entry.size, raw, entry.header, pos, seg.log)
-            if walk.error is not None:
-                problems.append(str(walk.error))
+            error: MqError | None = walk.error
+            if error is None and walk.end is not None and walk.end.kind == "partial" and i < len(segments) - 1:
+                # a torn tail only ends the last segment; before a later one it is lost data
+                error = CorruptDataError(
+                    path=seg.log,
+                    position=walk.end.position,
+                    expected="whole entries up to the end of a segment that is not the last",
+                    found=f"an entry of {walk.end.length} bytes with {f.size - walk.end.position} present",
+                )
+        if error is not None:
+            problems.append(str(error))
+            bad = walk.valid_end
+            offset = expected if expected is not None and walk.count else seg.base_offset
+            damage.append({"file": str(seg.log), "position": bad, "offset": offset, "error": str(error)})
+            yield _Entry(offset, offset, 0, b"", None, bad, seg.log, error=str(error))
 
 
 def compare_kafka_partitions(name: str, pa, pb) -> LogDiff:
     problems: list[str] = []
-    ea, eb = _kafka_entries(pa, problems), _kafka_entries(pb, problems)
+    damage_a: list[dict] = []
+    damage_b: list[dict] = []
+    ea, eb = _kafka_entries(pa, problems, damage_a), _kafka_entries(pb, problems, damage_b)
     a, b = next(ea, None), next(eb, None)
     diff = LogDiff(name, {"start": a.offset if a else None, "end": None}, {"start": b.offset if b else None, "end": None}, "offset")
     before_a = before_b = None
@@ -501,11 +606,13 @@ def compare_kafka_partitions(name: str, pa, pb) -> LogDiff:
     if b is not None:
         diff.only_b = Extra(b.offset, b.offset)
     for extra, entry, it in ((diff.only_a, a, ea), (diff.only_b, b, eb)):
-        while extra is not None and entry is not None:
+        while extra is not None and entry is not None and entry.error is None:
             extra.records += entry.last_offset - entry.offset + 1
             extra.bytes += entry.size
             extra.end = entry.last_offset + 1
             entry = next(it, None)
+        for _ in it:  # the rest is not counted (past a broken entry), but its damage is
+            pass
     diff.a["end"] = diff.only_a.end if diff.only_a else (last_equal + 1 if last_equal is not None else None)
     diff.b["end"] = diff.only_b.end if diff.only_b else (last_equal + 1 if last_equal is not None else None)
     if diff.verdict != "diverged":
@@ -519,7 +626,8 @@ def compare_kafka_partitions(name: str, pa, pb) -> LogDiff:
         elif diff.only_b and not diff.only_a:
             diff.verdict = "a-prefix"
     diff.problems.extend(problems)
-    return diff
+    diff.damage = [{"side": "A", **d} for d in damage_a] + [{"side": "B", **d} for d in damage_b]
+    return _damaged_verdict(diff)
 
 
 # --- entry point ---------------------------------------------------------------------------------------

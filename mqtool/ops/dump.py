@@ -163,14 +163,15 @@ def consumequeue_targets(path: Path, *, topic: str | None = None, queue_id: int 
         qid = int(path.name) if path.name.lstrip("-").isdigit() else None
         targets.append(QueueTarget(path.parent.name, qid, rmq.list_segments(path)))
     else:
-        children = [c for c in sorted(path.iterdir()) if is_directory(c)] if is_directory(path) else []
+        # topic and queue directories that are symbolic links are never followed (validate reports them)
+        children = [c for c in sorted(path.iterdir()) if rmq.is_real_directory(c)] if is_directory(path) else []
         if children and all(c.name.lstrip("-").isdigit() for c in children):  # a topic directory
             for c in children:
                 targets.append(QueueTarget(path.name, int(c.name), rmq.list_segments(c)))
         else:  # consumequeue/
             for tdir in children:
                 for qdir in sorted(tdir.iterdir()):
-                    if is_directory(qdir) and qdir.name.lstrip("-").isdigit():
+                    if rmq.is_real_directory(qdir) and qdir.name.lstrip("-").isdigit():
                         targets.append(QueueTarget(tdir.name, int(qdir.name), rmq.list_segments(qdir)))
     if not targets:
         raise StoreLayoutError(expected="ConsumeQueue files (consumequeue/<topic>/<queueId>/<20-digit name>)", found="none", path=path)
@@ -216,7 +217,7 @@ def index_targets(path: Path) -> list[Path]:
         return [path]
     if rmq.is_rocketmq_root(path):
         path = path / "index"
-    files = [path / n for n in sorted(p.name for p in path.iterdir()) if is_regular_file(path / n)]
+    files = rmq.list_index_files(path)  # symbolic links and special files are never read
     if not files:
         raise StoreLayoutError(expected="IndexFiles (index/yyyyMMddHHmmssSSS)", found="none", path=path)
     return files

@@ -24,8 +24,10 @@ CODES: dict[str, CodeInfo] = {
     "RMQ-FILE-GAP": CodeInfo(E, "files", "consecutive segment names differ by more than the file size (a missing file)"),
     "RMQ-FILE-OVERLAP": CodeInfo(E, "files", "consecutive segment names differ by less than the file size"),
     "RMQ-FILE-ALIGN": CodeInfo(W, "files", "a segment name that is not a multiple of the file size"),
-    "RMQ-FILE-UNREADABLE": CodeInfo(E, "files", "a file that cannot be read (permissions, I/O error, not a regular file)"),
-    "RMQ-FILE-LINK": CodeInfo(W, "files", "a segment name that is a symbolic link: not followed (segments must be regular files)"),
+    "RMQ-FILE-UNREADABLE": CodeInfo(E, "files", "a file that cannot be read (permissions, I/O error, not a regular file: a FIFO or device is never opened)"),
+    "RMQ-FILE-LINK": CodeInfo(
+        W, "files", "a segment name, IndexFile or topic/queue directory that is a symbolic link: not followed (they must be regular files and directories)"
+    ),
     # commitlog
     "RMQ-CL-MAGIC": CodeInfo(E, "commitlog", "a record header whose magic code is not a message or BLANK magic"),
     "RMQ-CL-SIZE": CodeInfo(E, "commitlog", "TOTALSIZE out of bounds or not equal to the size computed from the record's lengths"),

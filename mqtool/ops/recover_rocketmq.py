@@ -362,8 +362,17 @@ def _plan_dispatch(
         # a queue without any file lacks its records before ``scan_from`` too
         missing_queues = _scan_undispatched(store, queues, segments, store.commitlog_min_offset, process_offset, options)
     root = store.root
+    # a topic or queue directory that is a symbolic link is never followed: nor written through
+    linked = {path: kind for path, kind in store.irregular_queue_dirs()}
     for state in [*queues.values(), *missing_queues.values()]:
         if not state.dispatch:
+            continue
+        link = next((d for d in (state.directory, state.directory.parent) if d in linked), None)
+        if link is not None:
+            plan.notes.append(
+                f"{state.topic}/{state.queue_id}: {state.dispatch} record(s) not dispatched: {link} is {linked[link]}, not followed "
+                "(replace it with a real directory, or remove it, and run again)"
+            )
             continue
         if state.first_dispatch_qoff is not None and state.first_dispatch_qoff > state.max_offset and (state.topic, state.queue_id) in queues:
             plan.notes.append(

@@ -22,7 +22,6 @@ skipped bytes may have held; a misnamed file's records are read at the offsets t
 from __future__ import annotations
 
 import bisect
-import os
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -35,7 +34,6 @@ from mqtool.formats.rocketmq import index_file as idxf
 from mqtool.formats.rocketmq.commitlog import (
     BLANK_MAGIC,
     BORNHOST_POSITION,
-    MESSAGE_MAGICS,
     MIN_MESSAGE_SIZE,
     PHYSICAL_OFFSET_POSITION,
     QUEUE_OFFSET_POSITION,
@@ -54,11 +52,21 @@ from mqtool.formats.rocketmq.properties import CRC32, split_keys
 from mqtool.ops.findings import Finding, Severity
 from mqtool.ops.validate import FileSummary, ValidateOptions, ValidationReport, run_tasks
 from mqtool.store import rocketmq as rmq
-from mqtool.store.files import CHUNK_SIZE, ReadOnlyFile, read_small_file
+from mqtool.store.files import CHUNK_SIZE, ReadOnlyFile, link_target, read_small_file
 from mqtool.store.lock import probe_record_lock
 from mqtool.store.writer import cq_tags_code
 
 # --- phase 1: files ------------------------------------------------------------------------------
+
+
+def _check_irregular(entries: list[tuple[Path, str]], expected: str, report: ValidationReport) -> None:
+    """Symbolic links (never followed, wherever they lead) and special files (never opened: a
+    FIFO could block) where the store holds regular files or directories."""
+    for path, kind in entries:
+        if kind == "a symlink":
+            report.add(Finding("RMQ-FILE-LINK", str(path), None, f"expected {expected}, found {kind} to {link_target(path)!r}: not followed"))
+        else:
+            report.add(Finding("RMQ-FILE-UNREADABLE", str(path), None, f"expected {expected}, found {kind}: not read"))
 
 
 def _check_segments(
@@ -68,11 +76,7 @@ def _check_segments(
         if path.name.startswith(".mqtool"):
             continue
         report.add(Finding("RMQ-FILE-NAME", str(path), None, f"unexpected entry in a {family} directory: {path.name!r}"))
-    for path, kind in rmq.irregular_segments(directory):
-        if kind == "a symlink":
-            report.add(Finding("RMQ-FILE-LINK", str(path), None, f"expected a regular {family} file, found {kind} to {os.readlink(path)!r}: not followed"))
-        else:
-            report.add(Finding("RMQ-FILE-UNREADABLE", str(path), None, f"expected a regular {family} file, found {kind}: not read"))
+    _check_irregular(rmq.irregular_segments(directory), f"a regular {family} file", report)
     if not segments or not file_size:
         return
     last = len(segments) - 1
@@ -490,46 +494,25 @@ def _stale_tail(f: ReadOnlyFile, task: CommitLogTask, at: int, rec: MessageRecor
     res.findings.append(Finding("RMQ-CL-VALID-END", task.path, at, f"valid data ends at commitlog offset {base + at} (stale data follow)"))
 
 
-#: Magic codes a torn record header may hold the first bytes of.
-_TORN_MAGICS = tuple(m.to_bytes(4, "big") for m in (*MESSAGE_MAGICS, BLANK_MAGIC))
-
-
 def _torn_tail(f: ReadOnlyFile, task: CommitLogTask, bad: int, base: int, res: CommitLogFileResult) -> bool:
     """In the last file, a record whose bytes stop early and are followed only by zeros is a
-    torn tail (a crash while writing), not damage: report it as such.  Returns True when it was
-    one.  A record whose last byte is on disk (non-zero) was written whole: its damage is not a
-    torn write."""
+    torn tail (a crash while writing), not damage (``rmq.torn_tail_at``): report it as such.
+    Returns True when it was one."""
     if not task.is_last:
         return False
-    head = f.pread(bad, 8)
-    extent = rmq.nonzero_extent(f, bad)
-    stop = extent[1] if extent else bad
-    if len(head) == 8:
-        total = int.from_bytes(head[:4], "big", signed=True)
-        if total <= 0:
-            return False
-        if head[4:8] in _TORN_MAGICS[:-1]:
-            if stop >= bad + total or bad + total > task.file_size:
-                return False  # written whole, or a TOTALSIZE the broker never writes (past the file end)
-            computed = rmq.computed_record_size(f, bad)
-            if computed is not None and computed != total and stop >= bad + computed:
-                return False  # the record its length fields describe is all there: TOTALSIZE is damaged
-        elif stop > bad + 8 or not any(head[4:8] == m[:k] + bytes(4 - k) for m in _TORN_MAGICS for k in range(4)):
-            return False
-        what = f"a {total}-byte record starts here but only {stop - bad} of its bytes were written"
-    else:
-        total = len(head)
-        what = f"{len(head)} bytes of a record header at the end of the file"
+    torn = rmq.torn_tail_at(f, bad, task.file_size)
+    if torn is None:
+        return False
     res.findings.append(
         Finding(
             "RMQ-CL-TORN-TAIL",
             task.path,
             bad,
-            f"torn tail: {what} (crash while writing); `mqtool recover` truncates it",
-            length=stop - bad,
+            f"torn tail: {torn.what} (crash while writing); `mqtool recover` truncates it",
+            length=torn.stop - bad,
         )
     )
-    res.damaged.append((base + bad, base + bad + max(total, stop - bad, 1)))
+    res.damaged.append((base + bad, base + bad + max(torn.total, torn.stop - bad, 1)))
     res.skipped += 1
     return True
 
@@ -1181,6 +1164,11 @@ def validate_rocketmq(path: str | Path, options: ValidateOptions, progress=None)
         cq_sizes[(topic, qid)] = options.cq_file_size or rmq.detect_cq_file_size(segs)
     for topic, qid in queues:
         _check_segments(rmq.queue_dir(store, topic, qid), store.cq_segments(topic, qid), cq_sizes[(topic, qid)], "consumequeue", report, live)
+    irregular_queues = store.irregular_queue_dirs()
+    _check_irregular(irregular_queues, "a consumequeue directory", report)
+    # queues under a link were reported as the link: not again as missing (RMQ-CQ-MISSING-QUEUE)
+    linked_queues = {p.relative_to(store.consumequeue_dir).parts for p, _ in irregular_queues}
+    _check_irregular(store.irregular_index_files(), "a regular index file", report)
 
     # phase 2: CommitLog
     # The last file holding data ends in zeros; with no data at all, the first file is that file.
@@ -1299,7 +1287,7 @@ def validate_rocketmq(path: str | Path, options: ValidateOptions, progress=None)
                 report.add(finding, file_summaries.get(finding.path))
     if store.consumequeue_dir.is_dir():
         for (topic, qid), edge in sorted(queue_edges.items()):
-            if (topic, qid) not in queue_ranges and (topic, qid) not in set(queues):
+            if (topic, qid) not in queue_ranges and (topic, qid) not in set(queues) and not ({(topic,), (topic, str(qid))} & linked_queues):
                 if live and rmq.queue_dir(store, topic, qid).is_dir():
                     continue  # created by the writer after the queues were listed
                 report.add(

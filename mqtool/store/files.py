@@ -127,6 +127,15 @@ def safe_listdir(path: Path) -> list[str]:
         raise StoreIOError.from_os_error(exc, path) from None
 
 
+def link_target(path: Path) -> str:
+    """What the symbolic link ``path`` holds (never followed), for messages; ``"?"`` when it
+    cannot be read (it vanished, or is no link any more)."""
+    try:
+        return os.readlink(path)
+    except OSError:
+        return "?"
+
+
 def is_regular_file(path: Path) -> bool:
     try:
         return stat.S_ISREG(os.stat(path).st_mode)

@@ -736,6 +736,23 @@ def nonzero_extent(reader: SegmentReader, start: int, stop: int | None = None) -
     return (first, last) if first is not None else None
 
 
+def is_torn_message(reader: SegmentReader, position: int, framing: Framing) -> bool:
+    """Whether the message that fails at ``position`` is a torn tail: its bytes stop before the
+    end its length field gives (or fewer than a header's bytes are left) and only zeros follow --
+    a crash while appending.  A message whose last byte is on disk was written whole: its damage
+    is not a torn write."""
+    rest = reader.size - position
+    if rest < framing.header_size:
+        return bool(reader.pread(position, rest).strip(b"\x00"))
+    head = reader.pread(position, 4)
+    length = int.from_bytes(head, "big", signed=True) if len(head) == 4 else -1
+    if not 0 <= length <= framing.max_message_size:
+        return False
+    extent = nonzero_extent(reader, position)
+    stop = extent[1] if extent else position
+    return stop < position + framing.overhead + length
+
+
 def zero_run(reader: SegmentReader, start: int) -> int:
     """How many zero bytes follow ``start``."""
     pos = start

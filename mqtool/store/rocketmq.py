@@ -21,7 +21,9 @@ from mqtool.errors import ChecksumError, CorruptDataError, MqError, StoreLayoutE
 from mqtool.formats.rocketmq import consume_queue as cqf
 from mqtool.formats.rocketmq import index_file as idxf
 from mqtool.formats.rocketmq.commitlog import (
+    BLANK_MAGIC,
     MAGIC_V2,
+    MESSAGE_MAGICS,
     MIN_MESSAGE_SIZE,
     SYSFLAG_POSITION,
     DataEnd,
@@ -93,26 +95,57 @@ class RocketMQStore:
         return self.commitlog[0].base if self.commitlog else 0
 
     def queues(self) -> list[tuple[str, int]]:
-        """``(topic, queue_id)`` for every ConsumeQueue directory (non-numeric ids skipped)."""
+        """``(topic, queue_id)`` for every ConsumeQueue directory (non-numeric ids skipped).  Topic
+        and queue directories that are symbolic links are never followed (see
+        ``irregular_queue_dirs``)."""
         found = []
         for topic in safe_listdir(self.consumequeue_dir):
             tdir = self.consumequeue_dir / topic
-            if not is_directory(tdir):
+            if not is_real_directory(tdir):
                 continue
             for qid in safe_listdir(tdir):
-                if qid.lstrip("-").isdigit() and is_directory(tdir / qid):
+                if qid.lstrip("-").isdigit() and is_real_directory(tdir / qid):
                     found.append((topic, int(qid)))
+        return found
+
+    def irregular_queue_dirs(self) -> list[tuple[Path, str]]:
+        """Entries of ``consumequeue/`` standing where a topic directory, or a numeric queue
+        directory, would be that are symbolic links or special files: ``(path, kind)``.  None of
+        them is followed or opened."""
+        found = []
+        for topic in safe_listdir(self.consumequeue_dir):
+            tdir = self.consumequeue_dir / topic
+            kind = entry_kind(tdir)
+            if kind == "a directory":
+                for qid in safe_listdir(tdir):
+                    if qid.lstrip("-").isdigit():
+                        qkind = entry_kind(tdir / qid)
+                        if qkind not in (None, "a directory", "a regular file"):
+                            found.append((tdir / qid, qkind))
+            elif kind not in (None, "a regular file"):
+                found.append((tdir, kind))
         return found
 
     def cq_segments(self, topic: str, queue_id: int) -> list[Segment]:
         """The ConsumeQueue files of ``topic``/``queue_id`` (none when the topic, read from a
-        record or a config file, cannot name a directory: see ``is_topic_dir_name``)."""
+        record or a config file, cannot name a directory: see ``is_topic_dir_name``, or when the
+        topic or queue directory is a symbolic link: never followed)."""
         if not is_topic_dir_name(topic):
             return []
-        return list_segments(self.consumequeue_dir / topic / str(queue_id))
+        tdir = self.consumequeue_dir / topic
+        qdir = tdir / str(queue_id)
+        if not (is_real_directory(tdir) and is_real_directory(qdir)):
+            return []
+        return list_segments(qdir)
 
     def index_files(self) -> list[Path]:
-        return [self.index_dir / n for n in safe_listdir(self.index_dir) if is_regular_file(self.index_dir / n)]
+        """The regular files of ``index/``.  Symbolic links (wherever they lead) and special
+        files (FIFOs, devices) are never read or opened: see ``irregular_index_files``."""
+        return list_index_files(self.index_dir)
+
+    def irregular_index_files(self) -> list[tuple[Path, str]]:
+        """Entries of ``index/`` that are not regular files: ``(path, kind)``, none followed."""
+        return irregular_entries(self.index_dir)
 
     def config_file(self, name: str) -> Path | None:
         path = self.config_dir / name
@@ -150,20 +183,52 @@ def list_segments(directory: Path) -> list[Segment]:
 
 def irregular_segments(directory: Path) -> list[tuple[Path, str]]:
     """Entries with segment names that are not regular files: ``(path, "a symlink" | kind)``."""
+    return irregular_entries(directory, SEGMENT_NAME)
+
+
+def entry_kind(path: Path) -> str | None:
+    """What ``path`` itself is, a link not followed (``lstat``; nothing is opened): ``"a regular
+    file"``, ``"a directory"``, ``"a symlink"``, ``"a FIFO"``, ``"a device file"``, ``"a socket"``,
+    or None when it does not exist (any more)."""
+    try:
+        mode = os.lstat(path).st_mode
+    except OSError:
+        return None
+    if stat.S_ISREG(mode):
+        return "a regular file"
+    if stat.S_ISDIR(mode):
+        return "a directory"
+    if stat.S_ISLNK(mode):
+        return "a symlink"
+    if stat.S_ISFIFO(mode):
+        return "a FIFO"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return "a device file"
+
+
+def is_real_directory(path: Path) -> bool:
+    """A directory, and not a symbolic link to one."""
+    return entry_kind(path) == "a directory"
+
+
+def irregular_entries(directory: Path, pattern: re.Pattern[str] | None = None) -> list[tuple[Path, str]]:
+    """Entries of ``directory`` (with names matching ``pattern``) that are not regular files:
+    ``(path, kind)`` as ``entry_kind`` says; none is followed or opened."""
     found = []
     for name in safe_listdir(directory):
-        if not SEGMENT_NAME.match(name):
+        if pattern is not None and not pattern.match(name):
             continue
-        path = directory / name
-        try:
-            st = os.lstat(path)
-        except OSError:
-            continue
-        if stat.S_ISLNK(st.st_mode):
-            found.append((path, "a symlink"))
-        elif not stat.S_ISREG(st.st_mode):
-            found.append((path, "a FIFO" if stat.S_ISFIFO(st.st_mode) else "a device or other special file"))
+        kind = entry_kind(directory / name)
+        if kind not in (None, "a regular file"):
+            found.append((directory / name, kind))
     return found
+
+
+def list_index_files(directory: Path) -> list[Path]:
+    """The regular files of an ``index/`` directory, by name; symbolic links and special files
+    are never read (see ``irregular_entries``)."""
+    return [directory / n for n in safe_listdir(directory) if entry_kind(directory / n) == "a regular file"]
 
 
 def unexpected_entries(directory: Path) -> list[Path]:
@@ -557,10 +622,54 @@ def nonzero_extent(f: ReadOnlyFile, start: int) -> tuple[int, int] | None:
     return (first, last) if first is not None else None
 
 
+#: Magic codes a torn record header may hold the first bytes of.
+TORN_MAGICS = tuple(m.to_bytes(4, "big") for m in (*MESSAGE_MAGICS, BLANK_MAGIC))
+
+
+@dataclass(frozen=True)
+class TornTail:
+    """A record at ``position`` of the last CommitLog file that a crash cut short: ``total``
+    bytes were due (its TOTALSIZE, or the header bytes present), non-zero data stops at
+    ``stop``; ``what`` says so in words."""
+
+    position: int
+    total: int
+    stop: int
+    what: str
+
+
+def torn_tail_at(f: ReadOnlyFile, bad: int, file_size: int) -> TornTail | None:
+    """Whether the record that fails at ``bad`` in the *last* CommitLog file is a torn tail: its
+    bytes stop early and only zeros follow (a crash while writing), not damage.  A record whose
+    last byte is on disk (non-zero) was written whole, so its damage is not a torn write; nor is a
+    TOTALSIZE the broker never writes (past ``file_size``), nor a record whose length fields
+    describe bytes that are all there (TOTALSIZE itself is damaged).  Reads ``[bad, size)``."""
+    head = f.pread(bad, 8)
+    extent = nonzero_extent(f, bad)
+    stop = extent[1] if extent else bad
+    if len(head) == 8:
+        total = int.from_bytes(head[:4], "big", signed=True)
+        if total <= 0:
+            return None
+        if head[4:8] in TORN_MAGICS[:-1]:
+            if stop >= bad + total or bad + total > file_size:
+                return None
+            computed = computed_record_size(f, bad)
+            if computed is not None and computed != total and stop >= bad + computed:
+                return None
+        elif stop > bad + 8 or not any(head[4:8] == m[:k] + bytes(4 - k) for m in TORN_MAGICS for k in range(4)):
+            return None
+        what = f"a {total}-byte record starts here but only {stop - bad} of its bytes were written"
+    else:
+        total = len(head)
+        what = f"{len(head)} bytes of a record header at the end of the file"
+    return TornTail(bad, total, stop, what)
+
+
 def record_starts_at(f: ReadOnlyFile, base: int, pos: int, *, decode: bool = True) -> bool:
     """A message record with PHYSICALOFFSET ``base + pos`` starts at ``pos`` (its header fits the
     file) and, with ``decode``, decodes cleanly."""
-    from mqtool.formats.rocketmq.commitlog import MESSAGE_MAGICS, PHYSICAL_OFFSET_POSITION
+    from mqtool.formats.rocketmq.commitlog import PHYSICAL_OFFSET_POSITION
 
     head = f.pread(pos, 36)
     if len(head) < 36 or int.from_bytes(head[4:8], "big") not in MESSAGE_MAGICS:
@@ -582,8 +691,6 @@ def find_next_record(f: ReadOnlyFile, base: int, start: int) -> int | None:
     """First position >= ``start`` where a record with a message magic and a PHYSICALOFFSET equal
     to its own address (``base`` + position) decodes cleanly: the resynchronisation point after a
     broken record (the earliest candidate, whichever magic it has)."""
-    from mqtool.formats.rocketmq.commitlog import MESSAGE_MAGICS
-
     pos = start
     overlap = 64
     while pos < f.size:

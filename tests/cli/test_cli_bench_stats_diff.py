@@ -146,3 +146,29 @@ def test_diff_exit_codes(tmp_path, capsys):
     (kafka / "00000000000000000000.log").write_bytes(b"")
     code, _, err = mqtool(capsys, "diff", a, kafka)
     assert code == 3 and "layout" in err
+
+
+def test_diff_damaged_slave_is_not_a_clean_prefix(tmp_path, capsys):
+    a, b = tmp_path / "a", tmp_path / "b"
+    shutil.copytree(STORE, a)
+    shutil.copytree(STORE, b)
+    last = sorted((b / "commitlog").iterdir())[-1]
+    data = bytearray(last.read_bytes())
+    data[1242 + 88 + 2] ^= 0x01  # a body byte of the last file's fourth record (at 1242)
+    last.write_bytes(bytes(data))
+    code, out, err = mqtool(capsys, "diff", a, b, "--json")
+    doc = json.loads(out)
+    assert code == 1 and doc["verdict"] == "diverged" and not doc["ok"]
+    (log,) = doc["logs"]
+    assert (log["divergence"]["b"]["file"], log["divergence"]["b"]["position"]) == (str(last), 1242)
+    assert [(d["side"], d["file"], d["position"]) for d in log["damage"]] == [("B", str(last), 1242)]
+    assert f"{last}:1250: body CRC mismatch" in err
+    code, out, _ = mqtool(capsys, "diff", a, b)
+    assert code == 1 and "DIVERGED" in out and "is a clean prefix" not in out and "damaged B" in out
+    # B damaged only past A's end: DAMAGED, exit 1
+    for seg in sorted((a / "commitlog").iterdir())[-2:]:
+        seg.unlink()
+    code, out, _ = mqtool(capsys, "diff", a, b)
+    assert code == 1 and "DAMAGED" in out and "is a clean prefix" not in out
+    code, out, _ = mqtool(capsys, "diff", a, b, "--json")
+    assert code == 1 and json.loads(out)["verdict"] == "damaged"

@@ -1004,3 +1004,22 @@ def test_abnormal_mode_scans_from_the_checkpoint_file(work, long_store, damaged_
     normal = plan_rocketmq(root, RecoverOptions(mode="normal"))
     assert normal.facts["scan_start_file"] == files[3].path.name
     assert normal.valid_end == (victim.offset if damaged_file >= 3 else recs[-1].end)
+
+
+def test_a_linked_queue_directory_is_neither_read_nor_written_through(tmp_path):
+    """A queue directory that is a symbolic link is not followed: its records are not dispatched
+    into it (recover would write where the link leads) and the plan says why."""
+    root = tmp_path / "store"
+    build(root, crash=False)
+    qdir = root / "consumequeue" / "T" / "1"
+    outside = tmp_path / "outside-queue"
+    shutil.move(qdir, outside)
+    qdir.symlink_to(outside)
+    before = tree(outside)
+    plan = plan_rocketmq(root)
+    assert not plan.has_work and not [s for s in plan.steps if s.action == "dispatch-cq"]
+    (note,) = plan.notes
+    assert note.startswith(f"T/1: {COUNT // 2} record(s) not dispatched: {qdir} is a symlink, not followed")
+    code, out, _ = cli("recover", root, "--apply")
+    assert code == 0 and "is a symlink, not followed" in out.replace("\n", " ")
+    assert tree(outside) == before and qdir.is_symlink()

@@ -452,6 +452,59 @@ def test_unreadable_file(store, monkeypatch):
     assert "Input/output error" in finding.message
 
 
+def _within(seconds: int, fn, *args, **kw):
+    """``fn(*args)``, failing instead of hanging (a FIFO opened for reading blocks forever)."""
+    import signal
+
+    def hung(*_):
+        raise TimeoutError(f"still running after {seconds} s: something opened a FIFO?")
+
+    old = signal.signal(signal.SIGALRM, hung)
+    signal.alarm(seconds)
+    try:
+        return fn(*args, **kw)
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, old)
+
+
+def test_index_links_and_special_files_are_reported_not_read(store, tmp_path):
+    """index/ follows the CommitLog's rule: a symbolic link is not followed (RMQ-FILE-LINK), a
+    FIFO or device is never opened (RMQ-FILE-UNREADABLE) -- not read, not silently skipped."""
+    outside = tmp_path / "outside-index"
+    shutil.copy(store.index, outside)
+    flip(outside, ENTRIES_AT + ENTRY * 3)  # what validate would report if it read the file
+    link = store.root / "index" / "20991231235959999"
+    link.symlink_to(outside)
+    fifo = store.root / "index" / "20991231235959998"
+    os.mkfifo(fifo)
+    report = _within(60, validate, store.root)
+    found_link, found_fifo = expect(report, ("RMQ-FILE-LINK", link, None), ("RMQ-FILE-UNREADABLE", fifo, None))
+    assert found_link.message == f"expected a regular index file, found a symlink to {str(outside)!r}: not followed"
+    assert found_fifo.message == "expected a regular index file, found a FIFO: not read"
+    assert found_link.level is Severity.warning and found_fifo.level is Severity.error
+    assert not [f for f in report.findings if str(outside) in (f.path or "")]
+
+
+def test_queue_directory_links_are_reported_not_followed(store, tmp_path):
+    """A topic or queue directory that is a symbolic link is not followed (wherever it leads):
+    reported once, as the link -- its records are not reported again as a missing queue."""
+    outside = tmp_path / "outside-queue"
+    shutil.copytree(store.queue_dir(1), outside)
+    shutil.rmtree(store.queue_dir(1))
+    store.queue_dir(1).symlink_to(outside)
+    up = store.root / "consumequeue" / "T" / "7"
+    up.symlink_to("../..")
+    loop = store.root / "consumequeue" / "Loop"
+    loop.symlink_to(store.root / "consumequeue")
+    fifo = store.root / "consumequeue" / "T" / "8"
+    os.mkfifo(fifo)
+    report = _within(60, validate, store.root)
+    hits = expect(report, ("RMQ-FILE-LINK", store.queue_dir(1), None), ("RMQ-FILE-LINK", up, None), ("RMQ-FILE-LINK", loop, None), ("RMQ-FILE-UNREADABLE", fifo, None))
+    assert hits[1].message == "expected a consumequeue directory, found a symlink to '../..': not followed"
+    assert not [f for f in report.findings if f.code == "RMQ-CQ-MISSING-QUEUE" or str(outside) in (f.path or "")]
+
+
 # --- how the CommitLog ends -----------------------------------------------------------------------
 
 

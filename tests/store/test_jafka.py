@@ -197,3 +197,26 @@ def test_writer_rolls_after_the_segment_grows_past_the_limit(tmp_path):
     )
     again = sj.JafkaLogWriter(tmp_path / "t-0", log_file_size=30)
     assert again.next_offset == 41
+
+
+def test_is_torn_message_tells_a_crash_from_damage(tmp_path):
+    from mqtool.store.legacy import is_torn_message
+
+    w = sj.JafkaLogWriter(tmp_path / "t-0", log_file_size=1 << 20)
+    for i in range(3):
+        w.append([jf.Message(bytes([65 + i]) * 40)])
+    (seg,) = [p for p in (tmp_path / "t-0").iterdir() if p.stat().st_size]
+    clean = seg.read_bytes()
+    with sj.open_segment(sj.open_jafka(tmp_path / "t-0").partitions[0].segments[0]) as reader:
+        positions = [p for p, _ in SegmentWalk(reader, sj.FRAMING)]
+    last = positions[-1]
+    cases = {
+        clean[:-5] + bytes(5): True,  # its end never written
+        clean[:-5] + bytes(2) + b"xyz": False,  # written whole, damaged
+        clean[: last + 7]: True,  # the file ends inside it
+        clean[:last] + b"\x01\x02": True,  # fewer bytes than a header, not zeros
+    }
+    for data, torn in cases.items():
+        seg.write_bytes(data)
+        with sj.open_segment(sj.open_jafka(tmp_path / "t-0").partitions[0].segments[0]) as reader:
+            assert is_torn_message(reader, last, sj.FRAMING) is torn, data[last:]

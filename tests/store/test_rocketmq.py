@@ -75,3 +75,63 @@ def test_record_topic_dotdot_never_creates_a_directory(tmp_path):
     created = set(after) - set(before)
     assert not any(p.parts[0] not in ("consumequeue", "index", "checkpoint", ".mqtool-quarantine", "abort") for p in created), created
     assert not (root / "0").exists()
+
+
+def test_torn_tail_at_tells_a_crash_from_damage(tmp_path):
+    root = _store(tmp_path / "s", n=3)
+    seg = sorted((root / "commitlog").iterdir())[0]
+    clean = seg.read_bytes()
+    with rmq.ReadOnlyFile(seg) as f:
+        records = list(rmq.CommitLogFileWalk(f))
+    pos, rec = records[-1]
+    end = pos + rec.total_size
+    # the last record's second half never written (zeros): a torn tail
+    seg.write_bytes(clean[: pos + rec.total_size // 2] + bytes(len(clean) - pos - rec.total_size // 2))
+    with rmq.ReadOnlyFile(seg) as f:
+        torn = rmq.torn_tail_at(f, pos, 4096)
+    assert torn is not None and (torn.position, torn.total) == (pos, rec.total_size) and pos < torn.stop <= pos + rec.total_size // 2
+    # written whole with one byte flipped: damage, not a torn tail
+    data = bytearray(clean)
+    data[pos + cl.body_position(0)] ^= 0x01
+    seg.write_bytes(bytes(data))
+    with rmq.ReadOnlyFile(seg) as f:
+        assert rmq.torn_tail_at(f, pos, 4096) is None
+    # other bytes after the record: not a torn tail either
+    data = bytearray(clean[: pos + rec.total_size // 2] + bytes(len(clean) - pos - rec.total_size // 2))
+    data[end + 10] = 0x55
+    seg.write_bytes(bytes(data))
+    with rmq.ReadOnlyFile(seg) as f:
+        assert rmq.torn_tail_at(f, pos, 4096) is None
+
+
+def test_index_files_and_queue_dirs_never_follow_links_or_open_special_files(tmp_path):
+    """Like CommitLog and ConsumeQueue files: a symbolic link (wherever it leads, in the store or
+    out of it) is never followed and a FIFO or device is never opened; both are listed apart."""
+    import os
+
+    root = _store(tmp_path / "s")
+    (index,) = rmq.open_store(root).index_files()
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "20991231235959999").write_bytes(index.read_bytes())
+    (root / "index" / "20991231235959999").symlink_to(outside / "20991231235959999")
+    (root / "index" / "20000101000000000").symlink_to(index.name)  # inside the store: not followed either
+    os.mkfifo(root / "index" / "20991231235959998")
+    (root / "index" / "sub").mkdir()
+    topic = root / "consumequeue" / "ab"
+    (topic / "7").symlink_to("../..")
+    (topic / "8").symlink_to(topic / "0")  # a real queue directory behind it: still not followed
+    os.mkfifo(topic / "9")
+    (root / "consumequeue" / "cd").symlink_to(topic)
+    store = rmq.open_store(root)
+    assert store.index_files() == [index]
+    assert store.irregular_index_files() == [
+        (root / "index" / "20000101000000000", "a symlink"),
+        (root / "index" / "20991231235959998", "a FIFO"),
+        (root / "index" / "20991231235959999", "a symlink"),
+        (root / "index" / "sub", "a directory"),
+    ]
+    assert store.queues() == [("ab", 0)]
+    assert store.irregular_queue_dirs() == [(topic / "7", "a symlink"), (topic / "8", "a symlink"), (topic / "9", "a FIFO"), (root / "consumequeue" / "cd", "a symlink")]
+    assert store.cq_segments("ab", 0) and store.cq_segments("ab", 8) == [] and store.cq_segments("cd", 0) == [] and store.cq_segments("ab", 7) == []
+    assert rmq.list_index_files(root / "index") == [index]
