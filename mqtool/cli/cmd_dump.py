@@ -89,11 +89,11 @@ def dump_commitlog(
     cut = 0
     sizes = {s.path: s.size for s in files}
     for fe in engine.ends:
-        if fe.end is None or fe.end.kind != "partial":
+        if fe.end is None or fe.end.kind not in ("partial", "torn"):
             continue
-        written = sizes[fe.path] - fe.end.position
-        record = f"a {fe.end.length}-byte record with only {written} of its bytes in the file"
-        if fe.path == files[-1].path:  # validate's RMQ-CL-TORN-TAIL (a warning): the broker stopped mid-write
+        written = fe.torn.stop - fe.torn.position if fe.torn is not None else sizes[fe.path] - fe.end.position
+        record = f"a {fe.end.length}-byte record with only {written} of its bytes " + ("written" if fe.torn else "in the file")
+        if fe.end.kind == "torn" or fe.path == files[-1].path:  # validate's RMQ-CL-TORN-TAIL (a warning): the broker stopped mid-write
             out.warn(f"{fe.path}:{fe.end.position}: torn tail: {record} (`mqtool recover` cuts it)")
         else:  # an older file cut short: the records after this point are gone
             out.error(f"{fe.path}:{fe.end.position}: expected whole records to the end of the file, found {record}")

@@ -60,6 +60,7 @@ class FileEnd:
     end: DataEnd | None
     records: int
     error: MqError | None
+    torn: rmq.TornTail | None = None  # end.kind "torn": the newest file's record cut by a crash
 
 
 @dataclass
@@ -79,7 +80,8 @@ class CommitLogDump:
         if self.limit == 0:  # --limit 0: no rows (the check after each yield would let one out)
             return
         start_at = self.filter.from_offset
-        for seg in self.files:
+        active = rmq.active_file_index(self.files)
+        for i, seg in enumerate(self.files):
             if start_at is not None and seg.size and seg.base + seg.size <= start_at:
                 self.bytes_done += seg.size
                 continue
@@ -87,7 +89,7 @@ class CommitLogDump:
                 self.ends.append(FileEnd(seg.path, DataEnd("eof", 0), 0, None))
                 continue
             with ReadOnlyFile(seg.path) as f:
-                walk = rmq.CommitLogFileWalk(f, check_crc=self.check_crc)
+                walk = rmq.CommitLogFileWalk(f, check_crc=self.check_crc, last=i == active)
                 last = 0
                 for pos, record in walk:
                     self.bytes_done += pos + record.total_size - last
@@ -103,7 +105,7 @@ class CommitLogDump:
                 self.bytes_done += f.size - last
                 if walk.error is not None:
                     self.problems.append(walk.error)
-                self.ends.append(FileEnd(seg.path, walk.end, walk.count, walk.error))
+                self.ends.append(FileEnd(seg.path, walk.end, walk.count, walk.error, walk.torn))
 
     @property
     def total_bytes(self) -> int:

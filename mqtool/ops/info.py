@@ -99,7 +99,7 @@ def _commitlog_info(store: rmq.RocketMQStore, hints: set[str], problems: list[st
         # The active file is the last one holding data: walk back over all-zero files.
         for seg in reversed(non_empty):
             with ReadOnlyFile(seg.path) as f:
-                walk = rmq.CommitLogFileWalk(f)
+                walk = rmq.CommitLogFileWalk(f, last=True)  # the active file: a torn tail ends it, as in validate
                 last_record = None
                 for _, record in walk:
                     last_record = record

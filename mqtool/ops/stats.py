@@ -443,11 +443,12 @@ def _rocketmq(path: Path, stats: StoreStats, top: _Top, options: StatsOptions, p
     root = rmq.find_rocketmq_root(path) or path
     store = rmq.open_store(root)
     units: dict[tuple[str, int], UnitStats] = {}
-    for seg in store.commitlog:
+    active = rmq.active_file_index(store.commitlog)
+    for i, seg in enumerate(store.commitlog):
         if seg.size == 0:
             continue
         with ReadOnlyFile(seg.path) as f:
-            walk = rmq.CommitLogFileWalk(f, check_crc=options.check_crc)
+            walk = rmq.CommitLogFileWalk(f, check_crc=options.check_crc, last=i == active)
             done = 0
             for pos, record in walk:
                 key = (record.topic, record.queue_id)

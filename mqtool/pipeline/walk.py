@@ -26,7 +26,6 @@ from typing import Callable, Iterator
 from mqtool.errors import CorruptDataError, MqError
 from mqtool.formats.rocketmq.commitlog import (
     BLANK_MAGIC,
-    MESSAGE_MAGICS,
     RecordWalker,
     decode_message,
 )
@@ -89,33 +88,18 @@ def _rmq_clean_at(f: AnyFile, base: int, pos: int) -> bool:
     return rmq_record_starts_at(f, base, pos)
 
 
-_TORN_MAGICS = tuple(m.to_bytes(4, "big") for m in (*MESSAGE_MAGICS, BLANK_MAGIC))
-
-
 def _rmq_torn_tail(f: AnyFile, base: int, bad: int) -> Problem | None:
-    """In the last file: a record whose bytes stop early, followed only by zeros (a crash)."""
-    head = f.pread(bad, 8)
-    extent = nonzero_extent(f, bad)
-    stop = extent[1] if extent else bad
-    if len(head) == 8:
-        total = int.from_bytes(head[:4], "big", signed=True)
-        if total <= 0:
-            return None
-        if head[4:8] in _TORN_MAGICS[:-1]:
-            if stop >= bad + total:
-                return None
-        elif stop > bad + 8 or not any(head[4:8] == m[:k] + bytes(4 - k) for m in _TORN_MAGICS for k in range(4)):
-            return None
-        what = f"a {total}-byte record starts here but only {stop - bad} of its bytes were written"
-    else:
-        total = len(head)
-        what = f"{len(head)} bytes of a record header at the end of the file"
+    """In the last file: a record whose bytes stop early, followed only by zeros (a crash) —
+    the store layer's rule (``rmq.torn_tail_at``), so scan and validate call the same bytes torn."""
+    torn = rmq.torn_tail_at(f, bad, f.size)
+    if torn is None:
+        return None
     return Problem(
         "RMQ-CL-TORN-TAIL",
         bad,
-        f"torn tail: {what} (crash while writing); `mqtool recover` truncates it",
-        stop - bad,
-        (base + bad, base + bad + max(total, stop - bad, 1)),
+        f"torn tail: {torn.what} (crash while writing); `mqtool recover` truncates it",
+        torn.stop - bad,
+        (base + bad, base + bad + max(torn.total, torn.stop - bad, 1)),
     )
 
 

@@ -301,8 +301,9 @@ def open_store(path: str | Path, *, commitlog_file_size: int | None = None) -> R
 class CommitLogFileWalk:
     """Stream ``(position, MessageRecord)`` from one CommitLog file in bounded chunks.
 
-    After iteration: ``end`` is the clean end (``DataEnd`` with file positions), or ``error`` is
-    the ``CorruptDataError`` (located in the file) of the first broken record, at ``failed_at``.
+    After iteration: ``end`` is the clean end (``DataEnd`` with file positions; kind ``torn``
+    only with ``last``), or ``error`` is the ``CorruptDataError`` (located in the file) of the
+    first broken record, at ``failed_at``.
     """
 
     def __init__(
@@ -313,9 +314,14 @@ class CommitLogFileWalk:
         check_crc: bool = True,
         chunk: int = CHUNK_SIZE,
         max_record_size: int = MAX_RECORD_SIZE,
+        last: bool = False,
     ) -> None:
         self.f = f
         self.start = start
+        #: the newest file: a record whose bytes stop early, zeros after, ends the walk as
+        #: ``DataEnd("torn", position, TOTALSIZE)`` (a crash while writing) instead of ``error``
+        self.last = last
+        self.torn: TornTail | None = None
         self.check_crc = check_crc
         self.chunk = chunk
         self.max_record_size = max_record_size
@@ -345,6 +351,12 @@ class CommitLogFileWalk:
                     yield base + pos, record
             except MqError as exc:
                 self.failed_at = base + (walker.failed_at or 0)
+                torn = torn_tail_at(f, self.failed_at, f.size) if self.last else None
+                if torn is not None:
+                    self.torn = torn
+                    self.end = DataEnd("torn", self.failed_at, torn.total)
+                    self.failed_at = None
+                    return
                 self.error = exc.at(f.path, base)
                 return
             end = walker.end
@@ -742,6 +754,20 @@ def broken_record_code(exc: MqError) -> str:
     if "UTF-8" in text:
         return "RMQ-CL-ENCODING"
     return "RMQ-CL-SIZE"
+
+
+def active_file_index(segments: list[Segment]) -> int | None:
+    """Index of the file the broker was writing: the last one whose first record header is not
+    zeros (the broker pre-allocates the next file, all zeros, before it needs it; every file's
+    first record starts at position 0).  None when no file holds a record."""
+    for i in range(len(segments) - 1, -1, -1):
+        seg = segments[i]
+        if seg.size == 0:
+            continue
+        with ReadOnlyFile(seg.path) as f:
+            if f.pread(0, 8).strip(b"\x00"):
+                return i
+    return None
 
 
 def computed_record_size(f, pos: int) -> int | None:

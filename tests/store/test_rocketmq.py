@@ -135,3 +135,70 @@ def test_index_files_and_queue_dirs_never_follow_links_or_open_special_files(tmp
     assert store.irregular_queue_dirs() == [(topic / "7", "a symlink"), (topic / "8", "a symlink"), (topic / "9", "a FIFO"), (root / "consumequeue" / "cd", "a symlink")]
     assert store.cq_segments("ab", 0) and store.cq_segments("ab", 8) == [] and store.cq_segments("cd", 0) == [] and store.cq_segments("ab", 7) == []
     assert rmq.list_index_files(root / "index") == [index]
+
+
+def _torn_copy(tmp_path: Path) -> tuple[Path, Path, int, int]:
+    """The fixture with the newest record's bytes after its first 100 zeroed (a torn write)."""
+    import shutil
+
+    from mqtool.store.files import ReadOnlyFile
+    from tests.conftest import FIXTURES
+
+    root = tmp_path / "store"
+    shutil.copytree(FIXTURES / "rocketmq-store", root)
+    path = rmq.open_store(root).commitlog[-1].path
+    with ReadOnlyFile(path) as f:
+        positions = [(p, r.total_size) for p, r in rmq.CommitLogFileWalk(f)]
+    position, total = positions[-1]
+    data = bytearray(path.read_bytes())
+    data[position + 100 : position + total] = bytes(total - 100)
+    path.write_bytes(bytes(data))
+    return root, path, position, total
+
+
+def test_torn_tail_ends_the_walk_of_the_newest_file_only(tmp_path):
+    from mqtool.store.files import ReadOnlyFile
+
+    _, path, position, total = _torn_copy(tmp_path)
+    with ReadOnlyFile(path) as f:
+        torn = rmq.torn_tail_at(f, position, f.size)
+        assert (torn.position, torn.total, torn.stop) == (position, total, position + 100)
+        walk = rmq.CommitLogFileWalk(f, last=True)
+        records = list(walk)
+        assert walk.error is None and (walk.end.kind, walk.end.position, walk.end.length) == ("torn", position, total)
+        assert walk.valid_end == position and walk.torn == torn
+        older = rmq.CommitLogFileWalk(f)  # not known to be the newest file: damage, as before
+        assert len(list(older)) == len(records) and older.error is not None and older.failed_at == position
+
+
+def test_torn_tail_is_not_a_whole_record_with_a_bad_body(tmp_path):
+    from mqtool.store.files import ReadOnlyFile
+
+    _, path, position, total = _torn_copy(tmp_path)
+    data = bytearray(path.read_bytes())
+    data[position + total - 1] = 0x02  # its last byte is on disk: written whole, the zeros are damage
+    path.write_bytes(bytes(data))
+    with ReadOnlyFile(path) as f:
+        assert rmq.torn_tail_at(f, position, f.size) is None
+        walk = rmq.CommitLogFileWalk(f, last=True)
+        list(walk)
+        assert walk.error is not None and walk.end is None
+
+
+def test_active_file_skips_preallocated_zero_files(tmp_path):
+    root, path, _, _ = _torn_copy(tmp_path)
+    segments = rmq.open_store(root).commitlog
+    assert rmq.active_file_index(segments) == len(segments) - 1
+    nxt = path.parent / f"{int(path.name) + path.stat().st_size:020d}"
+    nxt.write_bytes(bytes(path.stat().st_size))  # the broker's pre-allocated next file
+    segments = rmq.open_store(root).commitlog
+    assert segments[-1].path == nxt and rmq.active_file_index(segments) == len(segments) - 2
+
+
+@pytest.mark.parametrize("command", [["dump", "commitlog"], ["info"], ["stats"]])
+def test_readers_call_a_torn_tail_what_validate_calls_it(tmp_path, command):
+    root, path, position, _ = _torn_copy(tmp_path)
+    code, _, err = _cli(*command, str(root))
+    assert code == 0 and "CRC" not in err  # it was a body CRC error, exit 1
+    code, out, _ = _cli("validate", str(root), "--jsonl")
+    assert code == 0 and json.loads(out.splitlines()[0])["code"] == "RMQ-CL-TORN-TAIL"

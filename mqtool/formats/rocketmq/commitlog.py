@@ -520,7 +520,7 @@ def check_crc_property(record_bytes: Buffer) -> tuple[int, int] | None:
 
 # --- walking a file --------------------------------------------------------------------------
 
-EndKind = Literal["blank", "zeros", "partial", "eof"]
+EndKind = Literal["blank", "zeros", "partial", "eof", "torn"]  # "torn": only store's CommitLogFileWalk(last=True)
 
 
 @dataclass(frozen=True)
