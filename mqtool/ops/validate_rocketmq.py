@@ -63,8 +63,29 @@ from mqtool.store.writer import cq_tags_code
 # --- phase 1: files ------------------------------------------------------------------------------
 
 
+def _cq_file_size(options: ValidateOptions, queues: dict[tuple[str, int], list[rmq.Segment]]) -> tuple[int, str]:
+    """The ConsumeQueue file size every file of the store must have, and where it comes from.
+
+    One size for the whole store (``mappedFileSizeConsumeQueue`` is a broker setting, rounded
+    up to whole units by its getter): ``--cq-file-size``, else the size most of the store's
+    files have, else the upstream default.  The broker creates every ConsumeQueue file at
+    that size and refuses to load one of another size, the last file of a queue included."""
+    if options.cq_file_size:
+        return cqf.cq_file_size(options.cq_file_size), "--cq-file-size"
+    detected = rmq.common_cq_file_size(seg for segs in queues.values() for seg in segs)
+    if detected is not None:
+        return detected, "detected: the most common size of the store's ConsumeQueue files"
+    return rmq.DEFAULT_CQ_FILE_SIZE, "the upstream default: no ConsumeQueue file holds whole 20-byte units; pass --cq-file-size"
+
+
 def _check_segments(
-    directory: Path, segments: list[rmq.Segment], file_size: int | None, family: str, report: ValidationReport, live: bool = False
+    directory: Path,
+    segments: list[rmq.Segment],
+    file_size: int | None,
+    family: str,
+    report: ValidationReport,
+    live: bool = False,
+    size_source: str | None = None,
 ) -> None:
     for path in rmq.unexpected_entries(directory):
         if path.name.startswith(".mqtool"):
@@ -98,7 +119,8 @@ def _check_segments(
                     "RMQ-FILE-SIZE",
                     str(seg.path),
                     min(seg.size, file_size),
-                    f"expected {file_size} bytes (the {family} file size), found {seg.size}",
+                    f"expected {file_size} bytes (the {family} file size{'; ' + size_source if size_source else ''}), found {seg.size}"
+                    + (f": {seg.size % cqf.CQ_UNIT_SIZE} bytes of a partial unit" if family == "consumequeue" and seg.size % cqf.CQ_UNIT_SIZE else ""),
                     length=abs(seg.size - file_size),
                 )
             )
@@ -1175,14 +1197,11 @@ def validate_rocketmq(path: str | Path, options: ValidateOptions, progress=None)
     report.facts["live"] = live
     _check_segments(store.commitlog_dir, segments, file_size, "commitlog", report, live)
     queues = store.queues()
-    cq_sizes: dict[tuple[str, int], int] = {}
-    all_cq_segments = []
-    for topic, qid in queues:
-        segs = store.cq_segments(topic, qid)
-        all_cq_segments.extend(segs)
-        cq_sizes[(topic, qid)] = options.cq_file_size or rmq.detect_cq_file_size(segs)
-    for topic, qid in queues:
-        _check_segments(rmq.queue_dir(store, topic, qid), store.cq_segments(topic, qid), cq_sizes[(topic, qid)], "consumequeue", report, live)
+    cq_segments = {key: store.cq_segments(*key) for key in queues}
+    cq_file_size, cq_size_source = _cq_file_size(options, cq_segments)
+    report.facts["cq_file_size"] = cq_file_size
+    for (topic, qid), segs in cq_segments.items():
+        _check_segments(rmq.queue_dir(store, topic, qid), segs, cq_file_size, "consumequeue", report, live, cq_size_source)
 
     # phase 2: CommitLog
     # The last file holding data ends in zeros; with no data at all, the first file is that file.
@@ -1278,7 +1297,7 @@ def validate_rocketmq(path: str | Path, options: ValidateOptions, progress=None)
                 str(store.root),
                 topic,
                 qid,
-                cq_sizes[(topic, qid)],
+                cq_file_size,
                 file_size or 0,
                 store.commitlog_min_offset,
                 commitlog_end,

@@ -637,6 +637,48 @@ def test_cq_partial_unit(store):
     )
 
 
+@pytest.mark.parametrize("size", [500, 990])
+def test_cq_sole_file_of_the_wrong_size(tmp_path, size):
+    """A queue whose only file is short (500: whole units; 990: a partial unit) is measured against
+    the size the store's other ConsumeQueue files have (1000 bytes in the bundled fixture), not
+    against its own size or the 6,000,000-byte default: the broker creates every ConsumeQueue
+    file at full size and refuses to load one of another size."""
+    root = tmp_path / "store"
+    shutil.copytree(FIXTURES / "rocketmq-store", root)
+    path = root / "consumequeue" / "TopicTest" / "1" / f"{0:020d}"
+    assert path.stat().st_size == 1000 and len(list(path.parent.iterdir())) == 1
+    os.truncate(path, size)
+    report = validate(root)
+    (finding,) = expect(report, ("RMQ-FILE-SIZE", path, size, 1000 - size))
+    assert f"expected 1000 bytes (the consumequeue file size; detected: the most common size of the store's ConsumeQueue files), found {size}" in finding.message
+    assert ("10 bytes of a partial unit" in finding.message) == (size == 990)
+    assert report.facts["cq_file_size"] == 1000
+
+
+def test_cq_file_size_option_is_rounded_up_to_whole_units(tmp_path):
+    """``--cq-file-size`` is mappedFileSizeConsumeQueue, which the broker rounds up to 20-byte units."""
+    root = tmp_path / "store"
+    shutil.copytree(FIXTURES / "rocketmq-store", root)
+    report = validate(root, cq_file_size=990)
+    assert_healthy(report)
+    assert report.facts["cq_file_size"] == 1000
+    sizes = [f for f in validate(root, cq_file_size=1200).findings if f.code == "RMQ-FILE-SIZE"]
+    assert len(sizes) == len([p for p in (root / "consumequeue").rglob("*") if p.is_file()]) == 13
+    assert "expected 1200 bytes (the consumequeue file size; --cq-file-size), found 1000" in sizes[0].message
+
+
+def test_cq_size_default_when_no_file_holds_whole_units(store):
+    """Every ConsumeQueue file cut mid-unit: nothing to detect from, the upstream default is
+    named as such."""
+    for qid in (0, 1):
+        for path in sorted(store.queue_dir(qid).iterdir()):
+            os.truncate(path, 190)
+    report = validate(store.root)
+    sizes = [f for f in report.findings if f.code == "RMQ-FILE-SIZE"]
+    assert len(sizes) == 6 and report.facts["cq_file_size"] == rmq.DEFAULT_CQ_FILE_SIZE
+    assert "expected 6000000 bytes (the consumequeue file size; the upstream default: no ConsumeQueue file holds whole 20-byte units" in sizes[0].message
+
+
 def test_cq_filler_units_are_not_messages(store):
     """fillPreBlank units (0, 0x7FFFFFFF, 0) before a queue's first real unit: no finding; the
     queue's min offset starts after them."""
