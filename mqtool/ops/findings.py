@@ -72,7 +72,9 @@ CODES: dict[str, CodeInfo] = {
     "RMQ-ABORT": CodeInfo(W, "checkpoint", "the abort file is present: the last shutdown was not clean"),
     "RMQ-CHECKPOINT": CodeInfo(W, "checkpoint", "checkpoint timestamps later than the newest record they describe"),
     "RMQ-CHECKPOINT-FORMAT": CodeInfo(E, "checkpoint", "the checkpoint file is missing bytes or unreadable"),
-    "RMQ-CONFIG-PARSE": CodeInfo(E, "config", "a config JSON file that cannot be parsed"),
+    "RMQ-CONFIG-PARSE": CodeInfo(
+        E, "config", "a config JSON file (or its .bak) that cannot be parsed or has the wrong shape; a warning for a .bak whose file parses"
+    ),
     "RMQ-CONSUMER-OFFSET": CodeInfo(W, "config", "a consumer offset beyond the queue's max offset (consumer ahead of the data)"),
     "RMQ-CONSUMER-BEHIND": CodeInfo(I, "config", "a consumer offset below the queue's min offset (messages expired unconsumed)"),
     "RMQ-CONSUMER-UNKNOWN-QUEUE": CodeInfo(I, "config", "a consumer offset for a queue that has no ConsumeQueue"),

@@ -11,7 +11,8 @@ Phases, each made of independent tasks (parallel with ``--jobs``):
    back from the CommitLog), tagsCode, the queue's end vs the CommitLog end, lag;
 4. IndexFile, one task per file: header vs entries, slot chains (in range, acyclic, every entry
    reachable and in the right slot), every entry against the record it points at;
-5. checkpoint vs the newest records, ``abort``, consumer offsets vs queue ranges.
+5. checkpoint vs the newest records, ``abort``, every config JSON file (and ``.bak``) the broker
+   loads parsed and of the right shape, consumer offsets vs queue ranges.
 
 Each damage is reported once, where it is: the CommitLog phase returns the commitlog ranges it
 reported (broken records, skipped regions, a torn tail, missing files), and units and index
@@ -25,6 +26,7 @@ import bisect
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any, Callable
 
 from mqtool.errors import CorruptDataError, MqError, StoreIOError, TruncatedDataError, UnsupportedFormatError
 from mqtool.formats.rocketmq import checkpoint as cpf
@@ -69,8 +71,29 @@ def _check_irregular(entries: list[tuple[Path, str]], expected: str, report: Val
             report.add(Finding("RMQ-FILE-UNREADABLE", str(path), None, f"expected {expected}, found {kind}: not read"))
 
 
+def _cq_file_size(options: ValidateOptions, queues: dict[tuple[str, int], list[rmq.Segment]]) -> tuple[int, str]:
+    """The ConsumeQueue file size every file of the store must have, and where it comes from.
+
+    One size for the whole store (``mappedFileSizeConsumeQueue`` is a broker setting, rounded
+    up to whole units by its getter): ``--cq-file-size``, else the size most of the store's
+    files have, else the upstream default.  The broker creates every ConsumeQueue file at
+    that size and refuses to load one of another size, the last file of a queue included."""
+    if options.cq_file_size:
+        return cqf.cq_file_size(options.cq_file_size), "--cq-file-size"
+    detected = rmq.common_cq_file_size(seg for segs in queues.values() for seg in segs)
+    if detected is not None:
+        return detected, "detected: the most common size of the store's ConsumeQueue files"
+    return rmq.DEFAULT_CQ_FILE_SIZE, "the upstream default: no ConsumeQueue file holds whole 20-byte units; pass --cq-file-size"
+
+
 def _check_segments(
-    directory: Path, segments: list[rmq.Segment], file_size: int | None, family: str, report: ValidationReport, live: bool = False
+    directory: Path,
+    segments: list[rmq.Segment],
+    file_size: int | None,
+    family: str,
+    report: ValidationReport,
+    live: bool = False,
+    size_source: str | None = None,
 ) -> None:
     for path in rmq.unexpected_entries(directory):
         if path.name.startswith(".mqtool"):
@@ -100,7 +123,8 @@ def _check_segments(
                     "RMQ-FILE-SIZE",
                     str(seg.path),
                     min(seg.size, file_size),
-                    f"expected {file_size} bytes (the {family} file size), found {seg.size}",
+                    f"expected {file_size} bytes (the {family} file size{'; ' + size_source if size_source else ''}), found {seg.size}"
+                    + (f": {seg.size % cqf.CQ_UNIT_SIZE} bytes of a partial unit" if family == "consumequeue" and seg.size % cqf.CQ_UNIT_SIZE else ""),
                     length=abs(seg.size - file_size),
                 )
             )
@@ -1156,14 +1180,11 @@ def validate_rocketmq(path: str | Path, options: ValidateOptions, progress=None)
     report.facts["live"] = live
     _check_segments(store.commitlog_dir, segments, file_size, "commitlog", report, live)
     queues = store.queues()
-    cq_sizes: dict[tuple[str, int], int] = {}
-    all_cq_segments = []
-    for topic, qid in queues:
-        segs = store.cq_segments(topic, qid)
-        all_cq_segments.extend(segs)
-        cq_sizes[(topic, qid)] = options.cq_file_size or rmq.detect_cq_file_size(segs)
-    for topic, qid in queues:
-        _check_segments(rmq.queue_dir(store, topic, qid), store.cq_segments(topic, qid), cq_sizes[(topic, qid)], "consumequeue", report, live)
+    cq_segments = {key: store.cq_segments(*key) for key in queues}
+    cq_file_size, cq_size_source = _cq_file_size(options, cq_segments)
+    report.facts["cq_file_size"] = cq_file_size
+    for (topic, qid), segs in cq_segments.items():
+        _check_segments(rmq.queue_dir(store, topic, qid), segs, cq_file_size, "consumequeue", report, live, cq_size_source)
     irregular_queues = store.irregular_queue_dirs()
     _check_irregular(irregular_queues, "a consumequeue directory", report)
     # queues under a link were reported as the link: not again as missing (RMQ-CQ-MISSING-QUEUE)
@@ -1264,7 +1285,7 @@ def validate_rocketmq(path: str | Path, options: ValidateOptions, progress=None)
                 str(store.root),
                 topic,
                 qid,
-                cq_sizes[(topic, qid)],
+                cq_file_size,
                 file_size or 0,
                 store.commitlog_min_offset,
                 commitlog_end,
@@ -1345,7 +1366,7 @@ def validate_rocketmq(path: str | Path, options: ValidateOptions, progress=None)
 
     # phase 5: checkpoint, abort, config
     _check_shutdown_state(store, report, max_store_ts, index_end_ts, live)
-    _check_consumer_offsets(store, report, queue_ranges)
+    _check_config(store, report, queue_ranges)
     return report
 
 
@@ -1402,15 +1423,77 @@ def _check_shutdown_state(store: rmq.RocketMQStore, report: ValidationReport, ma
         )
 
 
-def _check_consumer_offsets(store: rmq.RocketMQStore, report: ValidationReport, ranges: dict[tuple[str, int], tuple[int, int]]) -> None:
-    path = store.config_file("consumerOffset.json")
-    if path is None:
-        return
-    try:
-        offsets = cfgf.parse_consumer_offsets(read_small_file(path, 256 << 20))
-    except MqError as exc:
-        report.add(Finding("RMQ-CONFIG-PARSE", str(path), exc.position, _message(exc)))
-        return
+#: The config JSON files validate reads (``BrokerPathConfigHelper`` names) and the parser that
+#: checks each one's shape.  Each may have a ``<name>.bak`` twin (spec §6).
+CONFIG_FILES = (
+    ("topics.json", cfgf.parse_topics),
+    ("consumerOffset.json", cfgf.parse_consumer_offsets),
+    ("lmqConsumerOffset.json", cfgf.parse_consumer_offsets),
+    ("delayOffset.json", cfgf.parse_delay_offsets),
+    ("subscriptionGroup.json", cfgf.parse_subscription_groups),
+    ("consumerFilter.json", cfgf.parse_consumer_filters),
+)
+
+
+def _parse_config(path: Path, parse: Callable[[Any], Any]) -> Any:
+    """One config file parsed and its shape checked (``dataVersion`` too); ``MqError`` located
+    at the byte where the text stops making sense (no position for a wrong shape)."""
+    doc = cfgf.parse_fastjson(read_small_file(path, 256 << 20))
+    value = parse(doc)
+    cfgf.parse_data_version(doc)
+    return value
+
+
+def _check_config_file(store: rmq.RocketMQStore, report: ValidationReport, name: str, parse: Callable[[Any], Any]) -> tuple[Path, Any] | None:
+    """``config/<name>`` and its ``.bak`` twin: each one present that does not parse (or has the
+    wrong shape) is RMQ-CONFIG-PARSE.  The broker (``ConfigManager.load``) loads ``<name>``, and
+    ``<name>.bak`` when ``<name>`` is missing, empty or unparseable: a broken ``.bak`` is an error
+    only then (the fallback the broker needs is gone), a warning while ``<name>`` is good.
+    Returns ``(path, parsed)`` of what the broker loads, None when neither parses (or exists)."""
+    path, bak = store.config_file(name), store.config_file(name + ".bak")
+    loaded: tuple[Path, Any] | None = None
+    main_error: MqError | None = None
+    if path is not None:
+        try:
+            loaded = (path, _parse_config(path, parse))
+        except MqError as exc:
+            main_error = exc
+    bak_error: MqError | None = None
+    if bak is not None:
+        try:
+            parsed = _parse_config(bak, parse)
+            if loaded is None:
+                loaded = (bak, parsed)
+        except MqError as exc:
+            bak_error = exc
+    if path is not None and main_error is not None:
+        fallback = f" (the broker loads {bak.name} instead)" if bak is not None and bak_error is None else ""
+        report.add(Finding("RMQ-CONFIG-PARSE", str(path), main_error.position, _message(main_error) + fallback))
+    if bak is not None and bak_error is not None:
+        needed = path is None or main_error is not None
+        report.add(
+            Finding(
+                "RMQ-CONFIG-PARSE",
+                str(bak),
+                bak_error.position,
+                _message(bak_error)
+                + (f" (the backup the broker loads when {name} is missing or unparseable)" if needed else f" (the backup of {name}, which parses)"),
+                severity=None if needed else Severity.warning,
+            )
+        )
+    return loaded
+
+
+def _check_config(store: rmq.RocketMQStore, report: ValidationReport, ranges: dict[tuple[str, int], tuple[int, int]]) -> None:
+    loaded = {name: _check_config_file(store, report, name, parse) for name, parse in CONFIG_FILES}
+    offsets = loaded["consumerOffset.json"]
+    if offsets is not None:
+        _check_consumer_offsets(store, report, ranges, *offsets)
+
+
+def _check_consumer_offsets(
+    store: rmq.RocketMQStore, report: ValidationReport, ranges: dict[tuple[str, int], tuple[int, int]], path: Path, offsets: dict[tuple[str, str], dict[int, int]]
+) -> None:
     for (topic, group), table in sorted(offsets.items()):
         for qid, offset in sorted(table.items()):
             rng = ranges.get((topic, qid))

@@ -15,7 +15,7 @@ import stat
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator
+from typing import Iterable, Iterator
 
 from mqtool.errors import ChecksumError, CorruptDataError, MqError, StoreLayoutError, TruncatedDataError
 from mqtool.formats.rocketmq import consume_queue as cqf
@@ -465,15 +465,23 @@ def segment_size_or_zero(path: Path) -> int:
 # --- ConsumeQueue access ----------------------------------------------------------------------
 
 
-def detect_cq_file_size(segments: list[Segment]) -> int:
-    """ConsumeQueue file size: the most common non-empty size, else the 6,000,000 default.
+def common_cq_file_size(segments: Iterable[Segment]) -> int | None:
+    """The ConsumeQueue file size the files show: the most common size among the non-empty
+    files that hold whole 20-byte units (None when no file does).
 
-    A queue with a single short file (a test store) is taken at its own size only when that
-    size is a multiple of the unit size."""
-    size = detect_file_size(segments)
-    if size is None or size % cqf.CQ_UNIT_SIZE:
-        return DEFAULT_CQ_FILE_SIZE
-    return size
+    ``mappedFileSizeConsumeQueue`` is one broker-wide setting and the broker creates every
+    ConsumeQueue file at that full size (the mapping extends it), so pass the files of *every*
+    queue: a queue whose only file is short is then told apart from a small configured size.
+    On a tie the larger size wins: damage cuts files short, it does not grow them."""
+    sizes = Counter(s.size for s in segments if s.size > 0 and s.size % cqf.CQ_UNIT_SIZE == 0)
+    if not sizes:
+        return None
+    return max(sizes, key=lambda size: (sizes[size], size))
+
+
+def detect_cq_file_size(segments: Iterable[Segment]) -> int:
+    """``common_cq_file_size``, else the 6,000,000-byte upstream default."""
+    return common_cq_file_size(segments) or DEFAULT_CQ_FILE_SIZE
 
 
 @dataclass(frozen=True)

@@ -690,6 +690,48 @@ def test_cq_partial_unit(store):
     )
 
 
+@pytest.mark.parametrize("size", [500, 990])
+def test_cq_sole_file_of_the_wrong_size(tmp_path, size):
+    """A queue whose only file is short (500: whole units; 990: a partial unit) is measured against
+    the size the store's other ConsumeQueue files have (1000 bytes in the bundled fixture), not
+    against its own size or the 6,000,000-byte default: the broker creates every ConsumeQueue
+    file at full size and refuses to load one of another size."""
+    root = tmp_path / "store"
+    shutil.copytree(FIXTURES / "rocketmq-store", root)
+    path = root / "consumequeue" / "TopicTest" / "1" / f"{0:020d}"
+    assert path.stat().st_size == 1000 and len(list(path.parent.iterdir())) == 1
+    os.truncate(path, size)
+    report = validate(root)
+    (finding,) = expect(report, ("RMQ-FILE-SIZE", path, size, 1000 - size))
+    assert f"expected 1000 bytes (the consumequeue file size; detected: the most common size of the store's ConsumeQueue files), found {size}" in finding.message
+    assert ("10 bytes of a partial unit" in finding.message) == (size == 990)
+    assert report.facts["cq_file_size"] == 1000
+
+
+def test_cq_file_size_option_is_rounded_up_to_whole_units(tmp_path):
+    """``--cq-file-size`` is mappedFileSizeConsumeQueue, which the broker rounds up to 20-byte units."""
+    root = tmp_path / "store"
+    shutil.copytree(FIXTURES / "rocketmq-store", root)
+    report = validate(root, cq_file_size=990)
+    assert_healthy(report)
+    assert report.facts["cq_file_size"] == 1000
+    sizes = [f for f in validate(root, cq_file_size=1200).findings if f.code == "RMQ-FILE-SIZE"]
+    assert len(sizes) == len([p for p in (root / "consumequeue").rglob("*") if p.is_file()]) == 13
+    assert "expected 1200 bytes (the consumequeue file size; --cq-file-size), found 1000" in sizes[0].message
+
+
+def test_cq_size_default_when_no_file_holds_whole_units(store):
+    """Every ConsumeQueue file cut mid-unit: nothing to detect from, the upstream default is
+    named as such."""
+    for qid in (0, 1):
+        for path in sorted(store.queue_dir(qid).iterdir()):
+            os.truncate(path, 190)
+    report = validate(store.root)
+    sizes = [f for f in report.findings if f.code == "RMQ-FILE-SIZE"]
+    assert len(sizes) == 6 and report.facts["cq_file_size"] == rmq.DEFAULT_CQ_FILE_SIZE
+    assert "expected 6000000 bytes (the consumequeue file size; the upstream default: no ConsumeQueue file holds whole 20-byte units" in sizes[0].message
+
+
 def test_cq_filler_units_are_not_messages(store):
     """fillPreBlank units (0, 0x7FFFFFFF, 0) before a queue's first real unit: no finding; the
     queue's min offset starts after them."""
@@ -843,10 +885,135 @@ def test_consumer_offsets_in_range_and_unknown_queue(store):
     assert [(f.code, f.path) for f in report.findings if f.code.startswith("RMQ-CONSUMER")] == [("RMQ-CONSUMER-UNKNOWN-QUEUE", str(path))]
 
 
+#: A healthy document of every config file validate reads.
+CONFIG_DOCS = {
+    "topics.json": {"topicConfigTable": {"T": {"perm": 6, "readQueueNums": 2, "topicName": "T", "writeQueueNums": 2}}},
+    "consumerOffset.json": {"offsetTable": {"T@g": {0: 30, 1: 30}}},
+    "lmqConsumerOffset.json": {"offsetTable": {}},
+    "delayOffset.json": {"offsetTable": {3: 1}},
+    "subscriptionGroup.json": {"dataVersion": {"counter": 1, "timestamp": 0}, "subscriptionGroupTable": {"g": {"groupName": "g"}}},
+    "consumerFilter.json": {"filterDataByTopic": {}},
+}
+
+#: The same files with the right syntax and the wrong shape.
+CONFIG_SHAPES = {
+    "topics.json": {"topicConfigTable": {"T": {"perm": "rw"}}},
+    "consumerOffset.json": {"offsetTable": {"T@g": {0: "x"}}},
+    "lmqConsumerOffset.json": {"offsetTable": {"noSeparator": {0: 1}}},
+    "delayOffset.json": {"offsetTable": []},
+    "subscriptionGroup.json": {"subscriptionGroupTable": {"g": {"consumeEnable": 1}}},
+    "consumerFilter.json": {"filterDataByTopic": {"T": []}},
+}
+
+
+def test_config_files_list_every_file_validate_reads():
+    import mqtool.ops.validate_rocketmq as engine
+
+    assert [name for name, _ in engine.CONFIG_FILES] == list(CONFIG_DOCS) == list(CONFIG_SHAPES)
+
+
+def test_healthy_config_files_and_backups(store):
+    for name, doc in CONFIG_DOCS.items():
+        (store.root / "config" / name).write_text(encode_fastjson(doc))
+        (store.root / "config" / f"{name}.bak").write_text(encode_fastjson(doc))
+    assert_healthy(validate(store.root))
+
+
+@pytest.mark.parametrize("name", sorted(CONFIG_DOCS))
+def test_config_file_unparseable(store, name):
+    """A cut file (a crash while the broker overwrote it in place): the byte where parsing fails,
+    expected vs found."""
+    path = store.root / "config" / name
+    text = encode_fastjson(CONFIG_DOCS[name])
+    path.write_text(text[: text.index("{", 1) + 1])
+    (finding,) = expect(validate(store.root), ("RMQ-CONFIG-PARSE", path, len(text[: text.index("{", 1) + 1])))
+    assert finding.level is Severity.error
+    assert "expected JSON with bare integer map keys, found" in finding.message
+
+
+@pytest.mark.parametrize("name", sorted(CONFIG_SHAPES))
+def test_config_file_of_the_wrong_shape(store, name):
+    path = store.root / "config" / name
+    path.write_text(encode_fastjson(CONFIG_SHAPES[name]))
+    (finding,) = expect(validate(store.root), ("RMQ-CONFIG-PARSE", path, None))
+    assert finding.message.startswith("expected ") and ", found " in finding.message
+
+
+def test_config_file_with_a_bad_data_version(store):
+    path = store.root / "config" / "topics.json"
+    path.write_text(encode_fastjson({"dataVersion": {"counter": "one"}, "topicConfigTable": {}}))
+    (finding,) = expect(validate(store.root), ("RMQ-CONFIG-PARSE", path, None))
+    assert "dataVersion.counter" in finding.message
+
+
+def test_config_file_empty_or_not_utf8(store):
+    empty = store.root / "config" / "topics.json"
+    empty.write_text("")
+    binary = store.root / "config" / "delayOffset.json"
+    binary.write_bytes(b'{"offsetTable":{3:\xff}}')
+    expect(validate(store.root), ("RMQ-CONFIG-PARSE", empty, 0), ("RMQ-CONFIG-PARSE", binary, 18))
+
+
 def test_consumer_offset_file_unparseable(store):
     path = store.root / "config" / "consumerOffset.json"
     path.write_text('{"offsetTable": {')
     expect(validate(store.root), ("RMQ-CONFIG-PARSE", path, 17))
+
+
+def test_broken_config_file_with_a_good_backup(store):
+    """The broker loads ``<name>.bak`` when ``<name>`` does not parse: the file is reported and the
+    consumer offsets are checked as the backup holds them."""
+    path = store.root / "config" / "consumerOffset.json"
+    bak = store.root / "config" / "consumerOffset.json.bak"
+    path.write_text('{"offsetTable": {')
+    bak.write_text(encode_fastjson({"offsetTable": {"T@g": {0: 31}}}))
+    (broken, ahead) = expect(validate(store.root), ("RMQ-CONFIG-PARSE", path, 17), ("RMQ-CONSUMER-OFFSET", bak, None))
+    assert "(the broker loads consumerOffset.json.bak instead)" in broken.message
+    assert "found 31" in ahead.message
+
+
+def test_broken_backup_of_a_good_config_file_is_a_warning(store):
+    (store.root / "config" / "topics.json").write_text(encode_fastjson(CONFIG_DOCS["topics.json"]))
+    bak = store.root / "config" / "topics.json.bak"
+    bak.write_text('{"topicConfigTable":{"T":')
+    (finding,) = expect(validate(store.root), ("RMQ-CONFIG-PARSE", bak, 25))
+    assert finding.level is Severity.warning
+    assert "the backup of topics.json, which parses" in finding.message
+
+
+def test_broken_backup_without_a_good_config_file_is_an_error(store):
+    """Without ``<name>`` (or with a broken one) the broker needs the backup."""
+    bak = store.root / "config" / "delayOffset.json.bak"
+    bak.write_text('{"offsetTable":{3:')
+    (finding,) = expect(validate(store.root), ("RMQ-CONFIG-PARSE", bak, 18))
+    assert finding.level is Severity.error
+    path = store.root / "config" / "delayOffset.json"
+    path.write_text("{")
+    findings = expect(validate(store.root), ("RMQ-CONFIG-PARSE", path, 1), ("RMQ-CONFIG-PARSE", bak, 18))
+    assert [f.level for f in findings] == [Severity.error, Severity.error]
+    assert "instead" not in findings[0].message
+
+
+def test_backup_alone_is_what_the_broker_loads(store):
+    """No ``consumerOffset.json``, only its ``.bak``: the offsets are checked as the backup holds them."""
+    bak = store.root / "config" / "consumerOffset.json.bak"
+    bak.write_text(encode_fastjson({"offsetTable": {"T@g": {1: 40}}}))
+    expect(validate(store.root), ("RMQ-CONSUMER-OFFSET", bak, None))
+
+
+def test_config_checks_follow_the_checks_option(store):
+    (store.root / "config" / "topics.json").write_text("{")
+    assert_healthy(validate(store.root, checks=frozenset({"files", "commitlog", "consumequeue", "index", "checkpoint"})))
+
+
+def test_cli_unparseable_config_file_exits_1(store, capsys):
+    path = store.root / "config" / "subscriptionGroup.json"
+    path.write_text('{"subscriptionGroupTable":{')
+    code, out = _cli(capsys, str(store.root), "--jobs", "1", "--jsonl")
+    rows = [json.loads(line) for line in out.splitlines()]
+    assert code == 1
+    (row,) = [r for r in rows if r["code"] == "RMQ-CONFIG-PARSE"]
+    assert (row["path"], row["position"], row["severity"], row["family"]) == (str(path), 27, "error", "config")
 
 
 # --- a live writer ---------------------------------------------------------------------------------

@@ -202,3 +202,33 @@ def test_readers_call_a_torn_tail_what_validate_calls_it(tmp_path, command):
     assert code == 0 and "CRC" not in err  # it was a body CRC error, exit 1
     code, out, _ = _cli("validate", str(root), "--jsonl")
     assert code == 0 and json.loads(out.splitlines()[0])["code"] == "RMQ-CL-TORN-TAIL"
+
+
+# --- ConsumeQueue file size ---------------------------------------------------------------------
+
+
+def _segs(*sizes: int) -> list[rmq.Segment]:
+    return [rmq.Segment(Path(f"{i:020d}"), i, size, 0.0) for i, size in enumerate(sizes)]
+
+
+@pytest.mark.parametrize(
+    "sizes, expected",
+    [
+        ((1000,) * 12 + (500,), 1000),  # a queue's only file cut short is outvoted by the store
+        ((1000,) * 12 + (990,), 1000),
+        ((1000, 500), 1000),  # a tie: the larger (damage cuts files short, never grows them)
+        ((500, 1000), 1000),
+        ((200, 200, 0, 1000), 200),  # zero-length files say nothing
+        ((990, 990, 1000), 1000),  # sizes of partial units are no candidates
+        ((6_000_000,), 6_000_000),
+    ],
+)
+def test_common_cq_file_size(sizes, expected):
+    assert rmq.common_cq_file_size(_segs(*sizes)) == expected
+    assert rmq.detect_cq_file_size(_segs(*sizes)) == expected
+
+
+@pytest.mark.parametrize("sizes", [(), (0,), (990,), (990, 10)])
+def test_cq_file_size_without_evidence(sizes):
+    assert rmq.common_cq_file_size(_segs(*sizes)) is None
+    assert rmq.detect_cq_file_size(iter(_segs(*sizes))) == rmq.DEFAULT_CQ_FILE_SIZE == 300_000 * 20

@@ -469,6 +469,21 @@ def parse_subscription_groups(source: Source) -> dict[str, SubscriptionGroupConf
     return result
 
 
+def parse_consumer_filters(source: Source) -> dict[str, dict]:
+    """``consumerFilter.json``: topic → its ``FilterDataMapByTopic`` object (``topic``,
+    ``groupFilterData``: group → ``ConsumerFilterData``), kept as parsed.  Upstream
+    (``ConsumerFilterManager.decode``) skips a missing or null ``filterDataByTopic``."""
+    table = _table(_document(source), "filterDataByTopic", required=False)
+    result: dict[str, dict] = {}
+    for topic, raw in table.items():
+        where = f"filterDataByTopic[{topic!r}]"
+        if not isinstance(raw, Mapping):
+            raise CorruptDataError(expected=f"an object at {where}", found=_kind_name(raw))
+        _field(raw, "groupFilterData", dict, None, where)
+        result[str(topic)] = dict(raw)
+    return result
+
+
 # --- typed writers ---------------------------------------------------------------------------
 
 
@@ -517,6 +532,7 @@ __all__ = [
     "parse_topics",
     "SubscriptionGroupConfig",
     "parse_subscription_groups",
+    "parse_consumer_filters",
     "encode_consumer_offsets",
     "encode_delay_offsets",
     "encode_topics",

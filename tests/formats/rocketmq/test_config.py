@@ -21,6 +21,7 @@ from mqtool.formats.rocketmq.config import (
     encode_fastjson,
     encode_subscription_groups,
     encode_topics,
+    parse_consumer_filters,
     parse_consumer_offsets,
     parse_data_version,
     parse_delay_offsets,
@@ -107,6 +108,8 @@ def test_real_delay_offsets_and_filters():
     for parts in (SHAOXUBAO, LIUSHANGQING, PR3535):
         assert parse_delay_offsets(real_path(*parts, "delayOffset.json").read_text()) == {}
     assert parse_fastjson(real_path(*SHAOXUBAO, "consumerFilter.json").read_text()) == {"filterDataByTopic": {}}
+    for parts in (SHAOXUBAO, LIUSHANGQING):
+        assert parse_consumer_filters(real_path(*parts, "consumerFilter.json").read_text()) == {}
 
 
 # --- the quoting pass ----------------------------------------------------------------------
@@ -209,6 +212,19 @@ def test_typed_shape_errors():
         parse_subscription_groups('{"subscriptionGroupTable":{"g":{"consumeEnable":1}}}')
     with pytest.raises(CorruptDataError):
         parse_delay_offsets("{}")
+    with pytest.raises(CorruptDataError):
+        parse_consumer_filters('{"filterDataByTopic":[]}')
+    with pytest.raises(CorruptDataError):
+        parse_consumer_filters('{"filterDataByTopic":{"T":1}}')
+    with pytest.raises(CorruptDataError):
+        parse_consumer_filters('{"filterDataByTopic":{"T":{"groupFilterData":[]}}}')
+
+
+def test_consumer_filters():
+    """``ConsumerFilterManager.decode`` skips a missing or null table."""
+    assert parse_consumer_filters("{}") == parse_consumer_filters('{"filterDataByTopic":null}') == {}
+    doc = {"filterDataByTopic": {"T": {"groupFilterData": {"g": {"expression": "a > 1"}}, "topic": "T"}}}
+    assert parse_consumer_filters(encode_fastjson(doc)) == doc["filterDataByTopic"]
 
 
 def test_split_topic_group():
