@@ -703,7 +703,7 @@ def validate_queue(task: QueueTask) -> QueueResult:
                     )
                 )
             elif end.kind == "partial":
-                res.findings.append(Finding("RMQ-CQ-PARTIAL-UNIT", str(seg.path), end.position, f"{end.length} trailing bytes", length=end.length))
+                res.findings.append(Finding("RMQ-CQ-PARTIAL-UNIT", str(seg.path), end.position, f"expected whole 20-byte units, found {end.length} trailing byte(s)", length=end.length))
             extent = None
             if end.kind != "partial":
                 extent = _nonzero_units(data, end.position + (cqf.CQ_UNIT_SIZE if end.kind == "invalid" else 0))
