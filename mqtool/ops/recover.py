@@ -259,6 +259,9 @@ def run_step(step: Step, ctx: ApplyContext, custom: Callable[[Step, ApplyContext
     elif step.action == "truncate":
         ctx.quarantine.keep_range(path, step.position, step.length)
         ctx.mutator.truncate(path, step.position)
+    elif step.action == "extend":  # zeros appended from position (the file's size) on: nothing goes
+        ctx.quarantine.record_extended(path, step.position, step.length)
+        ctx.mutator.zero_range(path, step.position, step.length)
     elif step.action == "delete":
         if path.exists():
             ctx.quarantine.keep_file(path)

@@ -285,12 +285,12 @@ def _plan_queues(store: rmq.RocketMQStore, plan: RecoverPlan, process_offset: in
     all_segs = {key: store.cq_segments(*key) for key in store.queues()}
     for name in sorted(wanted - {f"{t}/{q}" for t, q in all_segs}):
         plan.notes.append(f"--queue {name}: consumequeue/ has no such queue (only records the CommitLog holds for it are dispatched)")
-    # a queue without files gets the file size the others have (it is rebuilt like them), or the
-    # size an interrupted rebuild recorded
+    # mappedFileSizeConsumeQueue is one broker-wide setting: every queue gets the size the store's
+    # files show (as validate judges them), so a queue whose only file is short is not rebuilt at
+    # that short size; with no file left, the size an interrupted rebuild recorded
     common = rmq.detect_cq_file_size([s for segs in all_segs.values() for s in segs]) if any(all_segs.values()) or journal is None else journal
     for (topic, qid), segs in all_segs.items():
-        size = rmq.detect_cq_file_size(segs) if any(s.size for s in segs) else common
-        state = _QueueState(topic, qid, rmq.queue_dir(store, topic, qid), options.cq_file_size or size)
+        state = _QueueState(topic, qid, rmq.queue_dir(store, topic, qid), options.cq_file_size or common)
         queues[(topic, qid)] = state
         rebuild = options.rebuild_cq and (not wanted or f"{topic}/{qid}" in wanted)
         if rebuild:
@@ -323,6 +323,7 @@ def _plan_queues(store: rmq.RocketMQStore, plan: RecoverPlan, process_offset: in
             if cut_at is None:
                 assert walker.end is not None
                 if walker.end.kind == "eof":
+                    _plan_extend(root, plan, seg, state.file_size, topic, qid)
                     continue
                 cut_at = walker.end.position
                 reason = f"bytes after the end of {topic}/{qid} (an invalid unit or stale data)"
@@ -339,7 +340,27 @@ def _plan_queues(store: rmq.RocketMQStore, plan: RecoverPlan, process_offset: in
             if rest.strip(b"\x00"):
                 length = len(rest.rstrip(b"\x00"))
                 plan.add(Step("cut", relative(root, seg.path), reason, position=cut_at, length=length, expect=observe(seg.path, cut_at, length)))
+            _plan_extend(root, plan, seg, state.file_size, topic, qid)  # after the cut: it expects the size the cut keeps
     return queues
+
+
+def _plan_extend(root: Path, plan: RecoverPlan, seg: rmq.Segment, file_size: int, topic: str, qid: int) -> None:
+    """A ConsumeQueue file shorter than the store's file size: the broker refuses to start on
+    it ("length not matched"), so it is filled up with zeros (its bytes stay; the manifest notes
+    the old size, ``--undo`` cuts the zeros off again).  The step expects only the size: a cut planned before it on the same
+    file changes its mtime, not its size."""
+    if seg.size >= file_size:
+        return
+    plan.add(
+        Step(
+            "extend",
+            relative(root, seg.path),
+            f"ConsumeQueue file of {topic}/{qid} is {seg.size} bytes, the store's files {file_size}: zero-filled to that size",
+            position=seg.size,
+            length=file_size - seg.size,
+            expect={"exists": True, "size": seg.size},
+        )
+    )
 
 
 def _plan_dispatch(

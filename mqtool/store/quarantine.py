@@ -111,6 +111,18 @@ class Quarantine:
         self._add(kept)
         return kept
 
+    def record_extended(self, path: Path, size_before: int, added: int) -> Kept:
+        """Note that ``added`` zero bytes are appended to ``path`` (``size_before`` bytes long):
+        nothing of the file goes, ``--undo`` truncates it back."""
+        self._ensure()
+        crc, left = 0, added
+        while left:  # the CRC-32 of the zeros, as every zero entry carries
+            n = min(left, 1 << 20)
+            crc, left = zlib.crc32(bytes(n), crc), left - n
+        kept = Kept("extended", self._relative(path), size_before, added, crc & 0xFFFFFFFF, None, True, size_before)
+        self._add(kept)
+        return kept
+
     def record_created(self, path: Path) -> Kept:
         """Note a file (or directory) the command creates, so ``--undo`` can remove it again."""
         self._ensure()
@@ -185,7 +197,7 @@ def undo(manifest_path: Path, mutator_factory) -> list[Restored]:
         target = Path(entry["path"])
         target = target if target.is_absolute() else store / target
         data = None
-        if not entry["zero"]:
+        if not entry["zero"] and entry["kind"] != "extended":
             source = qdir / entry["file"]
             try:
                 data = source.read_bytes()
@@ -204,6 +216,9 @@ def undo(manifest_path: Path, mutator_factory) -> list[Restored]:
                     mutator.rmdir(target)
             elif target.exists():
                 mutator.delete(target)
+        elif entry["kind"] == "extended":  # only zeros were appended: cut them off again
+            if target.exists() and target.stat().st_size > entry["size_before"]:
+                mutator.truncate(target, entry["size_before"])
         elif entry["kind"] == "file":
             mutator.mkdir(target.parent)
             tmp = target.with_name(f".mqtool-tmp-{target.name}")

@@ -645,8 +645,9 @@ def test_rebuild_cq_one_queue(work, pristine):
 
 def crash_store(root: Path) -> None:
     """A tiny store with something for every action: a zero-length file after the last
-    CommitLog file, a torn last record (CommitLog cut, queue cut, IndexFile rebuild), a queue
-    behind (dispatch), no checkpoint (written) and ``abort`` (removed)."""
+    CommitLog file, a torn last record (CommitLog cut, queue cut, IndexFile rebuild), the file
+    holding that queue unit cut short too (zero-filled to size after the cut), a queue behind
+    (dispatch), no checkpoint (written) and ``abort`` (removed)."""
     build(root, 44)
     recs = records(root)
     last = recs[-1]
@@ -656,6 +657,8 @@ def crash_store(root: Path) -> None:
     (root / "commitlog" / f"{int(last_data_file(root).name) + 4096:020d}").write_bytes(b"")
     (root / "consumequeue" / "T" / "0" / f"{400:020d}").unlink()
     zero(root / "consumequeue" / "T" / "0" / f"{200:020d}", 120, 80)
+    with open(root / "consumequeue" / "T" / "1" / f"{400:020d}", "r+b") as f:
+        f.truncate(50)  # 2 units (the second the torn record's), then 10 bytes of zeros
 
 
 def _rerun(store: Path, q: Path):
@@ -679,7 +682,7 @@ def crash_case(work):
     damaged = base / "damaged"
     crash_store(damaged)
     plan = plan_rocketmq(damaged)
-    assert {s.action for s in plan.steps} == {"delete", "cut", "dispatch-cq", "rebuild-index", "write-checkpoint", "remove-abort"}
+    assert {s.action for s in plan.steps} == {"delete", "cut", "extend", "dispatch-cq", "rebuild-index", "write-checkpoint", "remove-abort"}
     case = make_case(base, damaged, _rerun)
     assert_clean(base / "reference", warnings=False)
     return case
@@ -1023,3 +1026,22 @@ def test_a_linked_queue_directory_is_neither_read_nor_written_through(tmp_path):
     code, out, _ = cli("recover", root, "--apply")
     assert code == 0 and "is a symlink, not followed" in out.replace("\n", " ")
     assert tree(outside) == before and qdir.is_symlink()
+
+
+def test_short_consume_queue_file_is_zero_filled_and_undone_exactly(tmp_path):
+    """The broker refuses to load a ConsumeQueue file shorter than the store's file size: recover
+    fills it up with zeros (store-wide size, not the short file's own), quarantining it whole."""
+    from tests.conftest import FIXTURES
+
+    root = tmp_path / "store"
+    shutil.copytree(FIXTURES / "rocketmq-store", root)
+    short = root / "consumequeue" / "TopicTest" / "1" / f"{0:020d}"
+    original = short.read_bytes()[:500]
+    short.write_bytes(original)
+    plan = plan_rocketmq(root)
+    assert [(s.action, s.path, s.position, s.length) for s in plan.steps] == [("extend", "consumequeue/TopicTest/1/" + short.name, 500, 500)]
+    result = apply_rocketmq(plan, quarantine_root=tmp_path / "q", jobs=1)
+    assert short.read_bytes() == original + bytes(500)
+    assert_clean(root)
+    undo_manifest(Path(result.manifest))
+    assert short.read_bytes() == original
