@@ -46,7 +46,7 @@ CODES: dict[str, CodeInfo] = {
     "RMQ-CL-TORN-TAIL": CodeInfo(W, "commitlog", "the last file ends in a partially written record (a crash while writing)"),
     "RMQ-CL-GARBAGE": CodeInfo(E, "commitlog", "non-zero bytes after the end of valid data in the last file"),
     "RMQ-CL-UNREADABLE-REGION": CodeInfo(E, "commitlog", "bytes between a broken record and the next valid record"),
-    "RMQ-CL-VALID-END": CodeInfo(I, "commitlog", "where valid data ends in the CommitLog"),
+    "RMQ-CL-VALID-END": CodeInfo(I, "commitlog", "where valid data ends in the CommitLog (the first broken record of the last file, where recover stops)"),
     "RMQ-CL-IN-PROGRESS": CodeInfo(I, "commitlog", "the tail is being written (a writer holds the lock and more valid data appeared while validating)"),
     # consumequeue
     "RMQ-CQ-PAST-END": CodeInfo(E, "consumequeue", "a unit pointing at or past the end of valid CommitLog data"),

@@ -210,6 +210,8 @@ class CommitLogFileResult:
     damaged: list[tuple[int, int]] = field(default_factory=list)
     #: Records that the skipped bytes of this file may have held (see ``QueueEdge``).
     skipped: int = 0
+    #: File position of the first broken record (the walk goes on past it to report the rest).
+    first_broken: int | None = None
 
 
 @dataclass(frozen=True)
@@ -417,6 +419,18 @@ def _walk_commitlog_file(f: ReadOnlyFile, task: CommitLogTask, res: CommitLogFil
                     length=stop - first,
                 )
             )
+    if res.first_broken is not None:  # where recover and the broker stop, not only where the records end
+        bad = res.first_broken
+        res.findings.append(
+            Finding(
+                "RMQ-CL-VALID-END",
+                path,
+                bad,
+                f"valid data ends at commitlog offset {base + bad} (a broken record: the broker's recovery and "
+                f"`mqtool recover` stop there); records go on to {base + end_pos} ({end.kind} follow)",
+            )
+        )
+        return
     res.findings.append(
         Finding("RMQ-CL-VALID-END", path, end_pos, f"valid data ends at commitlog offset {base + end_pos} ({end.kind} follow)")
     )
@@ -439,6 +453,8 @@ def _after_broken_record(f: ReadOnlyFile, task: CommitLogTask, bad: int, exc: Mq
     res.valid_end = bad
     if _torn_tail(f, task, bad, base, res):
         return None
+    if res.first_broken is None:
+        res.first_broken = bad
     code, located, frames = rmq.classify_broken_record(f, bad, exc)
     res.findings.append(Finding(code, task.path, located.position, _message(located)))
     res.max_store_timestamp = max(res.max_store_timestamp, _header_store_timestamp(f, base, bad))

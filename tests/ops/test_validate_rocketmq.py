@@ -39,6 +39,7 @@ from mqtool.formats.rocketmq.config import encode_fastjson
 from mqtool.formats.rocketmq.hashing import index_key_hash, tags_code
 from mqtool.ops.findings import CODES, Finding, Severity
 from mqtool.ops.validate import ValidateOptions, ValidationReport
+from mqtool.ops.recover_rocketmq import plan_rocketmq
 from mqtool.ops.validate_rocketmq import validate_rocketmq
 from mqtool.store import rocketmq as rmq
 from mqtool.store.files import ReadOnlyFile
@@ -225,7 +226,10 @@ def test_body_bit_flip_in_the_last_record_is_damage_not_a_torn_tail(store):
     report = validate(store.root)
     expect(report, ("RMQ-CL-BODY-CRC", rec.path, rec.position + 8))
     end = [f for f in report.findings if f.code == "RMQ-CL-VALID-END"]
-    assert [(f.path, f.position) for f in end] == [(str(rec.path), rec.position + rec.size)]
+    # the valid end is where recover (and the broker) stop: the broken record, not the data's end
+    assert [(f.path, f.position) for f in end] == [(str(rec.path), rec.position)]
+    assert f"records go on to {int(Path(rec.path).name) + rec.position + rec.size}" in end[0].message
+    assert plan_rocketmq(store.root).valid_end == int(Path(rec.path).name) + rec.position
 
 
 def test_property_byte_to_invalid_utf8(store):
