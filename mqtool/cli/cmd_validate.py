@@ -13,7 +13,7 @@ from rich.console import Console
 from rich.table import Table
 
 from mqtool.cli.app import app
-from mqtool.cli.common import JsonlOpt, JsonOpt, LayoutOpt
+from mqtool.cli.common import JsonlOpt, JsonOpt, LayoutOpt, pick_format
 from mqtool.cli.exit_codes import ExitCode
 from mqtool.cli.render import Column, OutputFormat, Renderer, dumps, styled
 from mqtool.ops.findings import FAMILIES, Severity
@@ -80,12 +80,7 @@ def validate(
     """Check segment continuity, every checksum and every cross-file reference of a store.
 
     Exit 0 when no finding reaches --fail-on, 1 when one does, 3 when PATH is not a store."""
-    if as_json and as_jsonl:
-        raise typer.BadParameter("--json and --jsonl exclude each other")
-    shorthand = ValidateFormat.json if as_json else ValidateFormat.jsonl if as_jsonl else None
-    if shorthand is not None and fmt not in (ValidateFormat.table, shorthand):
-        raise typer.BadParameter(f"--format {fmt.value} and --{shorthand.value} exclude each other")
-    fmt = shorthand or fmt
+    fmt = pick_format(fmt, as_json, as_jsonl)
     detected = detect_layout(path, layout)
     options = ValidateOptions(
         checks=_parse_checks(checks),

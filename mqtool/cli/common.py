@@ -34,17 +34,20 @@ LayoutOpt = Annotated[
 ]
 
 
-def renderer(fmt: OutputFormat, as_json: bool, as_jsonl: bool, *, quiet: bool = False) -> Renderer:
+def pick_format(fmt, as_json: bool, as_jsonl: bool):
+    """``--format`` with the ``--json``/``--jsonl`` shorthands applied (any format enum with
+    ``table``, ``json`` and ``jsonl`` members); two different choices are a usage error."""
     if as_json and as_jsonl:
         raise typer.BadParameter("--json and --jsonl exclude each other")
-    shorthand = OutputFormat.json if as_json else OutputFormat.jsonl if as_jsonl else None
-    if shorthand is not None and fmt not in (OutputFormat.table, shorthand):
+    kind = type(fmt)
+    shorthand = kind("json") if as_json else kind("jsonl") if as_jsonl else None
+    if shorthand is not None and fmt not in (kind("table"), shorthand):
         raise typer.BadParameter(f"--format {fmt.value} and --{shorthand.value} exclude each other")
-    if as_json:
-        fmt = OutputFormat.json
-    elif as_jsonl:
-        fmt = OutputFormat.jsonl
-    return Renderer(fmt, quiet=quiet)
+    return shorthand or fmt
+
+
+def renderer(fmt: OutputFormat, as_json: bool, as_jsonl: bool, *, quiet: bool = False) -> Renderer:
+    return Renderer(pick_format(fmt, as_json, as_jsonl), quiet=quiet)
 
 
 MAX_LISTED_PROBLEMS = 20
