@@ -16,7 +16,7 @@ from mqtool.cli.app import app
 from mqtool.cli.common import JsonlOpt, JsonOpt, LayoutOpt, pick_format
 from mqtool.cli.exit_codes import ExitCode
 from mqtool.cli.render import Column, OutputFormat, Renderer, dumps, styled
-from mqtool.ops.findings import FAMILIES, Severity
+from mqtool.ops.findings import FAMILIES, Severity, layout_families
 from mqtool.ops.validate import ValidateOptions, ValidationReport, default_jobs, validate_path
 from mqtool.store.layout import detect_layout
 
@@ -82,8 +82,22 @@ def validate(
     Exit 0 when no finding reaches --fail-on, 1 when one does, 3 when PATH is not a store."""
     fmt = pick_format(fmt, as_json, as_jsonl)
     detected = detect_layout(path, layout)
+    chosen = _parse_checks(checks)
+    if checks:
+        foreign = sorted(chosen - set(layout_families(detected)))
+        if foreign:  # they would check nothing and report the store OK
+            raise typer.BadParameter(
+                f"{', '.join(foreign)}: no such check for a {detected} store (its families: {', '.join(layout_families(detected))})",
+                param_hint="--checks",
+            )
+    rocketmq_only = {"--commitlog-file-size": commitlog_file_size, "--cq-file-size": cq_file_size, "--index-hash-slots": index_slots, "--index-num": index_num}
+    given = [flag for flag, value in rocketmq_only.items() if value is not None]
+    if given and detected != "rocketmq":  # accepted and ignored, they read as if they had been applied
+        raise typer.BadParameter(f"{', '.join(given)} apply to RocketMQ stores, not to a {detected} store")
+    if deep and detected != "kafka":
+        raise typer.BadParameter(f"--deep decodes Kafka records; a {detected} store's records are always decoded")
     options = ValidateOptions(
-        checks=_parse_checks(checks),
+        checks=chosen,
         fail_on=fail_on,
         max_findings=max_findings,
         jobs=jobs or default_jobs(),

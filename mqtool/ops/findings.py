@@ -94,6 +94,16 @@ _merge_layout_codes()
 #: Check families; every code's family is one of these (``--checks`` selects them).
 FAMILIES = ("files", "commitlog", "consumequeue", "index", "checkpoint", "config", "log", "offsets")
 
+_CODE_PREFIX = {"rocketmq": "RMQ-", "kafka": "KAFKA-", "jafka": "JAFKA-", "metaq": "METAQ-"}
+
+
+def layout_families(layout: str) -> tuple[str, ...]:
+    """The check families a layout has findings in (``commitlog`` is RocketMQ's, ``log`` the
+    others'): ``--checks`` naming only families a store lacks would check nothing and say OK."""
+    prefix = _CODE_PREFIX[layout]
+    present = {info.family for code, info in CODES.items() if code.startswith(prefix)}
+    return tuple(f for f in FAMILIES if f in present)
+
 
 @dataclass(frozen=True)
 class Finding:

@@ -152,6 +152,12 @@ def test_query_usage_errors(capsys):
         ["clean", FIXTURES / "jafka-data", "--retention-hours", "-1"],
         ["recover", STORE, "--rebuild-cq", "--queue", "bogus"],
         ["recover", STORE, "--apply", "--quarantine", STORE / "commitlog" / "q"],
+        ["validate", FIXTURES / "kafka-logs", "--checks", "commitlog"],
+        ["validate", FIXTURES / "jafka-data", "--checks", "index"],
+        ["validate", FIXTURES / "metaq-data", "--checks", "log,config"],
+        ["validate", FIXTURES / "kafka-logs", "--commitlog-file-size", "5"],
+        ["validate", FIXTURES / "kafka-logs", "--index-num", "5"],
+        ["validate", STORE, "--deep"],
         ["recover", STORE, "--rebuild-cq", "--queue", "TopicTest/x"],
     ],
     ids=lambda a: " ".join(str(x) for x in a[2:] if x is not STORE) if isinstance(a, list) else a,
@@ -418,3 +424,11 @@ def test_dump_commitlog_file_cut_mid_record(capsys, tmp_path):
     code, _, err = mqtool(capsys, "dump", "commitlog", tmp_path / "s", "--jsonl")
     assert code == 1  # an older file cut short: it was exit 0 without a word
     assert f"{files[0]}:2727: expected whole records to the end of the file, found a 362-byte record with only 273" in err
+
+
+def test_validate_checks_are_the_layouts_families(capsys):
+    # a family the store lacks checked nothing and printed OK (exit 0) on a damaged store
+    code, _, err = mqtool(capsys, "validate", FIXTURES / "kafka-logs", "--checks", "commitlog")
+    assert code == 2 and "commitlog: no such check for a kafka store (its families: files, index, checkpoint, log, offsets)" in " ".join(err.split())
+    assert mqtool(capsys, "validate", FIXTURES / "kafka-logs", "--checks", "log,index", "-j", "1")[0] == 0
+    assert mqtool(capsys, "validate", STORE, "--checks", "commitlog,consumequeue", "-j", "1")[0] == 0
