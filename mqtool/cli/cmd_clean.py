@@ -96,7 +96,8 @@ def clean(
         "protect_unconsumed": protect_unconsumed or None,
     }
     settings.update({k: v for k, v in given.items() if v is not None})
-    fields = {f.name for f in dataclasses.fields(options_cls)}
+    # a module whose options serve several layouts (Jafka, MetaQ) says which each reads
+    fields = set(getattr(inspect.getmodule(plan_fn), "LAYOUT_FIELDS", {}).get(layout_name, ())) or {f.name for f in dataclasses.fields(options_cls)}
     unsupported = sorted(k for k in settings if k not in fields and given.get(k) is not None)
     if unsupported:
         raise typer.BadParameter(f"{', '.join('--' + u.replace('_', '-') for u in unsupported)} do not apply to the {layout_name} layout")

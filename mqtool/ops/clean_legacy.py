@@ -77,11 +77,32 @@ class CleanOptions:
     max_delete: int | None = None  # at most this many segments deleted/archived per run
 
     def __post_init__(self) -> None:
+        """Values a cron job must not run with are refused here (ValueError naming the setting):
+        Jafka's retention hours are >= 1; a MetaQ policy must parse and keep files a while (a
+        negative or zero time would make every closed segment expired)."""
         hours = [("log.retention.hours (--retention-hours)", self.retention_hours)]
         hours += [(f"topic.log.retention.hours of {t}", h) for t, h in (self.topic_retention_hours or {}).items()]
         for name, value in hours:
-            if value is not None and value < 0:
-                raise ValueError(f"{name}: expected hours >= 0, found {value:g}")
+            if value is not None and not value > 0:
+                raise ValueError(f"{name}: expected hours > 0 (Jafka's range is >= 1), found {value:g}")
+        policies = [("deletePolicy (--delete-policy)", self.delete_policy)]
+        policies += [(f"deletePolicy of topic {t}", p) for t, p in (self.topic_delete_policies or {}).items()]
+        for name, text in policies:
+            if text is None:
+                continue
+            try:
+                policy = mq.parse_delete_policy(text)
+            except MqError as exc:
+                raise ValueError(f"{name}: expected {exc.expected}, found {exc.found}") from None
+            if policy.max_reserved_time_ms <= 0:
+                raise ValueError(f"{name}: expected a time > 0, found {text!r} (every closed segment would go)")
+
+
+#: The options each layout reads (the others' are refused: exit 2).
+LAYOUT_FIELDS = {
+    "jafka": ("policy", "retention_hours", "retention_bytes", "topic_retention_hours", "max_delete"),
+    "metaq": ("policy", "delete_policy", "topic_delete_policies", "max_delete"),
+}
 
 
 _JAFKA_FIELDS = ("retention_hours", "retention_bytes", "topic_retention_hours")

@@ -225,10 +225,11 @@ def test_jafka_config_file_and_topic_overrides(work):
 def test_jafka_rejects_metaq_settings(work):
     root = work / "data"
     build("jafka", root, {"t-0": 5})
+    # bad option values are usage errors (exit 2), as on the other layouts (they were 4 and 1)
     code, _, err = clean_cli(root, "--delete-policy", "delete,1")
-    assert code == ExitCode.UNSUPPORTED and "--delete-policy" in err
+    assert code == ExitCode.USAGE and "--delete-policy" in err
     code, _, err = clean_cli(root, "--retention-hours", "0")
-    assert code == ExitCode.FINDINGS and "log.retention.hours" in err
+    assert code == ExitCode.USAGE and "log.retention.hours" in err
 
 
 # --- MetaQ -------------------------------------------------------------------------------------------------------
@@ -534,3 +535,19 @@ def test_enospc_at_every_mutation_then_rerun(work, layout, monkeypatch):
     else:
         pytest.fail("still failing after 200 mutations")
     assert n > 5
+
+
+@pytest.mark.parametrize(
+    "kwargs,says",
+    [
+        ({"retention_hours": 0}, "log.retention.hours"),
+        ({"topic_retention_hours": {"orders": -1}}, "topic.log.retention.hours of orders"),
+        ({"delete_policy": "bogus"}, "expected delete or archive"),
+        ({"delete_policy": "delete"}, "expected delete,<time>"),
+        ({"delete_policy": "delete,-5"}, "expected a time > 0"),
+        ({"topic_delete_policies": {"trade": "archive,0h,true"}}, "deletePolicy of topic trade"),
+    ],
+)
+def test_options_a_cron_job_must_not_run_with_are_refused(kwargs, says):
+    with pytest.raises(ValueError, match=says):
+        CleanOptions(**kwargs)
