@@ -21,7 +21,7 @@ app.add_typer(dump_app, name="dump")
 PathArg = Annotated[Path, typer.Argument(help="A store root, the family's directory, or one file.")]
 LimitOpt = Annotated[Optional[int], typer.Option("--limit", min=0, help="Stop after this many rows.")]
 TopicOpt = Annotated[Optional[str], typer.Option("--topic", help="Only this topic.")]
-QueueOpt = Annotated[Optional[int], typer.Option("--queue-id", help="Only this queue id.")]
+QueueOpt = Annotated[Optional[int], typer.Option("--queue-id", min=0, help="Only this queue id.")]
 SinceOpt = Annotated[Optional[str], typer.Option("--since", help="Store time >= this (ms since epoch or ISO-8601).")]
 UntilOpt = Annotated[Optional[str], typer.Option("--until", help="Store time <= this (ms since epoch or ISO-8601).")]
 

@@ -28,7 +28,7 @@ from mqtool.ops import dump_kafka as ops
 
 KafkaPathArg = Annotated[Path, typer.Argument(help="A Kafka log dir, a partition dir, or one file.")]
 TopicOpt = Annotated[Optional[str], typer.Option("--topic", help="Only partitions of this topic (PATH a log dir).")]
-PartitionOpt = Annotated[Optional[int], typer.Option("--partition", help="Only this partition number.")]
+PartitionOpt = Annotated[Optional[int], typer.Option("--partition", min=0, help="Only this partition number.")]
 LimitOpt = Annotated[Optional[int], typer.Option("--limit", min=0, help="Stop after this many rows.")]
 
 

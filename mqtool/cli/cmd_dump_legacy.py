@@ -15,7 +15,7 @@ from mqtool.ops import dump_legacy as ops
 from mqtool.store.jafka import open_jafka
 from mqtool.store.metaq import open_metaq, segment_name
 
-PartitionOpt = Annotated[Optional[int], typer.Option("--partition", help="Only this partition number.")]
+PartitionOpt = Annotated[Optional[int], typer.Option("--partition", min=0, help="Only this partition number.")]
 FromOffsetOpt = Annotated[
     Optional[int],
     typer.Option("--from-offset", min=0, help="Start at this offset (a byte offset of the partition, like a consumer fetch)."),

@@ -45,7 +45,7 @@ def query(
     scan: Annotated[bool, typer.Option("--scan", help="Search by scanning the CommitLog instead of the IndexFiles.")] = False,
     index_slots: Annotated[Optional[int], typer.Option("--index-hash-slots", min=1, help="maxHashSlotNum when not the default.")] = None,
     index_num: Annotated[Optional[int], typer.Option("--index-num", min=1, help="maxIndexNum when not the default.")] = None,
-    partition: Annotated[Optional[int], typer.Option("--partition", help="Kafka: partition number (with --topic; optional for a partition dir).")] = None,
+    partition: Annotated[Optional[int], typer.Option("--partition", min=0, help="Kafka: partition number (with --topic; optional for a partition dir).")] = None,
     offset: Annotated[Optional[int], typer.Option("--offset", min=0, help="Kafka: the record at this offset (.index lookup, then a short log scan); Jafka/MetaQ: the message at this byte offset.")] = None,
     timestamp: Annotated[
         Optional[str],

@@ -31,14 +31,17 @@ def parse_time(text: str | None, option: str) -> int | None:
         return None
     value = text.strip()
     if _DIGITS.match(value):
-        return int(value)
-    try:
-        moment = _dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        raise typer.BadParameter(
-            f"expected milliseconds since the epoch or an ISO-8601 time, found {text!r}", param_hint=option
-        ) from None
-    return int(moment.timestamp() * 1000)
+        ms = int(value)
+    else:
+        try:
+            ms = int(_dt.datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp() * 1000)
+        except ValueError:
+            raise typer.BadParameter(
+                f"expected milliseconds since the epoch or an ISO-8601 time, found {text!r}", param_hint=option
+            ) from None
+    if ms < 0:  # before 1970: no store holds such a time (Kafka's -1/-2 are ListOffsets codes, not times)
+        raise typer.BadParameter(f"expected a time at or after 1970-01-01, found {text!r}", param_hint=option)
+    return ms
 
 
 def message_row(
