@@ -55,8 +55,36 @@ class LogTarget:
         return self.partition.name if self.partition is not None and self.partition.topic is not None else None
 
 
-def _select(parts: list[ks.KafkaPartition], topic: str | None, partition: int | None) -> list[ks.KafkaPartition]:
-    return [p for p in parts if (topic is None or p.topic == topic) and (partition is None or p.partition == partition)]
+def _select(store: ks.KafkaStore, topic: str | None, partition: int | None) -> list[ks.KafkaPartition]:
+    """The partitions ``--topic``/``--partition`` pick; none is an error (a typo printed nothing
+    and exited 0), naming the topics there are."""
+    parts = [p for p in store.partitions if (topic is None or p.topic == topic) and (partition is None or p.partition == partition)]
+    if not parts and (topic is not None or partition is not None):
+        wanted = f"{topic if topic is not None else '<any topic>'}-{partition if partition is not None else '<any partition>'}"
+        topics = sorted({p.topic for p in store.partitions})
+        raise StoreLayoutError(
+            path=store.root,
+            expected=f"partition {wanted}",
+            found=f"topics {', '.join(topics[:12])}{' ...' if len(topics) > 12 else ''}" if topics else "no partition",
+        )
+    return parts
+
+
+_KINDS = {"log": ".log", "index": ".index", "timeindex": ".timeindex", "txnindex": ".txnindex", "snapshot": ".snapshot"}
+_LEFTOVERS = (".deleted", ".cleaned", ".swap", ".tmp")
+
+
+def _refuse_other_kind(path: Path, kind: str) -> None:
+    """A file named as another Kafka file kind (``dump kafka-timeindex X.index``) would be read
+    as this kind and give made-up rows: refuse it.  Names with no known suffix (carved files)
+    are read as asked."""
+    name = path.name
+    for leftover in _LEFTOVERS:
+        if name.endswith(leftover):
+            name = name[: -len(leftover)]
+    found = next((k for k, ext in _KINDS.items() if name.endswith(ext)), None)
+    if found is not None and found != kind:
+        raise StoreLayoutError(path=path, expected=f"a {_KINDS[kind]} file", found=f"a {_KINDS[found]} file (use `mqtool dump kafka-{found}`)")
 
 
 def log_targets(path: Path, *, topic: str | None = None, partition: int | None = None) -> list[LogTarget]:
@@ -65,6 +93,7 @@ def log_targets(path: Path, *, topic: str | None = None, partition: int | None =
     path = Path(path)
     check_path(path)
     if is_regular_file(path):
+        _refuse_other_kind(path, "log")
         ks.refuse_kafka_07(path)
         part = ks.lone_segment(path)
         kind = "bootstrap" if path.name == ks.BOOTSTRAP_CHECKPOINT else "kraft-snapshot" if ks.KRAFT_SNAPSHOT_NAME.match(path.name) else "log"
@@ -72,7 +101,7 @@ def log_targets(path: Path, *, topic: str | None = None, partition: int | None =
         return [LogTarget(path, seg.base_offset, part, seg, kind)]
     store = ks.open_kafka(path)
     targets = []
-    for part in _select(store.partitions, topic, partition):
+    for part in _select(store, topic, partition):
         for seg in part.log_segments():
             targets.append(LogTarget(seg.log, seg.base_offset, part, seg))
     return targets
@@ -371,6 +400,7 @@ def index_targets(path: Path, kind: str, *, topic: str | None = None, partition:
     path = Path(path)
     check_path(path)
     if is_regular_file(path):
+        _refuse_other_kind(path, kind)
         try:
             parsed = cpf.parse_segment_file_name(path.name)
             base = parsed.base_offset
@@ -382,7 +412,7 @@ def index_targets(path: Path, kind: str, *, topic: str | None = None, partition:
         return [IndexTarget(path, base, seg)]
     store = ks.open_kafka(path)
     out = []
-    for part in _select(store.partitions, topic, partition):
+    for part in _select(store, topic, partition):
         if kind == "snapshot":
             out.extend(IndexTarget(s.path, s.offset, None) for s in part.snapshots)
             continue

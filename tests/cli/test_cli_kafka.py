@@ -404,3 +404,28 @@ def test_kafka_07_segment_is_pointed_to_jafka(capsys):
     code, out, _ = mqtool(capsys, "validate", part, "--layout", "kafka", "--json")
     findings = json.loads(out)["findings"]
     assert code == 0 and [f["code"] for f in findings] == ["KAFKA-FILE-NAME"] and "Kafka 0.7" in findings[0]["message"]
+
+
+@pytest.mark.parametrize(
+    "family,name,found",
+    [
+        ("kafka-timeindex", "00000000000000000090.index", ".index"),
+        ("kafka-txnindex", "00000000000000000090.timeindex", ".timeindex"),
+        ("kafka-index", "00000000000000000090.log", ".log"),
+        ("kafka-log", "00000000000000000090.index", ".index"),
+        ("kafka-snapshot", "00000000000000000090.log", ".log"),
+    ],
+)
+def test_dump_refuses_a_file_of_another_kind(capsys, family, name, found):
+    # read as the asked kind it gave made-up rows (timestamps in 1971 and 2173) and exit 0
+    path = LOGS / "orders-0" / name
+    code, out, err = mqtool(capsys, "dump", family, path)
+    assert code == 3 and out == "" and f"{path}: expected a " in err and f"found a {found} file" in err
+
+
+@pytest.mark.parametrize("family", ["kafka-log", "kafka-index", "kafka-timeindex", "kafka-snapshot"])
+def test_dump_topic_or_partition_that_is_not_there(capsys, family):
+    code, out, err = mqtool(capsys, "dump", family, LOGS, "--topic", "nosuch")
+    assert code == 3 and out == "" and "expected partition nosuch-<any partition>, found topics" in err and "orders" in err
+    code, _, err = mqtool(capsys, "dump", family, LOGS, "--topic", "orders", "--partition", "7")
+    assert code == 3 and "expected partition orders-7" in err
