@@ -66,8 +66,11 @@ def query(
     out = renderer(fmt, as_json, as_jsonl)
     legacy = _legacy_layout(store_path, layout)
     if legacy is not None:
-        if any(v is not None for v in (key, msg_id, uniq_key, queue_id, queue_offset, begin, end, timestamp)) or scan:
-            raise typer.BadParameter(f"a {legacy} query takes --offset (with --topic/--partition), nothing else")
+        if any(v is not None for v in (key, msg_id, uniq_key, queue_id, queue_offset, begin, end, timestamp, max_results)) or scan:
+            raise typer.BadParameter(
+                f"a {legacy} query takes --offset (with --topic/--partition), nothing else; "
+                f"for several messages: mqtool dump {legacy} --from-offset N --limit M"
+            )
         if offset is None:
             raise typer.BadParameter(f"a {legacy} query needs --offset")
         return _query_legacy(out, store_path, legacy, topic, partition, offset, decode)

@@ -164,6 +164,8 @@ def test_query_usage_errors(capsys):
         ["dump", "consumequeue", STORE, "--queue-id", "-1"],
         ["dump", "kafka-log", FIXTURES / "kafka-logs", "--partition", "-1"],
         ["dump", "jafka", FIXTURES / "jafka-data", "--partition", "-1"],
+        ["query", FIXTURES / "jafka-data", "--topic", "orders", "--partition", "0", "--offset", "0", "--max", "3"],
+        ["query", FIXTURES / "metaq-data", "--offset", "0", "--max", "3"],
         ["clean", FIXTURES / "jafka-data", "--retention-hours", "0"],
         ["clean", FIXTURES / "jafka-data", "--delete-policy", "delete,1"],
         ["clean", FIXTURES / "metaq-data", "--retention-hours", "5"],
