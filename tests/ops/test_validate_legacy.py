@@ -564,6 +564,61 @@ def test_jafka_magic_zero_message_is_read_but_reported(tmp_path):
     assert "JAFKA-UNREADABLE-REGION" not in codes and "JAFKA-RECOVERY-CRASH" not in codes
 
 
+def _set_byte(path: Path, at: int, value: int) -> None:
+    b = bytearray(path.read_bytes())
+    b[at] = value
+    path.write_bytes(bytes(b))
+
+
+@pytest.mark.parametrize(
+    "layout,fixture,segment,at,broken,next_valid",
+    [
+        ("jafka", "jafka-data", "orders-0/00000000000000000771.jafka", 61, 59, 208),
+        ("metaq", "metaq-data", "trade-1/00000000000000000000.meta", 139, 138, 207),
+    ],
+)
+def test_a_damaged_length_in_an_earlier_segment_is_damage_not_a_tail(tmp_path, layout, fixture, segment, at, broken, next_valid):
+    """A length byte set to 0x7f in a segment before the last: its LENGTH runs past the end of the
+    file, but the bytes it claims hold valid messages.  That is a size error, an unreadable region
+    up to the next valid message and a resync, not a "partial message" tail."""
+    root = tmp_path / fixture
+    import shutil
+
+    shutil.copytree(FIXTURES / fixture, root)
+    path = root / segment
+    clean = (validate_jafka if layout == "jafka" else validate_metaq)(FIXTURES / fixture, OPTIONS)
+    before = next(f.records for f in clean.files if f.path.endswith(segment))
+    _set_byte(path, at, 0x7F)
+    report = (validate_jafka if layout == "jafka" else validate_metaq)(root, OPTIONS)
+    prefix = layout.upper()
+    mine = [f for f in report.findings if f.path == str(path)]
+    assert [f.code for f in mine] == [f"{prefix}-SIZE", f"{prefix}-UNREADABLE-REGION"], [(f.code, f.message) for f in mine]
+    size, region = mine
+    assert size.position == broken and f"a valid message starts at position {next_valid}" in size.message
+    assert "runs" in size.message and "past the end of a segment before the last one" in size.message
+    assert (region.position, region.length) == (broken, next_valid - broken)
+    # every message but the broken one is still read
+    assert next(f.records for f in report.files if f.path == str(path)) == before - 1
+
+
+def test_a_damaged_length_in_the_last_segment_is_no_torn_tail(tmp_path):
+    """In the last segment too: valid messages after the length make it damage; recovery stops
+    there and loses them."""
+    last = put(jseg(4, 4), J + 2, b"\x7f")  # second message: LENGTH 0x00007f1a runs past the end
+    s = jstore(tmp_path, [jseg(), last], marker=False)
+    codes = _by_code(s.validate())
+    assert "JAFKA-TORN-TAIL" not in codes
+    assert [f.position for f in codes["JAFKA-SIZE"]] == [J] and [(f.position, f.length) for f in codes["JAFKA-UNREADABLE-REGION"]] == [(J, J)]
+    (loss,) = codes["JAFKA-RECOVERY-LOSS"]
+    assert loss.position == J and "2 valid message(s)" in loss.message
+
+
+def test_a_torn_tail_of_the_last_segment_stays_a_tail(tmp_path):
+    s = mstore(tmp_path, [mseg(), mseg(4, 4) + mmsg(9)[:25] + bytes(10)])
+    codes = _by_code(s.validate())
+    assert set(codes) == {"METAQ-TORN-TAIL", "METAQ-VALID-END"}
+
+
 def test_jafka_crc_damage_keeps_the_framing(tmp_path):
     s = jstore(tmp_path, [flip(flip(jseg(), 15), 2 * J + 15), jseg(4, 4)])
     report = s.validate()
