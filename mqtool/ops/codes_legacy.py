@@ -23,7 +23,7 @@ CODES: dict[str, CodeInfo] = {
     ),
     # --- Jafka: log content ---
     "JAFKA-SIZE": CodeInfo(E, "log", "a LENGTH below the 6-byte header, negative, larger than mqtool reads (64 MiB), or running past the end of the file over valid messages"),
-    "JAFKA-MAGIC": CodeInfo(E, "log", "a magic byte other than 1 (magic 0 is Kafka 0.7's first format, which Jafka cannot read)"),
+    "JAFKA-MAGIC": CodeInfo(E, "log", "a magic byte other than 1, checked before the CRC as Jafka does (magic 0 is Kafka 0.7's first format, which Jafka cannot read)"),
     "JAFKA-CRC": CodeInfo(E, "log", "the stored CRC differs from the CRC-32 of the payload"),
     "JAFKA-CODEC": CodeInfo(E, "log", "compression codec 2 (snappy, declared but not implemented by Jafka) or 3 (unknown)"),
     "JAFKA-ATTRIBUTE": CodeInfo(W, "log", "attribute bits 2-7 set (Jafka writes them 0)"),

@@ -248,6 +248,7 @@ class JafkaDump:
     problems: list[MqError] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     bytes_done: int = 0
+    _magic0_noted: set = field(default_factory=set, repr=False)
 
     @property
     def partitions(self) -> list[Partition]:
@@ -302,8 +303,16 @@ class JafkaDump:
     def _items(self, where: Where, message: jf.Message) -> Iterator[JafkaItem]:
         computed = crc32(message.payload)
         after = where.offset + message.serialized_size
-        if computed != message.crc:
+        magic = jf.magic_error(message.magic, where.position + jf.LOG_OVERHEAD, crc_mismatch=computed != message.crc)
+        if magic is not None and computed != message.crc:
+            # Jafka reads the magic before the CRC: the same error validate reports (JAFKA-MAGIC)
+            self.problems.append(magic.at(where.segment.path))
+        elif computed != message.crc:
             self.problems.append(_jafka_crc_error(where, message, computed))
+        elif magic is not None and where.segment.path not in self._magic0_noted:
+            # a whole Kafka 0.7 magic-0 message: shown (Kafka 0.7 files are read), but Jafka cannot read it
+            self._magic0_noted.add(where.segment.path)
+            self.notes.append(f"{magic.at(where.segment.path)} (the first of this file; `mqtool validate` lists them)")
         if not message.compressed:
             yield JafkaItem(where, "message", message, computed, after)
             return

@@ -235,12 +235,12 @@ class _Scan:
             self.metaq_message(p, message)
 
     def jafka_message(self, p: int, m: jf.Message) -> None:
-        if m.magic != jf.MAGIC_V1:
+        magic = jf.magic_error(m.magic, p + jf.LOG_OVERHEAD)
+        if magic is not None:
             self.add(
                 "MAGIC",
-                p + jf.LOG_OVERHEAD,
-                f"expected magic 1, found {m.magic} (Kafka 0.7's first message format): Jafka cannot read it"
-                + (" and its recovery throws on it" if self.task.is_last else ""),
+                magic.position,
+                _text(magic) + ("; its recovery throws on it" if self.task.is_last else ""),
             )
             if self.task.is_last and self.recovery_point is None:
                 self.recovery_point = p
@@ -264,8 +264,9 @@ class _Scan:
                             f"inner message #{inner.index} at inflated byte {inner.position}: expected CRC 0x{inner.crc_computed:08X}, "
                             f"found 0x{inner.message.crc:08X}",
                         )
-                    if inner.message.magic != jf.MAGIC_V1:
-                        self.add("WRAPPER", p, f"inner message #{inner.index}: expected magic 1, found {inner.message.magic}")
+                    magic = jf.magic_error(inner.message.magic)
+                    if magic is not None:
+                        self.add("WRAPPER", p, f"inner message #{inner.index}: {_text(magic)}")
             except MqError as exc:
                 self.add("WRAPPER", p, f"compressed wrapper ({self.res.inner} inner messages read): {_text(exc)}")
 
@@ -302,15 +303,20 @@ class _Scan:
             if torn is not None:
                 return None
         code, position, text = "SIZE", exc.position, _text(exc)
-        if isinstance(exc, ChecksumError):
-            code = "CRC"
-        elif self.jafka:
+        if self.jafka:
             head = self.reader.pread(b, jf.LOG_OVERHEAD + 1)
             length = int.from_bytes(head[:4], "big", signed=True)
+            # Jafka reads the magic before the CRC (crcOffset throws first): a magic byte other than
+            # 1 is JAFKA-MAGIC even when, read as Kafka 0.7's magic 0, the CRC does not match either
+            magic = jf.magic_error(head[4], b + jf.LOG_OVERHEAD, crc_mismatch=isinstance(exc, ChecksumError))
             if length < jf.MIN_HEADER_SIZE_V0:
                 position, text = b, f"expected LENGTH >= {jf.MIN_HEADER_SIZE} (the magic-1 header), found {length}"
-            elif head[4] not in jf.MAGICS:
-                code, position, text = "MAGIC", b + jf.LOG_OVERHEAD, f"expected magic 1, found {head[4]}"
+            elif magic is not None:
+                code, position, text = "MAGIC", magic.position, _text(magic)
+            elif isinstance(exc, ChecksumError):
+                code = "CRC"
+        elif isinstance(exc, ChecksumError):
+            code = "CRC"
         self.add(code, position, text)
         if code in ("CRC", "MAGIC"):
             nxt = self.framed_next(b)

@@ -619,6 +619,30 @@ def test_a_torn_tail_of_the_last_segment_stays_a_tail(tmp_path):
     assert set(codes) == {"METAQ-TORN-TAIL", "METAQ-VALID-END"}
 
 
+def test_jafka_magic_zero_on_a_jafka_message_is_a_magic_error(tmp_path):
+    """Upstream Jafka reads the magic first and throws on 0 (UnknownMagicByteException): a magic
+    byte set to 0 is JAFKA-MAGIC, not a CRC mismatch of a would-be Kafka 0.7 message."""
+    s = jstore(tmp_path, [jseg(), put(jseg(4, 4), J + 4, b"\x00")])
+    codes = _by_code(s.validate())
+    assert "JAFKA-CRC" not in codes
+    (f,) = codes["JAFKA-MAGIC"]
+    assert f.position == J + 4 and "expected magic 1, found 0" in f.message and "CRC does not match either" in f.message
+    assert s.validate().files[1].records == 3  # the framing holds: the messages after it are read
+
+
+def test_jafka_magic_message_is_the_one_dump_gives(tmp_path):
+    from mqtool.ops.dump_legacy import JafkaDump
+    from mqtool.store.jafka import open_jafka
+
+    for magic in (5, 0):
+        s = jstore(tmp_path / str(magic), [jseg(), put(jseg(4, 4), J + 4, bytes([magic]))])
+        (f,) = _by_code(s.validate())["JAFKA-MAGIC"]
+        dump = JafkaDump(open_jafka(s.root))
+        list(dump)
+        (problem,) = dump.problems
+        assert str(problem) == f"{f.path}:{f.position}: {f.message}"
+
+
 def test_jafka_crc_damage_keeps_the_framing(tmp_path):
     s = jstore(tmp_path, [flip(flip(jseg(), 15), 2 * J + 15), jseg(4, 4)])
     report = s.validate()
