@@ -112,8 +112,8 @@ def validate_segment(task: SegmentTask) -> SegmentResult:
     except (StoreIOError, StoreLayoutError) as exc:
         res.findings.append(Finding(f"{prefix}-UNREADABLE", task.path, exc.position, _text(exc)))
         return res
-    except MqError as exc:  # a zip archive whose structure is broken
-        res.findings.append(Finding("METAQ-ZIP", task.path, None, _text(exc)))
+    except MqError as exc:  # a zip archive whose structure is broken (position: in the archive file)
+        res.findings.append(Finding("METAQ-ZIP", task.path, exc.position, _text(exc)))
         return res
     with reader:
         res.size = reader.size

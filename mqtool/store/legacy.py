@@ -35,6 +35,7 @@ from mqtool.errors import (
     StoreLayoutError,
     UnsupportedFormatError,
 )
+from mqtool.formats.metaq import ZIP_HEAD, ZIP_TAIL_SEARCH, describe_zip_damage
 from mqtool.store.files import (
     CHUNK_SIZE,
     ReadOnlyFile,
@@ -438,7 +439,12 @@ class ZipEntryReader:
             except MqError:
                 raise
             except Exception as exc:  # BadZipFile, ValueError, OSError, NotImplementedError ...
-                raise CorruptDataError(expected="a zip archive", found=f"{type(exc).__name__}: {exc}", path=self.path) from None
+                size = self._file.size
+                tail = self._file.pread(max(0, size - ZIP_TAIL_SEARCH), ZIP_TAIL_SEARCH)
+                position, expected, found = describe_zip_damage(self._file.pread(0, ZIP_HEAD), tail, size, str(exc))
+                raise CorruptDataError(
+                    "not a readable zip archive", path=self.path, position=position, expected=expected, found=found
+                ) from None
             infos = self._zip.infolist()
             self.entries = [i.filename for i in infos]
             if not infos:

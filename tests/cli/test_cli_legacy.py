@@ -187,6 +187,20 @@ def test_damaged_zip_is_reported(capsys, tmp_path):
     assert {f["code"] for f in doc["findings"]} & {"METAQ-ZIP", "METAQ-ZIP-CRC", "METAQ-CRC", "METAQ-SIZE"}
 
 
+def test_a_zip_that_is_no_zip_says_what_was_found_and_where(capsys, tmp_path):
+    part = tmp_path / "trade-0"
+    part.mkdir()
+    path = part / ZIP.name
+    path.write_bytes(b"\x00\x00\x00\x1c" + bytes(96))  # a .meta segment's bytes under a .zip name
+    code, out, err = mqtool(capsys, "validate", part, "--json", "-j", "1")
+    (f,) = [f for f in json.loads(out)["findings"] if f["code"] == "METAQ-ZIP"]
+    assert code == 1 and f["position"] == 0 and "BadZipFile" not in f["message"]
+    assert "found none; its first bytes are 00 00 00 1c 00 00 00 00 (no zip signature" in f["message"]
+    assert "end-of-central-directory record" in f["message"]
+    code, _, err = mqtool(capsys, "dump", "metaq", path, "--jsonl")
+    assert code == 1 and f"{path}:0: not a readable zip archive: expected an end-of-central-directory record" in err
+
+
 # --- damage that looks like a tail -------------------------------------------------------------------------------
 
 

@@ -323,8 +323,9 @@ def _m_archive_duplicate(tmp):
 def _m_zip(tmp):
     s = mstore(tmp, [mseg(4, 4)])
     s.paths[0].rename(s.part / s.name(4 * J))
-    arc = s.write(0, b"PK\x03\x04 this is not a zip archive", "zip")
-    return s, arc, None, None
+    content = b"PK\x03\x04 this is not a zip archive"
+    arc = s.write(0, content, "zip")
+    return s, arc, len(content) - 22, None  # where the end-of-central-directory record should be
 
 
 def _m_zip_name(tmp):
@@ -464,7 +465,7 @@ SCENARIOS = [
     Scenario("METAQ-SEGMENT-OVERLAP", _m_overlap, "overlaps the previous segment by 5 bytes"),
     Scenario("METAQ-ARCHIVE-GAP", _m_archive_gap, "offsets 120..126 are in no file"),
     Scenario("METAQ-ARCHIVE-DUPLICATE", _m_archive_duplicate, "still live"),
-    Scenario("METAQ-ZIP", _m_zip, "expected a zip archive"),
+    Scenario("METAQ-ZIP", _m_zip, "expected an end-of-central-directory record"),
     Scenario("METAQ-ZIP-NAME", _m_zip_name, "found 'segment.meta'"),
     Scenario("METAQ-ZIP-CRC", _m_zip_crc, "CRC-32"),
     Scenario("METAQ-NO-SEGMENTS", _m_no_segments, "archives reach offset 120"),
