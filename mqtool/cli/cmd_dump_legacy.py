@@ -105,9 +105,14 @@ def metaq_row(item: ops.MetaqItem, decode: BodyDecode) -> dict:
     }
 
 
-def _table_extras(row: dict, crc_key: str) -> dict:
+def table_row(row: dict, layout: str) -> dict:
+    """The columns only tables show (``JAFKA_COLUMNS``/``METAQ_COLUMNS``), for dump and query alike:
+    ``topic-partition``, the checksum verdict, a MetaQ id in hex."""
     row["partition_name"] = f"{row['topic']}-{row['partition']}" if row["topic"] is not None else "-"
+    crc_key = "crc_valid" if layout == "jafka" else "checksum_valid"
     row[crc_key.replace("_valid", "_ok")] = "ok" if row[crc_key] else "BAD"
+    if layout == "metaq":
+        row["id"] = hexint(row["id"], 16)
     return row
 
 
@@ -142,7 +147,7 @@ def dump_jafka(
             for item in engine:
                 row = jafka_row(item, mode)
                 if table:
-                    _table_extras(row, "crc_valid")
+                    table_row(row, "jafka")
                 advance(engine.bytes_done - done)
                 done = engine.bytes_done
                 yield row
@@ -184,8 +189,7 @@ def dump_metaq(
             for item in engine:
                 row = metaq_row(item, mode)
                 if table:
-                    _table_extras(row, "checksum_valid")
-                    row["id"] = hexint(row["id"], 16)
+                    table_row(row, "metaq")
                 advance(engine.bytes_done - done)
                 done = engine.bytes_done
                 yield row

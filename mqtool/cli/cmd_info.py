@@ -39,7 +39,9 @@ def info(
         out.document(doc, lambda console: render_generic(console, doc))
     for problem in doc.get("problems", []):
         out.warn(str(problem))
-    return ExitCode.OK
+    for error in doc.get("errors", []):  # damaged data met (the Jafka and MetaQ layouts)
+        out.error(str(error))
+    return ExitCode.FINDINGS if doc.get("errors") else ExitCode.OK
 
 
 def render_generic(console: Console, doc: dict, title: str | None = None) -> None:

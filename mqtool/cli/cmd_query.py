@@ -153,7 +153,7 @@ def _legacy_layout(path: Path, layout: str | None) -> str | None:
 
 def _query_legacy(out, path: Path, layout: str, topic, partition, offset: int, decode) -> int:
     """Jafka/MetaQ: the message at a byte offset (offsets are byte positions in those logs)."""
-    from mqtool.cli.cmd_dump_legacy import JAFKA_COLUMNS, METAQ_COLUMNS, jafka_row, metaq_row
+    from mqtool.cli.cmd_dump_legacy import JAFKA_COLUMNS, METAQ_COLUMNS, jafka_row, metaq_row, table_row
     from mqtool.ops import dump_legacy
     from mqtool.store.jafka import open_jafka
     from mqtool.store.metaq import open_metaq
@@ -169,7 +169,7 @@ def _query_legacy(out, path: Path, layout: str, topic, partition, offset: int, d
         for item in result.items:
             row = to_row(item, mode)
             row["found_via"] = "offset"
-            yield row
+            yield table_row(row, layout) if table else row
 
     out.stream(rows(), JAFKA_COLUMNS if layout == "jafka" else METAQ_COLUMNS)
     if result.reason:

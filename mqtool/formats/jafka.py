@@ -16,7 +16,8 @@ magic 0.  A segment is a plain concatenation of entries, big-endian, no file hea
 Header after LENGTH: 6 bytes (magic 1) or 5 (magic 0), so an entry is at least 10 (9) bytes;
 an empty payload is legal (CRC 0).  Jafka itself accepts only magic 1 (``crcOffset`` throws
 ``UnknownMagicByteException`` for anything else); Kafka 0.7 read both, and its test segment
-``MagicByte0-0/00000000000000000000.kafka`` is magic 0.  This module reads both.
+``MagicByte0-0/00000000000000000000.kafka`` is magic 0.  This module reads both; code judging
+Jafka data checks ``magic_error`` (upstream wins: magic 0 is an error there, before any CRC).
 
 Checksum: the CRC covers only the PAYLOAD (neither LENGTH, MAGIC nor ATTRIBUTE).  For a
 compressed wrapper it covers the compressed bytes.
@@ -119,13 +120,34 @@ def peek_message(buf: Buffer, position: int = 0) -> tuple[int, int]:
     return length, buf[position + LOG_OVERHEAD]
 
 
+def magic_error(magic: int, position: int | None = None, *, crc_mismatch: bool = False) -> CorruptDataError | None:
+    """The one check and message for the MAGIC byte, shared by ``dump`` and ``validate``
+    (JAFKA-MAGIC): None for magic 1, else the error.  Jafka's ``Message.crcOffset`` knows only
+    magic 1 and throws ``UnknownMagicByteException`` on anything else, magic 0 included (this
+    module decodes magic 0 only so that Kafka 0.7 files can be read).  ``position`` is the MAGIC
+    byte's; ``crc_mismatch``: the entry read as magic 0 fails its CRC too (a damaged magic-1
+    message, most likely)."""
+    if magic == MAGIC_V1:
+        return None
+    what = f"{magic} (Kafka 0.7's first message format)" if magic == MAGIC_V0 else str(magic)
+    if magic == MAGIC_V0 and crc_mismatch:
+        what += ", and read that way its CRC does not match either (a damaged magic-1 message?)"
+    return CorruptDataError(
+        "unknown magic byte",
+        position=position,
+        expected=f"magic {MAGIC_V1}",
+        found=f"{what}; Jafka reads no other magic (UnknownMagicByteException)",
+    )
+
+
 def decode_message(buf: Buffer, position: int = 0, *, check_crc: bool = True) -> Message:
-    """Decode the entry (LENGTH included) at ``position``; raise if it is broken."""
+    """Decode the entry (LENGTH included) at ``position``; raise if it is broken.  Magic 0 (Kafka
+    0.7) is decoded too: callers that judge Jafka data check ``magic_error``."""
     length, magic = peek_message(buf, position)
     if magic not in MAGICS:
-        raise CorruptDataError(
-            "unknown magic byte", position=position + LOG_OVERHEAD, expected="magic 0 or 1", found=str(magic)
-        )
+        error = magic_error(magic, position + LOG_OVERHEAD)
+        assert error is not None
+        raise error
     header = HEADER_SIZES[magic]
     if length < header:
         raise CorruptDataError(

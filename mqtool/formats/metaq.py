@@ -305,6 +305,60 @@ def archive_name(segment_name: str, *, compress: bool) -> str:
 MAX_SEGMENT_SIZE = 2**31 - 1
 
 
+ZIP_LOCAL_HEADER = b"PK\x03\x04"
+ZIP_CENTRAL_HEADER = b"PK\x01\x02"
+ZIP_END_RECORD = b"PK\x05\x06"
+#: the end-of-central-directory record: signature, 4 disk/count fields, directory size and
+#: position, comment length (little-endian, APPNOTE 4.3.16)
+_ZIP_END = struct.Struct("<4s4HIIH")
+#: a zip is read from its end: the end record is in the last 22 + 65535 (longest comment) bytes
+ZIP_TAIL_SEARCH = _ZIP_END.size + 0xFFFF
+ZIP_HEAD = 8
+
+
+def _show(data: bytes) -> str:
+    return " ".join(f"{b:02x}" for b in data) if data else "nothing"
+
+
+def describe_zip_damage(head: bytes, tail: bytes, size: int, reason: str = "") -> tuple[int, str, str]:
+    """Why a ``size``-byte file is no readable zip archive, in plain words:
+    ``(position in the file, expected, found)``.  ``head`` holds its first ``ZIP_HEAD`` bytes,
+    ``tail`` its last ``min(size, ZIP_TAIL_SEARCH)``.  The position is where the zip structure
+    fails: the end record's (or where it should be), the central directory's, or 0 when the file
+    does not even start like a zip.  ``reason`` (the zip reader's own words) is only used when
+    none of these checks finds the fault."""
+    starts_like_zip = head.startswith(ZIP_LOCAL_HEADER)
+    first = f"its first bytes are {_show(head[:ZIP_HEAD])}" + (" (a local file header)" if starts_like_zip else " (no zip signature PK\\x03\\x04)")
+    if size < _ZIP_END.size:
+        return 0, "a zip archive (at least a 22-byte end-of-central-directory record)", f"a {size}-byte file; {first}"
+    tail_start = size - len(tail)
+    end = tail.rfind(ZIP_END_RECORD)
+    if end < 0 or end + _ZIP_END.size > len(tail):
+        where = 0 if not starts_like_zip else size - _ZIP_END.size
+        return (
+            where,
+            f"an end-of-central-directory record (PK\\x05\\x06) in the last {len(tail)} bytes (a zip is read from its end)",
+            f"none; {first}" + ("" if not starts_like_zip else ": the archive is cut short or overwritten at its end"),
+        )
+    record = tail_start + end
+    _, _, _, _, entries, cd_size, cd_offset, _ = _ZIP_END.unpack_from(tail, end)
+    if cd_offset + cd_size > record:
+        return (
+            record + 16,
+            f"a central directory that ends before the end record at position {record}",
+            f"one at position {cd_offset} of {cd_size} bytes ({entries} entries)",
+        )
+    if cd_offset >= tail_start and cd_size:
+        sig = tail[cd_offset - tail_start : cd_offset - tail_start + 4]
+        if sig != ZIP_CENTRAL_HEADER:
+            return (
+                cd_offset,
+                f"a central directory header (PK\\x01\\x02) at position {cd_offset}, where the end record at {record} puts it",
+                f"bytes {_show(sig)}",
+            )
+    return record, "a zip archive whose end record, central directory and entries agree", f"{reason or 'a structure the zip reader rejects'}; {first}"
+
+
 def decode_zip_archive(zip_bytes: Buffer, *, expected_name: str | None = None, max_size: int = MAX_SEGMENT_SIZE) -> bytes:
     """The segment bytes inside a ``.meta.zip`` archive, with its structure and CRC checked.
 
@@ -314,7 +368,9 @@ def decode_zip_archive(zip_bytes: Buffer, *, expected_name: str | None = None, m
     try:
         archive = zipfile.ZipFile(io.BytesIO(bytes(zip_bytes)))
     except Exception as exc:  # zipfile raises BadZipFile, NotImplementedError, UnicodeDecodeError, ...
-        raise CorruptDataError(expected="a zip archive", found=f"{type(exc).__name__}: {exc}") from None
+        raw = bytes(zip_bytes)
+        position, expected, found = describe_zip_damage(raw[:ZIP_HEAD], raw[-ZIP_TAIL_SEARCH:], len(raw), str(exc))
+        raise CorruptDataError("not a readable zip archive", position=position, expected=expected, found=found) from None
     with archive:
         infos = archive.infolist()
         if len(infos) != 1:

@@ -38,11 +38,13 @@ from mqtool.store import metaq as sm
 from mqtool.store.legacy import (
     MAX_MESSAGE_SIZE,
     DataDir,
+    Framing,
     Partition,
     Segment,
     SegmentReader,
     SegmentWalk,
     WalkEnd,
+    end_damage,
 )
 
 #: Largest inner message set a Jafka wrapper may inflate to.
@@ -162,6 +164,26 @@ def _start_position(reader: SegmentReader, segment: Segment, from_offset: int | 
     return 0, f"{segment.path}: offset {from_offset} is not the start of a valid message; starting at the next message after it"
 
 
+def record_end(part: Partition, seg: Segment, reader: SegmentReader, framing: Framing, walk: SegmentWalk, problems: list, notes: list) -> None:
+    """After a walk: its broken message, or an end that is damage (``store.legacy.end_damage``: a
+    length running past the end of a segment before the last, or over valid messages), goes to
+    ``problems``; a tail the broker's recovery repairs (torn message, zeros) to ``notes``."""
+    if walk.error is not None:
+        problems.append(walk.error)
+        return
+    try:
+        damage = end_damage(reader, framing, walk.end, last=seg is part.last)
+    except MqError as exc:  # the reader failed looking past the end (I/O, a damaged archive)
+        problems.append(exc)
+        return
+    if damage is not None:
+        problems.append(damage)
+        return
+    note = _end_note(seg, walk.end, reader.size)
+    if note:
+        notes.append(note)
+
+
 def _end_note(segment: Segment, end: WalkEnd | None, size: int) -> str | None:
     if end is None or end.kind == "eof":
         return None
@@ -226,6 +248,7 @@ class JafkaDump:
     problems: list[MqError] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     bytes_done: int = 0
+    _magic0_noted: set = field(default_factory=set, repr=False)
 
     @property
     def partitions(self) -> list[Partition]:
@@ -275,17 +298,21 @@ class JafkaDump:
                 self.problems.append(exc)
                 return
             self.bytes_done += max(0, (seg.size or 0) - start - done)
-            if walk.error is not None:
-                self.problems.append(walk.error)
-            note = _end_note(seg, walk.end, reader.size)
-            if note:
-                self.notes.append(note)
+            record_end(part, seg, reader, sj.FRAMING, walk, self.problems, self.notes)
 
     def _items(self, where: Where, message: jf.Message) -> Iterator[JafkaItem]:
         computed = crc32(message.payload)
         after = where.offset + message.serialized_size
-        if computed != message.crc:
+        magic = jf.magic_error(message.magic, where.position + jf.LOG_OVERHEAD, crc_mismatch=computed != message.crc)
+        if magic is not None and computed != message.crc:
+            # Jafka reads the magic before the CRC: the same error validate reports (JAFKA-MAGIC)
+            self.problems.append(magic.at(where.segment.path))
+        elif computed != message.crc:
             self.problems.append(_jafka_crc_error(where, message, computed))
+        elif magic is not None and where.segment.path not in self._magic0_noted:
+            # a whole Kafka 0.7 magic-0 message: shown (Kafka 0.7 files are read), but Jafka cannot read it
+            self._magic0_noted.add(where.segment.path)
+            self.notes.append(f"{magic.at(where.segment.path)} (the first of this file; `mqtool validate` lists them)")
         if not message.compressed:
             yield JafkaItem(where, "message", message, computed, after)
             return
@@ -461,11 +488,7 @@ class MetaqDump:
                 self.problems.append(exc)
                 return
             self.bytes_done += max(0, (seg.size or 0) - start - done)
-            if walk.error is not None:
-                self.problems.append(walk.error)
-            note = _end_note(seg, walk.end, reader.size)
-            if note:
-                self.notes.append(note)
+            record_end(part, seg, reader, sm.FRAMING, walk, self.problems, self.notes)
 
     def _item(self, where: Where, message: mq.Message) -> MetaqItem:
         computed = masked_crc32(message.data)

@@ -1,8 +1,15 @@
 """info for Jafka and MetaQ data dirs: partitions, segments, offset ranges, how the data ends.
 
-Cheap like RocketMQ's info: names and sizes of every file, and one walk of each partition's last
-segment (the one the broker recovers at start-up) to find where its valid data ends.  Archives
-are measured from their names and sizes (a ``.meta.zip`` from its central directory), not read.
+Cheap like RocketMQ's info: names and sizes of every file, one walk of each partition's last
+segment (the one the broker recovers at start-up) to find where its valid data ends, and a hop
+over the length fields of every earlier live segment (headers only: no payload, no checksum) to
+see that its messages end exactly at its end -- nothing ever repairs those segments, and a
+damaged length there hides the rest of the segment from consumers.  Archives are measured from
+their names and sizes (a ``.meta.zip`` from its central directory), not read.
+
+``errors`` holds damage met (located, what was expected and found: the command exits 1);
+``problems`` holds what is worth a look but not damage (a torn or zero tail the broker's recovery
+repairs, names the broker rejects, links).
 """
 
 from __future__ import annotations
@@ -14,7 +21,15 @@ from pathlib import Path
 from mqtool.errors import MqError
 from mqtool.store import jafka as sj
 from mqtool.store import metaq as sm
-from mqtool.store.legacy import DataDir, Partition, SegmentWalk
+from mqtool.store.legacy import (
+    DataDir,
+    Framing,
+    Partition,
+    Segment,
+    SegmentWalk,
+    end_damage,
+    hop_end,
+)
 
 
 @dataclass
@@ -45,6 +60,8 @@ class LegacyInfo:
     partitions: list[PartitionInfo]
     unexpected: list[str] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
+    #: damaged data met: ``path:position: expected X, found Y``
+    errors: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict:
         doc = dataclasses.asdict(self)
@@ -56,26 +73,48 @@ class LegacyInfo:
         return doc
 
 
-def _partition_info(data: DataDir, part: Partition, problems: list[str]) -> PartitionInfo:
+def _check_earlier(seg: Segment, opener, framing: Framing, errors: list[str]) -> None:
+    """A live segment before the last: do its length fields lead exactly to its end?"""
+    if not seg.size:
+        return
+    try:
+        with opener(seg) as reader:
+            stop = hop_end(reader, framing)
+            if stop >= reader.size:
+                return
+            walk = SegmentWalk(reader, framing, stop, check_crc=False)
+            for _ in walk:
+                pass
+            damage = walk.error if walk.error is not None else end_damage(reader, framing, walk.end, last=False)
+    except MqError as exc:
+        damage = exc
+    if damage is not None:
+        errors.append(str(damage))
+
+
+def _partition_info(data: DataDir, part: Partition, problems: list[str], errors: list[str]) -> PartitionInfo:
     segs = part.segments
     framing = sj.FRAMING if data.layout == "jafka" else sm.FRAMING
     opener = sj.open_segment if data.layout == "jafka" else sm.open_segment
     max_offset = end_kind = None
     last = part.last
+    for seg in segs[:-1]:
+        _check_earlier(seg, opener, framing, errors)
     if last is not None:
         try:
             with opener(last) as reader:
                 walk = SegmentWalk(reader, framing)
                 for _ in walk:
                     pass
+                damage = walk.error if walk.error is not None else end_damage(reader, framing, walk.end, last=True)
             max_offset = last.start_offset + walk.valid_end
             end_kind = walk.end.kind if walk.end is not None else "corrupt"
-            if walk.error is not None:
-                problems.append(str(walk.error))
+            if damage is not None:
+                errors.append(str(damage))
             elif walk.end is not None and walk.end.kind != "eof":
                 problems.append(f"{last.path}:{walk.end.position}: the data ends in {walk.end.kind} bytes; `mqtool validate` explains them")
         except MqError as exc:
-            problems.append(str(exc))
+            errors.append(str(exc))
             end_kind = "unreadable"
     info = PartitionInfo(
         topic=part.topic,
@@ -104,7 +143,8 @@ def _partition_info(data: DataDir, part: Partition, problems: list[str]) -> Part
 
 def _info(data: DataDir, marker: bool | None) -> LegacyInfo:
     problems: list[str] = list(data.notes)
-    partitions = [_partition_info(data, p, problems) for p in data.partitions]
+    errors: list[str] = []
+    partitions = [_partition_info(data, p, problems, errors) for p in data.partitions]
     for path, reason in data.bad_dirs:
         problems.append(f"{path}: {reason}")
     for p in data.partitions:
@@ -129,6 +169,7 @@ def _info(data: DataDir, marker: bool | None) -> LegacyInfo:
         partitions=partitions,
         unexpected=unexpected,
         problems=problems,
+        errors=errors,
     )
 
 

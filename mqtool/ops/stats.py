@@ -522,7 +522,7 @@ def _jafka_messages(message, depth: int = 0) -> Iterator:
 
 
 def _legacy(path: Path, stats: StoreStats, top: _Top, options: StatsOptions, progress, layout: str) -> Path:
-    from mqtool.store.legacy import SegmentWalk
+    from mqtool.store.legacy import SegmentWalk, end_damage
 
     if layout == "jafka":
         from mqtool.store import jafka as mod
@@ -562,6 +562,15 @@ def _legacy(path: Path, stats: StoreStats, top: _Top, options: StatsOptions, pro
                 progress(reader.size)
                 if walk.error is not None:
                     stats.problems.append(str(walk.error))
+                else:
+                    # a length running past the end of a segment before the last, or over valid
+                    # messages, stopped this file early: damage, not a tail
+                    try:
+                        damage = end_damage(reader, mod.FRAMING, walk.end, last=seg is part.last)
+                    except MqError as exc:
+                        damage = exc
+                    if damage is not None:
+                        stats.problems.append(str(damage))
             unit.segment_times.append((seg_bytes, mtime_ms))
             stats.recent.add(mtime_ms, seg_bytes)
         if unit.segment_times:

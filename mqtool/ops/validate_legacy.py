@@ -19,13 +19,15 @@ it); anything else is damage, and valid messages found after the point where rec
 reported as the messages recovery will throw away.  Jafka's recovery throws on a magic byte other
 than 1 (the broker does not start); MetaQ's recovery reads 20 zero bytes as a valid empty message,
 so a zero tail survives as empty messages with id 0.  In every other segment (and in archives)
-any tail that is not a clean end is an error, because nothing ever repairs it.
+any tail that is not a clean end is an error, because nothing ever repairs it.  In any segment, a
+length running past the end of the file over valid messages is no partial message but a damaged
+length (``SIZE``), followed by the unreadable span and the walk resumed at the next valid message
+(``store.legacy.end_damage``, which dump, stats and info share).
 """
 
 from __future__ import annotations
 
 import os
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -47,25 +49,19 @@ from mqtool.ops.validate import (
 )
 from mqtool.store import jafka as sj
 from mqtool.store import metaq as sm
-from mqtool.store.files import CHUNK_SIZE
 from mqtool.store.legacy import (
+    RESYNC_LIMIT,
     DataDir,
     Partition,
     Segment,
     SegmentReader,
     SegmentWalk,
     WalkEnd,
+    end_damage,
+    next_message,
     nonzero_extent,
     zero_run,
 )
-
-#: How far past a broken message resynchronisation looks for the next valid one.
-RESYNC_LIMIT = 16 << 20
-
-# A candidate Jafka message: LENGTH >= 0 (top byte < 0x80), then MAGIC 1.
-_JAFKA_CANDIDATE = re.compile(rb"(?=[\x00-\x7f][\x00-\xff]{3}\x01)")
-# A candidate MetaQ message: 0 < msgLen < 2**24, checksum >= 0 (top bit clear).
-_METAQ_CANDIDATE = re.compile(rb"(?=\x00(?!\x00\x00\x00)[\x00-\xff]{3}[\x00-\x7f])")
 
 
 def _text(exc: MqError) -> str:
@@ -116,8 +112,8 @@ def validate_segment(task: SegmentTask) -> SegmentResult:
     except (StoreIOError, StoreLayoutError) as exc:
         res.findings.append(Finding(f"{prefix}-UNREADABLE", task.path, exc.position, _text(exc)))
         return res
-    except MqError as exc:  # a zip archive whose structure is broken
-        res.findings.append(Finding("METAQ-ZIP", task.path, None, _text(exc)))
+    except MqError as exc:  # a zip archive whose structure is broken (position: in the archive file)
+        res.findings.append(Finding("METAQ-ZIP", task.path, exc.position, _text(exc)))
         return res
     with reader:
         res.size = reader.size
@@ -239,12 +235,12 @@ class _Scan:
             self.metaq_message(p, message)
 
     def jafka_message(self, p: int, m: jf.Message) -> None:
-        if m.magic != jf.MAGIC_V1:
+        magic = jf.magic_error(m.magic, p + jf.LOG_OVERHEAD)
+        if magic is not None:
             self.add(
                 "MAGIC",
-                p + jf.LOG_OVERHEAD,
-                f"expected magic 1, found {m.magic} (Kafka 0.7's first message format): Jafka cannot read it"
-                + (" and its recovery throws on it" if self.task.is_last else ""),
+                magic.position,
+                _text(magic) + ("; its recovery throws on it" if self.task.is_last else ""),
             )
             if self.task.is_last and self.recovery_point is None:
                 self.recovery_point = p
@@ -268,8 +264,9 @@ class _Scan:
                             f"inner message #{inner.index} at inflated byte {inner.position}: expected CRC 0x{inner.crc_computed:08X}, "
                             f"found 0x{inner.message.crc:08X}",
                         )
-                    if inner.message.magic != jf.MAGIC_V1:
-                        self.add("WRAPPER", p, f"inner message #{inner.index}: expected magic 1, found {inner.message.magic}")
+                    magic = jf.magic_error(inner.message.magic)
+                    if magic is not None:
+                        self.add("WRAPPER", p, f"inner message #{inner.index}: {_text(magic)}")
             except MqError as exc:
                 self.add("WRAPPER", p, f"compressed wrapper ({self.res.inner} inner messages read): {_text(exc)}")
 
@@ -306,15 +303,20 @@ class _Scan:
             if torn is not None:
                 return None
         code, position, text = "SIZE", exc.position, _text(exc)
-        if isinstance(exc, ChecksumError):
-            code = "CRC"
-        elif self.jafka:
+        if self.jafka:
             head = self.reader.pread(b, jf.LOG_OVERHEAD + 1)
             length = int.from_bytes(head[:4], "big", signed=True)
+            # Jafka reads the magic before the CRC (crcOffset throws first): a magic byte other than
+            # 1 is JAFKA-MAGIC even when, read as Kafka 0.7's magic 0, the CRC does not match either
+            magic = jf.magic_error(head[4], b + jf.LOG_OVERHEAD, crc_mismatch=isinstance(exc, ChecksumError))
             if length < jf.MIN_HEADER_SIZE_V0:
                 position, text = b, f"expected LENGTH >= {jf.MIN_HEADER_SIZE} (the magic-1 header), found {length}"
-            elif head[4] not in jf.MAGICS:
-                code, position, text = "MAGIC", b + jf.LOG_OVERHEAD, f"expected magic 1, found {head[4]}"
+            elif magic is not None:
+                code, position, text = "MAGIC", magic.position, _text(magic)
+            elif isinstance(exc, ChecksumError):
+                code = "CRC"
+        elif isinstance(exc, ChecksumError):
+            code = "CRC"
         self.add(code, position, text)
         if code in ("CRC", "MAGIC"):
             nxt = self.framed_next(b)
@@ -331,6 +333,13 @@ class _Scan:
                 self.add("SIZE", b, f"expected {self.framing.length_field} at most {self.framing.max_message_size}, found {declared}")
                 return self.resync_from(b, b + 1)
             self.mark_break(b)
+            nxt, _ = next_message(self.reader, self.framing, b + 1)
+            if nxt is not None:
+                # valid messages inside the span the length claims: the length is damaged, this is no tail
+                damage = end_damage(self.reader, self.framing, end, last=self.task.is_last)
+                assert damage is not None
+                self.add("SIZE", b, _text(damage))
+                return self.resync_from(b, b + 1)
             if self.repaired:
                 if self.torn_at(b) is None:
                     self.add("GARBAGE", b, f"{self.size - b} bytes after the end of valid data that are not a message", self.size - b)
@@ -459,35 +468,7 @@ class _Scan:
     def resync(self, start: int) -> tuple[int | None, int]:
         """The first position >= ``start`` where a valid message starts (CRC-checked), searching at
         most ``RESYNC_LIMIT`` bytes; also returns how far the search went."""
-        limit = min(self.size, start + RESYNC_LIMIT)
-        overhead = self.framing.overhead
-        pattern = _JAFKA_CANDIDATE if self.jafka else _METAQ_CANDIDATE
-        pos = start
-        while pos < limit:
-            chunk = self.reader.pread(pos, min(CHUNK_SIZE, limit - pos) + overhead)
-            if len(chunk) < overhead and pos + len(chunk) >= self.size:
-                break
-            span = min(len(chunk), limit - pos)
-            for match in pattern.finditer(chunk, 0, span + overhead):
-                i = match.start()
-                if i >= span:
-                    break
-                q = pos + i
-                length = int.from_bytes(chunk[i : i + 4], "big", signed=True)
-                minimum = jf.MIN_HEADER_SIZE if self.jafka else 1
-                if not minimum <= length <= min(self.framing.max_message_size, self.size - q - overhead):
-                    continue
-                if i + overhead + length <= len(chunk):
-                    data = chunk[i : i + overhead + length]
-                else:
-                    data = self.reader.pread(q, overhead + length)
-                try:
-                    (jf.decode_message if self.jafka else mq.decode_message)(data, 0)
-                except MqError:
-                    continue
-                return q, limit
-            pos += span
-        return None, limit
+        return next_message(self.reader, self.framing, start)
 
     # -- MetaQ recovery simulation -------------------------------------------------------------------
     def metaq_recovery_from(self, b: int) -> None:

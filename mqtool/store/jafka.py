@@ -41,7 +41,17 @@ NAMES = LayoutNames(
     description="<20-digit offset>.jafka",
 )
 
-FRAMING = Framing(walker=jf.MessageWalker, header_size=jf.LOG_OVERHEAD, length_field="LENGTH", overhead=jf.LOG_OVERHEAD)
+FRAMING = Framing(
+    walker=jf.MessageWalker,
+    header_size=jf.LOG_OVERHEAD,
+    length_field="LENGTH",
+    overhead=jf.LOG_OVERHEAD,
+    min_length=jf.MIN_HEADER_SIZE_V0,
+    # a message may start where LENGTH >= 0 (top byte < 0x80) is followed by MAGIC 1
+    candidate=re.compile(rb"(?=[\x00-\x7f][\x00-\xff]{3}\x01)"),
+    candidate_min_length=jf.MIN_HEADER_SIZE,
+    decode=jf.decode_message,
+)
 
 CLEAN_SHUTDOWN_FILE = jf.CLEAN_SHUTDOWN_FILE
 

@@ -35,6 +35,7 @@ from mqtool.errors import (
     StoreLayoutError,
     UnsupportedFormatError,
 )
+from mqtool.formats.metaq import ZIP_HEAD, ZIP_TAIL_SEARCH, describe_zip_damage
 from mqtool.store.files import (
     CHUNK_SIZE,
     ReadOnlyFile,
@@ -438,7 +439,12 @@ class ZipEntryReader:
             except MqError:
                 raise
             except Exception as exc:  # BadZipFile, ValueError, OSError, NotImplementedError ...
-                raise CorruptDataError(expected="a zip archive", found=f"{type(exc).__name__}: {exc}", path=self.path) from None
+                size = self._file.size
+                tail = self._file.pread(max(0, size - ZIP_TAIL_SEARCH), ZIP_TAIL_SEARCH)
+                position, expected, found = describe_zip_damage(self._file.pread(0, ZIP_HEAD), tail, size, str(exc))
+                raise CorruptDataError(
+                    "not a readable zip archive", path=self.path, position=position, expected=expected, found=found
+                ) from None
             infos = self._zip.infolist()
             self.entries = [i.filename for i in infos]
             if not infos:
@@ -632,6 +638,13 @@ class Framing:
     #: bytes of an entry not counted by its length field (Jafka 4, MetaQ 20)
     overhead: int
     max_message_size: int = MAX_MESSAGE_SIZE
+    #: the smallest length field the walker accepts (Jafka 5, the magic-0 header; MetaQ 0)
+    min_length: int = 0
+    #: resynchronisation: a look-ahead pattern matching where a message may start, the smallest
+    #: length a real message there has, and the format's ``decode_message(buf, position)``
+    candidate: re.Pattern[bytes] | None = None
+    candidate_min_length: int = 1
+    decode: Callable[..., object] | None = None
 
 
 @dataclass(frozen=True)
@@ -765,3 +778,131 @@ def zero_run(reader: SegmentReader, start: int) -> int:
         if stripped:
             break
     return pos - start
+
+
+# --- judging where the messages stop ----------------------------------------------------------------
+
+#: How far past a broken message resynchronisation looks for the next valid one.
+RESYNC_LIMIT = 16 << 20
+
+
+def next_message(reader: SegmentReader, framing: Framing, start: int, limit: int | None = None) -> tuple[int | None, int]:
+    """The first position >= ``start`` where a valid message starts (decoded, checksum checked),
+    searching at most ``limit`` (``RESYNC_LIMIT``) bytes; also returns where the search stopped."""
+    if framing.candidate is None or framing.decode is None:
+        raise ValueError("this framing cannot resynchronise (no candidate pattern or decoder)")
+    size = reader.size
+    stop = min(size, start + (RESYNC_LIMIT if limit is None else limit))
+    overhead = framing.overhead
+    pos = start
+    while pos < stop:
+        chunk = reader.pread(pos, min(CHUNK_SIZE, stop - pos) + overhead)
+        if len(chunk) < overhead and pos + len(chunk) >= size:
+            break
+        span = min(len(chunk), stop - pos)
+        for match in framing.candidate.finditer(chunk, 0, span + overhead):
+            i = match.start()
+            if i >= span:
+                break
+            q = pos + i
+            length = int.from_bytes(chunk[i : i + 4], "big", signed=True)
+            if not framing.candidate_min_length <= length <= min(framing.max_message_size, size - q - overhead):
+                continue
+            if i + overhead + length <= len(chunk):
+                data = chunk[i : i + overhead + length]
+            else:
+                data = reader.pread(q, overhead + length)
+            try:
+                framing.decode(data, 0)
+            except MqError:
+                continue
+            return q, stop
+        pos += span
+    return None, stop
+
+
+def _role(reader: SegmentReader, last: bool) -> str:
+    if reader.segment.archive is not None:
+        return "an archive"
+    return "the last segment" if last else "a segment before the last one"
+
+
+def end_damage(reader: SegmentReader, framing: Framing, end: WalkEnd | None, *, last: bool) -> CorruptDataError | None:
+    """Whether the end a walk stopped at is damage rather than a clean end, judged as validate does.
+
+    Only the last live segment of a partition is ever repaired (the broker's recovery at start-up):
+    there a partial message, or zeros, running to the end of the file are what a crash leaves
+    (None: a tail, not damage).  Everything else is damage, returned located with what was
+    expected and found: a length field running past the end of a segment before the last (or of
+    an archive: nothing ever repairs those), a length field running over valid messages that
+    follow it (the length is corrupt, not the write torn), and zeros followed by other bytes."""
+    if end is None or end.kind == "eof":
+        return None
+    b = end.position
+    size = reader.size
+    role = _role(reader, last)
+    repaired = last and reader.segment.archive is None
+    nothing = "nothing ever repairs it, consumers fetching there get no message"
+    if end.kind == "partial":
+        nxt, _ = next_message(reader, framing, b + 1)
+        if nxt is not None:  # (fewer bytes than a header leave no room for another message)
+            return CorruptDataError(
+                f"damaged {framing.length_field}",
+                path=reader.path,
+                position=b,
+                expected=f"{framing.length_field} at most {nxt - b - framing.overhead} "
+                f"(a valid message starts at position {nxt}, {nxt - b} bytes further on)",
+                found=f"{end.length - framing.overhead}, which runs {end.length - (size - b)} bytes past the end of {role}: "
+                f"the valid messages from position {nxt} on are hidden behind it",
+            )
+        if repaired:
+            return None
+        found = (
+            f"{size - b} bytes, fewer than a {framing.header_size}-byte message header"
+            if size - b < framing.header_size
+            else f"a partial message: {size - b} of the {end.length} bytes its {framing.length_field} "
+            f"{end.length - framing.overhead} claims"
+        )
+        return CorruptDataError(
+            path=reader.path, position=b, expected=f"{role} to end exactly after its last message ({nothing})", found=found
+        )
+    extent = nonzero_extent(reader, b)
+    if extent is None:
+        if repaired:
+            return None
+        return CorruptDataError(
+            path=reader.path, position=b, expected=f"{role} to end exactly after its last message ({nothing})", found=f"{size - b} zero bytes"
+        )
+    first, stop = extent
+    nxt, _ = next_message(reader, framing, b)
+    return CorruptDataError(
+        path=reader.path,
+        position=first,
+        expected=f"only zeros after the end of the valid messages at position {b}",
+        found=f"{stop - first} bytes of other data at positions {first} to {stop}"
+        + (f", holding a valid message at position {nxt}" if nxt is not None else ""),
+    )
+
+
+def hop_end(reader: SegmentReader, framing: Framing, start: int = 0, *, window: int = 64 << 10) -> int:
+    """Follow the length fields from ``start`` reading only message headers (no payload decoding,
+    no checksums): the position of the first entry that is all zeros, has a length field out of
+    range, or runs past the end of the file -- the file's size when the entries fill it exactly."""
+    size = reader.size
+    header = framing.header_size
+    zeros = bytes(header)
+    buf = b""
+    buf_start = 0
+    pos = start
+    while pos < size:
+        if pos + header > buf_start + len(buf):
+            buf = reader.pread(pos, window)
+            buf_start = pos
+        head = buf[pos - buf_start : pos - buf_start + header]
+        if len(head) < header or head == zeros:
+            return pos
+        length = int.from_bytes(head[:4], "big", signed=True)
+        if not framing.min_length <= length <= framing.max_message_size or pos + framing.overhead + length > size:
+            return pos
+        pos += framing.overhead + length
+    return min(pos, size)

@@ -45,7 +45,16 @@ NAMES = LayoutNames(
     description="<20-digit offset>.meta (or .meta.arc / .meta.zip)",
 )
 
-FRAMING = Framing(walker=mq.MessageWalker, header_size=mq.HEADER_LEN, length_field="msgLen", overhead=mq.HEADER_LEN)
+FRAMING = Framing(
+    walker=mq.MessageWalker,
+    header_size=mq.HEADER_LEN,
+    length_field="msgLen",
+    overhead=mq.HEADER_LEN,
+    # a message may start where 0 < msgLen < 2**24 and the checksum's top bit is clear
+    candidate=re.compile(rb"(?=\x00(?!\x00\x00\x00)[\x00-\xff]{3}[\x00-\x7f])"),
+    candidate_min_length=1,
+    decode=mq.decode_message,
+)
 
 #: The transaction journal directory in the data dir (``<dataLogPath>/transactions``).
 TRANSACTIONS_DIR = "transactions"

@@ -187,6 +187,76 @@ def test_damaged_zip_is_reported(capsys, tmp_path):
     assert {f["code"] for f in doc["findings"]} & {"METAQ-ZIP", "METAQ-ZIP-CRC", "METAQ-CRC", "METAQ-SIZE"}
 
 
+def test_a_zip_that_is_no_zip_says_what_was_found_and_where(capsys, tmp_path):
+    part = tmp_path / "trade-0"
+    part.mkdir()
+    path = part / ZIP.name
+    path.write_bytes(b"\x00\x00\x00\x1c" + bytes(96))  # a .meta segment's bytes under a .zip name
+    code, out, err = mqtool(capsys, "validate", part, "--json", "-j", "1")
+    (f,) = [f for f in json.loads(out)["findings"] if f["code"] == "METAQ-ZIP"]
+    assert code == 1 and f["position"] == 0 and "BadZipFile" not in f["message"]
+    assert "found none; its first bytes are 00 00 00 1c 00 00 00 00 (no zip signature" in f["message"]
+    assert "end-of-central-directory record" in f["message"]
+    code, _, err = mqtool(capsys, "dump", "metaq", path, "--jsonl")
+    assert code == 1 and f"{path}:0: not a readable zip archive: expected an end-of-central-directory record" in err
+
+
+# --- damage that looks like a tail -------------------------------------------------------------------------------
+
+
+def _set_byte(path, at: int, value: int) -> None:
+    b = bytearray(path.read_bytes())
+    b[at] = value
+    path.write_bytes(bytes(b))
+
+
+@pytest.mark.parametrize(
+    "layout,fixture,segment,at",
+    [("jafka", "jafka-data", "orders-0/00000000000000000771.jafka", 61), ("metaq", "metaq-data", "trade-1/00000000000000000000.meta", 139)],
+)
+def test_a_damaged_length_before_the_last_segment_fails_every_reader(capsys, tmp_path, layout, fixture, segment, at):
+    """A LENGTH/msgLen running past the end of a segment before the last, over valid messages:
+    dump, stats and info exit 1 naming file:position and what was expected and found."""
+    root = tmp_path / fixture
+    shutil.copytree(FIXTURES / fixture, root)
+    path = root / segment
+    _set_byte(path, at, 0x7F)
+    position = at - 2 if layout == "jafka" else at - 1
+    for args in (("dump", layout, root, "--jsonl"), ("stats", root, "--json"), ("info", root, "--json")):
+        code, _, err = mqtool(capsys, *args)
+        assert code == 1, (args, err)
+        assert f"{path}:{position}: damaged " in err and "expected " in err and "a valid message starts at position" in err, (args, err)
+        assert "partial message" not in err, (args, err)
+    doc = json.loads(mqtool(capsys, "info", root, "--json")[1])
+    assert len(doc["errors"]) == 1 and doc["errors"][0].startswith(f"{path}:{position}: ")
+
+
+def test_a_torn_tail_of_the_last_segment_is_no_damage_for_readers(capsys, tmp_path):
+    root = tmp_path / "jafka-data"
+    shutil.copytree(JAFKA, root)
+    last = root / "orders-0" / "00000000000000002348.jafka"
+    last.write_bytes(last.read_bytes() + jf.encode_message(jf.Message(b"x" * 40))[:20])
+    for args in (("dump", "jafka", root, "--jsonl"), ("stats", root, "--json"), ("info", root, "--json")):
+        code, _, err = mqtool(capsys, *args)
+        assert code == 0, (args, err)
+    code, _, err = mqtool(capsys, "dump", "jafka", root / "orders-0", "--jsonl")
+    assert code == 0 and "data ends with a partial message" in err
+
+
+def test_a_partial_message_at_the_end_of_an_earlier_segment_is_damage(capsys, tmp_path):
+    """Nothing valid after it, but in a segment before the last nothing ever repairs it."""
+    root = tmp_path / "metaq-data"
+    shutil.copytree(METAQ, root)
+    first = root / "trade-1" / "00000000000000000000.meta"
+    data = first.read_bytes()
+    first.write_bytes(data[:-9])
+    (root / "trade-1" / "00000000000000000832.meta").rename(root / "trade-1" / f"{len(data) - 9:020d}.meta")
+    for args in (("dump", "metaq", root / "trade-1", "--jsonl"), ("stats", root / "trade-1", "--json"), ("info", root / "trade-1", "--json")):
+        code, _, err = mqtool(capsys, *args)
+        assert code == 1 and "a segment before the last one to end exactly after its last message" in err, (args, err)
+        assert "found a partial message" in err
+
+
 # --- filters ---------------------------------------------------------------------------------------------------
 
 

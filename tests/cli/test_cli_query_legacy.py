@@ -37,3 +37,19 @@ def test_query_offset_not_a_message_start(capsys):
 def test_query_legacy_rejects_other_options(capsys):
     code, _, err = cli(capsys, "query", FIXTURES / "jafka-data", "--key", "x")
     assert code == 2
+
+
+@pytest.mark.parametrize(
+    "layout,store,topic,columns",
+    [("jafka", "jafka-data", "orders", ["0", "orders-0", "message", "55", "none", "ok"]), ("metaq", "metaq-data", "trade", ["0", "trade-1"])],
+)
+def test_query_table_shows_partition_and_crc_like_dump(capsys, layout, store, topic, columns):
+    """The table has the dump's table columns filled in (it showed PARTITION - and CRC - while the
+    JSON had partition 0 and a valid CRC)."""
+    partition = columns[1].rsplit("-", 1)[1]
+    code, out, err = cli(capsys, "query", FIXTURES / store, "--topic", topic, "--partition", partition, "--offset", "0")
+    assert code == 0, err
+    header, row = out.splitlines()[:2]
+    assert row.split()[: len(columns)] == columns and " ok " in row
+    code, dumped, _ = cli(capsys, "dump", layout, FIXTURES / store, "--topic", topic, "--partition", partition, "--limit", "1")
+    assert dumped.splitlines()[:2] == [header, row]

@@ -323,8 +323,9 @@ def _m_archive_duplicate(tmp):
 def _m_zip(tmp):
     s = mstore(tmp, [mseg(4, 4)])
     s.paths[0].rename(s.part / s.name(4 * J))
-    arc = s.write(0, b"PK\x03\x04 this is not a zip archive", "zip")
-    return s, arc, None, None
+    content = b"PK\x03\x04 this is not a zip archive"
+    arc = s.write(0, content, "zip")
+    return s, arc, len(content) - 22, None  # where the end-of-central-directory record should be
 
 
 def _m_zip_name(tmp):
@@ -464,7 +465,7 @@ SCENARIOS = [
     Scenario("METAQ-SEGMENT-OVERLAP", _m_overlap, "overlaps the previous segment by 5 bytes"),
     Scenario("METAQ-ARCHIVE-GAP", _m_archive_gap, "offsets 120..126 are in no file"),
     Scenario("METAQ-ARCHIVE-DUPLICATE", _m_archive_duplicate, "still live"),
-    Scenario("METAQ-ZIP", _m_zip, "expected a zip archive"),
+    Scenario("METAQ-ZIP", _m_zip, "expected an end-of-central-directory record"),
     Scenario("METAQ-ZIP-NAME", _m_zip_name, "found 'segment.meta'"),
     Scenario("METAQ-ZIP-CRC", _m_zip_crc, "CRC-32"),
     Scenario("METAQ-NO-SEGMENTS", _m_no_segments, "archives reach offset 120"),
@@ -562,6 +563,85 @@ def test_jafka_magic_zero_message_is_read_but_reported(tmp_path):
     (f,) = codes["JAFKA-MAGIC"]
     assert f.position == J + 4 and "Kafka 0.7" in f.message
     assert "JAFKA-UNREADABLE-REGION" not in codes and "JAFKA-RECOVERY-CRASH" not in codes
+
+
+def _set_byte(path: Path, at: int, value: int) -> None:
+    b = bytearray(path.read_bytes())
+    b[at] = value
+    path.write_bytes(bytes(b))
+
+
+@pytest.mark.parametrize(
+    "layout,fixture,segment,at,broken,next_valid",
+    [
+        ("jafka", "jafka-data", "orders-0/00000000000000000771.jafka", 61, 59, 208),
+        ("metaq", "metaq-data", "trade-1/00000000000000000000.meta", 139, 138, 207),
+    ],
+)
+def test_a_damaged_length_in_an_earlier_segment_is_damage_not_a_tail(tmp_path, layout, fixture, segment, at, broken, next_valid):
+    """A length byte set to 0x7f in a segment before the last: its LENGTH runs past the end of the
+    file, but the bytes it claims hold valid messages.  That is a size error, an unreadable region
+    up to the next valid message and a resync, not a "partial message" tail."""
+    root = tmp_path / fixture
+    import shutil
+
+    shutil.copytree(FIXTURES / fixture, root)
+    path = root / segment
+    clean = (validate_jafka if layout == "jafka" else validate_metaq)(FIXTURES / fixture, OPTIONS)
+    before = next(f.records for f in clean.files if f.path.endswith(segment))
+    _set_byte(path, at, 0x7F)
+    report = (validate_jafka if layout == "jafka" else validate_metaq)(root, OPTIONS)
+    prefix = layout.upper()
+    mine = [f for f in report.findings if f.path == str(path)]
+    assert [f.code for f in mine] == [f"{prefix}-SIZE", f"{prefix}-UNREADABLE-REGION"], [(f.code, f.message) for f in mine]
+    size, region = mine
+    assert size.position == broken and f"a valid message starts at position {next_valid}" in size.message
+    assert "runs" in size.message and "past the end of a segment before the last one" in size.message
+    assert (region.position, region.length) == (broken, next_valid - broken)
+    # every message but the broken one is still read
+    assert next(f.records for f in report.files if f.path == str(path)) == before - 1
+
+
+def test_a_damaged_length_in_the_last_segment_is_no_torn_tail(tmp_path):
+    """In the last segment too: valid messages after the length make it damage; recovery stops
+    there and loses them."""
+    last = put(jseg(4, 4), J + 2, b"\x7f")  # second message: LENGTH 0x00007f1a runs past the end
+    s = jstore(tmp_path, [jseg(), last], marker=False)
+    codes = _by_code(s.validate())
+    assert "JAFKA-TORN-TAIL" not in codes
+    assert [f.position for f in codes["JAFKA-SIZE"]] == [J] and [(f.position, f.length) for f in codes["JAFKA-UNREADABLE-REGION"]] == [(J, J)]
+    (loss,) = codes["JAFKA-RECOVERY-LOSS"]
+    assert loss.position == J and "2 valid message(s)" in loss.message
+
+
+def test_a_torn_tail_of_the_last_segment_stays_a_tail(tmp_path):
+    s = mstore(tmp_path, [mseg(), mseg(4, 4) + mmsg(9)[:25] + bytes(10)])
+    codes = _by_code(s.validate())
+    assert set(codes) == {"METAQ-TORN-TAIL", "METAQ-VALID-END"}
+
+
+def test_jafka_magic_zero_on_a_jafka_message_is_a_magic_error(tmp_path):
+    """Upstream Jafka reads the magic first and throws on 0 (UnknownMagicByteException): a magic
+    byte set to 0 is JAFKA-MAGIC, not a CRC mismatch of a would-be Kafka 0.7 message."""
+    s = jstore(tmp_path, [jseg(), put(jseg(4, 4), J + 4, b"\x00")])
+    codes = _by_code(s.validate())
+    assert "JAFKA-CRC" not in codes
+    (f,) = codes["JAFKA-MAGIC"]
+    assert f.position == J + 4 and "expected magic 1, found 0" in f.message and "CRC does not match either" in f.message
+    assert s.validate().files[1].records == 3  # the framing holds: the messages after it are read
+
+
+def test_jafka_magic_message_is_the_one_dump_gives(tmp_path):
+    from mqtool.ops.dump_legacy import JafkaDump
+    from mqtool.store.jafka import open_jafka
+
+    for magic in (5, 0):
+        s = jstore(tmp_path / str(magic), [jseg(), put(jseg(4, 4), J + 4, bytes([magic]))])
+        (f,) = _by_code(s.validate())["JAFKA-MAGIC"]
+        dump = JafkaDump(open_jafka(s.root))
+        list(dump)
+        (problem,) = dump.problems
+        assert str(problem) == f"{f.path}:{f.position}: {f.message}"
 
 
 def test_jafka_crc_damage_keeps_the_framing(tmp_path):

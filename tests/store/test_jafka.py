@@ -220,3 +220,36 @@ def test_is_torn_message_tells_a_crash_from_damage(tmp_path):
         seg.write_bytes(data)
         with sj.open_segment(sj.open_jafka(tmp_path / "t-0").partitions[0].segments[0]) as reader:
             assert is_torn_message(reader, last, sj.FRAMING) is torn, data[last:]
+
+
+def test_end_damage_tells_a_torn_tail_from_a_damaged_length(tmp_path):
+    """A LENGTH running past the end of the file is a crash's torn tail only in the last segment and
+    only when no valid message lies in the bytes it claims; ``hop_end`` finds the same place
+    reading headers only."""
+    from mqtool.store.legacy import Segment, end_damage, hop_end
+
+    msgs = [jf.encode_message(jf.Message(bytes([65 + i]) * 40)) for i in range(4)]
+    damaged = bytearray(b"".join(msgs))
+    damaged[len(msgs[0]) + 2] = 0x7F  # the second message's LENGTH: 0x00007f2e
+    torn = b"".join(msgs) + msgs[0][:20]
+    path = tmp_path / "00000000000000000000.jafka"
+    for data, last, found in (
+        (bytes(damaged), True, "a valid message starts at position 100"),
+        (bytes(damaged), False, "a valid message starts at position 100"),
+        (torn, True, None),
+        (torn, False, "found a partial message: 20 of the 50 bytes its LENGTH 46 claims"),
+        (b"".join(msgs) + bytes(7), True, None),
+        (b"".join(msgs) + bytes(7), False, "found 7 zero bytes"),
+        (b"".join(msgs) + bytes(7) + msgs[0], True, "holding a valid message at position 207"),
+    ):
+        path.write_bytes(data)
+        with sj.open_segment(Segment(path, 0, len(data), len(data))) as reader:
+            walk = SegmentWalk(reader, sj.FRAMING)
+            for _ in walk:
+                pass
+            assert hop_end(reader, sj.FRAMING, window=16) == walk.end.position
+            error = end_damage(reader, sj.FRAMING, walk.end, last=last)
+        if found is None:
+            assert error is None, (last, data[-30:])
+        else:
+            assert error is not None and found in str(error) and str(error).startswith(f"{path}:"), (last, str(error))

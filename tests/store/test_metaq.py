@@ -157,6 +157,30 @@ def test_zip_structure_errors(tmp_path):
         assert z.pread(0, 10) == b"b"
 
 
+def test_zip_structure_errors_say_where_and_what_in_plain_words(tmp_path):
+    good = _zip([("00000000000000000000.meta", _segment(_messages(3)))])
+    end = good.rindex(b"PK\x05\x06")
+    directory = int.from_bytes(good[end + 16 : end + 20], "little")
+    bad_directory = bytearray(good)
+    bad_directory[directory] = ord("Q")
+    cases = [
+        (bytes(100), 0, "found none; its first bytes are 00 00 00 00 00 00 00 00 (no zip signature"),
+        (good[:-30], len(good) - 30 - 22, "(a local file header): the archive is cut short or overwritten at its end"),
+        (bytes(bad_directory), directory, f"expected a central directory header (PK\\x01\\x02) at position {directory}, where the end record at {end} puts it, found bytes 51 4b 01 02"),
+        (b"PK", 0, "a 2-byte file"),
+    ]
+    for i, (raw, position, text) in enumerate(cases):
+        path = tmp_path / f"{i:020d}.meta.zip"
+        path.write_bytes(raw)
+        with pytest.raises(CorruptDataError) as err:
+            ZipEntryReader(path)
+        assert err.value.position == position and text in str(err.value), str(err.value)
+        assert "BadZipFile" not in str(err.value) and str(err.value).startswith(f"{path}:{position}: not a readable zip archive")
+        with pytest.raises(CorruptDataError) as err:
+            mq.decode_zip_archive(raw)
+        assert err.value.position == position and text in str(err.value)
+
+
 def test_truncated_deflate_stream(tmp_path):
     segment = _segment(_messages(400))
     raw = mq.encode_zip_archive("00000000000000000000.meta", segment)
