@@ -144,11 +144,17 @@ class Where:
 
 
 def select_partitions(data: DataDir, topic: str | None, partition: int | None) -> list[Partition]:
-    return [
-        p
-        for p in data.partitions
-        if (topic is None or p.topic == topic) and (partition is None or p.partition == partition)
-    ]
+    """The partitions ``--topic``/``--partition`` pick; none is an error naming the topics there
+    are (a typo printed nothing and exited 0)."""
+    chosen = [p for p in data.partitions if (topic is None or p.topic == topic) and (partition is None or p.partition == partition)]
+    if not chosen and (topic is not None or partition is not None):
+        topics = sorted({p.topic for p in data.partitions})
+        raise StoreLayoutError(
+            path=data.root,
+            expected=f"a partition {topic or '*'}-{'*' if partition is None else partition}",
+            found=f"topics {', '.join(topics[:12])}{' ...' if len(topics) > 12 else ''}" if topics else "no partition",
+        )
+    return chosen
 
 
 def _start_position(reader: SegmentReader, segment: Segment, from_offset: int | None, check) -> tuple[int, str | None]:
@@ -543,8 +549,8 @@ def find_partition(data: DataDir, topic: str | None, partition: int | None) -> P
     chosen = select_partitions(data, topic, partition)
     if len(chosen) == 1:
         return chosen[0]
-    if not chosen:
-        raise StoreLayoutError(expected=f"a partition {topic or '*'}-{'*' if partition is None else partition}", found="none", path=data.root)
+    if not chosen:  # no --topic/--partition and no partition at all
+        raise StoreLayoutError(expected="a partition", found="none", path=data.root)
     names = ", ".join(p.name for p in chosen[:10])
     raise StoreLayoutError(expected="one partition (give --topic and --partition)", found=f"{len(chosen)}: {names}", path=data.root)
 

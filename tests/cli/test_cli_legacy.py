@@ -413,3 +413,10 @@ def test_lookup_offset_reports_bad_crc(tmp_path):
     found = dump_legacy.lookup_offset(store, store.partitions[0], 0)
     (item,) = found.items
     assert not item.crc_valid and found.problems and "CRC mismatch" in str(found.problems[0])
+
+
+@pytest.mark.parametrize("layout,data", [("jafka", "jafka-data"), ("metaq", "metaq-data")])
+def test_dump_topic_that_is_not_there_names_the_topics(capsys, layout, data):
+    # a typo'd --topic printed nothing and exited 0
+    code, out, err = mqtool(capsys, "dump", layout, FIXTURES / data, "--topic", "nosuch")
+    assert code == 3 and out == "" and "expected a partition nosuch-*, found topics" in err
