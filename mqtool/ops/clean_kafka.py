@@ -13,8 +13,9 @@ first segment the rule spares (a later rule sees what the earlier ones left):
    entry, or the ``.log``'s mtime when the time index has none (v0 data).
 
 Constraints as upstream: only segments whose offsets are all below the high watermark
-(``replication-offset-checkpoint``; the log end offset when the partition has no entry) go, and a
-last segment that is empty never does.
+(``replication-offset-checkpoint``; a partition without an entry gets its log start offset, as the
+broker's ``Partition.createLog`` gives it; with no checkpoint file at all the log end offsets stand in,
+and a checkpoint that cannot be read stops the run) go, and a last segment that is empty never does.
 
 **The active segment** (the last one, which the broker appends to): Kafka deletes it too when it
 breaks a rule, after rolling a new empty segment at the log end offset.  mqtool's default
@@ -194,6 +195,22 @@ def committed_offsets(store: ks.KafkaStore) -> tuple[dict[tuple[str, int], dict[
     return table, bool(parts)
 
 
+def _read_high_watermarks(path: Path) -> list[cpf.TopicPartitionOffset] | None:
+    """The high watermarks bound what retention may delete: a checkpoint that exists but cannot be
+    read stops the run (the broker takes the log dir offline on it), rather than letting every
+    partition's log end offset stand in for a high watermark that may be far lower."""
+    if not path.exists() and not path.is_symlink():
+        return None
+    why = "the high watermarks in it bound what retention may delete, so nothing is cleaned until it is repaired or restored (the broker takes this log dir offline on it too)"
+    if path.is_symlink() or not path.is_file():
+        raise StoreLayoutError(f"{why}", path=path, expected="a regular file", found="a symbolic link" if path.is_symlink() else "not a regular file")
+    try:
+        return list(cpf.decode_offset_checkpoint(read_small_file(path, 256 << 20)).entries)
+    except MqError as exc:
+        located = exc.at(path)
+        raise type(located)(f"{located.message}; {why}" if located.message else why, path=located.path, position=located.position, expected=located.expected, found=located.found) from None
+
+
 def _read_offsets(path: Path | None) -> list[cpf.TopicPartitionOffset] | None:
     if path is None or not path.exists():
         return None
@@ -237,9 +254,12 @@ def plan_clean_kafka(path: str | Path, options: CleanOptions = CleanOptions(), *
             plan.add(Step("remove", rel(p), "a temporary file of an interrupted mqtool run", expect=observe(p), details={"kind": "leftover"}))
 
     lso_path = log_dir / cpf.LOG_START_OFFSET_CHECKPOINT if log_dir is not None else None
-    hw_entries = _read_offsets(log_dir / cpf.REPLICATION_OFFSET_CHECKPOINT) if log_dir is not None else None
+    hw_entries = _read_high_watermarks(log_dir / cpf.REPLICATION_OFFSET_CHECKPOINT) if log_dir is not None else None
     lso_entries = _read_offsets(lso_path)
     hws = {(e.topic, e.partition): e.offset for e in hw_entries or ()}
+    plan.facts["high_watermarks"] = "replication-offset-checkpoint" if hw_entries is not None else "absent: the log end offsets stand for them"
+    if log_dir is not None and hw_entries is None:
+        plan.notes.append(f"no {cpf.REPLICATION_OFFSET_CHECKPOINT} in {log_dir}: each partition's log end offset stands for its high watermark")
     lsos = {(e.topic, e.partition): e.offset for e in lso_entries or ()}
     if lso_path is not None and lso_path.exists() and lso_entries is None:
         plan.notes.append(f"{cpf.LOG_START_OFFSET_CHECKPOINT} cannot be read: the log start offsets are taken as the first segments' base offsets, and the file is left alone")
@@ -279,7 +299,7 @@ def plan_clean_kafka(path: str | Path, options: CleanOptions = CleanOptions(), *
         if part.topic == ks.CLUSTER_METADATA:
             facts["skipped"] = "the KRaft metadata log (the raft layer's own snapshot-based retention)"
             continue
-        _plan_partition(plan, root, part, options, now_ms, hws, lsos, commits, budget, new_lsos, facts, broker)
+        _plan_partition(plan, root, part, options, now_ms, hws, lsos, commits, budget, new_lsos, facts, broker, hw_entries is not None)
 
     if ignored:
         shown = ", ".join(rel(p) for p in ignored[:10]) + (" ..." if len(ignored) > 10 else "")
@@ -319,7 +339,7 @@ def plan_clean_kafka(path: str | Path, options: CleanOptions = CleanOptions(), *
     return plan
 
 
-def _plan_partition(plan, root, part, options, now_ms, hws, lsos, commits, budget, new_lsos, facts, broker) -> None:
+def _plan_partition(plan, root, part, options, now_ms, hws, lsos, commits, budget, new_lsos, facts, broker, hw_known=False) -> None:
     rel = lambda p: relative(root, p)
     key = part.key
     # leftovers of interrupted deletions: .deleted files, index files whose .log is gone
@@ -340,11 +360,14 @@ def _plan_partition(plan, root, part, options, now_ms, hws, lsos, commits, budge
     last = segments[-1]
     leo = _next_offset(last)
     hw = hws.get(key) if key is not None else None
-    if hw is None:
-        hw = leo
-        if key is not None and hws:
-            plan.notes.append(f"{part.name}: no high watermark in replication-offset-checkpoint: the log end offset {leo} stands for it")
     lso = max(lsos.get(key, 0) if key is not None else 0, segments[0].base_offset)
+    if hw is None:
+        if hw_known:
+            # Kafka (Partition.createLog): no checkpointed high watermark -> 0, raised to the log start offset
+            hw = lso
+            plan.notes.append(f"{part.name}: no entry in replication-offset-checkpoint: as the broker does, the log start offset {lso} stands for the high watermark, so only the log-start-offset rule can delete")
+        else:
+            hw = leo
     facts.update({"log_start_offset": lso, "log_end_offset": leo, "high_watermark": hw, "segments": len(segments), "bytes": sum(s.log_size for s in segments)})
     if compacted:
         facts["cleanup_policy"] = "compact (internal topic): only the log start offset rule applies"

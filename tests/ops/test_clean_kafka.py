@@ -251,6 +251,41 @@ def test_high_watermark_limits_deletion(work):
     assert removed_logs(plan) == [f"t-0/{s.log.name}.deleted" for s in segs[:2]]
 
 
+def test_unreadable_high_watermark_checkpoint_cleans_nothing(work):
+    # a bad line in replication-offset-checkpoint must not let the log end offsets stand in for
+    # high watermarks that may be far lower: the run stops, naming the file and the byte
+    root = fixture_copy(work)
+    hwc = root / "replication-offset-checkpoint"
+    text = hwc.read_text().replace("orders 0 110\n", "orders 0 5\n")
+    hwc.write_text(text + "garbage\n")
+    before = tree(root)
+    for target in (root, root / "orders-0"):
+        code, out, err = cli("clean", target, "--now", LATER, "--apply")
+        assert code == ExitCode.FINDINGS and out == ""
+        assert f"{hwc}:{len(text.encode())}:" in err and "found 'garbage'" in err and "nothing is cleaned" in err
+    assert tree(root) == before
+    hwc.write_bytes(text.encode() + b"\xff\n")
+    code, _out, err = cli("clean", root, "--now", LATER)
+    assert code == ExitCode.FINDINGS and f"{hwc}:{len(text.encode())}:" in err and "expected UTF-8 text" in err
+
+
+def test_partition_missing_from_high_watermark_checkpoint_keeps_to_log_start(work):
+    # Kafka: no checkpointed high watermark -> 0, raised to the log start offset: only that rule deletes
+    part = build(work / "logs", 60)
+    build(work / "logs", 60, partition=1)
+    segs = segments(part)
+    write_offsets(work / "logs" / "replication-offset-checkpoint", {("t", 1): 10**6})
+    write_offsets(work / "logs" / "log-start-offset-checkpoint", {("t", 0): segs[1].base_offset})
+    plan = plan_clean_kafka(work / "logs", CleanOptions(), now_ms=T0 + 100 * 24 * HOUR)
+    gone = removed_logs(plan)
+    assert [p for p in gone if p.startswith("t-0/")] == [f"t-0/{segs[0].log.name}.deleted"]
+    assert len([p for p in gone if p.startswith("t-1/")]) == len(segs) - 1
+    assert any("t-0: no entry in replication-offset-checkpoint" in n for n in plan.notes)
+    (work / "logs" / "replication-offset-checkpoint").unlink()
+    plan = plan_clean_kafka(work / "logs", CleanOptions(), now_ms=T0 + 100 * 24 * HOUR)
+    assert len(removed_logs(plan)) == 2 * (len(segs) - 1) and any("log end offset stands for" in n for n in plan.notes)
+
+
 def test_protect_unconsumed_lists_the_groups(work):
     root = fixture_copy(work)
     plan = plan_clean_kafka(root, CleanOptions(protect_unconsumed=True), now_ms=LATER)
