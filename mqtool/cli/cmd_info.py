@@ -39,7 +39,7 @@ def info(
         out.document(doc, lambda console: render_generic(console, doc))
     for problem in doc.get("problems", []):
         out.warn(str(problem))
-    for error in doc.get("errors", []):  # damaged data met (the Jafka and MetaQ layouts)
+    for error in doc.get("errors", []):  # damaged data met where info reads
         out.error(str(error))
     return ExitCode.FINDINGS if doc.get("errors") else ExitCode.OK
 

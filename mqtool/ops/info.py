@@ -76,12 +76,14 @@ class StoreInfo:
     topics_in_config: int | None
     consumer_groups: int | None
     problems: list[str] = field(default_factory=list)
+    #: damaged data met where info reads (the first and the active CommitLog file): the command exits 1
+    errors: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
 
 
-def _commitlog_info(store: rmq.RocketMQStore, hints: set[str], problems: list[str]) -> CommitLogInfo:
+def _commitlog_info(store: rmq.RocketMQStore, hints: set[str], errors: list[str]) -> CommitLogInfo:
     segments = store.commitlog
     zero_length = [s.name for s in segments if s.size == 0]
     non_empty = [s for s in segments if s.size > 0]
@@ -110,7 +112,7 @@ def _commitlog_info(store: rmq.RocketMQStore, hints: set[str], problems: list[st
             max_offset = seg.base + walk.valid_end
             end_kind = walk.end.kind if walk.end is not None else "corrupt"
             if walk.error is not None:
-                problems.append(str(walk.error))
+                errors.append(str(walk.error))
             if last_record is not None:
                 last_ts = last_record.store_timestamp
             break
@@ -170,7 +172,8 @@ def rocketmq_info(path: str | Path) -> StoreInfo:
     store = rmq.open_store(path)
     hints: set[str] = set()
     problems: list[str] = []
-    commitlog = _commitlog_info(store, hints, problems)
+    errors: list[str] = []
+    commitlog = _commitlog_info(store, hints, errors)
 
     queues = []
     for topic, qid in store.queues():
@@ -236,6 +239,7 @@ def rocketmq_info(path: str | Path) -> StoreInfo:
         topics_in_config=topics_count,
         consumer_groups=groups,
         problems=problems,
+        errors=errors,
     )
 
 

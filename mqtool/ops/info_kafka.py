@@ -13,7 +13,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from mqtool.errors import MqError
+from mqtool.errors import MqError, StoreIOError
 from mqtool.formats.kafka import checkpoint_file as cpf
 from mqtool.formats.kafka import compression
 from mqtool.formats.kafka import record_batch as rb
@@ -72,6 +72,8 @@ class KafkaInfo:
     partitions: list[PartitionInfo]
     leftovers: list[str] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
+    #: damaged log data met where info reads (each partition's first entry and active segment): exit 1
+    errors: list[str] = field(default_factory=list)
 
     #: ``partitions`` rows hold offsets and sizes, ``partition_details`` formats and ids (joined by
     #: ``name``), so that each renders as a readable table; ``magic``/``compression`` are those seen
@@ -130,7 +132,7 @@ def _note(entry, hints: set[str], magics: set[int] | None = None, codecs: set[st
             hints.add("0.11.0+ transactions in use")
 
 
-def _active_segment(seg: ks.KafkaSegment, hints: set[str], magics: set[int], codecs: set[str], problems: list[str]):
+def _active_segment(seg: ks.KafkaSegment, hints: set[str], magics: set[int], codecs: set[str], errors: list[str]):
     """Walk the active segment from its last index entry: (last offset, max timestamp, end kind)."""
     position = 0
     try:
@@ -153,13 +155,13 @@ def _active_segment(seg: ks.KafkaSegment, hints: set[str], magics: set[int], cod
             if walk.error is not None and walk.count == 0 and attempt:
                 continue  # the index pointed at no batch: walk from the start
             if walk.error is not None:
-                problems.append(str(walk.error))
+                errors.append(str(walk.error))
                 return last, max_ts, "corrupt"
             return last, max_ts, walk.end.kind
     return last, max_ts, None
 
 
-def _partition_info(part: ks.KafkaPartition, checkpoints: dict, hints: set[str], problems: list[str]) -> PartitionInfo:
+def _partition_info(part: ks.KafkaPartition, checkpoints: dict, hints: set[str], problems: list[str], errors: list[str]) -> PartitionInfo:
     segments = part.log_segments()
     magics: set[int] = set()
     codecs: set[str] = set()
@@ -170,16 +172,16 @@ def _partition_info(part: ks.KafkaPartition, checkpoints: dict, hints: set[str],
         if seg.log_size:
             try:
                 _offset, first_ts = _first_record(seg, hints)
-            except MqError as exc:
-                problems.append(str(exc))
+            except MqError as exc:  # damage; unreadable files are problems
+                (problems if isinstance(exc, StoreIOError) else errors).append(str(exc))
             break
     last_offset = max_ts = None
     end_kind = None
     for seg in reversed(segments):
         try:
-            last_offset, max_ts, end_kind = _active_segment(seg, hints, magics, codecs, problems)
-        except MqError as exc:
-            problems.append(str(exc))
+            last_offset, max_ts, end_kind = _active_segment(seg, hints, magics, codecs, errors)
+        except MqError as exc:  # damage; unreadable files are problems
+            (problems if isinstance(exc, StoreIOError) else errors).append(str(exc))
             break
         if last_offset is not None or seg is segments[0] or end_kind != "eof":
             break
@@ -269,8 +271,9 @@ def kafka_info(path: str | Path) -> KafkaInfo:
         if store.log_dir_file(ks.BOOTSTRAP_CHECKPOINT) is not None:
             hints.add("KRaft controller (bootstrap.checkpoint)")
     partitions = []
+    errors: list[str] = []
     for part in store.partitions:
-        partitions.append(_partition_info(part, checkpoints, hints, problems))
+        partitions.append(_partition_info(part, checkpoints, hints, problems, errors))
         if part.topic == ks.CLUSTER_METADATA:
             hints.add("KRaft metadata log (__cluster_metadata)")
             if part.quorum_state is not None:
@@ -300,4 +303,5 @@ def kafka_info(path: str | Path) -> KafkaInfo:
         partitions=partitions,
         leftovers=leftovers,
         problems=problems,
+        errors=errors,
     )

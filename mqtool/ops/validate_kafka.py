@@ -481,7 +481,8 @@ class _SegmentChecker:
                 bad = walk.failed_at
                 self.broken(bad)
                 exc = walk.error
-                code = "KAFKA-LOG-MAGIC" if "magic" in (exc.expected or "") else "KAFKA-LOG-SIZE"
+                expected = exc.expected or ""
+                code = "KAFKA-LOG-MAGIC" if "magic" in expected else "KAFKA-OFFSET-ORDER" if expected.startswith("an offset above") else "KAFKA-LOG-SIZE"
                 self.find(code, exc.position, _message(exc) + self._truncation_note(bad))
                 nxt = self._resync(bad + 1)
                 if nxt is None:

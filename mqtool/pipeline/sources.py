@@ -54,6 +54,7 @@ from mqtool.formats.rocketmq import consume_queue as cqf
 from mqtool.formats.rocketmq import index_file as idxf
 from mqtool.formats.rocketmq.hashing import index_key_hash
 from mqtool.formats.rocketmq.properties import split_keys
+from mqtool.store import kafka as kstore
 from mqtool.store.rocketmq import MAX_RECORD_SIZE, SEGMENT_NAME
 from mqtool.store.writer import cq_tags_code
 
@@ -878,6 +879,8 @@ def _kafka_classify(exc: MqError) -> str:
         return "KAFKA-LOG-UNSUPPORTED"
     if "magic" in text:
         return "KAFKA-LOG-MAGIC"
+    if "not a torn write" in text and "offset above" in text:
+        return "KAFKA-OFFSET-ORDER"
     if "compress" in text or "codec" in text or "decompress" in text:
         return "KAFKA-LOG-COMPRESSION"
     if "entry size" in text or "batch_length" in text:
@@ -891,6 +894,7 @@ KAFKA_FRAMING = Framing(
     candidates=_kafka_candidates,
     classify=_kafka_classify,
     region_code="KAFKA-LOG-GARBAGE",
+    torn_check=lambda head, length, last: kstore.not_a_torn_write(head, length, last.last_offset if last is not None else None),
 )
 
 

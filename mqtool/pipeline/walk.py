@@ -208,6 +208,9 @@ class Framing:
     classify: Callable[[MqError], str]
     region_code: str
     max_record: int = MAX_RECORD_SIZE
+    #: ``torn_check(head, length, last_item)``: why a record cut by the end of the file cannot be a
+    #: torn write (an ``MqError`` positioned in the record), or None; None: every cut record is one
+    torn_check: "Callable[[bytes, int, object], MqError | None] | None" = None
 
 
 def is_sync(framing: Framing, f: AnyFile, pos: int) -> bool:
@@ -248,6 +251,7 @@ def walk_framed(framing: Framing, f: AnyFile, start: int, stop: int) -> Iterator
     else:
         pos = 0
     want = CHUNK_SIZE
+    last_item = None
     while True:
         data = f.pread(pos, want)
         want = CHUNK_SIZE
@@ -257,6 +261,7 @@ def walk_framed(framing: Framing, f: AnyFile, start: int, stop: int) -> Iterator
                 at = pos + p
                 if at >= stop and is_sync(framing, f, at):
                     return
+                last_item = item
                 yield "record", at, item
         except MqError as exc:
             bad = pos + (walker.failed_at or 0)
@@ -286,5 +291,14 @@ def walk_framed(framing: Framing, f: AnyFile, start: int, stop: int) -> Iterator
                 want = max(end.length, CHUNK_SIZE)
             pos += end.position
             continue
-        yield "end", pos + end.position, end.kind
+        at = pos + end.position
+        if end.kind == "partial" and framing.torn_check is not None:
+            exc = framing.torn_check(data[end.position : end.position + 64], end.length, last_item)
+            if exc is not None:
+                located = exc.at(f.path, at)
+                yield "problem", at, Problem(framing.classify(located), located.position, error_text(located))
+                yield "problem", at, Problem(framing.region_code, at, f"no valid record after the broken one: {f.size - at} bytes cannot be read", f.size - at)
+                yield "end", at, "unreadable"
+                return
+        yield "end", at, end.kind
         return

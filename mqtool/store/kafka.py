@@ -486,6 +486,8 @@ class LogFileWalk:
         self.error: MqError | None = None
         self.failed_at: int | None = None
         self.count = 0
+        self.last_offset: int | None = None  # of the last entry walked (its base offset in framing mode, v2)
+        self.last_offset_is = "ends"
         self.buffer: bytes = b""
         self.buffer_start = start
         #: For a ``zeros`` end followed by other bytes: (first non-zero position, end of them).
@@ -512,6 +514,8 @@ class LogFileWalk:
             try:
                 for entry in walker:
                     self.count += 1
+                    self.last_offset = entry.last_offset
+                    self.last_offset_is = "starts" if entry.header is None and entry.magic == 2 else "ends"
                     yield base + entry.position, entry
             except MqError as exc:
                 self.failed_at = base + (walker.failed_at or 0)
@@ -546,8 +550,43 @@ class LogFileWalk:
                 # the --max-bytes window cuts the entry: not a property of the file
                 self.end = DataEnd("eof", at)
                 return
+            if end.kind == "partial":
+                problem = self._not_a_torn_write(data, end.position, end.length)
+                if problem is not None:
+                    self.failed_at = at
+                    self.error = problem.at(f.path, at)
+                    return
             self.end = DataEnd(end.kind, at, end.length)
             return
+
+    def _not_a_torn_write(self, data: bytes, rel: int, length: int) -> CorruptDataError | None:
+        return not_a_torn_write(data[rel : rel + HEADER_SIZE_UP_TO_MAGIC], length, self.last_offset, self.last_offset_is, self.max_entry_size)
+
+
+def not_a_torn_write(head: bytes, length: int, last_offset: int | None, last_offset_is: str = "ends", max_entry_size: int = MAX_ENTRY_SIZE) -> CorruptDataError | None:
+    """Why a cut entry at the end of a ``.log`` cannot be a torn write, or None when it can.
+
+    A torn write is the start of an entry the broker wrote: a size it could write, a known magic
+    byte, an offset after the entry before it (``last_offset``, where that entry ``ends`` -- or
+    ``starts``, when only its base offset is known).  Anything else (random bytes appended, a header
+    overwritten) is damage, though recovery truncates at the same place.  ``head`` is the cut
+    entry's first bytes (up to 17), ``length`` its claimed size with the 12-byte framing; positions
+    in the error are relative to the entry."""
+    if length - 12 > max_entry_size:
+        return CorruptDataError(
+            "not a torn write",
+            position=8,
+            expected=f"an entry size of at most {max_entry_size} bytes (the largest entry mqtool reads)",
+            found=f"{length - 12} (an entry of {length} bytes)",
+        )
+    if len(head) < HEADER_SIZE_UP_TO_MAGIC:
+        return None
+    if head[16] > 2:
+        return CorruptDataError("not a torn write", position=16, expected="magic 0, 1 or 2 in the cut entry at the end of the file", found=f"magic {head[16]}")
+    offset = int.from_bytes(head[:8], "big", signed=True)
+    if last_offset is not None and offset <= last_offset:
+        return CorruptDataError("not a torn write", position=0, expected=f"an offset above {last_offset} (where the entry before it {last_offset_is})", found=str(offset))
+    return None
 
 
 def nonzero_extent(f: ReadOnlyFile, start: int, stop: int | None = None) -> tuple[int, int] | None:

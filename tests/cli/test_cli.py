@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 
@@ -66,6 +67,21 @@ def test_info_json(capsys):
     assert len(doc["index_files"]) == 2 and all(i["error"] is None for i in doc["index_files"])
     assert doc["topics_in_config"] == 4 and doc["consumer_groups"] == 2
     assert any("IPv6" in h for h in doc["version_hints"])
+
+
+def test_info_exits_1_on_damaged_data_it_reads(capsys, tmp_path):
+    store = tmp_path / "store"
+    shutil.copytree(STORE, store)
+    code, out, _ = mqtool(capsys, "info", store, "--json")
+    assert code == 0 and json.loads(out)["errors"] == []
+    active = sorted((store / "commitlog").iterdir())[-1]
+    data = bytearray(active.read_bytes())
+    end = len(data.rstrip(b"\0"))
+    data[end - 5] ^= 0xFF  # inside the last record's properties
+    active.write_bytes(bytes(data))
+    code, out, err = mqtool(capsys, "info", store, "--json")
+    (error,) = json.loads(out)["errors"]
+    assert code == 1 and error.startswith(f"{active}:") and error in err and json.loads(out)["problems"] == []
 
 
 def test_info_table_is_plain_when_piped(capsys):

@@ -207,6 +207,20 @@ def test_checkpoint_dump_filters_and_errors(capsys, tmp_path):
     assert code == 0 and "quorum-state" in out and "\x1b[" not in out
 
 
+def test_info_exits_1_on_damaged_data_it_reads(capsys, tmp_path):
+    logs = tmp_path / "logs"
+    shutil.copytree(LOGS, logs)
+    active = logs / "orders-0" / "00000000000000000090.log"
+    end = active.stat().st_size
+    with open(active, "ab") as out:
+        out.write(bytes(range(8)) + b"\x20" * 300)  # appended junk: a 540 MB "entry", not a torn write
+    code, out, err = mqtool(capsys, "info", logs, "--json")
+    doc = json.loads(out)
+    (error,) = doc["errors"]
+    assert code == 1 and error.startswith(f"{active}:{end + 8}: not a torn write") and error in err
+    assert next(p for p in doc["partitions"] if p["name"] == "orders-0")["end_kind"] == "corrupt"
+
+
 def test_info_json_shape(capsys):
     code, out, _err = mqtool(capsys, "info", LOGS, "--json")
     doc = json.loads(out)

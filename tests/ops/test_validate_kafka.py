@@ -176,6 +176,33 @@ def test_torn_tail_last_and_earlier_segment(logs):
     assert g.length == 15 and "deleting every later segment" in g.message
 
 
+@pytest.mark.parametrize(
+    "head, code",
+    [
+        (struct.pack(">qii", 110, 500, 0) + bytes([2]), "KAFKA-LOG-TORN-TAIL"),  # a start the broker wrote
+        (struct.pack(">qii", 110, 540_319_531, 0) + bytes([236]), "KAFKA-LOG-SIZE"),  # random bytes: 515 MiB claimed
+        (struct.pack(">qii", 110, 500, 0) + bytes([7]), "KAFKA-LOG-MAGIC"),
+        (struct.pack(">qii", 50, 500, 0) + bytes([2]), "KAFKA-OFFSET-ORDER"),  # offsets going back
+    ],
+)
+def test_bytes_appended_after_the_last_entry_are_damage_unless_they_could_be_a_torn_write(logs, monkeypatch, head, code):
+    last = seg(logs, "orders-0", 90)
+    end = last.stat().st_size
+    with open(last, "ab") as out:
+        out.write(head + b"\x01" * 40)
+    for running in (False, True):  # beside a running broker too: junk is not a write in progress
+        monkeypatch.setattr(vk, "probe_record_lock", lambda path: 4242 if running else None)
+        report = validate(logs)
+        if code == "KAFKA-LOG-TORN-TAIL":
+            f = found(report, "KAFKA-LOG-IN-PROGRESS" if running else code, last, end)[0]
+            assert f.level is (Severity.info if running else Severity.warning) and report.counts["error"] == 0
+            continue
+        (f,) = found(report, code, last, severity=Severity.error)
+        assert f.position == end + {"KAFKA-LOG-SIZE": 8, "KAFKA-LOG-MAGIC": 16, "KAFKA-OFFSET-ORDER": 0}[code]
+        assert "not a torn write" in f.message and f"truncates the segment at {end}" in f.message
+        assert not [x for x in report.findings if x.code in ("KAFKA-LOG-TORN-TAIL", "KAFKA-LOG-IN-PROGRESS")]
+
+
 def test_torn_tail_of_a_running_broker_is_in_progress(logs, monkeypatch):
     """With .lock held (a running broker) the active segment's partial entry is being written;
     a torn tail in an earlier segment stays an error."""

@@ -300,3 +300,35 @@ def test_cmd_scan_imports_the_pipeline_only_inside_the_command():
     top = [n for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom))]
     names = [a.name for n in top for a in n.names] + [n.module or "" for n in top if isinstance(n, ast.ImportFrom)]
     assert not [n for n in names if n.startswith(("mqtool.pipeline", "pyspark", "pyarrow"))]
+
+
+@pytest.mark.parametrize(
+    "head, code",
+    [
+        (bytes(range(8)) + b"\x20" * 9, "KAFKA-LOG-SIZE"),  # random bytes: a 514 MiB "entry"
+        ((110).to_bytes(8, "big") + (500).to_bytes(4, "big") + bytes(4) + bytes([7]), "KAFKA-LOG-MAGIC"),
+        ((50).to_bytes(8, "big") + (500).to_bytes(4, "big") + bytes(4) + bytes([2]), "KAFKA-OFFSET-ORDER"),
+        ((110).to_bytes(8, "big") + (500).to_bytes(4, "big") + bytes(4) + bytes([2]), None),  # a torn write
+    ],
+)
+def test_scan_judges_a_cut_kafka_entry_as_validate_does(tmp_path, head, code):
+    from mqtool.ops.validate import ValidateOptions
+    from mqtool.ops.validate_kafka import validate_kafka
+    from mqtool.pipeline.sources import KAFKA_FRAMING
+    from mqtool.pipeline.walk import walk_framed
+    from mqtool.store.files import ReadOnlyFile
+
+    part = tmp_path / "t-0"
+    part.mkdir()
+    log = part / "00000000000000000090.log"
+    log.write_bytes((FIXTURES / "kafka-logs" / "orders-0" / log.name).read_bytes() + head + b"\x01" * 40)
+    with ReadOnlyFile(log) as f:
+        events = list(walk_framed(KAFKA_FRAMING, f, 0, f.size))
+    problems = [item.code for kind, _pos, item in events if kind == "problem"]
+    report = validate_kafka(part, ValidateOptions())
+    errors = [x.code for x in report.findings if x.level.name == "error"]
+    if code is None:
+        assert problems == [] and events[-1][2] == "partial" and errors == []
+    else:
+        assert problems == [code, "KAFKA-LOG-GARBAGE"] and events[-1][2] == "unreadable"
+        assert errors == problems

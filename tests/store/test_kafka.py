@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib.util
 import os
 import shutil
+import struct
 from pathlib import Path
 
 import pytest
@@ -323,3 +324,27 @@ def test_log_dir_writer_checkpoints(tmp_path):
     ]
     assert (tmp_path / "logs" / "log-start-offset-checkpoint").read_text() == "0\n1\na 0 1\n"
     assert (tmp_path / "logs" / ".kafka_cleanshutdown").read_text() == '{"version":0,"brokerEpoch":3}'
+
+
+def test_a_cut_entry_at_the_end_is_a_torn_write_only_when_the_broker_could_have_written_it(tmp_path):
+    seg = tmp_path / "00000000000000000000.log"
+    shutil.copyfile(LOGS / "orders-0" / "00000000000000000090.log", seg)
+    end = seg.stat().st_size
+    with open(seg, "ab") as out:
+        out.write(struct.pack(">qii", 110, 500, 0) + bytes([2]) + b"\x01" * 40)
+    with ReadOnlyFile(seg) as f:
+        walk = ks.LogFileWalk(f)
+        assert len(list(walk)) > 0 and walk.error is None and (walk.end.kind, walk.end.position) == ("partial", end)
+    for head, at, words in (
+        (struct.pack(">qii", 110, 540_319_531, 0) + bytes([236]), 8, "an entry size of at most"),
+        (struct.pack(">qii", 110, 500, 0) + bytes([7]), 16, "magic 0, 1 or 2"),
+        (struct.pack(">qii", 3, 500, 0) + bytes([2]), 0, "an offset above"),
+    ):
+        os.truncate(seg, end)
+        with open(seg, "ab") as out:
+            out.write(head + b"\x01" * 40)
+        with ReadOnlyFile(seg) as f:
+            walk = ks.LogFileWalk(f)
+            list(walk)
+            assert walk.end is None and walk.failed_at == end and walk.valid_end == end
+            assert walk.error.position == end + at and words in walk.error.expected and "not a torn write" in str(walk.error)
