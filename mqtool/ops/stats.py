@@ -480,7 +480,8 @@ def _kafka(path: Path, stats: StoreStats, top: _Top, options: StatsOptions, prog
     stats.time_source = "record timestamps"
     for part in store.partitions:
         unit = UnitStats(part.topic, part.partition, part.name)
-        for seg in part.log_segments():
+        segments = part.log_segments()
+        for seg in segments:
             assert seg.log is not None
             with ReadOnlyFile(seg.log) as f:
                 walk = kstore.LogFileWalk(f, mode="full", check_crc=options.check_crc)
@@ -505,6 +506,13 @@ def _kafka(path: Path, stats: StoreStats, top: _Top, options: StatsOptions, prog
                 progress(f.size - done)
                 if walk.error is not None:
                     stats.problems.append(str(walk.error))
+                elif seg is not segments[-1] and walk.end is not None and walk.end.kind in ("partial", "zeros") and walk.end.position < f.size:
+                    # only the active segment can end in a torn write or pre-allocated zeros
+                    what = "a cut entry" if walk.end.kind == "partial" else "zero bytes"
+                    stats.problems.append(
+                        f"{seg.log}:{walk.end.position}: expected the segment to end after its last entry (a segment before the last is complete), "
+                        f"found {what} ({f.size - walk.end.position} bytes; recovery truncates here and deletes every later segment)"
+                    )
         stats.units.append(unit)
     return Path(store.root)
 

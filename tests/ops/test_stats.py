@@ -208,6 +208,22 @@ def test_damaged_data_is_reported(tmp_path):
     assert sum(u.messages for u in result.units) < 245
 
 
+@pytest.mark.parametrize("fill", [None, b"\0"])
+def test_kafka_segment_before_the_last_cut_or_zero_filled_is_reported(tmp_path, fill):
+    logs = tmp_path / "logs"
+    shutil.copytree(FIXTURES / "kafka-logs", logs)
+    middle = logs / "orders-0" / "00000000000000000060.log"
+    if fill is None:
+        os.truncate(middle, 2000)  # mid-batch: only an active segment can end in a torn write
+    else:
+        os.truncate(middle, middle.stat().st_size + 100)  # pre-allocated zeros after a complete segment
+    result = store_stats(logs, "kafka", probe=_no_disk)
+    (problem,) = result.problems
+    assert problem.startswith(f"{middle}:") and "expected the segment to end after its last entry" in problem
+    assert ("a cut entry" if fill is None else "zero bytes (100 bytes") in problem
+    assert store_stats(FIXTURES / "kafka-logs", "kafka", probe=_no_disk).problems == []
+
+
 def _fixture(name):
     path = FIXTURES / name
     if not path.exists():
