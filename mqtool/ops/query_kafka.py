@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from mqtool.errors import MqError
+from mqtool.errors import ChecksumError, MqError
 from mqtool.formats.kafka import checkpoint_file as cpf
 from mqtool.formats.kafka import record_batch as rb
 from mqtool.formats.kafka.log import records_of_batch, records_of_message
@@ -72,10 +72,53 @@ class _Collector:
         self.result = result
         self.max_results = max_results
         self.decoder = decoder
+        #: batches skipped because their CRC fails: (first offset, last offset, file:position)
+        self.damaged: list[tuple[int, int, str]] = []
 
     @property
     def done(self) -> bool:
         return len(self.result.hits) >= self.max_results
+
+    def _collect(self, seg, pos: int, entry, buffer: bytes, rel: int, accept, via: str, decoder, batch_filter) -> bool:
+        """Add the accepted records of one batch; True once ``max_results`` are in."""
+        hits = self.result.hits
+        if hits and entry.last_offset <= hits[-1].record.offset:
+            return False
+        if not hits and batch_filter is not None and not batch_filter(entry):
+            return False
+        info = batch_info(seg.log, pos, entry, buffer, rel)
+        try:
+            if entry.magic == 2:
+                batch = rb.decode_batch(buffer, rel)
+                logical = records_of_batch(batch)
+                raw = batch.records
+            else:
+                logical = records_of_message(entry.header, 0)
+                raw = None
+        except MqError as exc:
+            self.result.problems.append(exc.at(seg.log, pos))
+            return False
+        for i, r in enumerate(logical):
+            if hits:
+                if r.offset <= hits[-1].record.offset:
+                    continue
+            elif not accept(r):
+                continue
+            rec = record_info(r, raw[i] if raw is not None and r.is_control else None, decoder)
+            hits.append(KafkaHit(self.part.name, seg.log, info, rec, via))
+            if self.done:
+                return True
+        return False
+
+    @staticmethod
+    def _damaged_batch(f: ReadOnlyFile, walk: ks.LogFileWalk):
+        """The header of the batch a walk stopped at when only its CRC failed (its framing holds)."""
+        if not isinstance(walk.error, ChecksumError) or walk.failed_at is None:
+            return None
+        try:
+            return ks.read_entry_at(f, walk.failed_at, mode="header", check_crc=False)
+        except MqError:
+            return None
 
     def scan(
         self, seg: ks.KafkaSegment, position: int, accept, via: str, *, batch_filter=None, indexed_offset: int | None = None
@@ -89,43 +132,32 @@ class _Collector:
         with ReadOnlyFile(seg.log) as f:
             if position >= f.size:
                 return 0, position == f.size
-            walk = ks.LogFileWalk(f, position, mode="header", check_crc=True)
-            for pos, entry in walk:
-                read += 1
-                if read == 1 and indexed_offset is not None and position and _first_offset(entry) > indexed_offset:
-                    return 0, False
-                hits = self.result.hits
-                if hits and entry.last_offset <= hits[-1].record.offset:
-                    continue
-                if not hits and batch_filter is not None and not batch_filter(entry):
-                    continue
-                rel = pos - walk.buffer_start
-                info = batch_info(seg.log, pos, entry, walk.buffer, rel)
-                try:
-                    if entry.magic == 2:
-                        batch = rb.decode_batch(walk.buffer, rel)
-                        logical = records_of_batch(batch)
-                        raw = batch.records
-                    else:
-                        logical = records_of_message(entry.header, 0)
-                        raw = None
-                except MqError as exc:
-                    self.result.problems.append(exc.at(seg.log, pos))
-                    continue
-                for i, r in enumerate(logical):
-                    if hits:
-                        if r.offset <= hits[-1].record.offset:
-                            continue
-                    elif not accept(r):
-                        continue
-                    rec = record_info(r, raw[i] if raw is not None and r.is_control else None, decoder)
-                    hits.append(KafkaHit(self.part.name, seg.log, info, rec, via))
-                    if self.done:
+            start = position
+            while True:
+                walk = ks.LogFileWalk(f, start, mode="header", check_crc=True)
+                for pos, entry in walk:
+                    read += 1
+                    if read == 1 and indexed_offset is not None and position and _first_offset(entry) > indexed_offset:
+                        return 0, False
+                    if self._collect(seg, pos, entry, walk.buffer, pos - walk.buffer_start, accept, via, decoder, batch_filter):
                         self.result.steps.append(f"{seg.log.name}: read {read} batch(es) from position {position}")
                         return read, True
+                bad = self._damaged_batch(f, walk)
+                if bad is None:
+                    break
+                # a batch whose CRC fails but whose framing holds: its records cannot be trusted, the
+                # batches after it can (the broker's consumers stop here; an operator wants the rest)
+                read += 1
+                if read == 1 and indexed_offset is not None and position and _first_offset(bad) > indexed_offset:
+                    return 0, False
+                self.result.problems.append(walk.error)
+                self.damaged.append((_first_offset(bad), bad.last_offset, f"{seg.log}:{walk.failed_at}"))
+                start = walk.failed_at + bad.size
+                if start >= f.size:
+                    break
             if read == 0 and position:
                 return 0, False  # an index never points at the end of the data or at garbage
-            if walk.error is not None:
+            if walk.error is not None and (not self.damaged or self.damaged[-1][2] != f"{seg.log}:{walk.failed_at}"):
                 self.result.problems.append(walk.error)
         self.result.steps.append(f"{seg.log.name}: read {read} batch(es) from position {position}")
         return read, True
@@ -186,7 +218,11 @@ def query_offset(
             collector.scan(seg, 0, accept, "scan", batch_filter=batch_ok)
         if collector.done:
             break
-    if not result.hits:
+    damaged = next((d for d in collector.damaged if d[0] <= offset <= d[1]), None)
+    if damaged is not None:
+        nxt = f"; the next readable record is at offset {result.hits[0].record.offset}" if result.hits else ""
+        result.notes.append(f"offset {offset} is in the batch at {damaged[2]} (offsets {damaged[0]}..{damaged[1]}), whose CRC fails: its records cannot be trusted{nxt}")
+    elif not result.hits:
         result.notes.append(f"no record at or after offset {offset} in {part.name}")
     elif result.hits[0].record.offset != offset:
         result.notes.append(f"offset {offset} is not in the log (compacted away); the next record is at offset {result.hits[0].record.offset}")

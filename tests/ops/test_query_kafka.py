@@ -104,6 +104,27 @@ def test_broken_index_falls_back_to_a_scan(tmp_path):
     assert [h.record.offset for h in result.hits] == [50] and result.notes
 
 
+def test_a_batch_whose_crc_fails_is_stepped_over_not_the_end_of_the_answer(tmp_path):
+    root = tmp_path / "logs"
+    shutil.copytree(LOGS, root)
+    log = root / "orders-0" / "00000000000000000090.log"
+    raw = bytearray(log.read_bytes())
+    entries = list(LogWalker(bytes(raw), mode="header"))
+    bad = next(e for e in entries if e.header.base_offset == 96)  # offsets 96..99, indexed as 99
+    raw[bad.position + 100] ^= 0xFF
+    log.write_bytes(bytes(raw))
+    store = open_kafka(root)
+    for offset in (100, 97):  # through the index entry pointing at the damaged batch; by a scan
+        result = query_offset(store, "orders", 0, offset, max_results=2)
+        assert [h.record.offset for h in result.hits] == [100, 101]
+        (problem,) = result.problems
+        assert problem.path == str(log) and "CRC" in str(problem)
+        assert not any("no record" in n or "no valid batch" in n for n in result.notes)
+    assert any(f"offset 97 is in the batch at {log}:{bad.position} (offsets 96..99), whose CRC fails" in n for n in result.notes)
+    (ts_hit,) = query_timestamp(store, "orders", 0, bad.header.max_timestamp).hits  # max_timestamp of the bad batch
+    assert ts_hit.record.offset == 100
+
+
 def test_segment_largest_timestamp_reads_past_the_last_time_entry():
     part = STORE.find_partition("orders", 0)
     last = part.log_segments()[-1]
