@@ -646,9 +646,10 @@ class _SegmentChecker:
             res.codecs.add(message.compression_type)
             count = -1
             attrs = message.attributes
+        before = self.prev_pos  # the entry an index position below ``pos`` falls inside
         self._offsets(pos, magic, lower, last)
         if self.oi is not None:
-            self._match_offset_index(pos, lower, last)
+            self._match_offset_index(pos, lower, last, before)
         if self.ti is not None:
             self._match_time_index(pos, lower, last, max_ts)
         if max_ts > self.running_max_ts:
@@ -757,7 +758,7 @@ class _SegmentChecker:
         self.prev_pos = pos
 
     # --- indexes -----------------------------------------------------------------------------
-    def _match_offset_index(self, pos: int, lower: int, last: int) -> None:
+    def _match_offset_index(self, pos: int, lower: int, last: int, before: int | None) -> None:
         oi = self.oi
         pending = self.pending
         if pending is not None:
@@ -773,7 +774,7 @@ class _SegmentChecker:
                 self.pending = None
         while oi.current is not None and oi.current[1].position < pos:
             ipos, e = oi.current
-            where = f"inside the entry at {self.prev_pos}" if self.prev_pos is not None else "before the first entry"
+            where = f"inside the entry at {before}" if before is not None else "before the first entry"
             self.res.findings.append(
                 Finding(
                     "KAFKA-INDEX-POSITION",

@@ -405,7 +405,8 @@ def test_index_position_not_a_batch_and_past_end(logs):
     pos = int.from_bytes(raw[12:16], "big")
     raw[12:16] = (pos + 1).to_bytes(4, "big")
     path.write_bytes(bytes(raw))
-    found(validate(logs), "KAFKA-INDEX-POSITION", path, 8, Severity.error)
+    (f,) = found(validate(logs), "KAFKA-INDEX-POSITION", path, 8, Severity.error)
+    assert f.message.endswith(f"found {pos + 1} (inside the entry at {pos})")  # the batch it falls in, not the next
     last = seg(logs, "orders-0", 90, "index")
     raw = bytearray(last.read_bytes())
     n = len(raw) // 8
