@@ -623,6 +623,7 @@ class _SegmentChecker:
             (base, _blen, ple, _m, stored, attrs, lod, base_ts, max_ts, pid, _pep, _bseq, count) = _HEADER.unpack_from(buf, rel)
             if crc32c(memoryview(buf)[rel + 21 : rel + size]) != stored:
                 self._entry_error(pos, buf, rel)
+                self._damaged(pos, base, base + lod)
                 return
             lower = base
             last = base + lod
@@ -636,6 +637,9 @@ class _SegmentChecker:
                 message = decode_entry(buf, rel, mode="header").header
             except MqError as exc:
                 self._entry_exception(pos, rel, exc)
+                if isinstance(exc, ChecksumError):
+                    prev = self.prev_last
+                    self._damaged(pos, min(prev + 1, entry.offset) if prev is not None else entry.offset, entry.offset)
                 return
             last = message.offset
             compressed = message.is_compressed
@@ -668,6 +672,27 @@ class _SegmentChecker:
         res.last_offset = last if res.last_offset is None else max(res.last_offset, last)
         if max_ts > res.max_timestamp:
             res.max_timestamp = max_ts
+
+    def _damaged(self, pos: int, lower: int, last: int) -> None:
+        """A batch whose CRC fails but whose framing holds (the walk went on after it): its header's
+        offsets, when they fit between its neighbours, keep the offset and index accounting in step,
+        so its offsets are not reported again as a gap, nor index entries pointing at it as
+        misplaced.  Its records stay unverified; the CRC error is the finding."""
+        prev = self.prev_last
+        if lower > last or (prev is not None and lower <= prev) or (self.t.named and not self.t.kraft_snapshot and lower < self.base):
+            return
+        if prev is not None and lower > prev + 1:
+            self.gaps += 1
+            if self.first_gap is None:
+                self.first_gap = (pos, prev + 1, lower - 1)
+        before = self.prev_pos
+        self.prev_last = last
+        self.prev_pos = pos
+        if self.oi is not None:
+            self._match_offset_index(pos, lower, last, before)
+        ti = self.ti
+        while ti is not None and ti.current is not None and ti.current[1].offset <= last:
+            ti.advance()  # an entry for the damaged batch: its max timestamp cannot be checked
 
     def _entry_error(self, pos: int, buf: bytes, rel: int) -> None:
         """The exact error of an entry the fast checks rejected (size or CRC)."""

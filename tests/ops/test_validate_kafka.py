@@ -125,6 +125,15 @@ def test_crc_mismatch(logs):
     assert "expected CRC-32C" in f.message and "deletes every later segment" in f.message
 
 
+def test_a_batch_whose_crc_fails_is_one_finding_not_a_gap_and_misplaced_index_entries(logs):
+    log = seg(logs, "orders-0", 90)
+    bad = next(e for e in entries(log) if e.header.base_offset == 96)  # offsets 96..99; the .index and .timeindex point at it
+    patch(log, bad.position + 100, bytes([log.read_bytes()[bad.position + 100] ^ 0xFF]))
+    report = validate(logs)
+    mine = [(f.code, f.path, f.position) for f in report.findings if "orders-0" in f.path and f.code != "KAFKA-LOG-VALID-END"]
+    assert mine == [("KAFKA-LOG-CRC", str(log), bad.position + 17)]
+
+
 def test_bad_magic_resynchronises(logs):
     path = seg(logs, "orders-0", 0)
     es = entries(path)
