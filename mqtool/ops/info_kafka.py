@@ -152,8 +152,8 @@ def _active_segment(seg: ks.KafkaSegment, hints: set[str], magics: set[int], cod
                 last = e.last_offset
                 ts = e.header.max_timestamp if e.magic == 2 else e.header.timestamp
                 max_ts = ts if max_ts is None else max(max_ts, ts)
-            if walk.error is not None and walk.count == 0 and attempt:
-                continue  # the index pointed at no batch: walk from the start
+            if walk.count == 0 and attempt:
+                continue  # the index pointed at no complete batch (a torn one, garbage): walk from the start
             if walk.error is not None:
                 errors.append(str(walk.error))
                 return last, max_ts, "corrupt"
@@ -187,11 +187,13 @@ def _partition_info(part: ks.KafkaPartition, checkpoints: dict, hints: set[str],
             break
     for seg in segments:
         try:
-            t = ks.last_time_entry(seg.timeindex, seg.base_offset).timestamp
+            entry = ks.last_time_entry(seg.timeindex, seg.base_offset)
         except MqError:
             continue
-        if t >= 0:
-            max_ts = t if max_ts is None else max(max_ts, t)
+        if last_offset is not None and entry.offset > last_offset:
+            continue  # an entry for data past the valid end (a torn tail): recovery drops it
+        if entry.timestamp >= 0:
+            max_ts = entry.timestamp if max_ts is None else max(max_ts, entry.timestamp)
     log_end = None
     if segments:
         log_end = last_offset + 1 if last_offset is not None else segments[-1].base_offset

@@ -221,6 +221,22 @@ def test_info_exits_1_on_damaged_data_it_reads(capsys, tmp_path):
     assert next(p for p in doc["partitions"] if p["name"] == "orders-0")["end_kind"] == "corrupt"
 
 
+def test_info_log_end_offset_agrees_with_validate_on_a_torn_indexed_batch(capsys, tmp_path):
+    # the last .index entry points at the batch the crash tore: info walked from there, found no
+    # batch and answered the segment's base offset (90) where validate says 106
+    logs = tmp_path / "logs"
+    shutil.copytree(LOGS, logs)
+    active = logs / "orders-0" / "00000000000000000090.log"
+    last = list(LogWalker(active.read_bytes(), mode="header"))[-1]
+    os.truncate(active, last.position + 127)
+    code, out, _ = mqtool(capsys, "info", logs, "--json")
+    orders = next(p for p in json.loads(out)["partitions"] if p["name"] == "orders-0")
+    code_v, out_v, _ = mqtool(capsys, "validate", logs, "--json")
+    assert code == 0 and orders["end_kind"] == "partial"
+    assert orders["log_end_offset"] == json.loads(out_v)["facts"]["partitions"]["orders-0"]["log_end_offset"] == last.header.base_offset
+    assert orders["max_timestamp"] < last.header.max_timestamp  # the torn batch's time index entry is not counted
+
+
 def test_info_json_shape(capsys):
     code, out, _err = mqtool(capsys, "info", LOGS, "--json")
     doc = json.loads(out)
