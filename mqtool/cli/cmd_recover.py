@@ -47,8 +47,8 @@ def recover(
     as_jsonl: JsonlOpt = False,
 ) -> int:
     """Bring a store to the state its broker reaches on a clean start: torn tails cut, dirty
-    derived files truncated or rebuilt.  Prints the plan and exits 1 when there is work, 0 when
-    none; --apply executes exactly that plan after re-checking every file, quarantining every
+    derived files truncated or rebuilt.  Prints the plan and exits 1 when there is work (or damage
+    it leaves alone, named in a note), 0 when none; --apply executes exactly that plan after re-checking every file, quarantining every
     byte first (`--undo MANIFEST` puts them back)."""
     out = renderer(fmt, as_json, as_jsonl)
     if undo is not None:
@@ -85,12 +85,14 @@ def recover(
         raise typer.BadParameter(f"expected a directory outside the store {plan.root}, found {quarantine} inside it", param_hint="--quarantine")
     if plan_out is not None:
         plan_out.write_text(json.dumps(plan.to_dict(), indent=2) + "\n")
+    # damage recover sees but leaves alone (a Kafka segment the broker would split): exit 1 even with no work
+    unrepaired = bool(plan.facts.get("unrepaired"))
     if not apply:
         out.document(plan.to_dict(), lambda c: render_plan(c, plan))
-        return ExitCode.FINDINGS if plan.has_work else ExitCode.OK
+        return ExitCode.FINDINGS if plan.has_work or unrepaired else ExitCode.OK
     if not plan.has_work:
         out.document({"applied": [], "manifest": None, "plan": plan.to_dict()}, lambda c: _render_nothing(c, plan))
-        return ExitCode.OK
+        return ExitCode.FINDINGS if unrepaired else ExitCode.OK
     result = apply_fn(plan, quarantine_root=quarantine, force=force, verify=verify, jobs=jobs or default_jobs())
     out.document(result.to_dict(), lambda c: render_result(c, result))
     for note in result.notes:

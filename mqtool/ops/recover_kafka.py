@@ -395,6 +395,7 @@ class _PartFacts:
     interval: int = DEFAULT_INDEX_INTERVAL
     truncated_at: dict | None = None
     fsync: list[str] = field(default_factory=list)
+    left_alone: str | None = None  # why nothing of the partition is changed (overflow, too-large)
 
     def to_dict(self) -> dict:
         return {
@@ -404,6 +405,7 @@ class _PartFacts:
             "log_end_offset": self.log_end_offset,
             "index_interval_bytes": self.interval,
             "truncated": self.truncated_at,
+            "left_alone": self.left_alone,
         }
 
 
@@ -416,6 +418,8 @@ class _Planner:
         #: paths a step removes or replaces before a later step acts on them (no precondition then)
         self.touched: set[Path] = set()
         self.dropped_unknown: list[str] = []
+        #: partitions whose segments before the recovery point were not read (not --full)
+        self.unread_before_rp = 0
 
     def rel(self, path: Path) -> str:
         return relative(self.root, path)
@@ -577,6 +581,11 @@ def plan_kafka(path: str | Path, options: RecoverOptions = RecoverOptions()) -> 
                 new_rp[facts.key] = (facts.log_end_offset, facts.fsync)
     if len(plan.facts["partitions"]) == 1:
         plan.valid_end = plan.facts["partitions"][0]["log_end_offset"]
+    if planner.unread_before_rp:
+        plan.notes.append(
+            f"{planner.unread_before_rp} partition(s) recovered from their recovery points, as the broker does after a crash: "
+            "the segments before them were not read (`mqtool validate` checks them; `--full` recovers them too)"
+        )
     if plan.records_dropped:
         plan.needs_force.append(f"{plan.records_dropped} valid record(s) after a broken batch would be dropped (the broker drops them too)")
     if planner.dropped_unknown:
@@ -671,6 +680,8 @@ def _plan_partition(
             if seg.base <= rp:
                 start = i
     facts.scanned_from = segs[start].base
+    if start > 0:
+        planner.unread_before_rp += 1
 
     # --- 2. scan ----------------------------------------------------------------------------------------
     scans: dict[int, _Scan] = {}
@@ -685,10 +696,17 @@ def _plan_partition(
             plan.notes.append(f"{part.name}: {seg.log.name} cannot be read ({exc}); left as it is")
             continue
         scans[i] = scan
-        if scan.end == "overflow":
-            plan.notes.append(f"{part.name}: {seg.log.name}: {scan.detail}; mqtool leaves the segment as it is")
-        elif scan.end == "too-large":
-            plan.notes.append(f"{part.name}: {seg.log.name}: {scan.detail}; left as it is")
+        if scan.end in ("overflow", "too-large"):
+            # the broker splits (or refuses) such a segment; mqtool does neither, so nothing of the
+            # partition is changed: a log end offset, recovery point, high watermark or snapshot
+            # pruning derived from the batches before it would disown the data it keeps
+            plan.notes.append(
+                f"{part.name}: {seg.log.name}: {scan.detail}; mqtool leaves the partition as it is "
+                "(no truncation, no index, checkpoint or snapshot change; `mqtool validate` names the damage)"
+            )
+            facts.left_alone = scan.end
+            plan.facts.setdefault("unrepaired", []).append(f"{part.name}/{seg.log.name}")
+            return facts
         if scan.cut > 0 and i >= start:
             cut_index = i
             break

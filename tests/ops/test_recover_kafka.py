@@ -379,11 +379,34 @@ def test_damage_before_the_recovery_point_needs_full(work):
     root, q = fixture_copy(work)
     seg = root / "orders-0" / "00000000000000000030.log"
     patch(seg, batch_ends(seg)[3][0] + 50, b"\x99")
-    assert not plan_kafka(root).has_work
+    plan = plan_kafka(root)
+    assert not plan.has_work
+    assert any("recovered from their recovery points" in n and "--full" in n for n in plan.notes)  # said, not silent
     plan = plan_kafka(root, RecoverOptions(full=True))
     assert plan.needs_force
     assert {s.path for s in plan.steps if s.action == "delete"} >= {"orders-0/00000000000000000060.log", "orders-0/00000000000000000090.log"}
     recover_and_check(root, q, options=RecoverOptions(full=True), force=True, via_cli=True)
+
+
+def test_a_segment_the_broker_would_split_leaves_its_partition_alone(work):
+    """baseOffset is outside the CRC: a batch claiming offsets below its segment's base passes the
+    CRC, and the broker splits the segment (LogSegmentOffsetOverflowException).  mqtool does not
+    split, so it must not act on the partition at all: lowering the recovery point and high
+    watermark to the batches before it, or deleting the producer snapshot, disowns kept data."""
+    root, q = fixture_copy(work)
+    seg = root / "orders-0" / "00000000000000000090.log"
+    patch(seg, 446, (80).to_bytes(8, "big"))  # the batch 93..95 now says 80..82
+    before = tree(root)
+    plan = plan_kafka(root)
+    orders = next(p for p in plan.facts["partitions"] if p["partition"] == "orders-0")
+    assert orders["left_alone"] == "overflow" and orders["log_end_offset"] is None
+    assert not [s for s in plan.steps if "orders-0" in s.path or "orders 0" in json.dumps(s.details)]
+    assert plan.facts["unrepaired"] == ["orders-0/00000000000000000090.log"]
+    assert any("leaves the partition as it is" in n for n in plan.notes)
+    code, _out, err = cli("recover", root)
+    assert code == 1 and "nothing to recover" in _out + err
+    code, _out, _err = cli("recover", root, "--apply", "--quarantine", q)
+    assert code == 1 and tree(root) == before
 
 
 def test_zero_tail_preallocated_segment(work):
