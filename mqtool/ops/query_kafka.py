@@ -72,8 +72,9 @@ class _Collector:
         self.result = result
         self.max_results = max_results
         self.decoder = decoder
-        #: batches skipped because their CRC fails: (first offset, last offset, file:position)
-        self.damaged: list[tuple[int, int, str]] = []
+        #: batches skipped, their CRC failing or their records not decoding: (first offset, last
+        #: offset, file:position, why) -- the offsets are the header's
+        self.damaged: list[tuple[int, int, str, str]] = []
 
     @property
     def done(self) -> bool:
@@ -96,7 +97,8 @@ class _Collector:
                 logical = records_of_message(entry.header, 0)
                 raw = None
         except MqError as exc:
-            self.result.problems.append(exc.at(seg.log, pos))
+            self.result.problems.append(exc.at(seg.log, pos - rel))  # positions in ``buffer``
+            self.damaged.append((_first_offset(entry), entry.last_offset, f"{seg.log}:{pos}", "whose records cannot be read"))
             return False
         for i, r in enumerate(logical):
             if hits:
@@ -151,7 +153,7 @@ class _Collector:
                 if read == 1 and indexed_offset is not None and position and _first_offset(bad) > indexed_offset:
                     return 0, False
                 self.result.problems.append(walk.error)
-                self.damaged.append((_first_offset(bad), bad.last_offset, f"{seg.log}:{walk.failed_at}"))
+                self.damaged.append((_first_offset(bad), bad.last_offset, f"{seg.log}:{walk.failed_at}", "whose CRC fails"))
                 start = walk.failed_at + bad.size
                 if start >= f.size:
                     break
@@ -221,7 +223,7 @@ def query_offset(
     damaged = next((d for d in collector.damaged if d[0] <= offset <= d[1]), None)
     if damaged is not None:
         nxt = f"; the next readable record is at offset {result.hits[0].record.offset}" if result.hits else ""
-        result.notes.append(f"offset {offset} is in the batch at {damaged[2]} (offsets {damaged[0]}..{damaged[1]}), whose CRC fails: its records cannot be trusted{nxt}")
+        result.notes.append(f"offset {offset} is in the batch at {damaged[2]} (offsets {damaged[0]}..{damaged[1]}), {damaged[3]}: its records cannot be trusted{nxt}")
     elif not result.hits:
         result.notes.append(f"no record at or after offset {offset} in {part.name}")
     elif result.hits[0].record.offset != offset:

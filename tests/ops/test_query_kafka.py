@@ -125,6 +125,31 @@ def test_a_batch_whose_crc_fails_is_stepped_over_not_the_end_of_the_answer(tmp_p
     assert ts_hit.record.offset == 100
 
 
+def test_a_batch_whose_records_do_not_decode_is_named_at_its_real_position(tmp_path):
+    import crc32c
+
+    root = tmp_path / "logs"
+    shutil.copytree(LOGS, root)
+    log = root / "events-0" / "00000000000000000000.log"
+    raw = bytearray(log.read_bytes())
+    bad = next(e for e in LogWalker(bytes(raw), mode="header") if e.header.compression_type != 0 and e.header.base_offset > 0)
+    raw[bad.position + 81 : bad.position + 89] = bytes.fromhex("deadbeefdeadbeef")  # inside the compressed records
+    raw[bad.position + 17 : bad.position + 21] = crc32c.crc32c(bytes(raw[bad.position + 21 : bad.position + bad.size])).to_bytes(4, "big")
+    log.write_bytes(bytes(raw))
+    first, last = bad.header.base_offset, bad.header.last_offset
+    positions = set()
+    for start in (first + 1, 0):  # via the index or a scan from another position: the same error position
+        result = query_offset(open_kafka(root), "events", 0, start, max_results=1 if start else last + 2)
+        (problem,) = result.problems
+        assert problem.path == str(log) and bad.position < problem.position < bad.position + bad.size
+        positions.add(problem.position)
+        if start == first + 1:
+            assert [h.record.offset for h in result.hits] == [last + 1]
+            assert any(f"offset {start} is in the batch at {log}:{bad.position} (offsets {first}..{last}), whose records cannot be read" in n for n in result.notes)
+            assert not any("compacted away" in n for n in result.notes)
+    assert len(positions) == 1
+
+
 def test_segment_largest_timestamp_reads_past_the_last_time_entry():
     part = STORE.find_partition("orders", 0)
     last = part.log_segments()[-1]
