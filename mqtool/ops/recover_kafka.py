@@ -272,25 +272,34 @@ def count_valid_from(path: Path, start: int) -> tuple[int, bool]:
     valid size and CRC after anything else), and whether the count is complete (False: more than
     ``RESYNC_LIMIT`` bytes were left unexamined)."""
     count = 0
+    undecoded = False  # a compressed v0/v1 wrapper whose inner messages could not be counted
     with ReadOnlyFile(path) as f:
         budget_end = start + RESYNC_LIMIT
         searched_from = start
         pos = _resync(f, start, budget_end)
         while pos is not None:
             walk = ks.LogFileWalk(f, pos, mode="header")
-            for _p, entry in walk:
-                count += _records_of(entry)
+            for p, entry in walk:
+                if entry.magic < 2 and entry.header.is_compressed:
+                    # a v0/v1 wrapper: its inner messages are the records an operator loses
+                    try:
+                        count += len(ks.read_entry_at(f, p, mode="full").records or ())
+                    except MqError:
+                        count += 1
+                        undecoded = True
+                else:
+                    count += _records_of(entry)
             if walk.error is None and walk.end is not None and walk.end.kind == "eof":
-                return count, True
+                return count, not undecoded
             stop = walk.failed_at if walk.error is not None and walk.failed_at is not None else walk.valid_end
             if stop + 17 > f.size:
-                return count, True
+                return count, not undecoded
             searched_from = stop + 1
             pos = _resync(f, searched_from, budget_end)
         # the search gave up at the budget: is there anything past it?
         beyond = max(searched_from, budget_end)
         complete = beyond >= f.size or ks.nonzero_extent(f, beyond) is None
-    return count, complete
+    return count, complete and not undecoded
 
 
 # --- small file helpers ------------------------------------------------------------------------------

@@ -409,6 +409,22 @@ def test_a_segment_the_broker_would_split_leaves_its_partition_alone(work):
     assert code == 1 and tree(root) == before
 
 
+def test_dropped_records_of_compressed_v0_v1_wrappers_are_their_inner_messages(work):
+    root, _q = fixture_copy(work)
+    log = root / "legacy-0" / "00000000000000000000.log"
+    with ReadOnlyFile(log) as f:
+        entries = list(ks.LogFileWalk(f, mode="full"))
+    assert any(e.header.is_compressed for _p, e in entries)  # the fixture holds wrappers
+    for k in (1, 3):  # break the k-th message's CRC: every valid record after it is dropped
+        shutil.copyfile(FIXTURES / "kafka-logs" / "legacy-0" / log.name, log)
+        pos, broken = entries[k]
+        patch(log, pos + 12, bytes(4))
+        after = sum(len(e.records) for _p, e in entries[k + 1 :])
+        plan = plan_kafka(root)
+        assert after > len(entries) - k - 1  # more records than wrappers
+        assert plan.records_dropped == after and plan.needs_force
+
+
 def test_zero_tail_preallocated_segment(work):
     """log.preallocate=true after a crash: zeros after the last batch are read as a batch of size 0."""
     root, q = fixture_copy(work)
