@@ -20,7 +20,7 @@ CODES: dict[str, CodeInfo] = {
     "KAFKA-FILE-UNREADABLE": CodeInfo(E, "files", "a file that cannot be read (permissions, I/O error, not a regular file)"),
     "KAFKA-FILE-NAME": CodeInfo(W, "files", "a file the broker does not know in a log dir or partition dir"),
     "KAFKA-FILE-LINK": CodeInfo(W, "files", "a symbolic link in the log dir or a partition directory: not followed (Kafka would follow it)"),
-    "KAFKA-DIR-NAME": CodeInfo(E, "files", "a directory in a log dir that is not topic-partition[.uniqueId-delete|-future|-stray] (the broker takes the log dir offline)"),
+    "KAFKA-DIR-NAME": CodeInfo(E, "files", "a directory in a log dir that is not topic-partition[.uniqueId-delete|-future|-stray], or a second directory of one partition (orders-1 and orders-01) (the broker takes the log dir offline)"),
     "KAFKA-DIR-STATE": CodeInfo(I, "files", "a partition dir being deleted (-delete), moved (-future) or a KRaft stray replica (-stray)"),
     "KAFKA-FILE-ORPHAN-INDEX": CodeInfo(W, "files", "an .index/.timeindex/.txnindex without its .log (deleted by the broker at load)"),
     "KAFKA-FILE-NO-INDEX": CodeInfo(I, "files", "a non-empty .log without .index or .timeindex (the broker rebuilds them by recovering the segment)"),

@@ -198,7 +198,7 @@ def _partition_info(part: ks.KafkaPartition, checkpoints: dict, hints: set[str],
     if segments:
         log_end = last_offset + 1 if last_offset is not None else segments[-1].base_offset
     log_start = segments[0].base_offset if segments else None
-    key = part.key
+    key = part.key if part.suffix is None else None  # the log-dir checkpoints belong to the live partition dir
     lso_cp = checkpoints.get(cpf.LOG_START_OFFSET_CHECKPOINT, {}).get(key) if key else None
     if log_start is not None and lso_cp is not None:
         log_start = max(log_start, lso_cp)

@@ -1192,6 +1192,20 @@ def _check_files(store: ks.KafkaStore, report: ValidationReport) -> None:
     for path in store.leftovers:
         report.add(Finding("KAFKA-FILE-LEFTOVER", str(path), None, f"{path.name}: {_LEFTOVER_WHY[_leftover_kind(path.name)]}"))
     lone = store.kind == "segment"
+    live: dict[tuple[str, int], ks.KafkaPartition] = {}
+    for part in store.partitions:
+        if part.suffix is None and part.key is not None and not lone:
+            first = live.setdefault(part.key, part)
+            if first is not part:  # orders-1 and orders-01: Kafka parses the partition as an int
+                report.add(
+                    Finding(
+                        "KAFKA-DIR-NAME",
+                        str(part.path),
+                        None,
+                        f"expected one directory per partition, found {part.name!r} beside {first.name!r} (both partition {part.key[1]} of {part.key[0]!r}): "
+                        "the broker fails to load this log dir (duplicate log directories)",
+                    )
+                )
     for part in store.partitions:
         if lone:
             continue

@@ -237,6 +237,17 @@ def test_info_log_end_offset_agrees_with_validate_on_a_torn_indexed_batch(capsys
     assert orders["max_timestamp"] < last.header.max_timestamp  # the torn batch's time index entry is not counted
 
 
+def test_info_gives_a_delete_dir_no_checkpoint_values_of_the_live_partition(capsys, tmp_path):
+    logs = tmp_path / "logs"
+    shutil.copytree(LOGS, logs)
+    shutil.copytree(LOGS / "orders-0", logs / "orders-0.0123456789abcdef0123456789abcdef-delete")
+    code, out, _ = mqtool(capsys, "info", logs, "--json")
+    rows = {p["name"]: p for p in json.loads(out)["partitions"]}
+    gone = rows["orders-0.0123456789abcdef0123456789abcdef-delete"]
+    assert code == 0 and gone["recovery_point"] is None and gone["high_watermark"] is None and gone["log_start_offset"] == 0
+    assert rows["orders-0"]["recovery_point"] == 110 and rows["orders-0"]["log_start_offset"] == 7
+
+
 def test_info_json_shape(capsys):
     code, out, _err = mqtool(capsys, "info", LOGS, "--json")
     doc = json.loads(out)

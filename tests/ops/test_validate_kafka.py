@@ -134,6 +134,12 @@ def test_a_batch_whose_crc_fails_is_one_finding_not_a_gap_and_misplaced_index_en
     assert mine == [("KAFKA-LOG-CRC", str(log), bad.position + 17)]
 
 
+def test_two_dirs_of_one_partition_are_an_error(logs):
+    shutil.copytree(logs / "orders-1", logs / "orders-01")  # Kafka reads "01" as partition 1
+    (f,) = found(validate(logs), "KAFKA-DIR-NAME", severity=Severity.error)
+    assert "'orders-01'" in f.message and "'orders-1'" in f.message and "duplicate" in f.message
+
+
 def test_bad_magic_resynchronises(logs):
     path = seg(logs, "orders-0", 0)
     es = entries(path)
