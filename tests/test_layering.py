@@ -1,8 +1,9 @@
 """The import rule of design.md, enforced by walking every module's AST.
 
-cli -> ops, store, errors (and pipeline: cmd_scan imports it inside the command only)
-ops -> store, formats, errors;  store -> formats, errors;  formats -> errors;
-pipeline -> formats, store, errors.  pyspark only inside pipeline/.
+cli -> ops, store, findings, layouts, errors (and pipeline: cmd_scan imports it inside the
+command only); ops -> store, formats, findings, layouts, errors; store -> formats, findings,
+errors; findings -> errors; formats -> errors; pipeline -> formats, store, findings, layouts,
+errors.  pyspark only inside pipeline/.
 """
 
 from __future__ import annotations
@@ -16,10 +17,12 @@ PACKAGE = Path(__file__).resolve().parents[1] / "mqtool"
 
 ALLOWED = {
     "formats": {"formats", "errors"},
-    "store": {"store", "formats", "errors"},
-    "ops": {"ops", "store", "formats", "errors"},
-    "cli": {"cli", "ops", "store", "errors", "pipeline"},
-    "pipeline": {"pipeline", "formats", "store", "errors"},
+    "findings": {"findings", "errors"},
+    "store": {"store", "formats", "findings", "errors"},
+    "layouts": {"layouts", "store", "errors"},
+    "ops": {"ops", "store", "formats", "findings", "layouts", "errors"},
+    "cli": {"cli", "ops", "store", "findings", "layouts", "errors", "pipeline"},
+    "pipeline": {"pipeline", "formats", "store", "findings", "layouts", "errors"},
     "errors": {"errors"},
 }
 HEAVY = {"pyspark", "pyarrow"}

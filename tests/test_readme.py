@@ -50,7 +50,7 @@ def test_every_exit_code_is_documented():
 
 
 def test_every_finding_code_is_documented():
-    from mqtool.ops.findings import CODES
+    from mqtool.findings import CODES
 
     missing = [code for code in CODES if f"`{code}`" not in README]
     assert not missing, f"finding codes missing from README.md: {missing}"
@@ -58,7 +58,7 @@ def test_every_finding_code_is_documented():
 
 def test_jafka_and_metaq_code_tables_match_the_code():
     """README's Jafka/MetaQ code tables say what ``ops/codes_legacy.py`` says, row by row."""
-    from mqtool.ops.codes_legacy import CODES
+    from mqtool.findings.codes_legacy import CODES
 
     rows = {m[0]: m[1:] for m in re.findall(r"^\| `((?:JAFKA|METAQ)-[A-Z0-9-]+)` \| (\w+) \| (\w+) \| (.*) \|$", README, re.MULTILINE)}
     assert rows == {code: (info.severity.value, info.family, info.summary) for code, info in CODES.items()}

@@ -19,7 +19,7 @@ from mqtool.cli.common import check_layout
 from mqtool.cli.exit_codes import ExitCode
 from mqtool.cli.render import OutputFormat, Renderer, dumps
 from mqtool.errors import StoreLayoutError
-from mqtool.ops.findings import Finding, Severity
+from mqtool.findings import Finding, Severity
 
 
 

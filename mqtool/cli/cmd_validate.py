@@ -16,7 +16,7 @@ from mqtool.cli.app import app
 from mqtool.cli.common import JsonlOpt, JsonOpt, LayoutOpt, pick_format
 from mqtool.cli.exit_codes import ExitCode
 from mqtool.cli.render import Column, OutputFormat, Renderer, dumps, styled
-from mqtool.ops.findings import FAMILIES, Severity, layout_families
+from mqtool.findings import FAMILIES, Severity, layout_families
 from mqtool.ops.validate import ValidateOptions, ValidationReport, default_jobs, validate_path
 from mqtool.store.layout import detect_layout
 

@@ -16,7 +16,7 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Iterator, TypeVar
 
-from mqtool.ops.findings import FAMILIES, Finding, Severity
+from mqtool.findings import FAMILIES, Finding, Severity
 
 T = TypeVar("T")
 R = TypeVar("R")

@@ -44,7 +44,7 @@ from mqtool.formats.kafka import record_batch as rb
 from mqtool.formats.kafka import snapshot as ksnap
 from mqtool.formats.kafka import txn_index as ktxn
 from mqtool.formats.kafka.log import decode_entry, records_of_message
-from mqtool.ops.findings import Finding, Severity
+from mqtool.findings import Finding, Severity
 from mqtool.ops.validate import FileSummary, ValidateOptions, ValidationReport, run_tasks
 from mqtool.store import kafka as ks
 from mqtool.store.files import ReadOnlyFile, read_small_file

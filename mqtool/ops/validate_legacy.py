@@ -40,7 +40,7 @@ from mqtool.ops.dump_legacy import (
     metaq_starts_at,
     split_metaq,
 )
-from mqtool.ops.findings import Finding
+from mqtool.findings import Finding
 from mqtool.ops.validate import (
     FileSummary,
     ValidateOptions,

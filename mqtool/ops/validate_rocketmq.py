@@ -51,7 +51,7 @@ from mqtool.formats.rocketmq.commitlog import (
 )
 from mqtool.formats.rocketmq.hashing import index_key_hash
 from mqtool.formats.rocketmq.properties import CRC32, split_keys
-from mqtool.ops.findings import Finding, Severity
+from mqtool.findings import Finding, Severity
 from mqtool.ops.validate import FileSummary, ValidateOptions, ValidationReport, run_tasks
 from mqtool.store import rocketmq as rmq
 from mqtool.store.files import CHUNK_SIZE, ReadOnlyFile, link_target, read_small_file

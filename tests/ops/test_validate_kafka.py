@@ -22,8 +22,8 @@ from mqtool.formats.kafka import compression
 from mqtool.formats.kafka import record_batch as rb
 from mqtool.formats.kafka.log import LogWalker
 from mqtool.ops import validate_kafka as vk
-from mqtool.ops.codes_kafka import CODES
-from mqtool.ops.findings import Severity
+from mqtool.findings.codes_kafka import CODES
+from mqtool.findings import Severity
 from mqtool.ops.validate import ValidateOptions
 from mqtool.store.kafka_writer import PartitionWriter
 from tests.conftest import FIXTURES

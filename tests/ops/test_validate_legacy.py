@@ -19,8 +19,8 @@ import pytest
 
 from mqtool.formats import jafka as jf
 from mqtool.formats import metaq as mq
-from mqtool.ops.codes_legacy import CODES
-from mqtool.ops.findings import Severity
+from mqtool.findings.codes_legacy import CODES
+from mqtool.findings import Severity
 from mqtool.ops.validate import ValidateOptions
 from mqtool.ops.validate_legacy import (
     SegmentTask,

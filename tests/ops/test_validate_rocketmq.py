@@ -37,7 +37,7 @@ from mqtool.formats.rocketmq import consume_queue as cqf
 from mqtool.formats.rocketmq import index_file as idxf
 from mqtool.formats.rocketmq.config import encode_fastjson
 from mqtool.formats.rocketmq.hashing import index_key_hash, tags_code
-from mqtool.ops.findings import CODES, Finding, Severity
+from mqtool.findings import CODES, Finding, Severity
 from mqtool.ops.validate import ValidateOptions, ValidationReport
 from mqtool.ops.recover_rocketmq import plan_rocketmq
 from mqtool.ops.validate_rocketmq import validate_rocketmq

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from mqtool.cli.app import run as cli_run
-from mqtool.ops.findings import CODES
+from mqtool.findings import CODES
 from mqtool.ops.validate import ValidateOptions, validate_path
 from tests.conftest import FIXTURES
 from tests.pipeline.damage import CASES, make_cases
@@ -83,7 +83,7 @@ def test_report_of_a_damaged_store(damaged):
     from rich.console import Console
 
     from mqtool.cli.cmd_scan import build_report, render_table
-    from mqtool.ops.findings import Severity
+    from mqtool.findings import Severity
     from mqtool.pipeline import jobs
 
     roots, result = damaged

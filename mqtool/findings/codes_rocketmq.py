@@ -1,15 +1,16 @@
-"""The finding model shared by validate (every layout), scan and recover.
+"""Finding codes of the RocketMQ checks (merged into ``mqtool.findings.CODES``).
 
-A finding has a stable ``code`` (documented in the README and listed in ``CODES``), a severity,
-the file and byte position it is about, and a message that says what was expected and found.
-Codes never change meaning; new checks get new codes.
+Families: ``files`` (segment names, sizes, continuity, links), ``commitlog`` (what
+``CommitLog.recoverNormally``/``recoverAbnormally`` check record by record, and what
+``checkMessageAndReturnSize`` would refuse), ``consumequeue`` (``ConsumeQueue`` units against the
+CommitLog), ``index`` (``IndexFile`` header, slots and entry chains against the CommitLog),
+``checkpoint`` (``StoreCheckpoint``, the ``abort`` file) and ``config`` (the JSON files the
+broker loads at start, consumer offsets against the queues).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
-from mqtool.ops.findings_base import CodeInfo, Severity
+from mqtool.findings.base import CodeInfo, Severity
 
 E, W, I = Severity.error, Severity.warning, Severity.info
 
@@ -79,58 +80,3 @@ CODES: dict[str, CodeInfo] = {
     "RMQ-CONSUMER-BEHIND": CodeInfo(I, "config", "a consumer offset below the queue's min offset (messages expired unconsumed)"),
     "RMQ-CONSUMER-UNKNOWN-QUEUE": CodeInfo(I, "config", "a consumer offset for a queue that has no ConsumeQueue"),
 }
-
-def _merge_layout_codes() -> None:
-    from mqtool.ops import codes_kafka, codes_legacy
-
-    for table in (codes_kafka.CODES, codes_legacy.CODES):
-        clash = set(table) & set(CODES)
-        assert not clash, f"finding codes defined twice: {sorted(clash)}"
-        CODES.update(table)
-
-
-_merge_layout_codes()
-
-#: Check families; every code's family is one of these (``--checks`` selects them).
-FAMILIES = ("files", "commitlog", "consumequeue", "index", "checkpoint", "config", "log", "offsets")
-
-_CODE_PREFIX = {"rocketmq": "RMQ-", "kafka": "KAFKA-", "jafka": "JAFKA-", "metaq": "METAQ-"}
-
-
-def layout_families(layout: str) -> tuple[str, ...]:
-    """The check families a layout has findings in (``commitlog`` is RocketMQ's, ``log`` the
-    others'): ``--checks`` naming only families a store lacks would check nothing and say OK."""
-    prefix = _CODE_PREFIX[layout]
-    present = {info.family for code, info in CODES.items() if code.startswith(prefix)}
-    return tuple(f for f in FAMILIES if f in present)
-
-
-@dataclass(frozen=True)
-class Finding:
-    code: str
-    path: str
-    position: int | None
-    message: str
-    length: int | None = None
-    severity: Severity | None = None  # None: the code's default
-    details: dict = field(default_factory=dict, compare=False)
-
-    @property
-    def level(self) -> Severity:
-        return self.severity or CODES[self.code].severity
-
-    @property
-    def family(self) -> str:
-        return CODES[self.code].family
-
-    def to_dict(self) -> dict:
-        return {
-            "code": self.code,
-            "severity": self.level.value,
-            "family": self.family,
-            "path": self.path,
-            "position": self.position,
-            "length": self.length,
-            "message": self.message,
-            **({"details": self.details} if self.details else {}),
-        }

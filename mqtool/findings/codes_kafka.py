@@ -1,4 +1,4 @@
-"""Finding codes of the Kafka checks (merged into ``ops.findings.CODES``).
+"""Finding codes of the Kafka checks (merged into ``mqtool.findings.CODES``).
 
 Families: ``files`` (names, leftovers, unreadable files), ``log`` (what ``LogSegment.recover``
 checks -- framing, sizes, CRCs, end-transaction markers -- and, with ``--deep``, every record),
@@ -11,7 +11,7 @@ severity here and the finding overrides it.
 
 from __future__ import annotations
 
-from mqtool.ops.findings_base import CodeInfo, Severity
+from mqtool.findings.base import CodeInfo, Severity
 
 E, W, I = Severity.error, Severity.warning, Severity.info
 

@@ -1,8 +1,8 @@
-"""Finding codes of the Jafka and MetaQ checks (merged into ``ops.findings.CODES``)."""
+"""Finding codes of the Jafka and MetaQ checks (merged into ``mqtool.findings.CODES``)."""
 
 from __future__ import annotations
 
-from mqtool.ops.findings_base import CodeInfo, Severity
+from mqtool.findings.base import CodeInfo, Severity
 
 E, W, I = Severity.error, Severity.warning, Severity.info
 
