@@ -54,107 +54,12 @@ from mqtool.formats.rocketmq.properties import CRC32, split_keys
 from mqtool.findings import Finding, Severity
 from mqtool.ops.validate import FileSummary, ValidateOptions, ValidationReport, run_tasks
 from mqtool.store import rocketmq as rmq
-from mqtool.store.files import CHUNK_SIZE, ReadOnlyFile, link_target, read_small_file
+from mqtool.store.model import rocketmq as model
+from mqtool.store.files import CHUNK_SIZE, ReadOnlyFile, read_small_file
 from mqtool.store.lock import probe_record_lock
 from mqtool.store.writer import cq_tags_code
 
 # --- phase 1: files ------------------------------------------------------------------------------
-
-
-def _check_irregular(entries: list[tuple[Path, str]], expected: str, report: ValidationReport) -> None:
-    """Symbolic links (never followed, wherever they lead) and special files (never opened: a
-    FIFO could block) where the store holds regular files or directories."""
-    for path, kind in entries:
-        if kind == "a symlink":
-            report.add(Finding("RMQ-FILE-LINK", str(path), None, f"expected {expected}, found {kind} to {link_target(path)!r}: not followed"))
-        else:
-            report.add(Finding("RMQ-FILE-UNREADABLE", str(path), None, f"expected {expected}, found {kind}: not read"))
-
-
-def _cq_file_size(options: ValidateOptions, queues: dict[tuple[str, int], list[rmq.Segment]]) -> tuple[int, str]:
-    """The ConsumeQueue file size every file of the store must have, and where it comes from.
-
-    One size for the whole store (``mappedFileSizeConsumeQueue`` is a broker setting, rounded
-    up to whole units by its getter): ``--cq-file-size``, else the size most of the store's
-    files have, else the upstream default.  The broker creates every ConsumeQueue file at
-    that size and refuses to load one of another size, the last file of a queue included."""
-    if options.cq_file_size:
-        return cqf.cq_file_size(options.cq_file_size), "--cq-file-size"
-    detected = rmq.common_cq_file_size(seg for segs in queues.values() for seg in segs)
-    if detected is not None:
-        return detected, "detected: the most common size of the store's ConsumeQueue files"
-    return rmq.DEFAULT_CQ_FILE_SIZE, "the upstream default: no ConsumeQueue file holds whole 20-byte units; pass --cq-file-size"
-
-
-def _check_segments(
-    directory: Path,
-    segments: list[rmq.Segment],
-    file_size: int | None,
-    family: str,
-    report: ValidationReport,
-    live: bool = False,
-    size_source: str | None = None,
-) -> None:
-    for path in rmq.unexpected_entries(directory):
-        if path.name.startswith(".mqtool"):
-            continue
-        report.add(Finding("RMQ-FILE-NAME", str(path), None, f"unexpected entry in a {family} directory: {path.name!r}"))
-    _check_irregular(rmq.irregular_segments(directory), f"a regular {family} file", report)
-    if not segments or not file_size:
-        return
-    last = len(segments) - 1
-    for i, seg in enumerate(segments):
-        if seg.size == 0:
-            where = "the last file" if i == last else "a file before the last one"
-            report.add(
-                Finding(
-                    "RMQ-FILE-ZERO-LENGTH",
-                    str(seg.path),
-                    0,
-                    f"zero-length {family} file ({where}); "
-                    + ("a live writer is creating it" if live and i == last else "RocketMQ 4.x refuses to start, 5.1.3+ deletes a zero-length last file"),
-                    # Before the last file no version starts, and the file's data is gone.
-                    severity=(Severity.info if live else None) if i == last else Severity.error,
-                )
-            )
-        elif seg.size != file_size:
-            report.add(
-                Finding(
-                    "RMQ-FILE-SIZE",
-                    str(seg.path),
-                    min(seg.size, file_size),
-                    f"expected {file_size} bytes (the {family} file size{'; ' + size_source if size_source else ''}), found {seg.size}"
-                    + (f": {seg.size % cqf.CQ_UNIT_SIZE} bytes of a partial unit" if family == "consumequeue" and seg.size % cqf.CQ_UNIT_SIZE else ""),
-                    length=abs(seg.size - file_size),
-                )
-            )
-        if seg.base % file_size:
-            report.add(Finding("RMQ-FILE-ALIGN", str(seg.path), None, f"expected a name that is a multiple of {file_size}, found {seg.base}"))
-        if i:
-            prev = segments[i - 1]
-            expected = prev.base + file_size
-            if seg.base > expected:
-                missing = (seg.base - expected) // file_size
-                report.add(
-                    Finding(
-                        "RMQ-FILE-GAP",
-                        str(seg.path),
-                        None,
-                        f"expected the file after {prev.name} to be {expected:020d}, found {seg.name} "
-                        f"({missing or 'part of a'} file(s) missing: offsets {expected}..{seg.base - 1})",
-                        length=seg.base - expected,
-                    )
-                )
-            elif seg.base < expected:
-                report.add(
-                    Finding(
-                        "RMQ-FILE-OVERLAP",
-                        str(seg.path),
-                        None,
-                        f"expected the file after {prev.name} to be {expected:020d}, found {seg.name} (overlaps by {expected - seg.base} bytes)",
-                        length=expected - seg.base,
-                    )
-                )
 
 
 # --- phase 2: CommitLog files --------------------------------------------------------------------
@@ -1194,18 +1099,22 @@ def validate_rocketmq(path: str | Path, options: ValidateOptions, progress=None)
     # A writer (the broker, or mqtool's own writer) holds <root>/lock: the store is live.
     live = probe_record_lock(store.lock_path) is not None
     report.facts["live"] = live
-    _check_segments(store.commitlog_dir, segments, file_size, "commitlog", report, live)
+    for finding in model.segment_findings(store.commitlog_dir, segments, file_size, "commitlog", live=live):
+        report.add(finding)
     queues = store.queues()
     cq_segments = {key: store.cq_segments(*key) for key in queues}
-    cq_file_size, cq_size_source = _cq_file_size(options, cq_segments)
+    cq_file_size, cq_size_source = model.cq_file_size(options.cq_file_size, cq_segments)
     report.facts["cq_file_size"] = cq_file_size
     for (topic, qid), segs in cq_segments.items():
-        _check_segments(rmq.queue_dir(store, topic, qid), segs, cq_file_size, "consumequeue", report, live, cq_size_source)
+        for finding in model.segment_findings(rmq.queue_dir(store, topic, qid), segs, cq_file_size, "consumequeue", live=live, size_source=cq_size_source):
+            report.add(finding)
     irregular_queues = store.irregular_queue_dirs()
-    _check_irregular(irregular_queues, "a consumequeue directory", report)
+    for finding in model.irregular_findings(irregular_queues, "a consumequeue directory"):
+        report.add(finding)
     # queues under a link were reported as the link: not again as missing (RMQ-CQ-MISSING-QUEUE)
     linked_queues = {p.relative_to(store.consumequeue_dir).parts for p, _ in irregular_queues}
-    _check_irregular(store.irregular_index_files(), "a regular index file", report)
+    for finding in model.irregular_findings(store.irregular_index_files(), "a regular index file"):
+        report.add(finding)
 
     # phase 2: CommitLog
     # The last file holding data ends in zeros; with no data at all, the first file is that file.
