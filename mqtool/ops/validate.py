@@ -33,6 +33,9 @@ class ValidateOptions:
     index_hash_slot_num: int | None = None
     index_num: int | None = None
     deep: bool = False
+    #: Read healthy bytes through the fast columnar path (the precise decoders still name every
+    #: finding); False reads everything with the precise decoders (tests compare the two).
+    fast: bool = True
 
     def wants(self, family: str) -> bool:
         return family in self.checks

@@ -26,7 +26,10 @@ import bisect
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from collections.abc import Iterable
 from typing import Any, Callable
+
+import numpy as np
 
 from mqtool.errors import CorruptDataError, MqError, StoreIOError, TruncatedDataError, UnsupportedFormatError
 from mqtool.formats.rocketmq import checkpoint as cpf
@@ -49,11 +52,13 @@ from mqtool.formats.rocketmq.commitlog import (
     check_crc_property,
     host_size,
 )
+from mqtool.formats.rocketmq.columns import cq_units, index_entries, index_slots
 from mqtool.formats.rocketmq.hashing import index_key_hash
 from mqtool.formats.rocketmq.properties import CRC32, split_keys
 from mqtool.findings import Finding, Severity
 from mqtool.ops.validate import FileSummary, ValidateOptions, ValidationReport, run_tasks
 from mqtool.store import rocketmq as rmq
+from mqtool.store.model import commitlog as model_cl
 from mqtool.store.model import rocketmq as model
 from mqtool.store.files import CHUNK_SIZE, ReadOnlyFile, read_small_file
 from mqtool.store.lock import probe_record_lock
@@ -117,6 +122,9 @@ class CommitLogFileResult:
     skipped: int = 0
     #: File position of the first broken record (the walk goes on past it to report the rest).
     first_broken: int | None = None
+    #: Fast path only: per topic/queue, the queue-offset runs [first, stop) whose ConsumeQueue
+    #: units were verified against this file's records (they need no per-unit check).
+    verified: dict[tuple[str, int], list[tuple[int, int]]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -130,6 +138,14 @@ class CommitLogTask:
     live: bool = False
     #: The base the file would have after its predecessor, when its name says otherwise.
     alt_base: int | None = None
+    #: The fast path (healthy files read as columns; see ``mqtool.store.model.commitlog``):
+    #: the store root and ConsumeQueue file size to verify the file's units against (0: no
+    #: ConsumeQueue check), the directory to leave the file's index key table in (None: no
+    #: IndexFile check).  ``fast=False`` reads every file with the precise decoders.
+    fast: bool = True
+    root: str = ""
+    cq_file_size: int = 0
+    keys_dir: str | None = None
 
 
 def _clean_at(f: ReadOnlyFile, base: int, pos: int) -> bool:
@@ -171,6 +187,8 @@ def validate_commitlog_file(task: CommitLogTask) -> CommitLogFileResult:
     with f:
         res.size = f.size
         try:
+            if task.fast and _fast_commitlog_file(f, task, res):
+                return res
             _walk_commitlog_file(f, task, res)
             if task.live and task.is_last and any(x.level is not Severity.info for x in res.findings):
                 res = _recheck_live_tail(task, res)
@@ -181,6 +199,36 @@ def validate_commitlog_file(task: CommitLogTask) -> CommitLogFileResult:
             res.damaged.append((task.base + start, task.base + stop))
             res.skipped += _records_in(stop - start)
     return res
+
+
+def _fast_commitlog_file(f: ReadOnlyFile, task: CommitLogTask, res: CommitLogFileResult) -> bool:
+    """Fill ``res`` from the file's columns when the file is healthy (True), else leave it alone
+    (False: the precise walk reads the file).  Gives exactly what the precise walk gives for a
+    healthy file: the records, queue edges, timestamps, how the file ends."""
+    cols = model_cl.read_file_columns(f, task.base, file_size=task.file_size, is_last=task.is_last)
+    if cols is None:
+        return False
+    end = cols.end
+    fast = CommitLogFileResult(task.path, task.base, f.size, records=len(cols.columns), valid_end=end.position, bytes_read=cols.bytes_read)
+    fast.queues = {key: QueueEdge(run.first, run.last, run.count, run.first_position) for key, run in cols.queues.items()}
+    fast.max_store_timestamp = cols.columns.store_timestamp.max(initial=0)
+    fast.last_store_timestamp = int(cols.columns.store_timestamp[-1]) if len(cols.columns) else 0
+    fast.max_store_timestamp = int(fast.max_store_timestamp)
+    if end.kind == "blank":
+        _check_blank(f, task, end.position, end.length, fast)
+    elif task.is_last:
+        fast.findings.append(
+            Finding("RMQ-CL-VALID-END", task.path, end.position, f"valid data ends at commitlog offset {task.base + end.position} ({end.kind} follow)")
+        )
+    if any(x.level is not Severity.info for x in fast.findings):
+        return False
+    if task.cq_file_size and task.root:
+        store = rmq.open_store(task.root, commitlog_file_size=task.file_size)
+        fast.verified = model_cl.verify_queue_units(store, task.base, cols, task.cq_file_size)
+    if task.keys_dir is not None:
+        model_cl.save_key_table(task.keys_dir, task.base, cols)
+    res.__dict__.update(fast.__dict__)
+    return True
 
 
 def _recheck_live_tail(task: CommitLogTask, first: CommitLogFileResult) -> CommitLogFileResult:
@@ -548,6 +596,9 @@ class QueueTask:
     damaged: tuple[tuple[int, int], ...] = ()  # commitlog ranges already reported (see CommitLogFileResult)
     rebased: tuple[tuple[str, int], ...] = ()  # misnamed CommitLog files and the base their records say
     live: bool = False  # a writer holds the store's lock
+    #: Queue-offset runs [first, stop) whose units the CommitLog phase verified against their
+    #: records (fast path): they need no per-unit check.
+    verified: tuple[tuple[int, int], ...] = ()
 
 
 @dataclass
@@ -597,18 +648,24 @@ def validate_queue(task: QueueTask) -> QueueResult:
                     )
                 res.files.append((str(seg.path), seg.size, 0, 0))
                 continue
-            walker = cqf.CqWalker(data)
-            units = 0
-            for pos, unit in walker:
-                units += 1
-                qoff = cqf.cq_queue_offset(seg.base, pos)
-                if unit.is_filler:
-                    continue
-                if first_real is None and unit.commit_log_offset >= task.commitlog_min:
-                    first_real = qoff  # correctMinOffset: the first unit not expired by retention
-                _check_unit(task, reader, ext, str(seg.path), pos, qoff, unit, res)
-            end = walker.end
-            assert end is not None
+            # The units, as CqWalker reads them (the first with offset < 0 or size <= 0 ends the
+            # queue), checked in bulk: only units the CommitLog phase did not verify against
+            # their records are checked one by one.
+            arr = cq_units(data)
+            bad = (arr["offset"] < 0) | (arr["size"] <= 0)
+            units = int(np.argmax(bad)) if bad.any() else len(arr)
+            valid = arr[:units]
+            real = ~((valid["offset"] == 0) & (valid["size"] == cqf.FILLER_SIZE) & (valid["tags_code"] == 0))
+            first_qoff = cqf.cq_queue_offset(seg.base, 0)
+            if first_real is None:
+                live_units = np.flatnonzero(real & (valid["offset"] >= task.commitlog_min))
+                if len(live_units):
+                    first_real = first_qoff + int(live_units[0])  # correctMinOffset: the first unit not expired by retention
+            to_check = real & ~_in_runs(task.verified, first_qoff + np.arange(units, dtype=np.int64))
+            for i in np.flatnonzero(to_check).tolist():
+                unit = cqf.CqUnit(int(valid["offset"][i]), int(valid["size"][i]), int(valid["tags_code"][i]))
+                _check_unit(task, reader, ext, str(seg.path), i * cqf.CQ_UNIT_SIZE, first_qoff + i, unit, res)
+            end = cqf.CqWalker(data, units * cqf.CQ_UNIT_SIZE).scan()
             res.files.append((str(seg.path), seg.size, units, end.position))
             max_offset = cqf.cq_queue_offset(seg.base, end.position)
             if end.kind == "eof":
@@ -811,6 +868,8 @@ class IndexTask:
     damaged: tuple[tuple[int, int], ...] = ()  # commitlog ranges already reported
     rebased: tuple[tuple[str, int], ...] = ()  # misnamed CommitLog files and the base their records say
     live: bool = False  # a writer holds the store's lock
+    #: The CommitLog phase's key tables (fast path; see ``mqtool.store.model.commitlog``).
+    keys_dir: str | None = None
 
 
 @dataclass
@@ -875,7 +934,47 @@ def index_entry_count(path: Path, hash_slot_num: int | None, index_num: int | No
         return 0
 
 
+def _index_structure_ok(view: rmq.IndexFileView, written: int) -> bool:
+    """The header, slots and chains hold every rule ``_check_index_structure`` checks, decided
+    in bulk: every entry 1..written-1 is named exactly once (by a slot or by one newer entry's
+    prevIndex, which always points back), so each is reached from exactly one slot and no chain
+    loops; every chain's entries hash to its slot; the header agrees with the entries."""
+    geo = view.geometry
+    header = view.header
+    slots = geo.hash_slot_num
+    if header.index_count > geo.index_num or header.effective_index_count != written:
+        return False
+    table = index_slots(view.buf, slots)
+    used = np.flatnonzero(table)
+    heads = table[used].astype(np.int64)
+    if len(used) != header.hash_slot_count or np.any((heads <= 0) | (heads >= written)):
+        return False
+    if written <= 1:
+        return True
+    entries = index_entries(bytes(view.buf[geo.entry_position(1) : geo.entry_position(written)]))
+    key_slot = entries["key_hash"].astype(np.int64) % slots
+    prev = entries["prev_index"].astype(np.int64)
+    number = np.arange(1, written, dtype=np.int64)
+    if np.any((prev != 0) & ((prev <= 0) | (prev >= number))):
+        return False
+    linked = prev != 0
+    named = np.bincount(np.concatenate((heads, prev[linked])), minlength=written)
+    if np.any(named[1:] != 1):
+        return False
+    if np.any(key_slot[heads - 1] != used) or np.any(key_slot[prev[linked] - 1] != key_slot[linked]):
+        return False
+    phy = entries["phy_offset"]
+    if header.end_phy_offset != int(phy[-1]) or header.begin_phy_offset != int(phy[0]) or header.end_timestamp < header.begin_timestamp:
+        return False
+    diffs = entries["time_diff"].astype(np.int64)
+    diffs = diffs[diffs >= 0]
+    max_ts = header.begin_timestamp + int(diffs.max()) * 1000 if len(diffs) else 0
+    return max_ts <= header.end_timestamp + 999
+
+
 def _check_index_structure(view: rmq.IndexFileView, task: IndexTask, written: int, res: IndexResult) -> None:
+    if task.keys_dir is not None and _index_structure_ok(view, written):
+        return
     buf = view.buf
     geo = view.geometry
     header = view.header
@@ -999,7 +1098,16 @@ def _check_index_entries(view: rmq.IndexFileView, task: IndexTask, written: int,
     stop = min(stop, written)
     expired = 0
     cached: tuple[int, bool, set[int] | None] | None = None
-    for number in range(first, stop):
+    numbers: Iterable[int] = range(first, stop)
+    if task.keys_dir is not None and stop > first:
+        # Entries naming a record of a healthy file and one of its keys are right; only the
+        # others are read back and checked one by one.
+        entries = index_entries(bytes(buf[geo.entry_position(first) : geo.entry_position(stop)]))
+        phy = entries["phy_offset"].astype(np.int64)
+        ok = model_cl.KeyTables(task.keys_dir).verified(phy, entries["key_hash"].astype(np.int64), task.commitlog_file_size)
+        ok &= (phy >= task.commitlog_min) & (phy < task.commitlog_end)
+        numbers = (first + np.flatnonzero(~ok)).tolist()
+    for number in numbers:
         pos = geo.entry_position(number)
         entry = idxf.decode_index_entry(buf, pos)
         off = entry.phy_offset
@@ -1081,6 +1189,16 @@ def _merge_ranges(ranges: list[tuple[int, int]]) -> tuple[tuple[int, int], ...]:
     return tuple(merged)
 
 
+def _in_runs(runs: tuple[tuple[int, int], ...], values: np.ndarray) -> np.ndarray:
+    """Which ``values`` lie in one of the sorted, disjoint ``[start, stop)`` ``runs``."""
+    if not runs or not len(values):
+        return np.zeros(len(values), dtype=bool)
+    starts = np.array([a for a, _ in runs], dtype=np.int64)
+    stops = np.array([b for _, b in runs], dtype=np.int64)
+    at = np.searchsorted(starts, values, side="right") - 1
+    return (at >= 0) & (values < stops[np.maximum(at, 0)])
+
+
 def _in_ranges(ranges: tuple[tuple[int, int], ...], offset: int) -> bool:
     """``offset`` lies in one of the sorted, disjoint ``ranges``."""
     i = bisect.bisect_right(ranges, (offset, 1 << 64)) - 1
@@ -1088,6 +1206,11 @@ def _in_ranges(ranges: tuple[tuple[int, int], ...], offset: int) -> bool:
 
 
 def validate_rocketmq(path: str | Path, options: ValidateOptions, progress=None) -> ValidationReport:
+    with model_cl.key_table_directory() as keys_dir:
+        return _validate_rocketmq(path, options, progress, keys_dir if options.fast and options.wants("index") else None)
+
+
+def _validate_rocketmq(path: str | Path, options: ValidateOptions, progress: Any, keys_dir: str | None) -> ValidationReport:
     store = rmq.open_store(path, commitlog_file_size=options.commitlog_file_size)
     report = ValidationReport("rocketmq", str(store.root), options)
     advance = progress or (lambda n: None)
@@ -1127,10 +1250,15 @@ def validate_rocketmq(path: str | Path, options: ValidateOptions, progress=None)
             i == last,
             live=live,
             alt_base=segments[i - 1].base + file_size if i and file_size and seg.base != segments[i - 1].base + file_size else None,
+            fast=options.fast,
+            root=str(store.root),
+            cq_file_size=cq_file_size if options.wants("consumequeue") else 0,
+            keys_dir=keys_dir,
         )
         for i, seg in enumerate(segments)
         if seg.size > 0 and i <= last
     ]
+    verified: dict[tuple[str, int], list[tuple[int, int]]] = {}
     summaries: dict[str, FileSummary] = {}
     queue_edges: dict[tuple[str, int], QueueEdge] = {}
     commitlog_end = store.commitlog_min_offset
@@ -1148,6 +1276,8 @@ def validate_rocketmq(path: str | Path, options: ValidateOptions, progress=None)
         if res.content_base is not None:
             rebased.append((res.path, res.content_base))
         damaged.extend(res.damaged)
+        for key, runs in res.verified.items():
+            verified.setdefault(key, []).extend(runs)
         # Bytes missing before this file (a missing or zero-length file): records they held are
         # reported by RMQ-FILE-GAP / RMQ-FILE-ZERO-LENGTH, not again by what points there.
         missing = 0
@@ -1219,6 +1349,7 @@ def validate_rocketmq(path: str | Path, options: ValidateOptions, progress=None)
                 damaged_ranges,
                 tuple(rebased),
                 live,
+                verified=tuple(_merge_ranges(verified.get((topic, qid), []))),
             )
             for topic, qid in queues
         ]
@@ -1277,6 +1408,7 @@ def validate_rocketmq(path: str | Path, options: ValidateOptions, progress=None)
                         damaged=damaged_ranges,
                         rebased=tuple(rebased),
                         live=live,
+                        keys_dir=keys_dir,
                     )
                 )
         index_summaries: dict[str, FileSummary] = {}

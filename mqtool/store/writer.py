@@ -63,33 +63,12 @@ from mqtool.formats.rocketmq.commitlog import (
     encode_message,
     encode_offset_msg_id,
 )
-from mqtool.formats.rocketmq.hashing import tags_code
+from mqtool.formats.rocketmq.hashing import DELAY_LEVELS_MS, SCHEDULE_TOPIC, delivery_tags_code, dispatch_tags_code  # noqa: F401  (re-exported)
 from mqtool.formats.rocketmq.properties import split_keys
 
-SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"
-#: messageDelayLevel default, in ms (level 1 = 1 s ... level 18 = 2 h).
-DELAY_LEVELS_MS = [
-    1000, 5000, 10000, 30000, 60000, 120000, 180000, 240000, 300000, 360000,
-    420000, 480000, 540000, 600000, 1200000, 1800000, 3600000, 7200000,
-]
-
-
-def delivery_tags_code(store_timestamp: int, delay: str | None) -> int:
-    """``computeDeliverTimestamp``: store time + delay of the level (clamped; unknown → +1 s)."""
-    try:
-        level = int(delay) if delay else 0
-    except ValueError:
-        level = 0
-    if level <= 0:
-        return store_timestamp + 1000
-    level = min(level, len(DELAY_LEVELS_MS))
-    return store_timestamp + DELAY_LEVELS_MS[level - 1]
-
-
 def cq_tags_code(record: MessageRecord) -> int:
-    if record.topic == SCHEDULE_TOPIC and record.properties.get("DELAY"):
-        return delivery_tags_code(record.store_timestamp, record.properties.get("DELAY"))
-    return tags_code(record.tags)
+    """The ConsumeQueue tagsCode the broker dispatches for ``record``."""
+    return dispatch_tags_code(record.topic, record.tags, record.properties.get("DELAY"), record.store_timestamp)
 
 
 def segment_name(offset: int) -> str:

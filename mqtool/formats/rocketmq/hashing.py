@@ -13,6 +13,10 @@ from __future__ import annotations
 import array
 import sys
 from operator import mul
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import numpy as np
 
 _INT_MIN = -(1 << 31)
 _MASK = 0xFFFFFFFF
@@ -57,3 +61,60 @@ def tags_code(tags: str | None) -> int:
     if not tags:
         return 0
     return java_string_hash(tags)
+
+
+#: ``TopicValidator.RMQ_SYS_SCHEDULE_TOPIC``: delayed messages wait here, their tagsCode being the
+#: delivery time.
+SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"
+#: messageDelayLevel default, in ms (level 1 = 1 s ... level 18 = 2 h).
+DELAY_LEVELS_MS = [
+    1000, 5000, 10000, 30000, 60000, 120000, 180000, 240000, 300000, 360000,
+    420000, 480000, 540000, 600000, 1200000, 1800000, 3600000, 7200000,
+]
+
+
+def delivery_tags_code(store_timestamp: int, delay: str | None) -> int:
+    """``ScheduleMessageService.computeDeliverTimestamp``: store time + delay of the level
+    (clamped to the last level; an unknown or non-positive level: + 1 s)."""
+    try:
+        level = int(delay) if delay else 0
+    except ValueError:
+        level = 0
+    if level <= 0:
+        return store_timestamp + 1000
+    level = min(level, len(DELAY_LEVELS_MS))
+    return store_timestamp + DELAY_LEVELS_MS[level - 1]
+
+
+def dispatch_tags_code(topic: str, tags: str | None, delay: str | None, store_timestamp: int) -> int:
+    """The ConsumeQueue ``tagsCode`` of a record (``CommitLog.checkMessageAndReturnSize``): the
+    delivery time for a delayed message in ``SCHEDULE_TOPIC_XXXX``, else ``tags_code(TAGS)``."""
+    if topic == SCHEDULE_TOPIC and delay:
+        return delivery_tags_code(store_timestamp, delay)
+    return tags_code(tags)
+
+
+def index_key_hashes(keys: list[bytes]) -> "np.ndarray":
+    """``index_key_hash`` of many UTF-8 keys at once (int64 array, in order).
+
+    ASCII keys (one UTF-16 code unit per byte) are hashed in one vectorised pass per key length:
+    ``sum(c[i] * 31**(n-1-i)) mod 2**32`` as a matrix product over the key bytes; any other key
+    goes through :func:`index_key_hash`."""
+    import numpy as np
+
+    out = np.zeros(len(keys), dtype=np.int64)
+    by_length: dict[int, list[int]] = {}
+    for i, key in enumerate(keys):
+        if key.isascii():
+            by_length.setdefault(len(key), []).append(i)
+        else:
+            out[i] = index_key_hash(key.decode("utf-8", "surrogatepass"))
+    for n, rows in by_length.items():
+        if n == 0:
+            continue
+        chars = np.frombuffer(b"".join(keys[i] for i in rows), dtype=np.uint8).reshape(len(rows), n).astype(np.uint64)
+        weights = np.array(_weights(n), dtype=np.uint64)
+        h = ((chars * weights).sum(axis=1, dtype=np.uint64) & np.uint64(_MASK)).astype(np.int64)
+        h = np.where(h >= 1 << 31, h - (1 << 32), h)
+        out[np.array(rows, dtype=np.intp)] = np.where(h == _INT_MIN, 0, np.abs(h))
+    return out

@@ -1,0 +1,381 @@
+"""The fast path over CommitLog bytes: healthy records framed straight into compact columns.
+
+``walk_columns`` frames the message records of one buffer (a CommitLog file's data) in a single
+tight loop -- TOTALSIZE and MAGICCODE, the fixed header in one ``struct`` unpack, the masked body
+CRC (``BODYCRC``), TOPIC, PROPERTIES split into name/value pairs, the record's PHYSICALOFFSET
+against its real address, QUEUEOFFSET continuity per topic/queue -- and appends what the
+cross-file checks need to flat arrays: position, TOTALSIZE, queue id, QUEUEOFFSET,
+STORETIMESTAMP, SYSFLAG, topic number, the ConsumeQueue ``tagsCode`` the broker dispatches
+(``CommitLog.checkMessageAndReturnSize`` / ``MessageExtBrokerInner.tagsString2tagsCode``, the
+delivery time for ``SCHEDULE_TOPIC_XXXX``), and the ``IndexFile`` key hashes of the record
+(``IndexService.buildIndex``: ``topic#UNIQ_KEY`` and ``topic#key`` for each token of ``KEYS``).
+
+It is deliberately strict: the walk stops, with ``stop.kind == "anomaly"``, at the first record
+that is anything but a healthy, ordinary record -- a broken frame or CRC, a PHYSICALOFFSET that
+is not the record's address, a QUEUEOFFSET that does not continue its queue, properties the broker
+would drop or that carry the ``__CRC32#`` record CRC, bytes that are not UTF-8, a record whose last
+byte is zero (a torn write leaves zeros).  The caller then runs the precise decoders
+(:mod:`mqtool.formats.rocketmq.commitlog`) over the file to name the exact finding; on healthy
+bytes the two paths agree by construction, and a test holds them to it.
+
+Other stops are the clean ends of ``RecordWalker``: ``zeros`` (a zero header: pre-allocated
+tail), ``blank`` (an END_OF_FILE record, ``length`` its TOTALSIZE) and ``eof`` (the buffer ends
+right after a record).
+"""
+
+from __future__ import annotations
+
+import re
+import struct
+import zlib
+from array import array
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+
+from mqtool.formats._binary import Buffer
+
+from mqtool.formats.rocketmq.commitlog import (
+    BLANK_MAGIC,
+    MAGIC_V1,
+    MAGIC_V2,
+    SYSFLAG_BORNHOST_V6,
+    SYSFLAG_STOREHOST_V6,
+    SYSFLAG_TRANSACTION_MASK,
+    SYSFLAG_TRANSACTION_PREPARED,
+    SYSFLAG_TRANSACTION_ROLLBACK,
+)
+from mqtool.formats.rocketmq.hashing import SCHEDULE_TOPIC, delivery_tags_code, index_key_hashes, tags_code
+
+_HEAD8 = struct.Struct(">iI")
+_I8 = struct.Struct(">b")
+_I16 = struct.Struct(">h")
+
+
+def _fixed(born_v6: bool, store_v6: bool) -> struct.Struct:
+    born = "16si" if born_v6 else "4si"
+    store = "16si" if store_v6 else "4si"
+    # TOTALSIZE MAGIC BODYCRC QUEUEID FLAG QUEUEOFFSET PHYSICALOFFSET SYSFLAG BORNTIMESTAMP
+    # BORNHOST STORETIMESTAMP STOREHOST RECONSUMETIMES PREPARED_TRANSACTION_OFFSET BODYLEN
+    return struct.Struct(f">iIIiiqqiq{born}q{store}iqi")
+
+
+#: The fixed part for each combination of the two IPv6 host bits.
+_FIXED = {
+    0: _fixed(False, False),
+    SYSFLAG_BORNHOST_V6: _fixed(True, False),
+    SYSFLAG_STOREHOST_V6: _fixed(False, True),
+    SYSFLAG_BORNHOST_V6 | SYSFLAG_STOREHOST_V6: _fixed(True, True),
+}
+_HOST_BITS = SYSFLAG_BORNHOST_V6 | SYSFLAG_STOREHOST_V6
+_SYSFLAG = struct.Struct(">i")
+_SYSFLAG_POSITION = 36
+#: Properties as the broker writes them (``messageProperties2String``): ``name 0x01 value 0x02``
+#: repeated, names and values non-empty and free of separators.
+_CANONICAL_PROPERTIES = re.compile(b"(?:[^\x01\x02]+\x01[^\x01\x02]+\x02)*+")
+#: The properties the ConsumeQueue and IndexFile are built from (``MessageConst.PROPERTY_TAGS``,
+#: ``PROPERTY_KEYS``, ``PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX``, ``PROPERTY_DELAY_TIME_LEVEL``).
+_WANTED_PROPERTIES = re.compile(b"(?:^|\x02)(TAGS|KEYS|UNIQ_KEY|DELAY)\x01([^\x02]*)")
+
+StopKind = Literal["zeros", "blank", "eof", "partial", "anomaly"]
+
+
+@dataclass(frozen=True)
+class ColumnStop:
+    """Where and why the fast walk stopped: ``position`` in the buffer; ``length`` is the BLANK
+    record's TOTALSIZE (``blank``) or the bytes a record header claims past the data
+    (``partial``: the caller decides whether more data follows)."""
+
+    kind: StopKind
+    position: int
+    length: int = 0
+
+
+@dataclass
+class QueueRun:
+    """The QUEUEOFFSETs one topic/queue has in the walked records: ``first`` .. ``last``, one
+    record each, ``count`` records, the first at buffer position ``first_position``."""
+
+    first: int
+    last: int
+    count: int
+    first_position: int
+
+
+@dataclass
+class CommitLogColumns:
+    """The records of one walk as numpy columns, one element per record."""
+
+    position: np.ndarray  # int64, position in the buffer
+    size: np.ndarray  # int32, TOTALSIZE
+    queue_id: np.ndarray  # int32
+    queue_offset: np.ndarray  # int64
+    store_timestamp: np.ndarray  # int64
+    sys_flag: np.ndarray  # int32
+    topic: np.ndarray  # int32, index into ``topics``
+    tags_code: np.ndarray  # int64, the ConsumeQueue tagsCode the broker dispatches
+    #: Topic names, indexed by the ``topic`` column.
+    topics: list[str]
+    #: ``IndexFile`` keys: the record number of each key, and the key's hash.
+    key_record: np.ndarray  # int32
+    key_hash: np.ndarray  # int64
+
+    def __len__(self) -> int:
+        return len(self.position)
+
+    def dispatched(self) -> np.ndarray:
+        """Records the broker dispatches to a ConsumeQueue (not prepared or rolled back)."""
+        txn = self.sys_flag & SYSFLAG_TRANSACTION_MASK
+        return (txn != SYSFLAG_TRANSACTION_PREPARED) & (txn != SYSFLAG_TRANSACTION_ROLLBACK)
+
+    def queue_runs(self) -> dict[tuple[str, int], QueueRun] | None:
+        """The run of QUEUEOFFSETs of every dispatched topic/queue, or None when some queue's
+        offsets do not go up by one record after record."""
+        keep = np.flatnonzero(self.dispatched())
+        if not len(keep):
+            return {}
+        topic = self.topic[keep].astype(np.int64)
+        qid = self.queue_id[keep].astype(np.int64)
+        order = np.lexsort((keep, qid, topic))  # stable: by queue, then by position
+        rows = keep[order]
+        t, q, off = topic[order], qid[order], self.queue_offset[rows]
+        new = np.ones(len(rows), dtype=bool)
+        new[1:] = (t[1:] != t[:-1]) | (q[1:] != q[:-1])
+        if np.any(~new[1:] & (off[1:] != off[:-1] + 1)):
+            return None
+        starts = np.flatnonzero(new)
+        stops = np.append(starts[1:], len(rows))
+        return {
+            (self.topics[int(t[a])], int(q[a])): QueueRun(int(off[a]), int(off[b - 1]), int(b - a), int(self.position[rows[a]]))
+            for a, b in zip(starts, stops)
+        }
+
+
+@dataclass
+class ColumnWalk:
+    """The outcome of :func:`walk_columns`: the columns of every record before ``stop``."""
+
+    columns: CommitLogColumns
+    stop: ColumnStop
+
+    @property
+    def max_store_timestamp(self) -> int:
+        return int(self.columns.store_timestamp.max()) if len(self.columns) else 0
+
+    @property
+    def last_store_timestamp(self) -> int:
+        return int(self.columns.store_timestamp[-1]) if len(self.columns) else 0
+
+
+def _gather(data: np.ndarray, at: np.ndarray, dtype: str) -> np.ndarray:
+    """The big-endian integers of ``dtype`` at byte positions ``at`` of ``data``."""
+    width = np.dtype(dtype).itemsize
+    if not len(at):
+        return np.zeros(0, dtype=np.dtype(dtype).newbyteorder("="))
+    raw = data[at[:, None] + np.arange(width)]
+    return raw.view(dtype).ravel().astype(np.dtype(dtype).newbyteorder("="))
+
+
+def walk_columns(buf: bytes, base: int, *, start: int = 0, stop_at_zero_last_byte: bool = False) -> ColumnWalk:
+    """Frame the records of ``buf`` from ``start`` into columns until a clean end or the first
+    anomaly.  ``base`` is the commitlog offset of ``buf[0]`` (PHYSICALOFFSET must equal
+    ``base + position``).  ``stop_at_zero_last_byte``: a record with properties whose last byte
+    is zero is an anomaly (in the last file that is how a torn write looks).
+
+    The loop checks every record and keeps only what takes Python to compute (position, topic,
+    tagsCode, keys); the fixed header fields are gathered afterwards with numpy.  Queue offset
+    continuity is checked over the columns (:meth:`CommitLogColumns.queue_runs`)."""
+    size = len(buf)
+    pos = start
+    head8 = _HEAD8.unpack_from
+    sysflag_at = _SYSFLAG.unpack_from
+    fixed_v4 = _FIXED[0]
+    crc32 = zlib.crc32
+    canonical = _CANONICAL_PROPERTIES.fullmatch
+    find_props = _WANTED_PROPERTIES.findall
+    i8 = _I8.unpack_from
+    i16 = _I16.unpack_from
+    topic_ids: dict[bytes, int] = {}
+    topics: list[str] = []
+    tags_cache: dict[bytes, int] = {}
+    positions = array("q")
+    topic_col = array("i")
+    tags_col = array("q")
+    key_record = array("i")
+    keys: list[bytes] = []
+    a_pos, a_topic, a_tags, a_krec, a_key = positions.append, topic_col.append, tags_col.append, key_record.append, keys.append
+    record = 0
+    stop: ColumnStop
+    while True:
+        remaining = size - pos
+        if remaining < 8:
+            stop = ColumnStop("eof", pos) if not remaining else ColumnStop("zeros" if not any(buf[pos:size]) else "anomaly", pos)
+            break
+        total, magic = head8(buf, pos)
+        if magic != MAGIC_V1 and magic != MAGIC_V2:
+            if magic == BLANK_MAGIC:
+                stop = ColumnStop("blank", pos, total)
+            elif total == 0 and magic == 0:
+                stop = ColumnStop("zeros", pos)
+            else:
+                stop = ColumnStop("anomaly", pos)
+            break
+        if total > remaining:
+            stop = ColumnStop("partial" if total > 0 else "anomaly", pos, total)
+            break
+        host_bits = sysflag_at(buf, pos + _SYSFLAG_POSITION)[0] & _HOST_BITS
+        fixed = fixed_v4 if not host_bits else _FIXED[host_bits]
+        if total < fixed.size:
+            stop = ColumnStop("anomaly", pos)
+            break
+        fields = fixed.unpack_from(buf, pos)
+        body_len = fields[16]
+        body_pos = pos + fixed.size
+        body_end = body_pos + body_len
+        end = pos + total
+        if fields[6] != base + pos or body_len < 0 or body_end + 3 > end:
+            stop = ColumnStop("anomaly", pos)
+            break
+        if (crc32(buf[body_pos:body_end]) & 0x7FFFFFFF if body_len else 0) != fields[2]:
+            stop = ColumnStop("anomaly", pos)
+            break
+        if magic == MAGIC_V2:
+            topic_len = i16(buf, body_end)[0]
+            topic_pos = body_end + 2
+        else:
+            topic_len = i8(buf, body_end)[0]
+            topic_pos = body_end + 1
+        props_pos = topic_pos + topic_len + 2
+        if topic_len < 0 or props_pos > end or i16(buf, props_pos - 2)[0] != end - props_pos:
+            stop = ColumnStop("anomaly", pos)
+            break
+        raw_topic = buf[topic_pos : props_pos - 2]
+        topic_id = topic_ids.get(raw_topic)
+        if topic_id is None:
+            try:
+                topics.append(raw_topic.decode("utf-8"))
+            except UnicodeDecodeError:
+                stop = ColumnStop("anomaly", pos)
+                break
+            topic_id = topic_ids[raw_topic] = len(topics) - 1
+        code = 0
+        if props_pos < end:
+            raw = buf[props_pos:end]
+            # name 0x01 value 0x02, names and values non-empty: anything else holds a segment
+            # the broker drops, or the __CRC32# property (the precise path checks both)
+            if (stop_at_zero_last_byte and not buf[end - 1]) or canonical(raw) is None or b"__CRC32#\x01" in raw:
+                stop = ColumnStop("anomaly", pos)
+                break
+            if not raw.isascii():
+                try:
+                    raw.decode("utf-8")
+                except UnicodeDecodeError:
+                    stop = ColumnStop("anomaly", pos)
+                    break
+            found = dict(find_props(raw))
+            tags = found.get(b"TAGS")
+            if tags is not None:
+                code = tags_cache.get(tags)  # type: ignore[assignment]
+                if code is None:
+                    code = tags_cache[tags] = tags_code(tags.decode("utf-8"))
+            if b"DELAY" in found and topics[topic_id] == SCHEDULE_TOPIC:
+                code = delivery_tags_code(fields[11], found[b"DELAY"].decode("utf-8"))
+            uniq = found.get(b"UNIQ_KEY")
+            if uniq is not None:
+                a_krec(record)
+                a_key(raw_topic + b"#" + uniq)
+            keys_value = found.get(b"KEYS")
+            if keys_value is not None:
+                for key in keys_value.split(b" "):
+                    if key:
+                        a_krec(record)
+                        a_key(raw_topic + b"#" + key)
+        a_pos(pos)
+        a_topic(topic_id)
+        a_tags(code)
+        record += 1
+        pos = end
+    return ColumnWalk(_columns(buf, positions, topic_col, tags_col, topics, key_record, keys), stop)
+
+
+def _columns(
+    buf: bytes, positions: array[int], topic_col: array[int], tags_col: array[int], topics: list[str], key_record: array[int], keys: list[bytes]
+) -> CommitLogColumns:
+    data = np.frombuffer(buf, dtype=np.uint8)
+    at = np.frombuffer(positions, dtype=np.int64) if len(positions) else np.zeros(0, dtype=np.int64)
+    sys_flag = _gather(data, at + _SYSFLAG_POSITION, ">i4")
+    born_v6 = (sys_flag & SYSFLAG_BORNHOST_V6) != 0
+    store_at = at + 48 + np.where(born_v6, 20, 8)
+    return CommitLogColumns(
+        position=at.copy(),
+        size=_gather(data, at, ">i4"),
+        queue_id=_gather(data, at + 12, ">i4"),
+        queue_offset=_gather(data, at + 20, ">i8"),
+        store_timestamp=_gather(data, store_at, ">i8"),
+        sys_flag=sys_flag,
+        topic=np.array(topic_col, dtype=np.int32),
+        tags_code=np.array(tags_col, dtype=np.int64),
+        topics=topics,
+        key_record=np.array(key_record, dtype=np.int32),
+        key_hash=index_key_hashes(keys),
+    )
+
+
+def concat_columns(parts: list[tuple[int, CommitLogColumns]]) -> CommitLogColumns:
+    """One set of columns from the columns of consecutive chunks: ``(shift, columns)`` pairs,
+    ``shift`` being the chunk's position (added to its positions); topic numbers are remapped to
+    one ``topics`` list."""
+    topics: list[str] = []
+    number: dict[str, int] = {}
+    topic_parts = []
+    for _, cols in parts:
+        remap = np.array([number.setdefault(t, len(number)) for t in cols.topics] or [0], dtype=np.int32)
+        topic_parts.append(remap[cols.topic] if len(cols) else cols.topic)
+    topics = list(number)
+    counts = np.cumsum([0] + [len(cols) for _, cols in parts])
+
+    def cat(name: str) -> np.ndarray:
+        return np.concatenate([getattr(cols, name) for _, cols in parts]) if parts else np.zeros(0, dtype=np.int64)
+
+    return CommitLogColumns(
+        position=np.concatenate([cols.position + shift for shift, cols in parts]) if parts else np.zeros(0, dtype=np.int64),
+        size=cat("size"),
+        queue_id=cat("queue_id"),
+        queue_offset=cat("queue_offset"),
+        store_timestamp=cat("store_timestamp"),
+        sys_flag=cat("sys_flag"),
+        topic=np.concatenate(topic_parts) if parts else np.zeros(0, dtype=np.int32),
+        tags_code=cat("tags_code"),
+        topics=topics,
+        key_record=np.concatenate([cols.key_record + int(counts[i]) for i, (_, cols) in enumerate(parts)]) if parts else np.zeros(0, dtype=np.int32),
+        key_hash=cat("key_hash"),
+    )
+
+
+#: A ConsumeQueue unit as numpy reads it: commitlog offset, size, tagsCode (big-endian).
+CQ_UNIT_DTYPE = np.dtype([("offset", ">i8"), ("size", ">i4"), ("tags_code", ">i8")])
+#: An IndexFile entry: key hash, commitlog offset, time diff, previous entry.
+INDEX_ENTRY_DTYPE = np.dtype([("key_hash", ">i4"), ("phy_offset", ">i8"), ("time_diff", ">i4"), ("prev_index", ">i4")])
+
+
+def cq_units(buf: bytes) -> np.ndarray:
+    """The whole 20-byte ConsumeQueue units of ``buf`` as a structured array (no copy)."""
+    return np.frombuffer(buf, dtype=CQ_UNIT_DTYPE, count=len(buf) // CQ_UNIT_DTYPE.itemsize)
+
+
+def index_entries(buf: bytes) -> np.ndarray:
+    """The whole 20-byte IndexFile entries of ``buf`` as a structured array (no copy)."""
+    return np.frombuffer(buf, dtype=INDEX_ENTRY_DTYPE, count=len(buf) // INDEX_ENTRY_DTYPE.itemsize)
+
+
+def record_key_table(columns: CommitLogColumns) -> np.ndarray:
+    """Sorted ``position << 32 | key hash`` (uint64) of every indexed key of the records: an
+    IndexFile entry is right about a record of this file exactly when its pair is in here."""
+    pairs = (columns.position[columns.key_record].astype(np.uint64) << np.uint64(32)) | columns.key_hash.astype(np.uint64)
+    return np.sort(pairs)
+
+
+def index_slots(buf: Buffer, hash_slot_num: int) -> np.ndarray:
+    """The hash slot table of an IndexFile (big-endian int32 entry numbers, no copy)."""
+    return np.frombuffer(buf, dtype=">i4", count=hash_slot_num, offset=40)
