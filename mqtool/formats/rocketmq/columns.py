@@ -127,11 +127,11 @@ class CommitLogColumns:
     def dispatched(self) -> np.ndarray:
         """Records the broker dispatches to a ConsumeQueue (not prepared or rolled back)."""
         txn = self.sys_flag & SYSFLAG_TRANSACTION_MASK
-        return (txn != SYSFLAG_TRANSACTION_PREPARED) & (txn != SYSFLAG_TRANSACTION_ROLLBACK)
+        return np.asarray((txn != SYSFLAG_TRANSACTION_PREPARED) & (txn != SYSFLAG_TRANSACTION_ROLLBACK), dtype=bool)
 
     def queue_runs(self) -> dict[tuple[str, int], QueueRun] | None:
-        """The run of QUEUEOFFSETs of every dispatched topic/queue, or None when some queue's
-        offsets do not go up by one record after record."""
+        """The run of QUEUEOFFSETs of every dispatched topic/queue (in the order the queues first
+        appear), or None when some queue's offsets do not go up by one record after record."""
         keep = np.flatnonzero(self.dispatched())
         if not len(keep):
             return {}
@@ -146,10 +146,12 @@ class CommitLogColumns:
             return None
         starts = np.flatnonzero(new)
         stops = np.append(starts[1:], len(rows))
-        return {
-            (self.topics[int(t[a])], int(q[a])): QueueRun(int(off[a]), int(off[b - 1]), int(b - a), int(self.position[rows[a]]))
+        runs = [
+            ((self.topics[int(t[a])], int(q[a])), QueueRun(int(off[a]), int(off[b - 1]), int(b - a), int(self.position[rows[a]])))
             for a, b in zip(starts, stops)
-        }
+        ]
+        # in the order the queues first appear, as a record-by-record walk meets them
+        return dict(sorted(runs, key=lambda item: item[1].first_position))
 
 
 @dataclass
