@@ -17,10 +17,10 @@ from mqtool.cli.app import app
 from mqtool.cli.common import FormatOpt, JsonlOpt, JsonOpt, LayoutOpt, renderer
 from mqtool.cli.exit_codes import ExitCode
 from mqtool.cli.render import OutputFormat
+from mqtool.layouts import detect_layout
 from mqtool.ops.clean import cleaner
 from mqtool.ops.clean_config import read_policy_file
 from mqtool.ops.recover import RecoverPlan, apply_plan
-from mqtool.store.layout import detect_layout
 
 BROKER_LOCKS = {"rocketmq": "lock", "kafka": ".lock"}
 

@@ -14,9 +14,9 @@ from mqtool.cli.app import app
 from mqtool.cli.common import FormatOpt, JsonlOpt, JsonOpt, LayoutOpt, renderer
 from mqtool.cli.exit_codes import ExitCode
 from mqtool.cli.render import OutputFormat, markup, styled
+from mqtool.layouts import detect_layout
 from mqtool.ops.diff import check_same_layout, diff_stores
 from mqtool.ops.stats import input_size
-from mqtool.store.layout import detect_layout
 
 VERDICTS = {
     "identical": "[green]identical[/green]",

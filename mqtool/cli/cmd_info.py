@@ -15,8 +15,8 @@ from mqtool.cli.common import FormatOpt, JsonlOpt, JsonOpt, LayoutOpt, renderer
 from mqtool.cli.exit_codes import ExitCode
 from mqtool.cli.render import OutputFormat
 from mqtool.cli.rows import iso_ms
+from mqtool.layouts import detect_layout
 from mqtool.ops.info import StoreInfo, store_info
-from mqtool.store.layout import detect_layout
 
 
 @app.command("info")

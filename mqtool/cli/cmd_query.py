@@ -14,8 +14,8 @@ from mqtool.cli.exit_codes import ExitCode
 from mqtool.cli.render import BodyDecode, Column, OutputFormat
 from mqtool.cli.rows import iso_ms, message_row, parse_time
 from mqtool.errors import MqError, UnsupportedFormatError
+from mqtool.layouts import detect_layout
 from mqtool.ops import query as ops_query
-from mqtool.store.layout import detect_layout
 from mqtool.store.rocketmq import open_store
 
 QUERY_COLUMNS = [

@@ -16,9 +16,9 @@ from mqtool.cli.app import app
 from mqtool.cli.common import FormatOpt, JsonlOpt, JsonOpt, LayoutOpt, renderer
 from mqtool.cli.exit_codes import ExitCode
 from mqtool.cli.render import OutputFormat, markup
+from mqtool.layouts import detect_layout
 from mqtool.ops.recover import RecoverPlan, load_plan, recoverer, undo_manifest
 from mqtool.ops.validate import default_jobs
-from mqtool.store.layout import detect_layout
 
 
 @app.command("recover")

@@ -16,8 +16,8 @@ from mqtool.cli.app import app
 from mqtool.cli.common import FormatOpt, JsonlOpt, JsonOpt, LayoutOpt, renderer
 from mqtool.cli.exit_codes import ExitCode
 from mqtool.cli.render import OutputFormat, markup
+from mqtool.layouts import detect_layout
 from mqtool.ops.stats import StatsOptions, input_size, store_stats
-from mqtool.store.layout import detect_layout
 
 
 @app.command("stats")

@@ -17,8 +17,8 @@ from mqtool.cli.common import JsonlOpt, JsonOpt, LayoutOpt, pick_format
 from mqtool.cli.exit_codes import ExitCode
 from mqtool.cli.render import Column, OutputFormat, Renderer, dumps, styled
 from mqtool.findings import FAMILIES, Severity, layout_families
+from mqtool.layouts import detect_layout
 from mqtool.ops.validate import ValidateOptions, ValidationReport, default_jobs, validate_path
-from mqtool.store.layout import detect_layout
 
 
 class ValidateFormat(str, enum.Enum):

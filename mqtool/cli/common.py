@@ -8,7 +8,7 @@ import typer
 
 from mqtool.cli.exit_codes import ExitCode, exit_code_for
 from mqtool.cli.render import BodyDecode, OutputFormat, Renderer
-from mqtool.store.layout import LAYOUTS
+from mqtool.layouts import LAYOUTS
 
 
 def check_layout(value: Optional[str]) -> Optional[str]:

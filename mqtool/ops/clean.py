@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
+from mqtool.layouts import Layout, for_layout
+
 HOUR_MS = 3_600_000
 
 
@@ -42,26 +44,19 @@ def statvfs_usage(path: Path) -> DiskUsage:
 DiskProbe = Callable[[Path], DiskUsage]
 
 
-#: layout -> (module, plan function(path, options, now_ms, probe))
-CLEANERS = {
-    "rocketmq": ("mqtool.ops.clean_rocketmq", "plan_clean_rocketmq", "CleanOptions"),
-    "kafka": ("mqtool.ops.clean_kafka", "plan_clean_kafka", "CleanOptions"),
-    "jafka": ("mqtool.ops.clean_legacy", "plan_clean_jafka", "CleanOptions"),
-    "metaq": ("mqtool.ops.clean_legacy", "plan_clean_metaq", "CleanOptions"),
-}
+def cleaners() -> dict[Layout, tuple[Callable, type]]:
+    """layout -> (plan function(path, options, now_ms, probe), options class).  Imported here,
+    not at the top: the cleaners import this module."""
+    from mqtool.ops import clean_kafka, clean_legacy, clean_rocketmq
+
+    return {
+        Layout.ROCKETMQ: (clean_rocketmq.plan_clean_rocketmq, clean_rocketmq.CleanOptions),
+        Layout.KAFKA: (clean_kafka.plan_clean_kafka, clean_kafka.CleanOptions),
+        Layout.JAFKA: (clean_legacy.plan_clean_jafka, clean_legacy.CleanOptions),
+        Layout.METAQ: (clean_legacy.plan_clean_metaq, clean_legacy.CleanOptions),
+    }
 
 
-def cleaner(layout: str):
+def cleaner(layout: str) -> tuple[Callable, type]:
     """``(plan_fn, options_cls)`` of a layout (UnsupportedFormatError when it has none)."""
-    import importlib
-
-    from mqtool.errors import UnsupportedFormatError
-
-    module, plan_name, options_name = CLEANERS.get(layout, (None, None, None))
-    try:
-        mod = importlib.import_module(module) if module else None
-        if mod is not None:
-            return getattr(mod, plan_name), getattr(mod, options_name)
-    except (ImportError, AttributeError):
-        pass
-    raise UnsupportedFormatError(f"`mqtool clean` does not handle the {layout} layout", expected="rocketmq", found=layout)
+    return for_layout(cleaners(), layout, "clean")

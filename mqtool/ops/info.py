@@ -10,11 +10,13 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 from mqtool.errors import MqError
 from mqtool.formats.rocketmq import checkpoint as cpf
 from mqtool.formats.rocketmq import config as cfgf
 from mqtool.formats.rocketmq.commitlog import MAGIC_V2, SYSFLAG_BORNHOST_V6, SYSFLAG_COMPRESSION_MASK, SYSFLAG_STOREHOST_V6
+from mqtool.layouts import Layout, for_layout
 from mqtool.store import rocketmq as rmq
 from mqtool.store.files import ReadOnlyFile, is_directory, read_small_file
 from mqtool.store.lock import probe_record_lock
@@ -244,16 +246,18 @@ def rocketmq_info(path: str | Path) -> StoreInfo:
 
 
 
-#: layout -> (module, function(path) -> object with to_dict())
-INFO = {
-    "rocketmq": ("mqtool.ops.info", "rocketmq_info"),
-    "kafka": ("mqtool.ops.info_kafka", "kafka_info"),
-    "jafka": ("mqtool.ops.info_legacy", "jafka_info"),
-    "metaq": ("mqtool.ops.info_legacy", "metaq_info"),
-}
+def info_functions() -> dict[Layout, Callable[[str | Path], object]]:
+    """layout -> function(path) -> object with to_dict().  Imported here, not at the top, so
+    ``mqtool --help`` does not load the other layouts' modules."""
+    from mqtool.ops import info_kafka, info_legacy
+
+    return {
+        Layout.ROCKETMQ: rocketmq_info,
+        Layout.KAFKA: info_kafka.kafka_info,
+        Layout.JAFKA: info_legacy.jafka_info,
+        Layout.METAQ: info_legacy.metaq_info,
+    }
 
 
 def store_info(path: str | Path, layout: str):
-    from mqtool.ops.validate import layout_function
-
-    return layout_function(INFO, layout, "info")(path)
+    return for_layout(info_functions(), layout, "info")(path)

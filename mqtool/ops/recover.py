@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Callable
 
 from mqtool.errors import LockBusyError, PlanChangedError, StoreIOError, StoreLayoutError
+from mqtool.layouts import Layout, for_layout
 from mqtool.store.lock import ExclusiveLock, probe_record_lock
 from mqtool.store.mutate import Faults, Mutator
 from mqtool.store.quarantine import Quarantine, default_quarantine_root, region_crc, undo
@@ -290,26 +291,19 @@ def undo_manifest(manifest: Path, *, force: bool = False) -> list:
         return undo(manifest, lambda root, qdir: Mutator(root, extra_roots=(qdir,), faults=Faults.from_env()))
 
 
-#: layout -> (module, plan function(path, options), apply function(plan, **kw), options class)
-RECOVERERS = {
-    "rocketmq": ("mqtool.ops.recover_rocketmq", "plan_rocketmq", "apply_rocketmq", "RecoverOptions"),
-    "kafka": ("mqtool.ops.recover_kafka", "plan_kafka", "apply_kafka", "RecoverOptions"),
-    "jafka": ("mqtool.ops.recover_legacy", "plan_jafka", "apply_legacy", "RecoverOptions"),
-    "metaq": ("mqtool.ops.recover_legacy", "plan_metaq", "apply_legacy", "RecoverOptions"),
-}
+def recoverers() -> dict[Layout, tuple[Callable, Callable, type]]:
+    """layout -> (plan function(path, options), apply function(plan, **kw), options class).
+    Imported here, not at the top: each recoverer imports this module."""
+    from mqtool.ops import recover_kafka, recover_legacy, recover_rocketmq
+
+    return {
+        Layout.ROCKETMQ: (recover_rocketmq.plan_rocketmq, recover_rocketmq.apply_rocketmq, recover_rocketmq.RecoverOptions),
+        Layout.KAFKA: (recover_kafka.plan_kafka, recover_kafka.apply_kafka, recover_kafka.RecoverOptions),
+        Layout.JAFKA: (recover_legacy.plan_jafka, recover_legacy.apply_legacy, recover_legacy.RecoverOptions),
+        Layout.METAQ: (recover_legacy.plan_metaq, recover_legacy.apply_legacy, recover_legacy.RecoverOptions),
+    }
 
 
-def recoverer(layout: str):
+def recoverer(layout: str) -> tuple[Callable, Callable, type]:
     """``(plan_fn, apply_fn, options_cls)`` of a layout (UnsupportedFormatError when it has none)."""
-    import importlib
-
-    from mqtool.errors import UnsupportedFormatError
-
-    module, plan_name, apply_name, options_name = RECOVERERS.get(layout, (None, None, None, None))
-    try:
-        mod = importlib.import_module(module) if module else None
-        if mod is not None:
-            return getattr(mod, plan_name), getattr(mod, apply_name), getattr(mod, options_name)
-    except (ImportError, AttributeError):
-        pass
-    raise UnsupportedFormatError(f"`mqtool recover` does not handle the {layout} layout", expected="rocketmq", found=layout)
+    return for_layout(recoverers(), layout, "recover")

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Iterable, Iterator, TypeVar
 
 from mqtool.findings import FAMILIES, Finding, Severity
+from mqtool.layouts import Layout, for_layout
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -128,31 +129,26 @@ class ValidationReport:
         }
 
 
-#: layout -> (module, function(path, options, progress) -> ValidationReport)
-VALIDATORS = {
-    "rocketmq": ("mqtool.ops.validate_rocketmq", "validate_rocketmq"),
-    "kafka": ("mqtool.ops.validate_kafka", "validate_kafka"),
-    "jafka": ("mqtool.ops.validate_legacy", "validate_jafka"),
-    "metaq": ("mqtool.ops.validate_legacy", "validate_metaq"),
-}
+#: A layout's checker: ``(path, options, progress) -> ValidationReport``.
+Validator = Callable[..., ValidationReport]
+
+
+def validators() -> dict[Layout, Validator]:
+    """layout -> checker.  Imported here, not at the top: each checker imports this module, and
+    ``mqtool --help`` does not load them."""
+    from mqtool.ops import validate_kafka, validate_legacy, validate_rocketmq
+
+    return {
+        Layout.ROCKETMQ: validate_rocketmq.validate_rocketmq,
+        Layout.KAFKA: validate_kafka.validate_kafka,
+        Layout.JAFKA: validate_legacy.validate_jafka,
+        Layout.METAQ: validate_legacy.validate_metaq,
+    }
 
 
 def validate_path(path, options: ValidateOptions, layout: str, progress=None) -> ValidationReport:
     """Validate ``path`` as ``layout`` with the layout's checker."""
-    return layout_function(VALIDATORS, layout, "validate")(path, options, progress)
-
-
-def layout_function(table: dict, layout: str, verb: str):
-    import importlib
-
-    from mqtool.errors import UnsupportedFormatError
-
-    module, name = table.get(layout, (None, None))
-    try:
-        return getattr(importlib.import_module(module), name) if module else None
-    except (ImportError, AttributeError):
-        pass
-    raise UnsupportedFormatError(f"`mqtool {verb}` does not handle the {layout} layout", expected="rocketmq", found=layout)
+    return for_layout(validators(), layout, "validate")(path, options, progress)
 
 
 def run_tasks(fn: Callable[[T], R], items: Iterable[T], jobs: int) -> Iterator[R]:

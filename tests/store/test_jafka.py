@@ -8,9 +8,9 @@ from hypothesis import strategies as st
 
 from mqtool.errors import StoreLayoutError
 from mqtool.formats import jafka as jf
+from mqtool.layouts import detect_layout
 from mqtool.store import jafka as sj
 from mqtool.store import metaq as sm
-from mqtool.store.layout import detect_layout
 from mqtool.store.legacy import SegmentWalk, parse_topic_partition
 from tests.conftest import FIXTURES, PROJECT_ROOT
 

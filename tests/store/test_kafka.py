@@ -16,10 +16,10 @@ from mqtool.formats.kafka import index as kidx
 from mqtool.formats.kafka import record_batch as rb
 from mqtool.formats.kafka import txn_index as ktxn
 from mqtool.formats.kafka.log import LogWalker
+from mqtool.layouts import detect_layout
 from mqtool.store import kafka as ks
 from mqtool.store.files import ReadOnlyFile
 from mqtool.store.kafka_writer import LogDirWriter, PartitionConfig, PartitionWriter
-from mqtool.store.layout import detect_layout
 from tests.conftest import FIXTURES, REAL_ROOT
 
 LOGS = FIXTURES / "kafka-logs"

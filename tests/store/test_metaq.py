@@ -16,9 +16,9 @@ from mqtool.errors import (
     UnsupportedFormatError,
 )
 from mqtool.formats import metaq as mq
+from mqtool.layouts import detect_layout
 from mqtool.store import jafka as sj
 from mqtool.store import metaq as sm
-from mqtool.store.layout import detect_layout
 from mqtool.store.legacy import SegmentWalk, ZipEntryReader
 from tests.conftest import FIXTURES, PROJECT_ROOT
 

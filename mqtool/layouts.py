@@ -1,0 +1,95 @@
+"""The four store layouts, how each is detected, and the one way a verb picks its layout's function.
+
+``Layout`` is a ``str`` enum (``Layout.KAFKA == "kafka"``), so reports and JSON keep the plain
+names.  ``DETECTORS`` is the registry of detection: for each layout the store-level predicate
+(``is_<layout>_path(path) -> bool``: a store root, or a directory/file inside one such as a single
+partition), imported plainly from ``store/``.  ``--layout`` skips detection.
+
+Each verb in ``ops/`` keeps a plain ``{Layout: function}`` table built from plain imports;
+``for_layout`` looks a layout up in it.  A layout a verb lacks is absent from its table and is
+"unsupported" (exit 4); an ``ImportError`` or any other bug in a verb's module propagates and is an
+internal error (exit 70), never mistaken for an unsupported layout.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import TypeVar
+
+from mqtool.errors import StoreLayoutError, UnsupportedFormatError
+from mqtool.store.files import check_path
+from mqtool.store.jafka import is_jafka_path
+from mqtool.store.kafka import is_kafka_path
+from mqtool.store.metaq import is_metaq_path
+from mqtool.store.rocketmq import is_rocketmq_path
+
+T = TypeVar("T")
+
+
+class Layout(enum.StrEnum):
+    ROCKETMQ = "rocketmq"
+    KAFKA = "kafka"
+    JAFKA = "jafka"
+    METAQ = "metaq"
+
+
+#: The layout names, in the order messages list them.
+LAYOUTS: tuple[str, ...] = tuple(layout.value for layout in Layout)
+
+Predicate = Callable[[Path], bool]
+
+#: layout -> store-level predicate, tried in this order: the most specific markers first (a MetaQ
+#: data dir is checked before a Jafka one).
+DETECTORS: dict[Layout, Predicate] = {
+    Layout.ROCKETMQ: is_rocketmq_path,
+    Layout.KAFKA: is_kafka_path,
+    Layout.METAQ: is_metaq_path,
+    Layout.JAFKA: is_jafka_path,
+}
+
+
+def _either(names: list[str]) -> str:
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} or {names[-1]}"
+
+
+def parse_layout(name: str) -> Layout:
+    """``name`` as a ``Layout`` (StoreLayoutError naming the four when it is none of them)."""
+    try:
+        return Layout(name)
+    except ValueError:
+        raise StoreLayoutError(expected=f"--layout one of {', '.join(LAYOUTS)}", found=repr(name)) from None
+
+
+def detect_layout(path: str | Path, forced: str | None = None) -> Layout:
+    """The layout of ``path`` (``forced``, from ``--layout``, skips detection)."""
+    path = Path(path)
+    check_path(path)
+    if forced:
+        return parse_layout(forced)
+    for layout, predicate in DETECTORS.items():
+        if predicate(path):
+            return layout
+    raise StoreLayoutError(
+        expected="a RocketMQ store root, a Kafka log dir or partition, a Jafka or MetaQ data dir (or --layout)",
+        found="none of them",
+        path=path,
+    )
+
+
+def for_layout(table: Mapping[Layout, T], layout: str, verb: str) -> T:
+    """``table[layout]``, or UnsupportedFormatError (exit 4) naming the layouts ``mqtool verb``
+    handles when ``layout`` is not among them."""
+    key = Layout(layout) if layout in LAYOUTS else None
+    if key is None or key not in table:
+        handled = [name.value for name in Layout if name in table]
+        raise UnsupportedFormatError(
+            f"`mqtool {verb}` does not handle the {layout} layout",
+            expected=_either(handled) if handled else "no layout",
+            found=str(layout),
+        )
+    return table[key]
+
+
+__all__ = ["DETECTORS", "LAYOUTS", "Layout", "Predicate", "detect_layout", "for_layout", "parse_layout"]
