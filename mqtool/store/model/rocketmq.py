@@ -177,7 +177,7 @@ def _past_the_end(f: ReadOnlyFile, pos: int, total: int) -> MqError:
     return CorruptDataError(path=f.path, position=pos, expected=f"TOTALSIZE at most {rest} (the rest of the file)", found=str(total))
 
 
-def _broken_record_finding(f: ReadOnlyFile, path: str, bad: int, exc: MqError | None, file_size: int, last: bool) -> Finding:
+def broken_record_finding(f: ReadOnlyFile, path: str, bad: int, exc: MqError | None, file_size: int, last: bool) -> Finding:
     """The record that fails at ``bad``: a torn tail in the last file (``rmq.torn_tail_at``, a
     warning), else damage with the code ``rmq.classify_broken_record`` gives (validate's)."""
     if last:
@@ -227,15 +227,15 @@ def commitlog_file_findings(
     assert walk is not None
     end = walk.end
     if walk.error is not None and walk.failed_at is not None:
-        return [_broken_record_finding(f, path, walk.failed_at, walk.error, size, last)]
+        return [broken_record_finding(f, path, walk.failed_at, walk.error, size, last)]
     if end is None:
         return []
     if end.kind == "torn":
-        return [_broken_record_finding(f, path, end.position, None, size, last)]
+        return [broken_record_finding(f, path, end.position, None, size, last)]
     if end.kind == "partial":
         if f.size < size and not last:
             return []  # cut short: RMQ-FILE-SIZE
-        return [_broken_record_finding(f, path, end.position, _past_the_end(f, end.position, end.length), size, last)]
+        return [broken_record_finding(f, path, end.position, _past_the_end(f, end.position, end.length), size, last)]
     if end.kind == "blank":
         rest = size - end.position
         if end.length != rest:
