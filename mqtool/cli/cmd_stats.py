@@ -39,7 +39,8 @@ def stats(
     (HyperLogLog estimate, 1.6 % standard error) per topic/queue or partition; disk usage and when
     the disk reaches the clean threshold at the last 24 h write rate.
 
-    One streaming pass, flat memory. Exit 0, or 1 when damaged data stopped a file early."""
+    One streaming pass, flat memory. Exit 0, or 1 when a gap or damaged data is met (named with
+    validate's code and position; a torn tail is a warning, exit 0)."""
     out = renderer(fmt, as_json, as_jsonl)
     detected = detect_layout(path, layout)
     options = StatsOptions(top=top, threshold=threshold / 100 if threshold is not None else None, check_crc=not no_crc)

@@ -99,7 +99,7 @@ def _commitlog_info(store: rmq.RocketMQStore, hints: set[str], findings: list[Fi
     zero_length = [s.name for s in segments if s.size == 0]
     non_empty = [s for s in segments if s.size > 0]
     first_ts = last_ts = None
-    end_kind = None
+    end_kind: str | None = None
     max_offset = store.commitlog_min_offset
     preallocated: list[str] = []
     findings.extend(model.segment_findings_on_path(model.commitlog_findings(store), [s.path for s in segments]))

@@ -122,10 +122,9 @@ def _read_hit(reader: rmq.CommitLogReader, offset: int, via: str, result: QueryR
             return None
         size = store.commitlog_file_size
         missing = f" {offset - offset % size:020d}" if size else ""
-        result.notes.append(
-            f"commitlog offset {offset} lies in the missing CommitLog file{missing} "
-            f"(offsets {gap.details['missing_from']}..{int(gap.details['missing_to']) - 1} are missing: {gap.code})"
-        )
+        low, high = gap.details["missing_from"], gap.details["missing_to"]
+        upto = high - 1 if isinstance(high, int) else high
+        result.notes.append(f"commitlog offset {offset} lies in the missing CommitLog file{missing} (offsets {low}..{upto} are missing: {gap.code})")
         if gap not in result.findings:
             result.findings.append(gap)
         return None

@@ -134,8 +134,8 @@ def commitlog_findings(store: rmq.RocketMQStore, *, live: bool = False) -> list[
 
 # --- damage on the path of a CommitLog read (dump, stats, info, query, diff) ----------------------
 
-from mqtool.errors import CorruptDataError, MqError, TruncatedDataError  # noqa: E402  (this section's own)
-from mqtool.store.files import ReadOnlyFile  # noqa: E402
+from mqtool.errors import CorruptDataError, MqError, TruncatedDataError
+from mqtool.store.files import ReadOnlyFile
 
 
 def finding_location(finding: Finding) -> str:
@@ -288,8 +288,8 @@ def segment_findings_on_path(findings: Iterable[Finding], read: Iterable[Path], 
     out: list[Finding] = []
     for finding in findings:
         if finding.code == "RMQ-FILE-GAP":
-            low = finding.details.get("missing_from")
-            if finding.path in paths and (start is None or not isinstance(low, int) or start < int(finding.details.get("missing_to", low))):
+            high = finding.details.get("missing_to")
+            if finding.path in paths and (start is None or not isinstance(high, int) or start < high):
                 out.append(finding)
         elif finding.path in paths or finding.code in ("RMQ-FILE-NAME", "RMQ-FILE-LINK", "RMQ-FILE-UNREADABLE"):
             out.append(finding)
