@@ -60,6 +60,8 @@ def diff(
     for log in doc["logs"]:
         for problem in log["problems"]:
             out.warn(f"{log['name']}: {problem}")
+    for diffed in report.logs:  # every gap and damage met, as validate states them (CODE path:position: message)
+        out.findings(f for _side, f in diffed.findings)
     return ExitCode.OK if report.ok else ExitCode.FINDINGS
 
 
@@ -72,6 +74,12 @@ def _range(side: dict) -> str:
 def _record(rec: dict | None) -> str:
     if rec is None:
         return "nothing (the data ends)"
+    if rec.get("missing"):  # no file holds the offset: validate's finding says why
+        where = rec["file"] if rec.get("position") is None else f"{rec['file']}:{rec['position']}"
+        return f"nothing: {rec['code']} {where}: {rec['error']}"
+    if rec.get("finding"):  # a record that does not decode: validate's code at the wrong field
+        head = {k: v for k, v in rec.items() if k not in ("code", "code_position", "error", "finding")}
+        return ", ".join(f"{k}={v}" for k, v in head.items()) + f": {rec['finding']}"
     return ", ".join(f"{k}={v}" for k, v in rec.items())
 
 
@@ -104,7 +112,14 @@ def render_diff(console: Console, doc: dict) -> None:
             if line:
                 console.print(f"  {line}")
         for damage in log.get("damage") or ():
-            console.print(markup("  [red]damaged[/red] {} at {} {}: {}", damage["side"], unit, f"{damage['offset']:,}", damage["error"]))
+            console.print(markup("  [red]damaged[/red] {} at {} {}: {}", damage["side"], unit, f"{damage['offset']:,}", damage.get("finding") or damage["error"]))
+        listed = {(d.get("code"), d["file"], d.get("code_position")) for d in log.get("damage") or ()}
+        for finding in log.get("findings") or ():
+            if finding["severity"] == "info" or (finding["code"], finding["path"], finding["position"]) in listed:
+                continue
+            where = finding["path"] if finding["position"] is None else f"{finding['path']}:{finding['position']}"
+            style = "red" if finding["severity"] == "error" else "yellow"
+            console.print(markup("  [" + style + "]{}[/" + style + "] {} {} {}: {}", finding["severity"], finding["side"], finding["code"], where, finding["message"]))
         for note in log["notes"]:
             console.print(f"  note: {note}")
     console.print(Text.assemble("\nverdict: ", _verdict(doc["verdict"])))

@@ -68,7 +68,7 @@ def dump_commitlog(
         key=key,
     )
     files = ops_dump.commitlog_files(path)
-    engine = ops_dump.CommitLogDump(files, flt, limit, check_crc=not no_crc)
+    engine = ops_dump.CommitLogDump(files, flt, limit, check_crc=not no_crc, directory=ops_dump.commitlog_directory(path))
     table = out.fmt is OutputFormat.table
     body_mode = decode if not table or decode is not BodyDecode.base64 else BodyDecode.utf8
 
@@ -86,19 +86,10 @@ def dump_commitlog(
                 yield row
 
     out.stream(rows(), COMMITLOG_COLUMNS)
-    cut = 0
-    sizes = {s.path: s.size for s in files}
-    for fe in engine.ends:
-        if fe.end is None or fe.end.kind not in ("partial", "torn"):
-            continue
-        written = fe.torn.stop - fe.torn.position if fe.torn is not None else sizes[fe.path] - fe.end.position
-        record = f"a {fe.end.length}-byte record with only {written} of its bytes " + ("written" if fe.torn else "in the file")
-        if fe.end.kind == "torn" or fe.path == files[-1].path:  # validate's RMQ-CL-TORN-TAIL (a warning): the broker stopped mid-write
-            out.warn(f"{fe.path}:{fe.end.position}: torn tail: {record} (`mqtool recover` cuts it)")
-        else:  # an older file cut short: the records after this point are gone
-            out.error(f"{fe.path}:{fe.end.position}: expected whole records to the end of the file, found {record}")
-            cut += 1
-    return finish_dump(out, engine.problems, extra_failures=cut)
+    # validate's findings (code, file, position) for every gap and damage the walk met; a torn
+    # tail is a warning (exit 0), as in validate
+    damaged = out.findings(engine.findings)
+    return finish_dump(out, engine.problems, extra_failures=damaged)
 
 
 CQ_COLUMNS = [

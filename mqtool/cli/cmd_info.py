@@ -39,8 +39,13 @@ def info(
         out.document(doc, lambda console: render_generic(console, doc))
     for problem in doc.get("problems", []):
         out.warn(str(problem))
-    for error in doc.get("errors", []):  # damaged data met where info reads
-        out.error(str(error))
+    if isinstance(result, StoreInfo):
+        # every gap and damage on info's path, with validate's code and position (a torn tail is
+        # a warning: exit 0, as in validate)
+        out.findings(result.findings)
+    else:
+        for error in doc.get("errors", []):  # damaged data met where info reads
+            out.error(str(error))
     return ExitCode.FINDINGS if doc.get("errors") else ExitCode.OK
 
 

@@ -131,11 +131,13 @@ def query(
         out.warn(note)
     for problem in result.problems:
         out.error(str(problem))
+    # every gap and damage on the query's path, with validate's code and position
+    damaged = out.findings(result.findings)
     if result.collisions:
         out.warn(f"{result.collisions} index candidate(s) were hash collisions and were filtered out")
-    if result.problems:
+    if result.problems or damaged:
         return ExitCode.FINDINGS
-    if not result.hits and not result.notes:
+    if not result.hits and not result.notes and not result.findings:
         out.warn("no message matched")  # exit 1 alone would leave a person at a shell guessing
     return ExitCode.OK if result.hits else ExitCode.FINDINGS
 

@@ -16,6 +16,7 @@ from mqtool.cli.app import app
 from mqtool.cli.common import FormatOpt, JsonlOpt, JsonOpt, LayoutOpt, renderer
 from mqtool.cli.exit_codes import ExitCode
 from mqtool.cli.render import OutputFormat, markup
+from mqtool.findings import Severity
 from mqtool.layouts import detect_layout
 from mqtool.ops.stats import StatsOptions, input_size, store_stats
 
@@ -38,7 +39,8 @@ def stats(
     (HyperLogLog estimate, 1.6 % standard error) per topic/queue or partition; disk usage and when
     the disk reaches the clean threshold at the last 24 h write rate.
 
-    One streaming pass, flat memory. Exit 0, or 1 when damaged data stopped a file early."""
+    One streaming pass, flat memory. Exit 0, or 1 when a gap or damaged data is met (named with
+    validate's code and position; a torn tail is a warning, exit 0)."""
     out = renderer(fmt, as_json, as_jsonl)
     detected = detect_layout(path, layout)
     options = StatsOptions(top=top, threshold=threshold / 100 if threshold is not None else None, check_crc=not no_crc)
@@ -46,8 +48,9 @@ def stats(
         result = store_stats(path, detected, options, progress=advance)
     doc = result.to_dict()
     out.document(doc, lambda console: render_stats(console, doc))
-    for problem in doc["problems"]:
+    for problem in doc["problems"]:  # RocketMQ's error findings among them, as CODE path:position: message
         out.error(problem)
+    out.findings(f for f in result.findings if f.level is Severity.warning)  # a torn tail: exit 0, as validate
     return ExitCode.FINDINGS if doc["problems"] else ExitCode.OK
 
 

@@ -23,6 +23,9 @@ from rich.console import Console
 from rich.markup import escape
 from rich.text import Text
 
+from mqtool.findings import Finding, Severity
+from mqtool.store.model.rocketmq import finding_text
+
 
 class _Console(Console):
     """rich's Console answers a closed pipe (``mqtool info | head -1``) with SystemExit(1), which
@@ -173,6 +176,18 @@ class Renderer:
     def error(self, message: str) -> None:
         self.err.write(f"mqtool: error: {message}\n")
         self.err.flush()
+
+    def findings(self, findings: Iterable[Finding]) -> int:
+        """Findings on stderr, one line each: ``CODE path:position: message`` (errors as errors,
+        warnings as warnings, infos not shown).  Returns how many are errors (exit 1)."""
+        errors = 0
+        for finding in findings:
+            if finding.level is Severity.error:
+                self.error(finding_text(finding))
+                errors += 1
+            elif finding.level is Severity.warning:
+                self.warn(finding_text(finding))
+        return errors
 
     @contextmanager
     def progress(self, total: int, description: str, *, streaming: bool = False) -> Iterator[Callable[[int], None]]:

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 from mqtool.errors import MqError, StoreLayoutError
+from mqtool.findings import Finding, Severity
 from mqtool.store.files import CHUNK_SIZE, ReadOnlyFile
 
 OK_VERDICTS = ("identical", "b-prefix", "a-prefix", "only-a", "only-b")
@@ -67,11 +68,18 @@ class LogDiff:
     only_b_before: Extra | None = None
     notes: list[str] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
-    damage: list[dict] = field(default_factory=list)  # {"side", "file", "position", "offset", "error"}
+    damage: list[dict] = field(default_factory=list)  # {"side", "file", "position", "offset", "error"} (+ "code", "code_position")
+    #: (side, finding): every gap and damage met on either side, as validate states them
+    #: (RocketMQ: ``store.model.rocketmq``)
+    findings: list[tuple[str, Finding]] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
-        return self.verdict in OK_VERDICTS and not self.damage
+        return self.verdict in OK_VERDICTS and not self.damage and not self.errors
+
+    @property
+    def errors(self) -> list[Finding]:
+        return [f for _side, f in self.findings if f.level is Severity.error]
 
     def to_dict(self) -> dict:
         return {
@@ -89,6 +97,7 @@ class LogDiff:
             "notes": list(self.notes),
             "problems": list(self.problems),
             "damage": [dict(d) for d in self.damage],
+            "findings": [{"side": side, **f.to_dict()} for side, f in self.findings],
         }
 
 
@@ -154,10 +163,19 @@ class _ByteLog:
         self._open: tuple[_Seg, object] | None = None
         self.damage: list[dict] = []
         self.notes: list[str] = []
+        #: the gaps and damage of this side as validate states them (RocketMQ)
+        self.findings: list[Finding] = []
 
-    def add_damage(self, path: Path, position: int, offset: int, error: MqError) -> None:
+    def add_damage(self, path: Path, position: int, offset: int, error: MqError | str, finding: Finding | None = None) -> None:
+        """A broken record at ``position`` of ``path``; ``finding``: validate's finding for it
+        (its code and the position of the field that is wrong)."""
         if not any(d["offset"] == offset for d in self.damage):
-            self.damage.append({"file": str(path), "position": position, "offset": offset, "error": str(error)})
+            entry: dict = {"file": str(path), "position": position, "offset": offset, "error": str(error)}
+            if finding is not None:
+                entry.update(code=finding.code, code_position=finding.position, finding=_finding_text(finding))
+            self.damage.append(entry)
+        if finding is not None and finding not in self.findings:
+            self.findings.append(finding)
 
     @property
     def start(self) -> int:
@@ -292,11 +310,12 @@ def _with_damage(diff: LogDiff, a: _ByteLog, b: _ByteLog) -> LogDiff:
     a broken record makes the verdict ``damaged``: a copy with damage is never a clean prefix."""
     diff.damage = [{"side": "A", **d} for d in a.damage] + [{"side": "B", **d} for d in b.damage]
     diff.notes = [*(f"A: {n}" for n in a.notes), *(f"B: {n}" for n in b.notes), *diff.notes]
+    diff.findings = [*(("A", f) for f in a.findings), *(("B", f) for f in b.findings)]
     return _damaged_verdict(diff)
 
 
 def _damaged_verdict(diff: LogDiff) -> LogDiff:
-    if diff.damage and diff.verdict not in ("diverged", "disjoint"):
+    if (diff.damage or diff.errors) and diff.verdict not in ("diverged", "disjoint"):
         diff.verdict = "damaged"
     return diff
 
@@ -317,52 +336,88 @@ def _extra(log: _ByteLog, start: int, end: int) -> Extra:
 
 
 def _rocketmq_log(path: Path, problems: list[str]) -> _ByteLog:
-    """The CommitLog of the store at ``path``, ending where its data ends.  A broken record in
-    the last file with data is either a torn tail (the end: noted) or damage: then the log goes
-    on to the file's last non-zero byte, so the damaged bytes are compared too."""
+    """The CommitLog of the store at ``path``, ending where its data ends (in
+    ``store.model.rocketmq.last_data_file``, the broker's last mapped file).  How that file ends is
+    stated as validate states it (``commitlog_file_findings``): a torn tail is the end (noted, a
+    warning); garbage after the valid end is a finding; a broken record is damage, and the log then
+    goes on to the file's last non-zero byte, so the damaged bytes are compared too.  The
+    directory's gaps and wrong sizes (``commitlog_findings``) are findings of the side."""
     from mqtool.store import rocketmq as rmq
+    from mqtool.store.model import rocketmq as model
 
     root = rmq.find_rocketmq_root(path) or path
     store = rmq.open_store(root)
-    segments = [s for s in store.commitlog if s.size > 0]
-    # the valid end: walk back over all-zero (pre-allocated) files to the last file with data
+    findings = model.segment_findings_on_path(model.commitlog_findings(store), [s.path for s in store.commitlog])
+    segments = [s for s in store.commitlog[: model.last_data_file(store.commitlog) + 1] if s.size > 0]
     valid: list[_Seg] = []
-    last_index = None
-    last_end = 0
     damage = torn = None
-    for i in range(len(segments) - 1, -1, -1):
-        seg = segments[i]
+    if segments:
+        seg = segments[-1]
         with ReadOnlyFile(seg.path) as f:
             walk = rmq.CommitLogFileWalk(f)
             for _ in walk:
                 pass
-            if walk.count == 0 and walk.end is not None and walk.end.kind == "zeros" and walk.end.position == 0 and i > 0:
-                continue
-            last_index, last_end = i, walk.valid_end
+            last_end = walk.valid_end
             if walk.end is not None and walk.end.kind == "blank":
                 last_end = walk.end.position + walk.end.length
-            if walk.error is not None:
-                bad = walk.valid_end
-                torn = rmq.torn_tail_at(f, bad, store.commitlog_file_size or f.size)
-                if torn is not None:
-                    torn = _torn_note(seg.path, bad, torn.what)
+            for x in model.commitlog_file_findings(f, walk, store.commitlog_file_size, last=True):
+                if x.code == "RMQ-CL-TORN-TAIL":
+                    what = rmq.torn_tail_at(f, walk.valid_end, store.commitlog_file_size or f.size)
+                    torn = _torn_note(seg.path, walk.valid_end, what.what if what is not None else x.message)
+                    findings.append(x)
+                elif x.code in ("RMQ-CL-GARBAGE", "RMQ-CL-BLANK"):
+                    findings.append(x)  # after the data: not compared
                 else:
-                    problems.append(str(walk.error))
-                    damage = (seg.path, bad, seg.base + bad, walk.error)
+                    bad = walk.valid_end
+                    error = walk.error if walk.error is not None else model.finding_location(x)
+                    problems.append(str(error))
+                    damage = (seg.path, bad, seg.base + bad, error, x)
                     extent = rmq.nonzero_extent(f, bad)
                     last_end = max(bad + 1, extent[1] if extent else bad)
-        break
-    if last_index is not None:
-        for seg in segments[:last_index]:
-            valid.append(_Seg(seg.base, seg.size, seg.path, lambda p=seg.path: ReadOnlyFile(p)))
-        seg = segments[last_index]
+        for s in segments[:-1]:
+            valid.append(_Seg(s.base, s.size, s.path, lambda p=s.path: ReadOnlyFile(p)))
         valid.append(_Seg(seg.base, last_end, seg.path, lambda p=seg.path: ReadOnlyFile(p)))
     log = _ByteLog(f"{root}/commitlog", valid, _rocketmq_describe, _rocketmq_walk)
+    log.findings.extend(findings)
+    log.file_size = store.commitlog_file_size  # type: ignore[attr-defined]
     if damage is not None:
         log.add_damage(*damage)
     if torn is not None:
         log.notes.append(torn)
     return log
+
+
+def _finding_text(finding: Finding) -> str:
+    from mqtool.store.model import rocketmq as model
+
+    return model.finding_text(finding)
+
+
+def _rocketmq_damage(log: _ByteLog, f: ReadOnlyFile, seg: _Seg, walk) -> None:
+    """The broken record a walk of ``seg`` stopped at, with validate's finding for it."""
+    from mqtool.store.model import rocketmq as model
+
+    size = getattr(log, "file_size", None) or f.size
+    finding = model.broken_record_finding(f, str(seg.path), walk.valid_end, walk.error, size, False)
+    log.add_damage(seg.path, walk.valid_end, seg.base + walk.valid_end, walk.error, finding)
+
+
+def _rocketmq_missing(log: _ByteLog, offset: int) -> dict | None:
+    """What a side holds at ``offset`` where no file of it does: the gap or the short file
+    validate names (``store.model.rocketmq``), or None (the data ends)."""
+    from mqtool.store.model import rocketmq as model
+
+    finding = model.gap_holding(log.findings, offset)
+    if finding is None:
+        size = getattr(log, "file_size", None)
+        for x in log.findings:
+            if x.code == "RMQ-FILE-SIZE" and size and log.segments:
+                base = next((s.base for s in log.segments if str(s.path) == x.path), None)
+                if base is not None and base <= offset < base + size:
+                    finding = x
+    if finding is None:
+        return None
+    return {"commitlog_offset": offset, "missing": True, "code": finding.code, "file": finding.path, "position": finding.position, "error": finding.message}
 
 
 def _rocketmq_describe(log: _ByteLog, offset: int):
@@ -398,7 +453,15 @@ def _rocketmq_describe(log: _ByteLog, offset: int):
         where = seg.base + walk.valid_end
         what = str(walk.error) if walk.error is not None else f"no valid record (data ends: {end.kind if end else '?'})"
         if walk.error is not None:
-            log.add_damage(seg.path, walk.valid_end, where, walk.error)
+            _rocketmq_damage(log, f, seg, walk)
+            found = next(d for d in log.damage if d["offset"] == where)
+            return where, {
+                "commitlog_offset": where,
+                "file": str(seg.path),
+                "position": walk.valid_end,
+                "error": what,
+                **{k: found[k] for k in ("code", "code_position", "finding") if k in found},
+            }, None
         return where, {"commitlog_offset": where, "file": str(seg.path), "position": walk.valid_end, "error": what}, None
 
 
@@ -416,8 +479,8 @@ def _rocketmq_walk(log: _ByteLog, offset: int) -> Iterator[tuple[int, int]]:
                 if seg.base + p >= seg.base + seg.size:
                     return
                 yield seg.base + p, rec.total_size
-        if walk.error is not None and walk.valid_end < seg.size:
-            log.add_damage(seg.path, walk.valid_end, seg.base + walk.valid_end, walk.error)  # inside the data this side holds
+            if walk.error is not None and walk.valid_end < seg.size:
+                _rocketmq_damage(log, f, seg, walk)  # inside the data this side holds
         if walk.end is None or walk.end.kind != "blank":
             return
         pos = seg.base + walk.end.position + walk.end.length
@@ -648,6 +711,13 @@ def diff_stores(path_a: str | Path, path_b: str | Path, layout: str, *, progress
             lb.close()
         d.name = "commitlog"
         d.problems = [*(f"A: {p}" for p in pa), *(f"B: {p}" for p in pb), *d.problems]
+        div = d.divergence
+        if div is not None and "a_byte" not in div:  # a side holds no file there: say why, as validate does
+            at = div["byte_offset"]
+            for key, log in (("a", la), ("b", lb)):
+                if div[key] is None:
+                    div[key] = log.describe(at)[1] if log.segment_for(at) is not None else _rocketmq_missing(log, at)
+                    log.close()
         report.logs.append(d)
         return report
     if layout == "kafka":

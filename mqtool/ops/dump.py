@@ -16,7 +16,9 @@ from mqtool.formats.rocketmq import checkpoint as cpf
 from mqtool.formats.rocketmq import config as cfgf
 from mqtool.formats.rocketmq import index_file as idxf
 from mqtool.formats.rocketmq.commitlog import DataEnd, MessageRecord, decompress_body
+from mqtool.findings import Finding
 from mqtool.store import rocketmq as rmq
+from mqtool.store.model import rocketmq as model
 from mqtool.store.files import ReadOnlyFile, check_path, is_directory, is_regular_file, read_small_file
 
 
@@ -65,7 +67,13 @@ class FileEnd:
 
 @dataclass
 class CommitLogDump:
-    """Iterate the records of CommitLog files in order, applying a filter and a limit."""
+    """Iterate the records of CommitLog files in order, applying a filter and a limit.
+
+    ``findings`` collects, as validate states them (``store.model.rocketmq``), the damage the
+    walk met: each file's first broken record or how it ends wrong, and, when ``directory`` is
+    the CommitLog directory the files came from, the continuity facts (a missing file, a wrong
+    size) of the files read.  A broken record ends the walk of its file, as the broker's own
+    recovery (``CommitLog.recoverNormally``) stops there."""
 
     files: list[rmq.Segment]
     filter: RecordFilter = field(default_factory=RecordFilter)
@@ -74,22 +82,35 @@ class CommitLogDump:
     problems: list[MqError] = field(default_factory=list)
     ends: list[FileEnd] = field(default_factory=list)
     bytes_done: int = 0
+    directory: Path | None = None
+    findings: list[Finding] = field(default_factory=list)
 
     def __iter__(self) -> Iterator[tuple[Located, MessageRecord]]:
-        emitted = 0
         if self.limit == 0:  # --limit 0: no rows (the check after each yield would let one out)
             return
+        read: list[Path] = []
+        file_size = rmq.detect_file_size(self.files)
+        try:
+            yield from self._walk(read, file_size)
+        finally:
+            if self.directory is not None:
+                continuity = model.segment_findings(self.directory, self.files, file_size, "commitlog")
+                self.findings[:0] = model.segment_findings_on_path(continuity, read, self.filter.from_offset)
+
+    def _walk(self, read: list[Path], file_size: int | None) -> Iterator[tuple[Located, MessageRecord]]:
+        emitted = 0
         start_at = self.filter.from_offset
-        active = rmq.active_file_index(self.files)
+        last_index = model.last_data_file(self.files)
         for i, seg in enumerate(self.files):
             if start_at is not None and seg.size and seg.base + seg.size <= start_at:
                 self.bytes_done += seg.size
                 continue
+            read.append(seg.path)
             if seg.size == 0:
                 self.ends.append(FileEnd(seg.path, DataEnd("eof", 0), 0, None))
                 continue
             with ReadOnlyFile(seg.path) as f:
-                walk = rmq.CommitLogFileWalk(f, check_crc=self.check_crc, last=i == active)
+                walk = rmq.CommitLogFileWalk(f, check_crc=self.check_crc, last=i == last_index)
                 last = 0
                 for pos, record in walk:
                     self.bytes_done += pos + record.total_size - last
@@ -103,8 +124,7 @@ class CommitLogDump:
                     if self.limit is not None and emitted >= self.limit:
                         return
                 self.bytes_done += f.size - last
-                if walk.error is not None:
-                    self.problems.append(walk.error)
+                self.findings.extend(model.commitlog_file_findings(f, walk, file_size, last=i == last_index, after_last=i > last_index))
                 self.ends.append(FileEnd(seg.path, walk.end, walk.count, walk.error, walk.torn))
 
     @property
@@ -129,6 +149,15 @@ def commitlog_files(path: Path) -> list[rmq.Segment]:
     if not path.exists():
         raise StoreLayoutError("no such file or directory", path=path)
     raise StoreLayoutError(expected="a store root, a commitlog/ directory or a CommitLog file", found="none of them", path=path)
+
+
+def commitlog_directory(path: Path) -> Path | None:
+    """The CommitLog directory whose files ``commitlog_files(path)`` lists (None for one file):
+    the files' continuity (``store.model.rocketmq.segment_findings``) is on the path of a dump."""
+    path = Path(path)
+    if is_directory(path):
+        return path / "commitlog" if rmq.is_rocketmq_root(path) else path
+    return None
 
 
 def body_bytes(record: MessageRecord, uncompress: bool) -> bytes:

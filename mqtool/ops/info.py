@@ -16,8 +16,10 @@ from mqtool.errors import MqError
 from mqtool.formats.rocketmq import checkpoint as cpf
 from mqtool.formats.rocketmq import config as cfgf
 from mqtool.formats.rocketmq.commitlog import MAGIC_V2, SYSFLAG_BORNHOST_V6, SYSFLAG_COMPRESSION_MASK, SYSFLAG_STOREHOST_V6
+from mqtool.findings import Finding, Severity
 from mqtool.layouts import Layout, for_layout
 from mqtool.store import rocketmq as rmq
+from mqtool.store.model import rocketmq as model
 from mqtool.store.files import ReadOnlyFile, is_directory, read_small_file
 from mqtool.store.lock import probe_record_lock
 
@@ -32,7 +34,7 @@ class CommitLogInfo:
     max_offset: int  # where valid data ends (commitlog offset)
     first_store_timestamp: int | None
     last_store_timestamp: int | None
-    end_kind: str | None  # how the last file's data ends: zeros, blank, partial, eof, corrupt
+    end_kind: str | None  # how the last file's data ends: zeros, blank, partial, eof, torn, garbage, corrupt
     zero_length_files: list[str]
     preallocated_files: list[str]  # files after the valid end that hold only zeros (not checked byte-wise)
 
@@ -80,19 +82,29 @@ class StoreInfo:
     problems: list[str] = field(default_factory=list)
     #: damaged data met where info reads (the first and the active CommitLog file): the command exits 1
     errors: list[str] = field(default_factory=list)
+    #: every gap and damage on info's path as validate states them (``store.model.rocketmq``): the
+    #: CommitLog directory's continuity and how the active file ends; ``errors`` holds the errors
+    findings: list[Finding] = field(default_factory=list)
 
     def to_dict(self) -> dict:
-        return dataclasses.asdict(self)
+        doc = dataclasses.asdict(self)
+        doc["findings"] = [f.to_dict() for f in self.findings]
+        return doc
 
 
-def _commitlog_info(store: rmq.RocketMQStore, hints: set[str], errors: list[str]) -> CommitLogInfo:
+def _commitlog_info(store: rmq.RocketMQStore, hints: set[str], findings: list[Finding]) -> CommitLogInfo:
+    """The CommitLog's files, offsets and times from the first record of the first file and the
+    active file (``store.model.rocketmq.last_data_file``: the broker's last mapped file), walked to
+    where its data ends.  ``findings`` gets the directory's continuity facts and how the active
+    file ends, as validate states them (``commitlog_findings``, ``commitlog_file_findings``)."""
     segments = store.commitlog
     zero_length = [s.name for s in segments if s.size == 0]
     non_empty = [s for s in segments if s.size > 0]
     first_ts = last_ts = None
-    end_kind = None
+    end_kind: str | None = None
     max_offset = store.commitlog_min_offset
     preallocated: list[str] = []
+    findings.extend(model.segment_findings_on_path(model.commitlog_findings(store), [s.path for s in segments]))
     if non_empty:
         with ReadOnlyFile(non_empty[0].path) as f:
             walk = rmq.CommitLogFileWalk(f)
@@ -100,25 +112,29 @@ def _commitlog_info(store: rmq.RocketMQStore, hints: set[str], errors: list[str]
                 first_ts = record.store_timestamp
                 _hints_from_record(record, hints)
                 break
-        # The active file is the last one holding data: walk back over all-zero files.
-        for seg in reversed(non_empty):
+        last_index = model.last_data_file(segments)
+        seg = segments[last_index]
+        preallocated = [s.name for s in segments[last_index + 1 :] if s.size > 0]  # not checked byte-wise
+        if seg.size > 0:
             with ReadOnlyFile(seg.path) as f:
                 walk = rmq.CommitLogFileWalk(f, last=True)  # the active file: a torn tail ends it, as in validate
                 last_record = None
                 for _, record in walk:
                     last_record = record
                     _hints_from_record(record, hints)
-            if walk.count == 0 and walk.end is not None and walk.end.kind == "zeros" and walk.end.position == 0 and seg is not non_empty[0]:
-                preallocated.append(seg.name)
-                continue
+                end = model.commitlog_file_findings(f, walk, store.commitlog_file_size, last=True)
+            findings.extend(end)
             max_offset = seg.base + walk.valid_end
             end_kind = walk.end.kind if walk.end is not None else "corrupt"
-            if walk.error is not None:
-                errors.append(str(walk.error))
+            codes = {x.code for x in end}
+            if "RMQ-CL-TORN-TAIL" in codes:
+                end_kind = "torn"
+            elif "RMQ-CL-GARBAGE" in codes:
+                end_kind = "garbage"
+            elif any(x.level is Severity.error for x in end):
+                end_kind = "corrupt"
             if last_record is not None:
                 last_ts = last_record.store_timestamp
-            break
-        preallocated.reverse()
     return CommitLogInfo(
         directory=str(store.commitlog_dir),
         files=len(segments),
@@ -174,8 +190,9 @@ def rocketmq_info(path: str | Path) -> StoreInfo:
     store = rmq.open_store(path)
     hints: set[str] = set()
     problems: list[str] = []
-    errors: list[str] = []
-    commitlog = _commitlog_info(store, hints, errors)
+    findings: list[Finding] = []
+    commitlog = _commitlog_info(store, hints, findings)
+    errors = [model.finding_location(x) for x in findings if x.level is Severity.error]
 
     queues = []
     for topic, qid in store.queues():
@@ -242,6 +259,7 @@ def rocketmq_info(path: str | Path) -> StoreInfo:
         consumer_groups=groups,
         problems=problems,
         errors=errors,
+        findings=findings,
     )
 
 

@@ -16,13 +16,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator
 
-from mqtool.errors import CorruptDataError, MqError, StoreLayoutError
+from mqtool.errors import CorruptDataError, MqError, StoreIOError, StoreLayoutError
+from mqtool.findings import Finding
 from mqtool.formats.rocketmq import index_file as idxf
 from mqtool.formats.rocketmq.commitlog import MessageRecord, decode_offset_msg_id
 from mqtool.formats.rocketmq.config import parse_topics
 from mqtool.ops.dump import CommitLogDump, RecordFilter
 from mqtool.store import rocketmq as rmq
-from mqtool.store.files import read_small_file
+from mqtool.store.files import ReadOnlyFile, read_small_file
+from mqtool.store.model import rocketmq as model
 
 LONG_MAX = (1 << 63) - 1
 
@@ -42,6 +44,8 @@ class QueryResult:
     hits: list[Hit] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     problems: list[MqError] = field(default_factory=list)
+    #: every gap and damage on the query's path, as validate states them (``store.model.rocketmq``)
+    findings: list[Finding] = field(default_factory=list)
     index_files_searched: int = 0
     candidates: int = 0
     collisions: int = 0
@@ -105,15 +109,40 @@ def _index_lookup(
 
 
 def _read_hit(reader: rmq.CommitLogReader, offset: int, via: str, result: QueryResult) -> Hit | None:
-    found = reader.store.commitlog_segment_for(offset)
+    """The record at commitlog ``offset``; what stands in the way is stated as validate states it
+    (``store.model.rocketmq``): the offset lies in a missing file (RMQ-FILE-GAP), the file holding
+    it has the wrong size, or the record there is broken (its code and position) or a torn tail."""
+    store = reader.store
+    continuity = model.commitlog_findings(store)
+    found = store.commitlog_segment_for(offset)
     if found is None:
-        result.notes.append(f"commitlog offset {offset} is outside the CommitLog (expired or never written)")
+        gap = model.gap_holding(continuity, offset)
+        if gap is None:
+            result.notes.append(f"commitlog offset {offset} is outside the CommitLog (expired or never written)")
+            return None
+        size = store.commitlog_file_size
+        missing = f" {offset - offset % size:020d}" if size else ""
+        low, high = gap.details["missing_from"], gap.details["missing_to"]
+        upto = high - 1 if isinstance(high, int) else high
+        result.notes.append(f"commitlog offset {offset} lies in the missing CommitLog file{missing} (offsets {low}..{upto} are missing: {gap.code})")
+        if gap not in result.findings:
+            result.findings.append(gap)
         return None
     seg, pos = found
+    for finding in model.segment_findings_on_path(continuity, [seg.path]):
+        if finding.code != "RMQ-FILE-GAP" and finding not in result.findings:
+            result.findings.append(finding)
     try:
         record = reader.read(offset)
-    except MqError as exc:
+    except StoreIOError as exc:
         result.problems.append(exc)
+        return None
+    except MqError as exc:
+        last = store.commitlog.index(seg) == model.last_data_file(store.commitlog)
+        with ReadOnlyFile(seg.path) as f:
+            finding = model.broken_record_finding(f, str(seg.path), pos, exc, store.commitlog_file_size or f.size, last)
+        if finding not in result.findings:
+            result.findings.append(finding)
         return None
     return Hit(offset, seg.path, pos, record, via)
 
@@ -142,11 +171,12 @@ def query_by_key(
         return record.uniq_key == key if uniq else key in record.keys
 
     if scan:
-        engine = CommitLogDump(store.commitlog, RecordFilter(topic=topic))
+        engine = CommitLogDump(store.commitlog, RecordFilter(topic=topic), directory=store.commitlog_dir)
         for loc, record in engine:
             if matches(record):
                 result.hits.append(Hit(loc.address, loc.path, loc.position, record, "scan"))
         result.problems.extend(engine.problems)
+        result.findings.extend(engine.findings)
         result.hits.sort(key=lambda h: (-h.record.store_timestamp, -h.commitlog_offset))
         if max_results is not None:
             del result.hits[max_results:]

@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Iterable, Iterator
 
 from mqtool.errors import MqError
+from mqtool.findings import Finding, Severity
 from mqtool.ops.clean import DiskProbe, DiskUsage, statvfs_usage
 from mqtool.store.files import ReadOnlyFile
 
@@ -279,6 +280,9 @@ class StoreStats:
     threshold_name: str = "(a full disk)"
     problems: list[str] = field(default_factory=list)
     time_source: str = "store timestamps"
+    #: RocketMQ: every gap and damage the pass met, as validate states them (errors are in
+    #: ``problems`` too, as ``CODE path:position: message``)
+    findings: list[Finding] = field(default_factory=list)
 
     # --- derived -----------------------------------------------------------------------------
     def topics(self) -> list[dict]:
@@ -405,6 +409,7 @@ class StoreStats:
             ],
             "disk": self.forecast(),
             "problems": list(self.problems),
+            "findings": [f.to_dict() for f in self.findings],
         }
 
 
@@ -438,17 +443,22 @@ def _max(a: int | None, b: int | None) -> int | None:
 
 
 def _rocketmq(path: Path, stats: StoreStats, top: _Top, options: StatsOptions, progress) -> Path:
+    """Every record of every CommitLog file; the gaps and damage met are stated as validate states
+    them (``store.model.rocketmq``): a broken record ends its file's walk, as upstream
+    ``CommitLog.recoverNormally`` stops there, and a missing file's records are not counted."""
     from mqtool.store import rocketmq as rmq
+    from mqtool.store.model import rocketmq as model
 
     root = rmq.find_rocketmq_root(path) or path
     store = rmq.open_store(root)
     units: dict[tuple[str, int], UnitStats] = {}
-    active = rmq.active_file_index(store.commitlog)
+    last_index = model.last_data_file(store.commitlog)
+    met = model.segment_findings_on_path(model.commitlog_findings(store), [s.path for s in store.commitlog])
     for i, seg in enumerate(store.commitlog):
         if seg.size == 0:
             continue
         with ReadOnlyFile(seg.path) as f:
-            walk = rmq.CommitLogFileWalk(f, check_crc=options.check_crc, last=i == active)
+            walk = rmq.CommitLogFileWalk(f, check_crc=options.check_crc, last=i == last_index)
             done = 0
             for pos, record in walk:
                 key = (record.topic, record.queue_id)
@@ -466,8 +476,9 @@ def _rocketmq(path: Path, stats: StoreStats, top: _Top, options: StatsOptions, p
                     progress(end - done)
                     done = end
             progress(f.size - done)
-            if walk.error is not None:
-                stats.problems.append(str(walk.error))
+            met.extend(model.commitlog_file_findings(f, walk, store.commitlog_file_size, last=i == last_index, after_last=i > last_index))
+    stats.findings.extend(met)
+    stats.problems.extend(model.finding_text(x) for x in met if x.level is Severity.error)
     stats.units = [units[k] for k in sorted(units)]
     stats.threshold, stats.threshold_name = ROCKETMQ_CLEAN_RATIO, "RocketMQ clean threshold (diskMaxUsedSpaceRatio)"
     return root

@@ -448,12 +448,16 @@ def test_dump_commitlog_file_cut_mid_record(capsys, tmp_path):
     with open(files[-1], "r+b") as f:
         f.truncate(3000)
     code, _, err = mqtool(capsys, "dump", "commitlog", tmp_path / "s", "--jsonl")
-    assert code == 0 and f"{files[-1]}:2785: torn tail: a 322-byte record with only 215 of its bytes in the file" in err
+    # validate's reading: the cut record is a torn tail (a warning), the cut last file a wrong
+    # size (an error: the broker refuses to load it), so exit 1 (it was 0)
+    assert code == 1 and f"RMQ-CL-TORN-TAIL {files[-1]}:2785: torn tail: a 322-byte record starts here but only 215 of its bytes were written" in err
+    assert f"RMQ-FILE-SIZE {files[-1]}:3000: expected 16384 bytes (the commitlog file size), found 3000" in err
     with open(files[0], "r+b") as f:
         f.truncate(3000)
     code, _, err = mqtool(capsys, "dump", "commitlog", tmp_path / "s", "--jsonl")
     assert code == 1  # an older file cut short: it was exit 0 without a word
-    assert f"{files[0]}:2727: expected whole records to the end of the file, found a 362-byte record with only 273" in err
+    # at validate's position: the file's end (RMQ-FILE-SIZE), not where its last whole record ends
+    assert f"RMQ-FILE-SIZE {files[0]}:3000: expected 16384 bytes (the commitlog file size), found 3000" in err
 
 
 def test_validate_checks_are_the_layouts_families(capsys):

@@ -130,3 +130,167 @@ def commitlog_findings(store: rmq.RocketMQStore, *, live: bool = False) -> list[
     """The continuity facts of a store's CommitLog directory (what every command that reads the
     CommitLog reports before its own answer: a missing middle file is damage for all of them)."""
     return segment_findings(store.commitlog_dir, store.commitlog, store.commitlog_file_size, "commitlog", live=live)
+
+
+# --- damage on the path of a CommitLog read (dump, stats, info, query, diff) ----------------------
+
+from mqtool.errors import CorruptDataError, MqError, TruncatedDataError
+from mqtool.store.files import ReadOnlyFile
+
+
+def finding_location(finding: Finding) -> str:
+    """``path:position: message`` (``path: message`` without a position): where a finding is and
+    what it says, in the wording of every mqtool error."""
+    where = finding.path if finding.position is None else f"{finding.path}:{finding.position}"
+    return f"{where}: {finding.message}"
+
+
+def finding_text(finding: Finding) -> str:
+    """One line for a finding: ``CODE path:position: message``."""
+    return f"{finding.code} {finding_location(finding)}"
+
+
+def _error_message(exc: MqError) -> str:
+    """An error's text without its location (the finding carries path and position)."""
+    parts = [exc.message] if exc.message else []
+    if exc.expected is not None or exc.found is not None:
+        parts.append(f"expected {exc.expected}, found {exc.found}")
+    return ": ".join(parts)
+
+
+def last_data_file(segments: list[rmq.Segment]) -> int:
+    """Index of the CommitLog file that ends in zeros rather than END_OF_FILE (upstream
+    ``MappedFileQueue``'s last mapped file): the last file whose first record header is not zeros,
+    the first file when none holds a record.  Files after it are pre-allocated."""
+    return max(rmq.last_data_index(segments), 0)
+
+
+def _past_the_end(f: ReadOnlyFile, pos: int, total: int) -> MqError:
+    """The error of a record at ``pos`` whose TOTALSIZE (or 8-byte header) does not fit the file
+    (the broker never writes a record past the end of a file: ``CommitLog.doAppend`` writes an
+    END_OF_FILE record instead)."""
+    rest = f.size - pos
+    if rest < 8:
+        return TruncatedDataError(path=f.path, position=pos, expected="an 8-byte record header", found=f"{rest} bytes before the end of the file")
+    if total > rmq.MAX_RECORD_SIZE:
+        return CorruptDataError(path=f.path, position=pos, expected=f"TOTALSIZE at most {rmq.MAX_RECORD_SIZE} (the largest record)", found=str(total))
+    return CorruptDataError(path=f.path, position=pos, expected=f"TOTALSIZE at most {rest} (the rest of the file)", found=str(total))
+
+
+def broken_record_finding(f: ReadOnlyFile, path: str, bad: int, exc: MqError | None, file_size: int, last: bool) -> Finding:
+    """The record that fails at ``bad``: a torn tail in the last file (``rmq.torn_tail_at``, a
+    warning), else damage with the code ``rmq.classify_broken_record`` gives (validate's)."""
+    if last:
+        torn = rmq.torn_tail_at(f, bad, file_size)
+        if torn is not None:
+            return Finding(
+                "RMQ-CL-TORN-TAIL",
+                path,
+                bad,
+                f"torn tail: {torn.what} (crash while writing); `mqtool recover` truncates it",
+                length=torn.stop - bad,
+            )
+    if exc is None:
+        try:
+            rmq.read_record_at(f, bad)
+            exc = CorruptDataError(path=f.path, position=bad, expected="a record that decodes", found="a record cut short")
+        except MqError as err:
+            exc = err
+    code, located, _frames = rmq.classify_broken_record(f, bad, exc)
+    return Finding(code, path, located.position, _error_message(located))
+
+
+def commitlog_file_findings(
+    f: ReadOnlyFile,
+    walk: rmq.CommitLogFileWalk | None,
+    file_size: int | None,
+    *,
+    last: bool,
+    after_last: bool = False,
+) -> list[Finding]:
+    """How one CommitLog file a reader walked ends, stated as validate states it: its first broken
+    record (``rmq.classify_broken_record``'s code at its position) or torn tail, a file before the
+    last without its END_OF_FILE record (RMQ-CL-NO-BLANK) or with a wrong one (RMQ-CL-BLANK),
+    non-zero bytes after the valid end of the last file (RMQ-CL-GARBAGE) or anywhere in a
+    pre-allocated file after it (``after_last``, ``walk`` not needed).  ``walk`` must have run to
+    its end; ``last``: ``last_data_file``'s file (upstream ``CommitLog.recoverNormally`` reads
+    every file but the last to its END_OF_FILE record, the last to where its data stops).
+    A file cut short before the last is RMQ-FILE-SIZE's (``segment_findings``), not a second
+    finding.  Reads only the bytes after where the walk stopped."""
+    path = str(f.path)
+    size = file_size or f.size
+    if after_last:
+        extent = rmq.nonzero_extent(f, 0)
+        if extent is None:
+            return []
+        return [Finding("RMQ-CL-GARBAGE", path, extent[0], "non-zero bytes in a file after the last file holding records", length=extent[1] - extent[0])]
+    assert walk is not None
+    end = walk.end
+    if walk.error is not None and walk.failed_at is not None:
+        return [broken_record_finding(f, path, walk.failed_at, walk.error, size, last)]
+    if end is None:
+        return []
+    if end.kind == "torn":
+        return [broken_record_finding(f, path, end.position, None, size, last)]
+    if end.kind == "partial":
+        if f.size < size and not last:
+            return []  # cut short: RMQ-FILE-SIZE
+        return [broken_record_finding(f, path, end.position, _past_the_end(f, end.position, end.length), size, last)]
+    if end.kind == "blank":
+        rest = size - end.position
+        if end.length != rest:
+            return [Finding("RMQ-CL-BLANK", path, end.position, f"expected END_OF_FILE TOTALSIZE {rest} (the rest of the file), found {end.length}")]
+        return []
+    if not last:
+        if f.size < size:
+            return []  # cut short: RMQ-FILE-SIZE
+        return [
+            Finding(
+                "RMQ-CL-NO-BLANK",
+                path,
+                end.position,
+                f"expected END_OF_FILE (BLANK) record at the end of a file before the last, found "
+                f"{'zeros' if end.kind == 'zeros' else 'the end of the file'}: the broker's recovery stops here and drops every later file",
+            )
+        ]
+    if end.kind == "zeros":
+        extent = rmq.nonzero_extent(f, end.position)
+        if extent is not None:
+            first, stop = extent
+            return [
+                Finding(
+                    "RMQ-CL-GARBAGE",
+                    path,
+                    first,
+                    f"expected zeros after the end of valid data at {end.position}, found {stop - first} bytes of other data "
+                    f"(from {first} to {stop}); stale data left by a truncation, or damage",
+                    length=stop - first,
+                )
+            ]
+    return []
+
+
+def gap_holding(findings: Iterable[Finding], offset: int) -> Finding | None:
+    """The RMQ-FILE-GAP finding whose missing range holds commitlog ``offset``, if any."""
+    for finding in findings:
+        if finding.code == "RMQ-FILE-GAP":
+            low, high = finding.details.get("missing_from"), finding.details.get("missing_to")
+            if isinstance(low, int) and isinstance(high, int) and low <= offset < high:
+                return finding
+    return None
+
+
+def segment_findings_on_path(findings: Iterable[Finding], read: Iterable[Path], start: int | None = None) -> list[Finding]:
+    """The findings of ``commitlog_findings`` a reader met: those about a file it read (a gap is
+    stated on the file after the missing ones: met when the read started before the gap) and those
+    about the directory's other entries (links, unexpected names)."""
+    paths = {str(p) for p in read}
+    out: list[Finding] = []
+    for finding in findings:
+        if finding.code == "RMQ-FILE-GAP":
+            high = finding.details.get("missing_to")
+            if finding.path in paths and (start is None or not isinstance(high, int) or start < high):
+                out.append(finding)
+        elif finding.path in paths or finding.code in ("RMQ-FILE-NAME", "RMQ-FILE-LINK", "RMQ-FILE-UNREADABLE"):
+            out.append(finding)
+    return out
