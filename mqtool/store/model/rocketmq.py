@@ -130,3 +130,21 @@ def commitlog_findings(store: rmq.RocketMQStore, *, live: bool = False) -> list[
     """The continuity facts of a store's CommitLog directory (what every command that reads the
     CommitLog reports before its own answer: a missing middle file is damage for all of them)."""
     return segment_findings(store.commitlog_dir, store.commitlog, store.commitlog_file_size, "commitlog", live=live)
+
+
+def planned_commitlog_findings(store: rmq.RocketMQStore, outcome: dict[Path, int | None], *, file_size: int | None = None) -> list[Finding]:
+    """The continuity facts of the CommitLog directory as a plan would leave it: ``outcome``
+    maps a file's path to its size after the plan (``None``: the plan deletes it); files it does
+    not name keep their size.  The rules are ``segment_findings``'s, so what recover says it
+    cannot fix is exactly what validate will report (upstream ``MappedFileQueue.load`` refuses a
+    file of another length, ``MappedFileQueue.checkSelf`` names files that do not follow each
+    other)."""
+    after: list[rmq.Segment] = []
+    for seg in store.commitlog:
+        if seg.path in outcome:
+            size = outcome[seg.path]
+            if size is None:
+                continue
+            seg = rmq.Segment(seg.path, seg.base, size, seg.mtime)
+        after.append(seg)
+    return segment_findings(store.commitlog_dir, after, file_size or store.commitlog_file_size, "commitlog")
