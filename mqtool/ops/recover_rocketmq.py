@@ -176,7 +176,8 @@ def plan_rocketmq(path: str | Path, options: RecoverOptions = RecoverOptions()) 
             if extent is not None and not walk_blank:
                 dropped = _count_valid_after(f, seg.base, cut_from)
                 plan.records_dropped += dropped
-                length = min(extent[1], limit) - cut_from
+                # non-zero bytes only past the size: nothing to zero before it
+                length = min(extent[1], limit) - cut_from if extent[0] < limit else 0
             if extent is not None and not walk_blank and length > 0:
                 plan.add(
                     Step(
