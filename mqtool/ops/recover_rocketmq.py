@@ -271,16 +271,11 @@ def _plan_commitlog_sizes(
             continue
         if i == end_seg_index:
             data_end: int | None = process_offset - seg.base
-        elif i >= start:
-            data_end = None  # the scan went on after it: it ends in a BLANK record
+        else:
+            # the scan went on after it (it ends in a BLANK record), or it lies before the scan (the
+            # broker does not read it): where its BLANK record is, if it has one, is where it ends
             with ReadOnlyFile(seg.path) as f:
-                walk = rmq.CommitLogFileWalk(f, check_crc=False)
-                for _ in walk:
-                    pass
-            data_end = walk.end.position if walk.end is not None and walk.end.kind == "blank" else None
-        else:  # before the scan: the broker does not read it, the file's own records decide
-            with ReadOnlyFile(seg.path) as f:
-                walk = rmq.CommitLogFileWalk(f, check_crc=True)
+                walk = rmq.CommitLogFileWalk(f, check_crc=i < start)
                 for _ in walk:
                     pass
             data_end = walk.end.position if walk.end is not None and walk.end.kind == "blank" else None

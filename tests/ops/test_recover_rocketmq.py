@@ -1112,6 +1112,8 @@ RECOVERABLE = {
     "zeros-past-the-size": lambda root: _cut_last_file(root, 20000),
     "zeroed-region-at-the-end": _zeroed_region_at_the_end,
     "zeroed-region-in-a-cut-last-file": lambda root: (_zeroed_region_at_the_end(root), _cut_last_file(root, 4300)),
+    # the first file's BLANK record starts at 16019: cut after its header, only filler is lost
+    "short-first-file-after-its-blank": lambda root: os.truncate(cl_file(root, 0), 16100),
 }
 
 
