@@ -9,6 +9,11 @@ Planning follows the broker's own recovery:
   end (``processOffset``).  What follows it is cut: the rest of that file is zeroed (files keep
   their pre-allocated size, as the broker requires) and later files are deleted
   (``truncateDirtyFiles``); a zero-length last file is deleted (5.1.3+ does the same);
+* every CommitLog file the store keeps gets the configured size (``MappedFileQueue.load``
+  refuses any other length): a short one whose data ends within it is zero-filled, the excess
+  of a long one whose data ends within the size is cut off;
+* what the plan cannot fix (a missing middle file, a short file whose records are gone, records
+  past the size) is named before ``--apply`` as the store model's findings, and needs ``--force``;
 * ConsumeQueues: units pointing at or past the valid end are cut, a file whose first unit does and
   later CQ files are deleted (``truncateDirtyLogicFiles``); bytes after a queue's end are cut;
   records the queues lack (dispatch lag) are dispatched into them;
