@@ -278,6 +278,31 @@ def rmq_zero_tail_and_cq_ahead(count: int) -> Callable[[Path], None]:
     return build
 
 
+def rmq_cut_last_file(count: int, *, torn: bool) -> Callable[[Path], None]:
+    """The last CommitLog file cut short (a file system that lost its pre-allocated tail):
+    ``torn`` cuts it in the middle of its last record, else after its zeros began; the broker
+    refuses the file's length until recover zero-fills it to the configured size."""
+
+    def build(root: Path) -> None:
+        _rmq_store(root, count)
+        path, pos, size = _last_records(root, 1)[0]
+        os.truncate(path, pos + size // 2 if torn else pos + size + 100)
+
+    return build
+
+
+def rmq_oversize_last_file(count: int) -> Callable[[Path], None]:
+    """Garbage after the valid end of the last CommitLog file, running past the configured size."""
+
+    def build(root: Path) -> None:
+        _rmq_store(root, count)
+        path, pos, size = _last_records(root, 1)[0]
+        length = SMALL.commitlog_file_size + 700 - (pos + size + 10)
+        _write_at(path, pos + size + 10, bytes((i * 53 + 7) % 256 or 1 for i in range(length)))
+
+    return build
+
+
 def rmq_ageing(count: int, step_ms: int) -> Callable[[Path], None]:
     """A cleanly shut down store whose files span hours: the old ones are past retention."""
 
@@ -376,6 +401,9 @@ def scenarios() -> list[Scenario]:
         Scenario("rocketmq", "recover", "lost-cq-and-index-160", rmq_lost_derived(160)),
         Scenario("rocketmq", "recover", "zero-tail-120", rmq_zero_tail_and_cq_ahead(120)),
         Scenario("rocketmq", "recover", "rebuild-all-80", rmq_torn(80, 2), ("--rebuild-cq", "--rebuild-index")),
+        Scenario("rocketmq", "recover", "cut-last-file-torn-70", rmq_cut_last_file(70, torn=True)),
+        Scenario("rocketmq", "recover", "cut-last-file-zeros-100", rmq_cut_last_file(100, torn=False)),
+        Scenario("rocketmq", "recover", "oversize-last-file-110", rmq_oversize_last_file(110)),
         Scenario("rocketmq", "clean", "safe-reserved-1h-200", rmq_ageing(200, 60_000), ("--now", str(RMQ_NOW), "--reserved-hours", "1", *ALL_AT_ONCE)),
         Scenario("rocketmq", "clean", "safe-reserved-2h-300", rmq_ageing(300, 40_000), ("--now", str(RMQ_NOW), "--reserved-hours", "2", *ALL_AT_ONCE)),
         Scenario("rocketmq", "clean", "safe-reserved-1h-500", rmq_ageing(500, 20_000), ("--now", str(RMQ_NOW), "--reserved-hours", "1", *ALL_AT_ONCE)),

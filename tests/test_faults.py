@@ -22,7 +22,10 @@ def test_the_matrix_has_scenarios_for_each_layout_and_command():
     assert kinds == {("rocketmq", "recover"), ("rocketmq", "clean"), ("kafka", "recover"), ("kafka", "clean")}
 
 
-@pytest.mark.parametrize("name,fault", [("torn-tail-60", "kill"), ("torn-tail-60", "enospc"), ("retention-bytes", "kill")])
+@pytest.mark.parametrize(
+    "name,fault",
+    [("torn-tail-60", "kill"), ("torn-tail-60", "enospc"), ("retention-bytes", "kill"), ("cut-last-file-torn-70", "kill"), ("oversize-last-file-110", "eio")],
+)
 def test_every_mutation_point_of_a_scenario(tmp_path, name, fault):
     tally: dict[str, faults.Tally] = {}
     faults.run_scenario(_scenario(name), tmp_path, [fault], tally)

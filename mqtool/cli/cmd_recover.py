@@ -34,7 +34,7 @@ def recover(
         Optional[Path], typer.Option("--quarantine", help="Where cut bytes are kept (default: mqtool-quarantine/ beside the store).")
     ] = None,
     force: Annotated[
-        bool, typer.Option("--force", help="Apply even if the broker holds its lock, or the plan cuts valid records after a broken one.")
+        bool, typer.Option("--force", help="Apply even if the broker holds its lock, the plan cuts valid records after a broken one, or it leaves errors it cannot fix.")
     ] = False,
     verify: Annotated[bool, typer.Option("--verify/--no-verify", help="Validate the store after applying (abort is kept if it fails).")] = True,
     plan_out: Annotated[Optional[Path], typer.Option("--plan-out", help="Also write the plan as JSON to this file.")] = None,
@@ -48,7 +48,7 @@ def recover(
 ) -> int:
     """Bring a store to the state its broker reaches on a clean start: torn tails cut, dirty
     derived files truncated or rebuilt.  Prints the plan and exits 1 when there is work (or damage
-    it leaves alone, named in a note), 0 when none; --apply executes exactly that plan after re-checking every file, quarantining every
+    it leaves alone, named in a note or as an error it cannot fix), 0 when none; --apply executes exactly that plan after re-checking every file, quarantining every
     byte first (`--undo MANIFEST` puts them back)."""
     out = renderer(fmt, as_json, as_jsonl)
     if undo is not None:
@@ -86,7 +86,7 @@ def recover(
     if plan_out is not None:
         plan_out.write_text(json.dumps(plan.to_dict(), indent=2) + "\n")
     # damage recover sees but leaves alone (a Kafka segment the broker would split): exit 1 even with no work
-    unrepaired = bool(plan.facts.get("unrepaired"))
+    unrepaired = bool(plan.facts.get("unrepaired")) or bool(plan.unfixable)
     if not apply:
         out.document(plan.to_dict(), lambda c: render_plan(c, plan))
         return ExitCode.FINDINGS if plan.has_work or unrepaired else ExitCode.OK
@@ -102,9 +102,24 @@ def recover(
 
 
 def _render_nothing(console: Console, plan: RecoverPlan) -> None:
-    console.print("nothing to recover")
+    console.print("nothing to recover" + (f", but {len(plan.unfixable)} error(s) it cannot fix remain" if plan.unfixable else ""))
     for note in plan.notes:
         console.print(f"note: {note}")
+    _render_unfixable(console, plan)
+
+
+def _finding_line(f: dict) -> str:
+    position = f.get("position")
+    return f"{f['severity']} {f['code']} {f['path']}:{position if position is not None else '-'}: {f['message']}"
+
+
+def _render_unfixable(console: Console, plan: RecoverPlan) -> None:
+    """The errors the plan leaves: named before --apply, which then needs --force."""
+    if not plan.unfixable:
+        return
+    console.print(markup("[bold]cannot fix[/bold] ({} error(s); the store would still fail validation):", len(plan.unfixable)))
+    for f in plan.unfixable:
+        console.print(markup("  {}", _finding_line(f)))
 
 
 def render_plan(console: Console, plan: RecoverPlan) -> None:
@@ -113,6 +128,7 @@ def render_plan(console: Console, plan: RecoverPlan) -> None:
         console.print(f"{plan.layout} store {plan.root}: nothing to recover{ends}")
         for note in plan.notes:
             console.print(f"note: {note}")
+        _render_unfixable(console, plan)
         return
     table = Table(title=f"recovery plan for {plan.root} ({plan.layout}, {plan.mode} mode)", title_justify="left")
     for col in ("#", "action", "file", "range", "why"):
@@ -132,9 +148,11 @@ def render_plan(console: Console, plan: RecoverPlan) -> None:
     )
     for note in plan.notes:
         console.print(f"note: {note}")
+    _render_unfixable(console, plan)
     if plan.needs_force:
         console.print(markup("[bold]--force required[/bold]: {}", "; ".join(plan.needs_force)))
-    console.print("run again with --apply" + (" --force" if plan.needs_force else "") + " to execute this plan")
+    force = plan.needs_force or plan.unfixable
+    console.print("run again with --apply" + (" --force" if force else "") + " to execute this plan")
 
 
 def render_result(console: Console, result) -> None:
@@ -145,3 +163,8 @@ def render_result(console: Console, result) -> None:
         counts = result.verification.counts
         verdict = "FAILED" if result.verification.failed else "OK"
         console.print(f"verification: {verdict} ({counts['error']} error(s), {counts['warning']} warning(s))")
+        for finding in result.verification.findings:
+            if finding.level.value in ("error", "warning"):
+                console.print(markup("  {}", _finding_line(finding.to_dict())))
+        if getattr(result.verification, "truncated", False):
+            console.print("  (more findings: see `mqtool validate`)")

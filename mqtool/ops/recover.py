@@ -78,6 +78,9 @@ class RecoverPlan:
     needs_force: list[str] = field(default_factory=list)  # reasons --force is required
     notes: list[str] = field(default_factory=list)
     facts: dict = field(default_factory=dict)
+    #: error findings (``Finding.to_dict()``) the store would still have after the plan: what it
+    #: cannot fix, named before ``--apply`` (which then needs ``--force``)
+    unfixable: list[dict] = field(default_factory=list)
 
     @property
     def has_work(self) -> bool:
@@ -96,6 +99,7 @@ class RecoverPlan:
             "needs_force": self.needs_force,
             "notes": self.notes,
             "facts": self.facts,
+            "unfixable": self.unfixable,
             "steps": [s.to_dict() for s in self.steps],
         }
 
@@ -108,6 +112,7 @@ class RecoverPlan:
         plan.needs_force = list(d.get("needs_force", []))
         plan.notes = list(d.get("notes", []))
         plan.facts = dict(d.get("facts", {}))
+        plan.unfixable = list(d.get("unfixable", []))
         return plan
 
     def add(self, step: Step) -> None:
@@ -203,9 +208,24 @@ class ApplyResult:
             "applied": [s.to_dict() for s in self.applied],
             "manifest": self.manifest,
             "verified": None if self.verification is None else not getattr(self.verification, "failed", True),
+            "verification": verification_dict(self.verification),
             "notes": self.notes,
             "plan": self.plan.to_dict(),
         }
+
+
+def verification_dict(report: object | None) -> dict | None:
+    """The validation after an apply as data: verdict, counts and every finding it still sees
+    (a count alone does not say what the broker would refuse)."""
+    if report is None:
+        return None
+    findings = getattr(report, "findings", [])
+    return {
+        "ok": not getattr(report, "failed", True),
+        "counts": dict(getattr(report, "counts", {})),
+        "truncated": bool(getattr(report, "truncated", False)),
+        "findings": [f.to_dict() for f in findings],
+    }
 
 
 def apply_plan(

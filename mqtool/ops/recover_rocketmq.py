@@ -9,6 +9,11 @@ Planning follows the broker's own recovery:
   end (``processOffset``).  What follows it is cut: the rest of that file is zeroed (files keep
   their pre-allocated size, as the broker requires) and later files are deleted
   (``truncateDirtyFiles``); a zero-length last file is deleted (5.1.3+ does the same);
+* every CommitLog file the store keeps gets the configured size (``MappedFileQueue.load``
+  refuses any other length): a short one whose data ends within it is zero-filled, the excess
+  of a long one whose data ends within the size is cut off;
+* what the plan cannot fix (a missing middle file, a short file whose records are gone, records
+  past the size) is named before ``--apply`` as the store model's findings, and needs ``--force``;
 * ConsumeQueues: units pointing at or past the valid end are cut, a file whose first unit does and
   later CQ files are deleted (``truncateDirtyLogicFiles``); bytes after a queue's end are cut;
   records the queues lack (dispatch lag) are dispatched into them;
@@ -30,7 +35,8 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from mqtool.errors import MqError, StoreLayoutError
+from mqtool.errors import MqError, PlanChangedError, StoreLayoutError
+from mqtool.findings import Severity
 from mqtool.formats.rocketmq import checkpoint as cpf
 from mqtool.formats.rocketmq import consume_queue as cqf
 from mqtool.formats.rocketmq import index_file as idxf
@@ -46,6 +52,8 @@ from mqtool.formats.rocketmq.properties import split_keys
 from mqtool.ops.recover import ApplyContext, ApplyResult, RecoverPlan, Step, apply_plan, observe, relative, resolve
 from mqtool.store import rocketmq as rmq
 from mqtool.store.files import ReadOnlyFile, read_small_file
+from mqtool.store.model import rocketmq as model
+from mqtool.store.quarantine import region_crc
 from mqtool.store.writer import IndexBuilder, cq_tags_code, index_keys, segment_name
 
 MODES = ("auto", "normal", "abnormal")
@@ -127,9 +135,11 @@ def plan_rocketmq(path: str | Path, options: RecoverOptions = RecoverOptions()) 
         mode = "abnormal" if store.has_abort else "normal"
     plan = RecoverPlan("rocketmq", str(root), mode)
     segments = [s for s in store.commitlog if s.size > 0]
-    # zero-length files (the broker deletes a zero-length last file; any other is damage too)
+    # zero-length files after the last one holding bytes (5.1.3+ deletes a zero-length last file);
+    # one before it is a file whose data is gone: deleting it would leave a gap, so it stays and
+    # ``_plan_unfixable`` names it
     for seg in store.commitlog:
-        if seg.size == 0:
+        if seg.size == 0 and (not segments or seg.base > segments[-1].base):
             plan.add(
                 Step("delete", relative(root, seg.path), "zero-length CommitLog file (RocketMQ 4.x refuses to start with it)", expect=observe(seg.path))
             )
@@ -158,16 +168,22 @@ def plan_rocketmq(path: str | Path, options: RecoverOptions = RecoverOptions()) 
     plan.facts["last_store_timestamp"] = last_store_ts
 
     # --- 2. CommitLog cuts ------------------------------------------------------------------------
+    file_size = store.commitlog_file_size
     if end_seg_index is not None:
         seg = segments[end_seg_index]
         cut_from = process_offset - seg.base
+        # bytes past the configured file size go with the excess (``_plan_commitlog_sizes``)
+        limit = file_size if file_size and seg.size > file_size and cut_from <= file_size else seg.size
         with ReadOnlyFile(seg.path) as f:
             extent = rmq.nonzero_extent(f, cut_from)
             walk_blank = cut_from < f.size and f.pread(cut_from + 4, 4) == (0xCBD43194).to_bytes(4, "big")
+            length = 0
             if extent is not None and not walk_blank:
                 dropped = _count_valid_after(f, seg.base, cut_from)
                 plan.records_dropped += dropped
-                length = extent[1] - cut_from
+                # non-zero bytes only past the size: nothing to zero before it
+                length = min(extent[1], limit) - cut_from if extent[0] < limit else 0
+            if extent is not None and not walk_blank and length > 0:
                 plan.add(
                     Step(
                         "cut",
@@ -195,6 +211,7 @@ def plan_rocketmq(path: str | Path, options: RecoverOptions = RecoverOptions()) 
                     details={"valid_records_cut": dropped},
                 )
             )
+    _plan_commitlog_sizes(store, plan, segments, start, end_seg_index, process_offset, stop_kind)
     if plan.records_dropped:
         plan.needs_force.append(f"{plan.records_dropped} decodable record(s) after the valid end would be cut (the broker drops them too)")
 
@@ -219,7 +236,114 @@ def plan_rocketmq(path: str | Path, options: RecoverOptions = RecoverOptions()) 
                 expect=observe(store.abort_path),
             )
         )
+    _plan_unfixable(store, plan)
     return plan
+
+
+def _plan_commitlog_sizes(
+    store: rmq.RocketMQStore,
+    plan: RecoverPlan,
+    segments: list[rmq.Segment],
+    start: int,
+    end_seg_index: int | None,
+    process_offset: int,
+    stop_kind: str,
+) -> None:
+    """Give every CommitLog file the store keeps the configured size, where nothing is lost.
+
+    Upstream ``MappedFileQueue.load`` refuses a CommitLog file of any other length (the last one
+    included: the broker pre-allocates every file at ``mappedFileSizeCommitLog``), so a store
+    that keeps one does not start, whatever its records.  For each kept file (those up to the
+    one holding the valid end; later ones are deleted above):
+
+    * shorter, with its data ending before its size -- the file holding the valid end (the broker's
+      recovery, ``CommitLog.recoverNormally`` / ``recoverAbnormally``, stops there), or a file
+      closed by a BLANK record -- is zero-filled to the size (``extend``: the manifest notes the
+      old size, ``--undo`` cuts the zeros off again).  When the file holding the valid end is not
+      the last one, the broker had filled it: the bytes past its size held records that are gone,
+      which ``--force`` must accept;
+    * longer, with its data ending within the size: the excess is cut off (``truncate``, its
+      bytes quarantined);
+    * anything else (a short file before the scan whose records stop early, records past the
+      size) is left as it is: ``_plan_unfixable`` names the finding that remains.
+    """
+    file_size = store.commitlog_file_size
+    if not file_size or end_seg_index is None:
+        return
+    root = store.root
+    for i, seg in enumerate(segments[: end_seg_index + 1]):
+        if seg.size == file_size:
+            continue
+        if i == end_seg_index:
+            data_end: int | None = process_offset - seg.base
+        else:
+            # the scan went on after it (it ends in a BLANK record), or it lies before the scan (the
+            # broker does not read it): where its BLANK record is, if it has one, is where it ends
+            with ReadOnlyFile(seg.path) as f:
+                walk = rmq.CommitLogFileWalk(f, check_crc=i < start)
+                for _ in walk:
+                    pass
+            data_end = walk.end.position if walk.end is not None and walk.end.kind == "blank" else None
+        rel = relative(root, seg.path)
+        if seg.size < file_size:
+            if data_end is None or data_end > seg.size:
+                continue
+            lost = i == end_seg_index and i + 1 < len(segments) and stop_kind != "blank"
+            plan.add(
+                Step(
+                    "extend",
+                    rel,
+                    f"CommitLog file is {seg.size} bytes, the configured size {file_size} (RMQ-FILE-SIZE; the broker refuses to load it): "
+                    f"zero-filled after its valid data (ends at {data_end})"
+                    + (f"; the later files show it was full: its bytes {seg.size}..{file_size - 1} are lost" if lost else ""),
+                    position=seg.size,
+                    length=file_size - seg.size,
+                    expect={"exists": True, "size": seg.size},
+                    details={"file_size": file_size},
+                )
+            )
+            if lost:
+                plan.needs_force.append(f"{rel} lacks its bytes {seg.size}..{file_size - 1} (later files exist: they held records)")
+        else:
+            if data_end is None or data_end > file_size:
+                continue
+            length = seg.size - file_size
+            with ReadOnlyFile(seg.path) as f:
+                zeros = rmq.nonzero_extent(f, file_size) is None
+            plan.add(
+                Step(
+                    "truncate",
+                    rel,
+                    f"CommitLog file is {seg.size} bytes, the configured size {file_size} (RMQ-FILE-SIZE; the broker refuses to load it): "
+                    f"the {length} bytes past the size ({'zeros' if zeros else 'not records: its valid data ends at ' + str(data_end)}) are cut off",
+                    position=file_size,
+                    length=length,
+                    # no mtime: a cut planned before it on the same file changes that, not these bytes
+                    expect={"exists": True, "size": seg.size, "crc32": region_crc(seg.path, file_size, length)},
+                    details={"file_size": file_size},
+                )
+            )
+
+
+def _plan_unfixable(store: rmq.RocketMQStore, plan: RecoverPlan) -> None:
+    """Name the errors the store would still have after the plan: the store model's CommitLog
+    findings (``planned_commitlog_findings``: a missing file, a wrong size, an overlap) for the
+    files as the plan leaves them.  Applying such a plan needs ``--force``: the store would not
+    validate, and the broker would refuse it (``MappedFileQueue.load``) or read the wrong file
+    for an offset (``MappedFileQueue.findMappedFileByOffset`` assumes no file is missing)."""
+    outcome: dict[Path, int | None] = {}
+    for step in plan.steps:
+        if not step.path.startswith("commitlog/"):
+            continue
+        path = store.commitlog_dir / Path(step.path).name
+        if step.action == "delete":
+            outcome[path] = None
+        elif step.action == "extend" and step.position is not None and step.length is not None:
+            outcome[path] = step.position + step.length
+        elif step.action == "truncate" and step.position is not None:
+            outcome[path] = step.position
+    left = [f for f in model.planned_commitlog_findings(store, outcome) if f.level is Severity.error]
+    plan.unfixable = [f.to_dict() for f in left]
 
 
 def _count_valid_after(f: ReadOnlyFile, base: int, start: int) -> int:
@@ -811,6 +935,11 @@ def _remove_staging_files(ctx: ApplyContext, staging: Path) -> None:
             ctx.mutator.delete(leftover)
 
 
+def unfixable_lines(plan: RecoverPlan) -> list[str]:
+    """``CODE path:position: message`` of each finding the plan cannot fix."""
+    return [f"{f['code']} {f['path']}:{f['position'] if f['position'] is not None else '-'}: {f['message']}" for f in plan.unfixable]
+
+
 def apply_rocketmq(
     plan: RecoverPlan, *, quarantine_root: Path | None = None, force: bool = False, verify: bool = True, jobs: int = 1
 ) -> ApplyResult:
@@ -819,6 +948,13 @@ def apply_rocketmq(
     from mqtool.ops.validate import ValidateOptions
     from mqtool.ops.validate_rocketmq import validate_rocketmq
 
+    if plan.unfixable and not force:
+        raise PlanChangedError(
+            f"the plan cannot fix {len(plan.unfixable)} error(s): "
+            + "; ".join(unfixable_lines(plan))
+            + " (the store would still fail validation; pass --force to apply the rest of the plan)",
+            path=Path(plan.root),
+        )
     verification = {}
 
     def before_step(step: Step, ctx: ApplyContext) -> bool:

@@ -207,6 +207,9 @@ def check_quarantine(original: dict, final: dict, manifests: list[Path]) -> None
                     assert data == original[path], f"{path}: the kept file is not the original"
                 kept_files.add(path)
                 continue
+            if e["kind"] == "extended":  # zeros appended past the original end: nothing went
+                assert len(final.get(path, b"")) >= e["position"] + e["length"], e
+                continue
             assert e["kind"] == "range", e
             pos, length = e["position"], e["length"]
             assert final.get(path, b"")[pos : pos + length] != data, f"{path}@{pos}+{length}: kept but not changed"
@@ -1045,3 +1048,226 @@ def test_short_consume_queue_file_is_zero_filled_and_undone_exactly(tmp_path):
     assert_clean(root)
     undo_manifest(Path(result.manifest))
     assert short.read_bytes() == original
+
+
+# --- 7. CommitLog files of the wrong size, missing files (issue 18) ----------------------------------------------
+#
+# The bundled fixture (16 KiB CommitLog files, six of them; 1000-byte ConsumeQueue files).
+# ``MappedFileQueue.load`` refuses a CommitLog file of another length, the last one included.
+
+FIXTURE_CL_SIZE = 16384
+FIXTURE_CQ_SIZE = 1000
+
+
+def fixture_store(tmp_path: Path) -> tuple[Path, Path]:
+    from tests.conftest import FIXTURES
+
+    root = tmp_path / "store"
+    shutil.copytree(FIXTURES / "rocketmq-store", root)
+    return root, tmp_path / "quarantine"
+
+
+def cl_file(root: Path, n: int) -> Path:
+    """The ``n``-th CommitLog file of the fixture (0-based; -1 the last)."""
+    return sorted((root / "commitlog").iterdir())[n]
+
+
+def assert_configured_sizes(root: Path) -> None:
+    store = rmq.open_store(root)
+    assert [s.size for s in store.commitlog] == [FIXTURE_CL_SIZE] * len(store.commitlog)
+    for key in store.queues():
+        assert {s.size for s in store.cq_segments(*key)} <= {FIXTURE_CQ_SIZE}, key
+
+
+def _last_file_records(root: Path) -> list[Rec]:
+    base = int(cl_file(root, -1).name)
+    return [r for r in records(root) if r.offset >= base]
+
+
+def _cut_last_file(root: Path, size: int) -> None:
+    os.truncate(cl_file(root, -1), size)
+
+
+def _garbage_after_valid_end(root: Path) -> None:
+    end = _last_file_records(root)[-1].end - int(cl_file(root, -1).name)
+    write_at(cl_file(root, -1), end + 10, bytes((i * 31 + 5) % 255 + 1 for i in range(3000)))
+
+
+def _garbage_past_the_size(root: Path) -> None:
+    with open(cl_file(root, -1), "ab") as f:
+        f.write(bytes((i * 31 + 5) % 255 + 1 for i in range(3000)))
+
+
+def _zeroed_region_at_the_end(root: Path) -> None:
+    recs = _last_file_records(root)[-2:]
+    base = int(cl_file(root, -1).name)
+    zero(cl_file(root, -1), recs[0].offset - base, recs[-1].end - recs[0].offset)
+
+
+RECOVERABLE = {
+    "torn-tail-in-a-cut-last-file": lambda root: _cut_last_file(root, 4000),  # the fixture's valid end is 4479
+    "short-last-file-zeros-only": lambda root: _cut_last_file(root, 5000),
+    "garbage-after-the-valid-end": _garbage_after_valid_end,
+    "garbage-past-the-size": _garbage_past_the_size,
+    "zeros-past-the-size": lambda root: _cut_last_file(root, 20000),
+    "zeroed-region-at-the-end": _zeroed_region_at_the_end,
+    "zeroed-region-in-a-cut-last-file": lambda root: (_zeroed_region_at_the_end(root), _cut_last_file(root, 4300)),
+    # the first file's BLANK record starts at 16019: cut after its header, only filler is lost
+    "short-first-file-after-its-blank": lambda root: os.truncate(cl_file(root, 0), 16100),
+}
+
+
+@pytest.mark.parametrize("via_cli", [False, True], ids=["ops", "cli"])
+@pytest.mark.parametrize("kind", sorted(RECOVERABLE))
+def test_recoverable_damage_leaves_a_store_the_broker_loads(tmp_path, kind, via_cli):
+    """After ``recover --apply`` the store validates clean, every CommitLog and ConsumeQueue file
+    has the configured size, a second plan has nothing to do, and ``--undo`` restores the damaged
+    store byte for byte."""
+    root, q = fixture_store(tmp_path)
+    RECOVERABLE[kind](root)
+    original, before = tree(root), records(root)
+    plan, manifest = recover(root, q, via_cli=via_cli)
+    assert plan.has_work and not plan.unfixable and not plan.needs_force
+    assert_clean(root)
+    assert_configured_sizes(root)
+    assert [r.content for r in records(root)] == [r.content for r in before if r.end <= plan.valid_end]
+    check_quarantine(original, tree(root), [manifest])
+    again = plan_rocketmq(root)
+    assert not again.has_work and not again.unfixable
+    code, _, err = cli("recover", root)
+    assert code == 0, err
+    if via_cli:
+        code, _, err = cli("recover", "--undo", manifest)
+        assert code == 0, err
+    else:
+        undo_manifest(manifest)
+    assert tree(root) == original
+
+
+def test_cut_last_file_plan_extends_after_the_cut(tmp_path):
+    """The torn record is zeroed up to the file's old end, then the file is zero-filled to the
+    configured size: both steps name their range."""
+    root, _ = fixture_store(tmp_path)
+    _cut_last_file(root, 4000)
+    plan = plan_rocketmq(root)
+    name = f"commitlog/{cl_file(root, -1).name}"
+    assert [(s.action, s.position, s.length) for s in plan.steps if s.path == name] == [("cut", 3754, 246), ("extend", 4000, FIXTURE_CL_SIZE - 4000)]
+    extend = next(s for s in plan.steps if s.action == "extend")
+    assert "RMQ-FILE-SIZE" in extend.reason
+
+
+def test_short_file_before_the_last_is_filled_and_later_files_need_force(tmp_path):
+    """A file before the last one cut short: its lost bytes held records (the broker had moved
+    on to later files).  Filled up with zeros, the broker's recovery would stop at its valid end
+    and delete the later files (``truncateDirtyFiles``): the plan does exactly that, names the
+    lost range, and needs --force."""
+    root, q = fixture_store(tmp_path)
+    short = cl_file(root, 3)
+    os.truncate(short, 10000)
+    original = tree(root)
+    plan = plan_rocketmq(root)
+    name = f"commitlog/{short.name}"
+    assert ("extend", name, 10000, FIXTURE_CL_SIZE - 10000) in [(s.action, s.path, s.position, s.length) for s in plan.steps]
+    assert [s.path for s in plan.steps if s.action == "delete" and s.path.startswith("commitlog/")] == [f"commitlog/{cl_file(root, i).name}" for i in (4, 5)]
+    assert any(f"{name} lacks its bytes 10000..16383" in r for r in plan.needs_force)
+    assert not plan.unfixable
+    with pytest.raises(PlanChangedError, match="lacks its bytes"):
+        apply_rocketmq(plan, quarantine_root=q, jobs=1)
+    assert tree(root) == original
+    result = apply_rocketmq(plan, quarantine_root=q, force=True, jobs=1)
+    assert_clean(root)
+    assert_configured_sizes(root)
+    undo_manifest(Path(result.manifest))
+    assert tree(root) == original
+
+
+def _missing_middle_file(root: Path) -> tuple[str, int | None]:
+    cl_file(root, 2).unlink()
+    return "RMQ-FILE-GAP", None
+
+
+def _zero_length_middle_file(root: Path) -> tuple[str, int | None]:
+    os.truncate(cl_file(root, 2), 0)
+    return "RMQ-FILE-ZERO-LENGTH", 0
+
+
+def _short_first_file(root: Path) -> tuple[str, int | None]:
+    os.truncate(cl_file(root, 0), 10000)  # before the scan of normal recovery: its records are gone
+    return "RMQ-FILE-SIZE", 10000
+
+
+def _gap_and_torn_tail(root: Path) -> tuple[str, int | None]:
+    _cut_last_file(root, 4000)
+    return _missing_middle_file(root)
+
+
+UNRECOVERABLE = {
+    "missing-middle-file": _missing_middle_file,
+    "zero-length-middle-file": _zero_length_middle_file,
+    "short-first-file": _short_first_file,
+    "missing-middle-file-and-torn-tail": _gap_and_torn_tail,
+}
+
+
+@pytest.mark.parametrize("kind", sorted(UNRECOVERABLE))
+def test_unrecoverable_damage_is_named_and_refused(tmp_path, kind):
+    """What recover cannot fix is the finding validate gives (same code, path and position):
+    the dry run names it and exits 1, --apply refuses it without touching the store."""
+    root, q = fixture_store(tmp_path)
+    code_, position = UNRECOVERABLE[kind](root)
+    original = tree(root)
+    plan = plan_rocketmq(root)
+    found = [(f.code, f.path, f.position) for f in validate(root).findings if f.family == "files" and f.level.name == "error"]
+    want = [(c, p, pos) for c, p, pos in found if c == code_]  # the plan repairs the rest (a short last file)
+    assert len(want) == 1 and want[0][2] == position
+    assert [(f["code"], f["path"], f["position"]) for f in plan.unfixable] == want
+    with pytest.raises(PlanChangedError, match=code_):
+        apply_rocketmq(plan, quarantine_root=q, jobs=1)
+    assert tree(root) == original
+    path = next(p for c, p, _ in want if c == code_)
+    where = f"{code_} {path}:{'-' if position is None else position}"
+    code, out, err = cli("recover", root)
+    assert code == 1, err
+    assert where in out.replace("\n", "")
+    code, out, _ = cli("recover", root, "--json")
+    assert code == 1 and [(f["code"], f["path"], f["position"]) for f in json.loads(out)["unfixable"]] == want
+    code, out, err = cli("recover", root, "--apply", "--quarantine", q)
+    assert code == 1 and code_ in (out + err).replace("\n", "")
+    assert tree(root) == original
+
+
+def test_records_past_the_configured_size_are_refused(tmp_path):
+    """A file longer than the configured size whose records run past it: cutting the excess
+    would drop records, so recover leaves it and names the finding validate gives."""
+    root, q = fixture_store(tmp_path)
+    for extra in sorted((root / "commitlog").iterdir())[1:]:
+        extra.unlink()
+    plan = plan_rocketmq(root, RecoverOptions(commitlog_file_size=8192))
+    assert not [s for s in plan.steps if s.action == "truncate"]
+    want = [(f.code, f.path, f.position) for f in validate_rocketmq(root, ValidateOptions(commitlog_file_size=8192)).findings if f.code == "RMQ-FILE-SIZE"]
+    assert want == [("RMQ-FILE-SIZE", str(cl_file(root, 0)), 8192)]
+    assert [(f["code"], f["path"], f["position"]) for f in plan.unfixable] == want
+    with pytest.raises(PlanChangedError, match="RMQ-FILE-SIZE"):
+        apply_rocketmq(plan, quarantine_root=q, jobs=1)
+
+
+def test_verification_names_every_finding_it_still_sees(tmp_path):
+    """--apply --force on a store with a missing middle file: the torn tail is repaired, the gap
+    stays, and the verification names it (table and JSON), not just a count."""
+    root, q = fixture_store(tmp_path)
+    _gap_and_torn_tail(root)
+    gap = str(cl_file(root, 2))
+    code, out, err = cli("recover", root, "--apply", "--force", "--quarantine", q, "--jobs", "1", "--json")
+    assert code == 1, err
+    doc = json.loads(out)
+    assert doc["verified"] is False and doc["verification"]["ok"] is False
+    errors = [(f["code"], f["path"]) for f in doc["verification"]["findings"] if f["severity"] == "error"]
+    assert errors == [("RMQ-FILE-GAP", gap)]
+    assert doc["verification"]["counts"]["error"] == 1
+    manifest = doc["manifest"]
+    code, _, err = cli("recover", "--undo", manifest)
+    assert code == 0, err
+    code, out, err = cli("recover", root, "--apply", "--force", "--quarantine", q, "--jobs", "1")
+    assert code == 1, err
+    flat = out.replace("\n", "")
+    assert "verification: FAILED (1 error(s)" in flat and f"error RMQ-FILE-GAP {gap}:-:" in flat

@@ -14,10 +14,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
+from mqtool.errors import CorruptDataError, MqError, TruncatedDataError
 from mqtool.findings import Finding, Severity
 from mqtool.formats.rocketmq import consume_queue as cqf
 from mqtool.store import rocketmq as rmq
-from mqtool.store.files import link_target
+from mqtool.store.files import ReadOnlyFile, link_target
 
 
 def irregular_findings(entries: Iterable[tuple[Path, str]], expected: str) -> list[Finding]:
@@ -134,8 +135,6 @@ def commitlog_findings(store: rmq.RocketMQStore, *, live: bool = False) -> list[
 
 # --- damage on the path of a CommitLog read (dump, stats, info, query, diff) ----------------------
 
-from mqtool.errors import CorruptDataError, MqError, TruncatedDataError
-from mqtool.store.files import ReadOnlyFile
 
 
 def finding_location(finding: Finding) -> str:
@@ -294,3 +293,21 @@ def segment_findings_on_path(findings: Iterable[Finding], read: Iterable[Path], 
         elif finding.path in paths or finding.code in ("RMQ-FILE-NAME", "RMQ-FILE-LINK", "RMQ-FILE-UNREADABLE"):
             out.append(finding)
     return out
+
+
+def planned_commitlog_findings(store: rmq.RocketMQStore, outcome: dict[Path, int | None], *, file_size: int | None = None) -> list[Finding]:
+    """The continuity facts of the CommitLog directory as a plan would leave it: ``outcome``
+    maps a file's path to its size after the plan (``None``: the plan deletes it); files it does
+    not name keep their size.  The rules are ``segment_findings``'s, so what recover says it
+    cannot fix is exactly what validate will report (upstream ``MappedFileQueue.load`` refuses a
+    file of another length, ``MappedFileQueue.checkSelf`` names files that do not follow each
+    other)."""
+    after: list[rmq.Segment] = []
+    for seg in store.commitlog:
+        if seg.path in outcome:
+            size = outcome[seg.path]
+            if size is None:
+                continue
+            seg = rmq.Segment(seg.path, seg.base, size, seg.mtime)
+        after.append(seg)
+    return segment_findings(store.commitlog_dir, after, file_size or store.commitlog_file_size, "commitlog")
