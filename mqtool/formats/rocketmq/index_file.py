@@ -337,7 +337,8 @@ ReadAt = Callable[[int, int], bytes]
 SLOT_TABLE_CHECK_BYTES = 1 << 20
 #: Geometries the content search tries below the end of the run of slot-like words.
 SEARCH_CANDIDATES = 32
-_SCAN_CHUNK = 1 << 18  # bytes per read while looking for the end of the slot table
+_SCAN_FIRST_CHUNK = 1 << 12  # bytes of the first read while looking for the end of the slot table
+_SCAN_CHUNK = 1 << 20  # ... and of the largest
 
 
 @dataclass(frozen=True)
@@ -465,8 +466,10 @@ def _end_of_slot_words(read: ReadAt, length: int, index_count: int) -> int:
     usually the word found)."""
     total = (length - INDEX_HEADER_SIZE) // HASH_SLOT_SIZE
     word = 0
+    chunk = _SCAN_FIRST_CHUNK  # doubling: a small table costs one small read, a large one few reads
     while word < total:
-        size = min(_SCAN_CHUNK, (total - word) * HASH_SLOT_SIZE)
+        size = min(chunk, (total - word) * HASH_SLOT_SIZE)
+        chunk = min(2 * chunk, _SCAN_CHUNK)
         raw = _read_exact(read, INDEX_HEADER_SIZE + word * HASH_SLOT_SIZE, size)
         if raw is None:
             return word
@@ -535,10 +538,16 @@ def detect_index_geometry(
                 partial.append(evidence)
     try:
         return infer_index_geometry(length, header, candidates=candidates)
-    except MqError:
+    except MqError as exc:
         best = max(partial, key=lambda e: e.held, default=None)  # max keeps the first of equals
         if best is not None and best.held >= 2:
             return best.geometry
+        if count > 1 and isinstance(exc, UnsupportedFormatError):
+            raise UnsupportedFormatError(
+                "cannot infer the IndexFile geometry from its length or its entries; give the broker's maxHashSlotNum and maxIndexNum (dump index --index-hash-slots N --index-num N)",
+                expected=f"entries #1 .. #{count - 1} (indexCount {header.index_count}) after a slot table, in a length of 40 + 4*hashSlotNum + 20*indexNum",
+                found=f"{length} bytes that no such split fits",
+            ) from None
         raise
 
 
