@@ -337,6 +337,9 @@ ReadAt = Callable[[int, int], bytes]
 SLOT_TABLE_CHECK_BYTES = 1 << 20
 #: Geometries the content search tries below the end of the run of slot-like words.
 SEARCH_CANDIDATES = 32
+#: Most bytes the content search reads looking for the end of the slot table: 16,777,216 slots,
+#: over three times the default 5,000,000 (a larger table is left to the length rules and flags).
+SEARCH_SCAN_BYTES = 1 << 26
 _SCAN_FIRST_CHUNK = 1 << 12  # bytes of the first read while looking for the end of the slot table
 _SCAN_CHUNK = 1 << 20  # ... and of the largest
 
@@ -348,7 +351,10 @@ class GeometryEvidence:
     A candidate is considered only if the header fits it (``indexCount <= indexNum``,
     ``hashSlotCount <= hashSlotNum``) and entry #0 is zeros while entry #1 is a written first
     entry (``putKey`` never writes entry #0; entry #1 has prevIndex 0 and a non-negative key
-    hash and time diff).  Then:
+    hash and time diff).  Its time diff is not always 0: ``putKey`` measures it from the
+    beginTimestamp a new file inherited from the previous one, before it sets beginTimestamp.
+    An entry #1 that is all zeros (key hash 0 at CommitLog offset 0) cannot be told from an
+    unwritten one, so such a file is left to the length rules.  Then:
 
     - ``begin``: entry #1 holds the header's beginPhyOffset;
     - ``end``: entry #indexCount-1 holds endPhyOffset (and links to an older entry);
@@ -461,10 +467,13 @@ def _split_candidates(length: int, header: IndexHeader, below_word: int) -> Iter
 
 def _end_of_slot_words(read: ReadAt, length: int, index_count: int) -> int:
     """The number of the first 4-byte word after the header that cannot be a slot (not 0 ..
-    ``index_count``-1), or the word count of the file.  A healthy file's slot table and entry #0
-    are slot-like, so its hashSlotNum is at most this minus 5 (entry #1's key hash is
-    usually the word found)."""
-    total = (length - INDEX_HEADER_SIZE) // HASH_SLOT_SIZE
+    ``index_count``-1), or where looking further cannot matter.  A healthy file's slot table
+    and entry #0 are slot-like, so its hashSlotNum is at most this minus 5 (entry #1's key hash
+    is usually the word found); no split leaves room for ``index_count`` entries after a slot
+    table longer than ``words - 5*index_count``, so the scan stops 5 words past that."""
+    words = (length - INDEX_HEADER_SIZE) // HASH_SLOT_SIZE
+    per_entry = INDEX_ENTRY_SIZE // HASH_SLOT_SIZE
+    total = max(0, min(words, words - per_entry * index_count + per_entry, SEARCH_SCAN_BYTES // HASH_SLOT_SIZE))
     word = 0
     chunk = _SCAN_FIRST_CHUNK  # doubling: a small table costs one small read, a large one few reads
     while word < total:
@@ -499,8 +508,9 @@ def detect_index_geometry(
     1. Explicit values win (``infer_index_geometry`` rules and errors).
     2. A geometry of ``candidates``/the 1:4 rule with this length that every fact confirms.
     3. Otherwise the run of slot-like words from the header on bounds the slot table: up to
-       ``SEARCH_CANDIDATES`` splits of the length below its end are tried, largest first; the
-       first every fact confirms is the geometry.  Only a few entries and slots are read per
+       ``SEARCH_CANDIDATES`` splits of the length below its end (looked for in at most
+       ``SEARCH_SCAN_BYTES``) are tried, largest first; the first every fact confirms is the
+       geometry.  Only a few entries and slots are read per
        candidate (the slot table too when it is at most ``SLOT_TABLE_CHECK_BYTES``).
     4. Otherwise (damage, or an empty file: indexCount <= 1 leaves nothing to read) the length
        rules of ``infer_index_geometry``; when they find nothing, the candidate with the most
@@ -915,6 +925,7 @@ __all__ = [
     "ReadAt",
     "SLOT_TABLE_CHECK_BYTES",
     "SEARCH_CANDIDATES",
+    "SEARCH_SCAN_BYTES",
     "GeometryEvidence",
     "index_geometry_evidence",
     "detect_index_geometry",

@@ -18,6 +18,7 @@ from mqtool.formats.rocketmq.index_file import (
     DEFAULT_INDEX_NUM,
     INDEX_ENTRY_SIZE,
     INDEX_HEADER_SIZE,
+    SEARCH_SCAN_BYTES,
     IndexEntry,
     IndexGeometry,
     IndexHeader,
@@ -271,6 +272,18 @@ def test_detect_large_unlisted_geometry_reads_at_most_the_slot_table():
         reader = CountingReader(buf)
         assert detect_index_geometry(reader, size) == IndexGeometry(slots, num)
         assert reader.bytes <= slots * 4 + (1 << 20)
+        reader.view.release()
+
+
+def test_detect_on_a_zeroed_default_file_reads_a_bounded_prefix():
+    """A header that claims entries over 420 MB of zeros: nothing confirms any split, the search
+    gives up after ``SEARCH_SCAN_BYTES`` and the length rules name the default geometry."""
+    size = index_file_size()
+    with mmap.mmap(-1, size) as buf:
+        buf[:INDEX_HEADER_SIZE] = encode_index_header(IndexHeader(1, 2, 3, 4, 5, 1000))
+        reader = CountingReader(buf)
+        assert detect_index_geometry(reader, size) == IndexGeometry()
+        assert reader.bytes <= SEARCH_SCAN_BYTES + (1 << 20)
         reader.view.release()
 
 
