@@ -45,7 +45,12 @@ from dataclasses import dataclass
 from datetime import datetime, timezone, tzinfo
 from typing import Callable, Iterable, Iterator
 
-from mqtool.errors import CorruptDataError, MqError, TruncatedDataError, UnsupportedFormatError
+from mqtool.errors import (
+    CorruptDataError,
+    MqError,
+    TruncatedDataError,
+    UnsupportedFormatError,
+)
 from mqtool.formats._binary import I32, Buffer, need
 from mqtool.formats.rocketmq.hashing import index_key_hash
 
@@ -383,7 +388,7 @@ class GeometryEvidence:
         return self.held == 4 and self.slot_table is not False
 
 
-def _as_reader(data: "ReadAt | Buffer") -> ReadAt:
+def _as_reader(data: ReadAt | Buffer) -> ReadAt:
     if callable(data):
         return data
     view = memoryview(data)
@@ -403,7 +408,7 @@ def _slot_words(raw: bytes) -> array.array:
     return words
 
 
-def index_geometry_evidence(data: "ReadAt | Buffer", header: IndexHeader, geometry: IndexGeometry) -> GeometryEvidence | None:
+def index_geometry_evidence(data: ReadAt | Buffer, header: IndexHeader, geometry: IndexGeometry) -> GeometryEvidence | None:
     """The facts of ``GeometryEvidence`` for ``geometry``, or None when it is not a candidate.
 
     Reads entries #0, #1 and #indexCount-1, two slots and (when small) the slot table."""
@@ -431,18 +436,16 @@ def index_geometry_evidence(data: "ReadAt | Buffer", header: IndexHeader, geomet
         return HASH_SLOT.unpack(raw)[0] if raw is not None else None
 
     first_value = slot_value(key_hash)
-    facts = [
-        phy_offset == header.begin_phy_offset,
-        last_ok and last_entry is not None and last_entry[1] == header.end_phy_offset,
-        first_value is not None and 0 < first_value < count,
-        last_ok and last_entry is not None and slot_value(last_entry[0]) == last,
-    ]
+    begin = phy_offset == header.begin_phy_offset
+    end = last_ok and last_entry is not None and last_entry[1] == header.end_phy_offset
+    first_slot = first_value is not None and 0 < first_value < count
+    last_slot = last_ok and last_entry is not None and slot_value(last_entry[0]) == last
     table: bool | None = None
-    if all(facts) and slots * HASH_SLOT_SIZE <= SLOT_TABLE_CHECK_BYTES:
+    if begin and end and first_slot and last_slot and slots * HASH_SLOT_SIZE <= SLOT_TABLE_CHECK_BYTES:
         raw = _read_exact(read, INDEX_HEADER_SIZE, slots * HASH_SLOT_SIZE)
-        words = _slot_words(raw) if raw is not None else None
-        table = words is not None and max(words) < count and slots - words.count(0) == header.hash_slot_count
-    return GeometryEvidence(geometry, *facts, table)
+        values = _slot_words(raw) if raw is not None else None
+        table = values is not None and max(values) < count and slots - values.count(0) == header.hash_slot_count
+    return GeometryEvidence(geometry, begin, end, first_slot, last_slot, table)
 
 
 def _split_candidates(length: int, header: IndexHeader, below_word: int) -> Iterator[IndexGeometry]:
@@ -482,15 +485,15 @@ def _end_of_slot_words(read: ReadAt, length: int, index_count: int) -> int:
         raw = _read_exact(read, INDEX_HEADER_SIZE + word * HASH_SLOT_SIZE, size)
         if raw is None:
             return word
-        words = _slot_words(raw)
-        if max(words) >= index_count:
-            return word + next(i for i, value in enumerate(words) if value >= index_count)
-        word += len(words)
+        values = _slot_words(raw)
+        if max(values) >= index_count:
+            return word + next(i for i, value in enumerate(values) if value >= index_count)
+        word += len(values)
     return total
 
 
 def detect_index_geometry(
-    data: "ReadAt | Buffer",
+    data: ReadAt | Buffer,
     length: int | None = None,
     *,
     hash_slot_num: int | None = None,
