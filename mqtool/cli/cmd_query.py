@@ -43,8 +43,8 @@ def query(
     end: Annotated[Optional[str], typer.Option("--end", help="Window end (ms since epoch or ISO-8601).")] = None,
     max_results: Annotated[Optional[int], typer.Option("--max", min=1, help="At most this many results (default: all).")] = None,
     scan: Annotated[bool, typer.Option("--scan", help="Search by scanning the CommitLog instead of the IndexFiles.")] = False,
-    index_slots: Annotated[Optional[int], typer.Option("--index-hash-slots", min=1, help="maxHashSlotNum when not the default.")] = None,
-    index_num: Annotated[Optional[int], typer.Option("--index-num", min=1, help="maxIndexNum when not the default.")] = None,
+    index_slots: Annotated[Optional[int], typer.Option("--index-hash-slots", min=1, help="maxHashSlotNum when not inferable.")] = None,
+    index_num: Annotated[Optional[int], typer.Option("--index-num", min=1, help="maxIndexNum when not inferable.")] = None,
     partition: Annotated[Optional[int], typer.Option("--partition", min=0, help="Kafka: partition number (with --topic; optional for a partition dir).")] = None,
     offset: Annotated[Optional[int], typer.Option("--offset", min=0, help="Kafka: the record at this offset (.index lookup, then a short log scan); Jafka/MetaQ: the message at this byte offset.")] = None,
     timestamp: Annotated[

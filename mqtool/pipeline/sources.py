@@ -700,7 +700,7 @@ def plan_index(opts: ReadOptions) -> list[FilePart]:
             with fs.open_file(entry.path) as f:
                 try:
                     header = idxf.decode_index_header(f.pread(0, idxf.INDEX_HEADER_SIZE))
-                    geo = idxf.infer_index_geometry(f.size, header)
+                    geo = idxf.detect_index_geometry(f.pread, f.size)  # what validate/query read (IndexFileView)
                 except MqError:
                     continue  # not an IndexFile (validate reports RMQ-IDX-GEOMETRY)
             count = min(header.effective_index_count, geo.index_num)

@@ -578,6 +578,10 @@ def queue_range(store: RocketMQStore, topic: str, queue_id: int) -> QueueRange:
 class IndexFileView:
     """An IndexFile mapped read-only (``ACCESS_READ``), with its geometry and header.
 
+    The geometry (``maxHashSlotNum``/``maxIndexNum``, which ``IndexHeader`` does not record) is
+    read from the file's own bytes by ``detect_index_geometry`` -- the one place validate,
+    query, dump, info, clean and recover get it from; explicit values win.
+
     IndexFiles are up to 420 MB and lookups touch a few entries, so they are mapped rather than
     read.  The broker never truncates an IndexFile (it deletes whole files, which keeps an open
     mapping valid), so the mapping cannot fault under us.
@@ -590,8 +594,8 @@ class IndexFileView:
             head = self._file.pread(0, idxf.INDEX_HEADER_SIZE)
             try:
                 self.header = idxf.decode_index_header(head)
-                self.geometry = idxf.infer_index_geometry(
-                    self._file.size, self.header, hash_slot_num=hash_slot_num, index_num=index_num
+                self.geometry = idxf.detect_index_geometry(
+                    self._file.pread, self._file.size, hash_slot_num=hash_slot_num, index_num=index_num
                 )
             except MqError as exc:
                 raise exc.at(self.path) from None

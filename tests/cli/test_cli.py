@@ -376,6 +376,22 @@ def test_index_file_of_unknown_geometry_names_the_flags(capsys, tmp_path):
     assert json.loads(out)["hash_slot_num"] == 7
 
 
+def test_index_file_of_unlisted_geometry_dumps_without_flags(capsys, tmp_path):
+    """A written IndexFile tells its geometry by its entries: dump index needs no flags."""
+    path = tmp_path / "20261122000000000"
+    geometry = idxf.IndexGeometry(7, 9)
+    buf = bytearray(geometry.size)
+    writer = idxf.IndexWriter(buf, 7, 9)
+    for n in range(5):
+        assert writer.put_key(f"TopicTest#key{n}", 1000 + 100 * n, 1_700_000_000_000 + n)
+    path.write_bytes(bytes(buf))
+    code, out, err = mqtool(capsys, "dump", "index", path, "--jsonl")
+    assert code == 0, err
+    rows = [json.loads(line) for line in out.splitlines()]
+    assert [r["phy_offset"] for r in rows if r["record"] == "entry"] == [1000, 1100, 1200, 1300, 1400]
+    assert [r["hash_slot_num"] for r in rows if r["record"] != "entry"] == [7]
+
+
 @pytest.mark.parametrize(
     "args",
     [

@@ -604,6 +604,24 @@ def test_rebuild_index_all(work, pristine):
     assert not (root / INDEX_STAGING).exists()
 
 
+def test_rebuild_index_keeps_an_unlisted_geometry(work):
+    """A store written with maxHashSlotNum 500 / maxIndexNum 3000 (a length no known geometry
+    has): the IndexFiles are rebuilt with the geometry their bytes show, not the 420 MB
+    default, and come out as the writer's."""
+    root = work.mktemp("odd") / "store"
+    writer = StoreWriter(root, dataclasses.replace(SMALL, index_hash_slot_num=500, index_num=3000), clock=Clock())
+    for i in range(COUNT):
+        writer.append(message(i))
+    writer.close(clean=False)
+    before = subtree(tree(root), "index")
+    plan = plan_rocketmq(root, RecoverOptions(rebuild_index=True))
+    step = next(s for s in plan.steps if s.action == "rebuild-index")
+    assert (step.details["hash_slot_num"], step.details["index_num"]) == (500, 3000)
+    assert not [n for n in plan.notes if "unreadable IndexFile" in n]
+    apply_rocketmq(plan, quarantine_root=work.mktemp("odd-q"), jobs=1)
+    assert subtree(tree(root), "index") == before
+
+
 def test_rebuild_cq_killed_with_every_file_gone_keeps_the_geometry(work, pristine):
     """--rebuild-cq journals the ConsumeQueue file size before deleting: a run killed after the
     last file went (found by ``python -m fuzz.faults``) is finished by a rerun with 200-byte files,

@@ -848,6 +848,83 @@ def test_index_file_of_unknown_geometry(store):
     expect(validate(store.root), ("RMQ-IDX-GEOMETRY", store.index, None))
 
 
+# IndexFile geometry read from the file's own bytes: no --index-hash-slots/--index-num needed.
+
+ODD = replace(SMALL, index_hash_slot_num=500, index_num=3000)  # a length no known geometry has
+
+
+def _odd_store(root: Path, config: WriterConfig = ODD, messages: int = 20) -> Path:
+    _write_store(root, [_message(i) for i in range(messages)], config)
+    (index,) = (root / "index").iterdir()
+    return index
+
+
+def _key_query(capsys, root: Path, key: str, *flags: str) -> tuple[int, list[dict]]:
+    code = run(["query", str(root), "--key", key, "--jsonl", *flags])
+    return code, [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(slots=st.integers(1, 1000), entries=st.integers(2, 5000), messages=st.integers(1, 30), probe=st.integers(0, 29))
+def test_any_index_geometry_validates_clean_and_answers_key_queries(tmp_path_factory, capsys, slots, entries, messages, probe):
+    """A healthy store of whatever maxHashSlotNum/maxIndexNum: validate is clean and query --key
+    finds the message through the index, with no geometry flags."""
+    root = tmp_path_factory.mktemp("geometry") / "store"
+    _write_store(root, [_message(i) for i in range(messages)], replace(SMALL, index_hash_slot_num=slots, index_num=entries))
+    for path in (root / "index").iterdir():
+        with rmq.IndexFileView(path) as view:
+            assert view.geometry == idxf.IndexGeometry(slots, entries)
+    assert_healthy(validate(root))
+    assert run(["validate", str(root), "--jsonl"]) == 0, capsys.readouterr()
+    capsys.readouterr()
+    i = probe % messages
+    code, rows = _key_query(capsys, root, f"k{i}")
+    assert code == 0 and [(r["keys"], r["found_via"]) for r in rows] == [([f"k{i}"], "index")]
+
+
+def test_index_geometry_flags_still_win(tmp_path, capsys):
+    index = _odd_store(tmp_path / "store")
+    root = tmp_path / "store"
+    assert run(["validate", str(root), "--index-hash-slots", "500", "--index-num", "3000"]) == 0
+    capsys.readouterr()
+    # flags of another geometry of the same length: the file is read their way (and is damaged so)
+    assert idxf.IndexGeometry(505, 2999).size == index.stat().st_size
+    report = validate(root, index_hash_slot_num=505, index_num=2999)
+    assert report.counts["error"] > 0 and "RMQ-IDX-GEOMETRY" not in {f.code for f in report.findings}
+    code, _ = _key_query(capsys, root, "k3", "--index-hash-slots", "500", "--index-num", "3001")
+    assert code == 1  # a length that does not fit the flags is a problem, as before
+    expect(validate(root, index_hash_slot_num=500, index_num=3001), ("RMQ-IDX-GEOMETRY", index, index.stat().st_size))
+
+
+def test_index_of_unlisted_geometry_with_a_flipped_begin_offset(tmp_path, capsys):
+    """The damage is reported as the header's, not as an unknown geometry; queries still work."""
+    index = _odd_store(tmp_path / "store")
+    flip(index, idxf.BEGIN_PHY_OFFSET_POSITION + 7, 0x40)
+    (finding,) = expect(validate(tmp_path / "store"), ("RMQ-IDX-HEADER", index, idxf.BEGIN_PHY_OFFSET_POSITION))
+    assert "beginPhyOffset" in finding.message
+    code, rows = _key_query(capsys, tmp_path / "store", "k7")
+    assert code == 0 and [r["found_via"] for r in rows] == ["index"]
+
+
+def test_index_of_unlisted_geometry_with_a_zeroed_slot_table(tmp_path):
+    index = _odd_store(tmp_path / "store")
+    put(index, idxf.INDEX_HEADER_SIZE, bytes(4 * ODD.index_hash_slot_num))
+    report = validate(tmp_path / "store")
+    codes = {f.code for f in report.findings if f.level is not Severity.info}
+    assert codes == {"RMQ-IDX-HEADER"}, _describe(report.findings)
+
+
+def test_empty_index_file_of_unlisted_geometry_is_still_unknown(tmp_path):
+    """indexCount <= 1: nothing in the file tells its geometry; the flags are asked for as before."""
+    index = _odd_store(tmp_path / "store")
+    put(index, 0, bytes(idxf.INDEX_HEADER_SIZE))
+    put(index, idxf.INDEX_HEADER_SIZE, bytes(index.stat().st_size - idxf.INDEX_HEADER_SIZE))
+    (finding,) = expect(validate(tmp_path / "store"), ("RMQ-IDX-GEOMETRY", index, None))
+    assert "--index-hash-slots" in finding.message
+    report = validate(tmp_path / "store", index_hash_slot_num=500, index_num=3000)
+    assert "RMQ-IDX-GEOMETRY" not in {f.code for f in report.findings}
+
+
 # --- checkpoint, abort, config ------------------------------------------------------------------------
 
 

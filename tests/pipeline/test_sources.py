@@ -332,3 +332,23 @@ def test_scan_judges_a_cut_kafka_entry_as_validate_does(tmp_path, head, code):
     else:
         assert problems == [code, "KAFKA-LOG-GARBAGE"] and events[-1][2] == "unreadable"
         assert errors == problems
+
+
+def test_index_partitions_of_an_unlisted_geometry(tmp_path):
+    """The Spark source plans an IndexFile of any geometry from its bytes, as validate reads it
+    (no Spark session: planning only)."""
+    import datetime as dt
+    import json
+
+    from mqtool.formats.rocketmq import commitlog as cl
+    from mqtool.pipeline import sources as src
+    from mqtool.store.writer import StoreWriter, WriterConfig
+
+    config = WriterConfig(commitlog_file_size=4096, cq_file_size=200, index_hash_slot_num=500, index_num=3000, index_tz=dt.timezone.utc)
+    with StoreWriter(tmp_path / "store", config) as writer:
+        for i in range(12):
+            writer.append(cl.MessageRecord(topic="T", body=b"x" * 10, properties={"KEYS": f"k{i}"}))
+    opts = src.parse_options({"sources": json.dumps([["s", str(tmp_path / "store")]])})
+    parts = src.plan_index(opts)
+    assert sum(p.stop - p.start for p in parts) == 12
+    assert {(p.meta["slots"], p.meta["entries_position"]) for p in parts} == {(500, 40 + 4 * 500)}

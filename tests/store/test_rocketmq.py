@@ -11,7 +11,9 @@ from pathlib import Path
 import pytest
 
 from mqtool.cli.app import run
+from mqtool.errors import TruncatedDataError, UnsupportedFormatError
 from mqtool.formats.rocketmq import commitlog as cl
+from mqtool.formats.rocketmq import index_file as idxf
 from mqtool.formats.rocketmq.config import encode_fastjson
 from mqtool.store import rocketmq as rmq
 from mqtool.store.writer import StoreWriter, WriterConfig
@@ -232,3 +234,36 @@ def test_common_cq_file_size(sizes, expected):
 def test_cq_file_size_without_evidence(sizes):
     assert rmq.common_cq_file_size(_segs(*sizes)) is None
     assert rmq.detect_cq_file_size(iter(_segs(*sizes))) == rmq.DEFAULT_CQ_FILE_SIZE == 300_000 * 20
+
+
+# --- IndexFileView: the geometry from the file's own bytes ------------------------------------
+
+
+def _index_of(tmp_path: Path, slots: int, num: int, messages: int = 12) -> Path:
+    config = WriterConfig(commitlog_file_size=4096, cq_file_size=200, index_hash_slot_num=slots, index_num=num, index_tz=dt.timezone.utc)
+    with StoreWriter(tmp_path / "store", config) as writer:
+        for i in range(messages):
+            writer.append(cl.MessageRecord(topic="T", body=b"x" * 10, properties={"KEYS": f"k{i}"}))
+    (path,) = (tmp_path / "store" / "index").iterdir()
+    return path
+
+
+def test_index_view_reads_the_geometry_from_the_file(tmp_path):
+    path = _index_of(tmp_path, 500, 3000)
+    with rmq.IndexFileView(path) as view:
+        assert view.geometry == idxf.IndexGeometry(500, 3000) and view.header.index_count == 13
+    # explicit values win, and a length they do not fit stays an error located in the file
+    with rmq.IndexFileView(path, hash_slot_num=505, index_num=2999) as view:
+        assert view.geometry == idxf.IndexGeometry(505, 2999)
+    with pytest.raises(TruncatedDataError) as info:
+        rmq.IndexFileView(path, hash_slot_num=500, index_num=3001)
+    assert info.value.path == str(path)
+
+
+def test_index_view_of_an_empty_file_of_unlisted_size_asks_for_the_geometry(tmp_path):
+    path = tmp_path / "20240101000000000"
+    path.write_bytes(bytes(idxf.index_file_size(500, 3000)))
+    with pytest.raises(UnsupportedFormatError, match="--index-hash-slots N --index-num N"):
+        rmq.IndexFileView(path)
+    with rmq.IndexFileView(path, hash_slot_num=500) as view:
+        assert view.geometry == idxf.IndexGeometry(500, 3000)

@@ -43,9 +43,14 @@ import struct
 import sys
 from dataclasses import dataclass
 from datetime import datetime, timezone, tzinfo
-from typing import Iterable, Iterator
+from typing import Callable, Iterable, Iterator
 
-from mqtool.errors import CorruptDataError, TruncatedDataError, UnsupportedFormatError
+from mqtool.errors import (
+    CorruptDataError,
+    MqError,
+    TruncatedDataError,
+    UnsupportedFormatError,
+)
 from mqtool.formats._binary import I32, Buffer, need
 from mqtool.formats.rocketmq.hashing import index_key_hash
 
@@ -234,6 +239,18 @@ def check_index_geometry(length: int, hash_slot_num: int, index_num: int) -> Ind
     return geometry
 
 
+def _length_candidates(length: int, candidates: Iterable[tuple[int, int]]) -> list[IndexGeometry]:
+    """The ``candidates`` of ``length`` bytes in order, then the 1:4 rule
+    (``indexNum = 4 * hashSlotNum``: ``length = 40 + 84 * hashSlotNum``)."""
+    body = length - INDEX_HEADER_SIZE
+    matches = [IndexGeometry(s, n) for s, n in candidates if index_file_size(s, n) == length]
+    if body > 0 and body % 84 == 0:
+        ratio = IndexGeometry(body // 84, body // 84 * 4)
+        if ratio not in matches:
+            matches.append(ratio)
+    return matches
+
+
 def _header_fits(header: IndexHeader | None, geometry: IndexGeometry) -> bool:
     if header is None:
         return True
@@ -298,11 +315,7 @@ def infer_index_geometry(
                 found=f"hashSlotCount {header.hash_slot_count}, indexCount {header.index_count}",
             )
         return geometry
-    matches = [IndexGeometry(s, n) for s, n in candidates if index_file_size(s, n) == length]
-    if body > 0 and body % 84 == 0:
-        ratio = IndexGeometry(body // 84, body // 84 * 4)
-        if ratio not in matches:
-            matches.append(ratio)
+    matches = _length_candidates(length, candidates)
     for geometry in matches:
         if _header_fits(header, geometry):
             return geometry
@@ -318,6 +331,237 @@ def infer_index_geometry(
         expected="a length of 40 + 4*hashSlotNum + 20*indexNum for a known configuration",
         found=f"{length} bytes",
     )
+
+
+#: ``(position, size) -> bytes`` of a file ``detect_index_geometry`` does not hold in memory (a
+#: pread: fewer bytes only at the end of the file).
+ReadAt = Callable[[int, int], bytes]
+
+#: Slot tables up to this many bytes are read whole to confirm a geometry (every slot value is
+#: an entry number below indexCount, and the used ones number hashSlotCount).
+SLOT_TABLE_CHECK_BYTES = 1 << 20
+#: Geometries the content search tries below the end of the run of slot-like words.
+SEARCH_CANDIDATES = 32
+#: Most bytes the content search reads looking for the end of the slot table: 16,777,216 slots,
+#: over three times the default 5,000,000 (a larger table is left to the length rules and flags).
+SEARCH_SCAN_BYTES = 1 << 26
+_SCAN_FIRST_CHUNK = 1 << 12  # bytes of the first read while looking for the end of the slot table
+_SCAN_CHUNK = 1 << 20  # ... and of the largest
+
+
+@dataclass(frozen=True)
+class GeometryEvidence:
+    """What an IndexFile's bytes say about one candidate geometry (``IndexFile.putKey`` facts).
+
+    A candidate is considered only if the header fits it (``indexCount <= indexNum``,
+    ``hashSlotCount <= hashSlotNum``) and entry #0 is zeros while entry #1 is a written first
+    entry (``putKey`` never writes entry #0; entry #1 has prevIndex 0 and a non-negative key
+    hash and time diff).  Its time diff is not always 0: ``putKey`` measures it from the
+    beginTimestamp a new file inherited from the previous one, before it sets beginTimestamp.
+    An entry #1 that is all zeros (key hash 0 at CommitLog offset 0) cannot be told from an
+    unwritten one, so such a file is left to the length rules.  Then:
+
+    - ``begin``: entry #1 holds the header's beginPhyOffset;
+    - ``end``: entry #indexCount-1 holds endPhyOffset (and links to an older entry);
+    - ``first_slot``: the slot of entry #1's key hash is used (1 .. indexCount-1);
+    - ``last_slot``: the slot of entry #indexCount-1's key hash names it (the newest entry heads
+      its chain);
+    - ``slot_table``: every slot is 0 .. indexCount-1 and hashSlotCount of them are used, or
+      None when the table is larger than ``SLOT_TABLE_CHECK_BYTES`` (not read).
+    """
+
+    geometry: IndexGeometry
+    begin: bool
+    end: bool
+    first_slot: bool
+    last_slot: bool
+    slot_table: bool | None
+
+    @property
+    def held(self) -> int:
+        """How many of the four point facts hold."""
+        return self.begin + self.end + self.first_slot + self.last_slot
+
+    @property
+    def confirmed(self) -> bool:
+        """Every fact holds: the bytes were written with this geometry."""
+        return self.held == 4 and self.slot_table is not False
+
+
+def _as_reader(data: ReadAt | Buffer) -> ReadAt:
+    if callable(data):
+        return data
+    view = memoryview(data)
+    return lambda position, size: bytes(view[position : position + size])
+
+
+def _read_exact(read: ReadAt, position: int, size: int) -> bytes | None:
+    data = read(position, size)
+    return data if len(data) == size else None
+
+
+def _slot_words(raw: bytes) -> array.array:
+    words = array.array("I")  # unsigned: a negative value reads as >= 2^31, above any indexCount
+    words.frombytes(raw)
+    if sys.byteorder == "little":
+        words.byteswap()
+    return words
+
+
+def index_geometry_evidence(data: ReadAt | Buffer, header: IndexHeader, geometry: IndexGeometry) -> GeometryEvidence | None:
+    """The facts of ``GeometryEvidence`` for ``geometry``, or None when it is not a candidate.
+
+    Reads entries #0, #1 and #indexCount-1, two slots and (when small) the slot table."""
+    read = _as_reader(data)
+    count = header.effective_index_count
+    if count <= 1 or count > geometry.index_num or not 0 <= header.hash_slot_count <= geometry.hash_slot_num:
+        return None
+    slots = geometry.hash_slot_num
+    head = _read_exact(read, geometry.entry_position(0), 2 * INDEX_ENTRY_SIZE)
+    if head is None or any(head[:INDEX_ENTRY_SIZE]) or not any(head[INDEX_ENTRY_SIZE:]):
+        return None
+    key_hash, phy_offset, time_diff, prev_index = INDEX_ENTRY.unpack_from(head, INDEX_ENTRY_SIZE)
+    if key_hash < 0 or time_diff < 0 or prev_index != INVALID_INDEX:
+        return None
+    last = count - 1
+    if last == 1:
+        last_entry: tuple[int, int, int, int] | None = (key_hash, phy_offset, time_diff, prev_index)
+    else:
+        raw = _read_exact(read, geometry.entry_position(last), INDEX_ENTRY_SIZE)
+        last_entry = INDEX_ENTRY.unpack(raw) if raw is not None else None
+    last_ok = last_entry is not None and last_entry[0] >= 0 and last_entry[2] >= 0 and 0 <= last_entry[3] < last
+
+    def slot_value(slot_hash: int) -> int | None:
+        raw = _read_exact(read, geometry.slot_position(slot_hash % slots), HASH_SLOT_SIZE)
+        return HASH_SLOT.unpack(raw)[0] if raw is not None else None
+
+    first_value = slot_value(key_hash)
+    begin = phy_offset == header.begin_phy_offset
+    end = last_ok and last_entry is not None and last_entry[1] == header.end_phy_offset
+    first_slot = first_value is not None and 0 < first_value < count
+    last_slot = last_ok and last_entry is not None and slot_value(last_entry[0]) == last
+    table: bool | None = None
+    if begin and end and first_slot and last_slot and slots * HASH_SLOT_SIZE <= SLOT_TABLE_CHECK_BYTES:
+        raw = _read_exact(read, INDEX_HEADER_SIZE, slots * HASH_SLOT_SIZE)
+        values = _slot_words(raw) if raw is not None else None
+        table = values is not None and max(values) < count and slots - values.count(0) == header.hash_slot_count
+    return GeometryEvidence(geometry, begin, end, first_slot, last_slot, table)
+
+
+def _split_candidates(length: int, header: IndexHeader, below_word: int) -> Iterator[IndexGeometry]:
+    """Geometries of ``length`` bytes with hashSlotNum <= ``below_word`` - 5, largest first, at
+    most ``SEARCH_CANDIDATES`` of them, that the header fits."""
+    body = length - INDEX_HEADER_SIZE
+    if body <= 0 or body % HASH_SLOT_SIZE:
+        return
+    words = body // HASH_SLOT_SIZE  # hashSlotNum + 5 * indexNum
+    per_entry = INDEX_ENTRY_SIZE // HASH_SLOT_SIZE  # 5
+    most = min(below_word - per_entry, words - per_entry * header.effective_index_count)
+    if most < 1:
+        return
+    slots = most - (most - words) % per_entry  # the largest slot count <= most that splits the length
+    least = max(1, header.hash_slot_count)
+    for _ in range(SEARCH_CANDIDATES):
+        if slots < least:
+            return
+        yield IndexGeometry(slots, (words - slots) // per_entry)
+        slots -= per_entry
+
+
+def _end_of_slot_words(read: ReadAt, length: int, index_count: int) -> int:
+    """The number of the first 4-byte word after the header that cannot be a slot (not 0 ..
+    ``index_count``-1), or where looking further cannot matter.  A healthy file's slot table
+    and entry #0 are slot-like, so its hashSlotNum is at most this minus 5 (entry #1's key hash
+    is usually the word found); no split leaves room for ``index_count`` entries after a slot
+    table longer than ``words - 5*index_count``, so the scan stops 5 words past that."""
+    words = (length - INDEX_HEADER_SIZE) // HASH_SLOT_SIZE
+    per_entry = INDEX_ENTRY_SIZE // HASH_SLOT_SIZE
+    total = max(0, min(words, words - per_entry * index_count + per_entry, SEARCH_SCAN_BYTES // HASH_SLOT_SIZE))
+    word = 0
+    chunk = _SCAN_FIRST_CHUNK  # doubling: a small table costs one small read, a large one few reads
+    while word < total:
+        size = min(chunk, (total - word) * HASH_SLOT_SIZE)
+        chunk = min(2 * chunk, _SCAN_CHUNK)
+        raw = _read_exact(read, INDEX_HEADER_SIZE + word * HASH_SLOT_SIZE, size)
+        if raw is None:
+            return word
+        values = _slot_words(raw)
+        if max(values) >= index_count:
+            return word + next(i for i, value in enumerate(values) if value >= index_count)
+        word += len(values)
+    return total
+
+
+def detect_index_geometry(
+    data: ReadAt | Buffer,
+    length: int | None = None,
+    *,
+    hash_slot_num: int | None = None,
+    index_num: int | None = None,
+    candidates: Iterable[tuple[int, int]] = KNOWN_INDEX_GEOMETRIES,
+) -> IndexGeometry:
+    """``(hash_slot_num, index_num)`` of an IndexFile, read from its own bytes.
+
+    ``data`` is the file's bytes or a ``ReadAt`` (then ``length`` is the file size).  The header
+    does not record the geometry, but ``IndexFile.putKey`` leaves facts that do
+    (``GeometryEvidence``): entry #1 sits right after the slot table and carries beginPhyOffset
+    with prevIndex 0, entry #indexCount-1 carries endPhyOffset and heads its slot's chain, and
+    every slot names an entry below indexCount.  So:
+
+    1. Explicit values win (``infer_index_geometry`` rules and errors).
+    2. A geometry of ``candidates``/the 1:4 rule with this length that every fact confirms.
+    3. Otherwise the run of slot-like words from the header on bounds the slot table: up to
+       ``SEARCH_CANDIDATES`` splits of the length below its end (looked for in at most
+       ``SEARCH_SCAN_BYTES``) are tried, largest first; the first every fact confirms is the
+       geometry.  Only a few entries and slots are read per
+       candidate (the slot table too when it is at most ``SLOT_TABLE_CHECK_BYTES``).
+    4. Otherwise (damage, or an empty file: indexCount <= 1 leaves nothing to read) the length
+       rules of ``infer_index_geometry``; when they find nothing, the candidate with the most
+       facts, if at least two hold (a damaged header or slot table of an unlisted geometry);
+       else ``infer_index_geometry``'s error.
+    """
+    read = _as_reader(data)
+    if length is None:
+        if callable(data):
+            raise TypeError("detect_index_geometry needs the length with a ReadAt")
+        length = len(memoryview(data))
+    if length < INDEX_HEADER_SIZE or hash_slot_num is not None or index_num is not None:
+        header = decode_index_header(read(0, INDEX_HEADER_SIZE)) if length >= INDEX_HEADER_SIZE else None
+        return infer_index_geometry(length, header, hash_slot_num=hash_slot_num, index_num=index_num, candidates=candidates)
+    header = decode_index_header(read(0, INDEX_HEADER_SIZE))
+    candidates = tuple(candidates)
+    count = header.effective_index_count
+    partial: list[GeometryEvidence] = []
+    if count > 1:
+        tried: set[IndexGeometry] = set()
+        for geometry in _length_candidates(length, candidates):
+            tried.add(geometry)
+            evidence = index_geometry_evidence(read, header, geometry)
+            if evidence is not None and evidence.confirmed:
+                return geometry
+            if evidence is not None:
+                partial.append(evidence)
+        for geometry in _split_candidates(length, header, _end_of_slot_words(read, length, count)):
+            if geometry in tried:
+                continue
+            evidence = index_geometry_evidence(read, header, geometry)
+            if evidence is not None and evidence.confirmed:
+                return geometry
+            if evidence is not None:
+                partial.append(evidence)
+    try:
+        return infer_index_geometry(length, header, candidates=candidates)
+    except MqError as exc:
+        best = max(partial, key=lambda e: e.held, default=None)  # max keeps the first of equals
+        if best is not None and best.held >= 2:
+            return best.geometry
+        if count > 1 and isinstance(exc, UnsupportedFormatError):
+            raise UnsupportedFormatError(
+                "cannot infer the IndexFile geometry from its length or its entries; give the broker's maxHashSlotNum and maxIndexNum (dump index --index-hash-slots N --index-num N)",
+                expected=f"entries #1 .. #{count - 1} (indexCount {header.index_count}) after a slot table, in a length of 40 + 4*hashSlotNum + 20*indexNum",
+                found=f"{length} bytes that no such split fits",
+            ) from None
+        raise
 
 
 def _geometry_for(buf: Buffer, hash_slot_num: int, index_num: int) -> IndexGeometry:
@@ -681,6 +925,13 @@ __all__ = [
     "index_file_size",
     "check_index_geometry",
     "infer_index_geometry",
+    "ReadAt",
+    "SLOT_TABLE_CHECK_BYTES",
+    "SEARCH_CANDIDATES",
+    "SEARCH_SCAN_BYTES",
+    "GeometryEvidence",
+    "index_geometry_evidence",
+    "detect_index_geometry",
     "IndexWriter",
     "read_slot",
     "select_phy_offsets",

@@ -2,31 +2,36 @@
 
 from __future__ import annotations
 
+import mmap
 import struct
 from datetime import datetime, timedelta, timezone
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mqtool.errors import CorruptDataError, MqError, TruncatedDataError, UnsupportedFormatError
 from mqtool.formats.rocketmq.hashing import index_key_hash, java_string_hash
 from mqtool.formats.rocketmq.index_file import (
+    BEGIN_PHY_OFFSET_POSITION,
     DEFAULT_HASH_SLOT_NUM,
     DEFAULT_INDEX_NUM,
     INDEX_ENTRY_SIZE,
     INDEX_HEADER_SIZE,
+    SEARCH_SCAN_BYTES,
     IndexEntry,
     IndexGeometry,
     IndexHeader,
     IndexWriter,
     check_index_geometry,
     decode_index_entry,
+    detect_index_geometry,
     decode_index_header,
     encode_index_entry,
     encode_index_header,
     index_file_name,
     index_file_size,
+    index_geometry_evidence,
     infer_index_geometry,
     iter_chain,
     iter_entries,
@@ -186,6 +191,188 @@ def test_check_geometry():
         check_index_geometry(8441, 100, 400)
     with pytest.raises(ValueError):
         IndexGeometry(0, 10)
+
+
+# --- geometry read from the file's bytes -----------------------------------------------------
+
+
+def _written(slots: int, num: int, messages: int, keys_per_message: int = 3, first_phy: int = 0, prev_end: tuple[int, int] = (0, 0), buf=None):
+    """An IndexFile as ``IndexService.buildIndex`` leaves it: ``messages`` messages of
+    ``keys_per_message`` keys each (one CommitLog offset per message), 300 ms apart."""
+    buf = bytearray(index_file_size(slots, num)) if buf is None else buf
+    writer = IndexWriter(buf, slots, num)
+    writer.inherit(*prev_end)
+    for i in range(messages):
+        for k in range(keys_per_message):
+            assert writer.put_key(f"T#key{i}-{k}", first_phy + 200 * i, 1_700_000_000_000 + 300 * i)
+    return buf
+
+
+class CountingReader:
+    """A ``ReadAt`` over ``data`` that counts the reads and bytes."""
+
+    def __init__(self, data) -> None:
+        self.view = memoryview(data)
+        self.reads = 0
+        self.bytes = 0
+
+    def __call__(self, position: int, size: int) -> bytes:
+        data = bytes(self.view[position : position + size])
+        self.reads += 1
+        self.bytes += len(data)
+        return data
+
+
+def test_detect_geometry_of_an_unlisted_configuration():
+    data = _written(500, 3000, 20)
+    with pytest.raises(UnsupportedFormatError):
+        infer_index_geometry(len(data), decode_index_header(data))  # the length alone cannot say
+    assert detect_index_geometry(data) == IndexGeometry(500, 3000)
+    reader = CountingReader(data)
+    assert detect_index_geometry(reader, len(data)) == IndexGeometry(500, 3000)
+    assert reader.bytes < len(data) // 4
+
+
+def test_detect_geometry_of_the_real_fixture():
+    assert detect_index_geometry(_pr6495()) == IndexGeometry(100, 400)
+
+
+@pytest.mark.parametrize(
+    ("truth", "by_length"),
+    [
+        (IndexGeometry(110, 398), IndexGeometry(100, 400)),  # the length of a known geometry
+        (IndexGeometry(95, 401), IndexGeometry(100, 400)),
+        (IndexGeometry(45, 201), IndexGeometry(50, 200)),  # the length of the 1:4 rule
+        (IndexGeometry(60, 198), IndexGeometry(50, 200)),
+    ],
+)
+def test_detect_geometry_beats_a_length_match(truth, by_length):
+    assert truth.size == by_length.size
+    data = _written(truth.hash_slot_num, truth.index_num, 30)
+    assert infer_index_geometry(len(data), decode_index_header(data)) == by_length
+    assert detect_index_geometry(data) == truth
+
+
+def test_detect_default_geometry_in_a_few_reads():
+    """A 420 MB default file: the known geometry is confirmed by a handful of small reads."""
+    size = index_file_size()
+    with mmap.mmap(-1, size) as buf:  # anonymous: only the pages written take memory
+        _written(DEFAULT_HASH_SLOT_NUM, DEFAULT_INDEX_NUM, 50, buf=buf)
+        reader = CountingReader(buf)
+        assert detect_index_geometry(reader, size) == IndexGeometry()
+        assert reader.reads <= 8 and reader.bytes <= 200
+        reader.view.release()
+
+
+def test_detect_large_unlisted_geometry_reads_at_most_the_slot_table():
+    slots, num = 3_000_001, 7_000_000
+    size = index_file_size(slots, num)
+    with mmap.mmap(-1, size) as buf:
+        _written(slots, num, 50, buf=buf)
+        reader = CountingReader(buf)
+        assert detect_index_geometry(reader, size) == IndexGeometry(slots, num)
+        assert reader.bytes <= slots * 4 + (1 << 20)
+        reader.view.release()
+
+
+def test_detect_on_a_zeroed_default_file_reads_a_bounded_prefix():
+    """A header that claims entries over 420 MB of zeros: nothing confirms any split, the search
+    gives up after ``SEARCH_SCAN_BYTES`` and the length rules name the default geometry."""
+    size = index_file_size()
+    with mmap.mmap(-1, size) as buf:
+        buf[:INDEX_HEADER_SIZE] = encode_index_header(IndexHeader(1, 2, 3, 4, 5, 1000))
+        reader = CountingReader(buf)
+        assert detect_index_geometry(reader, size) == IndexGeometry()
+        assert reader.bytes <= SEARCH_SCAN_BYTES + (1 << 20)
+        reader.view.release()
+
+
+def _flip_begin(data: bytearray) -> None:
+    data[BEGIN_PHY_OFFSET_POSITION + 3] ^= 0x10
+
+
+def _zero_slots(data: bytearray, slots: int) -> None:
+    data[INDEX_HEADER_SIZE : INDEX_HEADER_SIZE + 4 * slots] = bytes(4 * slots)
+
+
+@pytest.mark.parametrize("first_phy", [0, 123_456])
+def test_detect_geometry_with_a_flipped_begin_offset(first_phy):
+    data = _written(500, 3000, 20, first_phy=first_phy)
+    _flip_begin(data)
+    header = decode_index_header(data)
+    evidence = index_geometry_evidence(data, header, IndexGeometry(500, 3000))
+    assert evidence is not None and not evidence.begin and evidence.end and evidence.first_slot and evidence.last_slot
+    assert not evidence.confirmed
+    assert detect_index_geometry(data) == IndexGeometry(500, 3000)
+
+
+@pytest.mark.parametrize("first_phy", [0, 123_456])
+def test_detect_geometry_with_a_zeroed_slot_table(first_phy):
+    data = _written(500, 3000, 20, first_phy=first_phy)
+    _zero_slots(data, 500)
+    evidence = index_geometry_evidence(data, decode_index_header(data), IndexGeometry(500, 3000))
+    assert evidence is not None and evidence.begin and evidence.end and not evidence.first_slot and not evidence.last_slot
+    assert detect_index_geometry(data) == IndexGeometry(500, 3000)
+
+
+def test_detect_geometry_gives_up_when_header_and_slots_are_both_damaged():
+    data = _written(500, 3000, 20, first_phy=4096)
+    _flip_begin(data)
+    _zero_slots(data, 500)
+    with pytest.raises(UnsupportedFormatError, match="--index-hash-slots N --index-num N"):
+        detect_index_geometry(data)
+    # a length that fits a known geometry keeps today's answer
+    data = _written(110, 398, 20, first_phy=4096)
+    _flip_begin(data)
+    _zero_slots(data, 110)
+    assert detect_index_geometry(data) == IndexGeometry(100, 400)
+
+
+def test_detect_geometry_of_an_empty_file_uses_the_length_rules():
+    """indexCount <= 1: no entry says anything, so the length decides as before."""
+    with pytest.raises(UnsupportedFormatError, match="from its length;"):
+        detect_index_geometry(bytes(IndexGeometry(500, 3000).size))
+    assert detect_index_geometry(bytes(8440)) == IndexGeometry(100, 400)
+    assert detect_index_geometry(bytes(40 + 84 * 7)) == IndexGeometry(7, 28)
+    with pytest.raises(TruncatedDataError):
+        detect_index_geometry(bytes(39))
+
+
+def test_detect_geometry_explicit_values_win():
+    data = _written(110, 398, 30)
+    assert detect_index_geometry(data, hash_slot_num=100, index_num=400) == IndexGeometry(100, 400)
+    assert detect_index_geometry(data, hash_slot_num=100) == IndexGeometry(100, 400)
+    assert detect_index_geometry(data, index_num=398) == IndexGeometry(110, 398)
+    with pytest.raises(TruncatedDataError):
+        detect_index_geometry(data, hash_slot_num=110, index_num=399)
+    with pytest.raises(CorruptDataError):
+        detect_index_geometry(data, hash_slot_num=111)
+
+
+@settings(max_examples=300)
+@given(st.data())
+def test_detect_geometry_of_any_written_file(data):
+    """Whatever maxHashSlotNum/maxIndexNum wrote a file, its bytes give them back: first file of
+    a store (offsets from 0) or a later one (inherited begin), one or several keys per message,
+    a full file or not."""
+    slots = data.draw(st.integers(1, 1000), label="slots")
+    num = data.draw(st.integers(2, 5000), label="num")
+    keys = data.draw(st.integers(1, min(4, num - 1)), label="keys per message")
+    messages = data.draw(st.integers(1, max(1, (num - 1) // keys)), label="messages")
+    first_phy = data.draw(st.sampled_from([0, 1, 4096, 2**33 + 17]), label="first offset")
+    prev_end = (first_phy, 1_699_999_990_000) if data.draw(st.booleans(), label="inherits") and first_phy else (0, 0)
+    buf = _written(slots, num, messages, keys, first_phy, prev_end)
+    assert detect_index_geometry(buf) == IndexGeometry(slots, num)
+    assert detect_index_geometry(CountingReader(buf), len(buf)) == IndexGeometry(slots, num)
+
+
+@given(st.binary(max_size=3000))
+def test_detect_geometry_on_garbage_ends_in_a_fitting_geometry_or_an_mq_error(data):
+    try:
+        geometry = detect_index_geometry(data)
+    except MqError:
+        return
+    assert geometry.size == len(data)
 
 
 # --- writer --------------------------------------------------------------------------------
