@@ -327,7 +327,7 @@ def _walk_commitlog_file(f: ReadOnlyFile, task: CommitLogTask, res: CommitLogFil
         if end.kind == "partial" and not cut_short and (not more or end.length > rmq.MAX_RECORD_SIZE):
             # A record reaching past the end of the file: a torn write in the last file, else a
             # broken TOTALSIZE (the broker never writes a record past the end of a file).
-            resume = _after_broken_record(f, task, end_pos, _past_the_end(f, path, end_pos, end.length), base, res)
+            resume = _after_broken_record(f, task, end_pos, model.past_the_end(f, end_pos, end.length).at(path), base, res)
             if resume is None:
                 return
             pos = resume
@@ -348,30 +348,12 @@ def _walk_commitlog_file(f: ReadOnlyFile, task: CommitLogTask, res: CommitLogFil
             res.damaged.append((base + end_pos, base + task.file_size))
             res.skipped += _records_in(task.file_size - end_pos)
             return
-        res.findings.append(
-            Finding(
-                "RMQ-CL-NO-BLANK",
-                path,
-                end_pos,
-                f"expected END_OF_FILE (BLANK) record at the end of a file before the last, found "
-                f"{'zeros' if end.kind == 'zeros' else 'the end of the file'}: the broker's recovery stops here and drops every later file",
-            )
-        )
+        res.findings.append(model.no_blank_finding(path, end_pos, end.kind))
         return
     if end.kind == "zeros":
         extent = rmq.nonzero_extent(f, end_pos)
         if extent is not None:
-            first, stop = extent
-            res.findings.append(
-                Finding(
-                    "RMQ-CL-GARBAGE",
-                    path,
-                    first,
-                    f"expected zeros after the end of valid data at {end_pos}, found {stop - first} bytes of other data "
-                    f"(from {first} to {stop}); stale data left by a truncation, or damage",
-                    length=stop - first,
-                )
-            )
+            res.findings.append(model.garbage_finding(path, end_pos, extent))
     if res.first_broken is not None:  # where recover and the broker stop, not only where the records end
         bad = res.first_broken
         res.findings.append(
@@ -389,16 +371,6 @@ def _walk_commitlog_file(f: ReadOnlyFile, task: CommitLogTask, res: CommitLogFil
     )
 
 
-def _past_the_end(f: ReadOnlyFile, path: str, pos: int, total: int) -> CorruptDataError:
-    """The error for a record at ``pos`` whose TOTALSIZE (or 8-byte header) does not fit."""
-    rest = f.size - pos
-    if rest < 8:
-        return TruncatedDataError(path=path, position=pos, expected="an 8-byte record header", found=f"{rest} bytes before the end of the file")
-    if total > rmq.MAX_RECORD_SIZE:
-        return CorruptDataError(path=path, position=pos, expected=f"TOTALSIZE at most {rmq.MAX_RECORD_SIZE} (the largest record)", found=str(total))
-    return CorruptDataError(path=path, position=pos, expected=f"TOTALSIZE at most {rest} (the rest of the file)", found=str(total))
-
-
 def _after_broken_record(f: ReadOnlyFile, task: CommitLogTask, bad: int, exc: MqError, base: int, res: CommitLogFileResult) -> int | None:
     """Report the record that fails at ``bad`` (or the torn tail it is) and return where the walk
     goes on: right after it when its TOTALSIZE or its length fields end where the data goes on,
@@ -409,7 +381,7 @@ def _after_broken_record(f: ReadOnlyFile, task: CommitLogTask, bad: int, exc: Mq
     if res.first_broken is None:
         res.first_broken = bad
     code, located, frames = rmq.classify_broken_record(f, bad, exc)
-    res.findings.append(Finding(code, task.path, located.position, _message(located)))
+    res.findings.append(Finding(code, task.path, located.position, model.error_message(located)))
     res.max_store_timestamp = max(res.max_store_timestamp, _header_store_timestamp(f, base, bad))
     resume = next((bad + n for n in sorted(frames) if _clean_at(f, base, bad + n)), None)
     if resume is None:
@@ -441,15 +413,6 @@ def _after_broken_record(f: ReadOnlyFile, task: CommitLogTask, bad: int, exc: Mq
     res.damaged.append((base + bad, base + resume))
     res.skipped += _records_in(resume - bad)
     return resume
-
-
-def _message(exc: MqError) -> str:
-    parts = []
-    if exc.message:
-        parts.append(exc.message)
-    if exc.expected is not None or exc.found is not None:
-        parts.append(f"expected {exc.expected}, found {exc.found}")
-    return ": ".join(parts)
 
 
 def _is_stale_copy(f: ReadOnlyFile, task: CommitLogTask, at: int, rec: MessageRecord, base: int) -> bool:
@@ -496,31 +459,17 @@ def _torn_tail(f: ReadOnlyFile, task: CommitLogTask, bad: int, base: int, res: C
     torn = rmq.torn_tail_at(f, bad, task.file_size)
     if torn is None:
         return False
-    res.findings.append(
-        Finding(
-            "RMQ-CL-TORN-TAIL",
-            task.path,
-            bad,
-            f"torn tail: {torn.what} (crash while writing); `mqtool recover` truncates it",
-            length=torn.stop - bad,
-        )
-    )
+    res.findings.append(model.torn_tail_finding(task.path, bad, torn))
     res.damaged.append((base + bad, base + bad + max(torn.total, torn.stop - bad, 1)))
     res.skipped += 1
     return True
 
 
 def _check_blank(f: ReadOnlyFile, task: CommitLogTask, pos: int, total: int, res: CommitLogFileResult) -> None:
-    rest = task.file_size - pos  # the configured size: a file of the wrong size is RMQ-FILE-SIZE
-    if total != rest:
-        res.findings.append(
-            Finding(
-                "RMQ-CL-BLANK",
-                task.path,
-                pos,
-                f"expected END_OF_FILE TOTALSIZE {rest} (the rest of the file), found {total}",
-            )
-        )
+    # the configured size: a file of the wrong size is RMQ-FILE-SIZE
+    blank = model.blank_size_finding(task.path, pos, total, task.file_size)
+    if blank is not None:
+        res.findings.append(blank)
     if task.is_last:
         base = task.base if res.content_base is None else res.content_base
         res.findings.append(Finding("RMQ-CL-VALID-END", task.path, pos, f"valid data ends at commitlog offset {base + pos} (END_OF_FILE)"))
@@ -566,7 +515,7 @@ def _check_record(rec: MessageRecord, base: int, pos: int, path: str, res: Commi
         try:
             checked = check_crc_property(memoryview(data)[p : p + rec.total_size])
         except MqError as exc:
-            res.findings.append(Finding("RMQ-CL-PROP-CRC", path, pos + rec.total_size - 11, _message(exc)))
+            res.findings.append(Finding("RMQ-CL-PROP-CRC", path, pos + rec.total_size - 11, model.error_message(exc)))
             return
         if checked is not None and checked[0] != checked[1]:
             res.findings.append(
@@ -886,10 +835,10 @@ def validate_index_file(task: IndexTask) -> IndexResult:
     try:
         view = rmq.IndexFileView(Path(task.path), hash_slot_num=task.hash_slot_num, index_num=task.index_num)
     except UnsupportedFormatError as exc:
-        res.findings.append(Finding("RMQ-IDX-GEOMETRY", task.path, None, f"{_message(exc)} (pass --index-hash-slots/--index-num)"))
+        res.findings.append(Finding("RMQ-IDX-GEOMETRY", task.path, None, f"{model.error_message(exc)} (pass --index-hash-slots/--index-num)"))
         return res
     except MqError as exc:
-        res.findings.append(Finding("RMQ-IDX-GEOMETRY", task.path, exc.position, _message(exc)))
+        res.findings.append(Finding("RMQ-IDX-GEOMETRY", task.path, exc.position, model.error_message(exc)))
         return res
     store = _open_store(task.root, task.commitlog_file_size, task.rebased)
     with view, rmq.CommitLogReader(store, check_crc=False) as reader:
@@ -1445,7 +1394,7 @@ def _check_shutdown_state(store: rmq.RocketMQStore, report: ValidationReport, ma
     try:
         cp = cpf.decode_checkpoint(read_small_file(store.checkpoint_path, 1 << 20))
     except MqError as exc:
-        report.add(Finding("RMQ-CHECKPOINT-FORMAT", str(store.checkpoint_path), exc.position, _message(exc)))
+        report.add(Finding("RMQ-CHECKPOINT-FORMAT", str(store.checkpoint_path), exc.position, model.error_message(exc)))
         return
     report.facts["checkpoint"] = {
         "physic_msg_timestamp": cp.physic_msg_timestamp,
@@ -1525,7 +1474,7 @@ def _check_config_file(store: rmq.RocketMQStore, report: ValidationReport, name:
             bak_error = exc
     if path is not None and main_error is not None:
         fallback = f" (the broker loads {bak.name} instead)" if bak is not None and bak_error is None else ""
-        report.add(Finding("RMQ-CONFIG-PARSE", str(path), main_error.position, _message(main_error) + fallback))
+        report.add(Finding("RMQ-CONFIG-PARSE", str(path), main_error.position, model.error_message(main_error) + fallback))
     if bak is not None and bak_error is not None:
         needed = path is None or main_error is not None
         report.add(
@@ -1533,7 +1482,7 @@ def _check_config_file(store: rmq.RocketMQStore, report: ValidationReport, name:
                 "RMQ-CONFIG-PARSE",
                 str(bak),
                 bak_error.position,
-                _message(bak_error)
+                model.error_message(bak_error)
                 + (f" (the backup the broker loads when {name} is missing or unparseable)" if needed else f" (the backup of {name}, which parses)"),
                 severity=None if needed else Severity.warning,
             )

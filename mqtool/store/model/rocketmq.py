@@ -149,7 +149,7 @@ def finding_text(finding: Finding) -> str:
     return f"{finding.code} {finding_location(finding)}"
 
 
-def _error_message(exc: MqError) -> str:
+def error_message(exc: MqError) -> str:
     """An error's text without its location (the finding carries path and position)."""
     parts = [exc.message] if exc.message else []
     if exc.expected is not None or exc.found is not None:
@@ -164,7 +164,46 @@ def last_data_file(segments: list[rmq.Segment]) -> int:
     return max(rmq.last_data_index(segments), 0)
 
 
-def _past_the_end(f: ReadOnlyFile, pos: int, total: int) -> MqError:
+def torn_tail_finding(path: str, bad: int, torn: rmq.TornTail) -> Finding:
+    """RMQ-CL-TORN-TAIL for the record ``rmq.torn_tail_at`` found cut short at ``bad``."""
+    return Finding("RMQ-CL-TORN-TAIL", path, bad, f"torn tail: {torn.what} (crash while writing); `mqtool recover` truncates it", length=torn.stop - bad)
+
+
+def no_blank_finding(path: str, end: int, kind: str) -> Finding:
+    """RMQ-CL-NO-BLANK: a file before the last whose records stop at ``end`` (``kind``: what
+    follows) without the END_OF_FILE record ``CommitLog.recoverNormally`` moves on at."""
+    return Finding(
+        "RMQ-CL-NO-BLANK",
+        path,
+        end,
+        f"expected END_OF_FILE (BLANK) record at the end of a file before the last, found "
+        f"{'zeros' if kind == 'zeros' else 'the end of the file'}: the broker's recovery stops here and drops every later file",
+    )
+
+
+def blank_size_finding(path: str, position: int, total: int, file_size: int) -> Finding | None:
+    """RMQ-CL-BLANK when an END_OF_FILE record's TOTALSIZE is not the rest of the (configured
+    size of the) file; None when it is."""
+    rest = file_size - position
+    if total == rest:
+        return None
+    return Finding("RMQ-CL-BLANK", path, position, f"expected END_OF_FILE TOTALSIZE {rest} (the rest of the file), found {total}")
+
+
+def garbage_finding(path: str, end: int, extent: tuple[int, int]) -> Finding:
+    """RMQ-CL-GARBAGE: non-zero bytes ``extent`` after the valid end ``end`` of the last file."""
+    first, stop = extent
+    return Finding(
+        "RMQ-CL-GARBAGE",
+        path,
+        first,
+        f"expected zeros after the end of valid data at {end}, found {stop - first} bytes of other data "
+        f"(from {first} to {stop}); stale data left by a truncation, or damage",
+        length=stop - first,
+    )
+
+
+def past_the_end(f: ReadOnlyFile, pos: int, total: int) -> MqError:
     """The error of a record at ``pos`` whose TOTALSIZE (or 8-byte header) does not fit the file
     (the broker never writes a record past the end of a file: ``CommitLog.doAppend`` writes an
     END_OF_FILE record instead)."""
@@ -182,13 +221,7 @@ def broken_record_finding(f: ReadOnlyFile, path: str, bad: int, exc: MqError | N
     if last:
         torn = rmq.torn_tail_at(f, bad, file_size)
         if torn is not None:
-            return Finding(
-                "RMQ-CL-TORN-TAIL",
-                path,
-                bad,
-                f"torn tail: {torn.what} (crash while writing); `mqtool recover` truncates it",
-                length=torn.stop - bad,
-            )
+            return torn_tail_finding(path, bad, torn)
     if exc is None:
         try:
             rmq.read_record_at(f, bad)
@@ -196,7 +229,7 @@ def broken_record_finding(f: ReadOnlyFile, path: str, bad: int, exc: MqError | N
         except MqError as err:
             exc = err
     code, located, _frames = rmq.classify_broken_record(f, bad, exc)
-    return Finding(code, path, located.position, _error_message(located))
+    return Finding(code, path, located.position, error_message(located))
 
 
 def commitlog_file_findings(
@@ -234,38 +267,18 @@ def commitlog_file_findings(
     if end.kind == "partial":
         if f.size < size and not last:
             return []  # cut short: RMQ-FILE-SIZE
-        return [broken_record_finding(f, path, end.position, _past_the_end(f, end.position, end.length), size, last)]
+        return [broken_record_finding(f, path, end.position, past_the_end(f, end.position, end.length), size, last)]
     if end.kind == "blank":
-        rest = size - end.position
-        if end.length != rest:
-            return [Finding("RMQ-CL-BLANK", path, end.position, f"expected END_OF_FILE TOTALSIZE {rest} (the rest of the file), found {end.length}")]
-        return []
+        blank = blank_size_finding(path, end.position, end.length, size)
+        return [blank] if blank is not None else []
     if not last:
         if f.size < size:
             return []  # cut short: RMQ-FILE-SIZE
-        return [
-            Finding(
-                "RMQ-CL-NO-BLANK",
-                path,
-                end.position,
-                f"expected END_OF_FILE (BLANK) record at the end of a file before the last, found "
-                f"{'zeros' if end.kind == 'zeros' else 'the end of the file'}: the broker's recovery stops here and drops every later file",
-            )
-        ]
+        return [no_blank_finding(path, end.position, end.kind)]
     if end.kind == "zeros":
         extent = rmq.nonzero_extent(f, end.position)
         if extent is not None:
-            first, stop = extent
-            return [
-                Finding(
-                    "RMQ-CL-GARBAGE",
-                    path,
-                    first,
-                    f"expected zeros after the end of valid data at {end.position}, found {stop - first} bytes of other data "
-                    f"(from {first} to {stop}); stale data left by a truncation, or damage",
-                    length=stop - first,
-                )
-            ]
+            return [garbage_finding(path, end.position, extent)]
     return []
 
 
