@@ -1175,7 +1175,10 @@ def _leftover_kind(name: str) -> str:
     return "tmp"
 
 
-def _check_files(store: ks.KafkaStore, report: ValidationReport) -> None:
+def _check_files(store: ks.KafkaStore, report: ValidationReport) -> dict[str, list[tuple[int, Finding]]]:
+    """The files family; returns the ``KAFKA-FILE-ORPHAN-INDEX`` findings per partition dir,
+    not yet reported: a partition that lost its data (``KAFKA-LOG-MISSING``) is their cause."""
+    orphans: dict[str, list[tuple[int, Finding]]] = {}
     for path in store.other_dirs:
         report.add(
             Finding(
@@ -1209,6 +1212,7 @@ def _check_files(store: ks.KafkaStore, report: ValidationReport) -> None:
     for part in store.partitions:
         if lone:
             continue
+        mine = orphans.setdefault(str(part.path), [])
         if part.suffix is not None:
             what = {
                 "delete": "a partition marked for deletion (deleted asynchronously by the broker)",
@@ -1230,8 +1234,8 @@ def _check_files(store: ks.KafkaStore, report: ValidationReport) -> None:
             if seg.log is None:
                 for p in (seg.index, seg.timeindex, seg.txnindex):
                     if p is not None:
-                        report.add(
-                            Finding("KAFKA-FILE-ORPHAN-INDEX", str(p), None, f"{p.name} has no {seg.name}.log: the broker deletes it at load")
+                        mine.append(
+                            (seg.base_offset, Finding("KAFKA-FILE-ORPHAN-INDEX", str(p), None, f"{p.name} has no {seg.name}.log: the broker deletes it at load"))
                         )
             elif seg.log_size > 0 and (seg.index is None or seg.timeindex is None):
                 missing = " and ".join(n for n, p in (("index", seg.index), ("timeindex", seg.timeindex)) if p is None)
@@ -1243,6 +1247,7 @@ def _check_files(store: ks.KafkaStore, report: ValidationReport) -> None:
                         f"{seg.name}.log has no .{missing}: the broker recovers the segment at load to rebuild it",
                     )
                 )
+    return orphans
 
 
 # --- phase 3/4: partitions and the log dir ------------------------------------------------------
@@ -1255,6 +1260,8 @@ class _PartitionState:
     log_start_offset: int = 0
     log_end_offset: int = 0
     has_data: bool = False
+    #: ``KAFKA-LOG-MISSING``, when the partition's own state files vouch for offsets its log lacks.
+    lost: Finding | None = None
 
 
 def _read_checkpoint(path: Path | None, report: ValidationReport, decode):
@@ -1390,7 +1397,10 @@ def _check_leader_epochs(state: _PartitionState, report: ValidationReport) -> No
         )
 
 
-def _check_snapshots(state: _PartitionState, report: ValidationReport) -> None:
+def _read_snapshots(state: _PartitionState, report: ValidationReport) -> list[ks.ProducerSnapshotFile]:
+    """The partition's producer snapshots that decode; the others are ``KAFKA-SNAPSHOT``
+    (``ProducerStateManager`` deletes a snapshot it cannot read and rebuilds from the log)."""
+    readable = []
     for snap in state.part.snapshots:
         try:
             ksnap.decode_snapshot(read_small_file(snap.path, 256 << 20))
@@ -1404,6 +1414,13 @@ def _check_snapshots(state: _PartitionState, report: ValidationReport) -> None:
                 )
             )
             continue
+        readable.append(snap)
+    return readable
+
+
+def _check_snapshot_offsets(state: _PartitionState, snapshots: list[ks.ProducerSnapshotFile], report: ValidationReport) -> None:
+    cause = state.lost.ref if state.lost is not None else None
+    for snap in snapshots:
         if state.results and snap.offset > state.log_end_offset:
             report.add(
                 Finding(
@@ -1411,8 +1428,69 @@ def _check_snapshots(state: _PartitionState, report: ValidationReport) -> None:
                     str(snap.path),
                     None,
                     f"expected a snapshot offset <= the log end offset {state.log_end_offset}, found {snap.offset} (deleted at load)",
+                    cause=cause,
                 )
             )
+
+
+def _first_gone(state: _PartitionState) -> int:
+    """Orphan index files of segments above the last ``.log`` (all of them when none is left)
+    are what remains of the lost segments."""
+    segments = state.part.log_segments()
+    return segments[-1].base_offset + 1 if segments else -1
+
+
+def _lost_data(
+    state: _PartitionState,
+    checkpoints: dict[str, tuple[Path | None, dict | None]],
+    snapshots: list[ks.ProducerSnapshotFile],
+    orphans: list[tuple[int, Finding]],
+) -> Finding | None:
+    """``KAFKA-LOG-MISSING``: a log that ends below an offset the partition's own state vouches it
+    reached.  The recovery point (``UnifiedLog.recoveryPoint``, from
+    ``recovery-point-offset-checkpoint``: flushed up to there), the high watermark
+    (``UnifiedLog.highWatermark``, from ``replication-offset-checkpoint``: committed up to there)
+    and the newest readable producer snapshot (``ProducerStateManager.takeSnapshot`` names it
+    after the log end offset it was taken at) are never above the log end offset of a replica
+    that kept its data.  A partition without any ``.log`` has no log end offset beyond its log
+    start offset (``LogLoader`` recreates an empty segment there), so every offset vouched for
+    above that is gone, whatever the broker then does (truncate, refetch from the leader)."""
+    part = state.part
+    vouched: list[tuple[str, int]] = []
+    if part.key is not None:
+        for name, what in ((cpf.RECOVERY_POINT_OFFSET_CHECKPOINT, "recovery point"), (cpf.REPLICATION_OFFSET_CHECKPOINT, "high watermark")):
+            _path, table = checkpoints.get(name, (None, None))
+            if table and part.key in table:
+                vouched.append((f"{name} ({what})", table[part.key]))
+    if snapshots:
+        newest = max(snapshots, key=lambda snap: snap.offset)
+        vouched.append((f"producer snapshot {newest.path.name}", newest.offset))
+    low = state.log_end_offset if state.has_data else max(state.log_end_offset, state.log_start_offset)
+    behind = [(what, offset) for what, offset in vouched if offset > low]
+    if not behind:
+        return None
+    top = max(offset for _, offset in behind)
+    segments = part.log_segments()
+    gone = sorted({base for base, _ in orphans if base >= _first_gone(state)})
+    left = [Path(f.path).name for base, f in orphans if base in gone]
+    if not segments:
+        on_disk = "no segment at all (not one .log file"
+    elif not state.has_data:
+        on_disk = f"log end offset {state.log_end_offset} ({len(segments)} segment(s) holding no batch"
+    else:
+        first = next(r.first_offset for r in state.results if r.first_offset is not None)
+        on_disk = f"log end offset {state.log_end_offset} (offsets {first}..{state.log_end_offset - 1} in {len(segments)} segment(s)"
+    if gone:
+        on_disk += f"; the .log of segment {', '.join(f'{b:020d}' for b in gone)} is gone, {', '.join(left)} remain"
+    on_disk += ")"
+    says = "; ".join(f"{what} says {offset}" for what, offset in behind)
+    return Finding(
+        "KAFKA-LOG-MISSING",
+        str(part.path),
+        None,
+        f"{part.name}: expected a log end offset >= {top} ({says}), found {on_disk}: offsets {low}..{top - 1} it held are lost",
+        details={"log_end_offset": low, "vouched": dict(behind)},
+    )
 
 
 def _check_partition_files(part: ks.KafkaPartition, report: ValidationReport) -> None:
@@ -1494,6 +1572,7 @@ def _check_log_dir_checkpoints(
                         f"{state.part.name}: expected at most the log end offset {leo}, found {value}: "
                         + ("the log grew after it was read (the broker is running)" if live else why),
                         severity=Severity.info if live else None,
+                        cause=state.lost.ref if state.lost is not None else None,
                     )
                 )
         path, table = files[cpf.LOG_START_OFFSET_CHECKPOINT]
@@ -1632,7 +1711,7 @@ def validate_kafka(path: str | Path, options: ValidateOptions, progress=None) ->
     report = ValidationReport("kafka", str(store.root), options)
     advance = progress or (lambda n: None)
 
-    _check_files(store, report)
+    orphans = _check_files(store, report)
 
     tasks, states = _tasks(store, options)
     by_partition = {str(s.part.path): s for s in states}
@@ -1685,11 +1764,22 @@ def validate_kafka(path: str | Path, options: ValidateOptions, progress=None) ->
         if log_starts and state.part.key in log_starts:
             # the broker's log start offset: max(checkpoint, first segment base)
             state.log_start_offset = max(state.log_start_offset, log_starts[state.part.key])
+        mine = orphans.get(str(state.part.path), [])
+        if store.kind != "segment":
+            snapshots = _read_snapshots(state, report)
+            if state.part.suffix is None and not live:  # a running broker's log grows past what was read
+                state.lost = _lost_data(state, checkpoints, snapshots, mine)
+                if state.lost is not None:
+                    report.add(state.lost)
+        for base, finding in mine:
+            if state.lost is not None and base >= _first_gone(state):
+                finding = finding.caused_by(state.lost)
+            report.add(finding)
         if options.wants("offsets"):
             _check_continuity(state, report, summaries)
         if store.kind != "segment":
             _check_leader_epochs(state, report)
-            _check_snapshots(state, report)
+            _check_snapshot_offsets(state, snapshots, report)
             _check_partition_files(state.part, report)
         partitions[state.part.name] = {
             "log_start_offset": state.log_start_offset,

@@ -695,3 +695,72 @@ def test_deep_checks_of_a_big_segment_are_shared_out(logs, monkeypatch):
     assert key(one) == key(two) and one.facts["records"] == two.facts["records"]
     found(two, "KAFKA-LOG-RECORDS", path)
     assert [s.records for s in one.files] == [s.records for s in two.files]
+
+
+# --- a partition that lost its data ------------------------------------------------------------------
+
+
+def _log_dir(tmp_path, batches: int = 3, segment_bytes: int = 1 << 30) -> tuple[Path, Path]:
+    """A cleanly closed log dir with one partition ``t-0`` of ``batches`` batches of 10 records:
+    its checkpoints and producer snapshot say 10 * batches."""
+    from mqtool.store.kafka_writer import LogDirWriter, PartitionConfig
+
+    w = LogDirWriter(tmp_path / "logs")
+    p = w.partition("t", 0, PartitionConfig(segment_bytes=segment_bytes))
+    for i in range(batches):
+        p.append(rb.build_batch([rb.Record(offset_delta=j, value=b"v%d" % j) for j in range(10)], base_timestamp=1000 + i))
+    w.close()
+    return w.root, w.root / "t-0"
+
+
+def test_a_partition_whose_only_log_is_gone_lost_its_data(tmp_path):
+    root, part = _log_dir(tmp_path)
+    assert read_offsets(root / cpf.RECOVERY_POINT_OFFSET_CHECKPOINT)[("t", 0)] == 30
+    assert not validate(root).failed
+    seg(root, "t-0", 0).unlink()  # the .index and .timeindex remain
+    report = validate(root)
+    (lost,) = found(report, "KAFKA-LOG-MISSING", part, None, Severity.error)
+    assert report.failed
+    assert "expected a log end offset >= 30" in lost.message
+    for says in (
+        "recovery-point-offset-checkpoint (recovery point) says 30",
+        "replication-offset-checkpoint (high watermark) says 30",
+        "producer snapshot 00000000000000000030.snapshot says 30",
+        "found no segment at all",
+        "00000000000000000000.index, 00000000000000000000.timeindex remain",
+        "offsets 0..29 it held are lost",
+    ):
+        assert says in lost.message, lost.message
+    orphans = found(report, "KAFKA-FILE-ORPHAN-INDEX")
+    assert {f.path for f in orphans} == {str(seg(root, "t-0", 0, "index")), str(seg(root, "t-0", 0, "timeindex"))}
+    assert all(f.cause == lost.ref and f.level is Severity.warning for f in orphans)
+    assert vk.validate_kafka(root, ValidateOptions(checks={"files"})).findings == orphans  # the files family alone
+
+
+def test_a_replica_behind_its_high_watermark_is_an_error(logs):
+    path = logs / cpf.REPLICATION_OFFSET_CHECKPOINT
+    table = read_offsets(path)
+    table[("orders", 0)] = 999
+    write_offsets(path, table)
+    report = validate(logs)
+    (lost,) = found(report, "KAFKA-LOG-MISSING", logs / "orders-0", None, Severity.error)
+    assert "replication-offset-checkpoint (high watermark) says 999" in lost.message and "recovery point" not in lost.message
+    assert "found log end offset 110 (offsets 0..109 in 4 segment(s))" in lost.message and "offsets 110..998" in lost.message
+    (hw,) = found(report, "KAFKA-HIGH-WATERMARK", path, severity=Severity.warning)
+    assert hw.cause == lost.ref
+
+
+def test_a_lost_last_segment_is_named_and_an_earlier_orphan_is_not_its_knock_on(tmp_path):
+    root, part = _log_dir(tmp_path, batches=6, segment_bytes=300)  # one batch a segment
+    bases = sorted(int(p.stem) for p in part.glob("*.log"))
+    assert len(bases) == 6
+    seg(root, "t-0", bases[2]).unlink()  # a hole in the middle: a gap, not lost data
+    seg(root, "t-0", bases[-1]).unlink()  # the last segment: its offsets are vouched for
+    report = validate(root)
+    (lost,) = found(report, "KAFKA-LOG-MISSING", part, None, Severity.error)
+    assert f"found log end offset {bases[-1]} (offsets 0..{bases[-1] - 1} in 4 segment(s)" in lost.message
+    assert f"the .log of segment {bases[-1]:020d} is gone" in lost.message and f"{bases[2]:020d}" not in lost.message
+    orphans = {f.path: f for f in found(report, "KAFKA-FILE-ORPHAN-INDEX")}
+    assert orphans[str(seg(root, "t-0", bases[-1], "index"))].cause == lost.ref
+    assert orphans[str(seg(root, "t-0", bases[2], "index"))].cause is None
+    assert found(report, "KAFKA-RECOVERY-POINT", root / cpf.RECOVERY_POINT_OFFSET_CHECKPOINT)[0].cause == lost.ref
