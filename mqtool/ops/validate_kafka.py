@@ -959,7 +959,7 @@ class _SegmentChecker:
                         self.ti.path,
                         ipos,
                         f"{len(past)} entr{'y' if len(past) == 1 else 'ies'} from offset {e.offset}: expected offsets of the log, "
-                        f"found offsets past its last offset {self.prev_last}",
+                        f"found {self._past_the_log()}",
                         severity=sev,
                     )
                 )
@@ -987,6 +987,19 @@ class _SegmentChecker:
                 pos,
                 f"{self.gaps} gap(s) between batches (first: offsets {a}..{b} absent before position {pos}); compaction leaves such gaps",
             )
+
+    def _past_the_log(self) -> str:
+        """What index entries left over after the walk lie past, in words (the segment may have
+        no readable batch, so no last offset)."""
+        if self.prev_last is not None:
+            return f"offsets past its last offset {self.prev_last}"
+        if self.first_break is not None:
+            why = f"its first entry, at position {self.first_break}, is broken"
+        elif self.f.size == 0:
+            why = "the .log is empty"
+        else:
+            why = f"its {self.f.size} bytes hold no entry"
+        return f"offsets of a segment with no readable batch, so no last offset ({why})"
 
     # --- deep --------------------------------------------------------------------------------
     def _deep_v2(self, pos: int, buf: bytes, rel: int, size: int, attrs: int, lod: int, base_ts: int, max_ts: int, count: int) -> None:

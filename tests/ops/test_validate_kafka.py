@@ -458,6 +458,23 @@ def test_time_index_entry(logs):
     assert f"found {ts + 1}" in f.message
 
 
+@pytest.mark.parametrize(
+    "content,why",
+    [
+        (lambda n: b"", "(the .log is empty)"),
+        (lambda n: b"\xff" * n, "(its first entry, at position 0, is broken)"),
+        (lambda n: b"\x00" * n, "bytes hold no entry)"),
+    ],
+)
+def test_time_index_entries_of_a_segment_without_a_readable_batch(logs, content, why):
+    path = seg(logs, "orders-0", 0)
+    size = path.stat().st_size
+    path.write_bytes(content(size))
+    (f,) = found(validate(logs), "KAFKA-TIMEINDEX-ENTRY", seg(logs, "orders-0", 0, "timeindex"), 0)
+    assert "found offsets of a segment with no readable batch, so no last offset " in f.message and f.message.endswith(why)
+    assert "None" not in f.message
+
+
 def test_time_index_stale(logs):
     path = seg(logs, "orders-0", 0, "timeindex")
     os.truncate(path, path.stat().st_size - 12)
