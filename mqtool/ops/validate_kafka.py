@@ -29,18 +29,17 @@ import heapq
 import json
 import os
 import re
-import struct
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator
 
 from mqtool.errors import ChecksumError, CorruptDataError, MqError, StoreIOError, UnsupportedFormatError
-from mqtool.formats.checksums import crc32c
 from mqtool.formats.kafka import checkpoint_file as cpf
 from mqtool.formats.kafka import compression
 from mqtool.formats.kafka import index as kidx
 from mqtool.formats.kafka import legacy as klegacy
 from mqtool.formats.kafka import record_batch as rb
+from mqtool.formats.kafka import record_scan
 from mqtool.formats.kafka import snapshot as ksnap
 from mqtool.formats.kafka import txn_index as ktxn
 from mqtool.formats.kafka.log import decode_entry, records_of_message
@@ -50,7 +49,6 @@ from mqtool.store import kafka as ks
 from mqtool.store.files import ReadOnlyFile, read_small_file
 from mqtool.store.lock import probe_record_lock
 
-_HEADER = struct.Struct(">qiibIhiqqqhii")  # the 61-byte v2 batch header
 _V2_MIN_LENGTH = rb.RECORD_BATCH_OVERHEAD - rb.LOG_OVERHEAD  # 49
 INT32_MAX = 2**31 - 1
 E, W = Severity.error, Severity.warning
@@ -63,159 +61,6 @@ def _message(exc: MqError) -> str:
     if exc.expected is not None or exc.found is not None:
         parts.append(f"expected {exc.expected}, found {exc.found}")
     return ": ".join(parts)
-
-
-# --- the fast record scanner (--deep) --------------------------------------------------------------
-
-
-class _Unsure(Exception):
-    """The fast scanner met something it does not handle; the exact decoder decides."""
-
-
-def _uvarint(buf, p: int, max_bytes: int) -> tuple[int, int]:
-    raw = 0
-    shift = 0
-    for _ in range(max_bytes):
-        b = buf[p]
-        p += 1
-        raw |= (b & 0x7F) << shift
-        if b < 0x80:
-            return raw, p
-        shift += 7
-    raise _Unsure
-
-
-def scan_records(buf, pos: int, end: int, count: int) -> tuple[int, int, int, bool]:
-    """Walk ``count`` v2 records in ``buf[pos:end]`` without building them.
-
-    Returns ``(first offset delta, last offset delta, max timestamp delta, deltas increasing)``.
-    Raises ``_Unsure`` for anything unusual (a structure error, or a rare encoding this fast
-    path leaves to ``record_batch.iter_records``, which then gives the exact answer); it never
-    accepts bytes the exact decoder would reject.  Written for speed: one- and two-byte varints
-    inline, the rest through ``_uvarint``.
-    """
-    first = last = 0
-    increasing = True
-    max_ts = -(1 << 63)
-    i = 0
-    try:
-        while i < count:
-            b = buf[pos]  # record length
-            if b < 0x80:
-                p = pos + 1
-            else:
-                c = buf[pos + 1]
-                if c < 0x80:
-                    b = (b & 0x7F) | (c << 7)
-                    p = pos + 2
-                else:
-                    b, p = _uvarint(buf, pos, 5)
-            if b & 1 or b >= 1 << 32:
-                raise _Unsure
-            rec_end = p + (b >> 1)
-            b = buf[p + 1]  # timestamp delta, after the attributes byte
-            if b < 0x80:
-                p += 2
-            else:
-                c = buf[p + 2]
-                if c < 0x80:
-                    b = (b & 0x7F) | (c << 7)
-                    p += 3
-                else:
-                    b, p = _uvarint(buf, p + 1, 10)
-                    if b >= 1 << 64:
-                        raise _Unsure
-            ts = (b >> 1) ^ -(b & 1)
-            if ts > max_ts:
-                max_ts = ts
-            b = buf[p]  # offset delta
-            if b < 0x80:
-                p += 1
-            else:
-                c = buf[p + 1]
-                if c < 0x80:
-                    b = (b & 0x7F) | (c << 7)
-                    p += 2
-                else:
-                    b, p = _uvarint(buf, p, 5)
-                    if b >= 1 << 32:
-                        raise _Unsure
-            if b & 1:
-                increasing = False
-                od = (b >> 1) ^ -1
-            else:
-                od = b >> 1
-                if i and od <= last:
-                    increasing = False
-            if not i:
-                first = od
-            last = od
-            b = buf[p]  # key length: any negative length is a null key
-            if b < 0x80:
-                p += 1
-            else:
-                c = buf[p + 1]
-                if c < 0x80:
-                    b = (b & 0x7F) | (c << 7)
-                    p += 2
-                else:
-                    b, p = _uvarint(buf, p, 5)
-                    if b >= 1 << 32:
-                        raise _Unsure
-            if not b & 1:
-                p += b >> 1
-            b = buf[p]  # value length
-            if b < 0x80:
-                p += 1
-            else:
-                c = buf[p + 1]
-                if c < 0x80:
-                    b = (b & 0x7F) | (c << 7)
-                    p += 2
-                else:
-                    b, p = _uvarint(buf, p, 5)
-                    if b >= 1 << 32:
-                        raise _Unsure
-            if not b & 1:
-                p += b >> 1
-            h = buf[p]  # headers count
-            p += 1
-            if h:
-                if h >= 0x80 or h & 1:
-                    raise _Unsure
-                h >>= 1
-                if h > rec_end - p:
-                    raise _Unsure
-                while h:
-                    b = buf[p]  # header key length (never null)
-                    if b < 0x80:
-                        p += 1
-                    else:
-                        b, p = _uvarint(buf, p, 5)
-                        if b >= 1 << 32:
-                            raise _Unsure
-                    if b & 1:
-                        raise _Unsure
-                    p += b >> 1
-                    b = buf[p]  # header value length
-                    if b < 0x80:
-                        p += 1
-                    else:
-                        b, p = _uvarint(buf, p, 5)
-                        if b >= 1 << 32:
-                            raise _Unsure
-                    if not b & 1:
-                        p += b >> 1
-                    h -= 1
-            if p != rec_end:
-                raise _Unsure
-            pos = rec_end
-            i += 1
-    except IndexError:
-        raise _Unsure from None
-    if pos != end:
-        raise _Unsure
-    return first, last, max_ts, increasing
 
 
 # --- phase 2: one segment ---------------------------------------------------------------------
@@ -558,10 +403,8 @@ class _SegmentChecker:
             if present < 17:
                 what = f"{present} bytes, less than a 17-byte entry header"
             else:
-                head = self.f.pread(position, 17)
-                claimed = 12 + int.from_bytes(head[8:12], "big", signed=True)
-                magic = head[16]
-                what = f"an entry of {claimed} bytes (magic {magic}) with only {present} present"
+                _offset, length, magic = rb.peek_batch(self.f.pread(position, rb.HEADER_SIZE_UP_TO_MAGIC))
+                what = f"an entry of {rb.LOG_OVERHEAD + length} bytes (magic {magic}) with only {present} present"
             self.find(
                 "KAFKA-LOG-TORN-TAIL",
                 position,
@@ -591,10 +434,9 @@ class _SegmentChecker:
                 candidate = pos + rel
                 if candidate < start:
                     continue
-                size = int.from_bytes(chunk[rel + 8 : rel + 12], "big", signed=True)
+                offset, size, _magic = rb.peek_batch(chunk, rel)  # the same framing for v0/v1 messages
                 if size < 14 or size > ks.MAX_ENTRY_SIZE or candidate + 12 + size > f.size:
                     continue
-                offset = int.from_bytes(chunk[rel : rel + 8], "big", signed=True)
                 if self.prev_last is not None and offset <= self.prev_last:
                     continue
                 try:
@@ -620,8 +462,8 @@ class _SegmentChecker:
             if size - 12 < _V2_MIN_LENGTH:
                 self._entry_error(pos, buf, rel)
                 return
-            (base, _blen, ple, _m, stored, attrs, lod, base_ts, max_ts, pid, _pep, _bseq, count) = _HEADER.unpack_from(buf, rel)
-            if crc32c(memoryview(buf)[rel + 21 : rel + size]) != stored:
+            (base, _blen, ple, _m, stored, attrs, lod, base_ts, max_ts, pid, _pep, _bseq, count) = rb.peek_v2_header(buf, rel)
+            if not rb.crc_matches(buf, rel, size, stored):
                 self._entry_error(pos, buf, rel)
                 self._damaged(pos, base, base + lod)
                 return
@@ -1030,9 +872,9 @@ class _SegmentChecker:
         control = attrs & rb.CONTROL_FLAG_MASK
         try:
             if control:
-                raise _Unsure
-            first, last, max_delta, increasing = scan_records(data, start, stop, count)
-        except _Unsure:
+                raise record_scan.RecordScanUnsure
+            first, last, max_delta, increasing = record_scan.scan_records(data, start, stop, count)
+        except record_scan.RecordScanUnsure:
             try:
                 records = list(rb.iter_records(memoryview(data)[start:stop], count, 0))
                 if control:
@@ -1115,11 +957,11 @@ class _DeepRangeChecker(_SegmentChecker):
                 size = entry.size
                 if size - 12 < _V2_MIN_LENGTH:
                     continue
-                fields = _HEADER.unpack_from(buf, rel)
-                if crc32c(memoryview(buf)[rel + 21 : rel + size]) != fields[4]:
+                h = rb.peek_v2_header(buf, rel)
+                if not rb.crc_matches(buf, rel, size, h.crc):
                     continue  # reported by the segment's own task
-                base, lod, base_ts, max_ts, count = fields[0], fields[6], fields[7], fields[8], fields[12]
-                self._deep_v2(pos, buf, rel, size, fields[5], lod, base_ts, max_ts, count)
+                base, lod = h.base_offset, h.last_offset_delta
+                self._deep_v2(pos, buf, rel, size, h.attributes, lod, h.base_timestamp, h.max_timestamp, h.records_count)
                 last = base + lod
             else:
                 try:
@@ -1675,8 +1517,7 @@ def _deep_ranges(seg: ks.KafkaSegment, jobs: int) -> list[DeepRangeTask]:
                 start, prior = pos, last
             offset = entry.offset
             if entry.magic == 2:
-                rel = pos - walk.buffer_start + rb.LOG_OVERHEAD + 11  # lastOffsetDelta
-                offset += int.from_bytes(walk.buffer[rel : rel + 4], "big", signed=True)
+                offset += rb.peek_last_offset_delta(walk.buffer, pos - walk.buffer_start)
             last = offset if last is None else max(last, offset)
         if walk.valid_end > start:
             ranges.append(DeepRangeTask(str(seg.log), seg.base_offset, seg.named, start, walk.valid_end, prior))

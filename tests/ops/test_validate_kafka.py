@@ -20,6 +20,7 @@ from mqtool.formats.checksums import crc32c
 from mqtool.formats.kafka import checkpoint_file as cpf
 from mqtool.formats.kafka import compression
 from mqtool.formats.kafka import record_batch as rb
+from mqtool.formats.kafka import record_scan
 from mqtool.formats.kafka.log import LogWalker
 from mqtool.ops import validate_kafka as vk
 from mqtool.findings.codes_kafka import CODES
@@ -672,8 +673,8 @@ def test_scanner_agrees_with_the_exact_decoder(specs, gaps, data):
     except MqError:
         exact = None
     try:
-        fast = vk.scan_records(b"pad" + raw + b"tail", 3, 3 + len(raw), len(records))
-    except vk._Unsure:
+        fast = record_scan.scan_records(b"pad" + raw + b"tail", 3, 3 + len(raw), len(records))
+    except record_scan.RecordScanUnsure:
         fast = None
     if exact is None:
         assert fast is None  # never accept what the decoder rejects
@@ -690,8 +691,8 @@ def test_scanner_leaves_overlong_varints_to_the_decoder():
     raw = bytes([len(body) * 2]) + body
     with pytest.raises(MqError):
         list(rb.iter_records(raw, 1))
-    with pytest.raises(vk._Unsure):
-        vk.scan_records(raw, 0, len(raw), 1)
+    with pytest.raises(record_scan.RecordScanUnsure):
+        record_scan.scan_records(raw, 0, len(raw), 1)
 
 
 def test_deep_checks_of_a_big_segment_are_shared_out(logs, monkeypatch):
