@@ -36,6 +36,7 @@ CODES: dict[str, CodeInfo] = {
     "KAFKA-LOG-IN-PROGRESS": CodeInfo(I, "log", "the active segment of a running broker (.lock held) ends in an entry being written"),
     "KAFKA-LOG-ZERO-TAIL": CodeInfo(W, "log", "zero bytes after the last entry (a pre-allocated segment; error when it is not the last segment)"),
     "KAFKA-LOG-GARBAGE": CodeInfo(E, "log", "bytes after a broken entry that do not start a valid entry"),
+    "KAFKA-LOG-MISSING": CodeInfo(E, "log", "a partition whose log ends (or has no segment) below the offset its recovery point, high watermark or producer snapshot vouches for: data it held is gone"),
     "KAFKA-LOG-VALID-END": CodeInfo(I, "log", "where valid data ends in the last segment (the log end offset)"),
     "KAFKA-LOG-EPOCH": CodeInfo(E, "log", "a partition leader epoch lower than an earlier batch's"),
     "KAFKA-LOG-RECORDS": CodeInfo(E, "log", "--deep: records that do not decode (varint framing, record sizes, count vs header, inner messages)"),

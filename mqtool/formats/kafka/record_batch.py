@@ -50,7 +50,7 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass, field
-from typing import Iterator, Sequence, Union
+from typing import Iterator, NamedTuple, Sequence, Union
 
 from mqtool.errors import ChecksumError, CorruptDataError, MqError, TruncatedDataError, hexint
 from mqtool.formats._binary import Buffer, encode_varint, need
@@ -74,6 +74,8 @@ HEADER_SIZE_UP_TO_MAGIC = _FRAMING.size  # 17
 CRC_POSITION = _FRAMING.size  # 17
 ATTRIBUTES_POSITION = CRC_POSITION + _CRC.size  # 21
 RECORD_BATCH_OVERHEAD = _HEADER.size  # 61
+LAST_OFFSET_DELTA_POSITION = ATTRIBUTES_POSITION + 2  # 23
+_INT32 = struct.Struct(">i")
 RECORDS_COUNT_POSITION = RECORD_BATCH_OVERHEAD - struct.calcsize(">i")  # 57
 RECORDS_POSITION = RECORD_BATCH_OVERHEAD
 assert RECORD_BATCH_OVERHEAD == _FRAMING.size + _CRC.size + _BODY.size
@@ -231,6 +233,44 @@ def peek_batch(buf: Buffer, position: int = 0) -> tuple[int, int, int]:
     need(buf, position, _FRAMING.size, "batch framing (base offset, length, epoch, magic)")
     base_offset, batch_length, _, magic = _FRAMING.unpack_from(buf, position)
     return base_offset, batch_length, magic
+
+
+class V2Header(NamedTuple):
+    """The 61 header bytes of a v2 batch as read, unchecked (``peek_v2_header``)."""
+
+    base_offset: int
+    batch_length: int
+    partition_leader_epoch: int
+    magic: int
+    crc: int
+    attributes: int
+    last_offset_delta: int
+    base_timestamp: int
+    max_timestamp: int
+    producer_id: int
+    producer_epoch: int
+    base_sequence: int
+    records_count: int
+
+
+def peek_v2_header(buf: Buffer, position: int = 0) -> V2Header:
+    """The header fields of the v2 batch at ``position``, neither size nor magic nor CRC checked
+    (``decode_batch_header`` checks them): for a walk that has checked the framing itself and
+    checks the CRC with ``crc_matches``.  The 61 bytes must be present."""
+    return V2Header._make(_HEADER.unpack_from(buf, position))
+
+
+def crc_matches(buf: Buffer, position: int, size: int, stored: int) -> bool:
+    """Whether the CRC-32C of the ``size``-byte batch at ``position`` (over its bytes from the
+    attributes on, ``DefaultRecordBatch.isValid``) is ``stored``."""
+    return crc32c(memoryview(buf)[position + ATTRIBUTES_POSITION : position + size]) == stored
+
+
+def peek_last_offset_delta(buf: Buffer, position: int = 0) -> int:
+    """``lastOffsetDelta`` of the v2 batch at ``position`` (its base offset plus this is its last
+    offset), unchecked."""
+    need(buf, position, LAST_OFFSET_DELTA_POSITION + 4, "batch header up to lastOffsetDelta")
+    return int(_INT32.unpack_from(buf, position + LAST_OFFSET_DELTA_POSITION)[0])
 
 
 def decode_batch_header(buf: Buffer, position: int = 0, *, check_crc: bool = True) -> BatchHeader:
