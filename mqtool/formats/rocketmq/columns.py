@@ -49,7 +49,6 @@ from mqtool.formats.rocketmq.commitlog import (
 from mqtool.formats.rocketmq.hashing import SCHEDULE_TOPIC, delivery_tags_code, index_key_hashes, tags_code
 
 _HEAD8 = struct.Struct(">iI")
-_I8 = struct.Struct(">b")
 _I16 = struct.Struct(">h")
 
 
@@ -71,12 +70,15 @@ _FIXED = {
 _HOST_BITS = SYSFLAG_BORNHOST_V6 | SYSFLAG_STOREHOST_V6
 _SYSFLAG = struct.Struct(">i")
 _SYSFLAG_POSITION = 36
-#: Properties as the broker writes them (``messageProperties2String``): ``name 0x01 value 0x02``
-#: repeated, names and values non-empty and free of separators.
-_CANONICAL_PROPERTIES = re.compile(b"(?:[^\x01\x02]+\x01[^\x01\x02]+\x02)*+")
-#: The properties the ConsumeQueue and IndexFile are built from (``MessageConst.PROPERTY_TAGS``,
-#: ``PROPERTY_KEYS``, ``PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX``, ``PROPERTY_DELAY_TIME_LEVEL``).
-_WANTED_PROPERTIES = re.compile(b"(?:^|\x02)(TAGS|KEYS|UNIQ_KEY|DELAY)\x01([^\x02]*)")
+#: Properties as the broker writes them (``MessageDecoder.messageProperties2String``):
+#: ``name 0x01 value 0x02`` repeated, names and values non-empty and free of separators; the
+#: groups catch the ones the ConsumeQueue and the IndexFile are built from
+#: (``MessageConst.PROPERTY_TAGS``, ``PROPERTY_KEYS``, ``PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX``,
+#: ``PROPERTY_DELAY_TIME_LEVEL``) and the ``__CRC32#`` record CRC.
+_PROPERTIES = re.compile(
+    rb"(?:(?:TAGS\x01(?P<tags>[^\x01\x02]+)|KEYS\x01(?P<keys>[^\x01\x02]+)|UNIQ_KEY\x01(?P<uniq>[^\x01\x02]+)"
+    rb"|DELAY\x01(?P<delay>[^\x01\x02]+)|__CRC32#\x01(?P<crc>[^\x01\x02]+)|[^\x01\x02]+\x01[^\x01\x02]+)\x02)*+"
+)
 
 StopKind = Literal["zeros", "blank", "eof", "partial", "anomaly"]
 
@@ -192,11 +194,10 @@ def walk_columns(buf: bytes, base: int, *, start: int = 0, stop_at_zero_last_byt
     pos = start
     head8 = _HEAD8.unpack_from
     sysflag_at = _SYSFLAG.unpack_from
-    fixed_v4 = _FIXED[0]
+    fixed_v4 = _FIXED[0].unpack_from
+    fixed_size = _FIXED[0].size
     crc32 = zlib.crc32
-    canonical = _CANONICAL_PROPERTIES.fullmatch
-    find_props = _WANTED_PROPERTIES.findall
-    i8 = _I8.unpack_from
+    properties_of = _PROPERTIES.fullmatch
     i16 = _I16.unpack_from
     topic_ids: dict[bytes, int] = {}
     topics: list[str] = []
@@ -214,7 +215,13 @@ def walk_columns(buf: bytes, base: int, *, start: int = 0, stop_at_zero_last_byt
         if remaining < 8:
             stop = ColumnStop("eof", pos) if not remaining else ColumnStop("zeros" if not any(buf[pos:size]) else "anomaly", pos)
             break
-        total, magic = head8(buf, pos)
+        if remaining >= fixed_size:
+            # the whole fixed part in one unpack (both hosts IPv4, the common case)
+            fields = fixed_v4(buf, pos)
+            total, magic = fields[0], fields[1]
+        else:
+            total, magic = head8(buf, pos)
+            fields = ()
         if magic != MAGIC_V1 and magic != MAGIC_V2:
             if magic == BLANK_MAGIC:
                 stop = ColumnStop("blank", pos, total)
@@ -226,12 +233,13 @@ def walk_columns(buf: bytes, base: int, *, start: int = 0, stop_at_zero_last_byt
         if total > remaining:
             stop = ColumnStop("partial" if total > 0 else "anomaly", pos, total)
             break
-        host_bits = sysflag_at(buf, pos + _SYSFLAG_POSITION)[0] & _HOST_BITS
-        fixed = fixed_v4 if not host_bits else _FIXED[host_bits]
+        host_bits = fields[7] & _HOST_BITS if fields else sysflag_at(buf, pos + _SYSFLAG_POSITION)[0] & _HOST_BITS
+        fixed = _FIXED[host_bits]
         if total < fixed.size:
             stop = ColumnStop("anomaly", pos)
             break
-        fields = fixed.unpack_from(buf, pos)
+        if host_bits or not fields:
+            fields = fixed.unpack_from(buf, pos)
         body_len = fields[16]
         body_pos = pos + fixed.size
         body_end = body_pos + body_len
@@ -242,12 +250,15 @@ def walk_columns(buf: bytes, base: int, *, start: int = 0, stop_at_zero_last_byt
         if (crc32(buf[body_pos:body_end]) & 0x7FFFFFFF if body_len else 0) != fields[2]:
             stop = ColumnStop("anomaly", pos)
             break
-        if magic == MAGIC_V2:
+        if magic == MAGIC_V1:
+            topic_len = buf[body_end]
+            topic_pos = body_end + 1
+            if topic_len > 127:  # a negative TOPICLEN byte
+                stop = ColumnStop("anomaly", pos)
+                break
+        else:
             topic_len = i16(buf, body_end)[0]
             topic_pos = body_end + 2
-        else:
-            topic_len = i8(buf, body_end)[0]
-            topic_pos = body_end + 1
         props_pos = topic_pos + topic_len + 2
         if topic_len < 0 or props_pos > end or i16(buf, props_pos - 2)[0] != end - props_pos:
             stop = ColumnStop("anomaly", pos)
@@ -264,9 +275,16 @@ def walk_columns(buf: bytes, base: int, *, start: int = 0, stop_at_zero_last_byt
         code = 0
         if props_pos < end:
             raw = buf[props_pos:end]
-            # name 0x01 value 0x02, names and values non-empty: anything else holds a segment
-            # the broker drops, or the __CRC32# property (the precise path checks both)
-            if (stop_at_zero_last_byte and not buf[end - 1]) or canonical(raw) is None or b"__CRC32#\x01" in raw:
+            # name 0x01 value 0x02, names and values non-empty and free of separators: anything
+            # else holds a segment the broker drops; __CRC32# needs its own check (the precise
+            # path does both).  One match also yields the properties the queues and the index
+            # are built from (a repeated name: its last value, as the broker's map keeps it).
+            props = properties_of(raw)
+            if props is None or (stop_at_zero_last_byte and not buf[end - 1]):
+                stop = ColumnStop("anomaly", pos)
+                break
+            tags, keys_value, uniq, delay, crc = props.group("tags", "keys", "uniq", "delay", "crc")
+            if crc is not None:
                 stop = ColumnStop("anomaly", pos)
                 break
             if not raw.isascii():
@@ -275,19 +293,15 @@ def walk_columns(buf: bytes, base: int, *, start: int = 0, stop_at_zero_last_byt
                 except UnicodeDecodeError:
                     stop = ColumnStop("anomaly", pos)
                     break
-            found = dict(find_props(raw))
-            tags = found.get(b"TAGS")
             if tags is not None:
                 code = tags_cache.get(tags)  # type: ignore[assignment]
                 if code is None:
                     code = tags_cache[tags] = tags_code(tags.decode("utf-8"))
-            if b"DELAY" in found and topics[topic_id] == SCHEDULE_TOPIC:
-                code = delivery_tags_code(fields[11], found[b"DELAY"].decode("utf-8"))
-            uniq = found.get(b"UNIQ_KEY")
+            if delay is not None and topics[topic_id] == SCHEDULE_TOPIC:
+                code = delivery_tags_code(fields[11], delay.decode("utf-8"))
             if uniq is not None:
                 a_krec(record)
                 a_key(raw_topic + b"#" + uniq)
-            keys_value = found.get(b"KEYS")
             if keys_value is not None:
                 for key in keys_value.split(b" "):
                     if key:

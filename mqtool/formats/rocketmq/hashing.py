@@ -44,7 +44,7 @@ def java_string_hash(text: str) -> int:
     units = array.array("H", text.encode(_UTF16, "surrogatepass"))
     if not units:
         return 0
-    h = sum(map(mul, units, _weights(len(units)))) & _MASK
+    h: int = sum(map(mul, units, _weights(len(units)))) & _MASK
     return h - (1 << 32) if h & 0x80000000 else h
 
 
@@ -97,24 +97,40 @@ def dispatch_tags_code(topic: str, tags: str | None, delay: str | None, store_ti
 def index_key_hashes(keys: list[bytes]) -> "np.ndarray":
     """``index_key_hash`` of many UTF-8 keys at once (int64 array, in order).
 
-    ASCII keys (one UTF-16 code unit per byte) are hashed in one vectorised pass per key length:
-    ``sum(c[i] * 31**(n-1-i)) mod 2**32`` as a matrix product over the key bytes; any other key
-    goes through :func:`index_key_hash`."""
+    ASCII keys (one UTF-16 code unit per byte) are hashed in one vectorised Horner pass per key
+    length, ``h = h * 31 + c`` in wrapping 32-bit arithmetic; any other key goes through
+    :func:`index_key_hash`."""
     import numpy as np
 
-    out = np.zeros(len(keys), dtype=np.int64)
-    by_length: dict[int, list[int]] = {}
-    for i, key in enumerate(keys):
-        if key.isascii():
-            by_length.setdefault(len(key), []).append(i)
-        else:
-            out[i] = index_key_hash(key.decode("utf-8", "surrogatepass"))
-    for n, rows in by_length.items():
-        if n == 0:
-            continue
-        chars = np.frombuffer(b"".join(keys[i] for i in rows), dtype=np.uint8).reshape(len(rows), n).astype(np.uint64)
-        weights = np.array(_weights(n), dtype=np.uint64)
-        h = ((chars * weights).sum(axis=1, dtype=np.uint64) & np.uint64(_MASK)).astype(np.int64)
-        h = np.where(h >= 1 << 31, h - (1 << 32), h)
-        out[np.array(rows, dtype=np.intp)] = np.where(h == _INT_MIN, 0, np.abs(h))
+    count = len(keys)
+    out = np.zeros(count, dtype=np.int64)
+    if not count:
+        return out
+    if not b"".join(keys).isascii():
+        ascii_rows = [i for i, key in enumerate(keys) if key.isascii()]
+        for i, key in enumerate(keys):
+            if not key.isascii():
+                out[i] = index_key_hash(key.decode("utf-8", "surrogatepass"))
+        if ascii_rows:
+            out[np.array(ascii_rows, dtype=np.intp)] = index_key_hashes([keys[i] for i in ascii_rows])
+        return out
+    lengths = np.fromiter(map(len, keys), dtype=np.int64, count=count)
+    order = np.argsort(lengths, kind="stable")
+    chars = np.frombuffer(b"".join([keys[i] for i in order.tolist()]), dtype=np.uint8)
+    sorted_lengths = lengths[order]
+    starts = np.concatenate(([0], np.flatnonzero(np.diff(sorted_lengths)) + 1))
+    stops = np.append(starts[1:], count)
+    hashes = np.zeros(count, dtype=np.uint32)
+    at = 0
+    thirty_one = np.uint32(31)
+    for first, stop in zip(starts.tolist(), stops.tolist()):
+        n = int(sorted_lengths[first])
+        block = chars[at : at + n * (stop - first)].reshape(stop - first, n)
+        at += n * (stop - first)
+        h = np.zeros(stop - first, dtype=np.uint32)
+        for j in range(n):
+            h = h * thirty_one + block[:, j]
+        hashes[first:stop] = h
+    signed = hashes.view(np.int32).astype(np.int64)
+    out[order] = np.where(signed == _INT_MIN, 0, np.abs(signed))
     return out
