@@ -1,4 +1,4 @@
-"""clean for Kafka log dirs and partition dirs (spec A5: ``UnifiedLog.deleteOldSegments``).
+"""clean for Kafka log dirs and partition dirs (``UnifiedLog.deleteOldSegments``).
 
 The broker's retention, rule by rule, each a prefix scan from the oldest segment that stops at the
 first segment the rule spares (a later rule sees what the earlier ones left):

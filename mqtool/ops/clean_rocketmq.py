@@ -1,4 +1,4 @@
-"""clean for RocketMQ stores (spec §8: CleanCommitLogService, CleanConsumeQueueService, index).
+"""clean for RocketMQ stores (``DefaultMessageStore.CleanCommitLogService``, ``CleanConsumeQueueService``, ``IndexService.deleteExpiredFile``).
 
 The broker's rules, and where mqtool's default (``policy="safe"``) differs:
 

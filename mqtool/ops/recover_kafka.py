@@ -1,4 +1,4 @@
-"""recover for Kafka log dirs and partition dirs (spec A4: ``LogLoader.load``, ``LogSegment.recover``).
+"""recover for Kafka log dirs and partition dirs (``LogLoader.load``, ``LogSegment.recover``).
 
 Planning follows the broker's load, partition by partition:
 

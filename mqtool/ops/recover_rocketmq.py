@@ -1,4 +1,4 @@
-"""recover for RocketMQ stores (spec §7): the state the broker reaches on a clean start, safely.
+"""recover for RocketMQ stores (``DefaultMessageStore.recover``, ``CommitLog.recoverAbnormally``): the state the broker reaches on a clean start, safely.
 
 Planning follows the broker's own recovery:
 

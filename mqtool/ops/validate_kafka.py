@@ -1,4 +1,4 @@
-"""validate for Kafka log dirs, partition dirs and segment files (spec A1, A2, A4).
+"""validate for Kafka log dirs, partition dirs and segment files (``LogSegment``, ``OffsetIndex``, ``TimeIndex``, ``LogLoader.load``).
 
 Phases (segments run as independent tasks, parallel with ``--jobs``):
 

@@ -1,4 +1,4 @@
-"""validate for RocketMQ store roots (spec §3.1, §3.2, §4, §5, §6).
+"""validate for RocketMQ store roots (CommitLog, ConsumeQueue, IndexFile, StoreCheckpoint, config).
 
 Phases, each made of independent tasks (parallel with ``--jobs``):
 
@@ -1430,7 +1430,7 @@ def _check_shutdown_state(store: rmq.RocketMQStore, report: ValidationReport, ma
 
 
 #: The config JSON files validate reads (``BrokerPathConfigHelper`` names) and the parser that
-#: checks each one's shape.  Each may have a ``<name>.bak`` twin (spec §6).
+#: checks each one's shape.  Each may have a ``<name>.bak`` twin (``ConfigManager.loadBak``).
 CONFIG_FILES = (
     ("topics.json", cfgf.parse_topics),
     ("consumerOffset.json", cfgf.parse_consumer_offsets),

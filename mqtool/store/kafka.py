@@ -6,7 +6,7 @@ KRaft controller, and one directory per partition (``<topic>-<partition>``, or w
 ``.<uuid>-delete|-future|-stray`` suffix).  A partition dir holds segments named by their base
 offset (``<20 digits>.log .index .timeindex [.txnindex]``), producer snapshots
 (``<offset>.snapshot``), ``leader-epoch-checkpoint``, ``partition.metadata`` and, for the KRaft
-metadata log, ``quorum-state`` and ``<offset>-<epoch>.checkpoint`` snapshots (spec A2).
+metadata log, ``quorum-state`` and ``<offset>-<epoch>.checkpoint`` snapshots (``KafkaRaftClient``'s ``QuorumStateStore`` and ``SnapshotPath``).
 
 Everything here is read-only.  ``.log`` files are streamed in bounded chunks (``LogFileWalk``),
 index files likewise (``IndexFileWalk``), so memory stays flat whatever the segment size; an

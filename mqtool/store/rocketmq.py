@@ -1,7 +1,7 @@
 """RocketMQ store root: detection, segment lists, and streaming record reads.
 
 A store root holds ``commitlog/``, ``consumequeue/<topic>/<queueId>/``, ``index/``, ``checkpoint``,
-``abort``, ``lock`` and ``config/`` (spec §1).  Segment files are named by the 20-digit offset
+``abort``, ``lock`` and ``config/`` (``StorePathConfigHelper``).  Segment files are named by the 20-digit offset
 of their first byte; the CommitLog file size is detected from the files (the most common size
 among non-empty files) unless the caller gives it.
 """
