@@ -44,7 +44,7 @@ try:  # filter pushdown arrived in Spark 4.1
 except ImportError:  # pragma: no cover - depends on the installed pyspark
     EqualTo = In = None  # type: ignore[assignment,misc]
 
-from mqtool.errors import ChecksumError, MqError, StoreLayoutError, UnsupportedFormatError, hexint
+from mqtool.errors import MqError, StoreLayoutError, hexint
 from mqtool.formats import jafka as jf
 from mqtool.formats import metaq as mq
 from mqtool.formats.kafka import checkpoint_file as kcp
@@ -871,21 +871,21 @@ def _kafka_candidates(chunk: bytes) -> Iterator[int]:
             yield i
 
 
+#: ``validate``'s code for a broken Kafka log entry, by its error's ``kind``; any other kind
+#: (a record inside the entry, a cut inner structure) is KAFKA-LOG-RECORDS.
+KAFKA_CODES: dict[str | None, str] = {
+    "crc": "KAFKA-LOG-CRC",
+    "unsupported": "KAFKA-LOG-UNSUPPORTED",
+    "magic": "KAFKA-LOG-MAGIC",
+    "offset-order": "KAFKA-OFFSET-ORDER",
+    "compression": "KAFKA-LOG-COMPRESSION",
+    "size": "KAFKA-LOG-SIZE",
+}
+
+
 def _kafka_classify(exc: MqError) -> str:
-    text = str(exc).lower()
-    if isinstance(exc, ChecksumError):
-        return "KAFKA-LOG-CRC"
-    if isinstance(exc, UnsupportedFormatError):
-        return "KAFKA-LOG-UNSUPPORTED"
-    if "magic" in text:
-        return "KAFKA-LOG-MAGIC"
-    if "not a torn write" in text and "offset above" in text:
-        return "KAFKA-OFFSET-ORDER"
-    if "compress" in text or "codec" in text or "decompress" in text:
-        return "KAFKA-LOG-COMPRESSION"
-    if "entry size" in text or "batch_length" in text:
-        return "KAFKA-LOG-SIZE"
-    return "KAFKA-LOG-RECORDS"
+    """The code of an entry ``LogWalker`` (``FileRecords.batchIterator`` upstream) rejects."""
+    return KAFKA_CODES.get(exc.kind, "KAFKA-LOG-RECORDS")
 
 
 KAFKA_FRAMING = Framing(
@@ -963,10 +963,15 @@ def _jafka_candidates(chunk: bytes) -> Iterator[int]:
             yield i
 
 
+#: ``validate``'s code for a broken Jafka message, by its error's ``kind``; anything else
+#: (a LENGTH that does not fit, a wrapper that does not inflate) is JAFKA-SIZE.
+JAFKA_CODES: dict[str | None, str] = {"crc": "JAFKA-CRC", "magic": "JAFKA-MAGIC"}
+
+
 def _jafka_classify(exc: MqError) -> str:
-    if isinstance(exc, ChecksumError):
-        return "JAFKA-CRC"
-    return "JAFKA-MAGIC" if "magic" in str(exc).lower() else "JAFKA-SIZE"
+    """The code of a message Jafka's ``MessageSet`` reader rejects (``Message.crcOffset``
+    throws ``UnknownMagicByteException`` for a magic other than 1)."""
+    return JAFKA_CODES.get(exc.kind, "JAFKA-SIZE")
 
 
 JAFKA_FRAMING = Framing(
@@ -1059,7 +1064,9 @@ def _metaq_candidates(chunk: bytes) -> Iterator[int]:
 
 
 def _metaq_classify(exc: MqError) -> str:
-    return "METAQ-CRC" if isinstance(exc, ChecksumError) else "METAQ-SIZE"
+    """The code of a message MetaQ's ``MessageUtils`` rejects: a checksum mismatch is
+    METAQ-CRC, anything else (msgLen) METAQ-SIZE."""
+    return "METAQ-CRC" if exc.kind == "crc" else "METAQ-SIZE"
 
 
 METAQ_FRAMING = Framing(

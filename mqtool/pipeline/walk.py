@@ -285,7 +285,7 @@ def walk_framed(framing: Framing, f: AnyFile, start: int, stop: int) -> Iterator
         if end.kind in ("partial", "eof") and pos + len(data) < f.size:
             if end.kind == "partial" and end.position == 0:
                 if end.length > framing.max_record:
-                    yield "problem", pos, Problem(framing.classify(CorruptDataError("size")), pos, f"a record of {end.length} bytes: more than mqtool reads ({framing.max_record})")
+                    yield "problem", pos, Problem(framing.classify(CorruptDataError(kind="size")), pos, f"a record of {end.length} bytes: more than mqtool reads ({framing.max_record})")
                     yield "end", pos, "size"
                     return
                 want = max(end.length, CHUNK_SIZE)

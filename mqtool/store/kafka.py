@@ -537,6 +537,7 @@ class LogFileWalk:
                             position=at + 8,
                             expected=f"an entry size of at most {self.max_entry_size} bytes (the largest entry mqtool reads)",
                             found=f"{end.length - 12} (an entry of {end.length} bytes)",
+                            kind="size",
                         )
                         return
                     want = max(end.length, self.chunk)
@@ -578,14 +579,15 @@ def not_a_torn_write(head: bytes, length: int, last_offset: int | None, last_off
             position=8,
             expected=f"an entry size of at most {max_entry_size} bytes (the largest entry mqtool reads)",
             found=f"{length - 12} (an entry of {length} bytes)",
+            kind="size",
         )
     if len(head) < HEADER_SIZE_UP_TO_MAGIC:
         return None
     if head[16] > 2:
-        return CorruptDataError("not a torn write", position=16, expected="magic 0, 1 or 2 in the cut entry at the end of the file", found=f"magic {head[16]}")
+        return CorruptDataError("not a torn write", position=16, expected="magic 0, 1 or 2 in the cut entry at the end of the file", found=f"magic {head[16]}", kind="magic")
     offset = int.from_bytes(head[:8], "big", signed=True)
     if last_offset is not None and offset <= last_offset:
-        return CorruptDataError("not a torn write", position=0, expected=f"an offset above {last_offset} (where the entry before it {last_offset_is})", found=str(offset))
+        return CorruptDataError("not a torn write", position=0, expected=f"an offset above {last_offset} (where the entry before it {last_offset_is})", found=str(offset), kind="offset-order")
     return None
 
 
@@ -615,7 +617,7 @@ def read_entry_at(f: ReadOnlyFile, position: int, *, mode: Mode = "full", check_
             raise CorruptDataError(position=0, expected="a log entry header (17 bytes)", found=f"{len(data)} bytes before the end of the file")
         size = 12 + int.from_bytes(data[8:12], "big", signed=True)
         if size > MAX_ENTRY_SIZE:
-            raise CorruptDataError(position=8, expected=f"an entry of at most {MAX_ENTRY_SIZE} bytes", found=str(size))
+            raise CorruptDataError(position=8, expected=f"an entry of at most {MAX_ENTRY_SIZE} bytes", found=str(size), kind="size")
         if size > len(data):
             data = f.pread(position, size)
         return decode_entry(data, 0, mode=mode, check_crc=check_crc)

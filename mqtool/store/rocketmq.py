@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Iterator
 
-from mqtool.errors import ChecksumError, CorruptDataError, MqError, StoreLayoutError, TruncatedDataError
+from mqtool.errors import CorruptDataError, MqError, StoreLayoutError, TruncatedDataError
 from mqtool.formats.rocketmq import consume_queue as cqf
 from mqtool.formats.rocketmq import index_file as idxf
 from mqtool.formats.rocketmq.commitlog import (
@@ -751,17 +751,21 @@ def last_data_index(segments: list[Segment]) -> int:
 # --- classifying a broken record (validate and the Spark pipeline) ---------------------------
 
 
+#: The finding code of a broken CommitLog record, by the ``kind`` of its error
+#: (``mqtool.errors.KINDS``); any other kind is a length field that does not fit: RMQ-CL-SIZE.
+RECORD_CODES: dict[str | None, str] = {
+    "crc": "RMQ-CL-BODY-CRC",
+    "truncated": "RMQ-CL-TRUNCATED",
+    "magic": "RMQ-CL-MAGIC",
+    "encoding": "RMQ-CL-ENCODING",
+    "size": "RMQ-CL-SIZE",
+}
+
+
 def broken_record_code(exc: MqError) -> str:
-    if isinstance(exc, ChecksumError):
-        return "RMQ-CL-BODY-CRC"
-    if isinstance(exc, TruncatedDataError):
-        return "RMQ-CL-TRUNCATED"
-    text = str(exc)
-    if "magic" in text:
-        return "RMQ-CL-MAGIC"
-    if "UTF-8" in text:
-        return "RMQ-CL-ENCODING"
-    return "RMQ-CL-SIZE"
+    """The validate code of a record that ``decode_message`` (``CommitLog.checkMessageAndReturnSize``
+    upstream) rejected, from what its error says broke -- never from its wording."""
+    return RECORD_CODES.get(exc.kind, "RMQ-CL-SIZE")
 
 
 def active_file_index(segments: list[Segment]) -> int | None:
@@ -829,6 +833,7 @@ def classify_broken_record(f, bad: int, exc: MqError) -> tuple[str, MqError, set
                 position=bad,
                 expected=f"TOTALSIZE {computed} (from its BODYLEN, TOPICLEN and PROPLEN)",
                 found=str(total),
+                kind="size",
             )
             return "RMQ-CL-SIZE", sized, frames
     return code, exc, frames
