@@ -34,7 +34,7 @@ from mqtool.formats.rocketmq.commitlog import (
     message_size,
     peek_record,
 )
-from mqtool.store.files import CHUNK_SIZE, ReadOnlyFile, file_size, is_directory, is_regular_file, safe_listdir
+from mqtool.store.files import CHUNK_SIZE, ReadOnlyFile, file_size, is_directory, is_regular_file, nonzero_extent, safe_listdir
 
 SEGMENT_NAME = re.compile(r"^\d{20}$")
 INDEX_NAME = re.compile(r"^\d{17}$")
@@ -625,21 +625,6 @@ def is_rocketmq_path(path: Path) -> bool:
 
 
 # --- scanning helpers shared by validate and recover --------------------------------------------
-
-
-def nonzero_extent(f: ReadOnlyFile, start: int) -> tuple[int, int] | None:
-    """``(first, last + 1)`` of the non-zero bytes in ``[start, size)`` of ``f``, or None."""
-    first = last = None
-    pos = start
-    while pos < f.size:
-        data = f.pread(pos, CHUNK_SIZE)
-        stripped = data.lstrip(b"\x00")
-        if stripped:
-            if first is None:
-                first = pos + len(data) - len(stripped)
-            last = pos + len(data.rstrip(b"\x00"))
-        pos += len(data)
-    return (first, last) if first is not None else None
 
 
 #: Magic codes a torn record header may hold the first bytes of.
