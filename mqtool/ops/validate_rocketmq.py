@@ -28,13 +28,12 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable
 
-from mqtool.errors import CorruptDataError, MqError, StoreIOError, TruncatedDataError, UnsupportedFormatError
+from mqtool.errors import MqError, StoreIOError, UnsupportedFormatError
 from mqtool.formats.rocketmq import checkpoint as cpf
 from mqtool.formats.rocketmq import config as cfgf
 from mqtool.formats.rocketmq import consume_queue as cqf
 from mqtool.formats.rocketmq import index_file as idxf
 from mqtool.formats.rocketmq.commitlog import (
-    BLANK_MAGIC,
     BORNHOST_POSITION,
     MIN_MESSAGE_SIZE,
     PHYSICAL_OFFSET_POSITION,
@@ -130,21 +129,6 @@ class CommitLogTask:
     live: bool = False
     #: The base the file would have after its predecessor, when its name says otherwise.
     alt_base: int | None = None
-
-
-def _clean_at(f: ReadOnlyFile, base: int, pos: int) -> bool:
-    """The walk can go on at ``pos``: the end of the file, zeros, END_OF_FILE or the header of a
-    record at its own PHYSICALOFFSET (if that record is broken too, the walk reports it next)."""
-    if pos == f.size:
-        return True
-    head = f.pread(pos, 8)
-    if len(head) == 8:
-        magic = int.from_bytes(head[4:8], "big")
-        if magic == BLANK_MAGIC or head == bytes(8):
-            return True
-    elif not head.strip(b"\x00"):
-        return True
-    return rmq.record_starts_at(f, base, pos, decode=False)
 
 
 def _header_store_timestamp(f: ReadOnlyFile, base: int, pos: int) -> int:
@@ -279,7 +263,7 @@ def _walk_commitlog_file(f: ReadOnlyFile, task: CommitLogTask, res: CommitLogFil
         if end.kind == "partial" and not cut_short and (not more or end.length > rmq.MAX_RECORD_SIZE):
             # A record reaching past the end of the file: a torn write in the last file, else a
             # broken TOTALSIZE (the broker never writes a record past the end of a file).
-            resume = _after_broken_record(f, task, end_pos, _past_the_end(f, path, end_pos, end.length), base, res)
+            resume = _after_broken_record(f, task, end_pos, rmq.past_the_end_error(f, end_pos, end.length), base, res)
             if resume is None:
                 return
             pos = resume
@@ -341,16 +325,6 @@ def _walk_commitlog_file(f: ReadOnlyFile, task: CommitLogTask, res: CommitLogFil
     )
 
 
-def _past_the_end(f: ReadOnlyFile, path: str, pos: int, total: int) -> CorruptDataError:
-    """The error for a record at ``pos`` whose TOTALSIZE (or 8-byte header) does not fit."""
-    rest = f.size - pos
-    if rest < 8:
-        return TruncatedDataError(path=path, position=pos, expected="an 8-byte record header", found=f"{rest} bytes before the end of the file")
-    if total > rmq.MAX_RECORD_SIZE:
-        return CorruptDataError(path=path, position=pos, expected=f"TOTALSIZE at most {rmq.MAX_RECORD_SIZE} (the largest record)", found=str(total))
-    return CorruptDataError(path=path, position=pos, expected=f"TOTALSIZE at most {rest} (the rest of the file)", found=str(total))
-
-
 def _after_broken_record(f: ReadOnlyFile, task: CommitLogTask, bad: int, exc: MqError, base: int, res: CommitLogFileResult) -> int | None:
     """Report the record that fails at ``bad`` (or the torn tail it is) and return where the walk
     goes on: right after it when its TOTALSIZE or its length fields end where the data goes on,
@@ -363,7 +337,7 @@ def _after_broken_record(f: ReadOnlyFile, task: CommitLogTask, bad: int, exc: Mq
     code, located, frames = rmq.classify_broken_record(f, bad, exc)
     res.findings.append(Finding(code, task.path, located.position, _message(located)))
     res.max_store_timestamp = max(res.max_store_timestamp, _header_store_timestamp(f, base, bad))
-    resume = next((bad + n for n in sorted(frames) if _clean_at(f, base, bad + n)), None)
+    resume = next((bad + n for n in sorted(frames) if rmq.clean_at(f, base, bad + n)), None)
     if resume is None:
         resume = rmq.find_next_record(f, base, bad + 1)
         if resume is None:
@@ -396,12 +370,7 @@ def _after_broken_record(f: ReadOnlyFile, task: CommitLogTask, bad: int, exc: Mq
 
 
 def _message(exc: MqError) -> str:
-    parts = []
-    if exc.message:
-        parts.append(exc.message)
-    if exc.expected is not None or exc.found is not None:
-        parts.append(f"expected {exc.expected}, found {exc.found}")
-    return ": ".join(parts)
+    return exc.reason
 
 
 def _is_stale_copy(f: ReadOnlyFile, task: CommitLogTask, at: int, rec: MessageRecord, base: int) -> bool:
@@ -453,11 +422,11 @@ def _torn_tail(f: ReadOnlyFile, task: CommitLogTask, bad: int, base: int, res: C
             "RMQ-CL-TORN-TAIL",
             task.path,
             bad,
-            f"torn tail: {torn.what} (crash while writing); `mqtool recover` truncates it",
+            torn.reason,
             length=torn.stop - bad,
         )
     )
-    res.damaged.append((base + bad, base + bad + max(torn.total, torn.stop - bad, 1)))
+    res.damaged.append(torn.damaged(base))
     res.skipped += 1
     return True
 

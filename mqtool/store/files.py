@@ -175,6 +175,9 @@ class Readable(Protocol):
 
     size: int
 
+    @property
+    def path(self) -> str | os.PathLike[str]: ...
+
     def pread(self, position: int, size: int) -> bytes: ...
 
 
@@ -183,7 +186,8 @@ def nonzero_extent(f: Readable, start: int, stop: int | None = None) -> tuple[in
     size), or None when they are all zeros: the one rule for "only zeros follow" (a pre-allocated
     tail, ``MappedFile`` in RocketMQ, Kafka's preallocated segments) against garbage."""
     end = f.size if stop is None else min(stop, f.size)
-    first = last = None
+    first: int | None = None
+    last = start
     pos = start
     while pos < end:
         data = f.pread(pos, min(CHUNK_SIZE, end - pos))
