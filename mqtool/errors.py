@@ -8,19 +8,37 @@ says what was *expected* and what was *found*::
 Format decoders (``mqtool.formats``) know no files: they raise with a position
 relative to the buffer they were given.  The store layer rebases the error onto
 the file (``err.at(path, base)``) before it travels further up.
+
+What broke is data, not words: ``kind`` names it from a small vocabulary (``KINDS``), set where
+the error is raised, kept by ``at()`` and ``to_dict()``.  Finding codes are chosen from
+``kind`` (and the error's class), never from the message text.
 """
 
 from __future__ import annotations
 
 import os
+from typing import Literal, get_args
+
+#: What an error says broke.  ``magic``: a magic/version byte; ``size``: a length or size field
+#: (TOTALSIZE, an entry size, batch_length); ``crc``: a stored checksum; ``encoding``: text that
+#: is not what its charset says (UTF-8); ``truncated``: a structure claims more bytes than are
+#: present; ``compression``: a compressed payload that does not decompress; ``offset-order``: an
+#: offset that does not increase; ``records``: the records inside a batch or wrapper;
+#: ``unsupported``: well-formed data mqtool cannot handle.
+ErrorKind = Literal["magic", "size", "crc", "encoding", "truncated", "compression", "offset-order", "records", "unsupported"]
+KINDS: frozenset[str] = frozenset(get_args(ErrorKind))
 
 
 class MqError(Exception):
     """Base of every error mqtool raises on purpose.
 
     ``message`` is a short description; ``expected``/``found`` are rendered as
-    ``expected X, found Y``.  ``path`` and ``position`` locate the problem.
+    ``expected X, found Y``.  ``path`` and ``position`` locate the problem.  ``kind`` (one of
+    ``KINDS``) names what broke; without one the class's ``default_kind`` applies.
     """
+
+    #: The ``kind`` of an error raised without one.
+    default_kind: ErrorKind | None = None
 
     def __init__(
         self,
@@ -30,12 +48,16 @@ class MqError(Exception):
         position: int | None = None,
         expected: str | None = None,
         found: str | None = None,
+        kind: ErrorKind | None = None,
     ) -> None:
+        if kind is not None and kind not in KINDS:
+            raise ValueError(f"error kind {kind!r} is not one of {sorted(KINDS)}")
         self.message = message
         self.path = os.fspath(path) if path is not None else None
         self.position = position
         self.expected = expected
         self.found = found
+        self.kind: ErrorKind | None = kind if kind is not None else self.default_kind
         super().__init__(str(self))
 
     def __str__(self) -> str:
@@ -53,6 +75,17 @@ class MqError(Exception):
         if self.expected is not None or self.found is not None:
             parts.append(f"expected {self.expected}, found {self.found}")
         return where + ": ".join(parts) if parts else where.rstrip(": ")
+
+    @property
+    def reason(self) -> str:
+        """The message without its location: ``message: expected X, found Y`` (the text of a
+        finding about this error, which carries the path and position itself)."""
+        parts = []
+        if self.message:
+            parts.append(self.message)
+        if self.expected is not None or self.found is not None:
+            parts.append(f"expected {self.expected}, found {self.found}")
+        return ": ".join(parts)
 
     def at(self, path: str | os.PathLike[str] | None, base: int = 0) -> "MqError":
         """Return a copy located in ``path`` with ``position`` shifted by ``base``."""
@@ -73,6 +106,7 @@ class MqError(Exception):
             "position": self.position,
             "expected": self.expected,
             "found": self.found,
+            "kind": self.kind,
         }
 
 
@@ -83,13 +117,19 @@ class CorruptDataError(MqError):
 class ChecksumError(CorruptDataError):
     """A stored checksum does not match the bytes it covers."""
 
+    default_kind = "crc"
+
 
 class TruncatedDataError(CorruptDataError):
     """A structure claims more bytes than are present."""
 
+    default_kind = "truncated"
+
 
 class UnsupportedFormatError(MqError):
     """Well-formed data that mqtool cannot handle (a codec not installed, RocksDB CQ...)."""
+
+    default_kind = "unsupported"
 
 
 class StoreLayoutError(MqError):
@@ -119,6 +159,8 @@ def hexint(value: int, width: int = 8) -> str:
 
 
 __all__ = [
+    "ErrorKind",
+    "KINDS",
     "MqError",
     "CorruptDataError",
     "ChecksumError",

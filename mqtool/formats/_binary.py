@@ -65,6 +65,7 @@ def decode_utf8(raw: bytes, position: int, what: str) -> str:
             position=position + exc.start,
             expected=f"UTF-8 text in {what}",
             found=f"byte 0x{raw[exc.start]:02X}",
+            kind="encoding",
         ) from None
 
 

@@ -137,6 +137,7 @@ def magic_error(magic: int, position: int | None = None, *, crc_mismatch: bool =
         position=position,
         expected=f"magic {MAGIC_V1}",
         found=f"{what}; Jafka reads no other magic (UnknownMagicByteException)",
+        kind="magic",
     )
 
 
@@ -151,7 +152,8 @@ def decode_message(buf: Buffer, position: int = 0, *, check_crc: bool = True) ->
     header = HEADER_SIZES[magic]
     if length < header:
         raise CorruptDataError(
-            position=position, expected=f"LENGTH >= {header} (magic {magic} header)", found=str(length)
+            position=position, expected=f"LENGTH >= {header} (magic {magic} header)", found=str(length),
+            kind="size",
         )
     need(buf, position + LOG_OVERHEAD, length, "message (LENGTH)")
     start = position + LOG_OVERHEAD
@@ -205,12 +207,12 @@ def decompress_payload(message: Message) -> bytes:
         try:
             return gzip.decompress(message.payload)
         except (OSError, EOFError, ValueError, zlib.error) as exc:
-            raise CorruptDataError(expected="a gzip stream in the wrapper payload", found=f"{type(exc).__name__}: {exc}") from None
+            raise CorruptDataError(expected="a gzip stream in the wrapper payload", found=f"{type(exc).__name__}: {exc}", kind="compression") from None
     if codec == CODEC_SNAPPY:
         raise UnsupportedFormatError(
             "snappy wrapper", expected="gzip (Jafka's CompressionFactory knows no snappy codec)", found="snappy"
         )
-    raise CorruptDataError(expected="compression codec 0, 1 or 2", found=str(codec))
+    raise CorruptDataError(expected="compression codec 0, 1 or 2", found=str(codec), kind="compression")
 
 
 def compress_messages(messages: Iterable[Message], codec: int = CODEC_GZIP) -> Message:
@@ -264,7 +266,7 @@ def iter_message_and_offsets(
 
 def _deep_inner(message: Message, check_crc: bool, depth: int) -> Iterator[Message]:
     if depth > MAX_NESTING:
-        raise CorruptDataError(expected=f"at most {MAX_NESTING} nested compressed wrappers", found="more")
+        raise CorruptDataError(expected=f"at most {MAX_NESTING} nested compressed wrappers", found="more", kind="compression")
     for _, inner in iter_inner_messages(message, check_crc=check_crc):
         if inner.compressed:
             yield from _deep_inner(inner, check_crc, depth + 1)

@@ -43,6 +43,7 @@ import io
 import re
 import struct
 import zipfile
+import zlib
 from dataclasses import dataclass, field
 from typing import Iterator, Literal
 
@@ -392,14 +393,30 @@ def decode_zip_archive(zip_bytes: Buffer, *, expected_name: str | None = None, m
             with archive.open(info) as stream:
                 data = stream.read(max_size + 1)
         except zipfile.BadZipFile as exc:
-            if "CRC" in str(exc):
-                raise ChecksumError(expected="the zip entry's CRC-32", found=str(exc)) from None
+            # Whether the entry inflates to bytes whose CRC-32 is not the stored one is a fact
+            # about the bytes, not about zipfile's wording: inflate again without its check.
+            unchecked = _inflate_unchecked(archive, info, max_size)
+            if unchecked is not None and zlib.crc32(unchecked) != info.CRC:
+                raise ChecksumError(
+                    expected=f"the zip entry's CRC-32 0x{info.CRC:08X}", found=f"0x{zlib.crc32(unchecked):08X} ({exc})"
+                ) from None
             raise CorruptDataError(expected="a readable zip entry", found=str(exc)) from None
         except Exception as exc:  # zlib.error, EOFError, NotImplementedError, RuntimeError (encrypted), ...
             raise CorruptDataError(expected="a readable zip entry", found=f"{type(exc).__name__}: {exc}") from None
     if len(data) != info.file_size:
         raise CorruptDataError(expected=f"{info.file_size} bytes in the zip entry", found=f"{len(data)} bytes")
     return data
+
+
+def _inflate_unchecked(archive: zipfile.ZipFile, info: zipfile.ZipInfo, max_size: int) -> bytes | None:
+    """The entry's bytes read with zipfile's CRC-32 check off (``ZipExtFile._update_crc`` skips
+    the check when ``_expected_crc`` is None), or None when they cannot be inflated at all."""
+    try:
+        with archive.open(info) as stream:
+            stream._expected_crc = None  # type: ignore[attr-defined]
+            return stream.read(max_size + 1)
+    except (zlib.error, EOFError, zipfile.BadZipFile, NotImplementedError, RuntimeError, ValueError):
+        return None
 
 
 def encode_zip_archive(segment_name: str, segment: Buffer) -> bytes:

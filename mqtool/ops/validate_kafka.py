@@ -335,8 +335,7 @@ class _SegmentChecker:
                 bad = walk.failed_at
                 self.broken(bad)
                 exc = walk.error
-                expected = exc.expected or ""
-                code = "KAFKA-LOG-MAGIC" if "magic" in expected else "KAFKA-OFFSET-ORDER" if expected.startswith("an offset above") else "KAFKA-LOG-SIZE"
+                code = "KAFKA-LOG-MAGIC" if exc.kind == "magic" else "KAFKA-OFFSET-ORDER" if exc.kind == "offset-order" else "KAFKA-LOG-SIZE"
                 self.find(code, exc.position, _message(exc) + self._truncation_note(bad))
                 nxt = self._resync(bad + 1)
                 if nxt is None:
@@ -560,7 +559,7 @@ class _SegmentChecker:
         self.broken(pos)
         if isinstance(exc, ChecksumError):
             code = "KAFKA-LOG-CRC"
-        elif "magic" in (exc.expected or ""):
+        elif exc.kind == "magic":
             code = "KAFKA-LOG-MAGIC"
         else:
             code = "KAFKA-LOG-SIZE"
@@ -927,7 +926,7 @@ class _SegmentChecker:
             self.find("KAFKA-LOG-UNSUPPORTED", pos, f"wrapper not checked: {_message(exc)}")
             return
         except MqError as exc:
-            code = "KAFKA-LOG-COMPRESSION" if "compressed wrapper value" in exc.message else "KAFKA-LOG-RECORDS"
+            code = "KAFKA-LOG-COMPRESSION" if exc.kind == "compression" else "KAFKA-LOG-RECORDS"
             self.find(code, pos, f"wrapper at {pos} (offset {last}): {_message(exc)}")
             return
         self.res.records += len(inner)

@@ -31,13 +31,12 @@ from typing import Any, Callable
 
 import numpy as np
 
-from mqtool.errors import CorruptDataError, MqError, StoreIOError, TruncatedDataError, UnsupportedFormatError
+from mqtool.errors import MqError, StoreIOError, UnsupportedFormatError
 from mqtool.formats.rocketmq import checkpoint as cpf
 from mqtool.formats.rocketmq import config as cfgf
 from mqtool.formats.rocketmq import consume_queue as cqf
 from mqtool.formats.rocketmq import index_file as idxf
 from mqtool.formats.rocketmq.commitlog import (
-    BLANK_MAGIC,
     BORNHOST_POSITION,
     MIN_MESSAGE_SIZE,
     PHYSICAL_OFFSET_POSITION,
@@ -146,21 +145,6 @@ class CommitLogTask:
     root: str = ""
     cq_file_size: int = 0
     keys_dir: str | None = None
-
-
-def _clean_at(f: ReadOnlyFile, base: int, pos: int) -> bool:
-    """The walk can go on at ``pos``: the end of the file, zeros, END_OF_FILE or the header of a
-    record at its own PHYSICALOFFSET (if that record is broken too, the walk reports it next)."""
-    if pos == f.size:
-        return True
-    head = f.pread(pos, 8)
-    if len(head) == 8:
-        magic = int.from_bytes(head[4:8], "big")
-        if magic == BLANK_MAGIC or head == bytes(8):
-            return True
-    elif not head.strip(b"\x00"):
-        return True
-    return rmq.record_starts_at(f, base, pos, decode=False)
 
 
 def _header_store_timestamp(f: ReadOnlyFile, base: int, pos: int) -> int:
@@ -327,7 +311,7 @@ def _walk_commitlog_file(f: ReadOnlyFile, task: CommitLogTask, res: CommitLogFil
         if end.kind == "partial" and not cut_short and (not more or end.length > rmq.MAX_RECORD_SIZE):
             # A record reaching past the end of the file: a torn write in the last file, else a
             # broken TOTALSIZE (the broker never writes a record past the end of a file).
-            resume = _after_broken_record(f, task, end_pos, model.past_the_end(f, end_pos, end.length).at(path), base, res)
+            resume = _after_broken_record(f, task, end_pos, rmq.past_the_end_error(f, end_pos, end.length), base, res)
             if resume is None:
                 return
             pos = resume
@@ -381,9 +365,9 @@ def _after_broken_record(f: ReadOnlyFile, task: CommitLogTask, bad: int, exc: Mq
     if res.first_broken is None:
         res.first_broken = bad
     code, located, frames = rmq.classify_broken_record(f, bad, exc)
-    res.findings.append(Finding(code, task.path, located.position, model.error_message(located)))
+    res.findings.append(Finding(code, task.path, located.position, located.reason))
     res.max_store_timestamp = max(res.max_store_timestamp, _header_store_timestamp(f, base, bad))
-    resume = next((bad + n for n in sorted(frames) if _clean_at(f, base, bad + n)), None)
+    resume = next((bad + n for n in sorted(frames) if rmq.clean_at(f, base, bad + n)), None)
     if resume is None:
         resume = rmq.find_next_record(f, base, bad + 1)
         if resume is None:
@@ -460,7 +444,7 @@ def _torn_tail(f: ReadOnlyFile, task: CommitLogTask, bad: int, base: int, res: C
     if torn is None:
         return False
     res.findings.append(model.torn_tail_finding(task.path, bad, torn))
-    res.damaged.append((base + bad, base + bad + max(torn.total, torn.stop - bad, 1)))
+    res.damaged.append(torn.damaged(base))
     res.skipped += 1
     return True
 
@@ -515,7 +499,7 @@ def _check_record(rec: MessageRecord, base: int, pos: int, path: str, res: Commi
         try:
             checked = check_crc_property(memoryview(data)[p : p + rec.total_size])
         except MqError as exc:
-            res.findings.append(Finding("RMQ-CL-PROP-CRC", path, pos + rec.total_size - 11, model.error_message(exc)))
+            res.findings.append(Finding("RMQ-CL-PROP-CRC", path, pos + rec.total_size - 11, exc.reason))
             return
         if checked is not None and checked[0] != checked[1]:
             res.findings.append(
@@ -835,10 +819,10 @@ def validate_index_file(task: IndexTask) -> IndexResult:
     try:
         view = rmq.IndexFileView(Path(task.path), hash_slot_num=task.hash_slot_num, index_num=task.index_num)
     except UnsupportedFormatError as exc:
-        res.findings.append(Finding("RMQ-IDX-GEOMETRY", task.path, None, f"{model.error_message(exc)} (pass --index-hash-slots/--index-num)"))
+        res.findings.append(Finding("RMQ-IDX-GEOMETRY", task.path, None, f"{exc.reason} (pass --index-hash-slots/--index-num)"))
         return res
     except MqError as exc:
-        res.findings.append(Finding("RMQ-IDX-GEOMETRY", task.path, exc.position, model.error_message(exc)))
+        res.findings.append(Finding("RMQ-IDX-GEOMETRY", task.path, exc.position, exc.reason))
         return res
     store = _open_store(task.root, task.commitlog_file_size, task.rebased)
     with view, rmq.CommitLogReader(store, check_crc=False) as reader:
@@ -1394,7 +1378,7 @@ def _check_shutdown_state(store: rmq.RocketMQStore, report: ValidationReport, ma
     try:
         cp = cpf.decode_checkpoint(read_small_file(store.checkpoint_path, 1 << 20))
     except MqError as exc:
-        report.add(Finding("RMQ-CHECKPOINT-FORMAT", str(store.checkpoint_path), exc.position, model.error_message(exc)))
+        report.add(Finding("RMQ-CHECKPOINT-FORMAT", str(store.checkpoint_path), exc.position, exc.reason))
         return
     report.facts["checkpoint"] = {
         "physic_msg_timestamp": cp.physic_msg_timestamp,
@@ -1474,7 +1458,7 @@ def _check_config_file(store: rmq.RocketMQStore, report: ValidationReport, name:
             bak_error = exc
     if path is not None and main_error is not None:
         fallback = f" (the broker loads {bak.name} instead)" if bak is not None and bak_error is None else ""
-        report.add(Finding("RMQ-CONFIG-PARSE", str(path), main_error.position, model.error_message(main_error) + fallback))
+        report.add(Finding("RMQ-CONFIG-PARSE", str(path), main_error.position, main_error.reason + fallback))
     if bak is not None and bak_error is not None:
         needed = path is None or main_error is not None
         report.add(
@@ -1482,7 +1466,7 @@ def _check_config_file(store: rmq.RocketMQStore, report: ValidationReport, name:
                 "RMQ-CONFIG-PARSE",
                 str(bak),
                 bak_error.position,
-                model.error_message(bak_error)
+                bak_error.reason
                 + (f" (the backup the broker loads when {name} is missing or unparseable)" if needed else f" (the backup of {name}, which parses)"),
                 severity=None if needed else Severity.warning,
             )

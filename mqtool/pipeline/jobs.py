@@ -180,7 +180,10 @@ def records_before_end(raw: DataFrame, ends: DataFrame) -> DataFrame:
 
 def problem_findings(raw: DataFrame, ends: DataFrame) -> DataFrame:
     rows = raw.where(F.col("row_kind") == "problem").join(F.broadcast(ends), ["source", "file"], "left")
-    rows = rows.where(F.col("end_position").isNull() | (F.col("position") <= F.col("end_position")) | F.col("problem_code").endswith("TORN-TAIL"))
+    # judged where the walk met the broken record, not where the finding points inside it (the
+    # magic code of a broken record at the end of data is 4 bytes past that end)
+    met = F.coalesce(F.col("problem_at"), F.col("position"))
+    rows = rows.where(F.col("end_position").isNull() | (met <= F.col("end_position")) | F.col("problem_code").endswith("TORN-TAIL"))
     return rows.select(
         "source",
         F.col("problem_code").alias("code"),
@@ -557,6 +560,25 @@ def _rocketmq_bounds(inputs: list[ScanInput], ends: list) -> list[tuple[str, int
     return out
 
 
+def _missing_ranges(inputs: list[ScanInput]) -> list[dict]:
+    """Commitlog offsets no file holds between two CommitLog files up to the last holding data (a
+    missing or zero-length file): RMQ-FILE-GAP / RMQ-FILE-ZERO-LENGTH report them, so -- as in
+    validate -- nothing pointing there is reported again, and a queue may skip the records they
+    held."""
+    out = []
+    for inp in inputs:
+        segs = src.commitlog_segments(inp.path)
+        file_size = src.commitlog_file_size(segs)
+        if not file_size:
+            continue
+        last = max(src._last_data_index(segs), 0)
+        walked = [src._segment_base(seg) for i, seg in enumerate(segs) if seg.size > 0 and i <= last]
+        for prev, base in zip(walked, walked[1:]):
+            if base > prev + file_size:
+                out.append({"source": inp.source, "start": prev + file_size, "stop": base})
+    return out
+
+
 def run_rocketmq(spark: SparkSession, cfg: ScanConfig, inputs: list[ScanInput], result: ScanResult) -> list[DataFrame]:
     out = cfg.out.rstrip("/")
     raw = read_family(spark, "rocketmq_commitlog", inputs, cfg, withProblems=True, withKeyHashes=True, withBody=cfg.with_body)
@@ -567,7 +589,7 @@ def run_rocketmq(spark: SparkSession, cfg: ScanConfig, inputs: list[ScanInput], 
     problem_cols = [c for c, _, _ in src.PROBLEM_COLUMNS]
     messages = _write(records_before_end(raw, ends_df).drop(*problem_cols), f"{out}/messages", ("source", "topic"))
     problems = problem_findings(raw, ends_df)
-    ranges_rows = [r.asDict() for r in problem_ranges(raw).collect()]
+    ranges_rows = [r.asDict() for r in problem_ranges(raw).collect()] + _missing_ranges(inputs)
     problem_rows = problems.collect()
 
     result.datasets["messages"] = f"{out}/messages"

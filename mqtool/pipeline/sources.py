@@ -22,8 +22,9 @@ ConsumeQueue, Kafka, Jafka and MetaQ skip whole directories, the CommitLog skips
 rows), ``splitSize`` (bytes per input partition, default 128 MiB: a bigger segment is read as
 byte ranges starting on record boundaries), ``source`` (the label for ``source``), ``sources``
 (a JSON list of ``[label, path]`` pairs: several stores in one read), and for
-``mqtool scan``: ``withProblems`` (extra ``row_kind`` = ``problem`` / ``end`` rows with the
-validate code of every broken record and each file's end of data) and ``withKeyHashes``
+``mqtool scan``: ``withProblems`` (extra ``row_kind`` = ``problem`` / ``end`` / ``damaged`` rows
+with the validate code of every broken record, each file's end of data, and the commitlog
+offsets a file cut short lacks) and ``withKeyHashes``
 (``key_hashes``: the IndexFile hashes of the record's keys).
 
 Rows are built by the same ``formats`` decoders as the CLI and shipped as Arrow record batches.
@@ -34,7 +35,7 @@ from __future__ import annotations
 import json
 import struct
 from dataclasses import dataclass
-from typing import Iterator
+from typing import Iterator, cast
 
 import pyarrow as pa
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
@@ -44,7 +45,7 @@ try:  # filter pushdown arrived in Spark 4.1
 except ImportError:  # pragma: no cover - depends on the installed pyspark
     EqualTo = In = None  # type: ignore[assignment,misc]
 
-from mqtool.errors import ChecksumError, MqError, StoreLayoutError, UnsupportedFormatError, hexint
+from mqtool.errors import MqError, StoreLayoutError, hexint
 from mqtool.formats import jafka as jf
 from mqtool.formats import metaq as mq
 from mqtool.formats.kafka import checkpoint_file as kcp
@@ -55,6 +56,7 @@ from mqtool.formats.rocketmq import index_file as idxf
 from mqtool.formats.rocketmq.hashing import index_key_hash
 from mqtool.formats.rocketmq.properties import split_keys
 from mqtool.store import kafka as kstore
+from mqtool.store import rocketmq as rmq
 from mqtool.store.rocketmq import MAX_RECORD_SIZE, SEGMENT_NAME
 from mqtool.store.writer import cq_tags_code
 
@@ -87,6 +89,7 @@ PROBLEM_COLUMNS = [
     _col("problem_length", "long"),
     _col("damaged_from", "long"),
     _col("damaged_to", "long"),
+    _col("problem_at", "long"),  # where the walk met it (the record's start; ``position`` is the finding's)
 ]
 
 COMMITLOG_COLUMNS = [
@@ -373,6 +376,7 @@ def _problem_row(part: FilePart, pos: int, problem: Problem) -> dict:
         "problem_length": problem.length,
         "damaged_from": problem.damaged[0] if problem.damaged else None,
         "damaged_to": problem.damaged[1] if problem.damaged else None,
+        "problem_at": pos,
     }
 
 
@@ -422,14 +426,21 @@ def _last_data_index(segs: list[fs.Entry]) -> int:
     return -1
 
 
+def commitlog_file_size(segs: list[fs.Entry]) -> int | None:
+    """The store's CommitLog file size, as validate detects it (``rmq.detect_file_size``: the
+    most common size among non-empty files)."""
+    return rmq.detect_file_size(cast("list[rmq.Segment]", segs))  # it reads only ``size``
+
+
 def plan_commitlog(opts: ReadOptions) -> list[FilePart]:
     parts = []
     for source, root in _roots(opts):
         segs = commitlog_segments(root)
         last = _last_data_index(segs)
+        file_size = commitlog_file_size(segs)
         for i, seg in enumerate(segs):
             for start, stop in _ranges(seg.size, opts.split_size):
-                parts.append(FilePart(source, seg.path, _segment_base(seg), start, stop, is_last=i == last))
+                parts.append(FilePart(source, seg.path, _segment_base(seg), start, stop, is_last=i == last, file_size=file_size))
     return parts
 
 
@@ -515,13 +526,14 @@ def commitlog_row(part: FilePart, pos: int, rec, opts: ReadOptions) -> tuple:
     return row
 
 
-_RECORD_KIND = ("record", None, None, None, None, None)
+_RECORD_KIND = ("record",) + (None,) * (len(PROBLEM_COLUMNS) - 1)
 
 
 def read_commitlog(part: FilePart, opts: ReadOptions, schema: pa.Schema) -> Iterator[pa.RecordBatch]:
     out = Batches(schema)
     with fs.open_file(part.path) as f:
-        for kind, pos, item in walk_commitlog(f, part.base, part.start, part.stop, part.meta.get("is_last", False)):
+        walk = walk_commitlog(f, part.base, part.start, part.stop, part.meta.get("is_last", False), part.meta.get("file_size"))
+        for kind, pos, item in walk:
             if kind == "record":
                 if not opts.wants(item.topic):  # type: ignore[attr-defined]
                     continue
@@ -531,6 +543,10 @@ def read_commitlog(part: FilePart, opts: ReadOptions, schema: pa.Schema) -> Iter
             elif kind == "problem":
                 row = _problem_row(part, pos, item)  # type: ignore[arg-type]
                 row["commitlog_offset"] = part.base + pos
+                batch = out.add(row)
+            elif kind == "damaged":
+                lo, hi = item  # type: ignore[misc]
+                row = {"source": part.source, "file": part.path, "position": pos, "row_kind": "damaged", "damaged_from": lo, "damaged_to": hi}
                 batch = out.add(row)
             else:
                 row = _end_row(part, pos, item)  # type: ignore[arg-type]
@@ -871,21 +887,21 @@ def _kafka_candidates(chunk: bytes) -> Iterator[int]:
             yield i
 
 
+#: ``validate``'s code for a broken Kafka log entry, by its error's ``kind``; any other kind
+#: (a record inside the entry, a cut inner structure) is KAFKA-LOG-RECORDS.
+KAFKA_CODES: dict[str | None, str] = {
+    "crc": "KAFKA-LOG-CRC",
+    "unsupported": "KAFKA-LOG-UNSUPPORTED",
+    "magic": "KAFKA-LOG-MAGIC",
+    "offset-order": "KAFKA-OFFSET-ORDER",
+    "compression": "KAFKA-LOG-COMPRESSION",
+    "size": "KAFKA-LOG-SIZE",
+}
+
+
 def _kafka_classify(exc: MqError) -> str:
-    text = str(exc).lower()
-    if isinstance(exc, ChecksumError):
-        return "KAFKA-LOG-CRC"
-    if isinstance(exc, UnsupportedFormatError):
-        return "KAFKA-LOG-UNSUPPORTED"
-    if "magic" in text:
-        return "KAFKA-LOG-MAGIC"
-    if "not a torn write" in text and "offset above" in text:
-        return "KAFKA-OFFSET-ORDER"
-    if "compress" in text or "codec" in text or "decompress" in text:
-        return "KAFKA-LOG-COMPRESSION"
-    if "entry size" in text or "batch_length" in text:
-        return "KAFKA-LOG-SIZE"
-    return "KAFKA-LOG-RECORDS"
+    """The code of an entry ``LogWalker`` (``FileRecords.batchIterator`` upstream) rejects."""
+    return KAFKA_CODES.get(exc.kind, "KAFKA-LOG-RECORDS")
 
 
 KAFKA_FRAMING = Framing(
@@ -963,10 +979,15 @@ def _jafka_candidates(chunk: bytes) -> Iterator[int]:
             yield i
 
 
+#: ``validate``'s code for a broken Jafka message, by its error's ``kind``; anything else
+#: (a LENGTH that does not fit, a wrapper that does not inflate) is JAFKA-SIZE.
+JAFKA_CODES: dict[str | None, str] = {"crc": "JAFKA-CRC", "magic": "JAFKA-MAGIC"}
+
+
 def _jafka_classify(exc: MqError) -> str:
-    if isinstance(exc, ChecksumError):
-        return "JAFKA-CRC"
-    return "JAFKA-MAGIC" if "magic" in str(exc).lower() else "JAFKA-SIZE"
+    """The code of a message Jafka's ``MessageSet`` reader rejects (``Message.crcOffset``
+    throws ``UnknownMagicByteException`` for a magic other than 1)."""
+    return JAFKA_CODES.get(exc.kind, "JAFKA-SIZE")
 
 
 JAFKA_FRAMING = Framing(
@@ -1059,7 +1080,9 @@ def _metaq_candidates(chunk: bytes) -> Iterator[int]:
 
 
 def _metaq_classify(exc: MqError) -> str:
-    return "METAQ-CRC" if isinstance(exc, ChecksumError) else "METAQ-SIZE"
+    """The code of a message MetaQ's ``MessageUtils`` rejects: a checksum mismatch is
+    METAQ-CRC, anything else (msgLen) METAQ-SIZE."""
+    return "METAQ-CRC" if exc.kind == "crc" else "METAQ-SIZE"
 
 
 METAQ_FRAMING = Framing(

@@ -15,20 +15,17 @@ are an unreadable region).  A clean end of data (zeros, a RocketMQ END_OF_FILE r
 partial last record) ends the walk.
 
 Each walk yields ``("record", position, item)``, ``("problem", position, Problem)`` and one
-``("end", position, kind)`` when it reaches the end of the data.
+``("end", position, kind)`` when it reaches the end of the data; the CommitLog walk may also
+yield ``("damaged", position, (from, to))``: commitlog offsets a file-level finding covers.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Iterator
+from typing import Callable, Generator, Iterator
 
 from mqtool.errors import CorruptDataError, MqError
-from mqtool.formats.rocketmq.commitlog import (
-    BLANK_MAGIC,
-    RecordWalker,
-    decode_message,
-)
+from mqtool.formats.rocketmq.commitlog import RecordWalker
 from mqtool.store.files import CHUNK_SIZE
 from mqtool.store.rocketmq import MAX_RECORD_SIZE, find_next_record, nonzero_extent
 
@@ -47,64 +44,68 @@ class Problem:
     damaged: tuple[int, int] | None = None  # global [from, to) (commitlog offsets for RocketMQ)
 
 
-def error_text(exc: MqError) -> str:
-    parts = []
-    if exc.message:
-        parts.append(exc.message)
-    if exc.expected is not None or exc.found is not None:
-        parts.append(f"expected {exc.expected}, found {exc.found}")
-    return ": ".join(parts)
-
-
 # --- RocketMQ CommitLog ------------------------------------------------------------------------
-# The classification and resynchronisation rules are validate's (ops.validate_rocketmq), so that
-# scan reports the same code at the same position for the same damage.
+# Every rule that judges the bytes is the store layer's (``mqtool.store.rocketmq``: torn_tail_at,
+# past_the_end_error, classify_broken_record, clean_at, find_next_record, nonzero_extent), called
+# in the order validate calls them (``ops.validate_rocketmq._walk_commitlog_file``), so that scan
+# reports the same code at the same position for the same damage.
 
 
-def rmq_record_starts_at(f: AnyFile, base: int, pos: int) -> bool:
-    """A message record with PHYSICALOFFSET ``base + pos`` decodes cleanly at ``pos``."""
-    head = f.pread(pos, 36)
-    if len(head) < 36 or int.from_bytes(head[28:36], "big", signed=True) != base + pos:
-        return False
-    total = int.from_bytes(head[0:4], "big", signed=True)
-    if not 0 < total <= min(f.size - pos, MAX_RECORD_SIZE):
-        return False
-    try:
-        decode_message(f.pread(pos, total), 0)
-    except MqError:
-        return False
-    return True
+def _after_broken_record(
+    f: AnyFile, base: int, bad: int, exc: MqError, is_last: bool, file_size: int
+) -> Generator[tuple[str, int, object], None, int | None]:
+    """Report the record that fails at ``bad`` (or the torn tail it is) and return where the walk
+    goes on (None: it stops) -- validate's ``_after_broken_record``."""
+    if is_last:
+        torn = rmq.torn_tail_at(f, bad, file_size)
+        if torn is not None:
+            yield "problem", bad, Problem("RMQ-CL-TORN-TAIL", bad, torn.reason, torn.stop - bad, torn.damaged(base))
+            yield "end", bad, "torn"
+            return None
+    code, located, frames = rmq.classify_broken_record(f, bad, exc)
+    resume = next((bad + n for n in sorted(frames) if rmq.clean_at(f, base, bad + n)), None)
+    region = None
+    if resume is None:
+        resume = find_next_record(f, base, bad + 1)
+        if resume is None:
+            extent = nonzero_extent(f, bad)
+            end = extent[1] if extent else bad
+            region = Problem(
+                "RMQ-CL-UNREADABLE-REGION",
+                bad,
+                f"no valid record after the broken one: {end - bad} bytes up to position {end} cannot be read",
+                end - bad,
+                (base + bad, base + max(end, bad + 1)),
+            )
+        else:
+            region = Problem(
+                "RMQ-CL-UNREADABLE-REGION",
+                bad,
+                f"{resume - bad} bytes between the broken record and the next valid record at {resume} were skipped",
+                resume - bad,
+                (base + bad, base + resume),
+            )
+    damaged = (base + bad, base + resume) if resume is not None else region.damaged  # type: ignore[union-attr]
+    yield "problem", bad, Problem(code, located.position, located.reason, None, damaged)
+    if region is not None:
+        yield "problem", bad, region
+    if resume is None:
+        yield "end", bad, "unreadable"
+    return resume
 
 
-def _rmq_clean_at(f: AnyFile, base: int, pos: int) -> bool:
-    if pos == f.size:
-        return True
-    head = f.pread(pos, 8)
-    if len(head) == 8:
-        if int.from_bytes(head[4:8], "big") == BLANK_MAGIC or head == bytes(8):
-            return True
-    elif not head.strip(b"\x00"):
-        return True
-    return rmq_record_starts_at(f, base, pos)
+def walk_commitlog(
+    f: AnyFile, base: int, start: int, stop: int, is_last: bool, file_size: int | None = None
+) -> Iterator[tuple[str, int, object]]:
+    """The records of ``f`` (a CommitLog file named ``base``) owned by the range ``[start, stop)``.
 
-
-def _rmq_torn_tail(f: AnyFile, base: int, bad: int) -> Problem | None:
-    """In the last file: a record whose bytes stop early, followed only by zeros (a crash) —
-    the store layer's rule (``rmq.torn_tail_at``), so scan and validate call the same bytes torn."""
-    torn = rmq.torn_tail_at(f, bad, f.size)
-    if torn is None:
-        return None
-    return Problem(
-        "RMQ-CL-TORN-TAIL",
-        bad,
-        f"torn tail: {torn.what} (crash while writing); `mqtool recover` truncates it",
-        torn.stop - bad,
-        (base + bad, base + bad + max(torn.total, torn.stop - bad, 1)),
-    )
-
-
-def walk_commitlog(f: AnyFile, base: int, start: int, stop: int, is_last: bool) -> Iterator[tuple[str, int, object]]:
-    """The records of ``f`` (a CommitLog file named ``base``) owned by the range ``[start, stop)``."""
+    ``is_last``: the last file holding data (a record cut by a crash there is a torn tail);
+    ``file_size``: the store's CommitLog file size (``mappedFileSizeCommitLog``; default: this
+    file's size).  Besides records and problems, a file before the last that is shorter than
+    ``file_size`` yields ``("damaged", position, (from, to))``: the commitlog offsets it lacks,
+    which RMQ-FILE-SIZE reports (validate's rule), so nothing pointing there is reported again.
+    """
+    file_size = file_size or f.size
     if start:
         first = find_next_record(f, base, start)
         if first is None:
@@ -124,69 +125,41 @@ def walk_commitlog(f: AnyFile, base: int, start: int, stop: int, is_last: bool) 
                     return
                 if is_last and data[p + rec.total_size - 1] == 0 and (rec.properties or rec.dropped_properties):
                     # properties always end with 0x02: a zero there is a record never written whole
-                    torn = _rmq_torn_tail(f, base, at)
+                    torn = rmq.torn_tail_at(f, at, file_size)
                     if torn is not None:
-                        yield "problem", at, torn
+                        yield "problem", at, Problem("RMQ-CL-TORN-TAIL", at, torn.reason, torn.stop - at, torn.damaged(base))
                         yield "end", at, "torn"
                         return
                 yield "record", at, rec
         except MqError as exc:
-            bad = pos + (walker.failed_at or 0)
-            torn = _rmq_torn_tail(f, base, bad) if is_last else None
-            if torn is not None:
-                yield "problem", bad, torn
-                yield "end", bad, "torn"
-                return
-            code, located, frames = rmq.classify_broken_record(f, bad, exc.at(f.path, pos))
-            resume = next((bad + n for n in sorted(frames) if _rmq_clean_at(f, base, bad + n)), None)
-            region = None
+            resume = yield from _after_broken_record(f, base, pos + (walker.failed_at or 0), exc.at(f.path, pos), is_last, file_size)
             if resume is None:
-                resume = find_next_record(f, base, bad + 1)
-                if resume is None:
-                    extent = nonzero_extent(f, bad)
-                    end = extent[1] if extent else bad
-                    region = Problem(
-                        "RMQ-CL-UNREADABLE-REGION",
-                        bad,
-                        f"no valid record after the broken one: {end - bad} bytes up to position {end} cannot be read",
-                        end - bad,
-                        (base + bad, base + max(end, bad + 1)),
-                    )
-                else:
-                    region = Problem(
-                        "RMQ-CL-UNREADABLE-REGION",
-                        bad,
-                        f"{resume - bad} bytes between the broken record and the next valid record at {resume} were skipped",
-                        resume - bad,
-                        (base + bad, base + resume),
-                    )
-            damaged = (base + bad, base + resume) if resume is not None else region.damaged  # type: ignore[union-attr]
-            yield "problem", bad, Problem(code, located.position, error_text(located), None, damaged)
-            if region is not None:
-                yield "problem", bad, region
-            if resume is None:
-                yield "end", bad, "unreadable"
                 return
             pos = resume
             continue
         end = walker.end
         assert end is not None
-        if end.kind in ("partial", "eof") and pos + len(data) < f.size:
-            if end.kind == "partial" and end.position == 0:
-                if end.length > MAX_RECORD_SIZE:
-                    yield "problem", pos, Problem("RMQ-CL-SIZE", pos, f"expected TOTALSIZE at most {MAX_RECORD_SIZE}, found {end.length}")
-                    yield "end", pos, "size"
-                    return
-                want = max(end.length, CHUNK_SIZE)
-            pos += end.position
-            continue
         end_pos = pos + end.position
-        if end.kind == "partial" and is_last:
-            torn = _rmq_torn_tail(f, base, end_pos)
-            if torn is not None:
-                yield "problem", end_pos, torn
-        yield "end", end_pos, end.kind
-        return
+        more = pos + len(data) < f.size
+        cut_short = f.size < file_size and not is_last  # its end is RMQ-FILE-SIZE's
+        if end.kind == "partial" and not cut_short and (not more or end.length > MAX_RECORD_SIZE):
+            # a record reaching past the end of the file: a torn write in the last file, else a
+            # broken TOTALSIZE
+            error = rmq.past_the_end_error(f, end_pos, end.length)
+            resume = yield from _after_broken_record(f, base, end_pos, error, is_last, file_size)
+            if resume is None:
+                return
+            pos = resume
+            continue
+        if end.kind in ("partial", "eof") and more:
+            if end.kind == "partial" and end.position == 0:
+                want = max(end.length, CHUNK_SIZE)
+            pos = end_pos
+            continue
+        break
+    if cut_short and end.kind in ("partial", "eof"):
+        yield "damaged", end_pos, (base + end_pos, base + file_size)
+    yield "end", end_pos, end.kind
 
 
 # --- formats without a magic code: Kafka, Jafka, MetaQ ------------------------------------------
@@ -267,7 +240,7 @@ def walk_framed(framing: Framing, f: AnyFile, start: int, stop: int) -> Iterator
             bad = pos + (walker.failed_at or 0)
             located = exc.at(f.path, pos)
             resume = find_sync(framing, f, bad + 1)
-            yield "problem", bad, Problem(framing.classify(exc), located.position, error_text(located))
+            yield "problem", bad, Problem(framing.classify(exc), located.position, located.reason)
             if resume is None:
                 extent = nonzero_extent(f, bad)
                 end = extent[1] if extent else bad
@@ -285,7 +258,7 @@ def walk_framed(framing: Framing, f: AnyFile, start: int, stop: int) -> Iterator
         if end.kind in ("partial", "eof") and pos + len(data) < f.size:
             if end.kind == "partial" and end.position == 0:
                 if end.length > framing.max_record:
-                    yield "problem", pos, Problem(framing.classify(CorruptDataError("size")), pos, f"a record of {end.length} bytes: more than mqtool reads ({framing.max_record})")
+                    yield "problem", pos, Problem(framing.classify(CorruptDataError(kind="size")), pos, f"a record of {end.length} bytes: more than mqtool reads ({framing.max_record})")
                     yield "end", pos, "size"
                     return
                 want = max(end.length, CHUNK_SIZE)
@@ -296,7 +269,7 @@ def walk_framed(framing: Framing, f: AnyFile, start: int, stop: int) -> Iterator
             exc = framing.torn_check(data[end.position : end.position + 64], end.length, last_item)
             if exc is not None:
                 located = exc.at(f.path, at)
-                yield "problem", at, Problem(framing.classify(located), located.position, error_text(located))
+                yield "problem", at, Problem(framing.classify(located), located.position, located.reason)
                 yield "problem", at, Problem(framing.region_code, at, f"no valid record after the broken one: {f.size - at} bytes cannot be read", f.size - at)
                 yield "end", at, "unreadable"
                 return

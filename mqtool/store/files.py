@@ -16,7 +16,7 @@ import errno
 import os
 import stat
 from pathlib import Path
-from typing import Iterator
+from typing import Iterator, Protocol
 
 from mqtool.errors import StoreIOError, StoreLayoutError
 
@@ -167,3 +167,36 @@ def check_path(path: Path) -> None:
         raise StoreIOError.from_os_error(exc, path) from None
     if not (stat.S_ISDIR(st.st_mode) or stat.S_ISREG(st.st_mode)):
         raise StoreLayoutError(expected="a regular file or a directory", found=_kind(st.st_mode), path=path)
+
+
+class Readable(Protocol):
+    """What the byte rules read: a ``size`` and ``pread`` (``ReadOnlyFile``, a zip entry's
+    ``SegmentReader``, the pipeline's ``ArrowFile``)."""
+
+    size: int
+
+    @property
+    def path(self) -> str | os.PathLike[str]: ...
+
+    def pread(self, position: int, size: int) -> bytes: ...
+
+
+def nonzero_extent(f: Readable, start: int, stop: int | None = None) -> tuple[int, int] | None:
+    """``(first, last + 1)`` of the non-zero bytes in ``[start, stop)`` of ``f`` (``stop``: its
+    size), or None when they are all zeros: the one rule for "only zeros follow" (a pre-allocated
+    tail, ``MappedFile`` in RocketMQ, Kafka's preallocated segments) against garbage."""
+    end = f.size if stop is None else min(stop, f.size)
+    first: int | None = None
+    last = start
+    pos = start
+    while pos < end:
+        data = f.pread(pos, min(CHUNK_SIZE, end - pos))
+        if not data:
+            break
+        stripped = data.lstrip(b"\x00")
+        if stripped:
+            if first is None:
+                first = pos + len(data) - len(stripped)
+            last = pos + len(data.rstrip(b"\x00"))
+        pos += len(data)
+    return (first, last) if first is not None else None

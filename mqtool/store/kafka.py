@@ -27,7 +27,7 @@ from mqtool.formats.kafka import checkpoint_file as cpf
 from mqtool.formats.kafka import index as kidx
 from mqtool.formats.kafka import txn_index as ktxn
 from mqtool.formats.kafka.log import HEADER_SIZE_UP_TO_MAGIC, DataEnd, LogEntry, LogWalker, Mode, decode_entry
-from mqtool.store.files import CHUNK_SIZE, ReadOnlyFile, is_directory, is_regular_file, safe_listdir
+from mqtool.store.files import CHUNK_SIZE, ReadOnlyFile, is_directory, is_regular_file, nonzero_extent, safe_listdir
 from mqtool.store.lock import MQTOOL_LOCK_NAME
 
 #: Largest log entry mqtool reads into memory.  Kafka's default ``max.message.bytes`` is 1 MiB;
@@ -537,6 +537,7 @@ class LogFileWalk:
                             position=at + 8,
                             expected=f"an entry size of at most {self.max_entry_size} bytes (the largest entry mqtool reads)",
                             found=f"{end.length - 12} (an entry of {end.length} bytes)",
+                            kind="size",
                         )
                         return
                     want = max(end.length, self.chunk)
@@ -578,33 +579,16 @@ def not_a_torn_write(head: bytes, length: int, last_offset: int | None, last_off
             position=8,
             expected=f"an entry size of at most {max_entry_size} bytes (the largest entry mqtool reads)",
             found=f"{length - 12} (an entry of {length} bytes)",
+            kind="size",
         )
     if len(head) < HEADER_SIZE_UP_TO_MAGIC:
         return None
     if head[16] > 2:
-        return CorruptDataError("not a torn write", position=16, expected="magic 0, 1 or 2 in the cut entry at the end of the file", found=f"magic {head[16]}")
+        return CorruptDataError("not a torn write", position=16, expected="magic 0, 1 or 2 in the cut entry at the end of the file", found=f"magic {head[16]}", kind="magic")
     offset = int.from_bytes(head[:8], "big", signed=True)
     if last_offset is not None and offset <= last_offset:
-        return CorruptDataError("not a torn write", position=0, expected=f"an offset above {last_offset} (where the entry before it {last_offset_is})", found=str(offset))
+        return CorruptDataError("not a torn write", position=0, expected=f"an offset above {last_offset} (where the entry before it {last_offset_is})", found=str(offset), kind="offset-order")
     return None
-
-
-def nonzero_extent(f: ReadOnlyFile, start: int, stop: int | None = None) -> tuple[int, int] | None:
-    """(first, last+1) of the non-zero bytes in ``[start, stop)``, or None when all zero."""
-    stop = f.size if stop is None else min(stop, f.size)
-    first = last = None
-    pos = start
-    while pos < stop:
-        data = f.pread(pos, min(CHUNK_SIZE, stop - pos))
-        if not data:
-            break
-        stripped = data.lstrip(b"\x00")
-        if stripped:
-            if first is None:
-                first = pos + len(data) - len(stripped)
-            last = pos + len(data.rstrip(b"\x00"))
-        pos += len(data)
-    return (first, last) if first is not None else None
 
 
 def read_entry_at(f: ReadOnlyFile, position: int, *, mode: Mode = "full", check_crc: bool = True, size_hint: int = 65536) -> LogEntry:
@@ -615,7 +599,7 @@ def read_entry_at(f: ReadOnlyFile, position: int, *, mode: Mode = "full", check_
             raise CorruptDataError(position=0, expected="a log entry header (17 bytes)", found=f"{len(data)} bytes before the end of the file")
         size = 12 + int.from_bytes(data[8:12], "big", signed=True)
         if size > MAX_ENTRY_SIZE:
-            raise CorruptDataError(position=8, expected=f"an entry of at most {MAX_ENTRY_SIZE} bytes", found=str(size))
+            raise CorruptDataError(position=8, expected=f"an entry of at most {MAX_ENTRY_SIZE} bytes", found=str(size), kind="size")
         if size > len(data):
             data = f.pread(position, size)
         return decode_entry(data, 0, mode=mode, check_crc=check_crc)

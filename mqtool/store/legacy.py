@@ -42,6 +42,7 @@ from mqtool.store.files import (
     check_path,
     is_directory,
     is_regular_file,
+    nonzero_extent,
     safe_listdir,
 )
 from mqtool.store.lock import MQTOOL_LOCK_NAME
@@ -729,24 +730,6 @@ class SegmentWalk:
                 continue
             self.end = WalkEnd(end.kind, base + end.position, end.length)
             return
-
-
-def nonzero_extent(reader: SegmentReader, start: int, stop: int | None = None) -> tuple[int, int] | None:
-    """``(first, last + 1)`` of the non-zero bytes in ``[start, stop)``, or None when all zero."""
-    first = last = None
-    pos = start
-    end = reader.size if stop is None else min(stop, reader.size)
-    while pos < end:
-        data = reader.pread(pos, min(CHUNK_SIZE, end - pos))
-        if not data:
-            break
-        stripped = data.lstrip(b"\x00")
-        if stripped:
-            if first is None:
-                first = pos + len(data) - len(stripped)
-            last = pos + len(data.rstrip(b"\x00"))
-        pos += len(data)
-    return (first, last) if first is not None else None
 
 
 def is_torn_message(reader: SegmentReader, position: int, framing: Framing) -> bool:

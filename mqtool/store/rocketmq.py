@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Iterator
 
-from mqtool.errors import ChecksumError, CorruptDataError, MqError, StoreLayoutError, TruncatedDataError
+from mqtool.errors import CorruptDataError, MqError, StoreLayoutError, TruncatedDataError
 from mqtool.formats.rocketmq import consume_queue as cqf
 from mqtool.formats.rocketmq import index_file as idxf
 from mqtool.formats.rocketmq.commitlog import (
@@ -34,7 +34,7 @@ from mqtool.formats.rocketmq.commitlog import (
     message_size,
     peek_record,
 )
-from mqtool.store.files import CHUNK_SIZE, ReadOnlyFile, file_size, is_directory, is_regular_file, safe_listdir
+from mqtool.store.files import CHUNK_SIZE, ReadOnlyFile, file_size, is_directory, is_regular_file, nonzero_extent, safe_listdir, Readable
 
 SEGMENT_NAME = re.compile(r"^\d{20}$")
 INDEX_NAME = re.compile(r"^\d{17}$")
@@ -631,21 +631,6 @@ def is_rocketmq_path(path: Path) -> bool:
 # --- scanning helpers shared by validate and recover --------------------------------------------
 
 
-def nonzero_extent(f: ReadOnlyFile, start: int) -> tuple[int, int] | None:
-    """``(first, last + 1)`` of the non-zero bytes in ``[start, size)`` of ``f``, or None."""
-    first = last = None
-    pos = start
-    while pos < f.size:
-        data = f.pread(pos, CHUNK_SIZE)
-        stripped = data.lstrip(b"\x00")
-        if stripped:
-            if first is None:
-                first = pos + len(data) - len(stripped)
-            last = pos + len(data.rstrip(b"\x00"))
-        pos += len(data)
-    return (first, last) if first is not None else None
-
-
 #: Magic codes a torn record header may hold the first bytes of.
 TORN_MAGICS = tuple(m.to_bytes(4, "big") for m in (*MESSAGE_MAGICS, BLANK_MAGIC))
 
@@ -661,8 +646,33 @@ class TornTail:
     stop: int
     what: str
 
+    @property
+    def reason(self) -> str:
+        """The RMQ-CL-TORN-TAIL finding's text."""
+        return f"torn tail: {self.what} (crash while writing); `mqtool recover` truncates it"
 
-def torn_tail_at(f: ReadOnlyFile, bad: int, file_size: int) -> TornTail | None:
+    def damaged(self, base: int) -> tuple[int, int]:
+        """The commitlog offsets ``[from, to)`` the torn record would have covered (in a file
+        named ``base``): units and index entries pointing there are not reported again."""
+        return base + self.position, base + self.position + max(self.total, self.stop - self.position, 1)
+
+
+def past_the_end_error(f: Readable, pos: int, total: int) -> CorruptDataError:
+    """The error of a record at ``pos`` whose TOTALSIZE (``total``, or its 8-byte header) does
+    not fit the file: the broker never writes a record past the end of a file
+    (``CommitLog.DefaultAppendMessageCallback.doAppend`` writes END_OF_FILE instead), so unless it
+    is a torn tail (``torn_tail_at``) its TOTALSIZE is damaged."""
+    rest = f.size - pos
+    if rest < 8:
+        return TruncatedDataError(path=f.path, position=pos, expected="an 8-byte record header", found=f"{rest} bytes before the end of the file")
+    if total > MAX_RECORD_SIZE:
+        return CorruptDataError(
+            path=f.path, position=pos, expected=f"TOTALSIZE at most {MAX_RECORD_SIZE} (the largest record)", found=str(total), kind="size"
+        )
+    return CorruptDataError(path=f.path, position=pos, expected=f"TOTALSIZE at most {rest} (the rest of the file)", found=str(total), kind="size")
+
+
+def torn_tail_at(f: Readable, bad: int, file_size: int) -> TornTail | None:
     """Whether the record that fails at ``bad`` in the *last* CommitLog file is a torn tail: its
     bytes stop early and only zeros follow (a crash while writing), not damage.  A record whose
     last byte is on disk (non-zero) was written whole, so its damage is not a torn write; nor is a
@@ -690,7 +700,7 @@ def torn_tail_at(f: ReadOnlyFile, bad: int, file_size: int) -> TornTail | None:
     return TornTail(bad, total, stop, what)
 
 
-def record_starts_at(f: ReadOnlyFile, base: int, pos: int, *, decode: bool = True) -> bool:
+def record_starts_at(f: Readable, base: int, pos: int, *, decode: bool = True) -> bool:
     """A message record with PHYSICALOFFSET ``base + pos`` starts at ``pos`` (its header fits the
     file) and, with ``decode``, decodes cleanly."""
     from mqtool.formats.rocketmq.commitlog import PHYSICAL_OFFSET_POSITION
@@ -709,6 +719,23 @@ def record_starts_at(f: ReadOnlyFile, base: int, pos: int, *, decode: bool = Tru
         except MqError:
             return False
     return True
+
+
+def clean_at(f: Readable, base: int, pos: int) -> bool:
+    """A walk of the CommitLog file named ``base`` can go on at ``pos`` after a broken record:
+    the end of the file, zeros, END_OF_FILE (BLANK), or the header of a record at its own
+    PHYSICALOFFSET (``record_starts_at`` without decoding: if that record is broken too, the
+    walk reports it next).  ``CommitLog.checkMessageAndReturnSize`` upstream stops at the first
+    broken record; this is where mqtool's walks resume to report the rest."""
+    if pos == f.size:
+        return True
+    head = f.pread(pos, 8)
+    if len(head) == 8:
+        if peek_record(head)[1] == BLANK_MAGIC or head == bytes(8):
+            return True
+    elif not head.strip(b"\x00"):
+        return True
+    return record_starts_at(f, base, pos, decode=False)
 
 
 def find_next_record(f: ReadOnlyFile, base: int, start: int) -> int | None:
@@ -755,17 +782,21 @@ def last_data_index(segments: list[Segment]) -> int:
 # --- classifying a broken record (validate and the Spark pipeline) ---------------------------
 
 
+#: The finding code of a broken CommitLog record, by the ``kind`` of its error
+#: (``mqtool.errors.KINDS``); any other kind is a length field that does not fit: RMQ-CL-SIZE.
+RECORD_CODES: dict[str | None, str] = {
+    "crc": "RMQ-CL-BODY-CRC",
+    "truncated": "RMQ-CL-TRUNCATED",
+    "magic": "RMQ-CL-MAGIC",
+    "encoding": "RMQ-CL-ENCODING",
+    "size": "RMQ-CL-SIZE",
+}
+
+
 def broken_record_code(exc: MqError) -> str:
-    if isinstance(exc, ChecksumError):
-        return "RMQ-CL-BODY-CRC"
-    if isinstance(exc, TruncatedDataError):
-        return "RMQ-CL-TRUNCATED"
-    text = str(exc)
-    if "magic" in text:
-        return "RMQ-CL-MAGIC"
-    if "UTF-8" in text:
-        return "RMQ-CL-ENCODING"
-    return "RMQ-CL-SIZE"
+    """The validate code of a record that ``decode_message`` (``CommitLog.checkMessageAndReturnSize``
+    upstream) rejected, from what its error says broke -- never from its wording."""
+    return RECORD_CODES.get(exc.kind, "RMQ-CL-SIZE")
 
 
 def active_file_index(segments: list[Segment]) -> int | None:
@@ -833,6 +864,7 @@ def classify_broken_record(f, bad: int, exc: MqError) -> tuple[str, MqError, set
                 position=bad,
                 expected=f"TOTALSIZE {computed} (from its BODYLEN, TOPICLEN and PROPLEN)",
                 found=str(total),
+                kind="size",
             )
             return "RMQ-CL-SIZE", sized, frames
     return code, exc, frames

@@ -137,3 +137,46 @@ def make_cases(base: Path) -> dict[str, Path]:
         damage(root)
         roots[code] = root
     return roots
+
+
+# --- damage that both scan and validate must judge alike (tests/pipeline/test_agreement.py) ------
+
+
+def truncated_last_file(root: Path) -> None:
+    """The last CommitLog file cut (not zeroed) 100 bytes into its second-to-last record: a torn
+    tail, the last record and what points at it past the end, and the file shorter than the
+    CommitLog file size."""
+    path = sorted((root / "commitlog").iterdir())[-1]
+    pos, _ = _record_positions(path)[-2]
+    with open(path, "r+b") as f:
+        f.truncate(pos + 100)
+
+
+def appended_garbage(root: Path) -> None:
+    """Non-zero bytes written right after the last record of the last file."""
+    path = sorted((root / "commitlog").iterdir())[-1]
+    pos, rec = _record_positions(path)[-1]
+    _patch(path, pos + rec.total_size, bytes(range(1, 201)))
+
+
+def missing_middle_file(root: Path) -> None:
+    """A CommitLog file in the middle removed: a gap of one file size in the commitlog offsets."""
+    _commitlog(root, 2).unlink()
+
+
+AGREEMENT_CASES = {
+    "truncated-last-file": truncated_last_file,
+    "torn-tail": torn_tail,
+    "appended-garbage": appended_garbage,
+    "flipped-body-byte": body_crc,
+    "missing-middle-file": missing_middle_file,
+}
+
+
+def make_agreement_cases(base: Path) -> dict[str, Path]:
+    roots = {}
+    for name, damage in AGREEMENT_CASES.items():
+        root = copy_store(base / name)
+        damage(root)
+        roots[name] = root
+    return roots

@@ -80,7 +80,7 @@ def codec_name(codec: int) -> str:
 def check_codec(codec: int, position: int | None = None) -> None:
     """Raise ``CorruptDataError`` for ids 5..7 ("Unknown compression type id")."""
     if codec not in CODEC_NAMES:
-        raise CorruptDataError(position=position, expected="a compression codec id 0..4", found=str(codec))
+        raise CorruptDataError(position=position, expected="a compression codec id 0..4", found=str(codec), kind="compression")
 
 
 def _missing(codec: int) -> UnsupportedFormatError:
@@ -131,7 +131,8 @@ def _too_big(max_size: int, codec: int) -> UnsupportedFormatError:
 
 def _broken(codec: int, exc: BaseException, position: int | None = None) -> CorruptDataError:
     return CorruptDataError(
-        position=position, expected=f"a valid {CODEC_NAMES[codec]} stream", found=f"{type(exc).__name__}: {exc}"
+        position=position, expected=f"a valid {CODEC_NAMES[codec]} stream", found=f"{type(exc).__name__}: {exc}",
+        kind="compression",
     )
 
 
@@ -185,7 +186,7 @@ def gzip_decompress(data: Buffer, *, max_size: int = DEFAULT_MAX_DECOMPRESSED_SI
     """``GZIPInputStream``: members back to back; anything after the last member is ignored."""
     view = memoryview(data)
     if len(view) < len(_GZIP_MAGIC) or view[:2] != _GZIP_MAGIC:
-        raise CorruptDataError(position=0, expected="gzip magic 1F8B", found=bytes(view[:2]).hex().upper() or "end of data")
+        raise CorruptDataError(position=0, expected="gzip magic 1F8B", found=bytes(view[:2]).hex().upper() or "end of data", kind="compression")
     out = bytearray()
     pos = 0
     while True:
@@ -205,7 +206,8 @@ def gzip_decompress(data: Buffer, *, max_size: int = DEFAULT_MAX_DECOMPRESSED_SI
             if not d.unconsumed_tail:
                 # All input consumed and the member is not complete: a cut stream.
                 raise TruncatedDataError(
-                    position=len(view), expected="the rest of the gzip member (deflate data and trailer)", found="end of data"
+                    position=len(view), expected="the rest of the gzip member (deflate data and trailer)", found="end of data",
+                    kind="compression",
                 )
             tail = d.unconsumed_tail
         pos = len(view) - len(d.unused_data)
@@ -262,10 +264,10 @@ def snappy_decompress(data: Buffer, *, max_size: int = DEFAULT_MAX_DECOMPRESSED_
     while pos < size:
         if view[pos : pos + len(XERIAL_MAGIC)] == XERIAL_MAGIC:
             if size - pos < XERIAL_HEADER_SIZE:
-                raise TruncatedDataError(position=pos, expected=f"{XERIAL_HEADER_SIZE}-byte xerial header", found=f"{size - pos} bytes")
+                raise TruncatedDataError(position=pos, expected=f"{XERIAL_HEADER_SIZE}-byte xerial header", found=f"{size - pos} bytes", kind="compression")
             _, version, _compat = _XERIAL_HEADER.unpack_from(view, pos)
             if version < 1:
-                raise CorruptDataError(position=pos + 8, expected="xerial snappy version >= 1", found=str(version))
+                raise CorruptDataError(position=pos + 8, expected="xerial snappy version >= 1", found=str(version), kind="compression")
             pos += XERIAL_HEADER_SIZE
             continue
         if size - pos < _CHUNK_LENGTH.size:
@@ -273,10 +275,10 @@ def snappy_decompress(data: Buffer, *, max_size: int = DEFAULT_MAX_DECOMPRESSED_
             break
         (chunk,) = _CHUNK_LENGTH.unpack_from(view, pos)
         if chunk < 0:
-            raise CorruptDataError(position=pos, expected="a non-negative xerial chunk length", found=str(chunk))
+            raise CorruptDataError(position=pos, expected="a non-negative xerial chunk length", found=str(chunk), kind="compression")
         pos += _CHUNK_LENGTH.size
         if chunk > size - pos:
-            raise TruncatedDataError(position=pos, expected=f"{chunk} bytes of snappy chunk", found=f"{size - pos} bytes")
+            raise TruncatedDataError(position=pos, expected=f"{chunk} bytes of snappy chunk", found=f"{size - pos} bytes", kind="compression")
         out += _snappy_raw(cramjam, view[pos : pos + chunk], pos, max_size - len(out), max_size)
         pos += chunk
     return bytes(out)
@@ -335,35 +337,36 @@ def lz4_decompress(data: Buffer, *, ignore_header_checksum: bool = False, max_si
     view = memoryview(data)
     size = len(view)
     if size < 6:
-        raise TruncatedDataError(position=0, expected="an LZ4 frame header (at least 6 bytes)", found=f"{size} bytes")
+        raise TruncatedDataError(position=0, expected="an LZ4 frame header (at least 6 bytes)", found=f"{size} bytes", kind="compression")
     (magic,) = _LZ4_MAGIC.unpack_from(view, 0)
     if magic != LZ4_MAGIC:
-        raise CorruptDataError(position=0, expected=f"LZ4 frame magic 0x{LZ4_MAGIC:08X}", found=f"0x{magic:08X}")
+        raise CorruptDataError(position=0, expected=f"LZ4 frame magic 0x{LZ4_MAGIC:08X}", found=f"0x{magic:08X}", kind="compression")
     flg, bd = view[4], view[5]
     if flg & 0x03 or flg >> 6 != 1:
-        raise CorruptDataError(position=4, expected="LZ4 FLG with version 01 and reserved bits 0", found=f"0x{flg:02X}")
+        raise CorruptDataError(position=4, expected="LZ4 FLG with version 01 and reserved bits 0", found=f"0x{flg:02X}", kind="compression")
     if not flg & _FLG_BLOCK_INDEPENDENCE:
-        raise CorruptDataError(position=4, expected="LZ4 independent blocks (FLG bit 5)", found=f"0x{flg:02X}")
+        raise CorruptDataError(position=4, expected="LZ4 independent blocks (FLG bit 5)", found=f"0x{flg:02X}", kind="compression")
     block_size_id = (bd >> 4) & 0x07
     if bd & 0x8F or block_size_id < 4:
-        raise CorruptDataError(position=5, expected="LZ4 BD with block size id 4..7 and reserved bits 0", found=f"0x{bd:02X}")
+        raise CorruptDataError(position=5, expected="LZ4 BD with block size id 4..7 and reserved bits 0", found=f"0x{bd:02X}", kind="compression")
     max_block = 1 << (2 * block_size_id + 8)
     pos = 6
     if flg & _FLG_CONTENT_SIZE:
         pos += 8
     if size < pos + 1:
-        raise TruncatedDataError(position=6, expected="the rest of the LZ4 frame descriptor", found="end of data")
+        raise TruncatedDataError(position=6, expected="the rest of the LZ4 frame descriptor", found="end of data", kind="compression")
     if not ignore_header_checksum:
         expected_hc = _lz4_header_checksum(bytes(view[:pos]), broken=False)
         if view[pos] != expected_hc:
             raise CorruptDataError(
-                "LZ4 frame descriptor corrupted", position=pos, expected=f"HC 0x{expected_hc:02X}", found=f"0x{view[pos]:02X}"
+                "LZ4 frame descriptor corrupted", position=pos, expected=f"HC 0x{expected_hc:02X}", found=f"0x{view[pos]:02X}",
+                kind="compression",
             )
     pos += 1
     out = bytearray()
     while True:
         if size - pos < _LZ4_BLOCK.size:
-            raise TruncatedDataError(position=pos, expected="an LZ4 block size or end mark", found=f"{size - pos} bytes")
+            raise TruncatedDataError(position=pos, expected="an LZ4 block size or end mark", found=f"{size - pos} bytes", kind="compression")
         (word,) = _LZ4_BLOCK.unpack_from(view, pos)
         block_pos = pos
         pos += _LZ4_BLOCK.size
@@ -372,12 +375,12 @@ def lz4_decompress(data: Buffer, *, ignore_header_checksum: bool = False, max_si
         if length == 0:
             if flg & _FLG_CONTENT_CHECKSUM:
                 if size - pos < 4:
-                    raise TruncatedDataError(position=pos, expected="the 4-byte LZ4 content checksum", found=f"{size - pos} bytes")
+                    raise TruncatedDataError(position=pos, expected="the 4-byte LZ4 content checksum", found=f"{size - pos} bytes", kind="compression")
             return bytes(out)
         if length > max_block:
-            raise CorruptDataError(position=block_pos, expected=f"an LZ4 block of at most {max_block} bytes", found=str(length))
+            raise CorruptDataError(position=block_pos, expected=f"an LZ4 block of at most {max_block} bytes", found=str(length), kind="compression")
         if size - pos < length:
-            raise TruncatedDataError(position=pos, expected=f"{length} bytes of LZ4 block", found=f"{size - pos} bytes")
+            raise TruncatedDataError(position=pos, expected=f"{length} bytes of LZ4 block", found=f"{size - pos} bytes", kind="compression")
         payload = bytes(view[pos : pos + length])
         if stored:
             chunk = payload
@@ -389,12 +392,13 @@ def lz4_decompress(data: Buffer, *, ignore_header_checksum: bool = False, max_si
         pos += length
         if flg & _FLG_BLOCK_CHECKSUM:
             if size - pos < 4:
-                raise TruncatedDataError(position=pos, expected="the 4-byte LZ4 block checksum", found=f"{size - pos} bytes")
+                raise TruncatedDataError(position=pos, expected="the 4-byte LZ4 block checksum", found=f"{size - pos} bytes", kind="compression")
             (stored_hash,) = _LZ4_BLOCK.unpack_from(view, pos)
             computed = xxh32(payload)
             if stored_hash != computed:
                 raise CorruptDataError(
-                    "LZ4 block checksum mismatch", position=pos, expected=f"0x{computed:08X}", found=f"0x{stored_hash:08X}"
+                    "LZ4 block checksum mismatch", position=pos, expected=f"0x{computed:08X}", found=f"0x{stored_hash:08X}",
+                    kind="compression",
                 )
             pos += 4
         out += chunk
@@ -466,7 +470,7 @@ def zstd_decompress(data: Buffer, *, max_size: int = DEFAULT_MAX_DECOMPRESSED_SI
     view = memoryview(data)
     size = len(view)
     if size == 0:
-        raise TruncatedDataError(position=0, expected="a zstd frame", found="end of data")
+        raise TruncatedDataError(position=0, expected="a zstd frame", found="end of data", kind="compression")
     out = bytearray()
     pos = 0
     while pos < size:
@@ -483,7 +487,7 @@ def zstd_decompress(data: Buffer, *, max_size: int = DEFAULT_MAX_DECOMPRESSED_SI
                     pos -= len(d.unused_data)
                     break
                 if pos >= size:
-                    raise TruncatedDataError(position=size, expected="the rest of the zstd frame", found="end of data")
+                    raise TruncatedDataError(position=size, expected="the rest of the zstd frame", found="end of data", kind="compression")
         except zstandard.ZstdError as exc:
             raise _broken(ZSTD, exc, frame_start) from None
     return bytes(out)

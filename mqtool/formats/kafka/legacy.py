@@ -138,13 +138,14 @@ def decode_message(buf: Buffer, position: int = 0, *, check_crc: bool = True) ->
     """Decode the v0/v1 entry at ``position`` (shallow: a wrapper's value stays compressed)."""
     offset, size, magic = peek_message(buf, position)
     if magic not in (MAGIC_V0, MAGIC_V1):
-        raise CorruptDataError(position=position + MAGIC_POSITION, expected="message magic 0 or 1", found=str(magic))
+        raise CorruptDataError(position=position + MAGIC_POSITION, expected="message magic 0 or 1", found=str(magic), kind="magic")
     overhead = record_overhead(magic)
     if size < overhead:
         raise CorruptDataError(
             position=position + SIZE_POSITION,
             expected=f"a message size >= {overhead} (magic {magic} overhead)",
             found=str(size),
+            kind="magic",
         )
     need(buf, position, LOG_OVERHEAD + size, f"message of {size} bytes")
     view = memoryview(buf)[position : position + LOG_OVERHEAD + size]
@@ -241,7 +242,7 @@ def decode_inner_messages(
         # Not a position in the inner set: say where in the compressed value it is.
         where = "in the compressed wrapper value" + (f" at byte {exc.position}" if exc.position is not None else "")
         message = f"{where}: {exc.message}" if exc.message else where
-        raise exc.__class__(message, expected=exc.expected, found=exc.found) from None
+        raise exc.__class__(message, expected=exc.expected, found=exc.found, kind="compression") from None
     inner: list[LegacyRecord] = []
     wrapper_type = wrapper.attributes & TIMESTAMP_TYPE_MASK
     for pos, record in iter_message_set(raw, check_crc=check_crc):
@@ -250,6 +251,7 @@ def decode_inner_messages(
                 position=pos + MAGIC_POSITION,
                 expected=f"inner magic {wrapper.magic} (the wrapper's)",
                 found=str(record.magic),
+                kind="magic",
             )
         if record.is_compressed:
             raise CorruptDataError(

@@ -154,12 +154,13 @@ def decode_entry(
     """Decode the complete entry at ``position`` at the speed ``mode`` asks for."""
     offset, size, magic = peek_entry(buf, position)
     if magic > record_batch.MAGIC_V2 or magic < 0:
-        raise CorruptDataError(position=position + MAGIC_POSITION, expected="magic 0, 1 or 2", found=str(magic))
+        raise CorruptDataError(position=position + MAGIC_POSITION, expected="magic 0, 1 or 2", found=str(magic), kind="magic")
     if size < MIN_ENTRY_SIZE_FIELD:
         raise CorruptDataError(
             position=position + SIZE_POSITION,
             expected=f"an entry size >= {MIN_ENTRY_SIZE_FIELD} (minimum record overhead)",
             found=str(size),
+            kind="size",
         )
     total = LOG_OVERHEAD + size
     need(buf, position, total, f"log entry of {total} bytes")

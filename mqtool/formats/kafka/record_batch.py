@@ -282,13 +282,14 @@ def decode_batch_header(buf: Buffer, position: int = 0, *, check_crc: bool = Tru
     """
     _, batch_length, magic = peek_batch(buf, position)
     if magic != MAGIC_V2:
-        raise CorruptDataError(position=position + MAGIC_POSITION, expected="batch magic 2", found=str(magic))
+        raise CorruptDataError(position=position + MAGIC_POSITION, expected="batch magic 2", found=str(magic), kind="magic")
     size = LOG_OVERHEAD + batch_length
     if size < RECORD_BATCH_OVERHEAD:
         raise CorruptDataError(
             position=position + LENGTH_POSITION,
             expected=f"a batch length >= {RECORD_BATCH_OVERHEAD - LOG_OVERHEAD} (batch overhead {RECORD_BATCH_OVERHEAD})",
             found=str(batch_length),
+            kind="size",
         )
     need(buf, position, size, f"record batch of {size} bytes")
     fields = _HEADER.unpack_from(buf, position)
@@ -475,10 +476,10 @@ def in_decompressed(exc: CorruptDataError, position: int, what: str) -> CorruptD
     names the inner position in its message and points at the entry itself.
     """
     if exc.position is None:
-        return exc.__class__(exc.message, position=position, expected=exc.expected, found=exc.found)
+        return exc.__class__(exc.message, position=position, expected=exc.expected, found=exc.found, kind=exc.kind)
     inner = f"at byte {exc.position} of the decompressed {what}"
     message = f"{inner}: {exc.message}" if exc.message else inner
-    return exc.__class__(message, position=position, expected=exc.expected, found=exc.found)
+    return exc.__class__(message, position=position, expected=exc.expected, found=exc.found, kind=exc.kind)
 
 
 # --- encode ----------------------------------------------------------------------------------

@@ -263,10 +263,12 @@ def decode_message(buf: Buffer, position: int = 0, *, check_crc: bool = True) ->
             position=position + 4,
             expected=f"message magic code {hexint(MAGIC_V1)} or {hexint(MAGIC_V2)}",
             found=hexint(magic),
+            kind="magic",
         )
     if total_size < MIN_MESSAGE_SIZE:
         raise CorruptDataError(
-            position=position, expected=f"TOTALSIZE >= {MIN_MESSAGE_SIZE}", found=str(total_size)
+            position=position, expected=f"TOTALSIZE >= {MIN_MESSAGE_SIZE}", found=str(total_size),
+            kind="size",
         )
     need(buf, position, total_size, "message record")
     view = memoryview(buf)[position : position + total_size]
@@ -319,7 +321,7 @@ def _decode_message_view(view: memoryview, magic: int, total_size: int, check_cr
         reconsume_times, prepared_tx, body_len = _TAIL_FIXED.unpack_from(view, pos)
         pos += _TAIL_FIXED.size
     if body_len < 0:
-        raise CorruptDataError(position=pos - 4, expected="BODYLEN >= 0", found=str(body_len))
+        raise CorruptDataError(position=pos - 4, expected="BODYLEN >= 0", found=str(body_len), kind="size")
     body_pos = pos
     pos += body_len
     if pos > total_size:
@@ -353,7 +355,7 @@ def _decode_message_view(view: memoryview, magic: int, total_size: int, check_cr
         pos += 1
         topic_len_size = 1
     if topic_len < 0:
-        raise CorruptDataError(position=pos - 1, expected="TOPICLEN >= 0", found=str(topic_len))
+        raise CorruptDataError(position=pos - 1, expected="TOPICLEN >= 0", found=str(topic_len), kind="size")
     topic_pos = pos
     pos += topic_len
     if pos + 2 > total_size:
@@ -366,7 +368,7 @@ def _decode_message_view(view: memoryview, magic: int, total_size: int, check_cr
     (prop_len,) = I16.unpack_from(view, pos)
     pos += 2
     if prop_len < 0:
-        raise CorruptDataError(position=pos - 2, expected="PROPLEN >= 0", found=str(prop_len))
+        raise CorruptDataError(position=pos - 2, expected="PROPLEN >= 0", found=str(prop_len), kind="size")
     props_pos = pos
     if pos + prop_len > total_size:
         need(view, pos, prop_len, "PROPERTIES (PROPLEN)")
@@ -377,6 +379,7 @@ def _decode_message_view(view: memoryview, magic: int, total_size: int, check_cr
             position=0,
             expected=f"TOTALSIZE {expected_size} (from BODYLEN {body_len}, TOPICLEN {topic_len}, PROPLEN {prop_len})",
             found=str(total_size),
+            kind="size",
         )
     # Built without __init__: a frozen dataclass's __init__ pays object.__setattr__ per field,
     # which dominated decoding.  Every field is set here, so the result equals the slow way.
@@ -407,7 +410,7 @@ def _decode_message_view(view: memoryview, magic: int, total_size: int, check_cr
 def decode_blank(buf: Buffer, position: int = 0) -> BlankRecord:
     total_size, magic = peek_record(buf, position)
     if magic != BLANK_MAGIC:
-        raise CorruptDataError(position=position + 4, expected=f"BLANK magic {hexint(BLANK_MAGIC)}", found=hexint(magic))
+        raise CorruptDataError(position=position + 4, expected=f"BLANK magic {hexint(BLANK_MAGIC)}", found=hexint(magic), kind="magic")
     return BlankRecord(total_size)
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
-from mqtool.errors import CorruptDataError, MqError, TruncatedDataError
+from mqtool.errors import CorruptDataError, MqError
 from mqtool.findings import Finding, Severity
 from mqtool.formats.rocketmq import consume_queue as cqf
 from mqtool.store import rocketmq as rmq
@@ -149,14 +149,6 @@ def finding_text(finding: Finding) -> str:
     return f"{finding.code} {finding_location(finding)}"
 
 
-def error_message(exc: MqError) -> str:
-    """An error's text without its location (the finding carries path and position)."""
-    parts = [exc.message] if exc.message else []
-    if exc.expected is not None or exc.found is not None:
-        parts.append(f"expected {exc.expected}, found {exc.found}")
-    return ": ".join(parts)
-
-
 def last_data_file(segments: list[rmq.Segment]) -> int:
     """Index of the CommitLog file that ends in zeros rather than END_OF_FILE (upstream
     ``MappedFileQueue``'s last mapped file): the last file whose first record header is not zeros,
@@ -166,7 +158,7 @@ def last_data_file(segments: list[rmq.Segment]) -> int:
 
 def torn_tail_finding(path: str, bad: int, torn: rmq.TornTail) -> Finding:
     """RMQ-CL-TORN-TAIL for the record ``rmq.torn_tail_at`` found cut short at ``bad``."""
-    return Finding("RMQ-CL-TORN-TAIL", path, bad, f"torn tail: {torn.what} (crash while writing); `mqtool recover` truncates it", length=torn.stop - bad)
+    return Finding("RMQ-CL-TORN-TAIL", path, bad, torn.reason, length=torn.stop - bad)
 
 
 def no_blank_finding(path: str, end: int, kind: str) -> Finding:
@@ -203,18 +195,6 @@ def garbage_finding(path: str, end: int, extent: tuple[int, int]) -> Finding:
     )
 
 
-def past_the_end(f: ReadOnlyFile, pos: int, total: int) -> MqError:
-    """The error of a record at ``pos`` whose TOTALSIZE (or 8-byte header) does not fit the file
-    (the broker never writes a record past the end of a file: ``CommitLog.doAppend`` writes an
-    END_OF_FILE record instead)."""
-    rest = f.size - pos
-    if rest < 8:
-        return TruncatedDataError(path=f.path, position=pos, expected="an 8-byte record header", found=f"{rest} bytes before the end of the file")
-    if total > rmq.MAX_RECORD_SIZE:
-        return CorruptDataError(path=f.path, position=pos, expected=f"TOTALSIZE at most {rmq.MAX_RECORD_SIZE} (the largest record)", found=str(total))
-    return CorruptDataError(path=f.path, position=pos, expected=f"TOTALSIZE at most {rest} (the rest of the file)", found=str(total))
-
-
 def broken_record_finding(f: ReadOnlyFile, path: str, bad: int, exc: MqError | None, file_size: int, last: bool) -> Finding:
     """The record that fails at ``bad``: a torn tail in the last file (``rmq.torn_tail_at``, a
     warning), else damage with the code ``rmq.classify_broken_record`` gives (validate's)."""
@@ -229,7 +209,7 @@ def broken_record_finding(f: ReadOnlyFile, path: str, bad: int, exc: MqError | N
         except MqError as err:
             exc = err
     code, located, _frames = rmq.classify_broken_record(f, bad, exc)
-    return Finding(code, path, located.position, error_message(located))
+    return Finding(code, path, located.position, located.reason)
 
 
 def commitlog_file_findings(
@@ -267,7 +247,7 @@ def commitlog_file_findings(
     if end.kind == "partial":
         if f.size < size and not last:
             return []  # cut short: RMQ-FILE-SIZE
-        return [broken_record_finding(f, path, end.position, past_the_end(f, end.position, end.length), size, last)]
+        return [broken_record_finding(f, path, end.position, rmq.past_the_end_error(f, end.position, end.length), size, last)]
     if end.kind == "blank":
         blank = blank_size_finding(path, end.position, end.length, size)
         return [blank] if blank is not None else []
