@@ -51,13 +51,14 @@ from mqtool.formats.rocketmq.commitlog import (
     check_crc_property,
     host_size,
 )
-from mqtool.formats.rocketmq.columns import cq_units, index_entries, index_slots
+from mqtool.formats.rocketmq.columns import cq_units
 from mqtool.formats.rocketmq.hashing import index_key_hash
 from mqtool.formats.rocketmq.properties import CRC32, split_keys
 from mqtool.findings import Finding, Severity
 from mqtool.ops.validate import FileSummary, ValidateOptions, ValidationReport, run_tasks
 from mqtool.store import rocketmq as rmq
 from mqtool.store.model import commitlog as model_cl
+from mqtool.store.model import index as model_idx
 from mqtool.store.model import rocketmq as model
 from mqtool.store.files import CHUNK_SIZE, ReadOnlyFile, read_small_file
 from mqtool.store.lock import probe_record_lock
@@ -867,46 +868,8 @@ def index_entry_count(path: Path, hash_slot_num: int | None, index_num: int | No
         return 0
 
 
-def _index_structure_ok(view: rmq.IndexFileView, written: int) -> bool:
-    """The header, slots and chains hold every rule ``_check_index_structure`` checks, decided
-    in bulk: every entry 1..written-1 is named exactly once (by a slot or by one newer entry's
-    prevIndex, which always points back), so each is reached from exactly one slot and no chain
-    loops; every chain's entries hash to its slot; the header agrees with the entries."""
-    geo = view.geometry
-    header = view.header
-    slots = geo.hash_slot_num
-    if header.index_count > geo.index_num or header.effective_index_count != written:
-        return False
-    table = index_slots(view.buf, slots)
-    used = np.flatnonzero(table)
-    heads = table[used].astype(np.int64)
-    if len(used) != header.hash_slot_count or np.any((heads <= 0) | (heads >= written)):
-        return False
-    if written <= 1:
-        return True
-    entries = index_entries(bytes(view.buf[geo.entry_position(1) : geo.entry_position(written)]))
-    key_slot = entries["key_hash"].astype(np.int64) % slots
-    prev = entries["prev_index"].astype(np.int64)
-    number = np.arange(1, written, dtype=np.int64)
-    if np.any((prev != 0) & ((prev <= 0) | (prev >= number))):
-        return False
-    linked = prev != 0
-    named = np.bincount(np.concatenate((heads, prev[linked])), minlength=written)
-    if np.any(named[1:] != 1):
-        return False
-    if np.any(key_slot[heads - 1] != used) or np.any(key_slot[prev[linked] - 1] != key_slot[linked]):
-        return False
-    phy = entries["phy_offset"]
-    if header.end_phy_offset != int(phy[-1]) or header.begin_phy_offset != int(phy[0]) or header.end_timestamp < header.begin_timestamp:
-        return False
-    diffs = entries["time_diff"].astype(np.int64)
-    diffs = diffs[diffs >= 0]
-    max_ts = header.begin_timestamp + int(diffs.max()) * 1000 if len(diffs) else 0
-    return max_ts <= header.end_timestamp + 999
-
-
 def _check_index_structure(view: rmq.IndexFileView, task: IndexTask, written: int, res: IndexResult) -> None:
-    if task.keys_dir is not None and _index_structure_ok(view, written):
+    if task.keys_dir is not None and model_idx.structure_ok(view, written):
         return
     buf = view.buf
     geo = view.geometry
@@ -1035,11 +998,15 @@ def _check_index_entries(view: rmq.IndexFileView, task: IndexTask, written: int,
     if task.keys_dir is not None and stop > first:
         # Entries naming a record of a healthy file and one of its keys are right; only the
         # others are read back and checked one by one.
-        entries = index_entries(bytes(buf[geo.entry_position(first) : geo.entry_position(stop)]))
-        phy = entries["phy_offset"].astype(np.int64)
-        ok = model_cl.KeyTables(task.keys_dir).verified(phy, entries["key_hash"].astype(np.int64), task.commitlog_file_size)
-        ok &= (phy >= task.commitlog_min) & (phy < task.commitlog_end)
-        numbers = (first + np.flatnonzero(~ok)).tolist()
+        numbers = model_idx.unverified_entries(
+            view,
+            first,
+            stop,
+            model_cl.KeyTables(task.keys_dir),
+            commitlog_min=task.commitlog_min,
+            commitlog_end=task.commitlog_end,
+            commitlog_file_size=task.commitlog_file_size,
+        )
     for number in numbers:
         pos = geo.entry_position(number)
         entry = idxf.decode_index_entry(buf, pos)

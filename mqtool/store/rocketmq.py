@@ -609,6 +609,14 @@ class IndexFileView:
     def size(self) -> int:
         return self._file.size
 
+    def release(self, start: int, stop: int) -> None:
+        """Drop the mapped pages of ``[start, stop)`` from memory (they are read back from the
+        file if touched again): a pass over millions of entries keeps a bounded resident set."""
+        page = mmap.PAGESIZE
+        first = start - start % page
+        if self.buf is not None and stop > first and hasattr(mmap, "MADV_DONTNEED"):
+            self.buf.madvise(mmap.MADV_DONTNEED, first, min(stop, self.size) - first)
+
     def close(self) -> None:
         buf = getattr(self, "buf", None)
         if buf is not None:

@@ -1,0 +1,116 @@
+"""Bulk checks of a RocketMQ ``IndexFile`` over its mapped bytes, in bounded chunks.
+
+``IndexFile.putKey`` appends entry ``indexCount`` (key hash, commitlog offset, time diff, previous
+entry of the same slot) and makes it the head of its slot's chain.  On a healthy file therefore
+every written entry 1 .. indexCount-1 is named exactly once -- by a slot or by the prevIndex of
+one newer entry, which always points back -- every entry of a chain hashes to that chain's slot,
+and the header's counts and ranges agree with the entries.  :func:`structure_ok` decides all of
+that with numpy, a chunk of entries at a time (the mapping's pages are released as it goes, so the
+resident set stays bounded however many entries a file holds); when it says no, the caller walks
+the chains one by one to name each finding.
+
+:func:`unverified_entries` keeps, of a range of entries, those the CommitLog's key tables
+(:class:`mqtool.store.model.commitlog.KeyTables`) do not vouch for: the caller reads those records
+back and checks them one by one.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from mqtool.formats.rocketmq.columns import INDEX_ENTRY_DTYPE, index_entries, index_slots
+from mqtool.store import rocketmq as rmq
+from mqtool.store.model.commitlog import KeyTables
+
+#: Entries per numpy step (20 bytes each: 5 MiB of entries).
+CHUNK_ENTRIES = 1 << 18
+
+
+def _entries(view: rmq.IndexFileView, first: int, stop: int) -> np.ndarray:
+    geo = view.geometry
+    return index_entries(memoryview(view.buf)[geo.entry_position(first) : geo.entry_position(stop)])
+
+
+def structure_ok(view: rmq.IndexFileView, written: int) -> bool:
+    """Header, slots and chains hold every rule of the precise chain walk (see the module
+    docstring); entries ``1 .. written-1`` are the written ones."""
+    geo = view.geometry
+    header = view.header
+    slots = geo.hash_slot_num
+    if header.index_count > geo.index_num or header.effective_index_count != written:
+        return False
+    named = np.zeros(max(written, 1), dtype=bool)
+    used_total = 0
+    table_start = geo.slot_position(0)
+    for first_slot in range(0, slots, CHUNK_ENTRIES):
+        count = min(CHUNK_ENTRIES, slots - first_slot)
+        table = index_slots(view.buf, slots)[first_slot : first_slot + count]
+        used = np.flatnonzero(table)
+        heads = table[used].astype(np.int64)
+        view.release(table_start + first_slot * 4, table_start + (first_slot + count) * 4)
+        used_total += len(used)
+        if np.any((heads <= 0) | (heads >= written)) or len(np.unique(heads)) != len(heads) or np.any(named[heads]):
+            return False
+        named[heads] = True
+        if len(heads) and np.any(_entries_at(view, heads)["key_hash"].astype(np.int64) % slots != used + first_slot):
+            return False
+    if used_total != header.hash_slot_count:
+        return False
+    if written <= 1:
+        return True
+    max_diff = -1
+    for first in range(1, written, CHUNK_ENTRIES):
+        stop = min(first + CHUNK_ENTRIES, written)
+        entries = _entries(view, first, stop)
+        prev = entries["prev_index"].astype(np.int64)
+        number = np.arange(first, stop, dtype=np.int64)
+        if np.any((prev != 0) & ((prev <= 0) | (prev >= number))):
+            return False
+        linked = np.flatnonzero(prev)
+        targets = prev[linked]
+        if len(np.unique(targets)) != len(targets) or np.any(named[targets]):
+            return False
+        named[targets] = True
+        own_slot = entries["key_hash"][linked].astype(np.int64) % slots
+        if len(targets) and np.any(_entries_at(view, targets)["key_hash"].astype(np.int64) % slots != own_slot):
+            return False
+        diffs = entries["time_diff"].astype(np.int64)
+        diffs = diffs[diffs >= 0]
+        if len(diffs):
+            max_diff = max(max_diff, int(diffs.max()))
+        view.release(geo.entry_position(first), geo.entry_position(stop))
+    if not named[1:written].all():
+        return False
+    first_entry = _entries(view, 1, 2)[0]
+    last_entry = _entries(view, written - 1, written)[0]
+    if header.end_phy_offset != int(last_entry["phy_offset"]) or header.begin_phy_offset != int(first_entry["phy_offset"]):
+        return False
+    if header.end_timestamp < header.begin_timestamp:
+        return False
+    max_ts = header.begin_timestamp + max_diff * 1000 if max_diff >= 0 else 0
+    return max_ts <= header.end_timestamp + 999
+
+
+def _entries_at(view: rmq.IndexFileView, numbers: np.ndarray) -> np.ndarray:
+    """The entries ``numbers`` (any order), gathered from the mapping without copying the rest."""
+    geo = view.geometry
+    whole = index_entries(memoryview(view.buf)[geo.entry_position(0) : geo.entry_position(geo.index_num)])
+    return np.asarray(whole[numbers], dtype=INDEX_ENTRY_DTYPE)
+
+
+def unverified_entries(
+    view: rmq.IndexFileView, first: int, stop: int, tables: KeyTables, *, commitlog_min: int, commitlog_end: int, commitlog_file_size: int
+) -> list[int]:
+    """The entry numbers in ``[first, stop)`` that do not name a record of a healthy CommitLog file
+    and one of its keys, inside ``[commitlog_min, commitlog_end)``: the ones to check one by one."""
+    out: list[int] = []
+    geo = view.geometry
+    for start in range(first, stop, CHUNK_ENTRIES):
+        end = min(start + CHUNK_ENTRIES, stop)
+        entries = _entries(view, start, end)
+        phy = entries["phy_offset"].astype(np.int64)
+        ok = tables.verified(phy, entries["key_hash"].astype(np.int64), commitlog_file_size)
+        ok &= (phy >= commitlog_min) & (phy < commitlog_end)
+        out.extend((start + np.flatnonzero(~ok)).tolist())
+        view.release(geo.entry_position(start), geo.entry_position(end))
+    return out
