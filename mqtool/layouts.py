@@ -28,11 +28,14 @@ from mqtool.store.rocketmq import is_rocketmq_path
 T = TypeVar("T")
 
 
-class Layout(enum.StrEnum):
+class Layout(str, enum.Enum):
     ROCKETMQ = "rocketmq"
     KAFKA = "kafka"
     JAFKA = "jafka"
     METAQ = "metaq"
+
+    def __str__(self) -> str:  # as enum.StrEnum (3.11+) does: the plain name
+        return str(self.value)
 
 
 #: The layout names, in the order messages list them.

@@ -1182,10 +1182,11 @@ def _validate_rocketmq(path: str | Path, options: ValidateOptions, progress: Any
         # reported by RMQ-FILE-GAP / RMQ-FILE-ZERO-LENGTH, not again by what points there.
         missing = 0
         if prev_file_result is not None and file_size:
-            prev_end = (prev_file_result.base if prev_file_result.content_base is None else prev_file_result.content_base) + file_size
-            if res_base > prev_end:
-                missing = _records_in(res_base - prev_end)
-                damaged.append((prev_end, res_base))
+            prev_base = prev_file_result.base if prev_file_result.content_base is None else prev_file_result.content_base
+            gap = model.missing_between(prev_base, res_base, file_size)
+            if gap is not None:
+                missing = _records_in(gap[1] - gap[0])
+                damaged.append(gap)
         for key, prev in queue_edges.items():
             if key not in res.queues:
                 prev.trail += missing + res.skipped

@@ -25,11 +25,12 @@ from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
 from mqtool.errors import StoreLayoutError
+from mqtool.layouts import LAYOUTS
 from mqtool.formats.rocketmq.commitlog import MIN_MESSAGE_SIZE, PHYSICAL_OFFSET_POSITION, QUEUE_OFFSET_POSITION
 from mqtool.pipeline import files as fs
 from mqtool.pipeline import sources as src
+from mqtool.store.model import rocketmq as rmq_model
 
-LAYOUTS = ("rocketmq", "kafka", "jafka", "metaq")
 
 #: The finding codes scan computes (a subset of validate's: the record-level and cross-reference
 #: checks; file names and sizes, END_OF_FILE records, checkpoint, config and IndexFile chains
@@ -574,8 +575,9 @@ def _missing_ranges(inputs: list[ScanInput]) -> list[dict]:
         last = max(src._last_data_index(segs), 0)
         walked = [src._segment_base(seg) for i, seg in enumerate(segs) if seg.size > 0 and i <= last]
         for prev, base in zip(walked, walked[1:]):
-            if base > prev + file_size:
-                out.append({"source": inp.source, "start": prev + file_size, "stop": base})
+            gap = rmq_model.missing_between(prev, base, file_size)
+            if gap is not None:
+                out.append({"source": inp.source, "start": gap[0], "stop": gap[1]})
     return out
 
 

@@ -127,6 +127,16 @@ def segment_findings(
     return out
 
 
+def missing_between(prev_base: int, base: int, file_size: int) -> tuple[int, int] | None:
+    """The commitlog offsets ``[start, stop)`` no file holds between a CommitLog file whose records
+    start at ``prev_base`` and the next one holding records, at ``base`` (a missing or zero-length
+    file between them: RMQ-FILE-GAP / RMQ-FILE-ZERO-LENGTH say so, so nothing pointing there is
+    reported again, and a queue may skip the records they held); None when they join."""
+    if file_size and base > prev_base + file_size:
+        return prev_base + file_size, base
+    return None
+
+
 def commitlog_findings(store: rmq.RocketMQStore, *, live: bool = False) -> list[Finding]:
     """The continuity facts of a store's CommitLog directory (what every command that reads the
     CommitLog reports before its own answer: a missing middle file is damage for all of them)."""
