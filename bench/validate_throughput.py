@@ -129,6 +129,7 @@ def main() -> None:
     ap.add_argument("--body", type=int, default=1024)
     ap.add_argument("--dir", type=Path, default=None)
     ap.add_argument("--keep", action="store_true")
+    ap.add_argument("--store", type=Path, default=None, help="measure this existing healthy store instead of generating one")
     ap.add_argument("--repeat", type=int, default=3, help="-j1/-j2 pairs to run (the median ratio is printed)")
     ap.add_argument("--rss-sizes", default=None, help="e.g. 512,2048: peak RSS of validate -j1 on stores of these sizes")
     args = ap.parse_args()
@@ -138,13 +139,14 @@ def main() -> None:
 
     work = Path(tempfile.mkdtemp(prefix="mqtool-bench-", dir=args.dir))
     try:
-        store = work / "store"
+        store = args.store or work / "store"
         t0 = time.perf_counter()
-        records, data_end = generate(store, args.size_mib, args.file_mib, args.body)
+        if args.store is None:
+            records, data_end = generate(store, args.size_mib, args.file_mib, args.body)
+            print(f"generated {records:,} records, {data_end / 2**20:.0f} MiB of CommitLog data, {time.perf_counter() - t0:.1f} s")
         files = sorted((store / "commitlog").iterdir())
         on_disk = sum(f.stat().st_size for f in files)
-        print(f"generated {records:,} records, {data_end / 2**20:.0f} MiB of CommitLog data in {len(files)} files "
-              f"({on_disk / 2**20:.0f} MiB), {time.perf_counter() - t0:.1f} s")
+        print(f"store {store}: {len(files)} CommitLog files ({on_disk / 2**20:.0f} MiB)")
 
         crc_pass(files)  # warm the page cache for both contenders
         t0 = time.perf_counter()
