@@ -167,6 +167,37 @@ class Renderer:
         self.out.flush()
         return count
 
+    def stream_encoded(self, batches: Iterable[list[str]]) -> int:
+        """Write rows already encoded as ``dumps`` encodes them (one JSON text each, no newline),
+        a batch per write: as JSON lines, or (``--format json``) as the elements of one array,
+        exactly as :meth:`stream` writes the same rows.  Returns how many were written."""
+        try:
+            return self._stream_encoded(batches)
+        except BrokenPipeError:
+            raise OutputClosed() from None
+
+    def _stream_encoded(self, batches: Iterable[list[str]]) -> int:
+        count = 0
+        write = self.out.write
+        if self.fmt is OutputFormat.jsonl:
+            for batch in batches:
+                if batch:
+                    write("\n".join(batch))
+                    write("\n")
+                    count += len(batch)
+        elif self.fmt is OutputFormat.json:
+            write("[")
+            for batch in batches:
+                if batch:
+                    write(",\n " if count else "\n ")
+                    write(",\n ".join(batch))
+                    count += len(batch)
+            write("\n]\n" if count else "]\n")
+        else:
+            raise ValueError("a table is streamed from rows (stream), not from JSON text")
+        self.out.flush()
+        return count
+
     # --- diagnostics ---------------------------------------------------------------------
     def warn(self, message: str) -> None:
         if not self.quiet:

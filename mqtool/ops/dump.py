@@ -15,11 +15,13 @@ from mqtool.errors import CorruptDataError, MqError, StoreLayoutError
 from mqtool.formats.rocketmq import checkpoint as cpf
 from mqtool.formats.rocketmq import config as cfgf
 from mqtool.formats.rocketmq import index_file as idxf
-from mqtool.formats.rocketmq.commitlog import DataEnd, MessageRecord, decompress_body
+from mqtool.formats.rocketmq.commitlog import DataEnd, MessageRecord, decode_message, decompress_body
+from mqtool.formats.rocketmq.properties import UNIQ_KEY, split_keys
+from mqtool.formats.rocketmq.records import RecordRow, walk_records
 from mqtool.findings import Finding
 from mqtool.store import rocketmq as rmq
 from mqtool.store.model import rocketmq as model
-from mqtool.store.files import ReadOnlyFile, check_path, is_directory, is_regular_file, read_small_file
+from mqtool.store.files import CHUNK_SIZE, ReadOnlyFile, check_path, is_directory, is_regular_file, read_small_file
 
 
 @dataclass(frozen=True)
@@ -32,15 +34,24 @@ class RecordFilter:
     key: str | None = None
 
     def accepts(self, record: MessageRecord) -> bool:
-        if self.topic is not None and record.topic != self.topic:
+        return self.accepts_fields(record.topic, record.queue_id, record.store_timestamp, record.properties)
+
+    @property
+    def selects_records(self) -> bool:
+        """Whether some record can fail :meth:`accepts` (``from_offset`` is a position, not a test)."""
+        return not (self.topic is None and self.queue_id is None and self.since_ms is None and self.until_ms is None and self.key is None)
+
+    def accepts_fields(self, topic: str, queue_id: int, store_timestamp: int, properties: dict[str, str]) -> bool:
+        """:meth:`accepts` on a record's decoded fields (the lean reading has no ``MessageRecord``)."""
+        if self.topic is not None and topic != self.topic:
             return False
-        if self.queue_id is not None and record.queue_id != self.queue_id:
+        if self.queue_id is not None and queue_id != self.queue_id:
             return False
-        if self.since_ms is not None and record.store_timestamp < self.since_ms:
+        if self.since_ms is not None and store_timestamp < self.since_ms:
             return False
-        if self.until_ms is not None and record.store_timestamp > self.until_ms:
+        if self.until_ms is not None and store_timestamp > self.until_ms:
             return False
-        if self.key is not None and self.key not in record.keys and record.uniq_key != self.key:
+        if self.key is not None and self.key not in split_keys(properties) and properties.get(UNIQ_KEY) != self.key:
             return False
         return True
 
@@ -63,6 +74,18 @@ class FileEnd:
     records: int
     error: MqError | None
     torn: rmq.TornTail | None = None  # end.kind "torn": the newest file's record cut by a crash
+
+
+@dataclass(frozen=True)
+class RecordChunk:
+    """Healthy records of one chunk of a CommitLog file, as ``walk_records`` reads them: a row's
+    position is in the chunk, its file position ``offset + position``, its commitlog offset
+    ``base + position``."""
+
+    path: Path
+    offset: int
+    base: int
+    rows: list[RecordRow]
 
 
 @dataclass
@@ -93,9 +116,28 @@ class CommitLogDump:
         try:
             yield from self._walk(read, file_size)
         finally:
-            if self.directory is not None:
-                continuity = model.segment_findings(self.directory, self.files, file_size, "commitlog")
-                self.findings[:0] = model.segment_findings_on_path(continuity, read, self.filter.from_offset)
+            self._continuity(read, file_size)
+
+    def lean(self) -> Iterator[RecordChunk | tuple[Located, MessageRecord]]:
+        """The same records as iterating the dump, in the same order and with the same
+        ``findings`` and ``ends``, read the lean way: runs of healthy records come as
+        :class:`RecordChunk` rows (``formats.rocketmq.records.walk_records``); a record the lean
+        walk stops at is decoded by the precise decoder and comes as ``(Located, MessageRecord)``
+        when it reads; where it does not, or where the file's data ends, the precise walk
+        (``store.rocketmq.CommitLogFileWalk``) takes the rest of the file and names how it ends."""
+        if self.limit == 0:
+            return
+        read: list[Path] = []
+        file_size = rmq.detect_file_size(self.files)
+        try:
+            yield from self._walk_lean(read, file_size)
+        finally:
+            self._continuity(read, file_size)
+
+    def _continuity(self, read: list[Path], file_size: int | None) -> None:
+        if self.directory is not None:
+            continuity = model.segment_findings(self.directory, self.files, file_size, "commitlog")
+            self.findings[:0] = model.segment_findings_on_path(continuity, read, self.filter.from_offset)
 
     def _walk(self, read: list[Path], file_size: int | None) -> Iterator[tuple[Located, MessageRecord]]:
         emitted = 0
@@ -126,6 +168,96 @@ class CommitLogDump:
                 self.bytes_done += f.size - last
                 self.findings.extend(model.commitlog_file_findings(f, walk, file_size, last=i == last_index, after_last=i > last_index))
                 self.ends.append(FileEnd(seg.path, walk.end, walk.count, walk.error, walk.torn))
+
+    def _walk_lean(self, read: list[Path], file_size: int | None) -> Iterator[RecordChunk | tuple[Located, MessageRecord]]:
+        emitted = 0
+        limit = self.limit
+        start_at = self.filter.from_offset
+        flt = self.filter
+        selects = flt.selects_records
+        accepts = flt.accepts_fields
+        last_index = model.last_data_file(self.files)
+        for i, seg in enumerate(self.files):
+            if start_at is not None and seg.size and seg.base + seg.size <= start_at:
+                self.bytes_done += seg.size
+                continue
+            read.append(seg.path)
+            if seg.size == 0:
+                self.ends.append(FileEnd(seg.path, DataEnd("eof", 0), 0, None))
+                continue
+            is_last = i == last_index
+            with ReadOnlyFile(seg.path) as f:
+                count = 0
+                offset = 0  # file position of the chunk in hand
+                want = CHUNK_SIZE
+                while True:  # chunk by chunk, as CommitLogFileWalk reads them
+                    data = f.pread(offset, want)
+                    want = CHUNK_SIZE
+                    more = offset + len(data) < f.size
+                    at = 0
+                    while True:  # runs of healthy records, each odd record decoded precisely
+                        walk = walk_records(data, seg.base + offset, start=at, check_crc=self.check_crc, stop_at_zero_last_byte=is_last)
+                        stop = walk.stop
+                        rows = walk.rows
+                        if rows:
+                            count += len(rows)
+                            self.bytes_done += stop.position - at
+                            if start_at is not None and rows[0][0] < start_at - seg.base - offset:
+                                rows = [r for r in rows if r[0] >= start_at - seg.base - offset]
+                            if selects:  # topic, queue id (field 3), store time (field 10), properties
+                                rows = [r for r in rows if accepts(r[3], r[1][3], r[1][10], r[4])]
+                            if limit is not None and emitted + len(rows) > limit:
+                                rows = rows[: limit - emitted]
+                            if rows:
+                                yield RecordChunk(seg.path, offset, seg.base + offset, rows)
+                                emitted += len(rows)
+                                if limit is not None and emitted >= limit:
+                                    return
+                        if stop.kind != "anomaly" or (more and len(data) - stop.position < 8):
+                            break
+                        try:  # a record the lean walk does not take: the precise decoder reads it, or says why not
+                            record = decode_message(data, stop.position, check_crc=self.check_crc)
+                        except MqError:
+                            break
+                        count += 1
+                        at = stop.position + record.total_size
+                        self.bytes_done += record.total_size
+                        address = seg.base + offset + stop.position
+                        if (start_at is None or address >= start_at) and flt.accepts(record):
+                            yield Located(seg.path, offset + stop.position, address), record
+                            emitted += 1
+                            if limit is not None and emitted >= limit:
+                                return
+                    # a record cut by the chunk's end (or a header cut within its first 8
+                    # bytes) is read again from its start with the next chunk
+                    cut = stop.kind in ("partial", "eof") or (stop.kind == "anomaly" and len(data) - stop.position < 8)
+                    if cut and more:
+                        if stop.kind == "partial" and stop.position == 0:
+                            if stop.length > rmq.MAX_RECORD_SIZE:
+                                break
+                            want = max(stop.length, CHUNK_SIZE)
+                        offset += stop.position
+                        continue
+                    break
+                # where the data ends or breaks, the precise walk names it (and reads on)
+                handover = offset + stop.position
+                precise = rmq.CommitLogFileWalk(f, handover, check_crc=self.check_crc, last=is_last)
+                done = handover
+                for pos, record in precise:
+                    self.bytes_done += pos + record.total_size - done
+                    done = pos + record.total_size
+                    count += 1
+                    if start_at is not None and seg.base + pos < start_at:
+                        continue
+                    if not flt.accepts(record):
+                        continue
+                    yield Located(seg.path, pos, seg.base + pos), record
+                    emitted += 1
+                    if limit is not None and emitted >= limit:
+                        return
+                self.bytes_done += f.size - done
+                self.findings.extend(model.commitlog_file_findings(f, precise, file_size, last=is_last, after_last=i > last_index))
+                self.ends.append(FileEnd(seg.path, precise.end, count, precise.error, precise.torn))
 
     @property
     def total_bytes(self) -> int:
@@ -158,6 +290,12 @@ def commitlog_directory(path: Path) -> Path | None:
     if is_directory(path):
         return path / "commitlog" if rmq.is_rocketmq_root(path) else path
     return None
+
+
+def header_record(magic_code: int, sys_flag: int) -> MessageRecord:
+    """A record with only MAGICCODE and SYSFLAG set: what a row derives from those two fields
+    (version, transaction type, compression) read through ``MessageRecord``'s own properties."""
+    return MessageRecord(topic="", sys_flag=sys_flag, magic_code=magic_code)
 
 
 def body_bytes(record: MessageRecord, uncompress: bool) -> bytes:

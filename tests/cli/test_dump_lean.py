@@ -1,0 +1,150 @@
+"""``dump commitlog`` in JSON: the lean reading (``CommitLogDump.lean`` + ``message_lines``) writes
+exactly the rows of the precise reading (``CommitLogDump`` + ``message_row`` + ``dumps``), with
+the same findings and file ends, on the fixture and on generated CommitLogs with damage."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from mqtool.cli.app import run
+from mqtool.cli.render import BodyDecode, dumps
+from mqtool.cli.rows import message_lines, message_row
+from mqtool.formats.rocketmq import commitlog as cl
+from mqtool.ops import dump as ops_dump
+from tests.strategies import message_records
+
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
+STORE = PROJECT_ROOT / "fixtures" / "rocketmq-store"
+FILE_SIZE = 4096
+
+
+def _precise(engine: ops_dump.CommitLogDump, decode: BodyDecode) -> list[str]:
+    return [
+        dumps(message_row(rec, file=str(loc.path), position=loc.position, address=loc.address, decode=decode))
+        for loc, rec in engine
+    ]
+
+
+def _lean(engine: ops_dump.CommitLogDump, decode: BodyDecode) -> list[str]:
+    lines: list[str] = []
+    for item in engine.lean():
+        if isinstance(item, ops_dump.RecordChunk):
+            lines += message_lines(item, decode, 0, 3) + message_lines(item, decode, 3)  # batches join up
+        else:
+            loc, rec = item
+            lines.append(dumps(message_row(rec, file=str(loc.path), position=loc.position, address=loc.address, decode=decode)))
+    return lines
+
+
+def _both(path: Path, decode: BodyDecode = BodyDecode.base64, **options) -> tuple[list[str], ops_dump.CommitLogDump, list[str], ops_dump.CommitLogDump]:
+    limit = options.pop("limit", None)
+    check_crc = options.pop("check_crc", True)
+    engines = [
+        ops_dump.CommitLogDump(
+            ops_dump.commitlog_files(path), ops_dump.RecordFilter(**options), limit, check_crc=check_crc,
+            directory=ops_dump.commitlog_directory(path),
+        )
+        for _ in range(2)
+    ]
+    return _precise(engines[0], decode), engines[0], _lean(engines[1], decode), engines[1]
+
+
+def _end(end: ops_dump.FileEnd) -> tuple:
+    """A file's end, its error by type and text (exceptions compare by identity)."""
+    return (end.path, end.end, end.records, type(end.error), str(end.error), end.torn)
+
+
+def _same(path: Path, decode: BodyDecode = BodyDecode.base64, **options) -> list[str]:
+    precise, p_engine, lean, l_engine = _both(path, decode, **options)
+    assert lean == precise
+    assert l_engine.findings == p_engine.findings
+    assert [_end(e) for e in l_engine.ends] == [_end(e) for e in p_engine.ends]
+    return lean
+
+
+@pytest.mark.parametrize("decode", list(BodyDecode))
+def test_fixture_rows_are_the_precise_rows(decode):
+    assert len(_same(STORE, decode)) == 245
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"topic": "OrderTopic", "queue_id": 1, "limit": 3},
+        {"from_offset": 16384, "limit": 1},
+        {"from_offset": 300},
+        {"key": "KEY42"},
+        {"since_ms": 1700000002000, "until_ms": 1700000002100},
+        {"limit": 0},
+        {"limit": 7},
+        {"check_crc": False},
+    ],
+)
+def test_fixture_filters_select_the_precise_rows(options):
+    _same(STORE, **options)
+
+
+def test_small_chunks_read_the_same(monkeypatch):
+    """Records cut by the chunk's end (headers cut within their first 8 bytes too) are read
+    again from their start, never taken for the end of the data."""
+    expected = _same(STORE)
+    for chunk in (97, 300, 1000, 4099):
+        monkeypatch.setattr(ops_dump, "CHUNK_SIZE", chunk)
+        assert _same(STORE) == expected
+
+
+def _write_store(root: Path, data: bytes) -> Path:
+    (root / "commitlog").mkdir(parents=True)
+    (root / "commitlog" / f"{0:020d}").write_bytes(data)
+    return root
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    records=st.lists(message_records(max_body=200), min_size=1, max_size=8),
+    odd=st.lists(st.sampled_from(["plain", "plain", "plain", "physical", "crc-property"]), min_size=1, max_size=4),
+    flip=st.one_of(st.none(), st.tuples(st.integers(0, FILE_SIZE - 1), st.integers(1, 255))),
+    chunk=st.sampled_from([None, 64, 150, 512]),
+    decode=st.sampled_from(list(BodyDecode)),
+)
+def test_generated_commitlog_rows_are_the_precise_rows(tmp_path_factory, monkeypatch, records, odd, flip, chunk, decode):
+    data = bytearray()
+    for i, rec in enumerate(records):
+        kind = odd[i % len(odd)]
+        if kind != "physical":  # a PHYSICALOFFSET that is not the address: the precise decoder reads it
+            rec = cl.with_offsets(rec, queue_offset=i, physical_offset=len(data))
+        encoded = cl.encode_message(rec, append_crc_property=kind == "crc-property")
+        if len(data) + len(encoded) > FILE_SIZE - 8:
+            break
+        data += encoded
+    data += bytes(FILE_SIZE - len(data))  # the newest file: zeros after its data
+    if flip is not None:
+        data[flip[0]] ^= flip[1]
+    root = _write_store(tmp_path_factory.mktemp("store"), bytes(data))
+    if chunk is not None:
+        monkeypatch.setattr(ops_dump, "CHUNK_SIZE", chunk)
+    _same(root, decode)
+    _same(root, decode, check_crc=False)
+    _same(root, decode, limit=2, from_offset=100)
+
+
+def test_cli_output_errors_and_exit_code_are_the_precise_ones(capsys, tmp_path):
+    """``--uncompress`` takes the precise path (the fixture has no compressed body)."""
+    shutil.copytree(STORE, tmp_path / "s")
+    files = sorted((tmp_path / "s" / "commitlog").iterdir())
+    with open(files[0], "r+b") as f:
+        f.seek(1000)
+        f.write(b"\xff")
+    results = []
+    for extra in ([], ["--uncompress"]):
+        for fmt in ("--jsonl", "--json"):
+            code = run(["dump", "commitlog", str(tmp_path / "s"), fmt, *extra])
+            out, err = capsys.readouterr()
+            results.append((fmt, code, out, err))
+    assert results[0][1] == 1 and "RMQ-" in results[0][3]
+    assert results[:2] == results[2:]
