@@ -317,7 +317,7 @@ def _walk_commitlog_file(f: ReadOnlyFile, task: CommitLogTask, res: CommitLogFil
                 return
             pos = resume
             continue
-        if end.kind in ("partial", "eof") and more:
+        if end.kind in ("partial", "eof") and more or rmq.header_cut(end.kind, end.position, len(data), more):
             if end.kind == "partial" and end.position == 0:
                 want = max(end.length, CHUNK_SIZE)
             pos = end_pos

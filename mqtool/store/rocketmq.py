@@ -298,6 +298,13 @@ def open_store(path: str | Path, *, commitlog_file_size: int | None = None) -> R
 # --- streaming reads ------------------------------------------------------------------------
 
 
+def header_cut(kind: str, position: int, length: int, more: bool) -> bool:
+    """A chunk read from a CommitLog file ended fewer than 8 bytes into a record header whose
+    bytes so far are zero (a TOTALSIZE's high bytes): the walk said ``zeros``, but more of the
+    file follows and the header goes on there -- read again from ``position``."""
+    return kind == "zeros" and more and position > length - 8
+
+
 class CommitLogFileWalk:
     """Stream ``(position, MessageRecord)`` from one CommitLog file in bounded chunks.
 
@@ -362,7 +369,7 @@ class CommitLogFileWalk:
             end = walker.end
             assert end is not None
             more_in_file = base + len(data) < f.size
-            if end.kind in ("partial", "eof") and more_in_file:
+            if end.kind in ("partial", "eof") and more_in_file or header_cut(end.kind, end.position, len(data), more_in_file):
                 if end.kind == "partial" and end.position == 0:
                     if end.length > self.max_record_size:
                         self.failed_at = base

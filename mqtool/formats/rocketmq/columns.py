@@ -75,7 +75,7 @@ _SYSFLAG_POSITION = 36
 #: groups catch the ones the ConsumeQueue and the IndexFile are built from
 #: (``MessageConst.PROPERTY_TAGS``, ``PROPERTY_KEYS``, ``PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX``,
 #: ``PROPERTY_DELAY_TIME_LEVEL``) and the ``__CRC32#`` record CRC.
-_PROPERTIES = re.compile(
+PROPERTIES = re.compile(
     rb"(?:(?:TAGS\x01(?P<tags>[^\x01\x02]+)|KEYS\x01(?P<keys>[^\x01\x02]+)|UNIQ_KEY\x01(?P<uniq>[^\x01\x02]+)"
     rb"|DELAY\x01(?P<delay>[^\x01\x02]+)|__CRC32#\x01(?P<crc>[^\x01\x02]+)|[^\x01\x02]+\x01[^\x01\x02]+)\x02)*+"
 )
@@ -197,7 +197,7 @@ def walk_columns(buf: bytes, base: int, *, start: int = 0, stop_at_zero_last_byt
     fixed_v4 = _FIXED[0].unpack_from
     fixed_size = _FIXED[0].size
     crc32 = zlib.crc32
-    properties_of = _PROPERTIES.fullmatch
+    properties_of = PROPERTIES.fullmatch
     i16 = _I16.unpack_from
     topic_ids: dict[bytes, int] = {}
     topics: list[str] = []
@@ -232,6 +232,9 @@ def walk_columns(buf: bytes, base: int, *, start: int = 0, stop_at_zero_last_byt
             break
         if total > remaining:
             stop = ColumnStop("partial" if total > 0 else "anomaly", pos, total)
+            break
+        if total < fixed_size:  # smaller than the smallest fixed part (both hosts IPv4)
+            stop = ColumnStop("anomaly", pos)
             break
         host_bits = fields[7] & _HOST_BITS if fields else sysflag_at(buf, pos + _SYSFLAG_POSITION)[0] & _HOST_BITS
         fixed = _FIXED[host_bits]

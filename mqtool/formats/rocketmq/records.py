@@ -25,7 +25,7 @@ from typing import Any
 
 from mqtool.formats._binary import I16, I32
 # walk_columns' rules, one definition: the broker's canonical properties
-from mqtool.formats.rocketmq.columns import _CANONICAL_PROPERTIES, ColumnStop
+from mqtool.formats.rocketmq.columns import PROPERTIES, ColumnStop
 from mqtool.formats.rocketmq.commitlog import (
     _HEAD8,
     BLANK_MAGIC,
@@ -114,7 +114,7 @@ def walk_records(
     fixed_v4_size = fixed_v4.size
     unpack_v4 = fixed_v4.unpack_from
     crc32 = zlib.crc32
-    canonical = _CANONICAL_PROPERTIES.fullmatch
+    properties_of = PROPERTIES.fullmatch
     i16 = I16.unpack_from
     host_texts = _HOST_TEXT
     id_prefixes = _MSG_ID_PREFIX
@@ -189,7 +189,8 @@ def walk_records(
             raw = buf[props_pos:end]
             # name 0x01 value 0x02, names and values non-empty: anything else holds a segment
             # the broker drops, or the __CRC32# property (the precise decoder reads both)
-            if (stop_at_zero_last_byte and not buf[end - 1]) or canonical(raw) is None or b"__CRC32#\x01" in raw:
+            found = properties_of(raw)
+            if (stop_at_zero_last_byte and not buf[end - 1]) or found is None or found.group("crc") is not None:
                 stop = ColumnStop("anomaly", pos)
                 break
             try:

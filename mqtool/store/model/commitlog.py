@@ -76,7 +76,7 @@ def read_file_columns(f: ReadOnlyFile, base: int, *, file_size: int, is_last: bo
             parts.append((pos, walk.columns))
         stop = walk.stop
         more = pos + len(data) < f.size
-        if stop.kind in ("partial", "eof") and more:
+        if stop.kind in ("partial", "eof") and more or rmq.header_cut(stop.kind, stop.position, len(data), more):
             if stop.kind == "partial" and stop.position == 0:
                 if stop.length > rmq.MAX_RECORD_SIZE:
                     return None
