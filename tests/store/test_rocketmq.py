@@ -16,6 +16,7 @@ from mqtool.formats.rocketmq import commitlog as cl
 from mqtool.formats.rocketmq import index_file as idxf
 from mqtool.formats.rocketmq.config import encode_fastjson
 from mqtool.store import rocketmq as rmq
+from tests.conftest import FIXTURES
 from mqtool.store.writer import StoreWriter, WriterConfig
 
 SMALL = WriterConfig(commitlog_file_size=4096, cq_file_size=200, index_hash_slot_num=16, index_num=64, index_tz=dt.timezone.utc)
@@ -267,3 +268,29 @@ def test_index_view_of_an_empty_file_of_unlisted_size_asks_for_the_geometry(tmp_
         rmq.IndexFileView(path)
     with rmq.IndexFileView(path, hash_slot_num=500) as view:
         assert view.geometry == idxf.IndexGeometry(500, 3000)
+
+
+def test_a_chunk_cut_inside_a_record_header_is_not_the_end_of_data(monkeypatch) -> None:
+    """A read chunk that ends 1..7 bytes into a record header whose bytes so far are zero (the
+    high bytes of TOTALSIZE) is not a zero tail: every reader reads on and sees every record, and
+    validate's report does not depend on where its chunks end."""
+    from mqtool.ops.validate import ValidateOptions
+    from mqtool.ops.validate_rocketmq import validate_rocketmq
+    from mqtool.store.files import ReadOnlyFile
+    from mqtool.store.model import commitlog as model_cl
+
+    store = rmq.open_store(FIXTURES / "rocketmq-store")
+    seg = store.commitlog[0]
+    with ReadOnlyFile(seg.path) as f:
+        whole = [pos for pos, _ in rmq.CommitLogFileWalk(f)]
+        cuts = [pos + k for pos in whole[1:6] for k in (1, 2, 3)]
+        for chunk in cuts:
+            walk = rmq.CommitLogFileWalk(f, chunk=chunk)
+            assert [pos for pos, _ in walk] == whole, chunk
+            assert walk.end is not None and walk.end.kind == "blank"
+    baseline = validate_rocketmq(FIXTURES / "rocketmq-store", ValidateOptions()).to_dict()
+    for chunk in cuts[:3]:
+        for module in (model_cl, __import__("mqtool.ops.validate_rocketmq", fromlist=["x"])):
+            monkeypatch.setattr(module, "CHUNK_SIZE", chunk)
+        for fast in (True, False):
+            assert validate_rocketmq(FIXTURES / "rocketmq-store", ValidateOptions(fast=fast)).to_dict() == baseline, (chunk, fast)
