@@ -165,14 +165,10 @@ def dump_consumequeue(
             }
 
     out.stream(rows(), CQ_COLUMNS)
-    invalid = 0
-    for target, seg, end in engine.ends:
-        if end.kind == "invalid":  # validate's RMQ-CQ-INVALID-UNIT, an error: the broker ends the queue here
-            out.error(f"{seg.path}:{end.position}: expected a unit with offset >= 0 and size > 0 or zeros, found {end.unit}; the queue ends here")
-            invalid += 1
-        elif end.kind == "partial":  # RMQ-CQ-PARTIAL-UNIT, a warning
-            out.warn(f"{seg.path}:{end.position}: expected whole 20-byte units, found {end.length} trailing byte(s)")
-    return finish_dump(out, [], extra_failures=invalid)
+    # validate's findings (code, file, position) for the queues walked: a file of the wrong size, a
+    # missing file, an invalid unit (an error: the broker ends the queue there), a partial unit
+    damaged = out.findings(ops_dump.consumequeue_findings(path, engine))
+    return finish_dump(out, [], extra_failures=damaged)
 
 
 INDEX_COLUMNS = [

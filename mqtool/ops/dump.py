@@ -376,6 +376,32 @@ class QueueDump:
                 self.ends.append((target, seg, end))
 
 
+def consumequeue_findings(path: Path, dump: QueueDump) -> list[Finding]:
+    """What validate says about the queues ``dump`` walked, in validate's order: each queue
+    directory's segment findings (``store.model.rocketmq.queue_segment_findings``: a file of the
+    wrong size, a missing file), then where a file's units end early (``cq_end_finding``: an
+    invalid or partial unit).  The store's ConsumeQueue file size is known when ``path`` lies in a
+    store (a root, ``consumequeue/``, a topic, queue or file); otherwise the dumped queues give it."""
+    path = Path(path)
+    root = next((p for p in [path, *path.parents][:5] if rmq.is_rocketmq_root(p)), None)
+    out: list[Finding] = []
+    if root is not None:
+        store = rmq.open_store(root)
+        for target in dump.targets:
+            if target.topic is not None and target.queue_id is not None:
+                out.extend(model.queue_segment_findings(store, target.topic, target.queue_id))
+    else:
+        size, source = model.cq_file_size(None, {(t.topic or "", t.queue_id or 0): t.segments for t in dump.targets})
+        for target in dump.targets:
+            if target.segments:
+                out.extend(model.segment_findings(target.segments[0].path.parent, target.segments, size, "consumequeue", size_source=source))
+    for _target, seg, end in dump.ends:
+        finding = model.cq_end_finding(str(seg.path), end)
+        if finding is not None:
+            out.append(finding)
+    return out
+
+
 # --- IndexFile -----------------------------------------------------------------------------------
 
 

@@ -192,6 +192,10 @@ def rocketmq_info(path: str | Path) -> StoreInfo:
     problems: list[str] = []
     findings: list[Finding] = []
     commitlog = _commitlog_info(store, hints, findings)
+    # info reads every queue's files (their count, min and max offset): their sizes and continuity
+    # as validate states them
+    for topic, qid in store.queues():
+        findings.extend(model.queue_segment_findings(store, topic, qid))
     errors = [model.finding_location(x) for x in findings if x.level is Severity.error]
 
     queues = []

@@ -249,6 +249,9 @@ def query_by_msg_id(store: rmq.RocketMQStore, msg_id: str) -> QueryResult:
 def query_by_queue_offset(store: rmq.RocketMQStore, topic: str, queue_id: int, queue_offset: int) -> QueryResult:
     """The record behind ConsumeQueue unit ``queue_offset`` of ``topic``/``queue_id``."""
     result = QueryResult()
+    # the queue's files are on the path: their sizes and continuity as validate states them
+    if rmq.queue_dir(store, topic, queue_id).is_dir():
+        result.findings.extend(model.queue_segment_findings(store, topic, queue_id))
     unit = rmq.read_cq_unit(store, topic, queue_id, queue_offset)
     if unit is None:
         qr = rmq.queue_range(store, topic, queue_id)

@@ -236,7 +236,7 @@ def plan_rocketmq(path: str | Path, options: RecoverOptions = RecoverOptions()) 
                 expect=observe(store.abort_path),
             )
         )
-    _plan_unfixable(store, plan)
+    _plan_unfixable(store, plan, store.commitlog.index(segments[start]) if segments else 0)
     return plan
 
 
@@ -325,10 +325,12 @@ def _plan_commitlog_sizes(
             )
 
 
-def _plan_unfixable(store: rmq.RocketMQStore, plan: RecoverPlan) -> None:
+def _plan_unfixable(store: rmq.RocketMQStore, plan: RecoverPlan, scan_start: int = 0) -> None:
     """Name the errors the store would still have after the plan: the store model's CommitLog
     findings (``planned_commitlog_findings``: a missing file, a wrong size, an overlap) for the
-    files as the plan leaves them.  Applying such a plan needs ``--force``: the store would not
+    files as the plan leaves them, and the damage in the files before ``scan_start`` (the index in
+    ``store.commitlog`` of the first file the recovery reads: ``unscanned_commitlog_findings``),
+    which the plan never touches.  Applying such a plan needs ``--force``: the store would not
     validate, and the broker would refuse it (``MappedFileQueue.load``) or read the wrong file
     for an offset (``MappedFileQueue.findMappedFileByOffset`` assumes no file is missing)."""
     outcome: dict[Path, int | None] = {}
@@ -343,6 +345,7 @@ def _plan_unfixable(store: rmq.RocketMQStore, plan: RecoverPlan) -> None:
         elif step.action == "truncate" and step.position is not None:
             outcome[path] = step.position
     left = [f for f in model.planned_commitlog_findings(store, outcome) if f.level is Severity.error]
+    left += [f for f in model.unscanned_commitlog_findings(store, scan_start) if f.level is Severity.error]
     plan.unfixable = [f.to_dict() for f in left]
 
 

@@ -605,17 +605,9 @@ def validate_queue(task: QueueTask) -> QueueResult:
             if end.kind == "eof":
                 continue
             ended_at = (str(seg.path), end.position)
-            if end.kind == "invalid":
-                res.findings.append(
-                    Finding(
-                        "RMQ-CQ-INVALID-UNIT",
-                        str(seg.path),
-                        end.position,
-                        f"expected a unit with offset >= 0 and size > 0 or zeros, found {end.unit}; the queue ends here",
-                    )
-                )
-            elif end.kind == "partial":
-                res.findings.append(Finding("RMQ-CQ-PARTIAL-UNIT", str(seg.path), end.position, f"expected whole 20-byte units, found {end.length} trailing byte(s)", length=end.length))
+            end_finding = model.cq_end_finding(str(seg.path), end)
+            if end_finding is not None:
+                res.findings.append(end_finding)
             extent = None
             if end.kind != "partial":
                 extent = _nonzero_units(data, end.position + (cqf.CQ_UNIT_SIZE if end.kind == "invalid" else 0))

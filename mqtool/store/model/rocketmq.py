@@ -314,3 +314,46 @@ def planned_commitlog_findings(store: rmq.RocketMQStore, outcome: dict[Path, int
             seg = rmq.Segment(seg.path, seg.base, size, seg.mtime)
         after.append(seg)
     return segment_findings(store.commitlog_dir, after, file_size or store.commitlog_file_size, "commitlog")
+
+
+def unscanned_commitlog_findings(store: rmq.RocketMQStore, stop: int) -> list[Finding]:
+    """How each CommitLog file before ``store.commitlog[stop]`` ends, as validate states it
+    (``commitlog_file_findings``): its first broken record, a missing or wrong END_OF_FILE record.
+    For a plan whose recovery, like upstream ``CommitLog.recoverNormally``, reads only the files
+    from ``stop`` on: damage before them is damage it does not fix (cutting there would drop every
+    later file).  Files cut short are ``segment_findings``'s (RMQ-FILE-SIZE), not stated again."""
+    out: list[Finding] = []
+    last = last_data_file(store.commitlog)
+    for i, seg in enumerate(store.commitlog[:stop]):
+        if seg.size == 0 or i > last:
+            continue
+        with ReadOnlyFile(seg.path) as f:
+            walk = rmq.CommitLogFileWalk(f, check_crc=True, last=i == last)
+            for _ in walk:
+                pass
+            out.extend(commitlog_file_findings(f, walk, store.commitlog_file_size, last=i == last))
+    return out
+
+
+def consumequeue_file_size(store: rmq.RocketMQStore, forced: int | None = None) -> tuple[int, str]:
+    """``cq_file_size`` over every queue of ``store`` (the size validate judges each file by)."""
+    return cq_file_size(forced, {key: store.cq_segments(*key) for key in store.queues()})
+
+
+def queue_segment_findings(store: rmq.RocketMQStore, topic: str, queue_id: int, forced: int | None = None) -> list[Finding]:
+    """``segment_findings`` of one queue's directory, judged by the store's ConsumeQueue file size
+    (``consumequeue_file_size``), as validate states them: what every command reading the queue's
+    files reports (a file of the wrong size, a missing file between two others)."""
+    size, source = consumequeue_file_size(store, forced)
+    return segment_findings(rmq.queue_dir(store, topic, queue_id), store.cq_segments(topic, queue_id), size, "consumequeue", size_source=source)
+
+
+def cq_end_finding(path: str, end: cqf.QueueDataEnd) -> Finding | None:
+    """How a ConsumeQueue file's units end when not at the end of the file (``CqWalker``'s end):
+    an invalid unit (RMQ-CQ-INVALID-UNIT: the broker ends the queue there) or a partial unit
+    (RMQ-CQ-PARTIAL-UNIT); None for the end of the file or zeros."""
+    if end.kind == "invalid":
+        return Finding("RMQ-CQ-INVALID-UNIT", path, end.position, f"expected a unit with offset >= 0 and size > 0 or zeros, found {end.unit}; the queue ends here")
+    if end.kind == "partial":
+        return Finding("RMQ-CQ-PARTIAL-UNIT", path, end.position, f"expected whole 20-byte units, found {end.length} trailing byte(s)", length=end.length)
+    return None
