@@ -320,6 +320,17 @@ OPEN: dict[tuple[str, str], str] = {
 }
 
 
+#: Record-level rules validate applies and the readers do not yet (they frame and decode records,
+#: and judge how each file ends, but do not check a record against its neighbours or its place):
+#: when validate's first finding is one of these, the readers are not held to it.
+OPEN_CODES: dict[str, str] = {
+    "RMQ-CL-PHYS-OFFSET": "a record whose PHYSICALOFFSET is not its address (zeros over its header fields, say) decodes for "
+    "the readers; validate's rule (and its stale-copy and misnamed-file exceptions) is not yet in the store model",
+    "RMQ-CL-QUEUE-OFFSET": "queue-offset continuity is checked by validate's walk across files, not yet by the readers",
+    "RMQ-CL-PROP-CRC": "the __CRC32# record CRC property is checked by validate only",
+}
+
+
 @dataclass(frozen=True)
 class Case:
     root: Path
@@ -428,7 +439,8 @@ MATRIX = settings(
 def test_every_command_names_validates_first_damage(kind, pristine, data):
     with tempfile.TemporaryDirectory() as where:
         case = _damaged(pristine, Path(where), kind, DAMAGES[kind][1], data)
-        problems = [p for c in commands(kind) if (p := _reader_disagrees(c, case, pristine)) is not None]
+        readers = commands(kind) if case.first.code not in OPEN_CODES else []
+        problems = [p for c in readers if (p := _reader_disagrees(c, case, pristine)) is not None]
         if ("recover", kind) not in OPEN and (p := _recover_disagrees(case)) is not None:
             problems.append(p)
         assert not problems, f"{kind}: validate's first: {case.first.code} {case.first.path}:{case.first.position}\n" + "\n".join(problems)
