@@ -17,7 +17,7 @@ the error is raised, kept by ``at()`` and ``to_dict()``.  Finding codes are chos
 from __future__ import annotations
 
 import os
-from typing import Literal, get_args
+from typing import Any, Literal, get_args
 
 #: What an error says broke.  ``magic``: a magic/version byte; ``size``: a length or size field
 #: (TOTALSIZE, an entry size, batch_length); ``crc``: a stored checksum; ``encoding``: text that
@@ -98,7 +98,7 @@ class MqError(Exception):
         Exception.__init__(clone, str(clone))
         return clone
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {
             "error": type(self).__name__,
             "message": self.message,

@@ -14,6 +14,7 @@ internal error (exit 70), never mistaken for an unsupported layout.
 from __future__ import annotations
 
 import enum
+import sys
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TypeVar
@@ -27,8 +28,18 @@ from mqtool.store.rocketmq import is_rocketmq_path
 
 T = TypeVar("T")
 
+if sys.version_info >= (3, 11):
+    from enum import StrEnum
+else:  # Python 3.10 (requires-python): enum.StrEnum is 3.11+
 
-class Layout(enum.StrEnum):
+    class StrEnum(str, enum.Enum):
+        """``enum.StrEnum`` as far as mqtool uses it: ``str()`` is the value."""
+
+        def __str__(self) -> str:
+            return str(self.value)
+
+
+class Layout(StrEnum):
     ROCKETMQ = "rocketmq"
     KAFKA = "kafka"
     JAFKA = "jafka"

@@ -12,7 +12,7 @@ signed form used by Kafka v2 records.
 from __future__ import annotations
 
 import struct
-from typing import Union
+from typing import Any, Union
 
 from mqtool.errors import CorruptDataError, TruncatedDataError
 
@@ -44,7 +44,7 @@ def need(buf: Buffer, position: int, size: int, what: str) -> None:
         )
 
 
-def unpack(fmt: struct.Struct, buf: Buffer, position: int, what: str) -> tuple:
+def unpack(fmt: struct.Struct, buf: Buffer, position: int, what: str) -> tuple[Any, ...]:
     """``fmt.unpack_from`` with a bounds check that names ``what``."""
     need(buf, position, fmt.size, what)
     return fmt.unpack_from(buf, position)

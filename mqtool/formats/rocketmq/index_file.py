@@ -400,7 +400,7 @@ def _read_exact(read: ReadAt, position: int, size: int) -> bytes | None:
     return data if len(data) == size else None
 
 
-def _slot_words(raw: bytes) -> array.array:
+def _slot_words(raw: bytes) -> array.array[int]:
     words = array.array("I")  # unsigned: a negative value reads as >= 2^31, above any indexCount
     words.frombytes(raw)
     if sys.byteorder == "little":
@@ -699,6 +699,7 @@ def read_slot(buf: Buffer, slot: int, hash_slot_num: int = DEFAULT_HASH_SLOT_NUM
         raise ValueError(f"slot {slot} outside 0..{hash_slot_num - 1}")
     position = INDEX_HEADER_SIZE + slot * HASH_SLOT_SIZE
     need(buf, position, HASH_SLOT_SIZE, "IndexFile hash slot")
+    value: int
     (value,) = HASH_SLOT.unpack_from(buf, position)
     return value
 
