@@ -12,11 +12,12 @@ signed form used by Kafka v2 records.
 from __future__ import annotations
 
 import struct
+import mmap
 from typing import Any, Union
 
 from mqtool.errors import CorruptDataError, TruncatedDataError
 
-Buffer = Union[bytes, bytearray, memoryview]
+Buffer = Union[bytes, bytearray, memoryview, mmap.mmap]
 
 I8 = struct.Struct(">b")
 U8 = struct.Struct(">B")
