@@ -11,13 +11,13 @@ signed form used by Kafka v2 records.
 
 from __future__ import annotations
 
-import struct
 import mmap
-from typing import Any, Union
+import struct
+from typing import Any
 
 from mqtool.errors import CorruptDataError, TruncatedDataError
 
-Buffer = Union[bytes, bytearray, memoryview, mmap.mmap]
+Buffer = bytes | bytearray | memoryview | mmap.mmap
 
 I8 = struct.Struct(">b")
 U8 = struct.Struct(">B")

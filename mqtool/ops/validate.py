@@ -12,10 +12,11 @@ file and returns findings plus a few numbers.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator, TypeVar
+from typing import Any, TypeVar
 
 from mqtool.findings import FAMILIES, Finding, Severity
 from mqtool.layouts import Layout, for_layout

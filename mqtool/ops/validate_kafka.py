@@ -30,21 +30,21 @@ import heapq
 import json
 import os
 import re
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Generic, Iterator, TypeVar, cast
+from typing import Any, Generic, TypeVar, cast
 
 from mqtool.errors import ChecksumError, CorruptDataError, MqError, StoreIOError, UnsupportedFormatError
+from mqtool.findings import Finding, Severity
 from mqtool.formats.kafka import checkpoint_file as cpf
-from mqtool.formats.kafka import compression
+from mqtool.formats.kafka import compression, record_scan
 from mqtool.formats.kafka import index as kidx
 from mqtool.formats.kafka import legacy as klegacy
 from mqtool.formats.kafka import record_batch as rb
-from mqtool.formats.kafka import record_scan
 from mqtool.formats.kafka import snapshot as ksnap
 from mqtool.formats.kafka import txn_index as ktxn
 from mqtool.formats.kafka.log import LogEntry, decode_entry, records_of_message
-from mqtool.findings import Finding, Severity
 from mqtool.ops.validate import FileSummary, Progress, ValidateOptions, ValidationReport, run_tasks
 from mqtool.store import kafka as ks
 from mqtool.store.files import CHUNK_SIZE, ReadOnlyFile, nonzero_extent, read_small_file
@@ -808,7 +808,11 @@ class _SegmentChecker:
                         self.oi.file,
                         ipos,
                         f"{len(past)} entr{'y' if len(past) == 1 else 'ies'} from offset {e.offset} at log position {e.position}: "
-                        + (f"expected a batch start, found a position inside the last batch at {self.prev_pos}" if inside else f"past the end of the valid data at {end}"),
+                        + (
+                            f"expected a batch start, found a position inside the last batch at {self.prev_pos}"
+                            if inside
+                            else f"past the end of the valid data at {end}"
+                        ),
                         severity=None if inside else sev,
                     )
                 )
@@ -1453,7 +1457,11 @@ def _check_log_dir_checkpoints(
                             str(path),
                             None,
                             f"{state.part.name} has data but no entry in {name}"
-                            + (": after an unclean shutdown the broker recovers it from offset 0" if name.startswith("recovery") else ": its high watermark restarts at 0"),
+                            + (
+                                ": after an unclean shutdown the broker recovers it from offset 0"
+                                if name.startswith("recovery")
+                                else ": its high watermark restarts at 0"
+                            ),
                         )
                     )
             elif value > leo:
@@ -1492,14 +1500,19 @@ def _check_log_dir_checkpoints(
             )
     if store.kind != "log-dir":
         return
-    for name, (path, table) in files.items():
+    for _name, (path, table) in files.items():
         if not table:
             continue
         stale = sorted(k for k in table if k not in known)
         if stale:
             shown = ", ".join(f"{t}-{p}" for t, p in stale[:5]) + (" ..." if len(stale) > 5 else "")
             report.add(
-                Finding("KAFKA-CHECKPOINT-STALE", str(path), _line_position(path, *stale[0]), f"{len(stale)} entr{'y' if len(stale) == 1 else 'ies'} for partitions not in the log dir: {shown}")
+                Finding(
+                    "KAFKA-CHECKPOINT-STALE",
+                    str(path),
+                    _line_position(path, *stale[0]),
+                    f"{len(stale)} entr{'y' if len(stale) == 1 else 'ies'} for partitions not in the log dir: {shown}",
+                )
             )
 
 

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from mqtool.errors import ChecksumError, MqError, StoreIOError, StoreLayoutError
+from mqtool.findings import Finding
 from mqtool.formats import jafka as jf
 from mqtool.formats import metaq as mq
 from mqtool.ops.dump_legacy import (
@@ -41,7 +42,6 @@ from mqtool.ops.dump_legacy import (
     metaq_starts_at,
     split_metaq,
 )
-from mqtool.findings import Finding
 from mqtool.ops.validate import (
     FileSummary,
     Progress,
@@ -51,6 +51,7 @@ from mqtool.ops.validate import (
 )
 from mqtool.store import jafka as sj
 from mqtool.store import metaq as sm
+from mqtool.store.files import nonzero_extent
 from mqtool.store.legacy import (
     RESYNC_LIMIT,
     DataDir,
@@ -63,7 +64,6 @@ from mqtool.store.legacy import (
     next_message,
     zero_run,
 )
-from mqtool.store.files import nonzero_extent
 
 
 def _text(exc: MqError) -> str:

@@ -24,18 +24,20 @@ from __future__ import annotations
 
 import bisect
 import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from collections.abc import Iterable
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
 from mqtool.errors import MqError, StoreIOError, UnsupportedFormatError
+from mqtool.findings import Finding, Severity
 from mqtool.formats.rocketmq import checkpoint as cpf
 from mqtool.formats.rocketmq import config as cfgf
 from mqtool.formats.rocketmq import consume_queue as cqf
 from mqtool.formats.rocketmq import index_file as idxf
+from mqtool.formats.rocketmq.columns import cq_units, index_entries, index_slots
 from mqtool.formats.rocketmq.commitlog import (
     BORNHOST_POSITION,
     MIN_MESSAGE_SIZE,
@@ -51,16 +53,14 @@ from mqtool.formats.rocketmq.commitlog import (
     check_crc_property,
     host_size,
 )
-from mqtool.formats.rocketmq.columns import cq_units, index_entries, index_slots
 from mqtool.formats.rocketmq.hashing import index_key_hash
 from mqtool.formats.rocketmq.properties import CRC32, split_keys
-from mqtool.findings import Finding, Severity
 from mqtool.ops.validate import FileSummary, Progress, ValidateOptions, ValidationReport, run_tasks
 from mqtool.store import rocketmq as rmq
-from mqtool.store.model import commitlog as model_cl
-from mqtool.store.model import rocketmq as model
 from mqtool.store.files import CHUNK_SIZE, ReadOnlyFile, nonzero_extent, read_small_file
 from mqtool.store.lock import probe_record_lock
+from mqtool.store.model import commitlog as model_cl
+from mqtool.store.model import rocketmq as model
 from mqtool.store.writer import cq_tags_code
 
 # --- phase 1: files ------------------------------------------------------------------------------
@@ -614,7 +614,9 @@ def validate_queue(task: QueueTask) -> QueueResult:
                     )
                 )
             elif end.kind == "partial":
-                res.findings.append(Finding("RMQ-CQ-PARTIAL-UNIT", str(seg.path), end.position, f"expected whole 20-byte units, found {end.length} trailing byte(s)", length=end.length))
+                res.findings.append(
+                    Finding("RMQ-CQ-PARTIAL-UNIT", str(seg.path), end.position, f"expected whole 20-byte units, found {end.length} trailing byte(s)", length=end.length)
+                )
             extent = None
             if end.kind != "partial":
                 extent = _nonzero_units(data, end.position + (cqf.CQ_UNIT_SIZE if end.kind == "invalid" else 0))
@@ -687,7 +689,7 @@ def _nonzero_units(data: bytes, start: int) -> tuple[int, int] | None:
 
 
 def _check_unit(
-    task: QueueTask, reader: rmq.CommitLogReader, ext: "_ExtReader | None", path: str, pos: int, qoff: int, unit: cqf.CqUnit, res: QueueResult
+    task: QueueTask, reader: rmq.CommitLogReader, ext: _ExtReader | None, path: str, pos: int, qoff: int, unit: cqf.CqUnit, res: QueueResult
 ) -> None:
     off = unit.commit_log_offset
     if off < task.commitlog_min:

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import base64
 import struct
-from typing import Iterable
+from collections.abc import Iterable
 
 from mqtool.errors import CorruptDataError, TruncatedDataError
 from mqtool.formats._binary import (

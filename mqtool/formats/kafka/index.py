@@ -52,8 +52,9 @@ first searches the "warm" last 8192 bytes; with sorted keys the answer is the sa
 from __future__ import annotations
 
 import struct
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from typing import Callable, Generic, Iterable, Iterator, Literal, TypeVar
+from typing import Generic, Literal, TypeVar
 
 from mqtool.errors import CorruptDataError
 from mqtool.formats._binary import I32, I64, Buffer, unpack

@@ -44,8 +44,9 @@ from __future__ import annotations
 import socket
 import struct
 import zlib
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable, Iterator, Literal
+from typing import Any, Literal
 
 from mqtool.errors import ChecksumError, CorruptDataError, MqError, TruncatedDataError, UnsupportedFormatError, hexint
 from mqtool.formats._binary import I8, I16, I32, Buffer, decode_utf8, need, take

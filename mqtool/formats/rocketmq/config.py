@@ -32,8 +32,9 @@ from __future__ import annotations
 import bisect
 import json
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Union
+from typing import Any
 
 from mqtool.errors import CorruptDataError
 from mqtool.formats._binary import decode_utf8
@@ -46,7 +47,7 @@ PERM_READ = 0x4
 PERM_WRITE = 0x2
 PERM_INHERIT = 0x1
 
-Source = Union[str, bytes, bytearray, memoryview, Mapping[str, Any]]
+Source = str | bytes | bytearray | memoryview | Mapping[str, Any]
 
 # A whole string token, or a bare integer key after "{" or ",".
 _TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|([{,])(\s*)(-?\d+)(\s*):', re.S)

@@ -41,9 +41,9 @@ import array
 import itertools
 import struct
 import sys
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime, timezone, tzinfo
-from typing import Callable, Iterable, Iterator
 
 from mqtool.errors import (
     CorruptDataError,
@@ -557,7 +557,8 @@ def detect_index_geometry(
             return best.geometry
         if count > 1 and isinstance(exc, UnsupportedFormatError):
             raise UnsupportedFormatError(
-                "cannot infer the IndexFile geometry from its length or its entries; give the broker's maxHashSlotNum and maxIndexNum (dump index --index-hash-slots N --index-num N)",
+                "cannot infer the IndexFile geometry from its length or its entries; "
+                "give the broker's maxHashSlotNum and maxIndexNum (dump index --index-hash-slots N --index-num N)",
                 expected=f"entries #1 .. #{count - 1} (indexCount {header.index_count}) after a slot table, in a length of 40 + 4*hashSlotNum + 20*indexNum",
                 found=f"{length} bytes that no such split fits",
             ) from None
