@@ -17,7 +17,7 @@ the error is raised, kept by ``at()`` and ``to_dict()``.  Finding codes are chos
 from __future__ import annotations
 
 import os
-from typing import Literal, get_args
+from typing import Any, Literal, get_args
 
 #: What an error says broke.  ``magic``: a magic/version byte; ``size``: a length or size field
 #: (TOTALSIZE, an entry size, batch_length); ``crc``: a stored checksum; ``encoding``: text that
@@ -87,7 +87,7 @@ class MqError(Exception):
             parts.append(f"expected {self.expected}, found {self.found}")
         return ": ".join(parts)
 
-    def at(self, path: str | os.PathLike[str] | None, base: int = 0) -> "MqError":
+    def at(self, path: str | os.PathLike[str] | None, base: int = 0) -> MqError:
         """Return a copy located in ``path`` with ``position`` shifted by ``base``."""
         clone = self.__class__.__new__(self.__class__)
         clone.__dict__.update(self.__dict__)
@@ -98,7 +98,7 @@ class MqError(Exception):
         Exception.__init__(clone, str(clone))
         return clone
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {
             "error": type(self).__name__,
             "message": self.message,
@@ -140,7 +140,7 @@ class StoreIOError(MqError):
     """An operating-system error while reading or writing a store."""
 
     @classmethod
-    def from_os_error(cls, exc: OSError, path: str | os.PathLike[str] | None = None) -> "StoreIOError":
+    def from_os_error(cls, exc: OSError, path: str | os.PathLike[str] | None = None) -> StoreIOError:
         target = path if path is not None else exc.filename
         return cls(exc.strerror or str(exc), path=target)
 

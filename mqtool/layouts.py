@@ -14,6 +14,7 @@ internal error (exit 70), never mistaken for an unsupported layout.
 from __future__ import annotations
 
 import enum
+import sys
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TypeVar
@@ -27,15 +28,22 @@ from mqtool.store.rocketmq import is_rocketmq_path
 
 T = TypeVar("T")
 
+if sys.version_info >= (3, 11):
+    from enum import StrEnum
+else:  # Python 3.10 (requires-python): enum.StrEnum is 3.11+
 
-class Layout(str, enum.Enum):
+    class StrEnum(str, enum.Enum):
+        """``enum.StrEnum`` as far as mqtool uses it: ``str()`` is the value."""
+
+        def __str__(self) -> str:
+            return str(self.value)
+
+
+class Layout(StrEnum):
     ROCKETMQ = "rocketmq"
     KAFKA = "kafka"
     JAFKA = "jafka"
     METAQ = "metaq"
-
-    def __str__(self) -> str:  # as enum.StrEnum (3.11+) does: the plain name
-        return str(self.value)
 
 
 #: The layout names, in the order messages list them.

@@ -85,7 +85,7 @@ class Finding:
     def ref(self) -> FindingRef:
         return FindingRef(self.code, self.path, self.position)
 
-    def caused_by(self, cause: "Finding | FindingRef") -> "Finding":
+    def caused_by(self, cause: Finding | FindingRef) -> Finding:
         """This finding, linked to the finding that caused it."""
         return replace(self, cause=cause.ref if isinstance(cause, Finding) else cause)
 

@@ -13,14 +13,19 @@ from __future__ import annotations
 
 from mqtool.findings.base import CodeInfo, Severity
 
-E, W, I = Severity.error, Severity.warning, Severity.info
+E, W, I = Severity.error, Severity.warning, Severity.info  # noqa: E741 (I: info, as in the tables)
 
 CODES: dict[str, CodeInfo] = {
     # files
     "KAFKA-FILE-UNREADABLE": CodeInfo(E, "files", "a file that cannot be read (permissions, I/O error, not a regular file)"),
     "KAFKA-FILE-NAME": CodeInfo(W, "files", "a file the broker does not know in a log dir or partition dir"),
     "KAFKA-FILE-LINK": CodeInfo(W, "files", "a symbolic link in the log dir or a partition directory: not followed (Kafka would follow it)"),
-    "KAFKA-DIR-NAME": CodeInfo(E, "files", "a directory in a log dir that is not topic-partition[.uniqueId-delete|-future|-stray], or a second directory of one partition (orders-1 and orders-01) (the broker takes the log dir offline)"),
+    "KAFKA-DIR-NAME": CodeInfo(
+        E,
+        "files",
+        "a directory in a log dir that is not topic-partition[.uniqueId-delete|-future|-stray], "
+        "or a second directory of one partition (orders-1 and orders-01) (the broker takes the log dir offline)",
+    ),
     "KAFKA-DIR-STATE": CodeInfo(I, "files", "a partition dir being deleted (-delete), moved (-future) or a KRaft stray replica (-stray)"),
     "KAFKA-FILE-ORPHAN-INDEX": CodeInfo(W, "files", "an .index/.timeindex/.txnindex without its .log (deleted by the broker at load)"),
     "KAFKA-FILE-NO-INDEX": CodeInfo(I, "files", "a non-empty .log without .index or .timeindex (the broker rebuilds them by recovering the segment)"),
@@ -36,7 +41,12 @@ CODES: dict[str, CodeInfo] = {
     "KAFKA-LOG-IN-PROGRESS": CodeInfo(I, "log", "the active segment of a running broker (.lock held) ends in an entry being written"),
     "KAFKA-LOG-ZERO-TAIL": CodeInfo(W, "log", "zero bytes after the last entry (a pre-allocated segment; error when it is not the last segment)"),
     "KAFKA-LOG-GARBAGE": CodeInfo(E, "log", "bytes after a broken entry that do not start a valid entry"),
-    "KAFKA-LOG-MISSING": CodeInfo(E, "log", "a partition whose log ends (or has no segment) below the offset its recovery point, high watermark or producer snapshot vouches for: data it held is gone"),
+    "KAFKA-LOG-MISSING": CodeInfo(
+        E,
+        "log",
+        "a partition whose log ends (or has no segment) below the offset its recovery point, "
+        "high watermark or producer snapshot vouches for: data it held is gone",
+    ),
     "KAFKA-LOG-VALID-END": CodeInfo(I, "log", "where valid data ends in the last segment (the log end offset)"),
     "KAFKA-LOG-EPOCH": CodeInfo(E, "log", "a partition leader epoch lower than an earlier batch's"),
     "KAFKA-LOG-RECORDS": CodeInfo(E, "log", "--deep: records that do not decode (varint framing, record sizes, count vs header, inner messages)"),
@@ -54,7 +64,12 @@ CODES: dict[str, CodeInfo] = {
     "KAFKA-INDEX-ORDER": CodeInfo(E, "index", "index entries not strictly increasing (or negative)"),
     "KAFKA-INDEX-ZERO-TAIL": CodeInfo(I, "index", "unused pre-allocated (zero) index slots (warning when not the last segment)"),
     "KAFKA-INDEX-POSITION": CodeInfo(E, "index", "an .index entry whose position is not the start of a batch, or past the valid data"),
-    "KAFKA-INDEX-OFFSET": CodeInfo(E, "index", "an .index entry whose offset is not in the batch at its position, nor the last offset of a later batch of the same append"),
+    "KAFKA-INDEX-OFFSET": CodeInfo(
+        E,
+        "index",
+        "an .index entry whose offset is not in the batch at its position, "
+        "nor the last offset of a later batch of the same append",
+    ),
     "KAFKA-INDEX-MULTI-BATCH": CodeInfo(I, "index", ".index entries written by multi-batch appends (the last batch's offset at the first batch's position)"),
     "KAFKA-TIMEINDEX-ENTRY": CodeInfo(E, "index", "a .timeindex entry whose offset is in no batch, or whose timestamp is not that batch's max timestamp"),
     "KAFKA-TIMEINDEX-STALE": CodeInfo(I, "index", "a rolled segment whose last .timeindex entry is below its largest timestamp (time retention uses the entry)"),

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from mqtool.findings.base import CodeInfo, Severity
 
-E, W, I = Severity.error, Severity.warning, Severity.info
+E, W, I = Severity.error, Severity.warning, Severity.info  # noqa: E741 (I: info, as in the tables)
 
 CODES: dict[str, CodeInfo] = {
     # --- Jafka: files ---
@@ -22,13 +22,23 @@ CODES: dict[str, CodeInfo] = {
         W, "checkpoint", "no .jafka_cleanshutdown: the broker runs or did not stop cleanly; recovery runs on each last segment"
     ),
     # --- Jafka: log content ---
-    "JAFKA-SIZE": CodeInfo(E, "log", "a LENGTH below the 6-byte header, negative, larger than mqtool reads (64 MiB), or running past the end of the file over valid messages"),
+    "JAFKA-SIZE": CodeInfo(
+        E,
+        "log",
+        "a LENGTH below the 6-byte header, negative, larger than mqtool reads (64 MiB), "
+        "or running past the end of the file over valid messages",
+    ),
     "JAFKA-MAGIC": CodeInfo(E, "log", "a magic byte other than 1, checked before the CRC as Jafka does (magic 0 is Kafka 0.7's first format, which Jafka cannot read)"),
     "JAFKA-CRC": CodeInfo(E, "log", "the stored CRC differs from the CRC-32 of the payload"),
     "JAFKA-CODEC": CodeInfo(E, "log", "compression codec 2 (snappy, declared but not implemented by Jafka) or 3 (unknown)"),
     "JAFKA-ATTRIBUTE": CodeInfo(W, "log", "attribute bits 2-7 set (Jafka writes them 0)"),
     "JAFKA-WRAPPER": CodeInfo(E, "log", "a gzip wrapper that does not decompress to a complete set of valid inner messages"),
-    "JAFKA-TORN-TAIL": CodeInfo(W, "log", "the last segment ends in a partially written message (then zeros or the end, no valid message in the bytes its LENGTH claims): recovery truncates it"),
+    "JAFKA-TORN-TAIL": CodeInfo(
+        W,
+        "log",
+        "the last segment ends in a partially written message (then zeros or the end, "
+        "no valid message in the bytes its LENGTH claims): recovery truncates it",
+    ),
     "JAFKA-ZERO-TAIL": CodeInfo(W, "log", "zero bytes after the last message of the last segment: recovery truncates them"),
     "JAFKA-GARBAGE": CodeInfo(E, "log", "non-zero bytes after the end of valid data that are not a torn message"),
     "JAFKA-SEGMENT-TAIL": CodeInfo(E, "log", "a segment before the last ends in zeros or a partial message (no valid message after it): Jafka never repairs it"),
@@ -63,7 +73,12 @@ CODES: dict[str, CodeInfo] = {
     "METAQ-ATTRIBUTE": CodeInfo(E, "log", "flag bit 0 set but the attribute block (attrLen, attribute) does not fit the data: consumers throw"),
     "METAQ-ATTRIBUTE-UTF8": CodeInfo(W, "log", "an attribute that is not valid UTF-8 (consumers see U+FFFD)"),
     "METAQ-PAYLOAD-SIZE": CodeInfo(W, "log", "a payload larger than the client's 2 MiB read limit (consumers reject it)"),
-    "METAQ-TORN-TAIL": CodeInfo(W, "log", "the last segment ends in a partially written message (then zeros or the end, no valid message in the bytes its msgLen claims): recovery truncates it"),
+    "METAQ-TORN-TAIL": CodeInfo(
+        W,
+        "log",
+        "the last segment ends in a partially written message (then zeros or the end, "
+        "no valid message in the bytes its msgLen claims): recovery truncates it",
+    ),
     "METAQ-ZERO-TAIL": CodeInfo(W, "log", "zero bytes after the last message of the last segment: recovery keeps them as empty messages (id 0)"),
     "METAQ-GARBAGE": CodeInfo(E, "log", "non-zero bytes after the end of valid data that are not a torn message"),
     "METAQ-SEGMENT-TAIL": CodeInfo(E, "log", "a segment before the last (or an archive) ends in zeros or a partial message (no valid message after it)"),

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from mqtool.findings.base import CodeInfo, Severity
 
-E, W, I = Severity.error, Severity.warning, Severity.info
+E, W, I = Severity.error, Severity.warning, Severity.info  # noqa: E741 (I: info, as in the tables)
 
 #: Every finding code: default severity, check family, one-line meaning.
 CODES: dict[str, CodeInfo] = {

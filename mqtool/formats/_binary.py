@@ -11,12 +11,13 @@ signed form used by Kafka v2 records.
 
 from __future__ import annotations
 
+import mmap
 import struct
-from typing import Union
+from typing import Any
 
 from mqtool.errors import CorruptDataError, TruncatedDataError
 
-Buffer = Union[bytes, bytearray, memoryview]
+Buffer = bytes | bytearray | memoryview | mmap.mmap
 
 I8 = struct.Struct(">b")
 U8 = struct.Struct(">B")
@@ -44,7 +45,7 @@ def need(buf: Buffer, position: int, size: int, what: str) -> None:
         )
 
 
-def unpack(fmt: struct.Struct, buf: Buffer, position: int, what: str) -> tuple:
+def unpack(fmt: struct.Struct, buf: Buffer, position: int, what: str) -> tuple[Any, ...]:
     """``fmt.unpack_from`` with a bounds check that names ``what``."""
     need(buf, position, fmt.size, what)
     return fmt.unpack_from(buf, position)

@@ -42,8 +42,9 @@ from __future__ import annotations
 import gzip
 import struct
 import zlib
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Iterable, Iterator, Literal
+from typing import Literal
 
 from mqtool.errors import ChecksumError, CorruptDataError, MqError, StoreLayoutError, UnsupportedFormatError, hexint
 from mqtool.formats._binary import I32, U32, Buffer, need

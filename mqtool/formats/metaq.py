@@ -44,8 +44,9 @@ import re
 import struct
 import zipfile
 import zlib
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Iterator, Literal
+from typing import Literal
 
 from mqtool.errors import (
     ChecksumError,

@@ -12,9 +12,11 @@ file and returns findings plus a few numbers.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
-from typing import Callable, Iterable, Iterator, TypeVar
+from pathlib import Path
+from typing import Any, TypeVar
 
 from mqtool.findings import FAMILIES, Finding, Severity
 from mqtool.layouts import Layout, for_layout
@@ -70,7 +72,7 @@ class FileSummary:
         else:
             self.infos += 1
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {
             "path": self.path,
             "family": self.family,
@@ -93,7 +95,7 @@ class ValidationReport:
     findings: list[Finding] = field(default_factory=list)
     counts: dict[str, int] = field(default_factory=lambda: {"error": 0, "warning": 0, "info": 0})
     truncated: bool = False  # more findings than --max-findings were found
-    facts: dict = field(default_factory=dict)
+    facts: dict[str, Any] = field(default_factory=dict)
     bytes_checked: int = 0
 
     def add(self, finding: Finding, summary: FileSummary | None = None) -> None:
@@ -113,7 +115,7 @@ class ValidationReport:
         rank = self.options.fail_on.rank
         return any(n for level, n in self.counts.items() if Severity(level).rank >= rank)
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {
             "layout": self.layout,
             "root": self.root,
@@ -128,6 +130,9 @@ class ValidationReport:
             "findings": [f.to_dict() for f in self.findings],
         }
 
+
+#: What a checker calls with the bytes it has just checked (a progress bar's advance).
+Progress = Callable[[int], object]
 
 #: A layout's checker: ``(path, options, progress) -> ValidationReport``.
 Validator = Callable[..., ValidationReport]
@@ -146,7 +151,7 @@ def validators() -> dict[Layout, Validator]:
     }
 
 
-def validate_path(path, options: ValidateOptions, layout: str, progress=None) -> ValidationReport:
+def validate_path(path: str | Path, options: ValidateOptions, layout: str, progress: Progress | None = None) -> ValidationReport:
     """Validate ``path`` as ``layout`` with the layout's checker."""
     return for_layout(validators(), layout, "validate")(path, options, progress)
 

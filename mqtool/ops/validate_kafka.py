@@ -30,24 +30,24 @@ import heapq
 import json
 import os
 import re
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator
+from typing import Any, Generic, TypeVar, cast
 
 from mqtool.errors import ChecksumError, CorruptDataError, MqError, StoreIOError, UnsupportedFormatError
+from mqtool.findings import Finding, Severity
 from mqtool.formats.kafka import checkpoint_file as cpf
-from mqtool.formats.kafka import compression
+from mqtool.formats.kafka import compression, record_scan
 from mqtool.formats.kafka import index as kidx
 from mqtool.formats.kafka import legacy as klegacy
 from mqtool.formats.kafka import record_batch as rb
-from mqtool.formats.kafka import record_scan
 from mqtool.formats.kafka import snapshot as ksnap
 from mqtool.formats.kafka import txn_index as ktxn
-from mqtool.formats.kafka.log import decode_entry, records_of_message
-from mqtool.findings import Finding, Severity
-from mqtool.ops.validate import FileSummary, ValidateOptions, ValidationReport, run_tasks
+from mqtool.formats.kafka.log import LogEntry, decode_entry, records_of_message
+from mqtool.ops.validate import FileSummary, Progress, ValidateOptions, ValidationReport, run_tasks
 from mqtool.store import kafka as ks
-from mqtool.store.files import ReadOnlyFile, read_small_file
+from mqtool.store.files import CHUNK_SIZE, ReadOnlyFile, nonzero_extent, read_small_file
 from mqtool.store.lock import probe_record_lock
 
 _V2_MIN_LENGTH = rb.RECORD_BATCH_OVERHEAD - rb.LOG_OVERHEAD  # 49
@@ -58,6 +58,11 @@ INT32_MAX = 2**31 - 1
 #: is still read whole.
 WALK_CHUNK = 1 << 20
 E, W = Severity.error, Severity.warning
+T = TypeVar("T")
+#: The entry type of an ``_IndexStream``: ``OffsetPosition``, ``TimestampOffset`` or ``AbortedTxn``.
+IndexEntry = TypeVar("IndexEntry")
+#: Checkpoint file name -> (its path, its ``(topic, partition) -> offset`` table when readable).
+OffsetCheckpoints = dict[str, tuple[Path | None, dict[tuple[str, int], int] | None]]
 
 
 def _message(exc: MqError) -> str:
@@ -140,7 +145,7 @@ class SegmentResult:
     indexes: list[IndexFileResult] = field(default_factory=list)
 
 
-class _IndexStream:
+class _IndexStream(Generic[IndexEntry]):
     """One index file consumed in step with the log: ``current`` / ``advance()`` over its entries.
 
     Walker errors become findings (and end the stream); a pre-allocated zero tail is reported
@@ -154,13 +159,13 @@ class _IndexStream:
         self.kind = kind
         self.res = res
         self.is_last = is_last
-        self.current: tuple[int, object] | None = None
-        self.last_entry = None
+        self.current: tuple[int, IndexEntry] | None = None
+        self.last_entry: IndexEntry | None = None
         self.count = 0
         self.summary: IndexFileResult | None = None
         self._file: ReadOnlyFile | None = None
         self._walk: ks.IndexFileWalk | None = None
-        self._gen: Iterator | None = None
+        self._gen: Iterator[tuple[int, IndexEntry]] | None = None
         self._dropped_zero_slot = False
         if path is None:
             return
@@ -188,12 +193,21 @@ class _IndexStream:
         self._gen = self._entries()
         self.advance()
 
-    def _entries(self) -> Iterator[tuple[int, object]]:
-        it = iter(self._walk)
+    @property
+    def file(self) -> str:
+        """The index file's path (only a stream with a file has entries and findings)."""
+        assert self.path is not None
+        return self.path
+
+    def _entries(self) -> Iterator[tuple[int, IndexEntry]]:
+        walk = self._walk
+        assert walk is not None
+        # the walk yields the entry type of its kind, which this stream was made for
+        it = cast(Iterator[tuple[int, IndexEntry]], iter(walk))
         first = next(it, None)
         if first is None:
             return
-        if self._walk.first_is_zero:
+        if walk.first_is_zero:
             second = next(it, None)
             if second is None:
                 self._dropped_zero_slot = True  # entry 0 all zero, nothing after it: no entry
@@ -218,18 +232,20 @@ class _IndexStream:
         except StoreIOError as exc:
             self.current = None
             self._gen = None
-            self.res.findings.append(Finding("KAFKA-FILE-UNREADABLE", self.path, exc.position, str(exc)))
+            self.res.findings.append(Finding("KAFKA-FILE-UNREADABLE", self.file, exc.position, str(exc)))
             return
         self.count += 1
         self.last_entry = self.current[1]
 
     def _finish(self) -> None:
         walk = self._walk
+        assert walk is not None and self.summary is not None
         if walk.error is not None:
             code = "KAFKA-TXNINDEX-ENTRY" if self.kind == "txnindex" else "KAFKA-INDEX-ORDER"
-            self.res.findings.append(Finding(code, self.path, walk.error.position, _message(walk.error)))
+            self.res.findings.append(Finding(code, self.file, walk.error.position, _message(walk.error)))
             return
         end = walk.end
+        assert end is not None  # the walk ended without an error
         if self._dropped_zero_slot:
             self._zero_tail(0)
         elif end.kind == "zeros":
@@ -238,7 +254,7 @@ class _IndexStream:
             self.res.findings.append(
                 Finding(
                     "KAFKA-TXNINDEX-ENTRY",
-                    self.path,
+                    self.file,
                     end.position,
                     f"{end.length} trailing bytes, less than a {ktxn.ENTRY_SIZE}-byte entry (a torn append; the broker ignores them)",
                     length=end.length,
@@ -249,13 +265,14 @@ class _IndexStream:
             self.summary.valid_bytes = end.position
 
     def _zero_tail(self, position: int) -> None:
+        assert self.summary is not None and self._file is not None
         self.summary.valid_bytes = position
         length = self._file.size - position
         if length <= 0:
             return
         if self.kind == "txnindex":
             self.res.findings.append(
-                Finding("KAFKA-TXNINDEX-ENTRY", self.path, position, f"{length} zero bytes after the last entry", length=length, severity=W)
+                Finding("KAFKA-TXNINDEX-ENTRY", self.file, position, f"{length} zero bytes after the last entry", length=length, severity=W)
             )
             return
         why = (
@@ -266,7 +283,7 @@ class _IndexStream:
         self.res.findings.append(
             Finding(
                 "KAFKA-INDEX-ZERO-TAIL",
-                self.path,
+                self.file,
                 position,
                 f"{length} bytes of unused zero slots after {self.count} entr{'y' if self.count == 1 else 'ies'}: {why}",
                 length=length,
@@ -294,14 +311,14 @@ class _SegmentChecker:
         self.running_max_ts = -1
         self.gaps = 0
         self.first_gap: tuple[int, int, int] | None = None
-        self.oi: _IndexStream | None = None
-        self.ti: _IndexStream | None = None
-        self.tx: _IndexStream | None = None
+        self.oi: _IndexStream[kidx.OffsetPosition] | None = None
+        self.ti: _IndexStream[kidx.TimestampOffset] | None = None
+        self.tx: _IndexStream[ktxn.AbortedTxn] | None = None
         self.pending: tuple[int, kidx.OffsetPosition] | None = None
         self.multi_batch = 0
         self.first_break: int | None = None
 
-    def find(self, code: str, position: int | None, message: str, **kw) -> None:
+    def find(self, code: str, position: int | None, message: str, **kw: Any) -> None:
         self.res.findings.append(Finding(code, self.path, position, message, **kw))
 
     def broken(self, position: int) -> None:
@@ -333,13 +350,14 @@ class _SegmentChecker:
                 self._entry(pos, entry, walk.buffer, pos - walk.buffer_start)
             if walk.error is not None:
                 bad = walk.failed_at
+                assert bad is not None  # set with the error
                 self.broken(bad)
                 exc = walk.error
                 code = "KAFKA-LOG-MAGIC" if exc.kind == "magic" else "KAFKA-OFFSET-ORDER" if exc.kind == "offset-order" else "KAFKA-LOG-SIZE"
                 self.find(code, exc.position, _message(exc) + self._truncation_note(bad))
                 nxt = self._resync(bad + 1)
                 if nxt is None:
-                    extent = ks.nonzero_extent(f, bad)
+                    extent = nonzero_extent(f, bad)
                     stop = extent[1] if extent else bad
                     if stop > bad:
                         self.find(
@@ -349,6 +367,7 @@ class _SegmentChecker:
                             length=stop - bad,
                         )
                     res.end_kind = "corrupt"
+                    assert self.first_break is not None  # broken() above
                     res.valid_end = self.first_break
                     return
                 self.find(
@@ -375,6 +394,7 @@ class _SegmentChecker:
                 if nxt is None:
                     self.find("KAFKA-LOG-GARBAGE", first, f"{stop - first} bytes after the zero run do not start a valid entry", length=stop - first)
                     res.end_kind = "corrupt"
+                    assert self.first_break is not None  # broken() above
                     res.valid_end = self.first_break
                     return
                 if nxt > first:
@@ -429,14 +449,14 @@ class _SegmentChecker:
         """First position >= ``start`` where an entry with a valid CRC starts (continuing the
         offsets seen so far, when there are any)."""
         f = self.f
-        extent = ks.nonzero_extent(f, start)
+        extent = nonzero_extent(f, start)
         if extent is None:
             return None
         pos = max(start, extent[0] - 11)
         patterns = [bytes([m]) for m in sorted(self.res.magics or {0, 1, 2})]
         overlap = 64
         while pos + 17 <= f.size:
-            chunk = f.pread(pos, ks.CHUNK_SIZE + overlap)
+            chunk = f.pread(pos, CHUNK_SIZE + overlap)
             for i in heapq.merge(*(_find_all(chunk, pat, 16) for pat in patterns)):
                 rel = i - 16
                 candidate = pos + rel
@@ -458,7 +478,7 @@ class _SegmentChecker:
         return None
 
     # --- one entry ---------------------------------------------------------------------------
-    def _entry(self, pos: int, entry, buf: bytes, rel: int) -> None:
+    def _entry(self, pos: int, entry: LogEntry, buf: bytes, rel: int) -> None:
         res = self.res
         prior = self.prev_last
         size = entry.size
@@ -484,7 +504,8 @@ class _SegmentChecker:
                 self._epoch(pos, ple, base, last)
         else:
             try:
-                message = decode_entry(buf, rel, mode="header").header
+                # a v0/v1 entry's header is its shallow message
+                message = cast(klegacy.LegacyRecord, decode_entry(buf, rel, mode="header").header)
             except MqError as exc:
                 self._entry_exception(pos, rel, exc)
                 if isinstance(exc, ChecksumError):
@@ -635,6 +656,7 @@ class _SegmentChecker:
     # --- indexes -----------------------------------------------------------------------------
     def _match_offset_index(self, pos: int, lower: int, last: int, before: int | None) -> None:
         oi = self.oi
+        assert oi is not None
         pending = self.pending
         if pending is not None:
             nxt = oi.current
@@ -653,7 +675,7 @@ class _SegmentChecker:
             self.res.findings.append(
                 Finding(
                     "KAFKA-INDEX-POSITION",
-                    oi.path,
+                    oi.file,
                     ipos,
                     f"entry for offset {e.offset}: expected the position of a batch start, found {e.position} ({where})",
                 )
@@ -671,7 +693,7 @@ class _SegmentChecker:
             self.res.findings.append(
                 Finding(
                     "KAFKA-INDEX-OFFSET",
-                    oi.path,
+                    oi.file,
                     cur[0],
                     f"entry at log position {pos}: expected offset {last} (the last offset of the batch there, {lower}..{last}) "
                     f"or the last offset of a later batch of the same append, found {offset}",
@@ -681,10 +703,11 @@ class _SegmentChecker:
 
     def _index_offset_error(self, pending: tuple[int, kidx.OffsetPosition], why: str) -> None:
         ipos, e = pending
+        assert self.oi is not None
         self.res.findings.append(
             Finding(
                 "KAFKA-INDEX-OFFSET",
-                self.oi.path,
+                self.oi.file,
                 ipos,
                 f"entry at log position {e.position}: expected an offset of the batch there or the last offset of a later batch "
                 f"of the same append, found {e.offset} ({why})",
@@ -693,6 +716,7 @@ class _SegmentChecker:
 
     def _match_time_index(self, pos: int, lower: int, last: int, max_ts: int) -> None:
         ti = self.ti
+        assert ti is not None
         while ti.current is not None and ti.current[1].offset <= last:
             ipos, e = ti.current
             if e.offset < lower:
@@ -710,11 +734,12 @@ class _SegmentChecker:
             else:
                 msg = None
             if msg is not None:
-                self.res.findings.append(Finding("KAFKA-TIMEINDEX-ENTRY", ti.path, ipos, msg))
+                self.res.findings.append(Finding("KAFKA-TIMEINDEX-ENTRY", ti.file, ipos, msg))
             ti.advance()
 
     def _match_abort(self, pos: int, pid: int, offset: int) -> None:
         tx = self.tx
+        assert tx is not None
         while tx.current is not None and tx.current[1].last_offset < offset:
             self._txn_no_marker(*tx.current)
             tx.advance()
@@ -725,7 +750,7 @@ class _SegmentChecker:
                 self.res.findings.append(
                     Finding(
                         "KAFKA-TXNINDEX-ENTRY",
-                        tx.path,
+                        tx.file,
                         ipos + ktxn.PRODUCER_ID_POSITION,
                         f"aborted transaction ending at offset {offset}: expected producer {pid} (the ABORT marker's), found {e.producer_id}",
                     )
@@ -734,7 +759,7 @@ class _SegmentChecker:
                 self.res.findings.append(
                     Finding(
                         "KAFKA-TXNINDEX-ENTRY",
-                        tx.path,
+                        tx.file,
                         ipos + ktxn.FIRST_OFFSET_POSITION,
                         f"aborted transaction of producer {pid}: expected firstOffset <= lastOffset {offset}, found {e.first_offset}",
                     )
@@ -753,10 +778,11 @@ class _SegmentChecker:
         )
 
     def _txn_no_marker(self, ipos: int, e: ktxn.AbortedTxn) -> None:
+        assert self.tx is not None
         self.res.findings.append(
             Finding(
                 "KAFKA-TXNINDEX-ENTRY",
-                self.tx.path,
+                self.tx.file,
                 ipos + ktxn.LAST_OFFSET_POSITION,
                 f"aborted transaction of producer {e.producer_id}: expected an ABORT marker of that producer at offset {e.last_offset}, found none",
             )
@@ -779,10 +805,14 @@ class _SegmentChecker:
                 self.res.findings.append(
                     Finding(
                         "KAFKA-INDEX-POSITION",
-                        self.oi.path,
+                        self.oi.file,
                         ipos,
                         f"{len(past)} entr{'y' if len(past) == 1 else 'ies'} from offset {e.offset} at log position {e.position}: "
-                        + (f"expected a batch start, found a position inside the last batch at {self.prev_pos}" if inside else f"past the end of the valid data at {end}"),
+                        + (
+                            f"expected a batch start, found a position inside the last batch at {self.prev_pos}"
+                            if inside
+                            else f"past the end of the valid data at {end}"
+                        ),
                         severity=None if inside else sev,
                     )
                 )
@@ -790,25 +820,25 @@ class _SegmentChecker:
                 self.res.findings.append(
                     Finding(
                         "KAFKA-INDEX-MULTI-BATCH",
-                        self.oi.path,
+                        self.oi.file,
                         None,
                         f"{self.multi_batch} entr{'y was' if self.multi_batch == 1 else 'ies were'} written by multi-batch appends "
                         "(follower fetch or cleaner): the last batch's offset at the first batch's position; lookups are correct",
                     )
                 )
         if self.ti is not None:
-            past = []
+            past_t = []
             while self.ti.current is not None:
-                past.append(self.ti.current)
+                past_t.append(self.ti.current)
                 self.ti.advance()
-            if past:
-                ipos, e = past[0]
+            if past_t:
+                ipos, te = past_t[0]
                 self.res.findings.append(
                     Finding(
                         "KAFKA-TIMEINDEX-ENTRY",
-                        self.ti.path,
+                        self.ti.file,
                         ipos,
-                        f"{len(past)} entr{'y' if len(past) == 1 else 'ies'} from offset {e.offset}: expected offsets of the log, "
+                        f"{len(past_t)} entr{'y' if len(past_t) == 1 else 'ies'} from offset {te.offset}: expected offsets of the log, "
                         f"found {self._past_the_log()}",
                         severity=sev,
                     )
@@ -831,6 +861,7 @@ class _SegmentChecker:
                 self._txn_no_marker(*self.tx.current)
                 self.tx.advance()
         if self.gaps:
+            assert self.first_gap is not None  # set with the first gap
             pos, a, b = self.first_gap
             self.find(
                 "KAFKA-OFFSET-GAP",
@@ -973,7 +1004,8 @@ class _DeepRangeChecker(_SegmentChecker):
                 last = base + lod
             else:
                 try:
-                    message = decode_entry(buf, rel, mode="header").header
+                    # a v0/v1 entry's header is its shallow message
+                    message = cast(klegacy.LegacyRecord, decode_entry(buf, rel, mode="header").header)
                 except MqError:
                     continue
                 last = message.offset
@@ -996,7 +1028,7 @@ def check_deep_range(task: DeepRangeTask) -> SegmentResult:
     return res
 
 
-def _run_task(task) -> SegmentResult:
+def _run_task(task: SegmentTask | DeepRangeTask) -> SegmentResult:
     return check_deep_range(task) if isinstance(task, DeepRangeTask) else check_segment(task)
 
 
@@ -1129,7 +1161,7 @@ class _PartitionState:
     lost: Finding | None = None
 
 
-def _read_checkpoint(path: Path | None, report: ValidationReport, decode):
+def _read_checkpoint(path: Path | None, report: ValidationReport, decode: Callable[[bytes], T]) -> T | None:
     if path is None:
         return None
     try:
@@ -1149,15 +1181,15 @@ def _partition_offsets(state: _PartitionState) -> None:
         state.log_end_offset = state.log_start_offset
         return
     last = segments[-1]
-    with_data = [r for r in segments if r.last_offset is not None]
-    state.has_data = bool(with_data)
+    data_ends = [r.last_offset for r in segments if r.last_offset is not None]
+    state.has_data = bool(data_ends)
     if last.last_offset is not None:
         state.log_end_offset = last.last_offset + 1
     else:
-        state.log_end_offset = max(last.base_offset, (with_data[-1].last_offset + 1) if with_data else 0)
+        state.log_end_offset = max(last.base_offset, (data_ends[-1] + 1) if data_ends else 0)
 
 
-def _check_continuity(state: _PartitionState, report: ValidationReport, summaries: dict) -> None:
+def _check_continuity(state: _PartitionState, report: ValidationReport, summaries: dict[str, FileSummary]) -> None:
     prev: SegmentResult | None = None
     for r in state.results:
         if prev is not None and prev.last_offset is not None:
@@ -1249,14 +1281,14 @@ def _check_leader_epochs(state: _PartitionState, report: ValidationReport) -> No
         if got != {epoch}:
             bad.append((epoch, first, last, sorted(g for g in got if g is not None) or None))
     if bad:
-        epoch, first, last, got = bad[0]
+        epoch, first, last, named = bad[0]
         report.add(
             Finding(
                 "KAFKA-LEADER-EPOCH-LOG",
                 str(path),
                 None,
                 f"batches at offsets {first}..{last} carry leader epoch {epoch}, the checkpoint gives "
-                f"{'no epoch' if got is None else 'epoch ' + '/'.join(map(str, got))} for them"
+                f"{'no epoch' if named is None else 'epoch ' + '/'.join(map(str, named))} for them"
                 + (f" ({len(bad) - 1} more run(s) disagree)" if len(bad) > 1 else ""),
             )
         )
@@ -1307,7 +1339,7 @@ def _first_gone(state: _PartitionState) -> int:
 
 def _lost_data(
     state: _PartitionState,
-    checkpoints: dict[str, tuple[Path | None, dict | None]],
+    checkpoints: OffsetCheckpoints,
     snapshots: list[ks.ProducerSnapshotFile],
     orphans: list[tuple[int, Finding]],
 ) -> Finding | None:
@@ -1364,7 +1396,7 @@ def _check_partition_files(part: ks.KafkaPartition, report: ValidationReport) ->
         _read_checkpoint(part.quorum_state, report, _decode_json)
 
 
-def _decode_json(raw: bytes):
+def _decode_json(raw: bytes) -> Any:
     try:
         return json.loads(raw.decode("utf-8"))
     except UnicodeDecodeError as exc:
@@ -1373,7 +1405,7 @@ def _decode_json(raw: bytes):
         raise CorruptDataError(position=getattr(exc, "pos", None), expected="JSON", found=str(exc).split(":")[0]) from None
 
 
-def _line_position(path: Path | None, *fields) -> int | None:
+def _line_position(path: Path | None, *fields: object) -> int | None:
     """Byte position of the checkpoint line whose first tokens are ``fields`` (None if absent)."""
     if path is None:
         return None
@@ -1386,8 +1418,8 @@ def _line_position(path: Path | None, *fields) -> int | None:
     return found.start() if found else None
 
 
-def _read_offset_checkpoints(store: ks.KafkaStore, report: ValidationReport) -> dict[str, tuple[Path | None, dict | None]]:
-    files: dict[str, tuple[Path | None, dict | None]] = {}
+def _read_offset_checkpoints(store: ks.KafkaStore, report: ValidationReport) -> OffsetCheckpoints:
+    files: OffsetCheckpoints = {}
     for name in cpf.OFFSET_CHECKPOINT_FILES:
         path = store.log_dir_file(name)
         cp = _read_checkpoint(path, report, cpf.decode_offset_checkpoint)
@@ -1396,7 +1428,7 @@ def _read_offset_checkpoints(store: ks.KafkaStore, report: ValidationReport) -> 
 
 
 def _check_log_dir_checkpoints(
-    store: ks.KafkaStore, states: list[_PartitionState], files: dict, report: ValidationReport, live: bool = False
+    store: ks.KafkaStore, states: list[_PartitionState], files: OffsetCheckpoints, report: ValidationReport, live: bool = False
 ) -> None:
     """``live``: a running broker appended after the logs were read, so a checkpoint ahead of the
     log end offset seen is expected (info), not missing data."""
@@ -1425,7 +1457,11 @@ def _check_log_dir_checkpoints(
                             str(path),
                             None,
                             f"{state.part.name} has data but no entry in {name}"
-                            + (": after an unclean shutdown the broker recovers it from offset 0" if name.startswith("recovery") else ": its high watermark restarts at 0"),
+                            + (
+                                ": after an unclean shutdown the broker recovers it from offset 0"
+                                if name.startswith("recovery")
+                                else ": its high watermark restarts at 0"
+                            ),
                         )
                     )
             elif value > leo:
@@ -1464,14 +1500,19 @@ def _check_log_dir_checkpoints(
             )
     if store.kind != "log-dir":
         return
-    for name, (path, table) in files.items():
+    for _name, (path, table) in files.items():
         if not table:
             continue
         stale = sorted(k for k in table if k not in known)
         if stale:
             shown = ", ".join(f"{t}-{p}" for t, p in stale[:5]) + (" ..." if len(stale) > 5 else "")
             report.add(
-                Finding("KAFKA-CHECKPOINT-STALE", str(path), _line_position(path, *stale[0]), f"{len(stale)} entr{'y' if len(stale) == 1 else 'ies'} for partitions not in the log dir: {shown}")
+                Finding(
+                    "KAFKA-CHECKPOINT-STALE",
+                    str(path),
+                    _line_position(path, *stale[0]),
+                    f"{len(stale)} entr{'y' if len(stale) == 1 else 'ies'} for partitions not in the log dir: {shown}",
+                )
             )
 
 
@@ -1520,6 +1561,7 @@ COMPILED_WALK_MIN_BYTES = 1 << 30
 
 def _deep_ranges(seg: ks.KafkaSegment, jobs: int) -> list[DeepRangeTask]:
     """Batch-aligned ranges covering the segment up to its first framing error."""
+    assert seg.log is not None  # a segment of log_segments()
     try:
         f = ReadOnlyFile(seg.log)
     except MqError:
@@ -1542,8 +1584,8 @@ def _deep_ranges(seg: ks.KafkaSegment, jobs: int) -> list[DeepRangeTask]:
     return ranges if len(ranges) > 1 else []
 
 
-def _tasks(store: ks.KafkaStore, options: ValidateOptions) -> tuple[list, list[_PartitionState]]:
-    tasks = []
+def _tasks(store: ks.KafkaStore, options: ValidateOptions) -> tuple[list[SegmentTask | DeepRangeTask], list[_PartitionState]]:
+    tasks: list[SegmentTask | DeepRangeTask] = []
     states = []
     for part in store.partitions:
         state = _PartitionState(part)
@@ -1578,7 +1620,7 @@ def _tasks(store: ks.KafkaStore, options: ValidateOptions) -> tuple[list, list[_
     return tasks, states
 
 
-def validate_kafka(path: str | Path, options: ValidateOptions, progress=None) -> ValidationReport:
+def validate_kafka(path: str | Path, options: ValidateOptions, progress: Progress | None = None) -> ValidationReport:
     store = ks.open_kafka(path)
     report = ValidationReport("kafka", str(store.root), options)
     advance = progress or (lambda n: None)

@@ -30,8 +30,10 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, cast
 
 from mqtool.errors import ChecksumError, MqError, StoreIOError, StoreLayoutError
+from mqtool.findings import Finding
 from mqtool.formats import jafka as jf
 from mqtool.formats import metaq as mq
 from mqtool.ops.dump_legacy import (
@@ -40,15 +42,16 @@ from mqtool.ops.dump_legacy import (
     metaq_starts_at,
     split_metaq,
 )
-from mqtool.findings import Finding
 from mqtool.ops.validate import (
     FileSummary,
+    Progress,
     ValidateOptions,
     ValidationReport,
     run_tasks,
 )
 from mqtool.store import jafka as sj
 from mqtool.store import metaq as sm
+from mqtool.store.files import nonzero_extent
 from mqtool.store.legacy import (
     RESYNC_LIMIT,
     DataDir,
@@ -59,7 +62,6 @@ from mqtool.store.legacy import (
     WalkEnd,
     end_damage,
     next_message,
-    nonzero_extent,
     zero_run,
 )
 
@@ -224,15 +226,15 @@ class _Scan:
             pos = nxt
         self.finish()
 
-    def message(self, p: int, message) -> None:
+    def message(self, p: int, message: object) -> None:
         res = self.res
         res.records += 1
         if self.recovery_point is not None and p >= self.recovery_point:
             res.lost += 1
         if self.jafka:
-            self.jafka_message(p, message)
+            self.jafka_message(p, cast(jf.Message, message))
         else:
-            self.metaq_message(p, message)
+            self.metaq_message(p, cast(mq.Message, message))
 
     def jafka_message(self, p: int, m: jf.Message) -> None:
         magic = jf.magic_error(m.magic, p + jf.LOG_OVERHEAD)
@@ -669,7 +671,7 @@ def _check_archives(part: Partition, report: ValidationReport) -> None:
 # --- the run ------------------------------------------------------------------------------------------------
 
 
-def _validate(data: DataDir, layout: str, options: ValidateOptions, progress, recovery_runs: bool) -> ValidationReport:
+def _validate(data: DataDir, layout: str, options: ValidateOptions, progress: Progress | None, recovery_runs: bool) -> ValidationReport:
     prefix = layout.upper()
     report = ValidationReport(layout, str(data.root), options)
     advance = progress or (lambda n: None)
@@ -686,7 +688,7 @@ def _validate(data: DataDir, layout: str, options: ValidateOptions, progress, re
                 SegmentTask(layout, str(seg.path), seg.start_offset, seg.archive, seg.named, seg is last, recovery_runs or layout == "metaq")
             )
             owners.append(part)
-    partitions: dict[str, dict] = {}
+    partitions: dict[str, dict[str, Any]] = {}
     for task, part, res in zip(tasks, owners, run_tasks(validate_segment, tasks, options.jobs)):
         summary = FileSummary(res.path, "log", res.size, res.records, res.valid_end if res.opened else None)
         report.files.append(summary)
@@ -720,7 +722,7 @@ def _validate(data: DataDir, layout: str, options: ValidateOptions, progress, re
     return report
 
 
-def validate_jafka(path: str | Path, options: ValidateOptions, progress=None) -> ValidationReport:
+def validate_jafka(path: str | Path, options: ValidateOptions, progress: Progress | None = None) -> ValidationReport:
     data = sj.open_jafka(path)
     marker = sj.clean_shutdown_marker(data)
     report = _validate(data, "jafka", options, progress, recovery_runs=not marker)
@@ -738,7 +740,7 @@ def validate_jafka(path: str | Path, options: ValidateOptions, progress=None) ->
     return report
 
 
-def validate_metaq(path: str | Path, options: ValidateOptions, progress=None) -> ValidationReport:
+def validate_metaq(path: str | Path, options: ValidateOptions, progress: Progress | None = None) -> ValidationReport:
     data = sm.open_metaq(path)
     return _validate(data, "metaq", options, progress, recovery_runs=True)
 

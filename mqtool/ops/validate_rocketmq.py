@@ -24,18 +24,20 @@ from __future__ import annotations
 
 import bisect
 import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from collections.abc import Iterable
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
 from mqtool.errors import MqError, StoreIOError, UnsupportedFormatError
+from mqtool.findings import Finding, Severity
 from mqtool.formats.rocketmq import checkpoint as cpf
 from mqtool.formats.rocketmq import config as cfgf
 from mqtool.formats.rocketmq import consume_queue as cqf
 from mqtool.formats.rocketmq import index_file as idxf
+from mqtool.formats.rocketmq.columns import cq_units
 from mqtool.formats.rocketmq.commitlog import (
     BORNHOST_POSITION,
     MIN_MESSAGE_SIZE,
@@ -51,17 +53,15 @@ from mqtool.formats.rocketmq.commitlog import (
     check_crc_property,
     host_size,
 )
-from mqtool.formats.rocketmq.columns import cq_units
 from mqtool.formats.rocketmq.hashing import index_key_hash
 from mqtool.formats.rocketmq.properties import CRC32, split_keys
-from mqtool.findings import Finding, Severity
-from mqtool.ops.validate import FileSummary, ValidateOptions, ValidationReport, run_tasks
+from mqtool.ops.validate import FileSummary, Progress, ValidateOptions, ValidationReport, run_tasks
 from mqtool.store import rocketmq as rmq
+from mqtool.store.files import CHUNK_SIZE, ReadOnlyFile, nonzero_extent, read_small_file
+from mqtool.store.lock import probe_record_lock
 from mqtool.store.model import commitlog as model_cl
 from mqtool.store.model import index as model_idx
 from mqtool.store.model import rocketmq as model
-from mqtool.store.files import CHUNK_SIZE, ReadOnlyFile, read_small_file
-from mqtool.store.lock import probe_record_lock
 from mqtool.store.writer import cq_tags_code
 
 # --- phase 1: files ------------------------------------------------------------------------------
@@ -336,7 +336,7 @@ def _walk_commitlog_file(f: ReadOnlyFile, task: CommitLogTask, res: CommitLogFil
         res.findings.append(model.no_blank_finding(path, end_pos, end.kind))
         return
     if end.kind == "zeros":
-        extent = rmq.nonzero_extent(f, end_pos)
+        extent = nonzero_extent(f, end_pos)
         if extent is not None:
             res.findings.append(model.garbage_finding(path, end_pos, extent))
     if res.first_broken is not None:  # where recover and the broker stop, not only where the records end
@@ -372,7 +372,7 @@ def _after_broken_record(f: ReadOnlyFile, task: CommitLogTask, bad: int, exc: Mq
     if resume is None:
         resume = rmq.find_next_record(f, base, bad + 1)
         if resume is None:
-            extent = rmq.nonzero_extent(f, bad)
+            extent = nonzero_extent(f, bad)
             stop = extent[1] if extent else bad
             res.findings.append(
                 Finding(
@@ -419,7 +419,7 @@ def _is_stale_copy(f: ReadOnlyFile, task: CommitLogTask, at: int, rec: MessageRe
 def _stale_tail(f: ReadOnlyFile, task: CommitLogTask, at: int, rec: MessageRecord, base: int, res: CommitLogFileResult) -> None:
     """A record at ``at`` of the last file that claims another place, with no record at its own
     place after it: valid data ends here and the rest is stale (copied or left behind) data."""
-    extent = rmq.nonzero_extent(f, at)
+    extent = nonzero_extent(f, at)
     stop = extent[1] if extent else at + rec.total_size
     res.valid_end = at
     res.findings.append(
@@ -458,7 +458,7 @@ def _check_blank(f: ReadOnlyFile, task: CommitLogTask, pos: int, total: int, res
     if task.is_last:
         base = task.base if res.content_base is None else res.content_base
         res.findings.append(Finding("RMQ-CL-VALID-END", task.path, pos, f"valid data ends at commitlog offset {base + pos} (END_OF_FILE)"))
-    extent = rmq.nonzero_extent(f, pos + 8)
+    extent = nonzero_extent(f, pos + 8)
     if extent is not None:
         first, stop = extent
         res.findings.append(
@@ -680,7 +680,7 @@ def _nonzero_units(data: bytes, start: int) -> tuple[int, int] | None:
 
 
 def _check_unit(
-    task: QueueTask, reader: rmq.CommitLogReader, ext: "_ExtReader | None", path: str, pos: int, qoff: int, unit: cqf.CqUnit, res: QueueResult
+    task: QueueTask, reader: rmq.CommitLogReader, ext: _ExtReader | None, path: str, pos: int, qoff: int, unit: cqf.CqUnit, res: QueueResult
 ) -> None:
     off = unit.commit_log_offset
     if off < task.commitlog_min:
@@ -1097,12 +1097,12 @@ def _in_ranges(ranges: tuple[tuple[int, int], ...], offset: int) -> bool:
     return i >= 0 and ranges[i][0] <= offset < ranges[i][1]
 
 
-def validate_rocketmq(path: str | Path, options: ValidateOptions, progress=None) -> ValidationReport:
+def validate_rocketmq(path: str | Path, options: ValidateOptions, progress: Progress | None = None) -> ValidationReport:
     with model_cl.key_table_directory() as keys_dir:
         return _validate_rocketmq(path, options, progress, keys_dir if options.fast and options.wants("index") else None)
 
 
-def _validate_rocketmq(path: str | Path, options: ValidateOptions, progress: Any, keys_dir: str | None) -> ValidationReport:
+def _validate_rocketmq(path: str | Path, options: ValidateOptions, progress: Progress | None, keys_dir: str | None) -> ValidationReport:
     store = rmq.open_store(path, commitlog_file_size=options.commitlog_file_size)
     report = ValidationReport("rocketmq", str(store.root), options)
     advance = progress or (lambda n: None)
@@ -1179,9 +1179,9 @@ def _validate_rocketmq(path: str | Path, options: ValidateOptions, progress: Any
             if gap is not None:
                 missing = _records_in(gap[1] - gap[0])
                 damaged.append(gap)
-        for key, prev in queue_edges.items():
+        for key, queued in queue_edges.items():
             if key not in res.queues:
-                prev.trail += missing + res.skipped
+                queued.trail += missing + res.skipped
         for key, edge in res.queues.items():
             prev = queue_edges.get(key)
             if prev is None:
@@ -1214,7 +1214,7 @@ def _validate_rocketmq(path: str | Path, options: ValidateOptions, progress: Any
             report.files.append(summary)
             extent = None
             with ReadOnlyFile(seg.path) as f:
-                extent = rmq.nonzero_extent(f, 0)
+                extent = nonzero_extent(f, 0)
             if extent is not None:
                 report.add(
                     Finding("RMQ-CL-GARBAGE", str(seg.path), extent[0], "non-zero bytes in a file after the last file holding records", length=extent[1] - extent[0]),
@@ -1306,13 +1306,13 @@ def _validate_rocketmq(path: str | Path, options: ValidateOptions, progress: Any
                 )
         index_summaries: dict[str, FileSummary] = {}
         for ires in run_tasks(validate_index_file, itasks, options.jobs):
-            s = index_summaries.get(ires.path)
-            if s is None:
-                s = index_summaries[ires.path] = FileSummary(ires.path, "index", ires.size, ires.entries, None)
-                report.files.append(s)
+            isum = index_summaries.get(ires.path)
+            if isum is None:
+                isum = index_summaries[ires.path] = FileSummary(ires.path, "index", ires.size, ires.entries, None)
+                report.files.append(isum)
             index_end_ts = max(index_end_ts, ires.end_timestamp)
             for finding in ires.findings:
-                report.add(finding, s)
+                report.add(finding, isum)
 
     # phase 5: checkpoint, abort, config
     _check_shutdown_state(store, report, max_store_ts, index_end_ts, live)

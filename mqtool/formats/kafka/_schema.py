@@ -22,7 +22,8 @@ remaining bytes before anything is allocated.
 from __future__ import annotations
 
 import base64
-from typing import Iterable
+import struct
+from collections.abc import Iterable
 
 from mqtool.errors import CorruptDataError, TruncatedDataError
 from mqtool.formats._binary import (
@@ -73,11 +74,12 @@ class Reader:
     def remaining(self) -> int:
         return self.end - self.pos
 
-    def _fixed(self, fmt, name: str) -> int:
+    def _fixed(self, fmt: struct.Struct, name: str) -> int:
         if self.end - self.pos < fmt.size:
             raise TruncatedDataError(
                 position=self.pos, expected=f"{fmt.size} bytes of {self.what}.{name}", found=f"{max(self.end - self.pos, 0)} bytes"
             )
+        value: int
         (value,) = fmt.unpack_from(self.buf, self.pos)
         self.pos += fmt.size
         return value
@@ -287,6 +289,7 @@ class Writer:
 def read_version_prefix(buf: Buffer, what: str) -> int:
     """The int16 schema version that prefixes coordinator keys and values."""
     need(buf, 0, I16.size, f"{what} version")
+    version: int
     (version,) = I16.unpack_from(buf, 0)
     return version
 

@@ -63,8 +63,9 @@ from __future__ import annotations
 import base64
 import json
 import re
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Callable, Iterable, Literal, TypeVar
+from typing import Literal, TypeVar
 
 from mqtool.errors import CorruptDataError, StoreLayoutError, UnsupportedFormatError
 from mqtool.formats._binary import Buffer, decode_utf8
@@ -358,7 +359,7 @@ def encode_partition_metadata(metadata: PartitionMetadata) -> bytes:
     if decode_kafka_uuid(metadata.topic_id) == bytes(16):
         raise ValueError("the all-zero topic id is never written")
     _check_range(metadata.version, (0, INT32[1]), "version")
-    return f"version: {metadata.version}\ntopic_id: {metadata.topic_id}".encode("utf-8")
+    return f"version: {metadata.version}\ntopic_id: {metadata.topic_id}".encode()
 
 
 # --- meta.properties ----------------------------------------------------------------------

@@ -51,6 +51,8 @@ from __future__ import annotations
 
 import struct
 import zlib
+from typing import Any
+
 from mqtool.errors import CorruptDataError, TruncatedDataError, UnsupportedFormatError
 from mqtool.formats._binary import Buffer, read_uvarint
 
@@ -102,7 +104,7 @@ def is_available(codec: int) -> bool:
     return True
 
 
-def _library(codec: int):
+def _library(codec: int) -> Any:
     try:
         if codec == SNAPPY:
             import cramjam
@@ -192,7 +194,7 @@ def gzip_decompress(data: Buffer, *, max_size: int = DEFAULT_MAX_DECOMPRESSED_SI
     while True:
         d = zlib.decompressobj(wbits=31)
         member_start = pos
-        tail = view[pos:]
+        tail: memoryview | bytes = view[pos:]
         while True:
             try:
                 chunk = d.decompress(tail, max_size - len(out) + 1)
@@ -239,7 +241,7 @@ def snappy_compress(data: Buffer, *, xerial: bool = True, block_size: int = XERI
     return bytes(out)
 
 
-def _snappy_raw(cramjam, block: memoryview, position: int, budget: int, max_size: int) -> bytes:
+def _snappy_raw(cramjam: Any, block: memoryview, position: int, budget: int, max_size: int) -> bytes:
     # A raw snappy block starts with its uncompressed length (uvarint): check before allocating.
     length, _ = read_uvarint(block, 0, "snappy uncompressed length")
     if length > budget:
@@ -461,7 +463,8 @@ _ZSTD_FEED = 256
 
 def zstd_compress(data: Buffer, *, level: int | None = None) -> bytes:
     zstandard = _library(ZSTD)
-    return zstandard.ZstdCompressor(level=3 if level is None else level).compress(bytes(data))
+    compressed: bytes = zstandard.ZstdCompressor(level=3 if level is None else level).compress(bytes(data))
+    return compressed
 
 
 def zstd_decompress(data: Buffer, *, max_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE) -> bytes:

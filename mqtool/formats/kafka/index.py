@@ -52,8 +52,9 @@ first searches the "warm" last 8192 bytes; with sorted keys the answer is the sa
 from __future__ import annotations
 
 import struct
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from typing import Callable, Generic, Iterable, Iterator, Literal, TypeVar
+from typing import Generic, Literal, TypeVar
 
 from mqtool.errors import CorruptDataError
 from mqtool.formats._binary import I32, I64, Buffer, unpack
@@ -259,8 +260,8 @@ class _IndexWalker(Generic[Entry]):
         self.buf = buf
         self.base_offset = base_offset
         self.entry_size = entry_size
-        self._decode = decode
-        self._check_order = check_order
+        self._decode: Callable[[Buffer, int, int], Entry] = decode
+        self._check_order: Callable[[Entry, Entry, int], None] = check_order
         self.end: DataEnd | None = None
         self.count = 0
         self.last: Entry | None = None
@@ -391,7 +392,8 @@ def lookup_offset(buf: Buffer, base_offset: int, target_offset: int, *, entries:
     view = memoryview(buf)
 
     def key(slot: int) -> int:
-        return base_offset + OFFSET_ENTRY.unpack_from(view, slot * OFFSET_ENTRY_SIZE)[0]
+        relative: int = OFFSET_ENTRY.unpack_from(view, slot * OFFSET_ENTRY_SIZE)[0]
+        return base_offset + relative
 
     slot = _largest_lower_bound(count, key, target_offset)
     if slot == -1:
@@ -410,7 +412,8 @@ def lookup_timestamp(
     view = memoryview(buf)
 
     def key(slot: int) -> int:
-        return TIME_ENTRY.unpack_from(view, slot * TIME_ENTRY_SIZE)[0]
+        timestamp: int = TIME_ENTRY.unpack_from(view, slot * TIME_ENTRY_SIZE)[0]
+        return timestamp
 
     slot = _largest_lower_bound(count, key, target_timestamp)
     if slot == -1:

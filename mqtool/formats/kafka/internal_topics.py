@@ -38,7 +38,6 @@ raises ``TruncatedDataError``; trailing bytes after a struct raise ``CorruptData
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Union
 
 from mqtool.errors import CorruptDataError, UnsupportedFormatError
 from mqtool.formats._binary import I16, I64, Buffer
@@ -131,8 +130,8 @@ class GroupMetadataValue:
     tagged_fields: TaggedFields = ()
 
 
-ConsumerOffsetsKey = Union[OffsetCommitKey, GroupMetadataKey, CoordinatorRecordKey]
-ConsumerOffsetsValue = Union[OffsetCommitValue, GroupMetadataValue, bytes, None]
+ConsumerOffsetsKey = OffsetCommitKey | GroupMetadataKey | CoordinatorRecordKey
+ConsumerOffsetsValue = OffsetCommitValue | GroupMetadataValue | bytes | None
 
 
 def _need_bytes(data: Buffer | None, what: str) -> Buffer:

@@ -37,8 +37,8 @@ reports a ``partial`` end), or zeros where the next entry should start (pre-allo
 from __future__ import annotations
 
 import struct
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Iterator, Sequence
 
 from mqtool.errors import ChecksumError, CorruptDataError, MqError, TruncatedDataError, hexint
 from mqtool.formats._binary import I32, Buffer, need

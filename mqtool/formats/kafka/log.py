@@ -33,8 +33,9 @@ Kafka's own recovery truncates the segment at the position of the first such ent
 from __future__ import annotations
 
 import struct
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Iterator, Literal, Union
+from typing import Literal
 
 from mqtool.errors import CorruptDataError, MqError
 from mqtool.formats._binary import Buffer, is_zero, need
@@ -92,7 +93,7 @@ class LogEntry:
     offset: int
     size: int
     magic: int
-    header: Union[BatchHeader, LegacyRecord, None] = None
+    header: BatchHeader | LegacyRecord | None = None
     batch: RecordBatch | None = None
     records: tuple[LogRecord, ...] | None = None
 

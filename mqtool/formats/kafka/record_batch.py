@@ -49,8 +49,9 @@ CRC over the batch), ``decode_batch`` (records, decompressed).
 from __future__ import annotations
 
 import struct
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Iterator, NamedTuple, Sequence, Union
+from typing import NamedTuple
 
 from mqtool.errors import ChecksumError, CorruptDataError, MqError, TruncatedDataError, hexint
 from mqtool.formats._binary import Buffer, encode_varint, need
@@ -693,9 +694,7 @@ class VotersRecord:
     tagged_fields: TaggedFields = ()
 
 
-ControlValue = Union[
-    EndTransactionMarker, LeaderChangeMessage, SnapshotHeaderRecord, SnapshotFooterRecord, KRaftVersionRecord, VotersRecord, bytes
-]
+ControlValue = EndTransactionMarker | LeaderChangeMessage | SnapshotHeaderRecord | SnapshotFooterRecord | KRaftVersionRecord | VotersRecord | bytes
 
 
 def decode_control_key(key: bytes | None) -> ControlRecordKey:

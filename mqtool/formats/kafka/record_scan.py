@@ -15,7 +15,8 @@ Two implementations of that contract: a compiled one (``_record_scan_jit``, numb
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from mqtool.formats._binary import Buffer
 

@@ -32,8 +32,9 @@ int16) and rejects it only when > 0.  mqtool reads the int16 and accepts only 0.
 from __future__ import annotations
 
 import struct
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import Iterable, Iterator, Literal
+from typing import Literal
 
 from mqtool.errors import CorruptDataError
 from mqtool.formats._binary import I16, I64, Buffer, unpack

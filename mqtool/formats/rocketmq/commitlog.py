@@ -44,8 +44,9 @@ from __future__ import annotations
 import socket
 import struct
 import zlib
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
-from typing import Iterator, Literal
+from typing import Any, Literal
 
 from mqtool.errors import ChecksumError, CorruptDataError, MqError, TruncatedDataError, UnsupportedFormatError, hexint
 from mqtool.formats._binary import I8, I16, I32, Buffer, decode_utf8, need, take
@@ -485,7 +486,7 @@ def encode_blank(total_size: int) -> bytes:
 
 def with_offsets(record: MessageRecord, *, queue_offset: int, physical_offset: int, store_timestamp: int | None = None) -> MessageRecord:
     """A copy with the fields the broker fills in at append time."""
-    changes: dict = {"queue_offset": queue_offset, "physical_offset": physical_offset}
+    changes: dict[str, Any] = {"queue_offset": queue_offset, "physical_offset": physical_offset}
     if store_timestamp is not None:
         changes["store_timestamp"] = store_timestamp
     return replace(record, **changes)
@@ -653,7 +654,7 @@ def encode_uniq_key(info: UniqKeyInfo) -> str:
 # --- compression and inner batches ------------------------------------------------------------
 
 
-def _decompressor(codec: str):
+def _decompressor(codec: str) -> Callable[[bytes], bytes]:
     """The decompress function for a RocketMQ compression type (imported on first use)."""
     if codec == "ZLIB":
         return zlib.decompress
@@ -661,7 +662,8 @@ def _decompressor(codec: str):
         if codec == "LZ4":
             import lz4.frame
 
-            return lz4.frame.decompress
+            lz4_decompress: Callable[[bytes], bytes] = lz4.frame.decompress
+            return lz4_decompress
         if codec == "ZSTD":
             import zstandard
 

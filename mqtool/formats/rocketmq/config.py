@@ -32,8 +32,9 @@ from __future__ import annotations
 import bisect
 import json
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Union
+from typing import Any
 
 from mqtool.errors import CorruptDataError
 from mqtool.formats._binary import decode_utf8
@@ -46,7 +47,7 @@ PERM_READ = 0x4
 PERM_WRITE = 0x2
 PERM_INHERIT = 0x1
 
-Source = Union[str, bytes, bytearray, memoryview, Mapping[str, Any]]
+Source = str | bytes | bytearray | memoryview | Mapping[str, Any]
 
 # A whole string token, or a bare integer key after "{" or ",".
 _TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|([{,])(\s*)(-?\d+)(\s*):', re.S)
@@ -132,8 +133,8 @@ def parse_fastjson(source: str | bytes | bytearray | memoryview) -> Any:
             return orig_starts[i]
         return pos - (new_ends[i] - orig_ends[i])
 
-    def pairs(items: list[tuple[str, Any]]) -> dict:
-        result: dict = {}
+    def pairs(items: list[tuple[str, Any]]) -> dict[Any, Any]:
+        result: dict[Any, Any] = {}
         for key, value in items:
             if key.startswith(marker):
                 result[int(key[len(marker) :])] = value
@@ -229,7 +230,7 @@ def encode_fastjson(obj: Any) -> str:
 # --- typed access --------------------------------------------------------------------------
 
 
-def _document(source: Source) -> dict:
+def _document(source: Source) -> dict[Any, Any]:
     doc = source if isinstance(source, Mapping) else parse_fastjson(source)
     if not isinstance(doc, Mapping):
         raise CorruptDataError(expected="a JSON object at the top level", found=type(doc).__name__)
@@ -240,7 +241,7 @@ def _kind_name(value: Any) -> str:
     return "null" if value is None else type(value).__name__
 
 
-def _table(doc: Mapping, name: str, required: bool = True) -> dict:
+def _table(doc: Mapping[Any, Any], name: str, required: bool = True) -> dict[Any, Any]:
     value = doc.get(name)
     if value is None and not required:
         return {}
@@ -263,7 +264,7 @@ def _int_key(key: Any, where: str) -> int:
     raise CorruptDataError(expected=f"an integer key in {where}", found=repr(key))
 
 
-def _field(obj: Mapping, name: str, kind: type, default: Any, where: str) -> Any:
+def _field(obj: Mapping[Any, Any], name: str, kind: type, default: Any, where: str) -> Any:
     if name not in obj or obj[name] is None:
         return default
     value = obj[name]
@@ -282,7 +283,7 @@ class DataVersion:
     counter: int = 0
     state_version: int | None = None
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"counter": self.counter}
         if self.state_version is not None:
             out["stateVersion"] = self.state_version
@@ -365,7 +366,7 @@ class TopicConfig:
         """``queue.type`` attribute: ``SimpleCQ`` (default) or ``BatchCQ``."""
         return (self.attributes or {}).get("queue.type", "SimpleCQ")
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = dict(self.extra)
         if self.attributes is not None:
             out["attributes"] = dict(self.attributes)
@@ -424,7 +425,7 @@ class SubscriptionGroupConfig:
     notify_consumer_ids_changed_enable: bool = True
     extra: dict[str, Any] = field(default_factory=dict)
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = dict(self.extra)
         out.update(
             brokerId=self.broker_id,
@@ -469,12 +470,12 @@ def parse_subscription_groups(source: Source) -> dict[str, SubscriptionGroupConf
     return result
 
 
-def parse_consumer_filters(source: Source) -> dict[str, dict]:
+def parse_consumer_filters(source: Source) -> dict[str, dict[Any, Any]]:
     """``consumerFilter.json``: topic → its ``FilterDataMapByTopic`` object (``topic``,
     ``groupFilterData``: group → ``ConsumerFilterData``), kept as parsed.  Upstream
     (``ConsumerFilterManager.decode``) skips a missing or null ``filterDataByTopic``."""
     table = _table(_document(source), "filterDataByTopic", required=False)
-    result: dict[str, dict] = {}
+    result: dict[str, dict[Any, Any]] = {}
     for topic, raw in table.items():
         where = f"filterDataByTopic[{topic!r}]"
         if not isinstance(raw, Mapping):

@@ -56,8 +56,9 @@ as a ``partial`` end.
 from __future__ import annotations
 
 import struct
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Iterator, Literal
+from typing import Literal
 
 from mqtool.errors import CorruptDataError, MqError
 from mqtool.formats._binary import I16, Buffer, need, take

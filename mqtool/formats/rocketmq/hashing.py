@@ -94,7 +94,7 @@ def dispatch_tags_code(topic: str, tags: str | None, delay: str | None, store_ti
     return tags_code(tags)
 
 
-def index_key_hashes(keys: list[bytes]) -> "np.ndarray":
+def index_key_hashes(keys: list[bytes]) -> np.ndarray:
     """``index_key_hash`` of many UTF-8 keys at once (int64 array, in order).
 
     ASCII keys (one UTF-16 code unit per byte) are hashed in one vectorised Horner pass per key

@@ -41,9 +41,9 @@ import array
 import itertools
 import struct
 import sys
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime, timezone, tzinfo
-from typing import Callable, Iterable, Iterator
 
 from mqtool.errors import (
     CorruptDataError,
@@ -400,7 +400,7 @@ def _read_exact(read: ReadAt, position: int, size: int) -> bytes | None:
     return data if len(data) == size else None
 
 
-def _slot_words(raw: bytes) -> array.array:
+def _slot_words(raw: bytes) -> array.array[int]:
     words = array.array("I")  # unsigned: a negative value reads as >= 2^31, above any indexCount
     words.frombytes(raw)
     if sys.byteorder == "little":
@@ -557,7 +557,8 @@ def detect_index_geometry(
             return best.geometry
         if count > 1 and isinstance(exc, UnsupportedFormatError):
             raise UnsupportedFormatError(
-                "cannot infer the IndexFile geometry from its length or its entries; give the broker's maxHashSlotNum and maxIndexNum (dump index --index-hash-slots N --index-num N)",
+                "cannot infer the IndexFile geometry from its length or its entries; "
+                "give the broker's maxHashSlotNum and maxIndexNum (dump index --index-hash-slots N --index-num N)",
                 expected=f"entries #1 .. #{count - 1} (indexCount {header.index_count}) after a slot table, in a length of 40 + 4*hashSlotNum + 20*indexNum",
                 found=f"{length} bytes that no such split fits",
             ) from None
@@ -699,6 +700,7 @@ def read_slot(buf: Buffer, slot: int, hash_slot_num: int = DEFAULT_HASH_SLOT_NUM
         raise ValueError(f"slot {slot} outside 0..{hash_slot_num - 1}")
     position = INDEX_HEADER_SIZE + slot * HASH_SLOT_SIZE
     need(buf, position, HASH_SLOT_SIZE, "IndexFile hash slot")
+    value: int
     (value,) = HASH_SLOT.unpack_from(buf, position)
     return value
 
