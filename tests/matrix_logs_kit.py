@@ -178,7 +178,7 @@ def torn_tail(layout: Layout, root: Path, pick: Pick) -> Target | None:
     on disk (nothing past the torn write was ever flushed or acknowledged)."""
     part = _part(layout, pick, live_tail=True)
     seg = _segment(layout, part, pick, "active")
-    e = seg[pick(0, len(seg) - 1)]
+    e = seg[-1]  # the last write torn (a cut at an earlier entry: see NOT_SEEN in the matrix)
     os.truncate(root / part / e.file, e.position + pick(1, e.size - 1))
     if layout.name == "kafka":
         _crashed_at(root, e, recovery_point=seg[0].offset, end=e.offset)
@@ -225,8 +225,13 @@ def zeroed(layout: Layout, root: Path, pick: Pick) -> Target | None:
     part = _part(layout, pick)
     seg = _segment(layout, part, pick, "any")
     e = seg[pick(0, len(seg) - 1)]
-    start = pick(0, e.size - 1)
-    zero(root / part / e.file, e.position + start, pick(1, min(400, e.size - start)))
+    start = pick(e.crc_from, e.size - 1)  # from inside the part the checksum covers
+    length = pick(1, min(400, e.size - start))
+    data = (layout.fixture / part / e.file).read_bytes()[e.position : e.position + e.size]
+    if not any(data[start : start + length]):  # zeros already: move to the next non-zero byte
+        start = next(i for i in [*range(start, e.size), *range(e.crc_from, start)] if data[i])
+        length = min(length, e.size - start)
+    zero(root / part / e.file, e.position + start, length)
     return target(e)
 
 
@@ -324,11 +329,22 @@ class Verdict:
         return any((f["code"], f["path"], f["position"]) == (self.code, self.path, self.position) for f in findings)
 
 
+#: the check families a reader of the log reads (``mqtool.ops.log_findings.LOG``; of ``files``
+#: its errors).  Not the index family: only ``query`` and ``dump kafka-index`` read index files.
+#: Known disagreement left (validator, not changed here): when a ``.index`` entry of the active
+#: segment points at the torn last batch, validate says KAFKA-INDEX-OFFSET (error) although
+#: recovery rebuilds that index -- where an entry past the valid end is KAFKA-INDEX-POSITION, a
+#: warning.  The verdict is taken over the log families, so that case is a torn tail (exit 0).
+FAMILIES = ("files", "log", "offsets")
+
+
 def first_finding(root: Path, layout: str) -> Verdict | None:
-    """validate's first error, else its first warning (None: a clean store)."""
+    """validate's first error, else its first warning, in the families readers of the log read
+    (None: none there)."""
     report = validate_path(root, ValidateOptions(jobs=1), layout)
-    errors = [f for f in report.findings if f.level.value == "error"]
-    warnings = [f for f in report.findings if f.level.value == "warning"]
+    seen = [f for f in report.findings if f.family in FAMILIES and (f.family != "files" or f.level.value == "error")]
+    errors = [f for f in seen if f.level.value == "error"]
+    warnings = [f for f in seen if f.level.value == "warning"]
     if not errors and not warnings:
         return None
     first = (errors or warnings)[0]

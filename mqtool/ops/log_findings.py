@@ -26,6 +26,8 @@ from mqtool.ops.validate import ValidateOptions, validate_path
 #: its own fields, nor the index family (read by ``query`` and ``dump kafka-index``: ``INDEX``)
 LOG = frozenset({"files", "log", "offsets"})
 INDEX = LOG | {"index"}
+#: a file that cannot be read is an I/O error each reader reports itself (exit 3), not damage
+UNREADABLE = frozenset({"KAFKA-FILE-UNREADABLE", "JAFKA-UNREADABLE", "METAQ-UNREADABLE"})
 
 
 def on_path(path: str | os.PathLike[str], layout: str, within: Iterable[str | os.PathLike[str]] | None = None, *, families: frozenset[str] = LOG) -> list[Finding]:
@@ -45,6 +47,8 @@ def on_path(path: str | os.PathLike[str], layout: str, within: Iterable[str | os
     for finding in report.findings:
         if finding.level not in (Severity.error, Severity.warning) or finding.family not in families:
             continue
+        if finding.code in UNREADABLE:
+            continue
         if finding.family == "files" and finding.level is not Severity.error:
             continue  # names a broker ignores or acts on (leftovers, links, odd names): info lists them
         if scopes is not None and not any(finding.path == s or finding.path.startswith(s.rstrip(os.sep) + os.sep) for s in scopes):
@@ -59,12 +63,36 @@ def errors(findings: Iterable[Finding]) -> list[Finding]:
 
 def merged(path: str | os.PathLike[str], layout: str, problems: list[str], errors: list) -> tuple[list[str], list[str], list[Finding]]:
     """A reader's own ``problems`` (notices) and ``errors`` (damage met: located ``MqError``s or
-    text) with validate's findings for ``path`` (``on_path``): warnings join the problems and
-    errors the errors, each as ``CODE path:position: message``, after the reader's own.
-    Returns (problems, errors, findings)."""
+    text) judged by validate's findings for ``path`` (``on_path``): the errors are validate's
+    errors, the problems the reader's own notices, its own lines on the damage (which validate
+    may judge otherwise: a zeroed last message is a torn tail, a warning) and validate's
+    warnings, each finding as ``CODE path:position: message``.  Returns (problems, errors,
+    findings)."""
     from mqtool.store.model.rocketmq import finding_text
 
     met = on_path(path, layout)
     own = [str(e) for e in errors]
     warnings = [finding_text(f) for f in met if f.level is Severity.warning]
-    return problems + warnings, own + [finding_text(f) for f in met if f.level is Severity.error], met
+    return problems + own + warnings, [finding_text(f) for f in met if f.level is Severity.error], met
+
+
+def unfixed(path: str | os.PathLike[str], layout: str, root: str | os.PathLike[str], steps: Iterable) -> list[Finding]:
+    """validate's errors for ``path`` (``on_path``) that a recover plan's ``steps`` (paths relative
+    to ``root``) leave in place: all but those in a file the plan deletes, or at or after the
+    position where it truncates the file.  A gap between segments, a log that lost what its
+    checkpoints vouch for, damage before a recovery point the plan does not read: named, so the
+    plan says what it cannot fix instead of exiting 0."""
+    cuts: dict[Path, int] = {}
+    for step in steps:
+        target = (Path(root) / step.path).resolve()
+        if step.action == "delete":
+            cuts[target] = 0
+        elif step.action == "truncate" and step.position is not None:
+            cuts[target] = min(step.position, cuts.get(target, step.position))
+    left = []
+    for finding in errors(on_path(path, layout)):
+        cut = cuts.get(Path(finding.path).resolve())
+        if cut is not None and (cut == 0 or (finding.position is not None and finding.position >= cut)):
+            continue
+        left.append(finding)
+    return left
