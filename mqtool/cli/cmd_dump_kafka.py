@@ -137,6 +137,9 @@ def dump_kafka_log(
                 done = engine.bytes_done
 
     out.stream(_limited(rows(), limit), LOG_COLUMNS)
+    # every gap and damage in the partitions read, as validate states it (CODE path:position:
+    # message), after the walk's own lines (with --no-crc, as stats --no-crc, only the walk's)
+    findings = [] if no_crc else ops.findings_on_path(path, topic=topic, partition=partition)
     for end in engine.ends:
         if end.kind == "partial":
             out.warn(f"{end.path}:{end.valid_end}: {end.size - end.valid_end} bytes of a partial entry at the end (torn tail)")
@@ -144,7 +147,8 @@ def dump_kafka_log(
             out.warn(f"{end.path}:{end.valid_end}: {end.size - end.valid_end} zero bytes after the last entry (pre-allocated segment)")
         elif end.kind == "limit":
             out.warn(f"{end.path}: stopped at {end.valid_end} (--max-bytes {max_bytes}); {end.size - end.valid_end} bytes not read")
-    return finish_dump(out, engine.problems, hint=KAFKA_HINT)
+    damaged = out.findings(findings)
+    return finish_dump(out, engine.problems, extra_failures=damaged, hint=KAFKA_HINT)
 
 
 def _index_family(kind: str, path: Path, topic, partition, verify: bool, limit, fmt, as_json, as_jsonl, columns) -> int:

@@ -153,7 +153,7 @@ def dump_jafka(
                 yield row
 
     out.stream(rows(), JAFKA_COLUMNS)
-    return finish_dump(out, engine.problems, notes=engine.notes, hint="the data is damaged at the position(s) above; `mqtool validate` explains the damage")
+    return _finish(out, path, engine)
 
 
 @dump_app.command("metaq")
@@ -195,4 +195,12 @@ def dump_metaq(
                 yield row
 
     out.stream(rows(), METAQ_COLUMNS)
-    return finish_dump(out, engine.problems, notes=engine.notes, hint="the data is damaged at the position(s) above; `mqtool validate` explains the damage")
+    return _finish(out, path, engine)
+
+
+def _finish(out: Renderer, path: Path, engine: ops.JafkaDump | ops.MetaqDump) -> int:
+    """Every gap and damage in the partitions dumped as validate states it (CODE path:position:
+    message), besides the walk's own lines."""
+    findings = ops.findings_on_path(path, engine.data, engine.partitions)
+    damaged = out.findings(findings)
+    return finish_dump(out, engine.problems, notes=engine.notes, extra_failures=damaged, hint="the data is damaged at the position(s) above; `mqtool validate` explains the damage")

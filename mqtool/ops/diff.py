@@ -737,6 +737,7 @@ def diff_stores(path_a: str | Path, path_b: str | Path, layout: str, *, progress
                 report.logs.append(d)
                 continue
             report.logs.append(compare_kafka_partitions(name, part_a, part_b))
+        _attach_findings(report, path_a, path_b, layout)
         return report
     if layout in ("jafka", "metaq"):
         pa, pb = [], []
@@ -760,10 +761,28 @@ def diff_stores(path_a: str | Path, path_b: str | Path, layout: str, *, progress
             report.logs.append(d)
         if report.logs:
             report.logs[0].problems[:0] = [*(f"A: {p}" for p in pa), *(f"B: {p}" for p in pb)]
+        _attach_findings(report, path_a, path_b, layout)
         return report
     from mqtool.errors import UnsupportedFormatError
 
     raise UnsupportedFormatError(f"`mqtool diff` does not handle the {layout} layout", expected="rocketmq, kafka, jafka or metaq", found=layout)
+
+
+def _attach_findings(report: DiffReport, path_a: Path, path_b: Path, layout: str) -> None:
+    """Kafka, Jafka, MetaQ: every gap and damage of either side as validate states it
+    (``ops.log_findings``), given to the compared log of its partition (the first log when a
+    side is one partition, or no log holds the partition's name): errors make the diff fail."""
+    from mqtool.ops import log_findings
+
+    if not report.logs:
+        return
+    for side, root in (("A", path_a), ("B", path_b)):
+        for finding in log_findings.on_path(root, layout):
+            where = Path(finding.path)
+            rel = where.relative_to(root).parts if where.is_relative_to(root) else ()
+            name = rel[0] if rel else None
+            log = next((d for d in report.logs if name is not None and name in d.name.split(" / ")), report.logs[0])
+            log.findings.append((side, finding))
 
 
 def check_same_layout(layout_a: str, layout_b: str, path_b: Path) -> None:

@@ -24,7 +24,9 @@ from mqtool.formats.kafka import record_batch as rb
 from mqtool.formats.kafka import snapshot as ksnap
 from mqtool.formats.kafka import txn_index as ktxn
 from mqtool.formats.kafka.legacy import LegacyRecord
+from mqtool.findings import Finding
 from mqtool.formats.kafka.log import LogEntry, LogRecord, records_of_batch, records_of_message
+from mqtool.ops import log_findings
 from mqtool.store import kafka as ks
 from mqtool.store.files import ReadOnlyFile, check_path, is_regular_file, read_small_file
 
@@ -105,6 +107,17 @@ def log_targets(path: Path, *, topic: str | None = None, partition: int | None =
         for seg in part.log_segments():
             targets.append(LogTarget(seg.log, seg.base_offset, part, seg))
     return targets
+
+
+def findings_on_path(path: Path, *, topic: str | None = None, partition: int | None = None, families: frozenset[str] = log_findings.LOG) -> list[Finding]:
+    """validate's errors and warnings in the partitions a reader of PATH (with ``--topic`` /
+    ``--partition``) reads, or in the one file PATH, with validate's codes and positions
+    (``ops.log_findings``) -- a partition whose segments are all gone included."""
+    path = Path(path)
+    if is_regular_file(path):
+        return log_findings.on_path(path, "kafka", [path], families=families)
+    parts = _select(ks.open_kafka(path), topic, partition)
+    return log_findings.on_path(path, "kafka", [p.path for p in parts], families=families) if parts else []
 
 
 def decoder_for(target: LogTarget, choice: Decoder) -> str | None:

@@ -30,10 +30,12 @@ from mqtool.errors import (
     UnsupportedFormatError,
     hexint,
 )
+from mqtool.findings import Finding, Severity
 from mqtool.formats import jafka as jf
 from mqtool.formats import metaq as mq
 from mqtool.formats.checksums import crc32, masked_crc32
 from mqtool.store import jafka as sj
+from mqtool.ops import log_findings
 from mqtool.store import metaq as sm
 from mqtool.store.legacy import (
     MAX_MESSAGE_SIZE,
@@ -46,6 +48,7 @@ from mqtool.store.legacy import (
     WalkEnd,
     end_damage,
 )
+from mqtool.store.model.rocketmq import finding_text
 
 #: Largest inner message set a Jafka wrapper may inflate to.
 MAX_INFLATED_SIZE = MAX_MESSAGE_SIZE
@@ -155,6 +158,15 @@ def select_partitions(data: DataDir, topic: str | None, partition: int | None) -
             found=f"topics {', '.join(topics[:12])}{' ...' if len(topics) > 12 else ''}" if topics else "no partition",
         )
     return chosen
+
+
+def findings_on_path(path: str | Path, data: DataDir, partitions: list[Partition]) -> list[Finding]:
+    """validate's errors and warnings in ``partitions`` of the store at ``path`` (or in the one
+    file ``path`` names), with validate's codes and positions (``ops.log_findings``)."""
+    if not partitions:
+        return []
+    within = [data.only] if data.only is not None else [p.path for p in partitions]
+    return log_findings.on_path(path, data.layout, within)
 
 
 def _start_position(reader: SegmentReader, segment: Segment, from_offset: int | None, check) -> tuple[int, str | None]:
@@ -558,10 +570,18 @@ def find_partition(data: DataDir, topic: str | None, partition: int | None) -> P
 def lookup_offset(data: DataDir, partition: Partition, offset: int) -> OffsetLookup:
     """Read the message starting at ``offset`` (live segments, then MetaQ archives): one bounded
     read when a message starts there; otherwise the segment is walked to name the message offsets
-    just before and after it."""
+    just before and after it.  Every gap and damage of the partition is named as validate names
+    it (``name_findings``): a segment missing before the offset changes what consumers get."""
+    return name_findings(_lookup_offset(data, partition, offset), findings_on_path(data.root, data, [partition]))
+
+
+def _lookup_offset(data: DataDir, partition: Partition, offset: int) -> OffsetLookup:
     result = OffsetLookup(partition, offset)
     seg = partition.segment_for(offset)
     if seg is None:
+        if offset < max((s.end_offset or 0 for s in partition.all_segments()), default=0):
+            result.reason = f"offset {offset} is in no segment of the partition (a gap between its segments)"
+            return result
         segs = [s for s in partition.all_segments() if s.size]
         span = f"[{min(s.start_offset for s in segs)}, {max(s.end_offset or 0 for s in segs)})" if segs else "(no data)"
         result.reason = f"offset {offset} is outside the partition's data {span}"
@@ -593,4 +613,14 @@ def lookup_offset(data: DataDir, partition: Partition, offset: int) -> OffsetLoo
         if walk.error is not None and (walk.failed_at or 0) <= position:
             result.problems.append(walk.error)
     result.problems.extend(dump.problems)
+    return result
+
+
+def name_findings(result: OffsetLookup, findings: list[Finding]) -> OffsetLookup:
+    """A lookup's problems and reason with validate's findings: its errors after the problems,
+    its warnings after the reason, each as ``CODE path:position: message``."""
+    result.problems = [*result.problems, *(finding_text(f) for f in log_findings.errors(findings))]  # type: ignore[list-item]
+    warnings = [finding_text(f) for f in findings if f.level is Severity.warning]
+    if warnings:
+        result.reason = "; ".join(([result.reason] if result.reason else []) + warnings)
     return result

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from mqtool.errors import MqError, StoreIOError
+from mqtool.ops import log_findings
 from mqtool.formats.kafka import checkpoint_file as cpf
 from mqtool.formats.kafka import compression
 from mqtool.formats.kafka import record_batch as rb
@@ -72,8 +73,11 @@ class KafkaInfo:
     partitions: list[PartitionInfo]
     leftovers: list[str] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
-    #: damaged log data met where info reads (each partition's first entry and active segment): exit 1
+    #: damaged log data met where info reads (each partition's first entry and active segment) and
+    #: every error validate finds in the log (``CODE path:position: message``): exit 1
     errors: list[str] = field(default_factory=list)
+    #: validate's errors and warnings (``ops.log_findings``); the warnings also in ``problems``
+    findings: list[dict] = field(default_factory=list)
 
     #: ``partitions`` rows hold offsets and sizes, ``partition_details`` formats and ids (joined by
     #: ``name``), so that each renders as a readable table; ``magic``/``compression`` are those seen
@@ -132,7 +136,7 @@ def _note(entry, hints: set[str], magics: set[int] | None = None, codecs: set[st
             hints.add("0.11.0+ transactions in use")
 
 
-def _active_segment(seg: ks.KafkaSegment, hints: set[str], magics: set[int], codecs: set[str], errors: list[str]):
+def _active_segment(seg: ks.KafkaSegment, hints: set[str], magics: set[int], codecs: set[str], errors: list[MqError]):
     """Walk the active segment from its last index entry: (last offset, max timestamp, end kind)."""
     position = 0
     try:
@@ -155,13 +159,13 @@ def _active_segment(seg: ks.KafkaSegment, hints: set[str], magics: set[int], cod
             if walk.count == 0 and attempt:
                 continue  # the index pointed at no complete batch (a torn one, garbage): walk from the start
             if walk.error is not None:
-                errors.append(str(walk.error))
+                errors.append(walk.error)
                 return last, max_ts, "corrupt"
             return last, max_ts, walk.end.kind
     return last, max_ts, None
 
 
-def _partition_info(part: ks.KafkaPartition, checkpoints: dict, hints: set[str], problems: list[str], errors: list[str]) -> PartitionInfo:
+def _partition_info(part: ks.KafkaPartition, checkpoints: dict, hints: set[str], problems: list[str], errors: list[MqError]) -> PartitionInfo:
     segments = part.log_segments()
     magics: set[int] = set()
     codecs: set[str] = set()
@@ -172,16 +176,21 @@ def _partition_info(part: ks.KafkaPartition, checkpoints: dict, hints: set[str],
         if seg.log_size:
             try:
                 _offset, first_ts = _first_record(seg, hints)
-            except MqError as exc:  # damage; unreadable files are problems
-                (problems if isinstance(exc, StoreIOError) else errors).append(str(exc))
+            except StoreIOError as exc:  # unreadable files are problems
+                problems.append(str(exc))
+            except MqError as exc:  # damage
+                errors.append(exc)
             break
     last_offset = max_ts = None
     end_kind = None
     for seg in reversed(segments):
         try:
             last_offset, max_ts, end_kind = _active_segment(seg, hints, magics, codecs, errors)
-        except MqError as exc:  # damage; unreadable files are problems
-            (problems if isinstance(exc, StoreIOError) else errors).append(str(exc))
+        except StoreIOError as exc:  # unreadable files are problems
+            problems.append(str(exc))
+            break
+        except MqError as exc:  # damage
+            errors.append(exc)
             break
         if last_offset is not None or seg is segments[0] or end_kind != "eof":
             break
@@ -273,7 +282,7 @@ def kafka_info(path: str | Path) -> KafkaInfo:
         if store.log_dir_file(ks.BOOTSTRAP_CHECKPOINT) is not None:
             hints.add("KRaft controller (bootstrap.checkpoint)")
     partitions = []
-    errors: list[str] = []
+    errors: list[MqError] = []
     for part in store.partitions:
         partitions.append(_partition_info(part, checkpoints, hints, problems, errors))
         if part.topic == ks.CLUSTER_METADATA:
@@ -289,6 +298,7 @@ def kafka_info(path: str | Path) -> KafkaInfo:
         "log_bytes": sum(p.log_bytes for p in partitions),
         "index_bytes": sum(p.index_bytes for p in partitions),
     }
+    problems, texts, met = log_findings.merged(path, "kafka", problems, errors)
     return KafkaInfo(
         layout="kafka",
         root=str(store.root),
@@ -305,5 +315,6 @@ def kafka_info(path: str | Path) -> KafkaInfo:
         partitions=partitions,
         leftovers=leftovers,
         problems=problems,
-        errors=errors,
+        errors=texts,
+        findings=[f.to_dict() for f in met],
     )

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from mqtool.errors import MqError
+from mqtool.ops import log_findings
 from mqtool.store import jafka as sj
 from mqtool.store import metaq as sm
 from mqtool.store.legacy import (
@@ -60,8 +61,11 @@ class LegacyInfo:
     partitions: list[PartitionInfo]
     unexpected: list[str] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
-    #: damaged data met: ``path:position: expected X, found Y``
+    #: damaged data met: ``path:position: expected X, found Y``, and every error validate finds
+    #: in the data (``CODE path:position: message``)
     errors: list[str] = field(default_factory=list)
+    #: validate's errors and warnings (``ops.log_findings``); the warnings also in ``problems``
+    findings: list[dict] = field(default_factory=list)
 
     def to_dict(self) -> dict:
         doc = dataclasses.asdict(self)
@@ -73,7 +77,7 @@ class LegacyInfo:
         return doc
 
 
-def _check_earlier(seg: Segment, opener, framing: Framing, errors: list[str]) -> None:
+def _check_earlier(seg: Segment, opener, framing: Framing, errors: list[MqError]) -> None:
     """A live segment before the last: do its length fields lead exactly to its end?"""
     if not seg.size:
         return
@@ -89,10 +93,10 @@ def _check_earlier(seg: Segment, opener, framing: Framing, errors: list[str]) ->
     except MqError as exc:
         damage = exc
     if damage is not None:
-        errors.append(str(damage))
+        errors.append(damage)
 
 
-def _partition_info(data: DataDir, part: Partition, problems: list[str], errors: list[str]) -> PartitionInfo:
+def _partition_info(data: DataDir, part: Partition, problems: list[str], errors: list[MqError]) -> PartitionInfo:
     segs = part.segments
     framing = sj.FRAMING if data.layout == "jafka" else sm.FRAMING
     opener = sj.open_segment if data.layout == "jafka" else sm.open_segment
@@ -110,11 +114,11 @@ def _partition_info(data: DataDir, part: Partition, problems: list[str], errors:
             max_offset = last.start_offset + walk.valid_end
             end_kind = walk.end.kind if walk.end is not None else "corrupt"
             if damage is not None:
-                errors.append(str(damage))
+                errors.append(damage)
             elif walk.end is not None and walk.end.kind != "eof":
                 problems.append(f"{last.path}:{walk.end.position}: the data ends in {walk.end.kind} bytes; `mqtool validate` explains them")
         except MqError as exc:
-            errors.append(str(exc))
+            errors.append(exc)
             end_kind = "unreadable"
     info = PartitionInfo(
         topic=part.topic,
@@ -143,7 +147,7 @@ def _partition_info(data: DataDir, part: Partition, problems: list[str], errors:
 
 def _info(data: DataDir, marker: bool | None) -> LegacyInfo:
     problems: list[str] = list(data.notes)
-    errors: list[str] = []
+    errors: list[MqError] = []
     partitions = [_partition_info(data, p, problems, errors) for p in data.partitions]
     for path, reason in data.bad_dirs:
         problems.append(f"{path}: {reason}")
@@ -158,6 +162,7 @@ def _info(data: DataDir, marker: bool | None) -> LegacyInfo:
     unexpected += [str(p) for p in data.ignored_dirs if p.name != sm.TRANSACTIONS_DIR]
     for p in data.partitions:
         unexpected += [str(u) for u in p.unexpected]
+    problems, texts, met = log_findings.merged(data.root, data.layout, problems, errors)
     return LegacyInfo(
         layout=data.layout,
         root=str(data.root),
@@ -169,7 +174,8 @@ def _info(data: DataDir, marker: bool | None) -> LegacyInfo:
         partitions=partitions,
         unexpected=unexpected,
         problems=problems,
-        errors=errors,
+        errors=texts,
+        findings=[f.to_dict() for f in met],
     )
 
 

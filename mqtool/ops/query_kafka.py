@@ -44,7 +44,8 @@ class KafkaQueryResult:
     partition: str | None = None
     hits: list[KafkaHit] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
-    problems: list[MqError] = field(default_factory=list)
+    #: damage met (``MqError``) and validate's errors on the partition (``CODE path:position: message``)
+    problems: list[MqError | str] = field(default_factory=list)
     #: How the answer was found, step by step (index entries used, batches scanned).
     steps: list[str] = field(default_factory=list)
     log_start_offset: int | None = None
@@ -171,11 +172,29 @@ def _first_offset(entry) -> int:
     return h.base_offset if entry.magic == 2 else -1 if h.is_compressed else h.offset
 
 
+def with_findings(result: KafkaQueryResult, part: ks.KafkaPartition) -> KafkaQueryResult:
+    """Every gap and damage of the partition asked -- its log and the indexes a lookup reads -- as
+    validate states it (``ops.log_findings``): errors after the problems (exit 1), warnings after
+    the notes, each as ``CODE path:position: message``."""
+    from mqtool.ops import log_findings
+    from mqtool.store.model.rocketmq import finding_text
+
+    met = log_findings.on_path(part.path, "kafka", [part.path], families=log_findings.INDEX)
+    result.problems.extend(finding_text(f) for f in log_findings.errors(met))  # type: ignore[misc]
+    result.notes.extend(finding_text(f) for f in met if f not in log_findings.errors(met))
+    return result
+
+
 def query_offset(
     store: ks.KafkaStore, topic: str | None, partition: int | None, offset: int, *, max_results: int = 1, decoder: str = "auto"
 ) -> KafkaQueryResult:
-    """The record at ``offset`` (and the ``max_results - 1`` after it)."""
+    """The record at ``offset`` (and the ``max_results - 1`` after it), with the partition's
+    gaps and damage as validate names them (``with_findings``)."""
     part = store.find_partition(topic, partition)
+    return with_findings(_query_offset(store, part, offset, max_results=max_results, decoder=decoder), part)
+
+
+def _query_offset(store: ks.KafkaStore, part: ks.KafkaPartition, offset: int, *, max_results: int, decoder: str) -> KafkaQueryResult:
     result = KafkaQueryResult(part.name)
     segments = part.log_segments()
     if not segments:
@@ -253,8 +272,13 @@ def segment_largest_timestamp(seg: ks.KafkaSegment) -> int:
 def query_timestamp(
     store: ks.KafkaStore, topic: str | None, partition: int | None, timestamp: int, *, max_results: int = 1, decoder: str = "auto"
 ) -> KafkaQueryResult:
-    """ListOffsets: the first record with timestamp >= ``timestamp`` (and the ones after it)."""
+    """ListOffsets: the first record with timestamp >= ``timestamp`` (and the ones after it), with
+    the partition's gaps and damage as validate names them (``with_findings``)."""
     part = store.find_partition(topic, partition)
+    return with_findings(_query_timestamp(store, part, timestamp, max_results=max_results, decoder=decoder), part)
+
+
+def _query_timestamp(store: ks.KafkaStore, part: ks.KafkaPartition, timestamp: int, *, max_results: int, decoder: str) -> KafkaQueryResult:
     result = KafkaQueryResult(part.name)
     segments = part.log_segments()
     start = _log_start(store, part)

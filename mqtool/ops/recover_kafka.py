@@ -63,6 +63,7 @@ from mqtool.formats.kafka import index as kidx
 from mqtool.formats.kafka import record_batch as rb
 from mqtool.formats.kafka import snapshot as ksnap
 from mqtool.formats.kafka import txn_index as ktxn
+from mqtool.ops import log_findings
 from mqtool.ops.recover import ApplyContext, ApplyResult, RecoverPlan, Step, apply_plan, observe, relative, resolve
 from mqtool.store import kafka as ks
 from mqtool.store.files import CHUNK_SIZE, ReadOnlyFile, is_regular_file, read_small_file, safe_listdir
@@ -636,6 +637,9 @@ def plan_kafka(path: str | Path, options: RecoverOptions = RecoverOptions()) -> 
         plan.notes.append(
             f"{cpf.CLEAN_SHUTDOWN} is present: the broker would skip recovery (and append after any damaged bytes); mqtool recovers anyway and leaves the marker"
         )
+    # what validate still finds after the plan (a log below its checkpoints, damage before a
+    # recovery point): named, the plan exits 1
+    plan.unfixable = [f.to_dict() for f in log_findings.unfixed(path, "kafka", plan.root, plan.steps)]
     return plan
 
 

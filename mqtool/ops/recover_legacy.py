@@ -46,6 +46,7 @@ from pathlib import Path
 from mqtool.errors import MqError, StoreLayoutError
 from mqtool.formats import jafka as jf
 from mqtool.formats import metaq as mq
+from mqtool.ops import log_findings
 from mqtool.ops.recover import ApplyContext, ApplyResult, RecoverPlan, Step, apply_plan, observe, relative, resolve
 from mqtool.store import jafka as sj
 from mqtool.store import metaq as sm
@@ -269,6 +270,9 @@ def _plan(layout: str, path: str | Path, options: RecoverOptions) -> RecoverPlan
         plan.needs_force.append(
             f"{plan.records_dropped} valid message(s) after the cut point(s) would be cut (the broker's recovery drops them too)"
         )
+    # what validate still finds after the plan (a gap between segments, damage before the last
+    # segment's tail): named, the plan exits 1
+    plan.unfixable = [f.to_dict() for f in log_findings.unfixed(path, layout, plan.root, plan.steps)]
     return plan
 
 

@@ -489,6 +489,7 @@ def _kafka(path: Path, stats: StoreStats, top: _Top, options: StatsOptions, prog
 
     store = kstore.open_kafka(path)
     stats.time_source = "record timestamps"
+    own: list[tuple[str, int | None, str]] = []  # the walk's own problems: (path, position, text)
     for part in store.partitions:
         unit = UnitStats(part.topic, part.partition, part.name)
         segments = part.log_segments()
@@ -516,16 +517,35 @@ def _kafka(path: Path, stats: StoreStats, top: _Top, options: StatsOptions, prog
                         done = end
                 progress(f.size - done)
                 if walk.error is not None:
-                    stats.problems.append(str(walk.error))
+                    own.append((str(walk.error.path), walk.error.position, str(walk.error)))
                 elif seg is not segments[-1] and walk.end is not None and walk.end.kind in ("partial", "zeros") and walk.end.position < f.size:
                     # only the active segment can end in a torn write or pre-allocated zeros
                     what = "a cut entry" if walk.end.kind == "partial" else "zero bytes"
-                    stats.problems.append(
-                        f"{seg.log}:{walk.end.position}: expected the segment to end after its last entry (a segment before the last is complete), "
-                        f"found {what} ({f.size - walk.end.position} bytes; recovery truncates here and deletes every later segment)"
+                    own.append(
+                        (
+                            str(seg.log),
+                            walk.end.position,
+                            f"{seg.log}:{walk.end.position}: expected the segment to end after its last entry (a segment before the last is complete), "
+                            f"found {what} ({f.size - walk.end.position} bytes; recovery truncates here and deletes every later segment)",
+                        )
                     )
         stats.units.append(unit)
+    _state_findings(stats, path, "kafka", own, options)
     return Path(store.root)
+
+
+def _state_findings(stats: StoreStats, path: Path, layout: str, own: list[tuple[str, int | None, str]], options: StatsOptions) -> None:
+    """Kafka, Jafka, MetaQ: every gap and damage of the pass as validate states it (its code and
+    position: ``ops.log_findings``), errors also in ``problems`` as ``CODE path:position:
+    message``, after the walk's own problems.  With
+    ``--no-crc`` (no checksum read) only the walk's own problems."""
+    from mqtool.ops import log_findings
+    from mqtool.store.model.rocketmq import finding_text
+
+    met = log_findings.on_path(path, layout) if options.check_crc else []
+    stats.findings.extend(met)
+    stats.problems.extend(text for _where, _position, text in own)
+    stats.problems.extend(finding_text(f) for f in met if f.level is Severity.error)
 
 
 def _jafka_messages(message, depth: int = 0) -> Iterator:
@@ -552,6 +572,7 @@ def _legacy(path: Path, stats: StoreStats, top: _Top, options: StatsOptions, pro
 
         data = mod.open_metaq(path)
     stats.time_source = "segment modification times (the messages carry no time)"
+    own: list[tuple[str, int | None, str]] = []  # the walk's own problems: (path, position, text)
     for part in data.partitions:
         unit = UnitStats(part.topic, part.partition, part.name)
         for seg in data.selected(part, archives=False):
@@ -577,10 +598,11 @@ def _legacy(path: Path, stats: StoreStats, top: _Top, options: StatsOptions, pro
                             unit.add(size, None, (attribute,) if attribute is not None else ())
                             top.offer(size, lambda: LargeMessage(size, unit.name, part.topic, part.partition, seg.start_offset + pos, None))
                 except MqError as exc:
-                    stats.problems.append(str(exc.at(seg.path, 0)))
+                    located = exc.at(seg.path, 0)
+                    own.append((str(located.path), located.position, str(located)))
                 progress(reader.size)
                 if walk.error is not None:
-                    stats.problems.append(str(walk.error))
+                    own.append((str(walk.error.path), walk.error.position, str(walk.error)))
                 else:
                     # a length running past the end of a segment before the last, or over valid
                     # messages, stopped this file early: damage, not a tail
@@ -589,13 +611,14 @@ def _legacy(path: Path, stats: StoreStats, top: _Top, options: StatsOptions, pro
                     except MqError as exc:
                         damage = exc
                     if damage is not None:
-                        stats.problems.append(str(damage))
+                        own.append((str(damage.path), damage.position, str(damage)))
             unit.segment_times.append((seg_bytes, mtime_ms))
             stats.recent.add(mtime_ms, seg_bytes)
         if unit.segment_times:
             times = [t for _, t in unit.segment_times]
             unit.first_timestamp, unit.last_timestamp = min(times), max(times)
         stats.units.append(unit)
+    _state_findings(stats, path, layout, own, options)
     return Path(data.root)
 
 

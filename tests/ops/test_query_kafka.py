@@ -117,8 +117,11 @@ def test_a_batch_whose_crc_fails_is_stepped_over_not_the_end_of_the_answer(tmp_p
     for offset in (100, 97):  # through the index entry pointing at the damaged batch; by a scan
         result = query_offset(store, "orders", 0, offset, max_results=2)
         assert [h.record.offset for h in result.hits] == [100, 101]
-        (problem,) = result.problems
+        # the lookup's own problem, then validate's finding for the partition (the query named
+        # the CRC without its code)
+        problem, *validated = result.problems
         assert problem.path == str(log) and "CRC" in str(problem)
+        assert validated and validated[0].startswith(f"KAFKA-LOG-CRC {log}:{bad.position + 17}: "), validated
         assert not any("no record" in n or "no valid batch" in n for n in result.notes)
     assert any(f"offset 97 is in the batch at {log}:{bad.position} (offsets 96..99), whose CRC fails" in n for n in result.notes)
     (ts_hit,) = query_timestamp(store, "orders", 0, bad.header.max_timestamp).hits  # max_timestamp of the bad batch

@@ -1,0 +1,98 @@
+"""What validate says about the bytes a Kafka, Jafka or MetaQ reader read (issue 18).
+
+The readers -- dump, stats, info, query, diff, recover's plan -- do not judge bytes themselves:
+they take the findings of the layout's validate engine (whose rules live in the store layer:
+``store.kafka``'s segment walk and torn-write rule, ``store.legacy``'s walk and end rule) for
+the partitions they read, so a reader names every gap and damage on its path with validate's
+code, path and position, and its exit follows validate's severities (a torn tail of the active
+segment is a warning, exit 0).  ``on_path`` runs that engine on the path the reader was given
+(the same path strings as the reader's) and keeps the errors and warnings inside the partitions
+read.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from pathlib import Path
+
+from mqtool.errors import MqError, StoreLayoutError
+from mqtool.findings import Finding, Severity
+from mqtool.ops.validate import ValidateOptions, validate_path
+
+#: what a reader of the log reads: the files, the log and its offsets (``KAFKA-LOG-MISSING``, the
+#: log ending below what its checkpoints vouch for, is of the log family); not the checkpoint
+#: family's notices about state files (shutdown state, stale entries), which ``info`` states in
+#: its own fields, nor the index family (read by ``query`` and ``dump kafka-index``: ``INDEX``)
+LOG = frozenset({"files", "log", "offsets"})
+INDEX = LOG | {"index"}
+#: a file that cannot be read is an I/O error each reader reports itself (exit 3), not damage
+UNREADABLE = frozenset({"KAFKA-FILE-UNREADABLE", "JAFKA-UNREADABLE", "METAQ-UNREADABLE"})
+
+
+def on_path(path: str | os.PathLike[str], layout: str, within: Iterable[str | os.PathLike[str]] | None = None, *, families: frozenset[str] = LOG) -> list[Finding]:
+    """validate's errors and warnings for ``path`` (as ``layout``), in validate's order, kept to
+    the families a reader reads (of the files family its errors: gaps, overlaps, unreadable
+    files) and -- with ``within`` -- to findings at or under those
+    partition directories or files.  A path validate cannot open as a store (a carved file, a
+    KRaft snapshot given alone) has no findings here: the reader's own walk names its damage."""
+    try:
+        report = validate_path(Path(path), ValidateOptions(jobs=1, checks=frozenset(families)), layout)
+    except StoreLayoutError:
+        return []
+    except MqError:
+        raise
+    scopes = None if within is None else [str(p) for p in within]
+    out = []
+    for finding in report.findings:
+        if finding.level not in (Severity.error, Severity.warning) or finding.family not in families:
+            continue
+        if finding.code in UNREADABLE:
+            continue
+        if finding.family == "files" and finding.level is not Severity.error:
+            continue  # names a broker ignores or acts on (leftovers, links, odd names): info lists them
+        if scopes is not None and not any(finding.path == s or finding.path.startswith(s.rstrip(os.sep) + os.sep) for s in scopes):
+            continue
+        out.append(finding)
+    return out
+
+
+def errors(findings: Iterable[Finding]) -> list[Finding]:
+    return [f for f in findings if f.level is Severity.error]
+
+
+def merged(path: str | os.PathLike[str], layout: str, problems: list[str], errors: list) -> tuple[list[str], list[str], list[Finding]]:
+    """A reader's own ``problems`` (notices) and ``errors`` (damage met: located ``MqError``s or
+    text) judged by validate's findings for ``path`` (``on_path``): the errors are validate's
+    errors, the problems the reader's own notices, its own lines on the damage (which validate
+    may judge otherwise: a zeroed last message is a torn tail, a warning) and validate's
+    warnings, each finding as ``CODE path:position: message``.  Returns (problems, errors,
+    findings)."""
+    from mqtool.store.model.rocketmq import finding_text
+
+    met = on_path(path, layout)
+    own = [str(e) for e in errors]
+    warnings = [finding_text(f) for f in met if f.level is Severity.warning]
+    return problems + own + warnings, [finding_text(f) for f in met if f.level is Severity.error], met
+
+
+def unfixed(path: str | os.PathLike[str], layout: str, root: str | os.PathLike[str], steps: Iterable) -> list[Finding]:
+    """validate's errors for ``path`` (``on_path``) that a recover plan's ``steps`` (paths relative
+    to ``root``) leave in place: all but those in a file the plan deletes, or at or after the
+    position where it truncates the file.  A gap between segments, a log that lost what its
+    checkpoints vouch for, damage before a recovery point the plan does not read: named, so the
+    plan says what it cannot fix instead of exiting 0."""
+    cuts: dict[Path, int] = {}
+    for step in steps:
+        target = (Path(root) / step.path).resolve()
+        if step.action == "delete":
+            cuts[target] = 0
+        elif step.action == "truncate" and step.position is not None:
+            cuts[target] = min(step.position, cuts.get(target, step.position))
+    left = []
+    for finding in errors(on_path(path, layout)):
+        cut = cuts.get(Path(finding.path).resolve())
+        if cut is not None and (cut == 0 or (finding.position is not None and finding.position >= cut)):
+            continue
+        left.append(finding)
+    return left
