@@ -10,7 +10,7 @@ import os
 import re
 import sys
 import traceback
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -49,7 +49,7 @@ def _version(value: bool) -> None:
 def _root(
     debug: Annotated[bool, typer.Option("--debug", help="Show Python tracebacks on errors.")] = False,
     version: Annotated[
-        Optional[bool], typer.Option("--version", callback=_version, is_eager=True, help="Print the version and exit.")
+        bool | None, typer.Option("--version", callback=_version, is_eager=True, help="Print the version and exit.")
     ] = None,
 ) -> None:
     """Offline operations toolkit for message-queue store directories.

@@ -9,7 +9,7 @@ from __future__ import annotations
 import enum
 import math
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import humanize
 import typer
@@ -61,12 +61,12 @@ COLOURS = ["red", "green", "blue", "magenta", "cyan", "yellow", "bright_red", "b
 @bench_app.command("flush", help=FLUSH_HELP)
 def bench_flush(
     mode: Annotated[
-        Optional[list[str]], typer.Option("--mode", "-m", help="A mode to run, NAME[:setting=value,...] (repeatable; default all).")
+        list[str] | None, typer.Option("--mode", "-m", help="A mode to run, NAME[:setting=value,...] (repeatable; default all).")
     ] = None,
     size: Annotated[int, typer.Option("--size", min=0, help="Message body size in bytes.")] = 1024,
     producers: Annotated[int, typer.Option("--producers", min=1, help="Producer threads.")] = 4,
-    duration: Annotated[Optional[float], typer.Option("--duration", min=0.1, help="Seconds per mode (default 5).")] = None,
-    messages: Annotated[Optional[int], typer.Option("--messages", min=1, help="Messages per mode, instead of --duration.")] = None,
+    duration: Annotated[float | None, typer.Option("--duration", min=0.1, help="Seconds per mode (default 5).")] = None,
+    messages: Annotated[int | None, typer.Option("--messages", min=1, help="Messages per mode, instead of --duration.")] = None,
     directory: Annotated[
         Path, typer.Option("--dir", help="Where to write: a directory on the disk being judged (empty, or created).")
     ] = Path("mqtool-bench"),
@@ -78,7 +78,7 @@ def bench_flush(
         int, typer.Option("--commitlog-file-size", min=65536, help="CommitLog file size (mappedFileSizeCommitLog).")
     ] = 1 << 30,
     plot: Annotated[
-        Optional[Path], typer.Option("--plot", help="Write a PNG: throughput vs p99 latency, and a latency CDF per mode (needs matplotlib: the 'plot' extra).")
+        Path | None, typer.Option("--plot", help="Write a PNG: throughput vs p99 latency, and a latency CDF per mode (needs matplotlib: the 'plot' extra).")
     ] = None,
     no_chart: Annotated[bool, typer.Option("--no-chart", help="Table output without the terminal chart.")] = False,
     fmt: FormatOpt = OutputFormat.table,
@@ -143,7 +143,7 @@ class _ProgressBars(ops_bench.BenchProgress):
         self.bar = None
         self.tasks: dict[str, int] = {}
 
-    def __enter__(self) -> "_ProgressBars":
+    def __enter__(self) -> _ProgressBars:
         if self.enabled:
             from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 

@@ -6,7 +6,7 @@ import dataclasses
 import inspect
 import time
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import humanize
 import typer
@@ -36,26 +36,26 @@ def clean(
         ),
     ] = "safe",
     config: Annotated[
-        Optional[Path], typer.Option("--config", help="The broker's config file (broker.conf / server.properties / server.ini) to read retention settings from.")
+        Path | None, typer.Option("--config", help="The broker's config file (broker.conf / server.properties / server.ini) to read retention settings from.")
     ] = None,
-    reserved_hours: Annotated[Optional[float], typer.Option("--reserved-hours", help="RocketMQ fileReservedTime in hours (72).")] = None,
-    delete_when: Annotated[Optional[str], typer.Option("--delete-when", help='RocketMQ deleteWhen hours, e.g. "04" or "04;16".')] = None,
-    disk_max_used: Annotated[Optional[int], typer.Option("--disk-max-used", help="RocketMQ diskMaxUsedSpaceRatio percent (75).")] = None,
-    clean_forcibly: Annotated[Optional[int], typer.Option("--clean-forcibly-ratio", help="RocketMQ diskSpaceCleanForciblyRatio (85).")] = None,
+    reserved_hours: Annotated[float | None, typer.Option("--reserved-hours", help="RocketMQ fileReservedTime in hours (72).")] = None,
+    delete_when: Annotated[str | None, typer.Option("--delete-when", help='RocketMQ deleteWhen hours, e.g. "04" or "04;16".')] = None,
+    disk_max_used: Annotated[int | None, typer.Option("--disk-max-used", help="RocketMQ diskMaxUsedSpaceRatio percent (75).")] = None,
+    clean_forcibly: Annotated[int | None, typer.Option("--clean-forcibly-ratio", help="RocketMQ diskSpaceCleanForciblyRatio (85).")] = None,
     force_when_full: Annotated[
         bool, typer.Option("--force-when-full", help="Above the clean-forcibly ratio, delete unexpired files too (the broker's default).")
     ] = False,
     manual: Annotated[bool, typer.Option("--manual", help="RocketMQ: like mqadmin deleteExpiredCommitLog (ignore the hour gate).")] = False,
-    batch_max: Annotated[Optional[int], typer.Option("--batch-max", min=1, help="RocketMQ deleteFileBatchMax (10).")] = None,
-    retention_hours: Annotated[Optional[float], typer.Option("--retention-hours", help="Jafka log.retention.hours (168).")] = None,
+    batch_max: Annotated[int | None, typer.Option("--batch-max", min=1, help="RocketMQ deleteFileBatchMax (10).")] = None,
+    retention_hours: Annotated[float | None, typer.Option("--retention-hours", help="Jafka log.retention.hours (168).")] = None,
     retention_bytes: Annotated[
-        Optional[int], typer.Option("--retention-bytes", help="Kafka retention.bytes / Jafka log.retention.size: bytes kept per partition (-1: no size limit).")
+        int | None, typer.Option("--retention-bytes", help="Kafka retention.bytes / Jafka log.retention.size: bytes kept per partition (-1: no size limit).")
     ] = None,
-    retention_ms: Annotated[Optional[int], typer.Option("--retention-ms", help="Kafka retention.ms (604800000 = 7 days; -1: no time limit).")] = None,
+    retention_ms: Annotated[int | None, typer.Option("--retention-ms", help="Kafka retention.ms (604800000 = 7 days; -1: no time limit).")] = None,
     delete_policy: Annotated[
-        Optional[str], typer.Option("--delete-policy", help='MetaQ deletePolicy: "delete,168" (default), "archive,72h" or "archive,72h,true" (zip).')
+        str | None, typer.Option("--delete-policy", help='MetaQ deletePolicy: "delete,168" (default), "archive,72h" or "archive,72h,true" (zip).')
     ] = None,
-    max_delete: Annotated[Optional[int], typer.Option("--max-delete", min=0, help="Delete at most this many data files this run.")] = None,
+    max_delete: Annotated[int | None, typer.Option("--max-delete", min=0, help="Delete at most this many data files this run.")] = None,
     interval_ms: Annotated[int, typer.Option("--interval-ms", min=0, help="Pause between data-file deletions (deletePhysicFilesInterval).")] = 100,
     protect_unconsumed: Annotated[
         bool, typer.Option("--protect-unconsumed", help="Never delete a file holding messages some consumer group has not consumed.")
@@ -64,7 +64,7 @@ def clean(
         bool, typer.Option("--live", help="Clean although the broker holds its lock (it keeps deleted files mapped until it restarts).")
     ] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="For cron: print nothing but errors.")] = False,
-    now: Annotated[Optional[int], typer.Option("--now", help="Judge ages as of this time (ms since epoch) instead of now.")] = None,
+    now: Annotated[int | None, typer.Option("--now", help="Judge ages as of this time (ms since epoch) instead of now.")] = None,
     layout: LayoutOpt = None,
     fmt: FormatOpt = OutputFormat.table,
     as_json: JsonOpt = False,

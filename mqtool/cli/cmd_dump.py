@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Annotated, Iterator, Optional
+from typing import Annotated
 
 import typer
 
@@ -19,11 +20,11 @@ dump_app = typer.Typer(help="Dump the records of a file family (streaming; every
 app.add_typer(dump_app, name="dump")
 
 PathArg = Annotated[Path, typer.Argument(help="A store root, the family's directory, or one file.")]
-LimitOpt = Annotated[Optional[int], typer.Option("--limit", min=0, help="Stop after this many rows.")]
-TopicOpt = Annotated[Optional[str], typer.Option("--topic", help="Only this topic.")]
-QueueOpt = Annotated[Optional[int], typer.Option("--queue-id", min=0, help="Only this queue id.")]
-SinceOpt = Annotated[Optional[str], typer.Option("--since", help="Store time >= this (ms since epoch or ISO-8601).")]
-UntilOpt = Annotated[Optional[str], typer.Option("--until", help="Store time <= this (ms since epoch or ISO-8601).")]
+LimitOpt = Annotated[int | None, typer.Option("--limit", min=0, help="Stop after this many rows.")]
+TopicOpt = Annotated[str | None, typer.Option("--topic", help="Only this topic.")]
+QueueOpt = Annotated[int | None, typer.Option("--queue-id", min=0, help="Only this queue id.")]
+SinceOpt = Annotated[str | None, typer.Option("--since", help="Store time >= this (ms since epoch or ISO-8601).")]
+UntilOpt = Annotated[str | None, typer.Option("--until", help="Store time <= this (ms since epoch or ISO-8601).")]
 
 COMMITLOG_COLUMNS = [
     Column("commitlog_offset", "OFFSET", 14, ">"),
@@ -44,12 +45,12 @@ def dump_commitlog(
     topic: TopicOpt = None,
     queue_id: QueueOpt = None,
     from_offset: Annotated[
-        Optional[int], typer.Option("--from-offset", min=0, help="Start at this commitlog offset.")
+        int | None, typer.Option("--from-offset", min=0, help="Start at this commitlog offset.")
     ] = None,
     limit: LimitOpt = None,
     since: SinceOpt = None,
     until: UntilOpt = None,
-    key: Annotated[Optional[str], typer.Option("--key", help="Only records with this KEYS token or UNIQ_KEY.")] = None,
+    key: Annotated[str | None, typer.Option("--key", help="Only records with this KEYS token or UNIQ_KEY.")] = None,
     decode: DecodeOpt = BodyDecode.base64,
     uncompress: Annotated[bool, typer.Option("--uncompress", help="Show compressed bodies uncompressed.")] = False,
     no_crc: Annotated[bool, typer.Option("--no-crc", help="Do not verify body CRCs while reading.")] = False,
@@ -136,7 +137,7 @@ def dump_consumequeue(
     path: PathArg,
     topic: TopicOpt = None,
     queue_id: QueueOpt = None,
-    from_offset: Annotated[Optional[int], typer.Option("--from-offset", min=0, help="Start at this queue offset.")] = None,
+    from_offset: Annotated[int | None, typer.Option("--from-offset", min=0, help="Start at this queue offset.")] = None,
     limit: LimitOpt = None,
     fmt: FormatOpt = OutputFormat.table,
     as_json: JsonOpt = False,
@@ -224,8 +225,8 @@ def dump_index(
     path: PathArg,
     limit: LimitOpt = None,
     header_only: Annotated[bool, typer.Option("--header-only", help="Only the 40-byte headers.")] = False,
-    index_slots: Annotated[Optional[int], typer.Option("--index-hash-slots", min=1, help="maxHashSlotNum when not inferable.")] = None,
-    index_num: Annotated[Optional[int], typer.Option("--index-num", min=1, help="maxIndexNum when not inferable.")] = None,
+    index_slots: Annotated[int | None, typer.Option("--index-hash-slots", min=1, help="maxHashSlotNum when not inferable.")] = None,
+    index_num: Annotated[int | None, typer.Option("--index-num", min=1, help="maxIndexNum when not inferable.")] = None,
     fmt: FormatOpt = OutputFormat.table,
     as_json: JsonOpt = False,
     as_jsonl: JsonlOpt = False,

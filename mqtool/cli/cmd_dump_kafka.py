@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -27,9 +27,9 @@ from mqtool.cli.rows_kafka import (
 from mqtool.ops import dump_kafka as ops
 
 KafkaPathArg = Annotated[Path, typer.Argument(help="A Kafka log dir, a partition dir, or one file.")]
-TopicOpt = Annotated[Optional[str], typer.Option("--topic", help="Only partitions of this topic (PATH a log dir).")]
-PartitionOpt = Annotated[Optional[int], typer.Option("--partition", min=0, help="Only this partition number.")]
-LimitOpt = Annotated[Optional[int], typer.Option("--limit", min=0, help="Stop after this many rows.")]
+TopicOpt = Annotated[str | None, typer.Option("--topic", help="Only partitions of this topic (PATH a log dir).")]
+PartitionOpt = Annotated[int | None, typer.Option("--partition", min=0, help="Only this partition number.")]
+LimitOpt = Annotated[int | None, typer.Option("--limit", min=0, help="Stop after this many rows.")]
 
 
 KAFKA_HINT = "`mqtool validate` explains the damage (and what Kafka's recovery would do with it)"
@@ -65,12 +65,12 @@ def dump_kafka_log(
     topic: TopicOpt = None,
     partition: PartitionOpt = None,
     from_offset: Annotated[
-        Optional[int], typer.Option("--from-offset", min=0, help="Start at this offset (the .index finds where to start reading).")
+        int | None, typer.Option("--from-offset", min=0, help="Start at this offset (the .index finds where to start reading).")
     ] = None,
-    since: Annotated[Optional[str], typer.Option("--since", help="Timestamp >= this (ms since epoch or ISO-8601).")] = None,
-    until: Annotated[Optional[str], typer.Option("--until", help="Timestamp <= this (ms since epoch or ISO-8601).")] = None,
+    since: Annotated[str | None, typer.Option("--since", help="Timestamp >= this (ms since epoch or ISO-8601).")] = None,
+    until: Annotated[str | None, typer.Option("--until", help="Timestamp <= this (ms since epoch or ISO-8601).")] = None,
     max_bytes: Annotated[
-        Optional[int], typer.Option("--max-bytes", min=0, help="Read only the first N bytes of each .log (entries that end within them).")
+        int | None, typer.Option("--max-bytes", min=0, help="Read only the first N bytes of each .log (entries that end within them).")
     ] = None,
     limit: LimitOpt = None,
     offsets_decoder: Annotated[

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -15,9 +15,9 @@ from mqtool.ops import dump_legacy as ops
 from mqtool.store.jafka import open_jafka
 from mqtool.store.metaq import open_metaq, segment_name
 
-PartitionOpt = Annotated[Optional[int], typer.Option("--partition", min=0, help="Only this partition number.")]
+PartitionOpt = Annotated[int | None, typer.Option("--partition", min=0, help="Only this partition number.")]
 FromOffsetOpt = Annotated[
-    Optional[int],
+    int | None,
     typer.Option("--from-offset", min=0, help="Start at this offset (a byte offset of the partition, like a consumer fetch)."),
 ]
 

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -33,22 +33,22 @@ QUERY_COLUMNS = [
 @app.command("query")
 def query(
     store_path: Annotated[Path, typer.Argument(metavar="STORE", help="A RocketMQ store root, a Kafka log dir or partition dir, or a Jafka or MetaQ data dir.")],
-    key: Annotated[Optional[str], typer.Option("--key", help="Messages with this KEYS token (queryMsgByKey).")] = None,
-    msg_id: Annotated[Optional[str], typer.Option("--msg-id", help="An offsetMsgId (queryMsgById).")] = None,
-    uniq_key: Annotated[Optional[str], typer.Option("--uniq-key", help="A client message id / UNIQ_KEY (queryMsgByUniqueKey).")] = None,
-    topic: Annotated[Optional[str], typer.Option("--topic", help="Topic (required with --queue-offset; narrows key queries).")] = None,
-    queue_id: Annotated[Optional[int], typer.Option("--queue-id", min=0, help="Queue id, with --queue-offset.")] = None,
-    queue_offset: Annotated[Optional[int], typer.Option("--queue-offset", min=0, help="Queue offset (queryMsgByOffset).")] = None,
-    begin: Annotated[Optional[str], typer.Option("--begin", help="Window start (ms since epoch or ISO-8601).")] = None,
-    end: Annotated[Optional[str], typer.Option("--end", help="Window end (ms since epoch or ISO-8601).")] = None,
-    max_results: Annotated[Optional[int], typer.Option("--max", min=1, help="At most this many results (default: all).")] = None,
+    key: Annotated[str | None, typer.Option("--key", help="Messages with this KEYS token (queryMsgByKey).")] = None,
+    msg_id: Annotated[str | None, typer.Option("--msg-id", help="An offsetMsgId (queryMsgById).")] = None,
+    uniq_key: Annotated[str | None, typer.Option("--uniq-key", help="A client message id / UNIQ_KEY (queryMsgByUniqueKey).")] = None,
+    topic: Annotated[str | None, typer.Option("--topic", help="Topic (required with --queue-offset; narrows key queries).")] = None,
+    queue_id: Annotated[int | None, typer.Option("--queue-id", min=0, help="Queue id, with --queue-offset.")] = None,
+    queue_offset: Annotated[int | None, typer.Option("--queue-offset", min=0, help="Queue offset (queryMsgByOffset).")] = None,
+    begin: Annotated[str | None, typer.Option("--begin", help="Window start (ms since epoch or ISO-8601).")] = None,
+    end: Annotated[str | None, typer.Option("--end", help="Window end (ms since epoch or ISO-8601).")] = None,
+    max_results: Annotated[int | None, typer.Option("--max", min=1, help="At most this many results (default: all).")] = None,
     scan: Annotated[bool, typer.Option("--scan", help="Search by scanning the CommitLog instead of the IndexFiles.")] = False,
-    index_slots: Annotated[Optional[int], typer.Option("--index-hash-slots", min=1, help="maxHashSlotNum when not inferable.")] = None,
-    index_num: Annotated[Optional[int], typer.Option("--index-num", min=1, help="maxIndexNum when not inferable.")] = None,
-    partition: Annotated[Optional[int], typer.Option("--partition", min=0, help="Kafka: partition number (with --topic; optional for a partition dir).")] = None,
-    offset: Annotated[Optional[int], typer.Option("--offset", min=0, help="Kafka: the record at this offset (.index lookup, then a short log scan); Jafka/MetaQ: the message at this byte offset.")] = None,
+    index_slots: Annotated[int | None, typer.Option("--index-hash-slots", min=1, help="maxHashSlotNum when not inferable.")] = None,
+    index_num: Annotated[int | None, typer.Option("--index-num", min=1, help="maxIndexNum when not inferable.")] = None,
+    partition: Annotated[int | None, typer.Option("--partition", min=0, help="Kafka: partition number (with --topic; optional for a partition dir).")] = None,
+    offset: Annotated[int | None, typer.Option("--offset", min=0, help="Kafka: the record at this offset (.index lookup, then a short log scan); Jafka/MetaQ: the message at this byte offset.")] = None,
     timestamp: Annotated[
-        Optional[str],
+        str | None,
         typer.Option("--timestamp", help="Kafka: the first record with timestamp >= this (ms or ISO-8601; .timeindex lookup, as ListOffsets)."),
     ] = None,
     layout: LayoutOpt = None,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 import json
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import humanize
 import typer
@@ -23,24 +23,24 @@ from mqtool.ops.validate import default_jobs
 
 @app.command("recover")
 def recover(
-    path: Annotated[Optional[Path], typer.Argument(help="The store to recover (not needed with --undo).")] = None,
+    path: Annotated[Path | None, typer.Argument(help="The store to recover (not needed with --undo).")] = None,
     apply: Annotated[bool, typer.Option("--apply", help="Execute the plan (default: only show it).")] = False,
     mode: Annotated[str, typer.Option("--mode", help="RocketMQ: auto (from the abort file), normal or abnormal recovery.")] = "auto",
     full: Annotated[bool, typer.Option("--full", help="Kafka: recover every segment, not only those after the recovery point.")] = False,
     rebuild_cq: Annotated[bool, typer.Option("--rebuild-cq", help="RocketMQ: rebuild ConsumeQueues from the CommitLog.")] = False,
-    queue: Annotated[Optional[list[str]], typer.Option("--queue", help="With --rebuild-cq: only TOPIC/QUEUE_ID (repeatable).")] = None,
+    queue: Annotated[list[str] | None, typer.Option("--queue", help="With --rebuild-cq: only TOPIC/QUEUE_ID (repeatable).")] = None,
     rebuild_index: Annotated[bool, typer.Option("--rebuild-index", help="Rebuild every index file from the data.")] = False,
     quarantine: Annotated[
-        Optional[Path], typer.Option("--quarantine", help="Where cut bytes are kept (default: mqtool-quarantine/ beside the store).")
+        Path | None, typer.Option("--quarantine", help="Where cut bytes are kept (default: mqtool-quarantine/ beside the store).")
     ] = None,
     force: Annotated[
         bool, typer.Option("--force", help="Apply even if the broker holds its lock, the plan cuts valid records after a broken one, or it leaves errors it cannot fix.")
     ] = False,
     verify: Annotated[bool, typer.Option("--verify/--no-verify", help="Validate the store after applying (abort is kept if it fails).")] = True,
-    plan_out: Annotated[Optional[Path], typer.Option("--plan-out", help="Also write the plan as JSON to this file.")] = None,
-    from_plan: Annotated[Optional[Path], typer.Option("--from-plan", help="Apply this saved plan (re-checked) instead of planning.")] = None,
-    undo: Annotated[Optional[Path], typer.Option("--undo", help="Restore what a run quarantined: the run's manifest.json.")] = None,
-    jobs: Annotated[Optional[int], typer.Option("--jobs", "-j", min=1, help="Parallel processes for the verification.")] = None,
+    plan_out: Annotated[Path | None, typer.Option("--plan-out", help="Also write the plan as JSON to this file.")] = None,
+    from_plan: Annotated[Path | None, typer.Option("--from-plan", help="Apply this saved plan (re-checked) instead of planning.")] = None,
+    undo: Annotated[Path | None, typer.Option("--undo", help="Restore what a run quarantined: the run's manifest.json.")] = None,
+    jobs: Annotated[int | None, typer.Option("--jobs", "-j", min=1, help="Parallel processes for the verification.")] = None,
     layout: LayoutOpt = None,
     fmt: FormatOpt = OutputFormat.table,
     as_json: JsonOpt = False,

@@ -7,7 +7,7 @@ pyspark and pyarrow are imported only when the command runs (through ``mqtool.pi
 from __future__ import annotations
 
 import importlib.util
-from typing import Annotated, Optional
+from typing import Annotated
 
 import humanize
 import typer
@@ -20,7 +20,6 @@ from mqtool.cli.exit_codes import ExitCode
 from mqtool.cli.render import OutputFormat, Renderer, dumps
 from mqtool.errors import StoreLayoutError
 from mqtool.findings import Finding, Severity
-
 
 
 def _parse_conf(values: list[str]) -> list[tuple[str, str]]:
@@ -58,9 +57,9 @@ def scan(
         typer.Argument(help="Store roots, Kafka log dirs, Jafka/MetaQ data dirs (globs and URIs pyarrow opens); LABEL=PATH names a source."),
     ],
     out: Annotated[str, typer.Option("--out", "-o", help="Output directory for the Parquet datasets and report.json (local or a URI).")],
-    master: Annotated[Optional[str], typer.Option("--master", help="Spark master URL (default local[*]; spark://, yarn, k8s://...).")] = None,
+    master: Annotated[str | None, typer.Option("--master", help="Spark master URL (default local[*]; spark://, yarn, k8s://...).")] = None,
     conf: Annotated[list[str], typer.Option("--conf", help="Spark setting KEY=VALUE, passed through (repeatable).")] = [],  # noqa: B006
-    layout: Annotated[Optional[str], typer.Option("--layout", callback=check_layout, help="Force the layout of every PATH: rocketmq, kafka, jafka, metaq.")] = None,
+    layout: Annotated[str | None, typer.Option("--layout", callback=check_layout, help="Force the layout of every PATH: rocketmq, kafka, jafka, metaq.")] = None,
     topic: Annotated[list[str], typer.Option("--topic", help="Only this topic (repeatable; pushed down to the readers).")] = [],  # noqa: B006
     with_body: Annotated[bool, typer.Option("--with-body", help="Keep bodies, values and payloads in the datasets.")] = False,
     split_size: Annotated[str, typer.Option("--split-size", help="Bytes per input partition (a bigger file is read as byte ranges).")] = "128m",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import datetime as _dt
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import humanize
 import typer
@@ -27,7 +27,7 @@ def stats(
     layout: LayoutOpt = None,
     top: Annotated[int, typer.Option("--top", min=0, help="How many of the largest messages to list.")] = 10,
     threshold: Annotated[
-        Optional[float],
+        float | None,
         typer.Option("--threshold", min=1, max=100, help="Disk used percent to forecast (default: RocketMQ 75, others 100)."),
     ] = None,
     no_crc: Annotated[bool, typer.Option("--no-crc", help="Do not verify checksums while reading (faster).")] = False,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import enum
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 from xml.sax.saxutils import escape, quoteattr
 
 import humanize
@@ -36,7 +36,7 @@ FINDING_COLUMNS = [
 ]
 
 
-def _parse_checks(value: Optional[str]) -> frozenset[str]:
+def _parse_checks(value: str | None) -> frozenset[str]:
     if not value:
         return frozenset(FAMILIES)
     chosen = {v.strip() for v in value.split(",") if v.strip()}
@@ -51,21 +51,21 @@ def validate(
     path: Annotated[Path, typer.Argument(help="A store root, Kafka log dir or partition, Jafka or MetaQ data dir.")],
     layout: LayoutOpt = None,
     checks: Annotated[
-        Optional[str], typer.Option("--checks", help=f"Comma-separated check families (default all): {', '.join(FAMILIES)}.")
+        str | None, typer.Option("--checks", help=f"Comma-separated check families (default all): {', '.join(FAMILIES)}.")
     ] = None,
     fail_on: Annotated[Severity, typer.Option("--fail-on", help="Exit 1 when a finding has at least this severity.")] = Severity.error,
     max_findings: Annotated[
-        Optional[int], typer.Option("--max-findings", min=0, help="Keep at most this many findings (counts stay exact).")
+        int | None, typer.Option("--max-findings", min=0, help="Keep at most this many findings (counts stay exact).")
     ] = None,
-    jobs: Annotated[Optional[int], typer.Option("--jobs", "-j", min=1, help="Parallel processes (default: the number of cores).")] = None,
+    jobs: Annotated[int | None, typer.Option("--jobs", "-j", min=1, help="Parallel processes (default: the number of cores).")] = None,
     commitlog_file_size: Annotated[
-        Optional[int], typer.Option("--commitlog-file-size", min=1, help="CommitLog file size, when not the one detected from the files.")
+        int | None, typer.Option("--commitlog-file-size", min=1, help="CommitLog file size, when not the one detected from the files.")
     ] = None,
     cq_file_size: Annotated[
-        Optional[int], typer.Option("--cq-file-size", min=20, help="ConsumeQueue file size, when not the one detected.")
+        int | None, typer.Option("--cq-file-size", min=20, help="ConsumeQueue file size, when not the one detected.")
     ] = None,
-    index_slots: Annotated[Optional[int], typer.Option("--index-hash-slots", min=1, help="maxHashSlotNum when not inferable.")] = None,
-    index_num: Annotated[Optional[int], typer.Option("--index-num", min=1, help="maxIndexNum when not inferable.")] = None,
+    index_slots: Annotated[int | None, typer.Option("--index-hash-slots", min=1, help="maxHashSlotNum when not inferable.")] = None,
+    index_num: Annotated[int | None, typer.Option("--index-num", min=1, help="maxIndexNum when not inferable.")] = None,
     deep: Annotated[
         bool,
         typer.Option(

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -11,7 +11,7 @@ from mqtool.cli.render import BodyDecode, OutputFormat, Renderer
 from mqtool.layouts import LAYOUTS
 
 
-def check_layout(value: Optional[str]) -> Optional[str]:
+def check_layout(value: str | None) -> str | None:
     """``--layout`` takes one of the four layout names: anything else is a usage error (exit 2)."""
     if value is not None and value not in LAYOUTS:
         raise typer.BadParameter(f"expected one of {', '.join(LAYOUTS)}, found {value!r}")
@@ -29,7 +29,7 @@ DecodeOpt = Annotated[
     typer.Option("--decode", metavar="<decode>", help="How bodies and other bytes are shown: base64, utf8, hex or none.", case_sensitive=False),
 ]
 LayoutOpt = Annotated[
-    Optional[str],
+    str | None,
     typer.Option("--layout", callback=check_layout, help="Force the layout instead of detecting it: rocketmq, kafka, jafka, metaq."),
 ]
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import binascii
 import datetime as _dt
 import re
+from collections.abc import Callable
 from json.encoder import encode_basestring
-from typing import Callable
 
 import typer
 

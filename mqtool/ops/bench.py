@@ -53,9 +53,10 @@ import tempfile
 import threading
 import time
 from collections import deque
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterable, Protocol
+from typing import Protocol
 
 from mqtool.errors import StoreLayoutError
 from mqtool.formats.rocketmq.commitlog import MessageRecord
@@ -157,7 +158,7 @@ class LatencyHistogram:
         if self.min_ns is None or ns < self.min_ns:
             self.min_ns = ns
 
-    def merge(self, other: "LatencyHistogram") -> None:
+    def merge(self, other: LatencyHistogram) -> None:
         for bucket, n in other.buckets.items():
             self.buckets[bucket] = self.buckets.get(bucket, 0) + n
         self.count += other.count
@@ -306,7 +307,7 @@ class FlushEngine:
         #: set when a service died: producers waiting for an ack stop waiting
         self.failed = threading.Event()
 
-    def wait_ack(self, ticket: "Ticket", timeout_s: float | None = None) -> bool:
+    def wait_ack(self, ticket: Ticket, timeout_s: float | None = None) -> bool:
         """Wait for ``ticket``'s ack (at most ``timeout_s``); False when it did not come."""
         waited = 0.0
         while not ticket.done.wait(0.05):

@@ -13,9 +13,9 @@ The disk-usage probe is injectable so the space rules are testable.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 from mqtool.layouts import Layout, for_layout
 

@@ -33,9 +33,9 @@ import re
 import time
 import zipfile
 import zlib
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Mapping
 
 from mqtool.errors import CorruptDataError, MqError, PlanChangedError, StoreLayoutError, UnsupportedFormatError
 from mqtool.formats import metaq as mq

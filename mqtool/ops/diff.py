@@ -29,9 +29,9 @@ diverged/damaged/disjoint.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterator
 
 from mqtool.errors import MqError, StoreLayoutError
 from mqtool.findings import Finding, Severity

@@ -7,21 +7,21 @@ walk of *its file* (where the broker's own recovery would stop too) and the next
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator
 
 from mqtool.errors import CorruptDataError, MqError, StoreLayoutError
+from mqtool.findings import Finding
 from mqtool.formats.rocketmq import checkpoint as cpf
 from mqtool.formats.rocketmq import config as cfgf
 from mqtool.formats.rocketmq import index_file as idxf
 from mqtool.formats.rocketmq.commitlog import DataEnd, MessageRecord, decode_message, decompress_body
 from mqtool.formats.rocketmq.properties import UNIQ_KEY, split_keys
 from mqtool.formats.rocketmq.records import RecordRow, walk_records
-from mqtool.findings import Finding
 from mqtool.store import rocketmq as rmq
-from mqtool.store.model import rocketmq as model
 from mqtool.store.files import CHUNK_SIZE, ReadOnlyFile, check_path, is_directory, is_regular_file, read_small_file
+from mqtool.store.model import rocketmq as model
 
 
 @dataclass(frozen=True)

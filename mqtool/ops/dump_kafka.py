@@ -10,11 +10,13 @@ broken framing ends the walk of that file; both are collected in ``problems``.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator, Literal
+from typing import Literal
 
 from mqtool.errors import ChecksumError, CorruptDataError, MqError, StoreLayoutError, UnsupportedFormatError
+from mqtool.findings import Finding
 from mqtool.formats.checksums import crc32, crc32c
 from mqtool.formats.kafka import checkpoint_file as cpf
 from mqtool.formats.kafka import compression
@@ -24,7 +26,6 @@ from mqtool.formats.kafka import record_batch as rb
 from mqtool.formats.kafka import snapshot as ksnap
 from mqtool.formats.kafka import txn_index as ktxn
 from mqtool.formats.kafka.legacy import LegacyRecord
-from mqtool.findings import Finding
 from mqtool.formats.kafka.log import LogEntry, LogRecord, records_of_batch, records_of_message
 from mqtool.ops import log_findings
 from mqtool.store import kafka as ks

@@ -19,8 +19,9 @@ offset order with the live segments; a ``.meta.zip`` dumps exactly like the segm
 from __future__ import annotations
 
 import zlib
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Iterator
+from pathlib import Path
 
 from mqtool.errors import (
     ChecksumError,
@@ -34,8 +35,8 @@ from mqtool.findings import Finding, Severity
 from mqtool.formats import jafka as jf
 from mqtool.formats import metaq as mq
 from mqtool.formats.checksums import crc32, masked_crc32
-from mqtool.store import jafka as sj
 from mqtool.ops import log_findings
+from mqtool.store import jafka as sj
 from mqtool.store import metaq as sm
 from mqtool.store.legacy import (
     MAX_MESSAGE_SIZE,

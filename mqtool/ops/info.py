@@ -8,20 +8,20 @@ first and last ConsumeQueue files give its offset range, IndexFile headers give 
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 from mqtool.errors import MqError
+from mqtool.findings import Finding, Severity
 from mqtool.formats.rocketmq import checkpoint as cpf
 from mqtool.formats.rocketmq import config as cfgf
 from mqtool.formats.rocketmq.commitlog import MAGIC_V2, SYSFLAG_BORNHOST_V6, SYSFLAG_COMPRESSION_MASK, SYSFLAG_STOREHOST_V6
-from mqtool.findings import Finding, Severity
 from mqtool.layouts import Layout, for_layout
 from mqtool.store import rocketmq as rmq
-from mqtool.store.model import rocketmq as model
 from mqtool.store.files import ReadOnlyFile, is_directory, read_small_file
 from mqtool.store.lock import probe_record_lock
+from mqtool.store.model import rocketmq as model
 
 
 @dataclass

@@ -14,10 +14,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from mqtool.errors import MqError, StoreIOError
-from mqtool.ops import log_findings
 from mqtool.formats.kafka import checkpoint_file as cpf
 from mqtool.formats.kafka import compression
 from mqtool.formats.kafka import record_batch as rb
+from mqtool.ops import log_findings
 from mqtool.store import kafka as ks
 from mqtool.store.files import ReadOnlyFile, read_small_file
 from mqtool.store.lock import probe_record_lock

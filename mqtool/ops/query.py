@@ -12,9 +12,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator
 
 from mqtool.errors import CorruptDataError, MqError, StoreIOError, StoreLayoutError
 from mqtool.findings import Finding

@@ -28,9 +28,9 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 from mqtool.errors import LockBusyError, PlanChangedError, StoreIOError, StoreLayoutError
 from mqtool.layouts import Layout, for_layout
@@ -61,7 +61,7 @@ class Step:
         }
 
     @classmethod
-    def from_dict(cls, d: dict) -> "Step":
+    def from_dict(cls, d: dict) -> Step:
         return cls(d["action"], d["path"], d.get("reason", ""), d.get("position"), d.get("length"), d.get("expect", {}), d.get("details", {}))
 
 
@@ -104,7 +104,7 @@ class RecoverPlan:
         }
 
     @classmethod
-    def from_dict(cls, d: dict) -> "RecoverPlan":
+    def from_dict(cls, d: dict) -> RecoverPlan:
         plan = cls(d["layout"], d["root"], d["mode"], [Step.from_dict(s) for s in d["steps"]], d.get("valid_end"))
         plan.records_dropped = d.get("records_dropped", 0)
         plan.bytes_cut = d.get("bytes_cut", 0)

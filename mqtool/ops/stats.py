@@ -30,12 +30,12 @@ from __future__ import annotations
 
 import hashlib
 import heapq
-from array import array
 import math
 import os
+from array import array
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Iterator
 
 from mqtool.errors import MqError
 from mqtool.findings import Finding, Severity
@@ -98,7 +98,7 @@ class HyperLogLog:
         for h in hashes:
             self._put(h)
 
-    def merge(self, other: "HyperLogLog") -> None:
+    def merge(self, other: HyperLogLog) -> None:
         if other.p != self.p:
             raise ValueError("sketches of different precision")
         if self.exact is not None and other.exact is not None:
