@@ -8,6 +8,7 @@ first and last ConsumeQueue files give its offset range, IndexFile headers give 
 from __future__ import annotations
 
 import dataclasses
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,7 +17,7 @@ from mqtool.errors import MqError
 from mqtool.findings import Finding, Severity
 from mqtool.formats.rocketmq import checkpoint as cpf
 from mqtool.formats.rocketmq import config as cfgf
-from mqtool.formats.rocketmq.commitlog import MAGIC_V2, SYSFLAG_BORNHOST_V6, SYSFLAG_COMPRESSION_MASK, SYSFLAG_STOREHOST_V6
+from mqtool.formats.rocketmq.commitlog import MAGIC_V2, SYSFLAG_BORNHOST_V6, SYSFLAG_COMPRESSION_MASK, SYSFLAG_STOREHOST_V6, MessageRecord
 from mqtool.layouts import Layout, for_layout
 from mqtool.store import rocketmq as rmq
 from mqtool.store.files import ReadOnlyFile, is_directory, read_small_file
@@ -116,13 +117,16 @@ def _commitlog_info(store: rmq.RocketMQStore, hints: set[str], findings: list[Fi
         seg = segments[last_index]
         preallocated = [s.name for s in segments[last_index + 1 :] if s.size > 0]  # not checked byte-wise
         if seg.size > 0:
-            with ReadOnlyFile(seg.path) as f:
-                walk = rmq.CommitLogFileWalk(f, last=True)  # the active file: a torn tail ends it, as in validate
-                last_record = None
-                for _, record in walk:
-                    last_record = record
-                    _hints_from_record(record, hints)
-                end = model.commitlog_file_findings(f, walk, store.commitlog_file_size, last=True)
+            walk, last_record, end = _walk_active(seg, store.commitlog_file_size, hints)
+            if any(x.level is not Severity.info for x in end) and probe_record_lock(store.lock_path) is not None:
+                # a writer holds the lock: a tail that grows while we read it is being written
+                for delay in model.LIVE_TAIL_DELAYS:
+                    time.sleep(delay)
+                    again, again_last, _ = _walk_active(seg, store.commitlog_file_size, set())
+                    if again.valid_end > walk.valid_end:
+                        end = [model.in_progress_finding(str(seg.path), walk.valid_end, again.valid_end - walk.valid_end)]
+                        walk, last_record = again, again_last
+                        break
             findings.extend(end)
             max_offset = seg.base + walk.valid_end
             end_kind = walk.end.kind if walk.end is not None else "corrupt"
@@ -148,6 +152,18 @@ def _commitlog_info(store: rmq.RocketMQStore, hints: set[str], findings: list[Fi
         zero_length_files=zero_length,
         preallocated_files=preallocated,
     )
+
+
+def _walk_active(seg: rmq.Segment, file_size: int | None, hints: set[str]) -> tuple[rmq.CommitLogFileWalk, MessageRecord | None, list[Finding]]:
+    """Walk the active CommitLog file to where its data ends (a torn tail ends it, as in validate)
+    and say how it ends, as validate says it."""
+    with ReadOnlyFile(seg.path) as f:
+        walk = rmq.CommitLogFileWalk(f, last=True)
+        last_record = None
+        for _, record in walk:
+            last_record = record
+            _hints_from_record(record, hints)
+        return walk, last_record, model.commitlog_file_findings(f, walk, file_size, last=True)
 
 
 def _hints_from_record(record, hints: set[str]) -> None:

@@ -220,7 +220,7 @@ def _recheck_live_tail(task: CommitLogTask, first: CommitLogFileResult) -> Commi
     """A writer is appending to this file: what looked wrong at its tail may be a record being
     written.  Read the file again a moment later; if more valid data now follows, the first
     read's tail findings were an in-progress append, reported as one RMQ-CL-IN-PROGRESS."""
-    for delay in (0.05, 0.2, 0.5):
+    for delay in model.LIVE_TAIL_DELAYS:
         time.sleep(delay)
         second = CommitLogFileResult(task.path, task.base, 0)
         with ReadOnlyFile(task.path) as f:
@@ -230,15 +230,7 @@ def _recheck_live_tail(task: CommitLogTask, first: CommitLogFileResult) -> Commi
             tail = first.valid_end
             kept = [x for x in first.findings if x.level is Severity.info or x.position is None or x.position < tail]
             kept = [x for x in kept if x.code != "RMQ-CL-VALID-END"]
-            kept.append(
-                Finding(
-                    "RMQ-CL-IN-PROGRESS",
-                    task.path,
-                    tail,
-                    f"the tail from {tail} is being written (a writer holds the store's lock; {second.valid_end - tail} more "
-                    "valid bytes appeared while validating): checked up to here",
-                )
-            )
+            kept.append(model.in_progress_finding(task.path, tail, second.valid_end - tail))
             first.findings = kept
             first.damaged = [r for r in first.damaged if r[0] < task.base + tail]
             return first

@@ -137,6 +137,23 @@ def missing_between(prev_base: int, base: int, file_size: int) -> tuple[int, int
     return None
 
 
+#: How long a reader waits, and how often, before it calls the changing tail of the active file of
+#: a live store (a writer holds the lock) in progress rather than damaged.
+LIVE_TAIL_DELAYS = (0.05, 0.2, 0.5)
+
+
+def in_progress_finding(path: str, tail: int, grown: int) -> Finding:
+    """RMQ-CL-IN-PROGRESS: a writer holds the store's lock and ``grown`` more valid bytes appeared
+    after ``tail`` while the file was read: what looked wrong there was a record being written."""
+    return Finding(
+        "RMQ-CL-IN-PROGRESS",
+        path,
+        tail,
+        f"the tail from {tail} is being written (a writer holds the store's lock; {grown} more "
+        "valid bytes appeared while validating): checked up to here",
+    )
+
+
 def commitlog_findings(store: rmq.RocketMQStore, *, live: bool = False) -> list[Finding]:
     """The continuity facts of a store's CommitLog directory (what every command that reads the
     CommitLog reports before its own answer: a missing middle file is damage for all of them)."""
