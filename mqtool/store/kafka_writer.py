@@ -29,9 +29,9 @@ from __future__ import annotations
 
 import fcntl
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Sequence
 
 from mqtool.errors import LockBusyError
 from mqtool.formats.kafka import checkpoint_file as cpf

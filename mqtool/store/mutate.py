@@ -32,7 +32,7 @@ class Faults:
     at: int = 0
 
     @classmethod
-    def from_env(cls) -> "Faults":
+    def from_env(cls) -> Faults:
         spec = os.environ.get("MQTOOL_FAULT_INJECT", "")
         if not spec or "@" not in spec:
             return cls()

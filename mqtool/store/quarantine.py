@@ -10,7 +10,8 @@ Layout: ``<quarantine root>/<UTC timestamp>-<pid>/`` holding one file per kept r
                   "zero": false, "size_before": 1073741824}, ...]}
 
 ``kind`` is ``range`` (bytes cut from, or about to be overwritten in, a file that stays),
-``file`` (a whole file removed or replaced) or ``created`` (a file or directory the command added).  ``zero`` entries are all-zero bytes: only their extent is recorded.  The kept bytes
+``file`` (a whole file removed or replaced) or ``created`` (a file or directory the command added).
+``zero`` entries are all-zero bytes: only their extent is recorded.  The kept bytes
 are fsynced and the manifest is rewritten atomically (temp + fsync + rename) after every entry,
 *before* the store is touched, so a crash at any point leaves every removed byte recoverable.
 ``mqtool recover --undo MANIFEST`` puts them back.

@@ -13,9 +13,9 @@ import os
 import re
 import stat
 from collections import Counter
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Iterator
 
 from mqtool.errors import CorruptDataError, MqError, StoreLayoutError, TruncatedDataError
 from mqtool.formats.rocketmq import consume_queue as cqf
@@ -34,7 +34,7 @@ from mqtool.formats.rocketmq.commitlog import (
     message_size,
     peek_record,
 )
-from mqtool.store.files import CHUNK_SIZE, ReadOnlyFile, file_size, is_directory, is_regular_file, nonzero_extent, safe_listdir, Readable
+from mqtool.store.files import CHUNK_SIZE, Readable, ReadOnlyFile, file_size, is_directory, is_regular_file, nonzero_extent, safe_listdir
 
 SEGMENT_NAME = re.compile(r"^\d{20}$")
 INDEX_NAME = re.compile(r"^\d{17}$")
@@ -434,7 +434,7 @@ class CommitLogReader:
             self._open[1].close()
             self._open = None
 
-    def __enter__(self) -> "CommitLogReader":
+    def __enter__(self) -> CommitLogReader:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -631,7 +631,7 @@ class IndexFileView:
             self.buf = None
         self._file.close()
 
-    def __enter__(self) -> "IndexFileView":
+    def __enter__(self) -> IndexFileView:
         return self
 
     def __exit__(self, *exc: object) -> None:

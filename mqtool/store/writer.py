@@ -41,10 +41,10 @@ import fcntl
 import mmap
 import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import tzinfo
 from pathlib import Path
-from typing import Callable
 
 from mqtool.errors import LockBusyError
 from mqtool.formats.rocketmq import checkpoint as cpf
@@ -65,6 +65,7 @@ from mqtool.formats.rocketmq.commitlog import (
 )
 from mqtool.formats.rocketmq.hashing import DELAY_LEVELS_MS, SCHEDULE_TOPIC, delivery_tags_code, dispatch_tags_code  # noqa: F401  (re-exported)
 from mqtool.formats.rocketmq.properties import split_keys
+
 
 def cq_tags_code(record: MessageRecord) -> int:
     """The ConsumeQueue tagsCode the broker dispatches for ``record``."""
@@ -246,8 +247,8 @@ class StoreWriter:
     # --- state -------------------------------------------------------------------------------
     def _resume(self) -> None:
         """Continue an existing store: position after the last record of the last file."""
-        from mqtool.store.rocketmq import CommitLogFileWalk, list_segments, open_store
         from mqtool.store.files import ReadOnlyFile
+        from mqtool.store.rocketmq import CommitLogFileWalk, list_segments, open_store
 
         segments = [s for s in list_segments(self.root / "commitlog") if s.size > 0]
         if not segments:
@@ -483,7 +484,7 @@ class StoreWriter:
                 abort.unlink()
         self._release_broker_lock()
 
-    def __enter__(self) -> "StoreWriter":
+    def __enter__(self) -> StoreWriter:
         return self
 
     def __exit__(self, exc_type, *exc: object) -> None:
@@ -544,7 +545,7 @@ class IndexBuilder:
                 index.close()
                 self._current = None
 
-    def _open(self, now_ms: int) -> "_IndexFileWriter":
+    def _open(self, now_ms: int) -> _IndexFileWriter:
         if self._current is None:
             self.directory.mkdir(parents=True, exist_ok=True)
             path = self.directory / idxf.index_file_name(now_ms, self.tz)
