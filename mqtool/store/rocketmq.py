@@ -828,7 +828,7 @@ def active_file_index(segments: list[Segment]) -> int | None:
     return None
 
 
-def computed_record_size(f, pos: int) -> int | None:
+def computed_record_size(f: Readable, pos: int) -> int | None:
     """``calMsgLength`` of the record at ``pos`` from its SYSFLAG, BODYLEN, TOPICLEN and PROPLEN
     (None when those fields cannot be read or make no sense)."""
     head = f.pread(pos, 8 + SYSFLAG_POSITION)
@@ -857,7 +857,7 @@ def computed_record_size(f, pos: int) -> int | None:
     return message_size(body_len, topic_len, prop_len, sys_flag=sys_flag, magic_code=magic)
 
 
-def classify_broken_record(f, bad: int, exc: MqError) -> tuple[str, MqError, set[int]]:
+def classify_broken_record(f: Readable, bad: int, exc: MqError) -> tuple[str, MqError, set[int]]:
     """Code and error for the record that failed at ``bad``, and the sizes it may span (its
     TOTALSIZE and the size its length fields give).  A record that decodes once TOTALSIZE is
     replaced by the computed size has exactly one damaged field: TOTALSIZE (RMQ-CL-SIZE)."""
