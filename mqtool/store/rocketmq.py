@@ -607,7 +607,8 @@ class IndexFileView:
             except MqError as exc:
                 raise exc.at(self.path) from None
             assert self._file._fd is not None
-            self.buf = mmap.mmap(self._file._fd, self._file.size, access=mmap.ACCESS_READ)
+            #: The mapping; None once closed.
+            self.buf: mmap.mmap | None = mmap.mmap(self._file._fd, self._file.size, access=mmap.ACCESS_READ)
         except BaseException:
             self._file.close()
             raise
