@@ -829,6 +829,7 @@ def written_index_count(view: rmq.IndexFileView) -> int:
     is taken; otherwise the newest written entry any slot names tells (a header that lost an
     update, or damage)."""
     buf = view.buf
+    assert buf is not None  # an open view: close() drops the mapping
     geo = view.geometry
     n = min(view.header.effective_index_count, geo.index_num)
     newest = n - 1
@@ -856,6 +857,7 @@ def _check_index_structure(view: rmq.IndexFileView, task: IndexTask, written: in
     if task.keys_dir is not None and model_idx.structure_ok(view, written):
         return
     buf = view.buf
+    assert buf is not None  # an open view: close() drops the mapping (iter_used_slots below reads it)
     geo = view.geometry
     header = view.header
     slots = geo.hash_slot_num
@@ -993,6 +995,7 @@ def _check_index_entries(view: rmq.IndexFileView, task: IndexTask, written: int,
         )
     for number in numbers:
         pos = geo.entry_position(number)
+        assert buf is not None  # an open view: close() drops the mapping
         entry = idxf.decode_index_entry(buf, pos)
         off = entry.phy_offset
         if off < task.commitlog_min:

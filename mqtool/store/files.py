@@ -15,8 +15,9 @@ from __future__ import annotations
 import errno
 import os
 import stat
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator, Protocol
+from typing import Protocol
 
 from mqtool.errors import StoreIOError, StoreLayoutError
 
@@ -87,7 +88,7 @@ class ReadOnlyFile:
             os.close(self._fd)
             self._fd = None
 
-    def __enter__(self) -> "ReadOnlyFile":
+    def __enter__(self) -> ReadOnlyFile:
         return self
 
     def __exit__(self, *exc: object) -> None:

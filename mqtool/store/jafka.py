@@ -56,7 +56,7 @@ FRAMING = Framing(
 CLEAN_SHUTDOWN_FILE = jf.CLEAN_SHUTDOWN_FILE
 
 
-def _classify_dir(name: str):
+def _classify_dir(name: str) -> tuple[str, tuple[str, int] | None, str | None]:
     """``LogManager.load``: every sub-directory must be ``<topic>-<int>``; anything else throws."""
     if "-" not in name:
         return "bad", None, 'no "-" in the name: Jafka stops loading ("error topic directory")'

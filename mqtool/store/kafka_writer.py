@@ -29,9 +29,10 @@ from __future__ import annotations
 
 import fcntl
 import os
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Sequence
+from typing import Any
 
 from mqtool.errors import LockBusyError
 from mqtool.formats.kafka import checkpoint_file as cpf
@@ -196,7 +197,7 @@ class PartitionWriter:
         encoded = [klegacy.encode_message(e) for e in entries]
         return self._append_entries(entries, encoded)
 
-    def _append_entries(self, entries: list, encoded: list[bytes]) -> AppendResult:
+    def _append_entries(self, entries: Sequence[rb.RecordBatch | klegacy.LegacyRecord], encoded: list[bytes]) -> AppendResult:
         cfg = self.config
         append_size = sum(len(e) for e in encoded)
         first_base = entries[0].header.base_offset if isinstance(entries[0], rb.RecordBatch) else self.next_offset
@@ -294,7 +295,7 @@ class PartitionWriter:
         self.write_leader_epoch_checkpoint()
 
 
-def _first_offset(entry) -> int:
+def _first_offset(entry: rb.RecordBatch | klegacy.LegacyRecord) -> int:
     if isinstance(entry, rb.RecordBatch):
         return entry.header.base_offset
     return entry.offset
@@ -326,7 +327,7 @@ class LogDirWriter:
             self._lock_fd = fd
 
     def partition(
-        self, topic: str, partition: int, config: PartitionConfig = PartitionConfig(), *, managed: bool = True, **kw
+        self, topic: str, partition: int, config: PartitionConfig = PartitionConfig(), *, managed: bool = True, **kw: Any
     ) -> PartitionWriter:
         writer = PartitionWriter(self.root / cpf.partition_dir_name(topic, partition), config, **kw)
         self.partitions[(topic, partition)] = writer
@@ -347,7 +348,7 @@ class LogDirWriter:
             writer.close(clean=clean)
         managed = {k: w for k, w in sorted(self.partitions.items()) if k not in self.unmanaged}
 
-        def offsets(pairs) -> bytes:
+        def offsets(pairs: Iterable[tuple[tuple[str, int], int]]) -> bytes:
             return cpf.encode_offset_checkpoint(
                 cpf.OffsetCheckpoint(tuple(cpf.TopicPartitionOffset(t, p, o) for (t, p), o in pairs))
             )

@@ -51,7 +51,7 @@ class ExclusiveLock:
         self.what = what
         self._fd: int | None = None
 
-    def acquire(self) -> "ExclusiveLock":
+    def acquire(self) -> ExclusiveLock:
         try:
             fd = os.open(self.path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644)
         except OSError as exc:
@@ -77,7 +77,7 @@ class ExclusiveLock:
             os.close(self._fd)
             self._fd = None
 
-    def __enter__(self) -> "ExclusiveLock":
+    def __enter__(self) -> ExclusiveLock:
         return self.acquire()
 
     def __exit__(self, *exc: object) -> None:

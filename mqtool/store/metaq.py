@@ -60,7 +60,7 @@ FRAMING = Framing(
 TRANSACTIONS_DIR = "transactions"
 
 
-def _classify_dir(name: str):
+def _classify_dir(name: str) -> tuple[str, tuple[str, int] | None, str | None]:
     """``MessageStoreManager.loadDataDir``: no ``-`` is skipped; a non-int partition throws."""
     if "-" not in name:
         return "ignored", None, None

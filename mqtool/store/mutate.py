@@ -18,10 +18,14 @@ import errno
 import os
 import signal
 import stat
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, TypeVar
 
 from mqtool.errors import StoreIOError, StoreLayoutError
+
+_T = TypeVar("_T")
 
 
 @dataclass
@@ -32,7 +36,7 @@ class Faults:
     at: int = 0
 
     @classmethod
-    def from_env(cls) -> "Faults":
+    def from_env(cls) -> Faults:
         spec = os.environ.get("MQTOOL_FAULT_INJECT", "")
         if not spec or "@" not in spec:
             return cls()
@@ -76,7 +80,7 @@ class Mutator:
             if code is not None:
                 raise StoreIOError(f"{os.strerror(code)} (injected at mutation {self.count}: {what})", path=path)
 
-    def _os(self, fn, path: Path, *args):
+    def _os(self, fn: Callable[..., _T], path: Path, *args: Any) -> _T:
         try:
             return fn(*args)
         except OSError as exc:

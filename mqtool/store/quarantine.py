@@ -10,7 +10,8 @@ Layout: ``<quarantine root>/<UTC timestamp>-<pid>/`` holding one file per kept r
                   "zero": false, "size_before": 1073741824}, ...]}
 
 ``kind`` is ``range`` (bytes cut from, or about to be overwritten in, a file that stays),
-``file`` (a whole file removed or replaced) or ``created`` (a file or directory the command added).  ``zero`` entries are all-zero bytes: only their extent is recorded.  The kept bytes
+``file`` (a whole file removed or replaced) or ``created`` (a file or directory the command added).
+``zero`` entries are all-zero bytes: only their extent is recorded.  The kept bytes
 are fsynced and the manifest is rewritten atomically (temp + fsync + rename) after every entry,
 *before* the store is touched, so a crash at any point leaves every removed byte recoverable.
 ``mqtool recover --undo MANIFEST`` puts them back.
@@ -22,8 +23,10 @@ import json
 import os
 import time
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from mqtool.errors import CorruptDataError, StoreIOError, StoreLayoutError
 from mqtool.store.files import ReadOnlyFile
@@ -47,7 +50,7 @@ class Kept:
     zero: bool
     size_before: int
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
 
 
@@ -162,7 +165,7 @@ def region_crc_and_zero(path: Path, position: int, length: int) -> tuple[int, bo
     return crc & 0xFFFFFFFF, zero
 
 
-def load_manifest(path: Path) -> dict:
+def load_manifest(path: Path) -> dict[str, Any]:
     try:
         doc = json.loads(Path(path).read_text())
     except OSError as exc:
@@ -182,7 +185,7 @@ class Restored:
     kind: str
 
 
-def undo(manifest_path: Path, mutator_factory) -> list[Restored]:
+def undo(manifest_path: Path, mutator_factory: Callable[[Path, Path], Mutator]) -> list[Restored]:
     """Put every quarantined byte back where it came from (last removed, first restored).
 
     Each kept file's CRC is checked before it is used; a range goes back over the bytes the

@@ -13,9 +13,9 @@ import os
 import re
 import stat
 from collections import Counter
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Iterator
 
 from mqtool.errors import CorruptDataError, MqError, StoreLayoutError, TruncatedDataError
 from mqtool.formats.rocketmq import consume_queue as cqf
@@ -34,7 +34,7 @@ from mqtool.formats.rocketmq.commitlog import (
     message_size,
     peek_record,
 )
-from mqtool.store.files import CHUNK_SIZE, ReadOnlyFile, file_size, is_directory, is_regular_file, nonzero_extent, safe_listdir, Readable
+from mqtool.store.files import CHUNK_SIZE, Readable, ReadOnlyFile, file_size, is_directory, is_regular_file, nonzero_extent, safe_listdir
 
 SEGMENT_NAME = re.compile(r"^\d{20}$")
 INDEX_NAME = re.compile(r"^\d{17}$")
@@ -434,7 +434,7 @@ class CommitLogReader:
             self._open[1].close()
             self._open = None
 
-    def __enter__(self) -> "CommitLogReader":
+    def __enter__(self) -> CommitLogReader:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -607,7 +607,8 @@ class IndexFileView:
             except MqError as exc:
                 raise exc.at(self.path) from None
             assert self._file._fd is not None
-            self.buf = mmap.mmap(self._file._fd, self._file.size, access=mmap.ACCESS_READ)
+            #: The mapping; None once closed.
+            self.buf: mmap.mmap | None = mmap.mmap(self._file._fd, self._file.size, access=mmap.ACCESS_READ)
         except BaseException:
             self._file.close()
             raise
@@ -631,7 +632,7 @@ class IndexFileView:
             self.buf = None
         self._file.close()
 
-    def __enter__(self) -> "IndexFileView":
+    def __enter__(self) -> IndexFileView:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -828,7 +829,7 @@ def active_file_index(segments: list[Segment]) -> int | None:
     return None
 
 
-def computed_record_size(f, pos: int) -> int | None:
+def computed_record_size(f: Readable, pos: int) -> int | None:
     """``calMsgLength`` of the record at ``pos`` from its SYSFLAG, BODYLEN, TOPICLEN and PROPLEN
     (None when those fields cannot be read or make no sense)."""
     head = f.pread(pos, 8 + SYSFLAG_POSITION)
@@ -857,7 +858,7 @@ def computed_record_size(f, pos: int) -> int | None:
     return message_size(body_len, topic_len, prop_len, sys_flag=sys_flag, magic_code=magic)
 
 
-def classify_broken_record(f, bad: int, exc: MqError) -> tuple[str, MqError, set[int]]:
+def classify_broken_record(f: Readable, bad: int, exc: MqError) -> tuple[str, MqError, set[int]]:
     """Code and error for the record that failed at ``bad``, and the sizes it may span (its
     TOTALSIZE and the size its length fields give).  A record that decodes once TOTALSIZE is
     replaced by the computed size has exactly one damaged field: TOTALSIZE (RMQ-CL-SIZE)."""

@@ -41,10 +41,10 @@ import fcntl
 import mmap
 import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import tzinfo
 from pathlib import Path
-from typing import Callable
 
 from mqtool.errors import LockBusyError
 from mqtool.formats.rocketmq import checkpoint as cpf
@@ -65,6 +65,7 @@ from mqtool.formats.rocketmq.commitlog import (
 )
 from mqtool.formats.rocketmq.hashing import DELAY_LEVELS_MS, SCHEDULE_TOPIC, delivery_tags_code, dispatch_tags_code  # noqa: F401  (re-exported)
 from mqtool.formats.rocketmq.properties import split_keys
+
 
 def cq_tags_code(record: MessageRecord) -> int:
     """The ConsumeQueue tagsCode the broker dispatches for ``record``."""
@@ -229,7 +230,7 @@ class StoreWriter:
         self.clock = clock or (lambda: time.time_ns() // 1_000_000)
         for sub in ("commitlog", "consumequeue", "index", "config"):
             (self.root / sub).mkdir(parents=True, exist_ok=True)
-        self._lock_fd = self._take_broker_lock()
+        self._lock_fd: int | None = self._take_broker_lock()
         (self.root / "abort").write_bytes(b"")
         self._queue_offsets: dict[tuple[str, int], int] = {}
         self._cq_files: dict[tuple[str, int, int], int] = {}
@@ -246,8 +247,8 @@ class StoreWriter:
     # --- state -------------------------------------------------------------------------------
     def _resume(self) -> None:
         """Continue an existing store: position after the last record of the last file."""
-        from mqtool.store.rocketmq import CommitLogFileWalk, list_segments, open_store
         from mqtool.store.files import ReadOnlyFile
+        from mqtool.store.rocketmq import CommitLogFileWalk, list_segments, open_store
 
         segments = [s for s in list_segments(self.root / "commitlog") if s.size > 0]
         if not segments:
@@ -271,6 +272,7 @@ class StoreWriter:
             with ReadOnlyFile(seg.path) as f:
                 walker = cqf.CqWalker(f.read_all())
                 walker.scan()
+            assert walker.end is not None  # scan() always sets it
             self._queue_offsets[(topic, qid)] = cqf.cq_queue_offset(seg.base, walker.end.position)
 
     def next_queue_offset(self, topic: str, queue_id: int) -> int:
@@ -462,8 +464,9 @@ class StoreWriter:
         return fd
 
     def _release_broker_lock(self) -> None:
-        if getattr(self, "_lock_fd", None) is not None:
-            os.close(self._lock_fd)  # closing the descriptor releases the record lock
+        fd = getattr(self, "_lock_fd", None)
+        if fd is not None:
+            os.close(fd)  # closing the descriptor releases the record lock
             self._lock_fd = None
 
     def close(self, *, clean: bool = True) -> None:
@@ -483,10 +486,10 @@ class StoreWriter:
                 abort.unlink()
         self._release_broker_lock()
 
-    def __enter__(self) -> "StoreWriter":
+    def __enter__(self) -> StoreWriter:
         return self
 
-    def __exit__(self, exc_type, *exc: object) -> None:
+    def __exit__(self, exc_type: type[BaseException] | None, *exc: object) -> None:
         self.close(clean=exc_type is None)
 
 
@@ -544,7 +547,7 @@ class IndexBuilder:
                 index.close()
                 self._current = None
 
-    def _open(self, now_ms: int) -> "_IndexFileWriter":
+    def _open(self, now_ms: int) -> _IndexFileWriter:
         if self._current is None:
             self.directory.mkdir(parents=True, exist_ok=True)
             path = self.directory / idxf.index_file_name(now_ms, self.tz)
@@ -574,12 +577,14 @@ class _IndexFileWriter:
         os.ftruncate(fd, size)
         self._fd = fd
         self._map = mmap.mmap(fd, size)
-        self._writer = idxf.IndexWriter(self._map, slots, num)
+        # IndexWriter takes any writable buffer, an mmap too (its docstring); its annotation says bytearray | memoryview
+        self._writer: idxf.IndexWriter | None = idxf.IndexWriter(self._map, slots, num)  # type: ignore[arg-type]
         self._writer.inherit(prev_end_phy, prev_end_ts)
         self._end_timestamp = self._writer.header.end_timestamp
         self.end_phy_offset = self._writer.header.end_phy_offset
 
     def put(self, key: str, offset: int, store_ts: int) -> bool:
+        assert self._writer is not None  # not closed
         ok = self._writer.put_key(key, offset, store_ts)
         header = self._writer.header
         self._end_timestamp = header.end_timestamp

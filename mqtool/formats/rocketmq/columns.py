@@ -378,12 +378,12 @@ CQ_UNIT_DTYPE = np.dtype([("offset", ">i8"), ("size", ">i4"), ("tags_code", ">i8
 INDEX_ENTRY_DTYPE = np.dtype([("key_hash", ">i4"), ("phy_offset", ">i8"), ("time_diff", ">i4"), ("prev_index", ">i4")])
 
 
-def cq_units(buf: bytes) -> np.ndarray:
+def cq_units(buf: Buffer) -> np.ndarray:
     """The whole 20-byte ConsumeQueue units of ``buf`` as a structured array (no copy)."""
     return np.frombuffer(buf, dtype=CQ_UNIT_DTYPE, count=len(buf) // CQ_UNIT_DTYPE.itemsize)
 
 
-def index_entries(buf: bytes) -> np.ndarray:
+def index_entries(buf: Buffer) -> np.ndarray:
     """The whole 20-byte IndexFile entries of ``buf`` as a structured array (no copy)."""
     return np.frombuffer(buf, dtype=INDEX_ENTRY_DTYPE, count=len(buf) // INDEX_ENTRY_DTYPE.itemsize)
 

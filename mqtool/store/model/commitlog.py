@@ -43,7 +43,7 @@ from mqtool.formats.rocketmq.columns import (
     walk_columns,
 )
 from mqtool.store import rocketmq as rmq
-from mqtool.store.files import CHUNK_SIZE, ReadOnlyFile
+from mqtool.store.files import CHUNK_SIZE, ReadOnlyFile, nonzero_extent
 
 
 @dataclass
@@ -89,7 +89,7 @@ def read_file_columns(f: ReadOnlyFile, base: int, *, file_size: int, is_last: bo
         return None
     if not is_last and end.kind != "blank":
         return None
-    if end.kind == "zeros" and rmq.nonzero_extent(f, end.position) is not None:
+    if end.kind == "zeros" and nonzero_extent(f, end.position) is not None:
         return None
     columns = concat_columns(parts)
     queues = columns.queue_runs()

@@ -28,6 +28,7 @@ CHUNK_ENTRIES = 1 << 18
 
 def _entries(view: rmq.IndexFileView, first: int, stop: int) -> np.ndarray:
     geo = view.geometry
+    assert view.buf is not None  # open (memoryview(None) fails)
     return index_entries(memoryview(view.buf)[geo.entry_position(first) : geo.entry_position(stop)])
 
 
@@ -44,6 +45,7 @@ def structure_ok(view: rmq.IndexFileView, written: int) -> bool:
     table_start = geo.slot_position(0)
     for first_slot in range(0, slots, CHUNK_ENTRIES):
         count = min(CHUNK_ENTRIES, slots - first_slot)
+        assert view.buf is not None  # open (np.frombuffer(None) fails)
         table = index_slots(view.buf, slots)[first_slot : first_slot + count]
         used = np.flatnonzero(table)
         heads = table[used].astype(np.int64)
@@ -94,6 +96,7 @@ def structure_ok(view: rmq.IndexFileView, written: int) -> bool:
 def _entries_at(view: rmq.IndexFileView, numbers: np.ndarray) -> np.ndarray:
     """The entries ``numbers`` (any order), gathered from the mapping without copying the rest."""
     geo = view.geometry
+    assert view.buf is not None  # open (memoryview(None) fails)
     whole = index_entries(memoryview(view.buf)[geo.entry_position(0) : geo.entry_position(geo.index_num)])
     return np.asarray(whole[numbers], dtype=INDEX_ENTRY_DTYPE)
 

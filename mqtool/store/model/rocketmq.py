@@ -18,7 +18,7 @@ from mqtool.errors import CorruptDataError, MqError
 from mqtool.findings import Finding, Severity
 from mqtool.formats.rocketmq import consume_queue as cqf
 from mqtool.store import rocketmq as rmq
-from mqtool.store.files import ReadOnlyFile, link_target
+from mqtool.store.files import ReadOnlyFile, link_target, nonzero_extent
 
 
 def irregular_findings(entries: Iterable[tuple[Path, str]], expected: str) -> list[Finding]:
@@ -259,7 +259,7 @@ def commitlog_file_findings(
     path = str(f.path)
     size = file_size or f.size
     if after_last:
-        extent = rmq.nonzero_extent(f, 0)
+        extent = nonzero_extent(f, 0)
         if extent is None:
             return []
         return [Finding("RMQ-CL-GARBAGE", path, extent[0], "non-zero bytes in a file after the last file holding records", length=extent[1] - extent[0])]
@@ -283,7 +283,7 @@ def commitlog_file_findings(
             return []  # cut short: RMQ-FILE-SIZE
         return [no_blank_finding(path, end.position, end.kind)]
     if end.kind == "zeros":
-        extent = rmq.nonzero_extent(f, end.position)
+        extent = nonzero_extent(f, end.position)
         if extent is not None:
             return [garbage_finding(path, end.position, extent)]
     return []
