@@ -20,7 +20,8 @@ import re
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator, Literal
+from collections.abc import Callable, Iterator
+from typing import Any, Literal
 
 from mqtool.errors import CorruptDataError, MqError, StoreLayoutError, UnsupportedFormatError
 from mqtool.formats.kafka import checkpoint_file as cpf
@@ -346,7 +347,7 @@ def list_partition(path: Path) -> KafkaPartition:
             files.setdefault(seg.base_offset, {})[seg.kind] = full
     for base in sorted(files):
         kinds = files[base]
-        kw: dict = {}
+        kw: dict[str, Any] = {}
         for kind in SEGMENT_KINDS:
             p = kinds.get(kind)
             if p is not None:
@@ -628,13 +629,13 @@ class IndexFileWalk:
         self.base_offset = base_offset
         self.entry_size = _ENTRY_SIZES[kind]
         self.chunk = max(chunk - chunk % self.entry_size, self.entry_size * 2)
-        self.end = None
+        self.end: kidx.DataEnd | ktxn.DataEnd | None = None
         self.error: MqError | None = None
         self.count = 0
-        self.last = None
+        self.last: kidx.OffsetPosition | kidx.TimestampOffset | ktxn.AbortedTxn | None = None
         self.first_is_zero = False
 
-    def _walker(self, data: bytes):
+    def _walker(self, data: bytes) -> kidx.OffsetIndexWalker | kidx.TimeIndexWalker | ktxn.TxnIndexWalker:
         if self.kind == "index":
             return kidx.OffsetIndexWalker(data, self.base_offset)
         if self.kind == "timeindex":
@@ -663,6 +664,7 @@ class IndexFileWalk:
                 self.error = exc.at(f.path, start - overlap)
                 return
             end = walker.end
+            assert end is not None  # set by every walk that did not raise
             stop = start - overlap + end.position
             if end.kind == "eof" and start - overlap + len(data) < size:
                 start = stop
@@ -694,7 +696,7 @@ def index_entry_count(f: ReadOnlyFile, entry_size: int) -> int:
     return lo
 
 
-def _largest_lower_bound(f: ReadOnlyFile, count: int, entry_size: int, key, target: int) -> int:
+def _largest_lower_bound(f: ReadOnlyFile, count: int, entry_size: int, key: Callable[[bytes], int], target: int) -> int:
     """``AbstractIndex.largestLowerBoundSlotFor``: slot of the largest key <= target, or -1."""
     if count == 0 or key(_slot(f, 0, entry_size)) > target:
         return -1

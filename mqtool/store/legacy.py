@@ -25,7 +25,7 @@ import zipfile
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterator, Literal
+from typing import IO, Callable, Iterator, Literal
 
 from mqtool.errors import (
     ChecksumError,
@@ -466,7 +466,7 @@ class ZipEntryReader:
         except BaseException:
             self._file.close()
             raise
-        self._stream = None
+        self._stream: IO[bytes] | None = None
         self._buf = bytearray()
         self._buf_start = 0
         self._eof = False
@@ -485,7 +485,7 @@ class ZipEntryReader:
         # We check the CRC ourselves (``verify``) so that the entry's bytes stay readable up to
         # its end: zipfile raises on the last read and drops that read's data.
         if hasattr(self._stream, "_expected_crc"):
-            self._stream._expected_crc = None
+            setattr(self._stream, "_expected_crc", None)  # noqa: B010 (a zipfile.ZipExtFile internal)
         self._running_crc = 0
         self._buf = bytearray()
         self._buf_start = 0
