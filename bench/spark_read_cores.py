@@ -4,9 +4,10 @@
 
 Generates a store (the generator of ``validate_throughput.py``), then for each master runs
 ``sum(length(body))`` over the ``rocketmq_commitlog`` data source (after a warm-up action, so
-the JVM and Python workers are up) and prints its wall time and the machine's busy cores during it
-(from ``/proc/stat``, so run it on an otherwise idle machine).  local[1] keeps more than one core
-busy (the Python worker decodes while the JVM consumes its Arrow batches), which caps what
+the JVM and Python workers are up) and prints its wall time, the rows per second it reads, and
+the machine's busy cores during it (from ``/proc/stat``, so run it on an otherwise idle
+machine).  local[1] keeps more than one core busy (the Python worker decodes while the JVM
+consumes its Arrow batches), which caps what
 local[2] can gain on a 2-core machine at ``cores / busy cores of local[1]``.  Prints, asserts
 nothing; without pyspark or Java it says "skipped".
 """
@@ -59,7 +60,7 @@ def main() -> int:
                 partitions = df.rdd.getNumPartitions()
             cores = (os.cpu_count() or 1) * (busy1 - busy0) / max(1, total1 - total0)
             walls[master] = wall
-            print(f"{master}: {wall:6.1f} s, busy cores {cores:.2f}, {partitions} partitions")
+            print(f"{master}: {wall:6.1f} s, {count / wall:,.0f} rows/s, busy cores {cores:.2f}, {partitions} partitions")
         print(f"ratio read local[2]/local[1] throughput: {walls['local[1]'] / walls['local[2]']:.2f}x")
         return 0
     finally:
