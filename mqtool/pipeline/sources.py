@@ -35,8 +35,9 @@ from __future__ import annotations
 import json
 import struct
 from dataclasses import dataclass
-from typing import Iterator, cast
+from typing import Generator, Iterator, cast
 
+import numpy as np
 import pyarrow as pa
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 
@@ -51,13 +52,24 @@ from mqtool.formats import metaq as mq
 from mqtool.formats.kafka import checkpoint_file as kcp
 from mqtool.formats.kafka import record_batch as krb
 from mqtool.formats.kafka.log import LogWalker, decode_entry, peek_entry
+from mqtool.formats.rocketmq import columns as rcols
 from mqtool.formats.rocketmq import consume_queue as cqf
 from mqtool.formats.rocketmq import index_file as idxf
+from mqtool.formats.rocketmq.commitlog import (
+    COMPRESSION_TYPES,
+    MAGIC_V1,
+    MAGIC_V2,
+    SYSFLAG_COMPRESSED,
+    SYSFLAG_COMPRESSION_MASK,
+    SYSFLAG_TRANSACTION_MASK,
+    TRANSACTION_TYPES,
+)
 from mqtool.formats.rocketmq.hashing import index_key_hash
 from mqtool.formats.rocketmq.properties import split_keys
 from mqtool.store import kafka as kstore
 from mqtool.store import rocketmq as rmq
-from mqtool.store.rocketmq import MAX_RECORD_SIZE, SEGMENT_NAME
+from mqtool.store.files import CHUNK_SIZE
+from mqtool.store.rocketmq import MAX_RECORD_SIZE, SEGMENT_NAME, find_next_record
 from mqtool.store.writer import cq_tags_code
 
 from mqtool.pipeline import files as fs
@@ -529,34 +541,225 @@ def commitlog_row(part: FilePart, pos: int, rec, opts: ReadOptions) -> tuple:
 _RECORD_KIND = ("record",) + (None,) * (len(PROBLEM_COLUMNS) - 1)
 
 
-def read_commitlog(part: FilePart, opts: ReadOptions, schema: pa.Schema) -> Iterator[pa.RecordBatch]:
+def _precise_row(part: FilePart, opts: ReadOptions, kind: str, pos: int, item: object) -> tuple | dict | None:
+    """The row of one item of ``walk_commitlog`` (None: none, a record of another topic or a
+    problem without ``withProblems``): a tuple in schema order for a record, else a dict."""
+    if kind == "record":
+        if not opts.wants(item.topic):  # type: ignore[attr-defined]
+            return None
+        return commitlog_row(part, pos, item, opts)
+    if not opts.with_problems:
+        return None
+    if kind == "problem":
+        row = _problem_row(part, pos, item)  # type: ignore[arg-type]
+        row["commitlog_offset"] = part.base + pos
+        return row
+    if kind == "damaged":
+        lo, hi = item  # type: ignore[misc]
+        return {"source": part.source, "file": part.path, "position": pos, "row_kind": "damaged", "damaged_from": lo, "damaged_to": hi}
+    row = _end_row(part, pos, item)  # type: ignore[arg-type]
+    row["commitlog_offset"] = part.base + pos
+    return row
+
+
+def _add(out: Batches, row: tuple | dict | None) -> pa.RecordBatch | None:
+    if row is None:
+        return None
+    return out.add_tuple(row) if isinstance(row, tuple) else out.add(row)
+
+
+def read_commitlog_records(part: FilePart, opts: ReadOptions, schema: pa.Schema) -> Iterator[pa.RecordBatch]:
+    """The per-record reading of a partition: every item of ``walk_commitlog`` decoded and turned
+    into a row on its own (what :func:`read_commitlog` falls back to where the fast walk stops)."""
     out = Batches(schema)
     with fs.open_file(part.path) as f:
         walk = walk_commitlog(f, part.base, part.start, part.stop, part.meta.get("is_last", False), part.meta.get("file_size"))
         for kind, pos, item in walk:
-            if kind == "record":
-                if not opts.wants(item.topic):  # type: ignore[attr-defined]
-                    continue
-                batch = out.add_tuple(commitlog_row(part, pos, item, opts))
-            elif not opts.with_problems:
-                continue
-            elif kind == "problem":
-                row = _problem_row(part, pos, item)  # type: ignore[arg-type]
-                row["commitlog_offset"] = part.base + pos
-                batch = out.add(row)
-            elif kind == "damaged":
-                lo, hi = item  # type: ignore[misc]
-                row = {"source": part.source, "file": part.path, "position": pos, "row_kind": "damaged", "damaged_from": lo, "damaged_to": hi}
-                batch = out.add(row)
-            else:
-                row = _end_row(part, pos, item)  # type: ignore[arg-type]
-                row["commitlog_offset"] = part.base + pos
-                batch = out.add(row)
+            batch = _add(out, _precise_row(part, opts, kind, pos, item))
             if batch is not None:
                 yield batch
     last = out.flush()
     if last is not None:
         yield last
+
+
+# The column-wise reading: healthy stretches framed by ``walk_columns`` into numpy columns and
+# built into Arrow arrays in bulk; the per-record path takes over wherever the fast walk stops.
+
+_MAGIC_TEXTS = pa.array([_MAGIC_TEXT[MAGIC_V1], _MAGIC_TEXT[MAGIC_V2]])
+_TRANSACTION_TEXTS = pa.array([TRANSACTION_TYPES[i << 2] for i in range(4)])
+_COMPRESSION_TEXTS = pa.array([COMPRESSION_TYPES.get(i, "UNKNOWN") for i in range(8)])
+#: After the fast walk refused a stretch's first record, the per-record path reads at least this
+#: many records (doubling on each such refusal, up to the cap) before the fast walk tries again.
+_PRECISE_RECORDS = 64
+_PRECISE_RECORDS_CAP = 1 << 20
+#: Bytes a fast stretch reads past its range's stop (a longer record there is read whole next).
+_PAST_STOP = 64 << 10
+
+
+def _spans(type_: pa.DataType, spans: rcols.Spans) -> pa.Array:
+    """Arrow strings or binaries over the packed values (no copy)."""
+    return pa.Array.from_buffers(type_, len(spans), [None, pa.py_buffer(spans.offsets), pa.py_buffer(spans.values)])
+
+
+def _strings(spans: rcols.Spans) -> pa.Array:
+    return _spans(_STR, spans)
+
+
+def _same_string(text: str, count: int) -> pa.Array:
+    raw = text.encode("utf-8")
+    return _strings(rcols.Spans(np.frombuffer(raw * count, dtype=np.uint8), np.arange(count + 1, dtype=np.int32) * len(raw)))
+
+
+def _pick(texts: pa.Array, index: np.ndarray, missing: np.ndarray | None = None) -> pa.Array:
+    """``texts[index]`` (null where ``missing``)."""
+    return texts.take(pa.array(index, mask=missing))
+
+
+def _column_batch(part: FilePart, opts: ReadOptions, schema: pa.Schema, shift: int, cols: rcols.CommitLogColumns, rows: np.ndarray, fields: rcols.RecordFields) -> pa.RecordBatch:
+    """The rows of records ``rows`` of a fast walk (positions ``shift`` + the walk's), column by
+    column: the values ``commitlog_row`` gives for them, built in bulk."""
+    count = len(rows)
+    position = cols.position[rows] + shift
+    sys_flag = cols.sys_flag[rows]
+    hosts = pa.array(fields.hosts, type=_STR)
+    values = _strings(fields.values)
+    v2 = fields.magic == MAGIC_V2
+    built = {
+        "source": _same_string(part.source, count),
+        "file": _same_string(part.path, count),
+        "position": pa.array(position),
+        "commitlog_offset": pa.array(position + part.base),
+        "total_size": pa.array(cols.size[rows]),
+        "magic_code": _pick(_MAGIC_TEXTS, v2.astype(np.int8)),
+        "version": pa.array(np.where(v2, 2, 1).astype(np.int32)),
+        "body_crc": pa.array(fields.body_crc),
+        "queue_id": pa.array(cols.queue_id[rows]),
+        "flag": pa.array(fields.flag),
+        "queue_offset": pa.array(cols.queue_offset[rows]),
+        "physical_offset": pa.array(fields.physical_offset),
+        "sys_flag": pa.array(sys_flag),
+        "transaction_type": _pick(_TRANSACTION_TEXTS, (sys_flag & SYSFLAG_TRANSACTION_MASK) >> 2),
+        "compression": _pick(_COMPRESSION_TEXTS, (sys_flag & SYSFLAG_COMPRESSION_MASK) >> 8, (sys_flag & SYSFLAG_COMPRESSED) == 0),
+        "born_timestamp": pa.array(fields.born_timestamp),
+        "born_host": _pick(hosts, fields.born_host),
+        "store_timestamp": pa.array(cols.store_timestamp[rows]),
+        "store_host": _pick(hosts, fields.store_host),
+        "reconsume_times": pa.array(fields.reconsume_times),
+        "prepared_transaction_offset": pa.array(fields.prepared_transaction_offset),
+        "topic": _pick(pa.array(cols.topics, type=_STR), cols.topic[rows]),
+        "tags": _pick(values, fields.tags_pair, fields.tags_pair < 0),
+        "keys": pa.ListArray.from_arrays(pa.array(fields.token_offsets), _strings(fields.key_tokens)),
+        "uniq_key": _pick(values, fields.uniq_pair, fields.uniq_pair < 0),
+        "msg_id": _strings(fields.msg_id),
+        "properties": pa.MapArray.from_arrays(pa.array(fields.pair_offsets), _strings(fields.names), values),
+        "body_size": pa.array(fields.body_size),
+        "body": _spans(_BIN, fields.body) if fields.body is not None else pa.nulls(count, _BIN),
+        "tags_code": pa.array(cols.tags_code[rows]),
+    }
+    if opts.with_key_hashes:
+        hashes = rcols.key_hash_lists(cols, rows)
+        built["key_hashes"] = pa.ListArray.from_arrays(pa.array(hashes.offsets), pa.array(hashes.values))
+    if opts.with_problems:
+        built["row_kind"] = _same_string("record", count)
+    arrays = [built[f.name] if f.name in built else pa.nulls(count, f.type) for f in schema]
+    return pa.RecordBatch.from_arrays(arrays, schema=schema)
+
+
+@dataclass(frozen=True)
+class _FastEnd:
+    """How a fast stretch ended: ``done`` (a record at or after the range's stop: the range is
+    read), else the per-record path goes on from ``last`` (the stretch's last record, None: none)
+    and reads at least up to ``refused`` (where the fast walk stopped)."""
+
+    done: bool
+    last: int | None
+    refused: int
+
+
+def _fast_stretch(f, part: FilePart, opts: ReadOptions, schema: pa.Schema, pos: int, is_last: bool) -> Generator[pa.RecordBatch, None, _FastEnd]:
+    """Batches of the healthy records from the record at ``pos`` on, chunk by chunk, as long as
+    the fast walk frames them (chunks continue exactly as ``walk_commitlog``'s do)."""
+    last: int | None = None
+    want = 0
+    while True:
+        # up to a chunk, no further past the range's stop than a record needs to be seen whole
+        data = f.pread(pos, want or min(CHUNK_SIZE, max(part.stop - pos, 0) + _PAST_STOP))
+        want = 0
+        walk = rcols.walk_columns(data, part.base + pos, stop_at_zero_last_byte=is_last)
+        cols = walk.columns
+        count = int(np.searchsorted(cols.position, part.stop - pos))  # the records before the range's stop
+        done = count < len(cols)
+        refused: int | None = None
+        if count:
+            wanted = np.arange(count)
+            if opts.topics is not None:
+                keep = np.array([opts.wants(t) for t in cols.topics] or [False], dtype=bool)
+                wanted = wanted[keep[cols.topic[:count]]]
+            fields = rcols.record_fields(data, cols, wanted, with_body=opts.with_body)
+            repeated = rcols.repeated_property_names(fields.names, fields.pair_offsets)
+            if len(repeated):  # a map that is not its list of pairs: the per-record path reads it
+                count = int(wanted[repeated[0]])
+                done, refused = False, pos + int(cols.position[count])
+                wanted = wanted[: repeated[0]]
+                fields = rcols.record_fields(data, cols, wanted, with_body=opts.with_body)
+            if len(wanted):
+                batch = _column_batch(part, opts, schema, pos, cols, wanted, fields)
+                for at in range(0, batch.num_rows, BATCH_ROWS):
+                    yield batch.slice(at, BATCH_ROWS)
+            if count:
+                last = pos + int(cols.position[count - 1])
+        if done:
+            return _FastEnd(True, last, pos + int(cols.position[count]))
+        if refused is not None:
+            return _FastEnd(False, last, refused)
+        stop = walk.stop
+        if stop.kind in ("partial", "eof") and pos + len(data) < f.size and not (stop.kind == "partial" and stop.length > MAX_RECORD_SIZE):
+            if stop.kind == "partial" and stop.position == 0:
+                want = max(stop.length, CHUNK_SIZE)
+            pos += stop.position
+            continue
+        return _FastEnd(False, last, pos + stop.position)
+
+
+def read_commitlog(part: FilePart, opts: ReadOptions, schema: pa.Schema) -> Iterator[pa.RecordBatch]:
+    """The rows of a partition: the rows of :func:`read_commitlog_records`, built column-wise.
+
+    Healthy records are framed by ``walk_columns`` and turned into Arrow arrays in bulk; where
+    the fast walk stops (a record that is not healthy, a properties map that is not its list of
+    pairs, the end of the data) ``walk_commitlog`` goes on from the stretch's last record, so
+    problem, damaged and end rows are exactly its own, and the fast walk takes over again at the
+    next record that is a sync point past the place it stopped.  ``walk_commitlog`` started at a
+    record reads from there exactly as it does after reaching that record (its chunks start on
+    records; a sync point is where ``find_next_record`` finds one)."""
+    out = Batches(schema)
+    is_last = part.meta.get("is_last", False)
+    file_size = part.meta.get("file_size")
+    with fs.open_file(part.path) as f:
+        pos = find_next_record(f, part.base, part.start) if part.start else 0  # type: ignore[arg-type]  # reads like ReadOnlyFile
+        precise_records = 0
+        while pos is not None:
+            end = yield from _fast_stretch(f, part, opts, schema, pos, is_last)
+            if end.done:
+                break
+            precise_records = 0 if end.last is not None else min(max(_PRECISE_RECORDS, 2 * precise_records), _PRECISE_RECORDS_CAP)
+            restart = end.last if end.last is not None else pos
+            pos = None
+            seen = 0
+            for kind, at, item in walk_commitlog(f, part.base, restart, part.stop, is_last, file_size):
+                if kind == "record":
+                    if at == end.last:  # the fast stretch's row
+                        continue
+                    if at > end.refused and seen >= precise_records and item.physical_offset == part.base + at:  # type: ignore[attr-defined]
+                        pos = at  # a sync point: the fast walk again
+                        break
+                    seen += 1
+                batch = _add(out, _precise_row(part, opts, kind, at, item))
+                if batch is not None:
+                    yield batch
+            last = out.flush()
+            if last is not None:
+                yield last
 
 
 # ConsumeQueue ------------------------------------------------------------------------------

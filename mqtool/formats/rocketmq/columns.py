@@ -398,3 +398,259 @@ def record_key_table(columns: CommitLogColumns) -> np.ndarray:
 def index_slots(buf: Buffer, hash_slot_num: int) -> np.ndarray:
     """The hash slot table of an IndexFile (big-endian int32 entry numbers, no copy)."""
     return np.frombuffer(buf, dtype=">i4", count=hash_slot_num, offset=40)
+
+
+# --- the other fields of a row, for the records of a walk (the Spark ``rocketmq_commitlog`` source) --
+
+
+@dataclass
+class Spans:
+    """Variable-length values packed end to end: value ``i`` is ``values[offsets[i]:offsets[i + 1]]``."""
+
+    values: np.ndarray  # uint8 (int32 for key hashes)
+    offsets: np.ndarray  # int32, one more than there are values
+
+    def __len__(self) -> int:
+        return len(self.offsets) - 1
+
+
+@dataclass
+class RecordFields:
+    """The fields of the selected records of a walk that :class:`CommitLogColumns` leaves out,
+    read from the same buffer, one element per selected record (``MessageRecord``'s fields).
+
+    Properties are name/value pairs in stored order (``pair_offsets``: the pairs of each record);
+    ``tags_pair``, ``uniq_pair`` and ``keys_pair`` are the pair holding TAGS, UNIQ_KEY and KEYS
+    (-1: none); ``key_tokens`` are the non-empty tokens of KEYS split on a space
+    (``token_offsets``: the tokens of each record); ``msg_id`` is the offsetMsgId text."""
+
+    magic: np.ndarray  # int64
+    body_crc: np.ndarray  # int64
+    flag: np.ndarray  # int32
+    physical_offset: np.ndarray  # int64
+    born_timestamp: np.ndarray  # int64
+    reconsume_times: np.ndarray  # int32
+    prepared_transaction_offset: np.ndarray  # int64
+    body_size: np.ndarray  # int32
+    body: Spans | None
+    hosts: list[str]  # host texts (``ip:port``, ``[ipv6]:port``), indexed by the two host columns
+    born_host: np.ndarray  # int32
+    store_host: np.ndarray  # int32
+    msg_id: Spans
+    names: Spans
+    values: Spans
+    pair_offsets: np.ndarray  # int32
+    tags_pair: np.ndarray  # int64
+    uniq_pair: np.ndarray  # int64
+    keys_pair: np.ndarray  # int64
+    key_tokens: Spans
+    token_offsets: np.ndarray  # int32
+
+
+def gather_spans(buf: bytes, starts: np.ndarray, lengths: np.ndarray) -> Spans:
+    """The byte ranges ``[starts[i], starts[i] + lengths[i])`` of ``buf`` packed end to end."""
+    offsets = np.zeros(len(starts) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    view = memoryview(buf)
+    packed = b"".join([view[a : a + n] for a, n in zip(starts.tolist(), lengths.tolist())])
+    return Spans(np.frombuffer(packed, dtype=np.uint8), offsets.astype(np.int32))
+
+
+def _bytes_equal(spans: Spans, literal: bytes) -> np.ndarray:
+    """Which values of ``spans`` are exactly ``literal``."""
+    starts, lengths = spans.offsets[:-1].astype(np.int64), np.diff(spans.offsets)
+    same = lengths == len(literal)
+    for k, byte in enumerate(literal):
+        rows = np.flatnonzero(same)
+        same[rows] = spans.values[starts[rows] + k] == byte
+    return same
+
+
+_HEX = np.frombuffer(b"0123456789ABCDEF", dtype=np.uint8)
+
+
+def _hosts(data: np.ndarray, at: np.ndarray, v6: np.ndarray) -> tuple[list[str], np.ndarray]:
+    """The text of the host (IP and int port) at each position, as numbers into a list of texts."""
+    import socket
+
+    from mqtool.formats.rocketmq.commitlog import HostAddress
+
+    if not len(at):
+        return [], np.zeros(0, dtype=np.int32)
+    raw = data[at[:, None] + np.arange(20)]
+    raw[~v6, 8:] = 0
+    keyed = np.concatenate([raw, v6[:, None].astype(np.uint8)], axis=1)
+    unique, number = np.unique(np.ascontiguousarray(keyed).view("V21").ravel(), return_inverse=True)
+    texts = []
+    for key in unique:
+        packed = bytes(key)
+        width = 16 if packed[20] else 4
+        ip = socket.inet_ntop(socket.AF_INET6 if packed[20] else socket.AF_INET, packed[:width])
+        texts.append(str(HostAddress(ip, int.from_bytes(packed[width : width + 4], "big", signed=True))))
+    return texts, number.astype(np.int32).ravel()
+
+
+def _msg_ids(data: np.ndarray, store_at: np.ndarray, v6: np.ndarray, physical_at: np.ndarray) -> Spans:
+    """offsetMsgId texts: store host IP and port, then PHYSICALOFFSET, in uppercase hex."""
+    widths = np.where(v6, 56, 32)
+    offsets = np.zeros(len(store_at) + 1, dtype=np.int64)
+    np.cumsum(widths, out=offsets[1:])
+    out = np.empty(int(offsets[-1]), dtype=np.uint8)
+    for flag, host in ((False, 8), (True, 20)):
+        rows = np.flatnonzero(v6 == flag)
+        if not len(rows):
+            continue
+        raw = np.concatenate([data[store_at[rows, None] + np.arange(host)], data[physical_at[rows, None] + np.arange(8)]], axis=1)
+        text = np.stack([_HEX[raw >> 4], _HEX[raw & 15]], axis=2).reshape(len(rows), -1)
+        out[offsets[rows, None] + np.arange(text.shape[1])] = text
+    return Spans(out, offsets.astype(np.int32))
+
+
+def _property_pairs(buf: bytes, starts: np.ndarray, stops: np.ndarray) -> tuple[Spans, Spans, np.ndarray, np.ndarray]:
+    """The name/value pairs of properties the fast walk accepted (``name 0x01 value 0x02``
+    repeated, no separator inside a name or value): names, values, the pairs of each record, and
+    each pair's record."""
+    blob = gather_spans(buf, starts, stops - starts)
+    chars = blob.values
+    separator = (chars == 1) | (chars == 2)
+    # a byte after an even number of separators is in a name, after an odd number in a value
+    odd = (np.cumsum(separator) & 1).astype(bool)
+    in_name = ~separator & ~odd
+    in_value = ~separator & odd
+    name_ends = np.flatnonzero(chars == 1)
+    value_ends = np.flatnonzero(chars == 2)
+    name_count = np.cumsum(in_name)
+    value_count = np.cumsum(in_value)
+    names = Spans(chars[in_name], np.concatenate(([0], name_count[name_ends])).astype(np.int32))
+    values = Spans(chars[in_value], np.concatenate(([0], value_count[value_ends])).astype(np.int32))
+    record_of_pair = np.searchsorted(blob.offsets, value_ends, side="right") - 1
+    pair_offsets = np.zeros(len(starts) + 1, dtype=np.int64)
+    np.cumsum(np.bincount(record_of_pair, minlength=len(starts)), out=pair_offsets[1:])
+    return names, values, pair_offsets.astype(np.int32), record_of_pair
+
+
+def repeated_property_names(names: Spans, pair_offsets: np.ndarray) -> np.ndarray:
+    """The records (numbers, ascending) whose properties hold a name twice: their map is not
+    their list of pairs (the broker's map keeps the last value at the first name's place)."""
+    if len(names) < 2:
+        return np.zeros(0, dtype=np.int64)
+    record_of_pair = np.repeat(np.arange(len(pair_offsets) - 1), np.diff(pair_offsets))
+    starts = names.offsets[:-1].astype(np.int64)
+    lengths = np.diff(names.offsets).astype(np.int64)
+    total = np.add.reduceat(names.values.astype(np.int64), starts)
+    first = names.values[starts].astype(np.int64)
+    last = names.values[starts + lengths - 1].astype(np.int64)
+    # pairs of one record alike in length, first and last byte and byte sum: compared exactly
+    order = np.lexsort((total, last, first, lengths, record_of_pair))
+    keys = np.stack([record_of_pair, lengths, first, last, total])[:, order]
+    alike = np.flatnonzero(np.all(keys[:, 1:] == keys[:, :-1], axis=0))
+    repeated = []
+    for record in np.unique(record_of_pair[order[alike]]).tolist():
+        found = [names.values[names.offsets[p] : names.offsets[p + 1]].tobytes() for p in range(pair_offsets[record], pair_offsets[record + 1])]
+        if len(set(found)) < len(found):
+            repeated.append(record)
+    return np.array(repeated, dtype=np.int64)
+
+
+def _pair_named(names: Spans, record_of_pair: np.ndarray, count: int, name: bytes) -> np.ndarray:
+    """For each record, its pair named ``name`` (-1: none); names are not repeated."""
+    out = np.full(count, -1, dtype=np.int64)
+    pairs = np.flatnonzero(_bytes_equal(names, name))
+    out[record_of_pair[pairs]] = pairs
+    return out
+
+
+def _key_tokens(values: Spans, keys_pair: np.ndarray) -> tuple[Spans, np.ndarray]:
+    """The non-empty space-separated tokens of each record's KEYS value (``MessageRecord.keys``)."""
+    count = len(keys_pair)
+    has = np.flatnonzero(keys_pair >= 0)
+    pairs = keys_pair[has]
+    starts = values.offsets[pairs].astype(np.int64)
+    stops = values.offsets[pairs + 1].astype(np.int64)
+    chars = values.values
+    # the bytes of KEYS values that are not spaces, and where each token starts
+    depth = np.zeros(len(chars) + 1, dtype=np.int64)
+    np.add.at(depth, starts, 1)
+    np.add.at(depth, stops, -1)
+    inside = np.cumsum(depth[:-1]) > 0
+    token = inside & (chars != 0x20)
+    begins = token.copy()
+    begins[1:] &= ~token[:-1]
+    begins[starts[starts < len(chars)]] = token[starts[starts < len(chars)]]
+    token_number = np.cumsum(begins) - 1
+    token_starts = np.flatnonzero(begins)
+    lengths = np.bincount(token_number[token], minlength=len(token_starts))
+    offsets = np.zeros(len(token_starts) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    # each token's record: the KEYS value it starts in
+    value_of_token = np.searchsorted(starts, token_starts, side="right") - 1
+    record_of_token = has[value_of_token]
+    token_offsets = np.zeros(count + 1, dtype=np.int64)
+    np.cumsum(np.bincount(record_of_token, minlength=count), out=token_offsets[1:])
+    return Spans(chars[token], offsets.astype(np.int32)), token_offsets.astype(np.int32)
+
+
+def record_fields(buf: bytes, columns: CommitLogColumns, rows: np.ndarray, *, with_body: bool = True) -> RecordFields:
+    """The fields of records ``rows`` (numbers in ``columns``, ascending) of a walk of ``buf``
+    that its columns leave out, read from ``buf`` in bulk.  Records whose properties repeat a
+    name are found by :func:`repeated_property_names` (the caller reads those with the precise
+    decoders: the pairs are not their map)."""
+    data = np.frombuffer(buf, dtype=np.uint8)
+    at = columns.position[rows]
+    sys_flag = columns.sys_flag[rows]
+    born_v6 = (sys_flag & SYSFLAG_BORNHOST_V6) != 0
+    store_v6 = (sys_flag & SYSFLAG_STOREHOST_V6) != 0
+    born_at = at + 48
+    store_at = born_at + np.where(born_v6, 20, 8) + 8
+    tail_at = store_at + np.where(store_v6, 20, 8)  # RECONSUMETIMES, PREPARED_TRANSACTION_OFFSET, BODYLEN
+    body_at = tail_at + 16
+    body_size = _gather(data, tail_at + 12, ">i4")
+    magic = _gather(data, at + 4, ">u4").astype(np.int64)
+    body_end = body_at + body_size
+    topic_len = np.where(magic == MAGIC_V2, _gather(data, body_end, ">i2").astype(np.int64), data[body_end].astype(np.int64))
+    props_at = body_end + np.where(magic == MAGIC_V2, 2, 1) + topic_len + 2
+    names, values, pair_offsets, record_of_pair = _property_pairs(buf, props_at, at + columns.size[rows])
+    hosts, numbers = _hosts(data, np.concatenate([born_at, store_at]), np.concatenate([born_v6, store_v6]))
+    keys_pair = _pair_named(names, record_of_pair, len(rows), b"KEYS")
+    key_tokens, token_offsets = _key_tokens(values, keys_pair)
+    return RecordFields(
+        magic=magic,
+        body_crc=_gather(data, at + 8, ">u4").astype(np.int64),
+        flag=_gather(data, at + 16, ">i4"),
+        physical_offset=_gather(data, at + 28, ">i8"),
+        born_timestamp=_gather(data, at + 40, ">i8"),
+        reconsume_times=_gather(data, tail_at, ">i4"),
+        prepared_transaction_offset=_gather(data, tail_at + 4, ">i8"),
+        body_size=body_size,
+        body=gather_spans(buf, body_at, body_size) if with_body else None,
+        hosts=hosts,
+        born_host=numbers[: len(rows)],
+        store_host=numbers[len(rows) :],
+        msg_id=_msg_ids(data, store_at, store_v6, at + 28),
+        names=names,
+        values=values,
+        pair_offsets=pair_offsets,
+        tags_pair=_pair_named(names, record_of_pair, len(rows), b"TAGS"),
+        uniq_pair=_pair_named(names, record_of_pair, len(rows), b"UNIQ_KEY"),
+        keys_pair=keys_pair,
+        key_tokens=key_tokens,
+        token_offsets=token_offsets,
+    )
+
+
+def key_hash_lists(columns: CommitLogColumns, rows: np.ndarray) -> Spans:
+    """The sorted distinct ``IndexFile`` key hashes of each of records ``rows`` (as a list per
+    record: ``values`` int32 hashes, ``offsets`` per record)."""
+    number = np.full(len(columns), -1, dtype=np.int64)
+    number[rows] = np.arange(len(rows))
+    keep = number[columns.key_record] >= 0 if len(columns.key_record) else np.zeros(0, dtype=bool)
+    record = number[columns.key_record[keep]]
+    hashes = columns.key_hash[keep]
+    order = np.lexsort((hashes, record))
+    record, hashes = record[order], hashes[order]
+    distinct = np.ones(len(record), dtype=bool)
+    distinct[1:] = (record[1:] != record[:-1]) | (hashes[1:] != hashes[:-1])
+    record, hashes = record[distinct], hashes[distinct]
+    offsets = np.zeros(len(rows) + 1, dtype=np.int64)
+    np.cumsum(np.bincount(record, minlength=len(rows)), out=offsets[1:])
+    return Spans(hashes.astype(np.int32), offsets.astype(np.int32))
