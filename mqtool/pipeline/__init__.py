@@ -14,7 +14,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
-from typing import Iterable, Iterator
+from collections.abc import Iterable, Iterator
 
 #: The data sources ``register`` adds (see ``mqtool.pipeline.sources``).
 FORMAT_NAMES = (

@@ -14,7 +14,6 @@ from __future__ import annotations
 import fnmatch
 import os
 import stat
-from typing import Union
 
 from mqtool.errors import StoreIOError, StoreLayoutError
 from mqtool.store.files import ReadOnlyFile
@@ -63,14 +62,14 @@ class ArrowFile:
     def close(self) -> None:
         self._file.close()
 
-    def __enter__(self) -> "ArrowFile":
+    def __enter__(self) -> ArrowFile:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
 
 
-AnyFile = Union[ReadOnlyFile, ArrowFile]
+AnyFile = ReadOnlyFile | ArrowFile
 
 
 def open_file(path: str) -> AnyFile:

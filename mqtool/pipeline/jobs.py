@@ -25,12 +25,11 @@ from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
 from mqtool.errors import StoreLayoutError
-from mqtool.layouts import LAYOUTS
 from mqtool.formats.rocketmq.commitlog import MIN_MESSAGE_SIZE, PHYSICAL_OFFSET_POSITION, QUEUE_OFFSET_POSITION
+from mqtool.layouts import LAYOUTS
 from mqtool.pipeline import files as fs
 from mqtool.pipeline import sources as src
 from mqtool.store.model import rocketmq as rmq_model
-
 
 #: The finding codes scan computes (a subset of validate's: the record-level and cross-reference
 #: checks; file names and sizes, END_OF_FILE records, checkpoint, config and IndexFile chains

@@ -34,8 +34,9 @@ from __future__ import annotations
 
 import json
 import struct
+from collections.abc import Generator, Iterator
 from dataclasses import dataclass
-from typing import Generator, Iterator, cast
+from typing import cast
 
 import numpy as np
 import pyarrow as pa
@@ -66,14 +67,13 @@ from mqtool.formats.rocketmq.commitlog import (
 )
 from mqtool.formats.rocketmq.hashing import index_key_hash
 from mqtool.formats.rocketmq.properties import split_keys
+from mqtool.pipeline import files as fs
+from mqtool.pipeline.walk import Framing, Problem, walk_commitlog, walk_framed
 from mqtool.store import kafka as kstore
 from mqtool.store import rocketmq as rmq
 from mqtool.store.files import CHUNK_SIZE
 from mqtool.store.rocketmq import MAX_RECORD_SIZE, SEGMENT_NAME, find_next_record
 from mqtool.store.writer import cq_tags_code
-
-from mqtool.pipeline import files as fs
-from mqtool.pipeline.walk import Framing, Problem, walk_commitlog, walk_framed
 
 DEFAULT_SPLIT_SIZE = 128 << 20
 #: ConsumeQueue units and IndexFile entries are 20 bytes each but cost a task about as much per
@@ -616,7 +616,9 @@ def _pick(texts: pa.Array, index: np.ndarray, missing: np.ndarray | None = None)
     return texts.take(pa.array(index, mask=missing))
 
 
-def _column_batch(part: FilePart, opts: ReadOptions, schema: pa.Schema, shift: int, cols: rcols.CommitLogColumns, rows: np.ndarray, fields: rcols.RecordFields) -> pa.RecordBatch:
+def _column_batch(
+    part: FilePart, opts: ReadOptions, schema: pa.Schema, shift: int, cols: rcols.CommitLogColumns, rows: np.ndarray, fields: rcols.RecordFields
+) -> pa.RecordBatch:
     """The rows of records ``rows`` of a fast walk (positions ``shift`` + the walk's), column by
     column: the values ``commitlog_row`` gives for them, built in bulk."""
     count = len(rows)
@@ -1334,7 +1336,7 @@ class _MemoryFile:
     def close(self) -> None:
         self.data = b""
 
-    def __enter__(self) -> "_MemoryFile":
+    def __enter__(self) -> _MemoryFile:
         return self
 
     def __exit__(self, *exc: object) -> None:

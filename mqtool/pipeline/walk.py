@@ -21,16 +21,15 @@ yield ``("damaged", position, (from, to))``: commitlog offsets a file-level find
 
 from __future__ import annotations
 
+from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass
-from typing import Callable, Generator, Iterator
 
 from mqtool.errors import CorruptDataError, MqError
 from mqtool.formats.rocketmq.commitlog import RecordWalker
-from mqtool.store.files import CHUNK_SIZE
-from mqtool.store.rocketmq import MAX_RECORD_SIZE, find_next_record, nonzero_extent
-
 from mqtool.pipeline.files import AnyFile
 from mqtool.store import rocketmq as rmq
+from mqtool.store.files import CHUNK_SIZE
+from mqtool.store.rocketmq import MAX_RECORD_SIZE, find_next_record, nonzero_extent
 
 
 @dataclass(frozen=True)
@@ -176,14 +175,14 @@ class Framing:
     """
 
     walker: Callable[[bytes], object]
-    decodes: Callable[[AnyFile, int], "int | None"]
+    decodes: Callable[[AnyFile, int], int | None]
     candidates: Callable[[bytes], Iterator[int]]
     classify: Callable[[MqError], str]
     region_code: str
     max_record: int = MAX_RECORD_SIZE
     #: ``torn_check(head, length, last_item)``: why a record cut by the end of the file cannot be a
     #: torn write (an ``MqError`` positioned in the record), or None; None: every cut record is one
-    torn_check: "Callable[[bytes, int, object], MqError | None] | None" = None
+    torn_check: Callable[[bytes, int, object], MqError | None] | None = None
 
 
 def is_sync(framing: Framing, f: AnyFile, pos: int) -> bool:
@@ -258,7 +257,8 @@ def walk_framed(framing: Framing, f: AnyFile, start: int, stop: int) -> Iterator
         if end.kind in ("partial", "eof") and pos + len(data) < f.size:
             if end.kind == "partial" and end.position == 0:
                 if end.length > framing.max_record:
-                    yield "problem", pos, Problem(framing.classify(CorruptDataError(kind="size")), pos, f"a record of {end.length} bytes: more than mqtool reads ({framing.max_record})")
+                    too_big = f"a record of {end.length} bytes: more than mqtool reads ({framing.max_record})"
+                    yield "problem", pos, Problem(framing.classify(CorruptDataError(kind="size")), pos, too_big)
                     yield "end", pos, "size"
                     return
                 want = max(end.length, CHUNK_SIZE)

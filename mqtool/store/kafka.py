@@ -18,9 +18,9 @@ from __future__ import annotations
 import os
 import re
 import stat
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from collections.abc import Callable, Iterator
 from typing import Any, Literal
 
 from mqtool.errors import CorruptDataError, MqError, StoreLayoutError, UnsupportedFormatError
@@ -585,10 +585,18 @@ def not_a_torn_write(head: bytes, length: int, last_offset: int | None, last_off
     if len(head) < HEADER_SIZE_UP_TO_MAGIC:
         return None
     if head[16] > 2:
-        return CorruptDataError("not a torn write", position=16, expected="magic 0, 1 or 2 in the cut entry at the end of the file", found=f"magic {head[16]}", kind="magic")
+        return CorruptDataError(
+            "not a torn write", position=16, expected="magic 0, 1 or 2 in the cut entry at the end of the file", found=f"magic {head[16]}", kind="magic"
+        )
     offset = int.from_bytes(head[:8], "big", signed=True)
     if last_offset is not None and offset <= last_offset:
-        return CorruptDataError("not a torn write", position=0, expected=f"an offset above {last_offset} (where the entry before it {last_offset_is})", found=str(offset), kind="offset-order")
+        return CorruptDataError(
+            "not a torn write",
+            position=0,
+            expected=f"an offset above {last_offset} (where the entry before it {last_offset_is})",
+            found=str(offset),
+            kind="offset-order",
+        )
     return None
 
 

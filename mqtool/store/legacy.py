@@ -23,9 +23,10 @@ import re
 import stat
 import zipfile
 import zlib
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Callable, Iterator, Literal
+from typing import IO, Literal
 
 from mqtool.errors import (
     ChecksumError,
@@ -577,7 +578,7 @@ class ZipEntryReader:
         self._zip.close()
         self._file.close()
 
-    def __enter__(self) -> "ZipEntryReader":
+    def __enter__(self) -> ZipEntryReader:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -615,7 +616,7 @@ class SegmentReader:
         if self.file is not None:
             self.file.close()
 
-    def __enter__(self) -> "SegmentReader":
+    def __enter__(self) -> SegmentReader:
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -35,7 +35,6 @@ from typing import Literal
 import numpy as np
 
 from mqtool.formats._binary import Buffer
-
 from mqtool.formats.rocketmq.commitlog import (
     BLANK_MAGIC,
     MAGIC_V1,
@@ -463,7 +462,7 @@ def _bytes_equal(spans: Spans, literal: bytes) -> np.ndarray:
     for k, byte in enumerate(literal):
         rows = np.flatnonzero(same)
         same[rows] = spans.values[starts[rows] + k] == byte
-    return same
+    return np.asarray(same, dtype=bool)
 
 
 _HEX = np.frombuffer(b"0123456789ABCDEF", dtype=np.uint8)

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from mqtool.formats._binary import I16, I32
+
 # walk_columns' rules, one definition: the broker's canonical properties
 from mqtool.formats.rocketmq.columns import PROPERTIES, ColumnStop
 from mqtool.formats.rocketmq.commitlog import (
@@ -32,8 +33,8 @@ from mqtool.formats.rocketmq.commitlog import (
     MAGIC_V1,
     MAGIC_V2,
     SYSFLAG_BORNHOST_V6,
-    SYSFLAG_STOREHOST_V6,
     SYSFLAG_POSITION,
+    SYSFLAG_STOREHOST_V6,
     HostAddress,
 )
 
