@@ -263,7 +263,9 @@ def _scale(value: float, lo: float, hi: float, cells: int, log: bool) -> int:
     return max(0, min(cells - 1, round((value - lo) / (hi - lo) * (cells - 1))))
 
 
-def _grid_plot(series: list[tuple[str, str, list[tuple[float, float]]]], *, width: int, height: int, xlog: bool, ylog: bool, xlabel: str, ylabel: str, fmt_x, fmt_y) -> Text:
+def _grid_plot(
+    series: list[tuple[str, str, list[tuple[float, float]]]], *, width: int, height: int, xlog: bool, ylog: bool, xlabel: str, ylabel: str, fmt_x, fmt_y
+) -> Text:
     xs = [x for _, _, pts in series for x, _ in pts]
     ys = [y for _, _, pts in series for _, y in pts]
     text = Text()

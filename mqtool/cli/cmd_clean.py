@@ -32,7 +32,9 @@ def clean(
     policy: Annotated[
         str,
         typer.Option(
-            "--policy", help="safe (default: cron decides when; Kafka: the active segment is kept) or broker (the broker's exact rules; Kafka: the active segment goes too, after a roll)."
+            "--policy",
+            help="safe (default: cron decides when; Kafka: the active segment is kept) "
+            "or broker (the broker's exact rules; Kafka: the active segment goes too, after a roll).",
         ),
     ] = "safe",
     config: Annotated[

@@ -107,7 +107,12 @@ def render_diff(console: Console, doc: dict) -> None:
             console.print(markup("  [red]first divergence[/red] at {}record at {} {}", where, unit, f"{d['offset']:,}"))
             console.print(f"    A: {_record(d['a'])}")
             console.print(f"    B: {_record(d['b'])}")
-        for label, key in (("only in A", "only_in_a"), ("only in B", "only_in_b"), ("only in A, before B starts", "only_in_a_before_b"), ("only in B, before A starts", "only_in_b_before_a")):
+        for label, key in (
+            ("only in A", "only_in_a"),
+            ("only in B", "only_in_b"),
+            ("only in A, before B starts", "only_in_a_before_b"),
+            ("only in B, before A starts", "only_in_b_before_a"),
+        ):
             line = _extra(label, log[key], unit)
             if line:
                 console.print(f"  {line}")

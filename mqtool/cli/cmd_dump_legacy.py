@@ -203,4 +203,6 @@ def _finish(out: Renderer, path: Path, engine: ops.JafkaDump | ops.MetaqDump) ->
     message), besides the walk's own lines."""
     findings = ops.findings_on_path(path, engine.data, engine.partitions)
     damaged = out.findings(findings)
-    return finish_dump(out, engine.problems, notes=engine.notes, extra_failures=damaged, hint="the data is damaged at the position(s) above; `mqtool validate` explains the damage")
+    return finish_dump(
+        out, engine.problems, notes=engine.notes, extra_failures=damaged, hint="the data is damaged at the position(s) above; `mqtool validate` explains the damage"
+    )

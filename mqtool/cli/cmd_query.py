@@ -46,7 +46,10 @@ def query(
     index_slots: Annotated[int | None, typer.Option("--index-hash-slots", min=1, help="maxHashSlotNum when not inferable.")] = None,
     index_num: Annotated[int | None, typer.Option("--index-num", min=1, help="maxIndexNum when not inferable.")] = None,
     partition: Annotated[int | None, typer.Option("--partition", min=0, help="Kafka: partition number (with --topic; optional for a partition dir).")] = None,
-    offset: Annotated[int | None, typer.Option("--offset", min=0, help="Kafka: the record at this offset (.index lookup, then a short log scan); Jafka/MetaQ: the message at this byte offset.")] = None,
+    offset: Annotated[
+        int | None,
+        typer.Option("--offset", min=0, help="Kafka: the record at this offset (.index lookup, then a short log scan); Jafka/MetaQ: the message at this byte offset."),
+    ] = None,
     timestamp: Annotated[
         str | None,
         typer.Option("--timestamp", help="Kafka: the first record with timestamp >= this (ms or ISO-8601; .timeindex lookup, as ListOffsets)."),

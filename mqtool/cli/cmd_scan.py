@@ -134,7 +134,16 @@ def build_report(cfg, result, fail_on: Severity) -> dict:
 
 def render_table(console: Console, report: dict) -> None:
     topics = Table(title=f"scan → {report['out']}", title_justify="left")
-    for col, just in (("source", "left"), ("layout", "left"), ("topic", "left"), ("messages", "right"), ("bytes", "right"), ("queues", "right"), ("first", "left"), ("last", "left")):
+    for col, just in (
+        ("source", "left"),
+        ("layout", "left"),
+        ("topic", "left"),
+        ("messages", "right"),
+        ("bytes", "right"),
+        ("queues", "right"),
+        ("first", "left"),
+        ("last", "left"),
+    ):
         topics.add_column(col, justify=just, overflow="fold")
     for t in report["topics"]:
         topics.add_row(

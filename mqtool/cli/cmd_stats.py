@@ -114,9 +114,18 @@ def render_stats(console: Console, doc: dict) -> None:
         ]
         for u in doc["units"]
     ]
-    _print_table(console, "per queue" if queue_key == "queue_id" else "per partition", [unit_col, "messages", "bytes", "msg/s", "bytes/s", "largest", "tags~", "keys~"], rows)
+    _print_table(
+        console, "per queue" if queue_key == "queue_id" else "per partition", [unit_col, "messages", "bytes", "msg/s", "bytes/s", "largest", "tags~", "keys~"], rows
+    )
     rows = [
-        [str(t["topic"]), str(t["queues"]), humanize.intcomma(t["messages"]), _size(t["bytes"]), _time(t["first_store_timestamp"], short=True), _time(t["last_store_timestamp"], short=True)]
+        [
+            str(t["topic"]),
+            str(t["queues"]),
+            humanize.intcomma(t["messages"]),
+            _size(t["bytes"]),
+            _time(t["first_store_timestamp"], short=True),
+            _time(t["last_store_timestamp"], short=True),
+        ]
         for t in doc["topics"]
     ]
     _print_table(console, "per topic", ["topic", "queues" if queue_key == "queue_id" else "parts", "messages", "bytes", "first", "last"], rows, left={"first", "last"})

@@ -73,7 +73,9 @@ def validate(
             help="Kafka: also decode every record (varint framing, record count, offset/timestamp deltas, decompression, inner messages).",
         ),
     ] = False,
-    fmt: Annotated[ValidateFormat, typer.Option("--format", "-f", metavar="<format>", help="table, json (one document), jsonl (findings), junit (XML).")] = ValidateFormat.table,
+    fmt: Annotated[
+        ValidateFormat, typer.Option("--format", "-f", metavar="<format>", help="table, json (one document), jsonl (findings), junit (XML).")
+    ] = ValidateFormat.table,
     as_json: JsonOpt = False,
     as_jsonl: JsonlOpt = False,
 ) -> int:

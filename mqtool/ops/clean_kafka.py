@@ -201,14 +201,19 @@ def _read_high_watermarks(path: Path) -> list[cpf.TopicPartitionOffset] | None:
     partition's log end offset stand in for a high watermark that may be far lower."""
     if not path.exists() and not path.is_symlink():
         return None
-    why = "the high watermarks in it bound what retention may delete, so nothing is cleaned until it is repaired or restored (the broker takes this log dir offline on it too)"
+    why = (
+        "the high watermarks in it bound what retention may delete, so nothing is cleaned until it is repaired or restored "
+        "(the broker takes this log dir offline on it too)"
+    )
     if path.is_symlink() or not path.is_file():
         raise StoreLayoutError(f"{why}", path=path, expected="a regular file", found="a symbolic link" if path.is_symlink() else "not a regular file")
     try:
         return list(cpf.decode_offset_checkpoint(read_small_file(path, 256 << 20)).entries)
     except MqError as exc:
         located = exc.at(path)
-        raise type(located)(f"{located.message}; {why}" if located.message else why, path=located.path, position=located.position, expected=located.expected, found=located.found) from None
+        raise type(located)(
+            f"{located.message}; {why}" if located.message else why, path=located.path, position=located.position, expected=located.expected, found=located.found
+        ) from None
 
 
 def _read_offsets(path: Path | None) -> list[cpf.TopicPartitionOffset] | None:
@@ -244,7 +249,9 @@ def plan_clean_kafka(path: str | Path, options: CleanOptions = CleanOptions(), *
             "partitions": [],
         }
     )
-    rel = lambda p: relative(root, p)
+    def rel(p):
+        return relative(root, p)
+
     log_dir = store.log_dir
 
     # --- unrecognised files: listed, never touched; leftovers of interrupted deletions removed ------
@@ -262,7 +269,9 @@ def plan_clean_kafka(path: str | Path, options: CleanOptions = CleanOptions(), *
         plan.notes.append(f"no {cpf.REPLICATION_OFFSET_CHECKPOINT} in {log_dir}: each partition's log end offset stands for its high watermark")
     lsos = {(e.topic, e.partition): e.offset for e in lso_entries or ()}
     if lso_path is not None and lso_path.exists() and lso_entries is None:
-        plan.notes.append(f"{cpf.LOG_START_OFFSET_CHECKPOINT} cannot be read: the log start offsets are taken as the first segments' base offsets, and the file is left alone")
+        plan.notes.append(
+            f"{cpf.LOG_START_OFFSET_CHECKPOINT} cannot be read: the log start offsets are taken as the first segments' base offsets, and the file is left alone"
+        )
 
     commits: dict = {}
     if options.protect_unconsumed:
@@ -293,7 +302,8 @@ def plan_clean_kafka(path: str | Path, options: CleanOptions = CleanOptions(), *
             else:
                 ignored.append(p)
         if part.suffix is not None:
-            plan.notes.append(f"{part.name}: a partition dir being {'deleted' if part.suffix == 'delete' else 'moved' if part.suffix == 'future' else 'left as a stray'} (-{part.suffix}): left to the broker")
+            state = "deleted" if part.suffix == "delete" else "moved" if part.suffix == "future" else "left as a stray"
+            plan.notes.append(f"{part.name}: a partition dir being {state} (-{part.suffix}): left to the broker")
             facts["skipped"] = part.suffix
             continue
         if part.topic == ks.CLUSTER_METADATA:
@@ -340,7 +350,9 @@ def plan_clean_kafka(path: str | Path, options: CleanOptions = CleanOptions(), *
 
 
 def _plan_partition(plan, root, part, options, now_ms, hws, lsos, commits, budget, new_lsos, facts, broker, hw_known=False) -> None:
-    rel = lambda p: relative(root, p)
+    def rel(p):
+        return relative(root, p)
+
     key = part.key
     # leftovers of interrupted deletions: .deleted files, index files whose .log is gone
     for p in part.leftovers:
@@ -352,7 +364,8 @@ def _plan_partition(plan, root, part, options, now_ms, hws, lsos, commits, budge
         if seg.log is None:
             for p in (seg.index, seg.timeindex, seg.txnindex):
                 if p is not None and not _is_link(p):
-                    plan.add(Step("remove", rel(p), f"{p.name} has no .log: the broker deletes an orphaned index file at load", expect=observe(p), details={"kind": "leftover"}))
+                    orphan = f"{p.name} has no .log: the broker deletes an orphaned index file at load"
+                    plan.add(Step("remove", rel(p), orphan, expect=observe(p), details={"kind": "leftover"}))
     segments = part.log_segments()
     if not segments:
         return
@@ -365,7 +378,10 @@ def _plan_partition(plan, root, part, options, now_ms, hws, lsos, commits, budge
         if hw_known:
             # Kafka (Partition.createLog): no checkpointed high watermark -> 0, raised to the log start offset
             hw = lso
-            plan.notes.append(f"{part.name}: no entry in replication-offset-checkpoint: as the broker does, the log start offset {lso} stands for the high watermark, so only the log-start-offset rule can delete")
+            plan.notes.append(
+                f"{part.name}: no entry in replication-offset-checkpoint: as the broker does, the log start offset {lso} stands for the high watermark, "
+                "so only the log-start-offset rule can delete"
+            )
         else:
             hw = leo
     facts.update({"log_start_offset": lso, "log_end_offset": leo, "high_watermark": hw, "segments": len(segments), "bytes": sum(s.log_size for s in segments)})
@@ -389,7 +405,10 @@ def _plan_partition(plan, root, part, options, now_ms, hws, lsos, commits, budge
             if why is None or hw < upper:
                 return
             if nxt is None and not broker:
-                plan.notes.append(f"{part.name}: the active segment {seg.log.name} breaks the {rule} rule; it is kept (--policy broker rolls a new segment and deletes it, as Kafka does)")
+                plan.notes.append(
+                    f"{part.name}: the active segment {seg.log.name} breaks the {rule} rule; "
+                    "it is kept (--policy broker rolls a new segment and deletes it, as Kafka does)"
+                )
                 return
             if _is_link(seg.log) or any(p is not None and _is_link(p) for p in (seg.index, seg.timeindex, seg.txnindex)):
                 plan.notes.append(f"{part.name}: {seg.log.name} (or one of its indexes) is a symbolic link: not followed; retention stops there")
@@ -413,7 +432,9 @@ def _plan_partition(plan, root, part, options, now_ms, hws, lsos, commits, budge
             deleted.append((seg, rule, why))
             remaining.pop(0)
 
-    lso_rule = lambda seg, nxt: (f"the next segment starts at {nxt.base_offset}, at or below the log start offset {lso}" if nxt is not None and nxt.base_offset <= lso else None)
+    def lso_rule(seg, nxt):
+        return f"the next segment starts at {nxt.base_offset}, at or below the log start offset {lso}" if nxt is not None and nxt.base_offset <= lso else None
+
     prefix("log start offset", lso_rule)
     if not compacted and options.retention_bytes >= 0:
         total = sum(s.log_size for s in remaining)

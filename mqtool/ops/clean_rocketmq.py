@@ -10,7 +10,7 @@ The broker's rules, and where mqtool's default (``policy="safe"``) differs:
 | per run | at most ``deleteFileBatchMax`` 10, ``deletePhysicFilesInterval`` 100 ms apart | same (``--max-delete``, ``--interval-ms``) |
 | then | ConsumeQueue files (never the last) whose last unit points below the new CommitLog min offset; IndexFiles (never the last) whose endPhyOffset is below it | same |
 | unconsumed messages | deleted | kept with ``--protect-unconsumed``: no CommitLog file holding a message some group (config/consumerOffset.json) has not consumed |
-"""
+"""  # noqa: E501 -- a markdown table row cannot be wrapped (for a string ruff reads the noqa at its closing line)
 
 from __future__ import annotations
 
@@ -169,7 +169,13 @@ def plan_clean_rocketmq(path: str | Path, options: CleanOptions = CleanOptions()
                     relative(root, seg.path),
                     f"ConsumeQueue file of {topic}/{qid} whose last unit points at {last_offset}, below the new CommitLog min {new_min}",
                     expect=observe(seg.path),
-                    details={"kind": "consumequeue", "topic": topic, "queue_id": qid, "size": seg.size, "queue_offsets": [seg.base // cqf.CQ_UNIT_SIZE, (seg.base + seg.size) // cqf.CQ_UNIT_SIZE]},
+                    details={
+                        "kind": "consumequeue",
+                        "topic": topic,
+                        "queue_id": qid,
+                        "size": seg.size,
+                        "queue_offsets": [seg.base // cqf.CQ_UNIT_SIZE, (seg.base + seg.size) // cqf.CQ_UNIT_SIZE],
+                    },
                 )
             )
     index_files = store.index_files()

@@ -725,7 +725,8 @@ def diff_stores(path_a: str | Path, path_b: str | Path, layout: str, *, progress
 
         sa, sb = kstore.open_kafka(path_a), kstore.open_kafka(path_b)
         if len(sa.partitions) == 1 and len(sb.partitions) == 1 and sa.kind != "log-dir" and sb.kind != "log-dir":
-            pairs = [(sa.partitions[0].name if sa.partitions[0].name == sb.partitions[0].name else f"{sa.partitions[0].name} / {sb.partitions[0].name}", sa.partitions[0], sb.partitions[0])]
+            part_a, part_b = sa.partitions[0], sb.partitions[0]
+            pairs = [(part_a.name if part_a.name == part_b.name else f"{part_a.name} / {part_b.name}", part_a, part_b)]
         else:
             by_a = {p.name: p for p in sa.partitions}
             by_b = {p.name: p for p in sb.partitions}

@@ -1222,7 +1222,9 @@ def _apply_rebuild(step: Step, ctx: ApplyContext) -> None:
     if scan.end == "invalid-offset":
         scan.index, scan.timeindex = [], []
     elif scan.valid_bytes > d["valid_bytes"]:
-        raise PlanChangedError(f"{step.path} changed since the plan was made; plan again", path=log, expected=f"valid data up to {d['valid_bytes']}", found=str(scan.valid_bytes))
+        raise PlanChangedError(
+            f"{step.path} changed since the plan was made; plan again", path=log, expected=f"valid data up to {d['valid_bytes']}", found=str(scan.valid_bytes)
+        )
     for kind, spec in d["files"].items():
         data = _encode(kind, scan, base)
         if len(data) != spec["size"] or zlib.crc32(data) & 0xFFFFFFFF != spec["crc32"]:

@@ -400,7 +400,12 @@ def _plan_cq_journal(store: rmq.RocketMQStore, plan: RecoverPlan, queues: dict, 
         if size is not None:
             plan.steps.insert(
                 first_cq_step,
-                Step("begin-cq-rebuild", path, f"journal: ConsumeQueue files of {size} bytes are rebuilt (a rerun after a crash keeps the size)", details={"cq_file_size": size}),
+                Step(
+                    "begin-cq-rebuild",
+                    path,
+                    f"journal: ConsumeQueue files of {size} bytes are rebuilt (a rerun after a crash keeps the size)",
+                    details={"cq_file_size": size},
+                ),
             )
     plan.add(Step("end-cq-rebuild", path, "the ConsumeQueue rebuild is complete: its journal goes"))
 
@@ -635,7 +640,7 @@ def _plan_index_files(store: rmq.RocketMQStore, plan: RecoverPlan, process_offse
     elif not files:
         return  # no IndexFiles (messageIndexEnable=false, or never written): nothing to keep in step
     else:
-        for i, (p, header, _geo) in enumerate(headers):
+        for i, (_path, header, _geo) in enumerate(headers):
             if header is None or header.end_phy_offset >= process_offset:
                 rebuild_from = i
                 break

@@ -209,6 +209,9 @@ class _Top:
         self.seq = 0
 
     def offer(self, size: int, make) -> None:
+        """Keep the message ``make()`` builds if ``size`` is among the N largest; ``make`` is called
+        (at most once) before ``offer`` returns and never kept, so a closure over the caller's loop
+        variables sees the current record."""
         if self.n <= 0:
             return
         if len(self.heap) < self.n:
@@ -290,7 +293,17 @@ class StoreStats:
         for u in self.units:
             t = out.setdefault(
                 u.topic,
-                {"topic": u.topic, "queues": 0, "messages": 0, "bytes": 0, "first_store_timestamp": None, "last_store_timestamp": None, "max_message_size": 0, "_tags": None, "_keys": None},
+                {
+                    "topic": u.topic,
+                    "queues": 0,
+                    "messages": 0,
+                    "bytes": 0,
+                    "first_store_timestamp": None,
+                    "last_store_timestamp": None,
+                    "max_message_size": 0,
+                    "_tags": None,
+                    "_keys": None,
+                },
             )
             t["queues"] += 1
             t["messages"] += u.messages
@@ -470,7 +483,12 @@ def _rocketmq(path: Path, stats: StoreStats, top: _Top, options: StatsOptions, p
                 tags = (record.tags,) if record.tags else ()
                 unit.add(size, record.store_timestamp, tags, record.keys)
                 stats.recent.add(record.store_timestamp, size)
-                top.offer(size, lambda: LargeMessage(size, unit.name, record.topic, record.queue_id, seg.base + pos, record.store_timestamp))
+                top.offer(
+                    size,
+                    lambda size=size, unit=unit, record=record, seg=seg, pos=pos: LargeMessage(
+                        size, unit.name, record.topic, record.queue_id, seg.base + pos, record.store_timestamp
+                    ),
+                )
                 end = pos + size
                 if end - done >= 1 << 20:
                     progress(end - done)
@@ -510,7 +528,10 @@ def _kafka(path: Path, stats: StoreStats, top: _Top, options: StatsOptions, prog
                         if rec.timestamp is not None and rec.timestamp >= 0:
                             stats.recent.add(rec.timestamp, share)
                             share = 0
-                        top.offer(size, lambda: LargeMessage(size, unit.name, part.topic, part.partition, rec.offset, rec.timestamp))
+                        top.offer(
+                            size,
+                            lambda size=size, unit=unit, part=part, rec=rec: LargeMessage(size, unit.name, part.topic, part.partition, rec.offset, rec.timestamp),
+                        )
                     end = pos + entry.size
                     if end - done >= 1 << 20:
                         progress(end - done)
@@ -589,14 +610,24 @@ def _legacy(path: Path, stats: StoreStats, top: _Top, options: StatsOptions, pro
                             for inner in _jafka_messages(message):
                                 size = len(inner.payload)
                                 unit.add(size, None)
-                                top.offer(size, lambda: LargeMessage(size, unit.name, part.topic, part.partition, seg.start_offset + pos, None))
+                                top.offer(
+                                    size,
+                                    lambda size=size, unit=unit, part=part, seg=seg, pos=pos: LargeMessage(
+                                        size, unit.name, part.topic, part.partition, seg.start_offset + pos, None
+                                    ),
+                                )
                         else:
                             unit.bytes += message.size
                             seg_bytes += message.size
                             size = len(message.payload)
                             attribute = message.attribute_text
                             unit.add(size, None, (attribute,) if attribute is not None else ())
-                            top.offer(size, lambda: LargeMessage(size, unit.name, part.topic, part.partition, seg.start_offset + pos, None))
+                            top.offer(
+                                size,
+                                lambda size=size, unit=unit, part=part, seg=seg, pos=pos: LargeMessage(
+                                    size, unit.name, part.topic, part.partition, seg.start_offset + pos, None
+                                ),
+                            )
                 except MqError as exc:
                     located = exc.at(seg.path, 0)
                     own.append((str(located.path), located.position, str(located)))
@@ -643,13 +674,15 @@ def tree_usage(root: Path) -> tuple[int, int]:
 def store_stats(
     path: str | Path,
     layout: str,
-    options: StatsOptions = StatsOptions(),
+    options: StatsOptions | None = None,
     *,
     probe: DiskProbe = statvfs_usage,
     progress=None,
 ) -> StoreStats:
     """Stats of the store at ``path`` (``layout`` from ``store.layout.detect_layout``)."""
     path = Path(path)
+    if options is None:
+        options = StatsOptions()
     progress = progress or (lambda n: None)
     stats = StoreStats(layout, str(path))
     top = _Top(options.top)
