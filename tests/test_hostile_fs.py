@@ -170,10 +170,10 @@ def test_permission_denied_simulated(store, monkeypatch, capsys):
     target = store / "consumequeue" / "TopicTest" / "1" / "00000000000000000000"
     real_open = os.open
 
-    def guarded(path, flags, *args):
+    def guarded(path, flags, *args, **kwargs):  # os.open's signature (dir_fd: shutil.rmtree uses it)
         if Path(path) == target:
             raise PermissionError(errno.EACCES, "Permission denied", str(path))
-        return real_open(path, flags, *args)
+        return real_open(path, flags, *args, **kwargs)
 
     monkeypatch.setattr(files.os, "open", guarded)
     report = validate_rocketmq(store, ValidateOptions())

@@ -305,8 +305,8 @@ class _Scan:
             if torn is not None:
                 return None
         code, position, text = "SIZE", exc.position, _text(exc)
-        if self.jafka:
-            head = self.reader.pread(b, jf.LOG_OVERHEAD + 1)
+        if self.jafka and len(head := self.reader.pread(b, jf.LOG_OVERHEAD + 1)) > jf.LOG_OVERHEAD:
+            # (fewer bytes than LENGTH and MAGIC before the end of the data: the error says so)
             length = int.from_bytes(head[:4], "big", signed=True)
             # Jafka reads the magic before the CRC (crcOffset throws first): a magic byte other than
             # 1 is JAFKA-MAGIC even when, read as Kafka 0.7's magic 0, the CRC does not match either
