@@ -195,6 +195,9 @@ def walk_columns(buf: bytes, base: int, *, start: int = 0, stop_at_zero_last_byt
     sysflag_at = _SYSFLAG.unpack_from
     fixed_v4 = _FIXED[0].unpack_from
     fixed_size = _FIXED[0].size
+    fixed_by_hosts = _FIXED
+    host_mask = _HOST_BITS
+    magic_v1, magic_v2 = MAGIC_V1, MAGIC_V2
     crc32 = zlib.crc32
     properties_of = PROPERTIES.fullmatch
     i16 = _I16.unpack_from
@@ -221,7 +224,7 @@ def walk_columns(buf: bytes, base: int, *, start: int = 0, stop_at_zero_last_byt
         else:
             total, magic = head8(buf, pos)
             fields = ()
-        if magic != MAGIC_V1 and magic != MAGIC_V2:
+        if magic != magic_v1 and magic != magic_v2:
             if magic == BLANK_MAGIC:
                 stop = ColumnStop("blank", pos, total)
             elif total == 0 and magic == 0:
@@ -235,8 +238,8 @@ def walk_columns(buf: bytes, base: int, *, start: int = 0, stop_at_zero_last_byt
         if total < fixed_size:  # smaller than the smallest fixed part (both hosts IPv4)
             stop = ColumnStop("anomaly", pos)
             break
-        host_bits = fields[7] & _HOST_BITS if fields else sysflag_at(buf, pos + _SYSFLAG_POSITION)[0] & _HOST_BITS
-        fixed = _FIXED[host_bits]
+        host_bits = fields[7] & host_mask if fields else sysflag_at(buf, pos + _SYSFLAG_POSITION)[0] & host_mask
+        fixed = fixed_by_hosts[host_bits]
         if total < fixed.size:
             stop = ColumnStop("anomaly", pos)
             break
@@ -252,7 +255,7 @@ def walk_columns(buf: bytes, base: int, *, start: int = 0, stop_at_zero_last_byt
         if (crc32(buf[body_pos:body_end]) & 0x7FFFFFFF if body_len else 0) != fields[2]:
             stop = ColumnStop("anomaly", pos)
             break
-        if magic == MAGIC_V1:
+        if magic == magic_v1:
             topic_len = buf[body_end]
             topic_pos = body_end + 1
             if topic_len > 127:  # a negative TOPICLEN byte
