@@ -65,15 +65,6 @@ IndexEntry = TypeVar("IndexEntry")
 OffsetCheckpoints = dict[str, tuple[Path | None, dict[tuple[str, int], int] | None]]
 
 
-def _message(exc: MqError) -> str:
-    parts = []
-    if exc.message:
-        parts.append(exc.message)
-    if exc.expected is not None or exc.found is not None:
-        parts.append(f"expected {exc.expected}, found {exc.found}")
-    return ": ".join(parts)
-
-
 # --- phase 2: one segment ---------------------------------------------------------------------
 
 
@@ -242,7 +233,7 @@ class _IndexStream(Generic[IndexEntry]):
         assert walk is not None and self.summary is not None
         if walk.error is not None:
             code = "KAFKA-TXNINDEX-ENTRY" if self.kind == "txnindex" else "KAFKA-INDEX-ORDER"
-            self.res.findings.append(Finding(code, self.file, walk.error.position, _message(walk.error)))
+            self.res.findings.append(Finding(code, self.file, walk.error.position, walk.error.reason))
             return
         end = walk.end
         assert end is not None  # the walk ended without an error
@@ -354,7 +345,7 @@ class _SegmentChecker:
                 self.broken(bad)
                 exc = walk.error
                 code = "KAFKA-LOG-MAGIC" if exc.kind == "magic" else "KAFKA-OFFSET-ORDER" if exc.kind == "offset-order" else "KAFKA-LOG-SIZE"
-                self.find(code, exc.position, _message(exc) + self._truncation_note(bad))
+                self.find(code, exc.position, exc.reason + self._truncation_note(bad))
                 nxt = self._resync(bad + 1)
                 if nxt is None:
                     extent = nonzero_extent(f, bad)
@@ -585,7 +576,7 @@ class _SegmentChecker:
         else:
             code = "KAFKA-LOG-SIZE"
         position = pos - rel + exc.position if exc.position is not None else pos
-        self.find(code, position, _message(exc) + self._truncation_note(pos))
+        self.find(code, position, exc.reason + self._truncation_note(pos))
 
     def _control(self, pos: int, buf: bytes, rel: int, pid: int) -> int | None:
         """Recovery decodes the first record of a control batch with a producer id as an
@@ -598,11 +589,11 @@ class _SegmentChecker:
             if key.type not in (rb.ABORT, rb.COMMIT):
                 raise CorruptDataError(expected="an ABORT or COMMIT control record (a batch with a producer id)", found=key.type_name)
         except UnsupportedFormatError as exc:
-            self.find("KAFKA-LOG-UNSUPPORTED", pos, f"control batch not decoded: {_message(exc)}")
+            self.find("KAFKA-LOG-UNSUPPORTED", pos, f"control batch not decoded: {exc.reason}")
             return None
         except MqError as exc:
             self.broken(pos)
-            self.find("KAFKA-LOG-CONTROL", pos, f"control batch of producer {pid}: {_message(exc)}" + self._truncation_note(pos))
+            self.find("KAFKA-LOG-CONTROL", pos, f"control batch of producer {pid}: {exc.reason}" + self._truncation_note(pos))
             return None
         return pid if key.type == rb.ABORT else None
 
@@ -898,13 +889,13 @@ class _SegmentChecker:
                 compression.check_codec(codec)
                 data = compression.decompress(codec, memoryview(buf)[start:stop], magic=2, max_size=self.t.max_decompressed_size)
             except UnsupportedFormatError as exc:
-                self.find("KAFKA-LOG-UNSUPPORTED", pos, f"records not checked: {_message(exc)}")
+                self.find("KAFKA-LOG-UNSUPPORTED", pos, f"records not checked: {exc.reason}")
                 return
             except MqError as exc:
                 self.find(
                     "KAFKA-LOG-COMPRESSION",
                     pos + rb.RECORDS_POSITION + (exc.position or 0),
-                    f"{compression.CODEC_NAMES.get(codec, codec)} records of the batch at {pos} do not decompress: {_message(exc)}",
+                    f"{compression.CODEC_NAMES.get(codec, codec)} records of the batch at {pos} do not decompress: {exc.reason}",
                 )
                 return
             start, stop = 0, len(data)
@@ -922,10 +913,10 @@ class _SegmentChecker:
             except MqError as exc:
                 if codec:
                     at = f"at byte {exc.position} of the decompressed records: " if exc.position is not None else ""
-                    self.find("KAFKA-LOG-RECORDS", pos, f"batch at {pos} ({count} records): {at}{_message(exc)}")
+                    self.find("KAFKA-LOG-RECORDS", pos, f"batch at {pos} ({count} records): {at}{exc.reason}")
                 else:
                     where = pos + rb.RECORDS_POSITION + (exc.position or 0)
-                    self.find("KAFKA-LOG-RECORDS", where, f"batch at {pos} ({count} records): {_message(exc)}")
+                    self.find("KAFKA-LOG-RECORDS", where, f"batch at {pos} ({count} records): {exc.reason}")
                 return
             deltas = [r.offset_delta for r in records]
             first, last = deltas[0], deltas[-1]
@@ -954,11 +945,11 @@ class _SegmentChecker:
         try:
             inner = records_of_message(message, 0, max_size=self.t.max_decompressed_size)
         except UnsupportedFormatError as exc:
-            self.find("KAFKA-LOG-UNSUPPORTED", pos, f"wrapper not checked: {_message(exc)}")
+            self.find("KAFKA-LOG-UNSUPPORTED", pos, f"wrapper not checked: {exc.reason}")
             return
         except MqError as exc:
             code = "KAFKA-LOG-COMPRESSION" if exc.kind == "compression" else "KAFKA-LOG-RECORDS"
-            self.find(code, pos, f"wrapper at {pos} (offset {last}): {_message(exc)}")
+            self.find(code, pos, f"wrapper at {pos} (offset {last}): {exc.reason}")
             return
         self.res.records += len(inner)
         offsets = [r.offset for r in inner]
@@ -1168,7 +1159,7 @@ def _read_checkpoint(path: Path | None, report: ValidationReport, decode: Callab
         return decode(read_small_file(path, 256 << 20))
     except (MqError, UnicodeDecodeError) as exc:
         position = exc.position if isinstance(exc, MqError) else exc.start
-        message = _message(exc) if isinstance(exc, MqError) else f"not UTF-8 text: {exc.reason}"
+        message = exc.reason if isinstance(exc, MqError) else f"not UTF-8 text: {exc.reason}"
         report.add(Finding("KAFKA-CHECKPOINT-FORMAT", str(path), position, f"{path.name}: {message}"))
         return None
 
@@ -1307,7 +1298,7 @@ def _read_snapshots(state: _PartitionState, report: ValidationReport) -> list[ks
                     "KAFKA-SNAPSHOT",
                     str(snap.path),
                     exc.position,
-                    f"{_message(exc)}: the broker deletes the snapshot and rebuilds producer state from the log",
+                    f"{exc.reason}: the broker deletes the snapshot and rebuilds producer state from the log",
                 )
             )
             continue

@@ -65,16 +65,6 @@ from mqtool.store.legacy import (
     zero_run,
 )
 
-
-def _text(exc: MqError) -> str:
-    parts = []
-    if exc.message:
-        parts.append(exc.message)
-    if exc.expected is not None or exc.found is not None:
-        parts.append(f"expected {exc.expected}, found {exc.found}")
-    return ": ".join(parts)
-
-
 # --- phase 2: one segment file ------------------------------------------------------------------------
 
 
@@ -112,10 +102,10 @@ def validate_segment(task: SegmentTask) -> SegmentResult:
     try:
         reader = sj.open_segment(seg) if task.layout == "jafka" else sm.open_segment(seg)
     except (StoreIOError, StoreLayoutError) as exc:
-        res.findings.append(Finding(f"{prefix}-UNREADABLE", task.path, exc.position, _text(exc)))
+        res.findings.append(Finding(f"{prefix}-UNREADABLE", task.path, exc.position, exc.reason))
         return res
     except MqError as exc:  # a zip archive whose structure is broken (position: in the archive file)
-        res.findings.append(Finding("METAQ-ZIP", task.path, exc.position, _text(exc)))
+        res.findings.append(Finding("METAQ-ZIP", task.path, exc.position, exc.reason))
         return res
     with reader:
         res.size = reader.size
@@ -126,13 +116,13 @@ def validate_segment(task: SegmentTask) -> SegmentResult:
             _Scan(task, reader, res).run()
             reader.verify()
         except StoreIOError as exc:
-            res.findings.append(Finding(f"{prefix}-UNREADABLE", task.path, exc.position, _text(exc)))
+            res.findings.append(Finding(f"{prefix}-UNREADABLE", task.path, exc.position, exc.reason))
         except MqError as exc:  # the reader failed: for an archive, a damaged zip
             if reader.zip is None:
-                res.findings.append(Finding(f"{prefix}-UNREADABLE", task.path, exc.position, _text(exc)))
+                res.findings.append(Finding(f"{prefix}-UNREADABLE", task.path, exc.position, exc.reason))
             else:
                 code = "METAQ-ZIP-CRC" if isinstance(exc, ChecksumError) else "METAQ-ZIP"
-                res.findings.append(Finding(code, task.path, None, _text(exc)))
+                res.findings.append(Finding(code, task.path, None, exc.reason))
     return res
 
 
@@ -242,7 +232,7 @@ class _Scan:
             self.add(
                 "MAGIC",
                 magic.position,
-                _text(magic) + ("; its recovery throws on it" if self.task.is_last else ""),
+                magic.reason + ("; its recovery throws on it" if self.task.is_last else ""),
             )
             if self.task.is_last and self.recovery_point is None:
                 self.recovery_point = p
@@ -268,9 +258,9 @@ class _Scan:
                         )
                     magic = jf.magic_error(inner.message.magic)
                     if magic is not None:
-                        self.add("WRAPPER", p, f"inner message #{inner.index}: {_text(magic)}")
+                        self.add("WRAPPER", p, f"inner message #{inner.index}: {magic.reason}")
             except MqError as exc:
-                self.add("WRAPPER", p, f"compressed wrapper ({self.res.inner} inner messages read): {_text(exc)}")
+                self.add("WRAPPER", p, f"compressed wrapper ({self.res.inner} inner messages read): {exc.reason}")
 
     def metaq_message(self, p: int, m: mq.Message) -> None:
         attribute, payload, error = split_metaq(m)
@@ -304,7 +294,7 @@ class _Scan:
             torn = self.torn_at(b)
             if torn is not None:
                 return None
-        code, position, text = "SIZE", exc.position, _text(exc)
+        code, position, text = "SIZE", exc.position, exc.reason
         if self.jafka and len(head := self.reader.pread(b, jf.LOG_OVERHEAD + 1)) > jf.LOG_OVERHEAD:
             # (fewer bytes than LENGTH and MAGIC before the end of the data: the error says so)
             length = int.from_bytes(head[:4], "big", signed=True)
@@ -314,7 +304,7 @@ class _Scan:
             if length < jf.MIN_HEADER_SIZE_V0:
                 position, text = b, f"expected LENGTH >= {jf.MIN_HEADER_SIZE} (the magic-1 header), found {length}"
             elif magic is not None:
-                code, position, text = "MAGIC", magic.position, _text(magic)
+                code, position, text = "MAGIC", magic.position, magic.reason
             elif isinstance(exc, ChecksumError):
                 code = "CRC"
         elif isinstance(exc, ChecksumError):
@@ -340,7 +330,7 @@ class _Scan:
                 # valid messages inside the span the length claims: the length is damaged, this is no tail
                 damage = end_damage(self.reader, self.framing, end, last=self.task.is_last)
                 assert damage is not None
-                self.add("SIZE", b, _text(damage))
+                self.add("SIZE", b, damage.reason)
                 return self.resync_from(b, b + 1)
             if self.repaired:
                 if self.torn_at(b) is None:
