@@ -367,7 +367,7 @@ class LogDump:
                 logical = records_of_message(h, 0, check_crc=opts.check_crc, max_size=opts.max_decompressed_size)
                 raw = None
         except UnsupportedFormatError as exc:
-            return None, f"records not decoded: {exc.message or ''}{': ' if exc.message else ''}expected {exc.expected}, found {exc.found}"
+            return None, f"records not decoded: {exc.reason}"
         except MqError as exc:
             return None, f"records do not decode: {_plain(exc)}"
         out = []
@@ -383,11 +383,8 @@ class LogDump:
 
 
 def _plain(exc: MqError) -> str:
-    parts = [exc.message] if exc.message else []
-    if exc.expected is not None or exc.found is not None:
-        parts.append(f"expected {exc.expected}, found {exc.found}")
     where = f"byte {exc.position}: " if exc.position is not None else ""
-    return where + ": ".join(parts)
+    return where + exc.reason
 
 
 def record_info(r: LogRecord, raw: rb.Record | None, decoder: str | None) -> RecordInfo:

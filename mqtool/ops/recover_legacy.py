@@ -118,7 +118,7 @@ def _scan_jafka(reader: SegmentReader) -> _Tail:
             return _Tail(reader.size, pos, pos, "magic", f"magic byte {message.magic} (Jafka reads only magic 1; its recovery throws here)")
     if walk.error is not None:
         assert walk.failed_at is not None
-        return _Tail(reader.size, walk.failed_at, walk.failed_at, "broken", _brief(walk.error))
+        return _Tail(reader.size, walk.failed_at, walk.failed_at, "broken", walk.error.reason)
     assert walk.end is not None
     return _Tail(reader.size, walk.end.position, walk.end.position, walk.end.kind)
 
@@ -140,7 +140,7 @@ def _scan_metaq(reader: SegmentReader) -> _Tail:
                 last_real = p + message.size
         if walk.error is not None:
             assert walk.failed_at is not None
-            return _metaq_tail(size, last_real, walk.failed_at, "broken", _brief(walk.error), gaps)
+            return _metaq_tail(size, last_real, walk.failed_at, "broken", walk.error.reason, gaps)
         end = walk.end
         assert end is not None
         if end.kind == "zeros" and size - end.position >= mq.HEADER_LEN:
@@ -159,13 +159,6 @@ def _metaq_tail(size: int, last_real: int, broker_end: int, kind: str, detail: s
     if last_real < broker_end and kind != "zeros":
         kind = "zeros"  # the data ends in zeros the loader reads up to a point, then fails
     return _Tail(size, last_real, broker_end, kind, detail, trailing, kept)
-
-
-def _brief(exc) -> str:
-    parts = [exc.message] if exc.message else []
-    if exc.expected is not None or exc.found is not None:
-        parts.append(f"expected {exc.expected}, found {exc.found}")
-    return ": ".join(parts)
 
 
 # A candidate message start: Jafka LENGTH >= 0 then MAGIC 1; MetaQ 0 < msgLen < 2**24, checksum >= 0.
