@@ -9,6 +9,7 @@ errors.  pyspark only inside pipeline/.
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -59,3 +60,19 @@ def test_module_respects_layers(path, layer):
         if target in ("__init__", "mqtool"):
             continue
         assert target in allowed, f"{path.relative_to(PACKAGE.parent)}: layer '{layer}' may not import mqtool.{target}"
+
+
+BYTE_DECODING = re.compile(r"int\.from_bytes|struct\.unpack")
+
+
+def test_bytes_are_decoded_only_in_formats():
+    """formats/ is the one place bytes become values: every other layer calls a named peek or
+    decoder there instead of reading a field a second time (``int.from_bytes``, ``struct.unpack*``)."""
+    found = [
+        f"{path.relative_to(PACKAGE.parent)}:{n}: {line.strip()}"
+        for path, layer in _modules()
+        if layer != "formats"
+        for n, line in enumerate(path.read_text().splitlines(), 1)
+        if BYTE_DECODING.search(line)
+    ]
+    assert not found, "byte decoding outside mqtool/formats/:\n" + "\n".join(found)

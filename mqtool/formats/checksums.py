@@ -5,10 +5,12 @@
 | ``crc32``         | IEEE CRC-32 (``zlib.crc32``)   | Kafka v0/v1 messages, Jafka messages                 |
 | ``masked_crc32``  | CRC-32 ``& 0x7FFFFFFF``        | RocketMQ BODYCRC and ``__CRC32#``, MetaQ data CRC    |
 | ``crc32c``        | CRC-32C (Castagnoli)           | Kafka v2 record batches                              |
+| ``hash64``        | 64-bit BLAKE2b, as an integer  | ``stats``' distinct-count sketch (no store format)   |
 """
 
 from __future__ import annotations
 
+import hashlib
 import zlib
 
 import crc32c as _crc32c
@@ -29,3 +31,8 @@ def masked_crc32(data: Buffer) -> int:
 
 def crc32c(data: Buffer, value: int = 0) -> int:
     return _crc32c.crc32c(data, value) & 0xFFFFFFFF
+
+
+def hash64(data: Buffer) -> int:
+    """The 8-byte BLAKE2b digest of ``data`` as an unsigned big-endian integer."""
+    return int.from_bytes(hashlib.blake2b(data, digest_size=8).digest(), "big")

@@ -114,6 +114,13 @@ class Message:
 # --- peek / decode / encode ---------------------------------------------------------------
 
 
+def peek_length(buf: Buffer, position: int = 0) -> int:
+    """The LENGTH prefix at ``position`` as stored (checked for its 4 bytes, not judged)."""
+    need(buf, position, LOG_OVERHEAD, "message LENGTH")
+    length: int = LENGTH.unpack_from(buf, position)[0]
+    return length
+
+
 def peek_message(buf: Buffer, position: int = 0) -> tuple[int, int]:
     """``(LENGTH, MAGIC)`` at ``position`` (checked)."""
     need(buf, position, LOG_OVERHEAD + 1, "message LENGTH and MAGIC")

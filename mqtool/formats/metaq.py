@@ -61,7 +61,8 @@ from mqtool.formats.checksums import masked_crc32
 
 HEADER = struct.Struct(">iiqi")  # msgLen, checksum, id, flag
 HEADER_LEN = HEADER.size  # 20
-CHECKSUM_POSITION = I32.size  # after msgLen
+MSG_LEN = I32  # msgLen, HEADER's first field
+CHECKSUM_POSITION = MSG_LEN.size  # after msgLen
 ATTRIBUTE_LENGTH = I32
 
 FLAG_HAS_ATTRIBUTE = 0x1
@@ -139,6 +140,13 @@ def split_data(data: Buffer, flag: int, position: int = HEADER_LEN) -> tuple[byt
 
 
 # --- peek / decode / encode ---------------------------------------------------------------
+
+
+def peek_length(buf: Buffer, position: int = 0) -> int:
+    """msgLen at ``position`` as stored (checked for its 4 bytes only, not judged)."""
+    need(buf, position, MSG_LEN.size, "message msgLen")
+    length: int = MSG_LEN.unpack_from(buf, position)[0]
+    return length
 
 
 def peek_message(buf: Buffer, position: int = 0) -> tuple[int, int, int, int]:

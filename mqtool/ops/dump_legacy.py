@@ -246,7 +246,7 @@ def jafka_starts_at(reader: SegmentReader, pos: int) -> bool:
     head = reader.pread(pos, 4)
     if len(head) < 4:
         return False
-    length = int.from_bytes(head, "big", signed=True)
+    length = jf.peek_length(head)
     if not jf.MIN_HEADER_SIZE <= length <= min(MAX_MESSAGE_SIZE, reader.size - pos - 4):
         return False
     try:
@@ -416,7 +416,7 @@ def metaq_starts_at(reader: SegmentReader, pos: int) -> bool:
     head = reader.pread(pos, mq.HEADER_LEN)
     if len(head) < mq.HEADER_LEN or head == bytes(mq.HEADER_LEN):
         return False
-    length = int.from_bytes(head[:4], "big", signed=True)
+    length = mq.peek_length(head)
     if not 0 <= length <= min(MAX_MESSAGE_SIZE, reader.size - pos - mq.HEADER_LEN):
         return False
     try:

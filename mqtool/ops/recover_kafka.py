@@ -63,6 +63,7 @@ from mqtool.formats.kafka import index as kidx
 from mqtool.formats.kafka import record_batch as rb
 from mqtool.formats.kafka import snapshot as ksnap
 from mqtool.formats.kafka import txn_index as ktxn
+from mqtool.formats.kafka.log import peek_entry
 from mqtool.ops import log_findings
 from mqtool.ops.recover import ApplyContext, ApplyResult, RecoverPlan, Step, apply_plan, observe, relative, resolve
 from mqtool.store import kafka as ks
@@ -247,7 +248,7 @@ def _resync(f: ReadOnlyFile, start: int, limit: int) -> int | None:
         candidates = sorted(i for m in (b"\x00", b"\x01", b"\x02") for i in _find_all(chunk, m, 16))
         for i in candidates:
             rel = i - 16
-            size = int.from_bytes(chunk[rel + 8 : rel + 12], "big", signed=True)
+            size = peek_entry(chunk, rel)[1]  # the candidate magic at rel + 16: 17 bytes are there
             if size < 14 or size > ks.MAX_ENTRY_SIZE or pos + rel + 12 + size > f.size:
                 continue
             try:
@@ -349,7 +350,7 @@ def _infer_interval(segs: list[_Seg]) -> int:
                 data = f.pread(0, count * kidx.OFFSET_ENTRY_SIZE)
             positions = []
             for i in range(0, len(data) - len(data) % 8, 8):
-                position = int.from_bytes(data[i + 4 : i + 8], "big", signed=True)
+                position = kidx.peek_log_position(data, i)
                 if position <= (positions[-1] if positions else 0):
                     break
                 positions.append(position)

@@ -171,7 +171,7 @@ _CANDIDATE = {
 def _decodes(layout: str, reader: SegmentReader, pos: int, chunk: bytes, i: int) -> bool:
     """Whether a valid message (CRC checked; Jafka: magic 1) starts at ``pos`` (= ``chunk[i]``)."""
     overhead = jf.LOG_OVERHEAD if layout == "jafka" else mq.HEADER_LEN
-    length = int.from_bytes(chunk[i : i + 4], "big", signed=True)
+    length = (jf.peek_length if layout == "jafka" else mq.peek_length)(chunk, i)  # _CANDIDATE spans 5 bytes
     if not (jf.MIN_HEADER_SIZE if layout == "jafka" else 1) <= length <= min(MAX_MESSAGE_SIZE, reader.size - pos - overhead):
         return False
     data = chunk[i : i + overhead + length] if i + overhead + length <= len(chunk) else reader.pread(pos, overhead + length)

@@ -47,6 +47,7 @@ from mqtool.formats.rocketmq.commitlog import (
     SYSFLAG_TRANSACTION_ROLLBACK,
     MessageRecord,
     decode_message,
+    peek_record,
 )
 from mqtool.formats.rocketmq.properties import split_keys
 from mqtool.ops.recover import ApplyContext, ApplyResult, RecoverPlan, Step, apply_plan, observe, relative, resolve
@@ -98,8 +99,7 @@ def _first_record_timestamp(seg: rmq.Segment) -> int | None:
     try:
         with ReadOnlyFile(seg.path) as f:
             head = f.pread(0, 4096)
-        total = int.from_bytes(head[0:4], "big", signed=True)
-        magic = int.from_bytes(head[4:8], "big")
+        total, magic = peek_record(head)  # fewer than 8 bytes: TruncatedDataError, None below
         if magic not in MESSAGE_MAGICS or total <= 0:
             return None
         if total > len(head):

@@ -28,7 +28,6 @@ tags; their messages carry no time, so times and rates come from segment modific
 
 from __future__ import annotations
 
-import hashlib
 import heapq
 import math
 import os
@@ -39,6 +38,7 @@ from pathlib import Path
 
 from mqtool.errors import MqError
 from mqtool.findings import Finding, Severity
+from mqtool.formats.checksums import hash64
 from mqtool.ops.clean import DiskProbe, DiskUsage, statvfs_usage
 from mqtool.store.files import ReadOnlyFile
 
@@ -72,7 +72,7 @@ class HyperLogLog:
     @staticmethod
     def hash(value: str | bytes) -> int:
         data = value.encode("utf-8", "surrogatepass") if isinstance(value, str) else bytes(value)
-        return int.from_bytes(hashlib.blake2b(data, digest_size=8).digest(), "big")
+        return hash64(data)
 
     def add(self, value: str | bytes) -> None:
         h = self.hash(value)

@@ -181,7 +181,7 @@ class _Scan:
 
     def length_at(self, position: int) -> int | None:
         head = self.reader.pread(position, 4)
-        return int.from_bytes(head, "big", signed=True) if len(head) == 4 else None
+        return self.framing.peek_length(head, 0) if len(head) == 4 else None
 
     def starts_at(self, position: int) -> bool:
         return (jafka_starts_at if self.jafka else metaq_starts_at)(self.reader, position)
@@ -297,10 +297,10 @@ class _Scan:
         code, position, text = "SIZE", exc.position, exc.reason
         if self.jafka and len(head := self.reader.pread(b, jf.LOG_OVERHEAD + 1)) > jf.LOG_OVERHEAD:
             # (fewer bytes than LENGTH and MAGIC before the end of the data: the error says so)
-            length = int.from_bytes(head[:4], "big", signed=True)
+            length, magic_byte = jf.peek_message(head)
             # Jafka reads the magic before the CRC (crcOffset throws first): a magic byte other than
             # 1 is JAFKA-MAGIC even when, read as Kafka 0.7's magic 0, the CRC does not match either
-            magic = jf.magic_error(head[4], b + jf.LOG_OVERHEAD, crc_mismatch=isinstance(exc, ChecksumError))
+            magic = jf.magic_error(magic_byte, b + jf.LOG_OVERHEAD, crc_mismatch=isinstance(exc, ChecksumError))
             if length < jf.MIN_HEADER_SIZE_V0:
                 position, text = b, f"expected LENGTH >= {jf.MIN_HEADER_SIZE} (the magic-1 header), found {length}"
             elif magic is not None:
@@ -532,10 +532,10 @@ class _Scan:
         head = self.reader.pread(point, jf.LOG_OVERHEAD + 1)
         if len(head) < jf.LOG_OVERHEAD + 1:
             return False
-        length = int.from_bytes(head[:4], "big", signed=True)
+        length, magic = jf.peek_message(head)
         if length < jf.MIN_HEADER_SIZE or point + jf.LOG_OVERHEAD + length > self.size:
             return False
-        return head[4] != jf.MAGIC_V1
+        return magic != jf.MAGIC_V1
 
 
 # --- phase 1: files --------------------------------------------------------------------------------------

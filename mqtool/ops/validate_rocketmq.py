@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from mqtool.errors import MqError, StoreIOError, UnsupportedFormatError
+from mqtool.errors import MqError, StoreIOError, TruncatedDataError, UnsupportedFormatError
 from mqtool.findings import Finding, Severity
 from mqtool.formats.rocketmq import checkpoint as cpf
 from mqtool.formats.rocketmq import config as cfgf
@@ -43,8 +43,6 @@ from mqtool.formats.rocketmq.commitlog import (
     MIN_MESSAGE_SIZE,
     PHYSICAL_OFFSET_POSITION,
     QUEUE_OFFSET_POSITION,
-    SYSFLAG_BORNHOST_V6,
-    SYSFLAG_POSITION,
     SYSFLAG_TRANSACTION_MASK,
     SYSFLAG_TRANSACTION_PREPARED,
     SYSFLAG_TRANSACTION_ROLLBACK,
@@ -52,6 +50,8 @@ from mqtool.formats.rocketmq.commitlog import (
     RecordWalker,
     check_crc_property,
     host_size,
+    peek_physical_offset,
+    peek_store_timestamp,
 )
 from mqtool.formats.rocketmq.hashing import index_key_hash
 from mqtool.formats.rocketmq.properties import CRC32, split_keys
@@ -154,11 +154,12 @@ def _header_store_timestamp(f: ReadOnlyFile, base: int, pos: int) -> int:
     head = f.pread(pos, BORNHOST_POSITION + host_size(True) + 8)
     if len(head) < BORNHOST_POSITION + host_size(False) + 8:
         return 0
-    if int.from_bytes(head[PHYSICAL_OFFSET_POSITION : PHYSICAL_OFFSET_POSITION + 8], "big", signed=True) != base + pos:
+    if peek_physical_offset(head) != base + pos:
         return 0
-    sys_flag = int.from_bytes(head[SYSFLAG_POSITION : SYSFLAG_POSITION + 4], "big", signed=True)
-    at = BORNHOST_POSITION + host_size(bool(sys_flag & SYSFLAG_BORNHOST_V6))
-    return int.from_bytes(head[at : at + 8], "big", signed=True) if len(head) >= at + 8 else 0
+    try:
+        return peek_store_timestamp(head)
+    except TruncatedDataError:  # an IPv6 BORNHOST pushes it past the bytes there are
+        return 0
 
 
 def validate_commitlog_file(task: CommitLogTask) -> CommitLogFileResult:

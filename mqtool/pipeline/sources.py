@@ -1166,10 +1166,12 @@ def _jafka_base(name: str) -> int | None:
 
 def _jafka_decodes(f, pos: int) -> int | None:
     head = f.pread(pos, 5)
-    if len(head) < 5 or head[4] not in jf.MAGICS:
+    if len(head) < 5:
         return None
-    length = int.from_bytes(head[:4], "big", signed=True)
-    if length <= jf.HEADER_SIZES[head[4]] or 4 + length > min(f.size - pos, MAX_RECORD_SIZE):
+    length, magic = jf.peek_message(head)
+    if magic not in jf.MAGICS:
+        return None
+    if length <= jf.HEADER_SIZES[magic] or 4 + length > min(f.size - pos, MAX_RECORD_SIZE):
         return None
     try:
         jf.decode_message(f.pread(pos, 4 + length), 0)
@@ -1268,7 +1270,7 @@ def _metaq_decodes(f, pos: int) -> int | None:
     head = f.pread(pos, mq.HEADER_LEN)
     if len(head) < mq.HEADER_LEN:
         return None
-    msg_len = int.from_bytes(head[:4], "big", signed=True)
+    msg_len = mq.peek_length(head)
     if msg_len <= 0 or mq.HEADER_LEN + msg_len > min(f.size - pos, MAX_RECORD_SIZE):
         return None
     try:

@@ -46,6 +46,7 @@ FRAMING = Framing(
     header_size=jf.LOG_OVERHEAD,
     length_field="LENGTH",
     overhead=jf.LOG_OVERHEAD,
+    peek_length=jf.peek_length,
     min_length=jf.MIN_HEADER_SIZE_V0,
     # a message may start where LENGTH >= 0 (top byte < 0x80) is followed by MAGIC 1
     candidate=re.compile(rb"(?=[\x00-\x7f][\x00-\xff]{3}\x01)"),

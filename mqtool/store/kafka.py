@@ -27,7 +27,7 @@ from mqtool.errors import CorruptDataError, MqError, StoreLayoutError, Unsupport
 from mqtool.formats.kafka import checkpoint_file as cpf
 from mqtool.formats.kafka import index as kidx
 from mqtool.formats.kafka import txn_index as ktxn
-from mqtool.formats.kafka.log import HEADER_SIZE_UP_TO_MAGIC, DataEnd, LogEntry, LogWalker, Mode, decode_entry
+from mqtool.formats.kafka.log import HEADER_SIZE_UP_TO_MAGIC, LOG_OVERHEAD, DataEnd, LogEntry, LogWalker, Mode, decode_entry, peek_entry
 from mqtool.store.files import CHUNK_SIZE, ReadOnlyFile, is_directory, is_regular_file, nonzero_extent, safe_listdir
 from mqtool.store.lock import MQTOOL_LOCK_NAME
 
@@ -588,7 +588,7 @@ def not_a_torn_write(head: bytes, length: int, last_offset: int | None, last_off
         return CorruptDataError(
             "not a torn write", position=16, expected="magic 0, 1 or 2 in the cut entry at the end of the file", found=f"magic {head[16]}", kind="magic"
         )
-    offset = int.from_bytes(head[:8], "big", signed=True)
+    offset, _size, _magic = peek_entry(head)
     if last_offset is not None and offset <= last_offset:
         return CorruptDataError(
             "not a torn write",
@@ -606,7 +606,7 @@ def read_entry_at(f: ReadOnlyFile, position: int, *, mode: Mode = "full", check_
         data = f.pread(position, max(HEADER_SIZE_UP_TO_MAGIC, size_hint))
         if len(data) < HEADER_SIZE_UP_TO_MAGIC:
             raise CorruptDataError(position=0, expected="a log entry header (17 bytes)", found=f"{len(data)} bytes before the end of the file")
-        size = 12 + int.from_bytes(data[8:12], "big", signed=True)
+        size = LOG_OVERHEAD + peek_entry(data)[1]
         if size > MAX_ENTRY_SIZE:
             raise CorruptDataError(position=8, expected=f"an entry of at most {MAX_ENTRY_SIZE} bytes", found=str(size), kind="size")
         if size > len(data):
@@ -727,7 +727,7 @@ def lookup_offset(path: Path | None, base_offset: int, target: int) -> tuple[kid
         with ReadOnlyFile(path) as f:
             count = index_entry_count(f, kidx.OFFSET_ENTRY_SIZE)
             slot = _largest_lower_bound(
-                f, count, kidx.OFFSET_ENTRY_SIZE, lambda raw: base_offset + int.from_bytes(raw[:4], "big", signed=True), target
+                f, count, kidx.OFFSET_ENTRY_SIZE, lambda raw: base_offset + kidx.peek_relative_offset(raw), target
             )
             if slot < 0:
                 return kidx.OffsetPosition(base_offset, 0), -1
@@ -743,7 +743,7 @@ def lookup_timestamp(path: Path | None, base_offset: int, target: int) -> tuple[
     try:
         with ReadOnlyFile(path) as f:
             count = index_entry_count(f, kidx.TIME_ENTRY_SIZE)
-            slot = _largest_lower_bound(f, count, kidx.TIME_ENTRY_SIZE, lambda raw: int.from_bytes(raw[:8], "big", signed=True), target)
+            slot = _largest_lower_bound(f, count, kidx.TIME_ENTRY_SIZE, kidx.peek_timestamp, target)
             if slot < 0:
                 return kidx.TimestampOffset(kidx.NO_TIMESTAMP, base_offset), -1
             return kidx.decode_time_entry(_slot(f, slot, kidx.TIME_ENTRY_SIZE), 0, base_offset), slot

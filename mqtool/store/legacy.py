@@ -639,6 +639,8 @@ class Framing:
     length_field: str
     #: bytes of an entry not counted by its length field (Jafka 4, MetaQ 20)
     overhead: int
+    #: the format's ``peek_length(buf, position)``: the length field as stored
+    peek_length: Callable[..., int]
     max_message_size: int = MAX_MESSAGE_SIZE
     #: the smallest length field the walker accepts (Jafka 5, the magic-0 header; MetaQ 0)
     min_length: int = 0
@@ -742,7 +744,7 @@ def is_torn_message(reader: SegmentReader, position: int, framing: Framing) -> b
     if rest < framing.header_size:
         return bool(reader.pread(position, rest).strip(b"\x00"))
     head = reader.pread(position, 4)
-    length = int.from_bytes(head, "big", signed=True) if len(head) == 4 else -1
+    length = framing.peek_length(head, 0) if len(head) == 4 else -1
     if not 0 <= length <= framing.max_message_size:
         return False
     extent = nonzero_extent(reader, position)
@@ -789,7 +791,7 @@ def next_message(reader: SegmentReader, framing: Framing, start: int, limit: int
             if i >= span:
                 break
             q = pos + i
-            length = int.from_bytes(chunk[i : i + 4], "big", signed=True)
+            length = framing.peek_length(chunk, i)  # the candidate pattern spans more than 4 bytes
             if not framing.candidate_min_length <= length <= min(framing.max_message_size, size - q - overhead):
                 continue
             if i + overhead + length <= len(chunk):
@@ -885,7 +887,7 @@ def hop_end(reader: SegmentReader, framing: Framing, start: int = 0, *, window: 
         head = buf[pos - buf_start : pos - buf_start + header]
         if len(head) < header or head == zeros:
             return pos
-        length = int.from_bytes(head[:4], "big", signed=True)
+        length = framing.peek_length(head, 0)
         if not framing.min_length <= length <= framing.max_message_size or pos + framing.overhead + length > size:
             return pos
         pos += framing.overhead + length

@@ -50,6 +50,7 @@ FRAMING = Framing(
     header_size=mq.HEADER_LEN,
     length_field="msgLen",
     overhead=mq.HEADER_LEN,
+    peek_length=mq.peek_length,
     # a message may start where 0 < msgLen < 2**24 and the checksum's top bit is clear
     candidate=re.compile(rb"(?=\x00(?!\x00\x00\x00)[\x00-\xff]{3}[\x00-\x7f])"),
     candidate_min_length=1,

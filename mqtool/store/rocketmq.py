@@ -22,17 +22,23 @@ from mqtool.formats.rocketmq import consume_queue as cqf
 from mqtool.formats.rocketmq import index_file as idxf
 from mqtool.formats.rocketmq.commitlog import (
     BLANK_MAGIC,
-    MAGIC_V2,
     MESSAGE_MAGICS,
     MIN_MESSAGE_SIZE,
     SYSFLAG_POSITION,
     DataEnd,
     MessageRecord,
     RecordWalker,
+    body_length_position,
     body_position,
     decode_message,
     message_size,
+    peek_body_length,
+    peek_physical_offset,
+    peek_properties_length,
     peek_record,
+    peek_sys_flag,
+    peek_topic_length,
+    topic_length_size,
 )
 from mqtool.store.files import CHUNK_SIZE, Readable, ReadOnlyFile, file_size, is_directory, is_regular_file, nonzero_extent, safe_listdir
 
@@ -698,7 +704,7 @@ def torn_tail_at(f: Readable, bad: int, file_size: int) -> TornTail | None:
     extent = nonzero_extent(f, bad)
     stop = extent[1] if extent else bad
     if len(head) == 8:
-        total = int.from_bytes(head[:4], "big", signed=True)
+        total, _magic = peek_record(head)
         if total <= 0:
             return None
         if head[4:8] in TORN_MAGICS[:-1]:
@@ -719,14 +725,14 @@ def torn_tail_at(f: Readable, bad: int, file_size: int) -> TornTail | None:
 def record_starts_at(f: Readable, base: int, pos: int, *, decode: bool = True) -> bool:
     """A message record with PHYSICALOFFSET ``base + pos`` starts at ``pos`` (its header fits the
     file) and, with ``decode``, decodes cleanly."""
-    from mqtool.formats.rocketmq.commitlog import PHYSICAL_OFFSET_POSITION
-
     head = f.pread(pos, 36)
-    if len(head) < 36 or int.from_bytes(head[4:8], "big") not in MESSAGE_MAGICS:
+    if len(head) < 36:
         return False
-    if int.from_bytes(head[PHYSICAL_OFFSET_POSITION : PHYSICAL_OFFSET_POSITION + 8], "big", signed=True) != base + pos:
+    total, magic = peek_record(head)
+    if magic not in MESSAGE_MAGICS:
         return False
-    total = int.from_bytes(head[0:4], "big", signed=True)
+    if peek_physical_offset(head) != base + pos:
+        return False
     if not 0 < total <= min(f.size - pos, MAX_RECORD_SIZE):
         return False
     if decode:
@@ -835,24 +841,24 @@ def computed_record_size(f: Readable, pos: int) -> int | None:
     head = f.pread(pos, 8 + SYSFLAG_POSITION)
     if len(head) < SYSFLAG_POSITION + 4:
         return None
-    magic = int.from_bytes(head[4:8], "big")
-    sys_flag = int.from_bytes(head[SYSFLAG_POSITION : SYSFLAG_POSITION + 4], "big", signed=True)
+    _total, magic = peek_record(head)
+    sys_flag = peek_sys_flag(head)
     body_at = pos + body_position(sys_flag)
-    raw = f.pread(body_at - 4, 4)
+    raw = f.pread(pos + body_length_position(sys_flag), 4)
     if len(raw) < 4:
         return None
-    body_len = int.from_bytes(raw, "big", signed=True)
+    body_len = peek_body_length(raw)
     if not 0 <= body_len <= MAX_RECORD_SIZE:
         return None
-    topic_len_size = 2 if magic == MAGIC_V2 else 1
+    topic_len_size = topic_length_size(magic)
     raw = f.pread(body_at + body_len, topic_len_size)
     if len(raw) < topic_len_size:
         return None
-    topic_len = int.from_bytes(raw, "big", signed=True)
+    topic_len = peek_topic_length(raw, 0, magic)
     raw = f.pread(body_at + body_len + topic_len_size + topic_len, 2) if topic_len >= 0 else b""
     if len(raw) < 2:
         return None
-    prop_len = int.from_bytes(raw, "big", signed=True)
+    prop_len = peek_properties_length(raw)
     if prop_len < 0:
         return None
     return message_size(body_len, topic_len, prop_len, sys_flag=sys_flag, magic_code=magic)
@@ -863,7 +869,7 @@ def classify_broken_record(f: Readable, bad: int, exc: MqError) -> tuple[str, Mq
     TOTALSIZE and the size its length fields give).  A record that decodes once TOTALSIZE is
     replaced by the computed size has exactly one damaged field: TOTALSIZE (RMQ-CL-SIZE)."""
     head = f.pread(bad, 8)
-    total = int.from_bytes(head[:4], "big", signed=True) if len(head) == 8 else 0
+    total = peek_record(head)[0] if len(head) == 8 else 0
     computed = computed_record_size(f, bad)
     frames = {n for n in (total, computed) if n is not None and MIN_MESSAGE_SIZE <= n <= min(f.size - bad, MAX_RECORD_SIZE)}
     code = broken_record_code(exc)

@@ -270,3 +270,11 @@ def test_real_kafka_07_magic0_segment():
     assert all(m.magic == 0 and m.payload == b"x" * 100 and m.crc == 0x5E0E5D8F for m in messages_)
     assert messages_[0].size == struct.unpack(">i", data[:4])[0] == 105
     assert jf.encode_message_set(messages_) == data
+
+
+def test_peek_length_reads_the_prefix_as_stored():
+    data = jf.encode_message(jf.Message(b"abc"))
+    assert jf.peek_length(data) == jf.peek_message(data)[0] == jf.Message(b"abc").size
+    assert jf.peek_length(b"\x00" + b"\xff\xff\xff\xfe", 1) == -2
+    with pytest.raises(TruncatedDataError):
+        jf.peek_length(data[:3])

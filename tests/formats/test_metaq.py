@@ -312,3 +312,12 @@ def test_arbitrary_names_and_policies(text):
             call(text)
         except MqError:
             pass
+
+
+def test_peek_length_reads_msglen_only():
+    data = mq.encode_message(mq.make_message(7, b"payload"))
+    assert mq.peek_length(data) == mq.peek_message(data)[0] == len(b"payload")
+    assert mq.peek_length(data[:4]) == len(b"payload")  # 4 bytes are enough, unlike peek_message
+    assert mq.peek_length(b"\xff\xff\xff\xff") == -1
+    with pytest.raises(TruncatedDataError):
+        mq.peek_length(data[:3])

@@ -294,3 +294,12 @@ def test_jafka_and_metaq_fixtures_match_dump_jsonl():
     assert {u["name"]: (u["messages"], u["bytes"], u["max_message_size"], u["tags_estimate"]) for u in doc["units"]} == {
         k: (e["messages"], e["bytes"], e["max"], len(e["tags"])) for k, e in expected.items()
     }
+
+
+def test_hyperloglog_hash_is_the_64_bit_blake2b_of_the_utf8_bytes():
+    import hashlib
+
+    from mqtool.ops.stats import HyperLogLog
+
+    expected = int.from_bytes(hashlib.blake2b("ké\udcff".encode("utf-8", "surrogatepass"), digest_size=8).digest(), "big")
+    assert HyperLogLog.hash("ké\udcff") == HyperLogLog.hash("ké\udcff".encode("utf-8", "surrogatepass")) == expected

@@ -133,6 +133,25 @@ def _check_relative(relative: int, position: int) -> None:
         )
 
 
+def peek_relative_offset(buf: Buffer, position: int = 0) -> int:
+    """relativeOffset of the ``.index`` entry at ``position`` as stored (checked for length, not
+    judged: ``decode_offset_entry`` rejects a negative one)."""
+    relative: int = unpack(OFFSET_ENTRY, buf, position, ".index entry (relativeOffset, position)")[0]
+    return relative
+
+
+def peek_log_position(buf: Buffer, position: int = 0) -> int:
+    """The log position of the ``.index`` entry at ``position`` as stored (not judged)."""
+    log_position: int = unpack(OFFSET_ENTRY, buf, position, ".index entry (relativeOffset, position)")[1]
+    return log_position
+
+
+def peek_timestamp(buf: Buffer, position: int = 0) -> int:
+    """The timestamp of the ``.timeindex`` entry at ``position`` as stored (not judged)."""
+    timestamp: int = unpack(TIME_ENTRY, buf, position, ".timeindex entry (timestamp, relativeOffset)")[0]
+    return timestamp
+
+
 def decode_offset_entry(buf: Buffer, position: int = 0, base_offset: int = 0) -> OffsetPosition:
     """Decode the 8-byte ``.index`` entry at ``position`` of the index buffer."""
     relative, log_position = unpack(OFFSET_ENTRY, buf, position, ".index entry (relativeOffset, position)")

@@ -49,7 +49,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from mqtool.errors import ChecksumError, CorruptDataError, MqError, TruncatedDataError, UnsupportedFormatError, hexint
-from mqtool.formats._binary import I8, I16, I32, Buffer, decode_utf8, need, take
+from mqtool.formats._binary import I8, I16, I32, I64, Buffer, decode_utf8, need, take
 from mqtool.formats.checksums import masked_crc32
 from mqtool.formats.rocketmq.properties import (
     CRC32,
@@ -90,10 +90,21 @@ _TAIL_FIXED = struct.Struct(">iqi")  # RECONSUMETIMES, PREPARED_TRANSACTION_OFFS
 _HEAD8 = struct.Struct(">iI")  # TOTALSIZE, MAGIC
 BLANK_HEADER = _HEAD8
 
-QUEUE_OFFSET_POSITION = 20
-PHYSICAL_OFFSET_POSITION = 28
-SYSFLAG_POSITION = 36
+
+
+def _prefix_position(field_index: int) -> int:
+    """Position of field ``field_index`` (0: TOTALSIZE) of the fixed prefix, from ``_PREFIX``."""
+    return struct.calcsize(_PREFIX.format[: 1 + field_index])
+
+
+QUEUE_OFFSET_POSITION = _prefix_position(5)  # 20
+PHYSICAL_OFFSET_POSITION = _prefix_position(6)  # 28
+SYSFLAG_POSITION = _prefix_position(7)  # 36
 BORNHOST_POSITION = _PREFIX.size  # 48
+_PHYSICAL_OFFSET = I64
+_SYSFLAG = I32
+_BODY_LENGTH = I32  # BODYLEN, the last field of _TAIL_FIXED
+_PROPERTIES_LENGTH = I16
 
 
 def host_size(ipv6: bool) -> int:
@@ -106,10 +117,9 @@ def message_size(
     """``calMsgLength``: the TOTALSIZE a record with these parts must have."""
     born = host_size(bool(sys_flag & SYSFLAG_BORNHOST_V6))
     store = host_size(bool(sys_flag & SYSFLAG_STOREHOST_V6))
-    topic_len_size = 2 if magic_code == MAGIC_V2 else 1
     return (
         _PREFIX.size + born + _TIMESTAMP.size + store + _TAIL_FIXED.size
-        + body_size + topic_len_size + topic_size + 2 + properties_size
+        + body_size + topic_length_size(magic_code) + topic_size + _PROPERTIES_LENGTH.size + properties_size
     )
 
 
@@ -122,6 +132,26 @@ def body_position(sys_flag: int) -> int:
         + host_size(bool(sys_flag & SYSFLAG_STOREHOST_V6))
         + _TAIL_FIXED.size
     )
+
+
+def body_length_position(sys_flag: int) -> int:
+    """Position of BODYLEN inside a record: the field just before BODY."""
+    return body_position(sys_flag) - _BODY_LENGTH.size
+
+
+def store_timestamp_position(sys_flag: int) -> int:
+    """Position of STORETIMESTAMP inside a record (after the IPv4 or IPv6 BORNHOST)."""
+    return BORNHOST_POSITION + host_size(bool(sys_flag & SYSFLAG_BORNHOST_V6))
+
+
+def _topic_length_field(magic_code: int) -> struct.Struct:
+    """TOPICLEN: a signed short for magic v2, a signed byte otherwise."""
+    return I16 if magic_code == MAGIC_V2 else I8
+
+
+def topic_length_size(magic_code: int) -> int:
+    """Bytes of TOPICLEN: 2 for magic v2, 1 otherwise."""
+    return _topic_length_field(magic_code).size
 
 
 #: Smallest possible message record (empty body, empty topic, no properties).
@@ -247,6 +277,55 @@ def peek_record(buf: Buffer, position: int = 0) -> tuple[int, int]:
     """``(TOTALSIZE, MAGICCODE)`` at ``position`` (checked)."""
     need(buf, position, _HEAD8.size, "record header (TOTALSIZE, MAGICCODE)")
     return _HEAD8.unpack_from(buf, position)
+
+
+# Single fields of a record that is not (or not yet) decoded: ``position`` is where the record
+# starts, unless the field follows BODY.  Each is checked: fewer bytes than the field raise
+# ``TruncatedDataError``.  No value is judged here; ``decode_message`` does that.
+
+
+def peek_physical_offset(buf: Buffer, position: int = 0) -> int:
+    """PHYSICALOFFSET of the record at ``position`` (the commitlog offset it was written at)."""
+    need(buf, position + PHYSICAL_OFFSET_POSITION, _PHYSICAL_OFFSET.size, "PHYSICALOFFSET")
+    value: int = _PHYSICAL_OFFSET.unpack_from(buf, position + PHYSICAL_OFFSET_POSITION)[0]
+    return value
+
+
+def peek_sys_flag(buf: Buffer, position: int = 0) -> int:
+    """SYSFLAG of the record at ``position`` (signed, as stored)."""
+    need(buf, position + SYSFLAG_POSITION, _SYSFLAG.size, "SYSFLAG")
+    value: int = _SYSFLAG.unpack_from(buf, position + SYSFLAG_POSITION)[0]
+    return value
+
+
+def peek_store_timestamp(buf: Buffer, position: int = 0) -> int:
+    """STORETIMESTAMP of the record at ``position``, found through its SYSFLAG (BORNHOST size)."""
+    at = position + store_timestamp_position(peek_sys_flag(buf, position))
+    need(buf, at, _TIMESTAMP.size, "STORETIMESTAMP")
+    value: int = _TIMESTAMP.unpack_from(buf, at)[0]
+    return value
+
+
+def peek_body_length(buf: Buffer, position: int = 0) -> int:
+    """The BODYLEN field at ``position`` (a record's ``body_length_position(sys_flag)``)."""
+    need(buf, position, _BODY_LENGTH.size, "BODYLEN")
+    value: int = _BODY_LENGTH.unpack_from(buf, position)[0]
+    return value
+
+
+def peek_topic_length(buf: Buffer, position: int, magic_code: int) -> int:
+    """The TOPICLEN field at ``position`` (right after BODY): signed byte (v1) or short (v2)."""
+    fmt = _topic_length_field(magic_code)
+    need(buf, position, fmt.size, f"TOPICLEN ({fmt.size} byte(s))")
+    value: int = fmt.unpack_from(buf, position)[0]
+    return value
+
+
+def peek_properties_length(buf: Buffer, position: int = 0) -> int:
+    """The PROPLEN field at ``position`` (right after TOPIC): a signed short."""
+    need(buf, position, _PROPERTIES_LENGTH.size, "PROPLEN")
+    value: int = _PROPERTIES_LENGTH.unpack_from(buf, position)[0]
+    return value
 
 
 # --- decode ----------------------------------------------------------------------------------

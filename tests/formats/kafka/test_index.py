@@ -343,3 +343,16 @@ def test_real_preallocated_all_zero_index():
     assert ix.index_entry_count(data, 8) == 1
     assert ix.lookup_offset(data, 0, 12345) == ix.OffsetPosition(0, 0)
 
+
+
+def test_peeks_read_entries_as_stored():
+    """The entry peeks return the raw fields, unjudged (a negative relativeOffset too)."""
+    raw = ix.OFFSET_ENTRY.pack(-3, 4096) + ix.OFFSET_ENTRY.pack(7, 8192)
+    assert ix.peek_relative_offset(raw) == -3 and ix.peek_log_position(raw) == 4096
+    assert ix.peek_relative_offset(raw, 8) == 7 and ix.peek_log_position(raw, 8) == 8192
+    assert ix.peek_timestamp(ix.TIME_ENTRY.pack(-1, 5)) == -1
+    for peek in (ix.peek_relative_offset, ix.peek_log_position):
+        with pytest.raises(TruncatedDataError):
+            peek(raw[:7])
+    with pytest.raises(TruncatedDataError):
+        ix.peek_timestamp(bytes(11))

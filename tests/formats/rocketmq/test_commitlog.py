@@ -167,6 +167,38 @@ def test_round_trip(record):
     assert cl.encode_message(decoded) == data
 
 
+@given(message_records(), st.integers(0, 8))
+def test_peeks_read_what_the_decoder_reads(record, at):
+    """The single-field peeks (for records not decoded) agree with ``decode_message``."""
+    data = bytes(at) + cl.encode_message(record)
+    decoded = cl.decode_message(data, at)
+    assert cl.peek_record(data, at) == (decoded.total_size, record.magic_code)
+    assert cl.peek_physical_offset(data, at) == record.physical_offset
+    assert cl.peek_sys_flag(data, at) == record.sys_flag
+    assert cl.peek_store_timestamp(data, at) == record.store_timestamp
+    body_at = at + cl.body_position(record.sys_flag)
+    assert cl.peek_body_length(data, at + cl.body_length_position(record.sys_flag)) == len(record.body)
+    topic_at = body_at + len(record.body)
+    assert cl.peek_topic_length(data, topic_at, record.magic_code) == len(record.topic.encode())
+    props_at = topic_at + cl.topic_length_size(record.magic_code) + len(record.topic.encode())
+    assert cl.peek_properties_length(data, props_at) == decoded.total_size - (props_at - at) - 2
+
+
+def test_peeks_on_short_data_raise_truncated():
+    record = cl.encode_message(cl.MessageRecord(topic="T", body=b"x", sys_flag=cl.SYSFLAG_BORNHOST_V6, born_host=cl.HostAddress("::1", 1)))
+    for peek, need in (
+        (cl.peek_physical_offset, cl.PHYSICAL_OFFSET_POSITION + 8),
+        (cl.peek_sys_flag, cl.SYSFLAG_POSITION + 4),
+        (cl.peek_store_timestamp, cl.store_timestamp_position(cl.SYSFLAG_BORNHOST_V6) + 8),
+    ):
+        assert isinstance(peek(record[:need]), int)
+        with pytest.raises(TruncatedDataError):
+            peek(record[: need - 1])
+    with pytest.raises(TruncatedDataError):
+        cl.peek_topic_length(b"\x00", 0, cl.MAGIC_V2)
+    assert cl.peek_topic_length(b"\xff", 0, cl.MAGIC_V1) == -1
+
+
 @given(message_records(), st.data())
 def test_any_truncation_is_an_error_or_partial(record, data):
     encoded = cl.encode_message(record)
