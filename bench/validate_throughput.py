@@ -113,6 +113,15 @@ def machine_ceiling(path: Path, size: int) -> float:
     return 2 * alone / together
 
 
+def generate_apart(root: Path, size_mib: int, file_mib: int, body_size: int) -> tuple[int, int]:
+    """``generate`` in a child process: a child's ``ru_maxrss`` includes the peak of the process
+    that forked it, so the generator's memory must not be this process's."""
+    code = "import sys; from bench.validate_throughput import generate; from pathlib import Path; " \
+        f"print(*generate(Path({str(root)!r}), {size_mib}, {file_mib}, {body_size}))"
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=True, capture_output=True, text=True).stdout.split()
+    return int(out[0]), int(out[1])
+
+
 def run_child(args: list[str]) -> tuple[float, int, int]:
     """(seconds, exit code, peak RSS in bytes) of one child process."""
     t0 = time.perf_counter()
@@ -142,7 +151,7 @@ def main() -> None:
         store = args.store or work / "store"
         t0 = time.perf_counter()
         if args.store is None:
-            records, data_end = generate(store, args.size_mib, args.file_mib, args.body)
+            records, data_end = generate_apart(store, args.size_mib, args.file_mib, args.body)
             print(f"generated {records:,} records, {data_end / 2**20:.0f} MiB of CommitLog data, {time.perf_counter() - t0:.1f} s")
         files = sorted((store / "commitlog").iterdir())
         on_disk = sum(f.stat().st_size for f in files)
@@ -198,7 +207,7 @@ def rss_sizes(sizes: list[int], args: argparse.Namespace) -> None:
     for size in sizes:
         work = Path(tempfile.mkdtemp(prefix="mqtool-bench-", dir=args.dir))
         try:
-            generate(work / "store", size, args.file_mib, args.body)
+            generate_apart(work / "store", size, args.file_mib, args.body)
             _, code, rss = run_child([sys.executable, "-m", "mqtool", "validate", str(work / "store"), "--jobs", "1", "--jsonl"])
             if code != 0:
                 raise SystemExit(f"validate exited {code} on a healthy {size} MiB store")

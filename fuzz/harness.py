@@ -235,8 +235,11 @@ class Outcome:
     internal_errors: list[tuple[str, Command, str]] = field(default_factory=list)
     hangs: list[tuple[str, Command]] = field(default_factory=list)
     exit_codes: dict[int, int] = field(default_factory=dict)
-    peak_rss_mb: float = 0.0
+    peak_rss_mb: float = 0.0  # the peak resident set from the outcome's creation on
     slowest_input_s: float = 0.0
+
+    def __post_init__(self) -> None:
+        reset_peak_rss()
 
     @property
     def ok(self) -> bool:
@@ -313,7 +316,29 @@ class Workspace:
         outcome.exit_codes[code] = outcome.exit_codes.get(code, 0) + 1
         if code == INTERNAL:
             outcome.internal_errors.append((label, command, err.getvalue()[-500:]))
-        outcome.peak_rss_mb = max(outcome.peak_rss_mb, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+        outcome.peak_rss_mb = max(outcome.peak_rss_mb, peak_rss_mb())
+
+
+def reset_peak_rss() -> None:
+    """Start measuring the peak resident set afresh (Linux ``/proc/self/clear_refs`` 5 resets
+    ``VmHWM``): in a long-lived process (a test session) the lifetime peak says nothing about the
+    inputs run since."""
+    try:
+        Path("/proc/self/clear_refs").write_text("5")
+    except OSError:
+        pass
+
+
+def peak_rss_mb() -> float:
+    """The peak resident set since :func:`reset_peak_rss` (``VmHWM``), in MiB; elsewhere than on
+    Linux the process's lifetime peak (``ru_maxrss``)."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 def _monotonic() -> float:
