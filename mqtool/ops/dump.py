@@ -139,10 +139,11 @@ class CommitLogDump:
             continuity = model.segment_findings(self.directory, self.files, file_size, "commitlog")
             self.findings[:0] = model.segment_findings_on_path(continuity, read, self.filter.from_offset)
 
-    def _walk(self, read: list[Path], file_size: int | None) -> Iterator[tuple[Located, MessageRecord]]:
-        emitted = 0
+    def _files_to_walk(self, read: list[Path]) -> Iterator[tuple[int, rmq.Segment]]:
+        """The files a dump walks, with their numbers in ``self.files``: files wholly before
+        ``--from-offset`` are passed over, and a zero-length file ends at once (both are counted
+        as done); every file yielded or ended is appended to ``read``."""
         start_at = self.filter.from_offset
-        last_index = model.last_data_file(self.files)
         for i, seg in enumerate(self.files):
             if start_at is not None and seg.size and seg.base + seg.size <= start_at:
                 self.bytes_done += seg.size
@@ -151,6 +152,13 @@ class CommitLogDump:
             if seg.size == 0:
                 self.ends.append(FileEnd(seg.path, DataEnd("eof", 0), 0, None))
                 continue
+            yield i, seg
+
+    def _walk(self, read: list[Path], file_size: int | None) -> Iterator[tuple[Located, MessageRecord]]:
+        emitted = 0
+        start_at = self.filter.from_offset
+        last_index = model.last_data_file(self.files)
+        for i, seg in self._files_to_walk(read):
             with ReadOnlyFile(seg.path) as f:
                 walk = rmq.CommitLogFileWalk(f, check_crc=self.check_crc, last=i == last_index)
                 last = 0
@@ -177,14 +185,7 @@ class CommitLogDump:
         selects = flt.selects_records
         accepts = flt.accepts_fields
         last_index = model.last_data_file(self.files)
-        for i, seg in enumerate(self.files):
-            if start_at is not None and seg.size and seg.base + seg.size <= start_at:
-                self.bytes_done += seg.size
-                continue
-            read.append(seg.path)
-            if seg.size == 0:
-                self.ends.append(FileEnd(seg.path, DataEnd("eof", 0), 0, None))
-                continue
+        for i, seg in self._files_to_walk(read):
             is_last = i == last_index
             with ReadOnlyFile(seg.path) as f:
                 count = 0
