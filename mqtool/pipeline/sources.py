@@ -688,7 +688,7 @@ def _fast_stretch(f, part: FilePart, opts: ReadOptions, schema: pa.Schema, pos: 
         # up to a chunk, no further past the range's stop than a record needs to be seen whole
         data = f.pread(pos, want or min(CHUNK_SIZE, max(part.stop - pos, 0) + _PAST_STOP))
         want = 0
-        walk = rcols.walk_columns(data, part.base + pos, stop_at_zero_last_byte=is_last)
+        walk = rcols.walk_columns(data, part.base + pos)
         cols = walk.columns
         count = int(np.searchsorted(cols.position, part.stop - pos))  # the records before the range's stop
         done = count < len(cols)

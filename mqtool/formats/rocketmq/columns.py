@@ -45,7 +45,8 @@ from mqtool.formats.rocketmq.commitlog import (
     SYSFLAG_TRANSACTION_PREPARED,
     SYSFLAG_TRANSACTION_ROLLBACK,
 )
-from mqtool.formats.rocketmq.hashing import SCHEDULE_TOPIC, delivery_tags_code, index_key_hashes, tags_code
+from mqtool.formats.rocketmq.hashing import SCHEDULE_TOPIC, delivery_tags_code, index_key_hashes, java_string_hash, tags_code
+from mqtool.formats.rocketmq.properties import CRC32
 
 _HEAD8 = struct.Struct(">iI")
 _I16 = struct.Struct(">h")
@@ -180,167 +181,374 @@ def _gather(data: np.ndarray, at: np.ndarray, dtype: str) -> np.ndarray:
     return raw.view(dtype).ravel().astype(np.dtype(dtype).newbyteorder("="))
 
 
-def walk_columns(buf: bytes, base: int, *, start: int = 0, stop_at_zero_last_byte: bool = False) -> ColumnWalk:
-    """Frame the records of ``buf`` from ``start`` into columns until a clean end or the first
-    anomaly.  ``base`` is the commitlog offset of ``buf[0]`` (PHYSICALOFFSET must equal
-    ``base + position``).  ``stop_at_zero_last_byte``: a record with properties whose last byte
-    is zero is an anomaly (in the last file that is how a torn write looks).
+#: The fixed part of a record whose two hosts are IPv4 (the common case), as numpy reads it; a
+#: record with an IPv6 host has its STORETIMESTAMP and BODYLEN further on (read apart).
+_HEAD = np.dtype(
+    [
+        ("total", ">i4"), ("magic", ">u4"), ("body_crc", ">u4"), ("queue_id", ">i4"), ("flag", ">i4"),
+        ("queue_offset", ">i8"), ("physical_offset", ">i8"), ("sys_flag", ">i4"), ("born_timestamp", ">i8"),
+        ("born_host", "V8"), ("store_timestamp", ">i8"), ("store_host", "V8"), ("reconsume_times", ">i4"),
+        ("prepared_transaction_offset", ">i8"), ("body_len", ">i4"),
+    ]
+)  # fmt: skip
+_MIN_FIXED = _HEAD.itemsize
+assert _MIN_FIXED == _FIXED[0].size
+_MASK32 = np.uint64(0xFFFFFFFF)
+_INT_MIN = -(1 << 31)
+CRC32_NAME = CRC32.encode()
+#: 31**i mod 2**32 for i < len: Java ``String.hashCode`` weights (grown on demand).
+_POW31 = np.ones(1, dtype=np.uint64)
 
-    The loop checks every record and keeps only what takes Python to compute (position, topic,
-    tagsCode, keys); the fixed header fields are gathered afterwards with numpy.  Queue offset
-    continuity is checked over the columns (:meth:`CommitLogColumns.queue_runs`)."""
+
+def _pow31(n: int) -> np.ndarray:
+    global _POW31
+    if len(_POW31) < n:
+        # a product that wraps mod 2**64 is still right mod 2**32
+        _POW31 = np.concatenate((np.ones(1, dtype=np.uint64), np.cumprod(np.full(n - 1, 31, dtype=np.uint64)))) & _MASK32
+    return _POW31
+
+
+def _at(data: np.ndarray, at: np.ndarray, dtype: str) -> np.ndarray:
+    """``_gather`` at positions clipped into ``data``: a position a damaged record computes may lie
+    anywhere; what is read there only matters for records whose checks hold."""
+    width = np.dtype(dtype).itemsize
+    return _gather(data, np.clip(at, 0, max(len(data) - width, 0)), dtype)
+
+
+def _joined(buf: bytes, starts: np.ndarray, stops: np.ndarray) -> np.ndarray:
+    """The byte ranges ``[starts[i], stops[i])`` of ``buf`` packed end to end (one copy of each)."""
+    view = memoryview(buf)
+    return np.frombuffer(b"".join(map(view.__getitem__, map(slice, starts.tolist(), stops.tolist()))), dtype=np.uint8)
+
+
+def _offsets(lengths: np.ndarray) -> np.ndarray:
+    offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    return offsets
+
+
+def _first_false(ok: np.ndarray) -> int:
+    bad = np.flatnonzero(~ok)
+    return int(bad[0]) if len(bad) else len(ok)
+
+
+def java_hashes(chars: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Java ``String.hashCode`` of byte spans of ``chars`` (uint32, ``h = h * 31 + c`` wrapping)
+    and which spans are ASCII (for the others the bytes are not the UTF-16 code units the hash
+    is over: the caller hashes those apart).
+
+    Spans of about one length (a power of two apart) are hashed together: laid right-aligned in
+    a zero-padded matrix (leading zeros leave a Java hash at zero), one multiply-add per column."""
+    out = np.zeros(len(starts), dtype=np.uint32)
+    ascii_ = np.ones(len(starts), dtype=bool)
+    full = np.flatnonzero(lengths > 0)
+    if not len(full):
+        return out, ascii_
+    bucket = np.log2(lengths[full]).astype(np.int64)
+    thirty_one = np.uint32(31)
+    for b in np.unique(bucket).tolist():
+        rows = full[bucket == b]
+        n = lengths[rows]
+        width = int(n.max())
+        block = chars[np.maximum((starts[rows] + n - width)[:, None] + np.arange(width), 0)].T.copy()
+        block[np.arange(width)[:, None] < (width - n)] = 0
+        h = np.zeros(len(rows), dtype=np.uint32)
+        for column in block:
+            h *= thirty_one
+            h += column
+        out[rows] = h
+        ascii_[rows] = block.max(axis=0) < 0x80
+    return out, ascii_
+
+
+def _signed(h: np.ndarray) -> np.ndarray:
+    """Unsigned 32-bit values as Java's signed ints."""
+    return h.astype(np.uint32).view(np.int32).astype(np.int64)
+
+
+def _frame(buf: bytes, start: int) -> tuple[array[int], ColumnStop]:
+    """Frame records by TOTALSIZE and MAGICCODE from ``start``: their positions, and the stop."""
     size = len(buf)
     pos = start
     head8 = _HEAD8.unpack_from
-    sysflag_at = _SYSFLAG.unpack_from
-    fixed_v4 = _FIXED[0].unpack_from
-    fixed_size = _FIXED[0].size
-    fixed_by_hosts = _FIXED
-    host_mask = _HOST_BITS
-    magic_v1, magic_v2 = MAGIC_V1, MAGIC_V2
-    crc32 = zlib.crc32
-    properties_of = PROPERTIES.fullmatch
-    i16 = _I16.unpack_from
-    topic_ids: dict[bytes, int] = {}
-    topics: list[str] = []
-    tags_cache: dict[bytes, int] = {}
+    magic_v1, magic_v2, least = MAGIC_V1, MAGIC_V2, _MIN_FIXED
     positions = array("q")
-    topic_col = array("i")
-    tags_col = array("q")
-    key_record = array("i")
-    keys: list[bytes] = []
-    a_pos, a_topic, a_tags, a_krec, a_key = positions.append, topic_col.append, tags_col.append, key_record.append, keys.append
-    record = 0
-    stop: ColumnStop
+    append = positions.append
     while True:
         remaining = size - pos
         if remaining < 8:
-            stop = ColumnStop("eof", pos) if not remaining else ColumnStop("zeros" if not any(buf[pos:size]) else "anomaly", pos)
-            break
-        if remaining >= fixed_size:
-            # the whole fixed part in one unpack (both hosts IPv4, the common case)
-            fields = fixed_v4(buf, pos)
-            total, magic = fields[0], fields[1]
-        else:
-            total, magic = head8(buf, pos)
-            fields = ()
+            return positions, ColumnStop("eof", pos) if not remaining else ColumnStop("zeros" if not any(buf[pos:size]) else "anomaly", pos)
+        total, magic = head8(buf, pos)
         if magic != magic_v1 and magic != magic_v2:
             if magic == BLANK_MAGIC:
-                stop = ColumnStop("blank", pos, total)
-            elif total == 0 and magic == 0:
-                stop = ColumnStop("zeros", pos)
-            else:
-                stop = ColumnStop("anomaly", pos)
-            break
+                return positions, ColumnStop("blank", pos, total)
+            return positions, ColumnStop("zeros" if total == 0 and magic == 0 else "anomaly", pos)
         if total > remaining:
-            stop = ColumnStop("partial" if total > 0 else "anomaly", pos, total)
-            break
-        if total < fixed_size:  # smaller than the smallest fixed part (both hosts IPv4)
-            stop = ColumnStop("anomaly", pos)
-            break
-        host_bits = fields[7] & host_mask if fields else sysflag_at(buf, pos + _SYSFLAG_POSITION)[0] & host_mask
-        fixed = fixed_by_hosts[host_bits]
-        if total < fixed.size:
-            stop = ColumnStop("anomaly", pos)
-            break
-        if host_bits or not fields:
-            fields = fixed.unpack_from(buf, pos)
-        body_len = fields[16]
-        body_pos = pos + fixed.size
-        body_end = body_pos + body_len
-        end = pos + total
-        if fields[6] != base + pos or body_len < 0 or body_end + 3 > end:
-            stop = ColumnStop("anomaly", pos)
-            break
-        if (crc32(buf[body_pos:body_end]) & 0x7FFFFFFF if body_len else 0) != fields[2]:
-            stop = ColumnStop("anomaly", pos)
-            break
-        if magic == magic_v1:
-            topic_len = buf[body_end]
-            topic_pos = body_end + 1
-            if topic_len > 127:  # a negative TOPICLEN byte
-                stop = ColumnStop("anomaly", pos)
-                break
-        else:
-            topic_len = i16(buf, body_end)[0]
-            topic_pos = body_end + 2
-        props_pos = topic_pos + topic_len + 2
-        if topic_len < 0 or props_pos > end or i16(buf, props_pos - 2)[0] != end - props_pos:
-            stop = ColumnStop("anomaly", pos)
-            break
-        raw_topic = buf[topic_pos : props_pos - 2]
-        topic_id = topic_ids.get(raw_topic)
-        if topic_id is None:
-            try:
-                topics.append(raw_topic.decode("utf-8"))
-            except UnicodeDecodeError:
-                stop = ColumnStop("anomaly", pos)
-                break
-            topic_id = topic_ids[raw_topic] = len(topics) - 1
-        code = 0
-        if props_pos < end:
-            raw = buf[props_pos:end]
-            # name 0x01 value 0x02, names and values non-empty and free of separators: anything
-            # else holds a segment the broker drops; __CRC32# needs its own check (the precise
-            # path does both).  One match also yields the properties the queues and the index
-            # are built from (a repeated name: its last value, as the broker's map keeps it).
-            props = properties_of(raw)
-            if props is None or (stop_at_zero_last_byte and not buf[end - 1]):
-                stop = ColumnStop("anomaly", pos)
-                break
-            tags, keys_value, uniq, delay, crc = props.group("tags", "keys", "uniq", "delay", "crc")
-            if crc is not None:
-                stop = ColumnStop("anomaly", pos)
-                break
-            if not raw.isascii():
-                try:
-                    raw.decode("utf-8")
-                except UnicodeDecodeError:
-                    stop = ColumnStop("anomaly", pos)
-                    break
-            if tags is not None:
-                code = tags_cache.get(tags)  # type: ignore[assignment]
-                if code is None:
-                    code = tags_cache[tags] = tags_code(tags.decode("utf-8"))
-            if delay is not None and topics[topic_id] == SCHEDULE_TOPIC:
-                code = delivery_tags_code(fields[11], delay.decode("utf-8"))
-            if uniq is not None:
-                a_krec(record)
-                a_key(raw_topic + b"#" + uniq)
-            if keys_value is not None:
-                for key in keys_value.split(b" "):
-                    if key:
-                        a_krec(record)
-                        a_key(raw_topic + b"#" + key)
-        a_pos(pos)
-        a_topic(topic_id)
-        a_tags(code)
-        record += 1
-        pos = end
-    return ColumnWalk(_columns(buf, positions, topic_col, tags_col, topics, key_record, keys), stop)
+            return positions, ColumnStop("partial", pos, total)
+        if total < least:
+            return positions, ColumnStop("anomaly", pos)
+        append(pos)
+        pos += total
 
 
-def _columns(
-    buf: bytes, positions: array[int], topic_col: array[int], tags_col: array[int], topics: list[str], key_record: array[int], keys: list[bytes]
-) -> CommitLogColumns:
+def walk_columns(buf: bytes, base: int, *, start: int = 0) -> ColumnWalk:
+    """Frame the records of ``buf`` from ``start`` into columns until a clean end or the first
+    anomaly.  ``base`` is the commitlog offset of ``buf[0]`` (PHYSICALOFFSET must equal
+    ``base + position``).
+
+    One Python loop frames the records (TOTALSIZE, MAGICCODE) and a second computes their body
+    CRCs (``zlib.crc32`` over views of the buffer); every other check and field is computed for
+    all the records at once with numpy, and the walk keeps the records before the first one any
+    check refuses.  Queue offset continuity is checked over the columns
+    (:meth:`CommitLogColumns.queue_runs`)."""
+    positions, stop = _frame(buf, start)
     data = np.frombuffer(buf, dtype=np.uint8)
     at = np.frombuffer(positions, dtype=np.int64) if len(positions) else np.zeros(0, dtype=np.int64)
-    sys_flag = _gather(data, at + _SYSFLAG_POSITION, ">i4")
-    born_v6 = (sys_flag & SYSFLAG_BORNHOST_V6) != 0
-    store_at = at + 48 + np.where(born_v6, 20, 8)
-    return CommitLogColumns(
-        position=at.copy(),
-        size=_gather(data, at, ">i4"),
-        queue_id=_gather(data, at + 12, ">i4"),
-        queue_offset=_gather(data, at + 20, ">i8"),
-        store_timestamp=_gather(data, store_at, ">i8"),
-        sys_flag=sys_flag,
-        topic=np.array(topic_col, dtype=np.int32),
-        tags_code=np.array(tags_col, dtype=np.int64),
-        topics=topics,
-        key_record=np.array(key_record, dtype=np.int32),
-        key_hash=index_key_hashes(keys),
+    head = data[at[:, None] + np.arange(_MIN_FIXED)].view(_HEAD).ravel()
+    # the frame of each record: fixed part, body, TOPIC, PROPERTIES within TOTALSIZE
+    total = head["total"].astype(np.int64)
+    end = at + total
+    sys_flag = head["sys_flag"].astype(np.int32)
+    body_len = head["body_len"].astype(np.int64)
+    store_timestamp = head["store_timestamp"].astype(np.int64)
+    fixed = np.full(len(at), _MIN_FIXED, dtype=np.int64)
+    v6 = np.flatnonzero(sys_flag & _HOST_BITS)
+    if len(v6):
+        born_v6 = (sys_flag[v6] & SYSFLAG_BORNHOST_V6) != 0
+        fixed[v6] += 12 * born_v6 + 12 * ((sys_flag[v6] & SYSFLAG_STOREHOST_V6) != 0)
+        body_len[v6] = _at(data, at[v6] + fixed[v6] - 4, ">i4")
+        store_timestamp[v6] = _at(data, at[v6] + 48 + np.where(born_v6, 20, 8), ">i8")
+    body_at = at + fixed
+    body_end = body_at + body_len
+    v2 = head["magic"] == MAGIC_V2
+    # TOPICLEN: a short (v2) or a signed byte (v1: above 127 it is negative), the high byte of that short
+    topic_len = _at(data, body_end, ">i2").astype(np.int64)
+    topic_len = np.where(v2, topic_len, topic_len >> 8)
+    topic_at = body_end + 1 + v2
+    props_at = topic_at + topic_len + 2
+    ok = (
+        (total >= fixed)
+        & (head["physical_offset"] == base + at)
+        & (body_len >= 0)
+        & (body_end + 3 <= end)
+        & (topic_len >= 0)
+        & (props_at <= end)
+        & (_at(data, props_at - 2, ">i2").astype(np.int64) == end - props_at)
     )
+    count = _first_false(ok)
+    # BODYCRC: the masked CRC32 of the body (0 for an empty body)
+    view = memoryview(buf)
+    crcs = np.fromiter(
+        map(zlib.crc32, map(view.__getitem__, map(slice, body_at[:count].tolist(), body_end[:count].tolist()))), dtype=np.int64, count=count
+    )
+    count = _first_false((crcs & 0x7FFFFFFF) == head["body_crc"][:count])
+    topic_id, topics, count = _topics(buf, topic_at[:count], topic_len[:count])
+    props = _Properties(buf, props_at[:count], end[:count])
+    count = min(count, props.first_bad())
+    props.keep(count)
+    at, topic_id, store_timestamp = at[:count], topic_id[:count], store_timestamp[:count]
+    topics = topics[: int(topic_id.max()) + 1] if count else []
+    key_record, key_hash = props.key_hashes(topics, topic_id)
+    columns = CommitLogColumns(
+        position=at.copy(),
+        size=total[:count].astype(np.int32),
+        queue_id=head["queue_id"][:count].astype(np.int32),
+        queue_offset=head["queue_offset"][:count].astype(np.int64),
+        store_timestamp=store_timestamp,
+        sys_flag=sys_flag[:count],
+        topic=topic_id.astype(np.int32),
+        tags_code=props.tags_codes(topics, topic_id, store_timestamp),
+        topics=topics,
+        key_record=key_record,
+        key_hash=key_hash,
+    )
+    if count < len(positions):
+        stop = ColumnStop("anomaly", int(positions[count]))
+    return ColumnWalk(columns, stop)
+
+
+def _topics(buf: bytes, starts: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray, list[str], int]:
+    """A number for each record's TOPIC (in the order topics first appear), the topics' names,
+    and how many records come before the first whose TOPIC is not UTF-8."""
+    count = len(starts)
+    if not count:
+        return np.zeros(0, dtype=np.int64), [], 0
+    width = int(lengths.max()) + 1
+    if width > 256:
+        return _topics_exactly(buf, starts, lengths)
+    # one row per record: the length, then the topic zero-padded: alike rows, alike topics
+    data = np.frombuffer(buf, dtype=np.uint8)
+    rows = np.empty((count, width), dtype=np.uint8)
+    rows[:, 0] = lengths
+    step = max(1, (1 << 20) // width)  # rows at a time: bounded index arrays
+    for a in range(0, count, step):
+        block = rows[a : a + step, 1:]
+        block[:] = data[np.minimum(starts[a : a + step, None] + np.arange(width - 1), len(data) - 1)]
+        block[np.arange(width - 1) >= lengths[a : a + step, None]] = 0
+    _, first, inverse = np.unique(rows.view(f"V{width}").ravel(), return_index=True, return_inverse=True)
+    order = np.argsort(first, kind="stable")
+    rank = np.empty(len(first), dtype=np.int64)
+    rank[order] = np.arange(len(first))
+    names: list[str] = []
+    for j in order.tolist():
+        r = int(first[j])
+        try:
+            names.append(bytes(rows[r, 1 : 1 + int(lengths[r])]).decode("utf-8"))
+        except UnicodeDecodeError:
+            count = r
+            break
+    return rank[inverse.ravel()], names, count
+
+
+def _topics_exactly(buf: bytes, starts: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray, list[str], int]:
+    """``_topics`` record by record (for topics too long to compare as rows)."""
+    ids: dict[bytes, int] = {}
+    names: list[str] = []
+    out = np.zeros(len(starts), dtype=np.int64)
+    for i, (a, n) in enumerate(zip(starts.tolist(), lengths.tolist())):
+        raw = buf[a : a + n]
+        number = ids.get(raw)
+        if number is None:
+            try:
+                names.append(raw.decode("utf-8"))
+            except UnicodeDecodeError:
+                return out, names, i
+            number = ids[raw] = len(names) - 1
+        out[i] = number
+    return out, names, len(starts)
+
+
+class _Properties:
+    """The PROPERTIES of the records of a walk, packed end to end (``chars``; record ``i``'s are
+    ``chars[offsets[i]:offsets[i + 1]]``), checked and split into name/value pairs in bulk.
+
+    The broker writes ``name 0x01 value 0x02`` repeated (``MessageDecoder.messageProperties2String``),
+    names and values non-empty and free of separators: anything else holds a segment the broker
+    drops, and a ``__CRC32#`` pair needs its own check (the precise path does both).  A repeated
+    name counts with its last value, as the broker's map keeps it."""
+
+    def __init__(self, buf: bytes, starts: np.ndarray, stops: np.ndarray) -> None:
+        self.lengths = stops - starts
+        self.offsets = _offsets(self.lengths)
+        self.chars = _joined(buf, starts, stops)
+        self.sep = np.flatnonzero((self.chars == 1) | (self.chars == 2))
+        self.sep_record = np.searchsorted(self.offsets, self.sep, side="right") - 1
+        empty = np.zeros(0, dtype=np.int64)
+        self.pair_record, self.name_at, self.name_len, self.value_at, self.value_len = empty, empty, empty, empty, empty
+
+    def first_bad(self) -> int:
+        """The number of the first record whose properties are not the broker's canonical form,
+        are not UTF-8 or hold ``__CRC32#`` (the number of records when there is none); the pairs
+        of the records before it are split."""
+        chars, sep, rec, offsets = self.chars, self.sep, self.sep_record, self.offsets
+        count = len(self.lengths)
+        bad = np.zeros(count, dtype=bool)
+        kind = chars[sep]
+        first = np.searchsorted(sep, offsets[:-1])
+        ordinal = np.arange(len(sep)) - first[rec]
+        run_from = np.where(ordinal == 0, offsets[rec], np.concatenate(([0], sep[:-1] + 1)))
+        # separators alternate 0x01, 0x02 from the first, each after a non-empty name or value
+        bad[rec[(kind != np.where(ordinal & 1, 2, 1)) | (sep == run_from)]] = True
+        full = np.flatnonzero(self.lengths > 0)
+        bad[full[chars[offsets[full + 1] - 1] != 2]] = True  # and the last byte closes a value
+        count = _first_false(~bad)
+        if len(chars) and int(chars.max()) >= 0x80:
+            wide = full[full < count]
+            padded = np.append(chars, np.uint8(0))
+            bounds = np.stack((offsets[wide], offsets[wide + 1]), axis=1).ravel()
+            for r in wide[np.maximum.reduceat(padded, bounds)[::2] >= 0x80].tolist():
+                try:
+                    bytes(chars[offsets[r] : offsets[r + 1]]).decode("utf-8")
+                except UnicodeDecodeError:
+                    count = r
+                    break
+        # the pairs of the well-formed records: name from the run's start to 0x01, value to 0x02
+        keep = rec < count
+        ones, twos = sep[keep & (kind == 1)], sep[keep & (kind == 2)]
+        self.pair_record = rec[keep & (kind == 2)]
+        opens = np.ones(len(twos), dtype=bool)
+        opens[1:] = self.pair_record[1:] != self.pair_record[:-1]
+        self.name_at = np.where(opens, offsets[self.pair_record], np.concatenate(([0], twos[:-1] + 1)))
+        self.name_len = ones - self.name_at
+        self.value_at, self.value_len = ones + 1, twos - ones - 1
+        crc = self._named(CRC32_NAME)
+        return min(count, int(self.pair_record[crc[0]])) if len(crc) else count
+
+    def keep(self, count: int) -> None:
+        """Forget the pairs of records ``count`` and after."""
+        n = int(np.searchsorted(self.pair_record, count))
+        self.pair_record, self.name_at, self.name_len = self.pair_record[:n], self.name_at[:n], self.name_len[:n]
+        self.value_at, self.value_len = self.value_at[:n], self.value_len[:n]
+
+    def _named(self, name: bytes) -> np.ndarray:
+        pairs = np.flatnonzero(self.name_len == len(name))
+        for k, byte in enumerate(name):
+            pairs = pairs[self.chars[self.name_at[pairs] + k] == byte]
+        return pairs
+
+    def _last_named(self, name: bytes) -> tuple[np.ndarray, np.ndarray]:
+        """The records with a property ``name`` and the pair holding its (last) value."""
+        pairs = self._named(name)
+        records = self.pair_record[pairs]
+        last = np.ones(len(pairs), dtype=bool)
+        last[:-1] = records[1:] != records[:-1]
+        return records[last], pairs[last]
+
+    def _text(self, at: int, length: int) -> str:
+        return bytes(self.chars[at : at + length]).decode("utf-8")
+
+    def tags_codes(self, topics: list[str], topic_id: np.ndarray, store_timestamp: np.ndarray) -> np.ndarray:
+        """The ConsumeQueue tagsCode the broker dispatches for each record: ``TAGS.hashCode()``
+        (``MessageExtBrokerInner.tagsString2tagsCode``), or the delivery time of a delayed
+        message in ``SCHEDULE_TOPIC_XXXX`` (``CommitLog.checkMessageAndReturnSize``)."""
+        out = np.zeros(len(topic_id), dtype=np.int64)
+        records, pairs = self._last_named(b"TAGS")
+        at, length = self.value_at[pairs], self.value_len[pairs]
+        h, ascii_ = java_hashes(self.chars, at, length)
+        out[records] = _signed(h)
+        for r, a, n in zip(records[~ascii_].tolist(), at[~ascii_].tolist(), length[~ascii_].tolist()):
+            out[r] = tags_code(self._text(a, n))
+        if SCHEDULE_TOPIC in topics:
+            scheduled = topics.index(SCHEDULE_TOPIC)
+            records, pairs = self._last_named(b"DELAY")
+            for r, p in zip(records.tolist(), pairs.tolist()):
+                if topic_id[r] == scheduled:
+                    out[r] = delivery_tags_code(int(store_timestamp[r]), self._text(int(self.value_at[p]), int(self.value_len[p])))
+        return out
+
+    def key_hashes(self, topics: list[str], topic_id: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The ``IndexFile`` keys of the records (``IndexService.buildIndex``: ``topic#UNIQ_KEY``
+        and ``topic#key`` for each non-empty token of KEYS split on a space): the record of each,
+        in record order (UNIQ_KEY first), and its hash (``IndexFile.indexKeyHashMethod``)."""
+        uniq_records, uniq_pairs = self._last_named(b"UNIQ_KEY")
+        keys_records, keys_pairs = self._last_named(b"KEYS")
+        # the tokens of KEYS: runs of bytes other than a space
+        lengths = self.value_len[keys_pairs]
+        offsets = _offsets(lengths)
+        index = np.repeat(self.value_at[keys_pairs] - offsets[:-1], lengths) + np.arange(offsets[-1], dtype=np.int64)
+        token = self.chars[index] != 0x20
+        begins, ends = token.copy(), token.copy()
+        begins[1:] &= ~token[:-1]
+        ends[:-1] &= ~token[1:]
+        begins[offsets[:-1]] = token[offsets[:-1]]  # values are never empty
+        ends[offsets[1:] - 1] = token[offsets[1:] - 1]
+        first, last = np.flatnonzero(begins), np.flatnonzero(ends)
+        records = np.concatenate((uniq_records, keys_records[np.searchsorted(offsets, first, side="right") - 1]))
+        at = np.concatenate((self.value_at[uniq_pairs], index[first]))
+        length = np.concatenate((self.value_len[uniq_pairs], index[last] - index[first] + 1))
+        order = np.argsort(records, kind="stable")
+        records, at, length = records[order], at[order], length[order]
+        if not len(records):
+            return records.astype(np.int32), np.zeros(0, dtype=np.int64)
+        # hashCode(topic + "#" + key) = hashCode(topic + "#") * 31**len(key) + hashCode(key)
+        prefix = np.array([java_string_hash(t + "#") & 0xFFFFFFFF for t in topics], dtype=np.uint64)
+        h, ascii_ = java_hashes(self.chars, at, length)
+        h = _signed((prefix[topic_id[records]] * _pow31(int(length.max()) + 1)[length] + h) & _MASK32)
+        h = np.where(h == _INT_MIN, 0, np.abs(h))
+        for i in np.flatnonzero(~ascii_).tolist():
+            key = topics[int(topic_id[records[i]])].encode("utf-8") + b"#" + bytes(self.chars[at[i] : at[i] + length[i]])
+            h[i] = index_key_hashes([key])[0]
+        return records.astype(np.int32), h
 
 
 def concat_columns(parts: list[tuple[int, CommitLogColumns]]) -> CommitLogColumns:

@@ -71,7 +71,7 @@ def read_file_columns(f: ReadOnlyFile, base: int, *, file_size: int, is_last: bo
         data = f.pread(pos, want)
         bytes_read += len(data)
         want = CHUNK_SIZE
-        walk = walk_columns(data, base + pos, stop_at_zero_last_byte=is_last)
+        walk = walk_columns(data, base + pos)
         if len(walk.columns):
             parts.append((pos, walk.columns))
         stop = walk.stop

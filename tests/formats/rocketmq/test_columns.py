@@ -56,6 +56,25 @@ def test_columns_equal_the_precise_decode(records: list[cl.MessageRecord], endin
         assert sorted(int(h) for h in cols.key_hash[cols.key_record == i]) == sorted(index_key_hash(k) for k in keys)
 
 
+_TEXT = st.text(st.characters(blacklist_characters="\x01\x02 ", blacklist_categories=("Cs",)), min_size=1, max_size=70)
+
+
+@settings(max_examples=80)
+@given(st.lists(st.tuples(_TEXT, _TEXT, st.lists(_TEXT, min_size=1, max_size=4), _TEXT), min_size=1, max_size=5))
+def test_long_and_wide_keys_and_tags_hash_as_java_does(records: list[tuple[str, str, list[str], str]]) -> None:
+    """Tags and index keys of any length (31**n wraps 2**32 from n = 7) and any UTF-8 text."""
+    data = _file(
+        [cl.MessageRecord(topic=t, body=b"b", properties={"UNIQ_KEY": u, "KEYS": "  ".join(k), "TAGS": g}) for t, u, k, g in records]
+    )
+    cols = walk_columns(data, BASE).columns
+    assert len(cols) == len(records)
+    for i, (topic, uniq, keys, tags) in enumerate(records):
+        assert cols.topics[int(cols.topic[i])] == topic
+        assert int(cols.tags_code[i]) == dispatch_tags_code(topic, tags, None, 0)
+        expected = [index_key_hash(f"{topic}#{uniq}")] + [index_key_hash(f"{topic}#{k}") for k in keys]
+        assert cols.key_hash[cols.key_record == i].tolist() == expected
+
+
 def _record(i: int, **props: str) -> cl.MessageRecord:
     return cl.MessageRecord(topic="T", queue_id=0, body=b"x" * 10, properties={"TAGS": "a", **props}, queue_offset=i)
 
@@ -85,7 +104,7 @@ def test_every_kind_of_damage_is_an_anomaly() -> None:
     assert walk_columns(crc, BASE).stop.kind == "anomaly"
     torn = bytearray(good)
     torn[len(torn) - 1] = 0
-    assert walk_columns(bytes(torn), BASE, stop_at_zero_last_byte=True).stop.kind == "anomaly"
+    assert walk_columns(bytes(torn), BASE).stop.kind == "anomaly"
     assert walk_columns(good[:-5], BASE).stop.kind == "partial"
 
 

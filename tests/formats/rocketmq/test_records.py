@@ -48,7 +48,7 @@ def test_records_frame_as_columns_and_read_as_the_precise_decoder(records, keep,
         data[at % len(data)] ^= xor
     buf = bytes(data)
     walk = walk_records(buf, BASE, stop_at_zero_last_byte=zero_last)
-    columns = walk_columns(buf, BASE, stop_at_zero_last_byte=zero_last)
+    columns = walk_columns(buf, BASE)
     assert walk.stop == columns.stop
     assert [row[0] for row in walk.rows] == columns.columns.position.tolist()
     for pos, fields, body, topic, props, born, store, msg_id in walk.rows:
