@@ -12,7 +12,7 @@ from mqtool.cli.app import app
 from mqtool.cli.common import DecodeOpt, FormatOpt, JsonlOpt, JsonOpt, finish_dump, renderer
 from mqtool.cli.exit_codes import ExitCode
 from mqtool.cli.render import BodyDecode, Column, OutputFormat, Renderer, dumps, markup, styled
-from mqtool.cli.rows import iso_ms, message_lines, message_row, parse_time
+from mqtool.cli.rows import column_lines, iso_ms, message_row, parse_time
 from mqtool.errors import MqError
 from mqtool.ops import dump as ops_dump
 
@@ -100,15 +100,15 @@ JSON_BATCH = 1024
 
 def _commitlog_json(out: Renderer, engine: ops_dump.CommitLogDump, decode: BodyDecode) -> Iterator[list[str]]:
     """The JSON text of every row of ``engine.lean()``, in batches: healthy runs through
-    ``message_lines``, a record the precise decoder read through ``message_row``."""
+    ``column_lines``, a record the precise decoder read through ``message_row``."""
     with out.progress(engine.total_bytes, "dump commitlog", streaming=True) as advance:
         done = 0
         for item in engine.lean():
             advance(engine.bytes_done - done)
             done = engine.bytes_done
-            if isinstance(item, ops_dump.RecordChunk):
-                for start in range(0, len(item.rows), JSON_BATCH):
-                    yield message_lines(item, decode, start, start + JSON_BATCH)
+            if isinstance(item, ops_dump.ColumnChunk):
+                for start in range(0, len(item), JSON_BATCH):
+                    yield column_lines(item.part(start, start + JSON_BATCH), decode)
             else:
                 loc, record = item
                 yield [dumps(message_row(record, file=str(loc.path), position=loc.position, address=loc.address, decode=decode))]

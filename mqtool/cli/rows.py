@@ -6,13 +6,16 @@ import binascii
 import datetime as _dt
 import re
 from collections.abc import Callable
+from functools import partial
+from itertools import repeat
 from json.encoder import encode_basestring
 
+import numpy as np
 import typer
 
-from mqtool.cli.render import BodyDecode, encode_bytes
+from mqtool.cli.render import BodyDecode, dumps, encode_bytes
 from mqtool.errors import hexint
-from mqtool.ops.dump import RecordChunk, body_bytes, header_record
+from mqtool.ops.dump import NAME_VALUE_SEPARATOR, PROPERTY_SEPARATOR, ColumnChunk, RecordFields, body_bytes, header_record, span_texts
 
 
 def iso_ms(ms: int | None) -> str | None:
@@ -136,46 +139,101 @@ def _sys_flag_text(sys_flag: int) -> str:
     return text
 
 
-def message_lines(chunk: RecordChunk, decode: BodyDecode, start: int = 0, stop: int | None = None) -> list[str]:
-    """``dumps(message_row(...))`` of rows ``start:stop`` of ``chunk`` (``decode`` as given,
-    bodies as stored: ``--uncompress`` needs the precise rows)."""
-    file_text = _JSON_STR(str(chunk.path))
-    offset = chunk.offset
-    base = chunk.base
-    b64 = decode is BodyDecode.base64
-    b2a = binascii.b2a_base64
-    body_text = _body_text(decode)
-    magic_texts = _MAGIC_TEXT
-    sys_flag_texts = _SYSFLAG_TEXT
-    string = _JSON_STR
-    topics: dict[str, str] = {}
-    lines = []
-    append = lines.append
-    for pos, f, body, topic, props, born, store, msg_id in chunk.rows[start:stop]:
-        topic_text = topics.get(topic)
-        if topic_text is None:
-            topic_text = topics[topic] = string(topic)
-        tags = props.get("TAGS")
-        keys = props.get("KEYS")
-        uniq = props.get("UNIQ_KEY")
-        if not keys:
-            keys_text = ""
-        elif " " in keys:
-            keys_text = ", ".join([string(k) for k in keys.split(" ") if k])
-        else:
-            keys_text = string(keys)
-        props_text = ", ".join([f"{string(k)}: {string(v)}" for k, v in props.items()])
-        body_json = '"' + b2a(body, newline=False).decode("ascii") + '"' if b64 else body_text(body)
-        # born/store host and msg id are digits, hex, '.', ':', '[' and ']': nothing to escape
-        append(
-            f'{{"file": {file_text}, "position": {offset + pos}, "commitlog_offset": {base + pos}, "total_size": {f[0]}, '
-            f'{magic_texts.get(f[1]) or _magic_text(f[1])}, "body_crc": {f[2]}, "queue_id": {f[3]}, "flag": {f[4]}, '
-            f'"queue_offset": {f[5]}, "physical_offset": {f[6]}, {sys_flag_texts.get(f[7]) or _sys_flag_text(f[7])}, '
-            f'"born_timestamp": {f[8]}, "born_host": "{born}", "store_timestamp": {f[10]}, "store_host": "{store}", '
-            f'"reconsume_times": {f[12]}, "prepared_transaction_offset": {f[13]}, "topic": {topic_text}, '
-            f'"tags": {"null" if tags is None else string(tags)}, "keys": [{keys_text}], '
-            f'"uniq_key": {"null" if uniq is None else string(uniq)}, "msg_id": "{msg_id}", '
-            f'"properties": {{{props_text}}}, "body_size": {len(body)}, '
-            f'"body": {body_json}}}'
+#: The bytes JSON escapes in a string (``"``, ``\\``, control characters): properties (and the
+#: tags, keys and UNIQ_KEY inside them) free of these print as they are; the separators 0x01 and
+#: 0x02 between names and values are replaced.
+_ESCAPED = np.zeros(256, dtype=bool)
+_ESCAPED[:0x20] = True
+_ESCAPED[[0x22, 0x5C]] = True
+_ESCAPED[[1, 2]] = False
+
+_ROW = (
+    '{"file": %s, "position": %d, "commitlog_offset": %d, "total_size": %d, %s, "body_crc": %d, "queue_id": %d, '
+    '"flag": %d, "queue_offset": %d, "physical_offset": %d, %s, "born_timestamp": %d, "born_host": "%s", '
+    '"store_timestamp": %d, "store_host": "%s", "reconsume_times": %d, "prepared_transaction_offset": %d, '
+    '"topic": %s, "tags": %s, "keys": [%s], "uniq_key": %s, "msg_id": "%s", "properties": {%s}, "body_size": %d, '
+    '"body": %s}'
+)
+
+
+def _quoted_or_null(count: int, which: np.ndarray, values: list[str]) -> list[str]:
+    out = np.full(count, "null", dtype=object)
+    out[which] = list(map('"%s"'.__mod__, values))
+    return list(out)
+
+
+def _bodies(chunk: ColumnChunk, fields: RecordFields, decode: BodyDecode) -> list[str]:
+    """``encode_bytes(body, decode)`` of each row as JSON text."""
+    if decode is BodyDecode.none:
+        return ["null"] * len(chunk)
+    bodies = chunk.bodies(fields)
+    if decode is BodyDecode.base64:
+        return list(map('"%s"'.__mod__, map(bytes.decode, map(partial(binascii.b2a_base64, newline=False), bodies))))
+    if decode is BodyDecode.hex:
+        return list(map('"%s"'.__mod__, map(bytes.hex, bodies)))
+    return [_JSON_STR(body.decode("utf-8", "backslashreplace")) for body in bodies]
+
+
+def column_lines(chunk: ColumnChunk, decode: BodyDecode) -> list[str]:
+    """``dumps(message_row(...))`` of the rows of ``chunk`` (``decode`` as given, bodies as
+    stored: ``--uncompress`` needs the precise rows), built a column at a time; a row whose
+    properties need JSON escapes or repeat a name takes the precise path."""
+    cols, rows = chunk.walk.columns, chunk.rows
+    count = len(rows)
+    if not count:
+        return []
+    fields = chunk.fields()
+    at = cols.position[rows]
+    # PROPERTIES "n1\x01v1\x02n2\x01v2\x02" as '"n1": "v1", "n2": "v2"'
+    props = chunk.texts(fields.props_at, fields.props_end)
+    props = [f'"{p[:-1]}"'.replace(NAME_VALUE_SEPARATOR, '": "').replace(PROPERTY_SEPARATOR, '", "') if p else "" for p in props]
+    # KEYS: its non-empty tokens
+    with_keys = np.flatnonzero(fields.keys_pair >= 0)
+    keys = np.full(count, "", dtype=object)
+    tokens = span_texts(fields.key_tokens)
+    token_offsets = fields.token_offsets.tolist()
+    keys[with_keys] = [", ".join(map('"%s"'.__mod__, tokens[token_offsets[r] : token_offsets[r + 1]])) for r in with_keys.tolist()]
+    tags = np.flatnonzero(fields.tags_pair >= 0)
+    uniq = np.flatnonzero(fields.uniq_pair >= 0)
+    topics = [_JSON_STR(t) for t in cols.topics]
+    hosts = fields.hosts
+    sys_flags = cols.sys_flag[rows].tolist()
+    magics = fields.magic.tolist()
+    lines = list(
+        map(
+            _ROW.__mod__,
+            zip(
+                repeat(_JSON_STR(str(chunk.path))),
+                (at + chunk.offset).tolist(),
+                (at + chunk.base).tolist(),
+                cols.size[rows].tolist(),
+                [_MAGIC_TEXT.get(m) or _magic_text(m) for m in magics],
+                fields.body_crc.tolist(),
+                cols.queue_id[rows].tolist(),
+                fields.flag.tolist(),
+                cols.queue_offset[rows].tolist(),
+                fields.physical_offset.tolist(),
+                [_SYSFLAG_TEXT.get(f) or _sys_flag_text(f) for f in sys_flags],
+                fields.born_timestamp.tolist(),
+                map(hosts.__getitem__, fields.born_host.tolist()),
+                cols.store_timestamp[rows].tolist(),
+                map(hosts.__getitem__, fields.store_host.tolist()),
+                fields.reconsume_times.tolist(),
+                fields.prepared_transaction_offset.tolist(),
+                map(topics.__getitem__, cols.topic[rows].tolist()),
+                _quoted_or_null(count, tags, span_texts(fields.values, fields.tags_pair[tags])),
+                keys,
+                _quoted_or_null(count, uniq, span_texts(fields.values, fields.uniq_pair[uniq])),
+                span_texts(fields.msg_id),
+                props,
+                fields.body_size.tolist(),
+                _bodies(chunk, fields, decode),
+            ),
         )
+    )
+    # the rows the text above would get wrong: escapes, a repeated name (the map keeps the last
+    # value at the first name's place), read and printed the precise way
+    for r in chunk.rows_holding(fields, _ESCAPED).tolist():
+        loc, record = chunk.record(r)
+        lines[r] = dumps(message_row(record, file=str(loc.path), position=loc.position, address=loc.address, decode=decode))
     return lines

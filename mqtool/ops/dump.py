@@ -8,17 +8,31 @@ walk of *its file* (where the broker's own recovery would stop too) and the next
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
+
+import numpy as np
 
 from mqtool.errors import CorruptDataError, MqError, StoreLayoutError
 from mqtool.findings import Finding
 from mqtool.formats.rocketmq import checkpoint as cpf
 from mqtool.formats.rocketmq import config as cfgf
 from mqtool.formats.rocketmq import index_file as idxf
+from mqtool.formats.rocketmq.columns import (
+    ColumnWalk,
+    RecordFields,
+    record_fields,
+    records_with_key,
+    repeated_property_names,
+    spans_free_of,
+    texts,
+    walk_columns,
+)
+from mqtool.formats.rocketmq.columns import span_texts as span_texts  # for the CLI's JSON lines
 from mqtool.formats.rocketmq.commitlog import DataEnd, MessageRecord, decode_message, decompress_body
+from mqtool.formats.rocketmq.properties import NAME_VALUE_SEPARATOR as NAME_VALUE_SEPARATOR  # for the CLI's JSON lines
+from mqtool.formats.rocketmq.properties import PROPERTY_SEPARATOR as PROPERTY_SEPARATOR
 from mqtool.formats.rocketmq.properties import UNIQ_KEY, split_keys
-from mqtool.formats.rocketmq.records import RecordRow, walk_records
 from mqtool.store import rocketmq as rmq
 from mqtool.store.files import CHUNK_SIZE, ReadOnlyFile, check_path, is_directory, is_regular_file, read_small_file
 from mqtool.store.model import rocketmq as model
@@ -77,15 +91,48 @@ class FileEnd:
 
 
 @dataclass(frozen=True)
-class RecordChunk:
-    """Healthy records of one chunk of a CommitLog file, as ``walk_records`` reads them: a row's
-    position is in the chunk, its file position ``offset + position``, its commitlog offset
-    ``base + position``."""
+class ColumnChunk:
+    """Healthy records of one chunk of a CommitLog file, as ``walk_columns`` frames them:
+    ``rows`` are the numbers (in ``walk.columns``) of the records the filter selects; a record's
+    position is in the chunk ``buf``, its file position ``offset + position``, its commitlog
+    offset ``base + position``."""
 
     path: Path
     offset: int
     base: int
-    rows: list[RecordRow]
+    buf: bytes
+    walk: ColumnWalk
+    rows: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def part(self, start: int, stop: int) -> ColumnChunk:
+        """The same chunk with rows ``start:stop`` of these."""
+        return replace(self, rows=self.rows[start:stop])
+
+    def fields(self) -> RecordFields:
+        """The fields of the rows the columns leave out (bodies as positions)."""
+        return record_fields(self.buf, self.walk.columns, self.rows, with_body=False)
+
+    def texts(self, starts: np.ndarray, stops: np.ndarray) -> list[str]:
+        """The text of byte ranges of the chunk that the walk found to be UTF-8."""
+        return texts(self.buf, starts, stops)
+
+    def bodies(self, fields: RecordFields) -> Iterator[bytes]:
+        """The body of each row, as stored."""
+        return map(self.buf.__getitem__, map(slice, fields.body_at.tolist(), (fields.body_at + fields.body_size).tolist()))
+
+    def rows_holding(self, fields: RecordFields, forbidden: np.ndarray) -> np.ndarray:
+        """The rows (numbers in ``rows``) whose PROPERTIES hold a byte marked in ``forbidden``
+        or repeat a name (their map is not their list of pairs)."""
+        held = np.flatnonzero(~spans_free_of(self.buf, fields.props_at, fields.props_end, forbidden))
+        return np.union1d(held, repeated_property_names(fields.names, fields.pair_offsets))
+
+    def record(self, row: int) -> tuple[Located, MessageRecord]:
+        """Row ``row`` read by the precise decoder."""
+        pos = int(self.walk.columns.position[self.rows[row]])
+        return Located(self.path, self.offset + pos, self.base + pos), decode_message(self.buf, pos)
 
 
 @dataclass
@@ -118,10 +165,10 @@ class CommitLogDump:
         finally:
             self._continuity(read, file_size)
 
-    def lean(self) -> Iterator[RecordChunk | tuple[Located, MessageRecord]]:
+    def lean(self) -> Iterator[ColumnChunk | tuple[Located, MessageRecord]]:
         """The same records as iterating the dump, in the same order and with the same
         ``findings`` and ``ends``, read the lean way: runs of healthy records come as
-        :class:`RecordChunk` rows (``formats.rocketmq.records.walk_records``); a record the lean
+        :class:`ColumnChunk` columns (``formats.rocketmq.columns.walk_columns``); a record the lean
         walk stops at is decoded by the precise decoder and comes as ``(Located, MessageRecord)``
         when it reads; where it does not, or where the file's data ends, the precise walk
         (``store.rocketmq.CommitLogFileWalk``) takes the rest of the file and names how it ends."""
@@ -177,13 +224,32 @@ class CommitLogDump:
                 self.findings.extend(model.commitlog_file_findings(f, walk, file_size, last=i == last_index, after_last=i > last_index))
                 self.ends.append(FileEnd(seg.path, walk.end, walk.count, walk.error, walk.torn))
 
-    def _walk_lean(self, read: list[Path], file_size: int | None) -> Iterator[RecordChunk | tuple[Located, MessageRecord]]:
+    def _select(self, buf: bytes, walk: ColumnWalk, base: int) -> np.ndarray:
+        """The records of a walk of ``buf`` (at commitlog offset ``base``) the filter selects,
+        as numbers in its columns, in order."""
+        cols = walk.columns
+        flt = self.filter
+        keep = np.ones(len(cols), dtype=bool)
+        if flt.from_offset is not None:
+            keep &= cols.position + base >= flt.from_offset
+        if flt.topic is not None:
+            keep &= cols.topic == (cols.topics.index(flt.topic) if flt.topic in cols.topics else -1)
+        if flt.queue_id is not None:
+            keep &= cols.queue_id == flt.queue_id
+        if flt.since_ms is not None:
+            keep &= cols.store_timestamp >= flt.since_ms
+        if flt.until_ms is not None:
+            keep &= cols.store_timestamp <= flt.until_ms
+        rows = np.flatnonzero(keep)
+        if flt.key is not None:
+            rows = rows[records_with_key(buf, cols, rows, flt.key)]
+        return rows
+
+    def _walk_lean(self, read: list[Path], file_size: int | None) -> Iterator[ColumnChunk | tuple[Located, MessageRecord]]:
         emitted = 0
         limit = self.limit
         start_at = self.filter.from_offset
         flt = self.filter
-        selects = flt.selects_records
-        accepts = flt.accepts_fields
         last_index = model.last_data_file(self.files)
         for i, seg in self._files_to_walk(read):
             is_last = i == last_index
@@ -197,20 +263,17 @@ class CommitLogDump:
                     more = offset + len(data) < f.size
                     at = 0
                     while True:  # runs of healthy records, each odd record decoded precisely
-                        walk = walk_records(data, seg.base + offset, start=at, check_crc=self.check_crc, stop_at_zero_last_byte=is_last)
+                        walk = walk_columns(data, seg.base + offset, start=at)
                         stop = walk.stop
-                        rows = walk.rows
-                        if rows:
-                            count += len(rows)
+                        cols = walk.columns
+                        if len(cols):
+                            count += len(cols)
                             self.bytes_done += stop.position - at
-                            if start_at is not None and rows[0][0] < start_at - seg.base - offset:
-                                rows = [r for r in rows if r[0] >= start_at - seg.base - offset]
-                            if selects:  # topic, queue id (field 3), store time (field 10), properties
-                                rows = [r for r in rows if accepts(r[3], r[1][3], r[1][10], r[4])]
+                            rows = self._select(data, walk, seg.base + offset)
                             if limit is not None and emitted + len(rows) > limit:
                                 rows = rows[: limit - emitted]
-                            if rows:
-                                yield RecordChunk(seg.path, offset, seg.base + offset, rows)
+                            if len(rows):
+                                yield ColumnChunk(seg.path, offset, seg.base + offset, data, walk, rows)
                                 emitted += len(rows)
                                 if limit is not None and emitted >= limit:
                                     return

@@ -1,4 +1,4 @@
-"""``dump commitlog`` in JSON: the lean reading (``CommitLogDump.lean`` + ``message_lines``) writes
+"""``dump commitlog`` in JSON: the lean reading (``CommitLogDump.lean`` + ``column_lines``) writes
 exactly the rows of the precise reading (``CommitLogDump`` + ``message_row`` + ``dumps``), with
 the same findings and file ends, on the fixture and on generated CommitLogs with damage."""
 
@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from mqtool.cli.app import run
 from mqtool.cli.render import BodyDecode, dumps
-from mqtool.cli.rows import message_lines, message_row
+from mqtool.cli.rows import column_lines, message_row
 from mqtool.formats.rocketmq import commitlog as cl
 from mqtool.ops import dump as ops_dump
 from tests.strategies import message_records
@@ -33,8 +33,8 @@ def _precise(engine: ops_dump.CommitLogDump, decode: BodyDecode) -> list[str]:
 def _lean(engine: ops_dump.CommitLogDump, decode: BodyDecode) -> list[str]:
     lines: list[str] = []
     for item in engine.lean():
-        if isinstance(item, ops_dump.RecordChunk):
-            lines += message_lines(item, decode, 0, 3) + message_lines(item, decode, 3)  # batches join up
+        if isinstance(item, ops_dump.ColumnChunk):
+            lines += column_lines(item.part(0, 3), decode) + column_lines(item.part(3, len(item)), decode)  # batches join up
         else:
             loc, rec = item
             lines.append(dumps(message_row(rec, file=str(loc.path), position=loc.position, address=loc.address, decode=decode)))

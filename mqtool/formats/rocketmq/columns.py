@@ -1,31 +1,35 @@
 """The fast path over CommitLog bytes: healthy records framed straight into compact columns.
 
-``walk_columns`` frames the message records of one buffer (a CommitLog file's data) in a single
-tight loop -- TOTALSIZE and MAGICCODE, the fixed header in one ``struct`` unpack, the masked body
-CRC (``BODYCRC``), TOPIC, PROPERTIES split into name/value pairs, the record's PHYSICALOFFSET
-against its real address, QUEUEOFFSET continuity per topic/queue -- and appends what the
-cross-file checks need to flat arrays: position, TOTALSIZE, queue id, QUEUEOFFSET,
-STORETIMESTAMP, SYSFLAG, topic number, the ConsumeQueue ``tagsCode`` the broker dispatches
+``walk_columns`` reads the message records of one buffer (a CommitLog file's data) with two
+short Python loops -- one frames the records by TOTALSIZE and MAGICCODE, one computes the masked
+body CRC (``BODYCRC``) of each -- and checks everything else for all the records at once with
+numpy: the fixed header, PHYSICALOFFSET against the record's real address, TOPIC and PROPERTIES
+inside TOTALSIZE, properties in the broker's canonical form.  It keeps flat arrays of what the
+cross-file checks need: position, TOTALSIZE, queue id, QUEUEOFFSET, STORETIMESTAMP, SYSFLAG,
+topic number, the ConsumeQueue ``tagsCode`` the broker dispatches
 (``CommitLog.checkMessageAndReturnSize`` / ``MessageExtBrokerInner.tagsString2tagsCode``, the
 delivery time for ``SCHEDULE_TOPIC_XXXX``), and the ``IndexFile`` key hashes of the record
 (``IndexService.buildIndex``: ``topic#UNIQ_KEY`` and ``topic#key`` for each token of ``KEYS``).
+QUEUEOFFSET continuity per topic/queue is checked over the columns.
 
 It is deliberately strict: the walk stops, with ``stop.kind == "anomaly"``, at the first record
 that is anything but a healthy, ordinary record -- a broken frame or CRC, a PHYSICALOFFSET that
-is not the record's address, a QUEUEOFFSET that does not continue its queue, properties the broker
-would drop or that carry the ``__CRC32#`` record CRC, bytes that are not UTF-8, a record whose last
-byte is zero (a torn write leaves zeros).  The caller then runs the precise decoders
-(:mod:`mqtool.formats.rocketmq.commitlog`) over the file to name the exact finding; on healthy
-bytes the two paths agree by construction, and a test holds them to it.
+is not the record's address, properties the broker would drop or that carry the ``__CRC32#``
+record CRC, bytes that are not UTF-8 (a torn write's zeros break the properties' frame).  The
+caller then runs the precise decoders (:mod:`mqtool.formats.rocketmq.commitlog`) over the file
+to name the exact finding; on healthy bytes the two paths agree by construction, and tests hold
+them to it.
 
 Other stops are the clean ends of ``RecordWalker``: ``zeros`` (a zero header: pre-allocated
 tail), ``blank`` (an END_OF_FILE record, ``length`` its TOTALSIZE) and ``eof`` (the buffer ends
 right after a record).
+
+:func:`record_fields` reads the other fields of chosen records in bulk (the Spark source's
+rows, ``dump``'s JSON lines).
 """
 
 from __future__ import annotations
 
-import re
 import struct
 import zlib
 from array import array
@@ -49,37 +53,7 @@ from mqtool.formats.rocketmq.hashing import SCHEDULE_TOPIC, delivery_tags_code, 
 from mqtool.formats.rocketmq.properties import CRC32
 
 _HEAD8 = struct.Struct(">iI")
-_I16 = struct.Struct(">h")
-
-
-def _fixed(born_v6: bool, store_v6: bool) -> struct.Struct:
-    born = "16si" if born_v6 else "4si"
-    store = "16si" if store_v6 else "4si"
-    # TOTALSIZE MAGIC BODYCRC QUEUEID FLAG QUEUEOFFSET PHYSICALOFFSET SYSFLAG BORNTIMESTAMP
-    # BORNHOST STORETIMESTAMP STOREHOST RECONSUMETIMES PREPARED_TRANSACTION_OFFSET BODYLEN
-    return struct.Struct(f">iIIiiqqiq{born}q{store}iqi")
-
-
-#: The fixed part for each combination of the two IPv6 host bits.
-_FIXED = {
-    0: _fixed(False, False),
-    SYSFLAG_BORNHOST_V6: _fixed(True, False),
-    SYSFLAG_STOREHOST_V6: _fixed(False, True),
-    SYSFLAG_BORNHOST_V6 | SYSFLAG_STOREHOST_V6: _fixed(True, True),
-}
 _HOST_BITS = SYSFLAG_BORNHOST_V6 | SYSFLAG_STOREHOST_V6
-_SYSFLAG = struct.Struct(">i")
-_SYSFLAG_POSITION = 36
-#: Properties as the broker writes them (``MessageDecoder.messageProperties2String``):
-#: ``name 0x01 value 0x02`` repeated, names and values non-empty and free of separators; the
-#: groups catch the ones the ConsumeQueue and the IndexFile are built from
-#: (``MessageConst.PROPERTY_TAGS``, ``PROPERTY_KEYS``, ``PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX``,
-#: ``PROPERTY_DELAY_TIME_LEVEL``) and the ``__CRC32#`` record CRC.
-PROPERTIES = re.compile(
-    rb"(?:(?:TAGS\x01(?P<tags>[^\x01\x02]+)|KEYS\x01(?P<keys>[^\x01\x02]+)|UNIQ_KEY\x01(?P<uniq>[^\x01\x02]+)"
-    rb"|DELAY\x01(?P<delay>[^\x01\x02]+)|__CRC32#\x01(?P<crc>[^\x01\x02]+)|[^\x01\x02]+\x01[^\x01\x02]+)\x02)*+"
-)
-
 StopKind = Literal["zeros", "blank", "eof", "partial", "anomaly"]
 
 
@@ -192,7 +166,6 @@ _HEAD = np.dtype(
     ]
 )  # fmt: skip
 _MIN_FIXED = _HEAD.itemsize
-assert _MIN_FIXED == _FIXED[0].size
 _MASK32 = np.uint64(0xFFFFFFFF)
 _INT_MIN = -(1 << 31)
 CRC32_NAME = CRC32.encode()
@@ -642,6 +615,7 @@ class RecordFields:
     reconsume_times: np.ndarray  # int32
     prepared_transaction_offset: np.ndarray  # int64
     body_size: np.ndarray  # int32
+    body_at: np.ndarray  # int64, buffer position of the body
     body: Spans | None
     hosts: list[str]  # host texts (``ip:port``, ``[ipv6]:port``), indexed by the two host columns
     born_host: np.ndarray  # int32
@@ -655,15 +629,36 @@ class RecordFields:
     keys_pair: np.ndarray  # int64
     key_tokens: Spans
     token_offsets: np.ndarray  # int32
+    props_at: np.ndarray  # int64, buffer positions of PROPERTIES ...
+    props_end: np.ndarray  # int64, ... and of the record's end
+
+
+def texts(buf: bytes, starts: np.ndarray, stops: np.ndarray) -> list[str]:
+    """The UTF-8 text of each byte range ``[starts[i], stops[i])`` of ``buf`` (ranges the walk
+    found to be UTF-8)."""
+    return list(map(bytes.decode, map(buf.__getitem__, map(slice, starts.tolist(), stops.tolist()))))
+
+
+def span_texts(spans: Spans, which: np.ndarray | None = None) -> list[str]:
+    """The UTF-8 text of values ``which`` (all when None) of ``spans``."""
+    offsets = spans.offsets.astype(np.int64)
+    picked = np.arange(len(spans)) if which is None else which
+    return texts(spans.values.tobytes(), offsets[picked], offsets[picked + 1])
+
+
+def spans_free_of(buf: bytes, starts: np.ndarray, stops: np.ndarray, forbidden: np.ndarray) -> np.ndarray:
+    """Which byte ranges of ``buf`` hold none of the byte values marked in ``forbidden`` (a
+    256-entry bool table)."""
+    chars = _joined(buf, starts, stops)
+    hits = np.flatnonzero(forbidden[chars])
+    free = np.ones(len(starts), dtype=bool)
+    free[np.searchsorted(_offsets(stops - starts), hits, side="right") - 1] = False
+    return free
 
 
 def gather_spans(buf: bytes, starts: np.ndarray, lengths: np.ndarray) -> Spans:
     """The byte ranges ``[starts[i], starts[i] + lengths[i])`` of ``buf`` packed end to end."""
-    offsets = np.zeros(len(starts) + 1, dtype=np.int64)
-    np.cumsum(lengths, out=offsets[1:])
-    view = memoryview(buf)
-    packed = b"".join([view[a : a + n] for a, n in zip(starts.tolist(), lengths.tolist())])
-    return Spans(np.frombuffer(packed, dtype=np.uint8), offsets.astype(np.int32))
+    return Spans(_joined(buf, starts, starts + lengths), _offsets(lengths).astype(np.int32))
 
 
 def _bytes_equal(spans: Spans, literal: bytes) -> np.ndarray:
@@ -832,6 +827,7 @@ def record_fields(buf: bytes, columns: CommitLogColumns, rows: np.ndarray, *, wi
         reconsume_times=_gather(data, tail_at, ">i4"),
         prepared_transaction_offset=_gather(data, tail_at + 4, ">i8"),
         body_size=body_size,
+        body_at=body_at,
         body=gather_spans(buf, body_at, body_size) if with_body else None,
         hosts=hosts,
         born_host=numbers[: len(rows)],
@@ -845,6 +841,8 @@ def record_fields(buf: bytes, columns: CommitLogColumns, rows: np.ndarray, *, wi
         keys_pair=keys_pair,
         key_tokens=key_tokens,
         token_offsets=token_offsets,
+        props_at=props_at,
+        props_end=at + columns.size[rows],
     )
 
 
@@ -864,3 +862,27 @@ def key_hash_lists(columns: CommitLogColumns, rows: np.ndarray) -> Spans:
     offsets = np.zeros(len(rows) + 1, dtype=np.int64)
     np.cumsum(np.bincount(record, minlength=len(rows)), out=offsets[1:])
     return Spans(hashes.astype(np.int32), offsets.astype(np.int32))
+
+
+def records_with_key(buf: bytes, columns: CommitLogColumns, rows: np.ndarray, key: str) -> np.ndarray:
+    """Which of records ``rows`` have ``key`` as their UNIQ_KEY or a token of their KEYS (the
+    keys ``IndexService.buildIndex`` indexes them by): the records whose key hashes hold the
+    key's hash are read and compared exactly."""
+    found = np.zeros(len(rows), dtype=bool)
+    if not len(rows) or not len(columns.key_record):
+        return found
+    wanted = np.array([index_key_hashes([f"{t}#{key}".encode()])[0] for t in columns.topics], dtype=np.int64)
+    number = np.full(len(columns), -1, dtype=np.int64)
+    number[rows] = np.arange(len(rows))
+    hit = (number[columns.key_record] >= 0) & (columns.key_hash == wanted[columns.topic[columns.key_record]])
+    candidates = np.unique(number[columns.key_record[hit]])
+    if not len(candidates):
+        return found
+    fields = record_fields(buf, columns, rows[candidates], with_body=False)
+    uniq = np.flatnonzero(fields.uniq_pair >= 0)
+    tokens = span_texts(fields.key_tokens)
+    values = dict(zip(uniq.tolist(), span_texts(fields.values, fields.uniq_pair[uniq])))
+    offsets = fields.token_offsets.tolist()
+    for i, row in enumerate(candidates.tolist()):
+        found[row] = values.get(i) == key or key in tokens[offsets[i] : offsets[i + 1]]
+    return found
