@@ -859,8 +859,65 @@ class _ExtUnits:
         return None
 
 
+def _constant(value: object, type_: pa.DataType, count: int) -> pa.Array:
+    return pa.repeat(pa.scalar(value, type=type_), count)
+
+
+def _cq_batch(
+    part: FilePart,
+    schema: pa.Schema,
+    topic: str | None,
+    qid: int | None,
+    path: str,
+    base: int,
+    start: int,
+    units: np.ndarray,
+    ext: _ExtUnits | None,
+) -> pa.RecordBatch:
+    """The rows of ConsumeQueue units ``units`` (``cq_units``, the first at position ``start``
+    of the file named ``base``), built a column at a time; ext addresses are read unit by unit."""
+    count = len(units)
+    position = start + np.arange(count, dtype=np.int64) * cqf.CQ_UNIT_SIZE
+    offset = units["offset"].astype(np.int64)
+    size = units["size"].astype(np.int32)
+    tags = units["tags_code"].astype(np.int64)
+    ext_address = tags <= cqf.EXT_MAX_ADDRESS
+    filler = (offset == 0) & (size == cqf.FILLER_SIZE) & (tags == 0)
+    kind = np.where(filler, 0, np.where(ext_address, 1, 2))
+    ext_tags = pa.nulls(count, pa.int64())
+    ext_missing = np.zeros(count, dtype=bool)
+    with_ext = np.flatnonzero(ext_address)
+    if ext is not None and len(with_ext):
+        found = [ext.tags_code(cqf.undecorate_ext_address(int(tags[i]))) for i in with_ext.tolist()]
+        values = np.zeros(count, dtype=np.int64)
+        mask = np.ones(count, dtype=bool)
+        for i, code in zip(with_ext.tolist(), found):
+            if code is None:
+                ext_missing[i] = True
+            else:
+                values[i], mask[i] = code, False
+        ext_tags = pa.array(values, mask=mask)
+    columns = {
+        "source": _constant(part.source, pa.string(), count),
+        "file": _constant(path, pa.string(), count),
+        "position": pa.array(position),
+        "topic": _constant(topic, pa.string(), count),
+        "queue_id": _constant(qid, pa.int32(), count),
+        "queue_offset": pa.array((base + position) // cqf.CQ_UNIT_SIZE),
+        "commit_log_offset": pa.array(offset),
+        "size": pa.array(size),
+        "tags_code": pa.array(tags),
+        "ext_offset": pa.array(np.where(ext_address, tags - (-(1 << 63)), 0), mask=~ext_address),
+        "kind": pa.array(["filler", "ext-address", "message"]).take(pa.array(kind)),
+        "ext_tags_code": ext_tags,
+        "ext_missing": pa.array(ext_missing),
+    }
+    return pa.RecordBatch.from_arrays([columns[name].cast(f.type) for name, f in zip(schema.names, schema)], schema=schema)
+
+
 def read_consumequeue(part: FilePart, opts: ReadOptions, schema: pa.Schema) -> Iterator[pa.RecordBatch]:
-    out = Batches(schema)
+    """The units of each queue of the partition, file after file until the queue's data ends
+    (the first unit that is not one, as the broker and ``dump consumequeue`` see it)."""
     for topic, qid, segs, ext_dir in part.meta["queues"]:
         ext = _ExtUnits(ext_dir) if ext_dir else None
         for path, base, size in segs:
@@ -868,35 +925,13 @@ def read_consumequeue(part: FilePart, opts: ReadOptions, schema: pa.Schema) -> I
                 continue
             with fs.open_file(path) as f:
                 data = f.read_all()
-            walker = cqf.CqWalker(data)
-            for pos, unit in walker:
-                ext_offset = unit.ext_offset
-                ext_tags = ext.tags_code(cqf.undecorate_ext_address(unit.tags_code)) if ext is not None and ext_offset is not None else None
-                batch = out.add_tuple(
-                    (
-                        part.source,
-                        path,
-                        pos,
-                        topic,
-                        qid,
-                        cqf.cq_queue_offset(base, pos),
-                        unit.commit_log_offset,
-                        unit.size,
-                        unit.tags_code,
-                        ext_offset,
-                        "filler" if unit.is_filler else ("ext-address" if ext_offset is not None else "message"),
-                        ext_tags,
-                        ext is not None and ext_offset is not None and ext_tags is None,
-                    )
-                )
-                if batch is not None:
-                    yield batch
-            assert walker.end is not None
-            if walker.end.kind != "eof":
-                break  # the queue ends in this file, as the broker and `dump consumequeue` see it
-    last = out.flush()
-    if last is not None:
-        yield last
+            units = rcols.cq_units(data)
+            ends = np.flatnonzero((units["offset"] < 0) | (units["size"] <= 0))
+            kept = int(ends[0]) if len(ends) else len(units)
+            for first in range(0, kept, BATCH_ROWS):
+                yield _cq_batch(part, schema, topic, qid, path, base, first * cqf.CQ_UNIT_SIZE, units[first : min(first + BATCH_ROWS, kept)], ext)
+            if kept < len(units) or len(data) % cqf.CQ_UNIT_SIZE:
+                break  # the queue ends in this file
 
 
 # IndexFile ---------------------------------------------------------------------------------
@@ -942,36 +977,35 @@ def plan_index(opts: ReadOptions) -> list[FilePart]:
 
 
 def read_index(part: FilePart, opts: ReadOptions, schema: pa.Schema) -> Iterator[pa.RecordBatch]:
-    out = Batches(schema)
+    """The used entries ``start .. stop`` of an IndexFile, a column at a time."""
     slots = part.meta["slots"]
     begin = part.meta["begin_timestamp"]
     entries_at = part.meta["entries_position"]
     size = idxf.INDEX_ENTRY_SIZE
-    step = 1 << 16
     with fs.open_file(part.path) as f:
-        for first in range(part.start, part.stop, step):
-            stop = min(first + step, part.stop)
-            data = f.pread(entries_at + first * size, (stop - first) * size)
-            for number, (key_hash, phy_offset, time_diff, prev_index) in enumerate(idxf.INDEX_ENTRY.iter_unpack(data), start=first):
-                batch = out.add_tuple(
-                    (
-                        part.source,
-                        part.path,
-                        entries_at + number * size,
-                        number,
-                        key_hash % slots if key_hash >= 0 else -1,
-                        key_hash,
-                        phy_offset,
-                        time_diff,
-                        idxf.IndexEntry(key_hash, phy_offset, time_diff, prev_index).timestamp(begin),
-                        prev_index,
-                    )
-                )
-                if batch is not None:
-                    yield batch
-    last = out.flush()
-    if last is not None:
-        yield last
+        for first in range(part.start, part.stop, BATCH_ROWS):
+            stop = min(first + BATCH_ROWS, part.stop)
+            entries = rcols.index_entries(f.pread(entries_at + first * size, (stop - first) * size))
+            count = len(entries)
+            number = np.arange(first, first + count, dtype=np.int64)
+            key_hash = entries["key_hash"].astype(np.int32)
+            time_diff = entries["time_diff"].astype(np.int64)
+            columns = {
+                "source": _constant(part.source, pa.string(), count),
+                "file": _constant(part.path, pa.string(), count),
+                "position": pa.array(entries_at + number * size),
+                "number": pa.array(number.astype(np.int32)),
+                "slot": pa.array(np.where(key_hash >= 0, key_hash % slots, -1).astype(np.int32)),
+                "key_hash": pa.array(key_hash),
+                "phy_offset": pa.array(entries["phy_offset"].astype(np.int64)),
+                "time_diff": pa.array(time_diff.astype(np.int32)),
+                # beginTimestamp + timeDiff * 1000 as a Java long (``IndexEntry.timestamp``)
+                "timestamp": pa.array(np.int64(begin) + time_diff * 1000),
+                "prev_index": pa.array(entries["prev_index"].astype(np.int32)),
+            }
+            yield pa.RecordBatch.from_arrays([columns[name].cast(field.type) for name, field in zip(schema.names, schema)], schema=schema)
+            if count < stop - first:
+                break  # the file is shorter than its header says
 
 
 # --- Kafka, Jafka, MetaQ: partition directories ------------------------------------------------
