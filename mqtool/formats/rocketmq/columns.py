@@ -219,11 +219,14 @@ def java_hashes(chars: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> t
         return out, ascii_
     bucket = np.log2(lengths[full]).astype(np.int64)
     thirty_one = np.uint32(31)
+    widest = int(lengths.max())
+    # windows ending where each span ends (zeros before the data for the first spans)
+    windows = np.lib.stride_tricks.sliding_window_view(np.concatenate((np.zeros(widest, dtype=np.uint8), chars)), widest)
     for b in np.unique(bucket).tolist():
         rows = full[bucket == b]
         n = lengths[rows]
         width = int(n.max())
-        block = chars[np.maximum((starts[rows] + n - width)[:, None] + np.arange(width), 0)].T.copy()
+        block = windows[starts[rows] + n, widest - width :].T.copy()
         block[np.arange(width)[:, None] < (width - n)] = 0
         h = np.zeros(len(rows), dtype=np.uint32)
         for column in block:
