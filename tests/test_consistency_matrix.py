@@ -303,11 +303,6 @@ OPEN: dict[tuple[str, str], str] = {
     ("query", "stale-indexfile"): "query --key reads the CommitLog at the stale entry's offset and names what it finds there "
     "(RMQ-CL-MAGIC on zeros), not the entry (RMQ-IDX-PAST-END)",
     **{
-        (c, "torn-tail"): "a last record whose tail (part of its properties) is zeros decodes for the readers and the "
-        "broker's recovery; validate calls it RMQ-CL-TORN-TAIL: the rule must be one (store model), not yet decided"
-        for c in ("dump", "stats", "info", "query", "diff", "recover")
-    },
-    **{
         (c, "zeroed-region-active-file"): "zeros over a record's header in the last file: validate ends the data there and "
         "names the bytes after as RMQ-CL-GARBAGE; info/diff stop silently, query names RMQ-CL-MAGIC of the record"
         for c in ("info", "query", "diff")

@@ -354,7 +354,7 @@ def _rocketmq_log(path: Path, problems: list[str]) -> _ByteLog:
     if segments:
         seg = segments[-1]
         with ReadOnlyFile(seg.path) as f:
-            walk = rmq.CommitLogFileWalk(f)
+            walk = rmq.CommitLogFileWalk(f, last=True, file_size=store.commitlog_file_size)
             for _ in walk:
                 pass
             last_end = walk.valid_end
@@ -362,8 +362,7 @@ def _rocketmq_log(path: Path, problems: list[str]) -> _ByteLog:
                 last_end = walk.end.position + walk.end.length
             for x in model.commitlog_file_findings(f, walk, store.commitlog_file_size, last=True):
                 if x.code == "RMQ-CL-TORN-TAIL":
-                    what = rmq.torn_tail_at(f, walk.valid_end, store.commitlog_file_size or f.size)
-                    torn = _torn_note(seg.path, walk.valid_end, what.what if what is not None else x.message)
+                    torn = _torn_note(seg.path, walk.valid_end, walk.torn.what if walk.torn is not None else x.message)
                     findings.append(x)
                 elif x.code in ("RMQ-CL-GARBAGE", "RMQ-CL-BLANK"):
                     findings.append(x)  # after the data: not compared

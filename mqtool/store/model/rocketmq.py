@@ -17,6 +17,7 @@ from pathlib import Path
 from mqtool.errors import CorruptDataError, MqError
 from mqtool.findings import Finding, Severity
 from mqtool.formats.rocketmq import consume_queue as cqf
+from mqtool.formats.rocketmq.commitlog import MessageRecord
 from mqtool.store import rocketmq as rmq
 from mqtool.store.files import ReadOnlyFile, link_target, nonzero_extent
 
@@ -188,6 +189,14 @@ def torn_tail_finding(path: str, bad: int, torn: rmq.TornTail) -> Finding:
     return Finding("RMQ-CL-TORN-TAIL", path, bad, torn.reason, length=torn.stop - bad)
 
 
+def torn_record_finding(f: ReadOnlyFile, path: str, pos: int, record: MessageRecord, file_size: int) -> Finding | None:
+    """RMQ-CL-TORN-TAIL for a record of the last file read on its own (not by a walk, which applies
+    ``rmq.torn_record_tail`` itself) that decodes but is a torn tail; None when it is not one."""
+    tail = f.pread(pos + record.total_size - 1, 1)
+    torn = rmq.torn_record_tail(f, pos, record, tail[0] if tail else 0, file_size)
+    return torn_tail_finding(path, pos, torn) if torn is not None else None
+
+
 def no_blank_finding(path: str, end: int, kind: str) -> Finding:
     """RMQ-CL-NO-BLANK: a file before the last whose records stop at ``end`` (``kind``: what
     follows) without the END_OF_FILE record ``CommitLog.recoverNormally`` moves on at."""
@@ -270,6 +279,8 @@ def commitlog_file_findings(
     if end is None:
         return []
     if end.kind == "torn":
+        if walk.torn is not None:
+            return [torn_tail_finding(path, end.position, walk.torn)]
         return [broken_record_finding(f, path, end.position, None, size, last)]
     if end.kind == "partial":
         if f.size < size and not last:
@@ -345,7 +356,7 @@ def unscanned_commitlog_findings(store: rmq.RocketMQStore, stop: int) -> list[Fi
         if seg.size == 0 or i > last:
             continue
         with ReadOnlyFile(seg.path) as f:
-            walk = rmq.CommitLogFileWalk(f, check_crc=True, last=i == last)
+            walk = rmq.CommitLogFileWalk(f, check_crc=True, last=i == last, file_size=store.commitlog_file_size)
             for _ in walk:
                 pass
             out.extend(commitlog_file_findings(f, walk, store.commitlog_file_size, last=i == last))
