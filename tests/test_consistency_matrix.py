@@ -302,16 +302,6 @@ OPEN: dict[tuple[str, str], str] = {
     ("dump", "stale-indexfile"): "dump index does not know where the CommitLog's valid data ends: entries past it are not named",
     ("query", "stale-indexfile"): "query --key reads the CommitLog at the stale entry's offset and names what it finds there "
     "(RMQ-CL-MAGIC on zeros), not the entry (RMQ-IDX-PAST-END)",
-    **{
-        (c, "zeroed-region-active-file"): "zeros over a record's header in the last file: validate ends the data there and "
-        "names the bytes after as RMQ-CL-GARBAGE; info/diff stop silently, query names RMQ-CL-MAGIC of the record"
-        for c in ("info", "query", "diff")
-    },
-    **{
-        (c, "zeroed-region-older-file"): "zeros over a record's header in an older file: validate names RMQ-CL-NO-BLANK at the "
-        "record; query names RMQ-CL-MAGIC of the record, diff nothing"
-        for c in ("query", "diff")
-    },
 }
 
 

@@ -376,6 +376,7 @@ def _rocketmq_log(path: Path, problems: list[str]) -> _ByteLog:
         for s in segments[:-1]:
             valid.append(_Seg(s.base, s.size, s.path, lambda p=s.path: ReadOnlyFile(p)))
         valid.append(_Seg(seg.base, last_end, seg.path, lambda p=seg.path: ReadOnlyFile(p)))
+    findings.extend(model.preallocated_findings(store))  # zeros, or validate's RMQ-CL-GARBAGE
     log = _ByteLog(f"{root}/commitlog", valid, _rocketmq_describe, _rocketmq_walk)
     log.findings.extend(findings)
     log.file_size = store.commitlog_file_size  # type: ignore[attr-defined]
@@ -461,6 +462,23 @@ def _rocketmq_describe(log: _ByteLog, offset: int):
                 "error": what,
                 **{k: found[k] for k in ("code", "code_position", "finding") if k in found},
             }, None
+        if seg is not log.segments[-1]:
+            # a file before the last whose records stop early (zeros, the end of the file): how it
+            # ends as validate states it (RMQ-CL-NO-BLANK); the last file's end is stated by _rocketmq_log
+            from mqtool.store.model import rocketmq as model
+
+            size = getattr(log, "file_size", None)
+            for finding in model.commitlog_file_findings(f, walk, size, last=False):
+                log.add_damage(seg.path, walk.valid_end, where, finding.message, finding)
+                return where, {
+                    "commitlog_offset": where,
+                    "file": str(seg.path),
+                    "position": walk.valid_end,
+                    "error": what,
+                    "code": finding.code,
+                    "code_position": finding.position,
+                    "finding": _finding_text(finding),
+                }, None
         return where, {"commitlog_offset": where, "file": str(seg.path), "position": walk.valid_end, "error": what}, None
 
 

@@ -139,10 +139,9 @@ def _read_hit(reader: rmq.CommitLogReader, offset: int, via: str, result: QueryR
         result.problems.append(exc)
         return None
     except MqError as exc:
-        with ReadOnlyFile(seg.path) as f:
-            finding = model.broken_record_finding(f, str(seg.path), pos, exc, store.commitlog_file_size or f.size, last)
-        if finding not in result.findings:
-            result.findings.append(finding)
+        for finding in model.unreadable_record_findings(store, seg, pos, exc):
+            if finding not in result.findings:
+                result.findings.append(finding)
         return None
     if last:  # a record of the newest file that decodes may still be its torn tail (validate's rule)
         with ReadOnlyFile(seg.path) as f:

@@ -1215,14 +1215,9 @@ def _validate_rocketmq(path: str | Path, options: ValidateOptions, progress: Pro
         if i > last and seg.size > 0:
             summary = FileSummary(str(seg.path), "commitlog", seg.size, 0, 0)
             report.files.append(summary)
-            extent = None
-            with ReadOnlyFile(seg.path) as f:
-                extent = nonzero_extent(f, 0)
-            if extent is not None:
-                report.add(
-                    Finding("RMQ-CL-GARBAGE", str(seg.path), extent[0], "non-zero bytes in a file after the last file holding records", length=extent[1] - extent[0]),
-                    summary,
-                )
+            with ReadOnlyFile(seg.path) as f:  # a pre-allocated file: the store model's rule
+                for finding in model.commitlog_file_findings(f, None, file_size, last=False, after_last=True):
+                    report.add(finding, summary)
     report.facts["commitlog_min_offset"] = store.commitlog_min_offset
     report.facts["commitlog_valid_end"] = commitlog_end
     report.facts["max_store_timestamp"] = max_store_ts

@@ -300,6 +300,48 @@ def commitlog_file_findings(
     return []
 
 
+def preallocated_findings(store: rmq.RocketMQStore) -> list[Finding]:
+    """How the files after ``last_data_file`` (pre-allocated by the broker: zeros) are, as
+    validate states it: non-zero bytes in one are RMQ-CL-GARBAGE (``commitlog_file_findings``
+    with ``after_last``).  Reads each of them whole (``nonzero_extent``, in bounded chunks)."""
+    out: list[Finding] = []
+    last = last_data_file(store.commitlog)
+    for seg in store.commitlog[last + 1 :]:
+        if seg.size > 0:
+            with ReadOnlyFile(seg.path) as f:
+                out.extend(commitlog_file_findings(f, None, store.commitlog_file_size, last=False, after_last=True))
+    return out
+
+
+def unreadable_record_findings(store: rmq.RocketMQStore, seg: rmq.Segment, pos: int, exc: MqError) -> list[Finding]:
+    """Why the record at ``pos`` of ``seg``, read on its own (a ConsumeQueue unit, an index entry or
+    a msgId points there), does not decode, as validate states it.  When the walk of the file
+    (``CommitLogFileWalk``, as validate's, to where its data ends) stops at or before ``pos``, the
+    record lies past the file's valid data: how the file ends names it (``commitlog_file_findings``:
+    RMQ-CL-GARBAGE after the zeros that end the last file, RMQ-CL-NO-BLANK in an older one, the
+    first broken record, RMQ-CL-GARBAGE in a pre-allocated file); otherwise the record itself is
+    broken (``broken_record_finding``).  Reads the file up to where its walk stops: only on the
+    path of a read that failed."""
+    index = store.commitlog.index(seg)
+    last_index = last_data_file(store.commitlog)
+    size = store.commitlog_file_size
+    with ReadOnlyFile(seg.path) as f:
+        if index > last_index:
+            found = commitlog_file_findings(f, None, size, last=False, after_last=True)
+            if found:
+                return found
+        else:
+            walk = rmq.CommitLogFileWalk(f, check_crc=True, last=index == last_index, file_size=size)
+            for at, record in walk:
+                if at + record.total_size > pos:
+                    break  # a record of the walk holds ``pos``: the data goes on past it
+            else:
+                found = commitlog_file_findings(f, walk, size, last=index == last_index)
+                if found:
+                    return found
+        return [broken_record_finding(f, str(seg.path), pos, exc, size or f.size, index == last_index)]
+
+
 def gap_holding(findings: Iterable[Finding], offset: int) -> Finding | None:
     """The RMQ-FILE-GAP finding whose missing range holds commitlog ``offset``, if any."""
     for finding in findings:
