@@ -354,7 +354,7 @@ def _rocketmq_log(path: Path, problems: list[str]) -> _ByteLog:
     if segments:
         seg = segments[-1]
         with ReadOnlyFile(seg.path) as f:
-            walk = rmq.CommitLogFileWalk(f)
+            walk = rmq.CommitLogFileWalk(f, last=True, file_size=store.commitlog_file_size)
             for _ in walk:
                 pass
             last_end = walk.valid_end
@@ -362,8 +362,7 @@ def _rocketmq_log(path: Path, problems: list[str]) -> _ByteLog:
                 last_end = walk.end.position + walk.end.length
             for x in model.commitlog_file_findings(f, walk, store.commitlog_file_size, last=True):
                 if x.code == "RMQ-CL-TORN-TAIL":
-                    what = rmq.torn_tail_at(f, walk.valid_end, store.commitlog_file_size or f.size)
-                    torn = _torn_note(seg.path, walk.valid_end, what.what if what is not None else x.message)
+                    torn = _torn_note(seg.path, walk.valid_end, walk.torn.what if walk.torn is not None else x.message)
                     findings.append(x)
                 elif x.code in ("RMQ-CL-GARBAGE", "RMQ-CL-BLANK"):
                     findings.append(x)  # after the data: not compared
@@ -377,6 +376,7 @@ def _rocketmq_log(path: Path, problems: list[str]) -> _ByteLog:
         for s in segments[:-1]:
             valid.append(_Seg(s.base, s.size, s.path, lambda p=s.path: ReadOnlyFile(p)))
         valid.append(_Seg(seg.base, last_end, seg.path, lambda p=seg.path: ReadOnlyFile(p)))
+    findings.extend(model.preallocated_findings(store))  # zeros, or validate's RMQ-CL-GARBAGE
     log = _ByteLog(f"{root}/commitlog", valid, _rocketmq_describe, _rocketmq_walk)
     log.findings.extend(findings)
     log.file_size = store.commitlog_file_size  # type: ignore[attr-defined]
@@ -462,6 +462,23 @@ def _rocketmq_describe(log: _ByteLog, offset: int):
                 "error": what,
                 **{k: found[k] for k in ("code", "code_position", "finding") if k in found},
             }, None
+        if seg is not log.segments[-1]:
+            # a file before the last whose records stop early (zeros, the end of the file): how it
+            # ends as validate states it (RMQ-CL-NO-BLANK); the last file's end is stated by _rocketmq_log
+            from mqtool.store.model import rocketmq as model
+
+            size = getattr(log, "file_size", None)
+            for finding in model.commitlog_file_findings(f, walk, size, last=False):
+                log.add_damage(seg.path, walk.valid_end, where, finding.message, finding)
+                return where, {
+                    "commitlog_offset": where,
+                    "file": str(seg.path),
+                    "position": walk.valid_end,
+                    "error": what,
+                    "code": finding.code,
+                    "code_position": finding.position,
+                    "finding": _finding_text(finding),
+                }, None
         return where, {"commitlog_offset": where, "file": str(seg.path), "position": walk.valid_end, "error": what}, None
 
 

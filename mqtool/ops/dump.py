@@ -207,7 +207,7 @@ class CommitLogDump:
         last_index = model.last_data_file(self.files)
         for i, seg in self._files_to_walk(read):
             with ReadOnlyFile(seg.path) as f:
-                walk = rmq.CommitLogFileWalk(f, check_crc=self.check_crc, last=i == last_index)
+                walk = rmq.CommitLogFileWalk(f, check_crc=self.check_crc, last=i == last_index, file_size=file_size)
                 last = 0
                 for pos, record in walk:
                     self.bytes_done += pos + record.total_size - last
@@ -283,6 +283,8 @@ class CommitLogDump:
                             record = decode_message(data, stop.position, check_crc=self.check_crc)
                         except MqError:
                             break
+                        if is_last and self._torn(f, offset + stop.position, record, data[stop.position + record.total_size - 1], file_size):
+                            break  # the precise walk ends the data there and names it
                         count += 1
                         at = stop.position + record.total_size
                         self.bytes_done += record.total_size
@@ -305,7 +307,7 @@ class CommitLogDump:
                     break
                 # where the data ends or breaks, the precise walk names it (and reads on)
                 handover = offset + stop.position
-                precise = rmq.CommitLogFileWalk(f, handover, check_crc=self.check_crc, last=is_last)
+                precise = rmq.CommitLogFileWalk(f, handover, check_crc=self.check_crc, last=is_last, file_size=file_size)
                 done = handover
                 for pos, record in precise:
                     self.bytes_done += pos + record.total_size - done
@@ -322,6 +324,12 @@ class CommitLogDump:
                 self.bytes_done += f.size - done
                 self.findings.extend(model.commitlog_file_findings(f, precise, file_size, last=is_last, after_last=i > last_index))
                 self.ends.append(FileEnd(seg.path, precise.end, count, precise.error, precise.torn))
+
+    @staticmethod
+    def _torn(f: ReadOnlyFile, position: int, record: MessageRecord, last_byte: int, file_size: int | None) -> bool:
+        """The store model's torn-tail rule for a record of the last file that decodes
+        (``store.rocketmq.torn_record_tail``): such a record is where the data ends, not a row."""
+        return rmq.torn_record_tail(f, position, record, last_byte, file_size or f.size) is not None
 
     @property
     def total_bytes(self) -> int:

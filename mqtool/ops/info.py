@@ -81,7 +81,7 @@ class StoreInfo:
     topics_in_config: int | None
     consumer_groups: int | None
     problems: list[str] = field(default_factory=list)
-    #: damaged data met where info reads (the first and the active CommitLog file): the command exits 1
+    #: damaged data met where info reads (the first, the active and the pre-allocated CommitLog files): the command exits 1
     errors: list[str] = field(default_factory=list)
     #: every gap and damage on info's path as validate states them (``store.model.rocketmq``): the
     #: CommitLog directory's continuity and how the active file ends; ``errors`` holds the errors
@@ -96,8 +96,9 @@ class StoreInfo:
 def _commitlog_info(store: rmq.RocketMQStore, hints: set[str], findings: list[Finding]) -> CommitLogInfo:
     """The CommitLog's files, offsets and times from the first record of the first file and the
     active file (``store.model.rocketmq.last_data_file``: the broker's last mapped file), walked to
-    where its data ends.  ``findings`` gets the directory's continuity facts and how the active
-    file ends, as validate states them (``commitlog_findings``, ``commitlog_file_findings``)."""
+    where its data ends.  ``findings`` gets the directory's continuity facts, how the active file
+    ends and whether the pre-allocated files after it hold only zeros, as validate states them
+    (``commitlog_findings``, ``commitlog_file_findings``, ``preallocated_findings``)."""
     segments = store.commitlog
     zero_length = [s.name for s in segments if s.size == 0]
     non_empty = [s for s in segments if s.size > 0]
@@ -115,7 +116,7 @@ def _commitlog_info(store: rmq.RocketMQStore, hints: set[str], findings: list[Fi
                 break
         last_index = model.last_data_file(segments)
         seg = segments[last_index]
-        preallocated = [s.name for s in segments[last_index + 1 :] if s.size > 0]  # not checked byte-wise
+        preallocated = [s.name for s in segments[last_index + 1 :] if s.size > 0]
         if seg.size > 0:
             walk, last_record, end = _walk_active(seg, store.commitlog_file_size, hints)
             if any(x.level is not Severity.info for x in end) and probe_record_lock(store.lock_path) is not None:
@@ -139,6 +140,8 @@ def _commitlog_info(store: rmq.RocketMQStore, hints: set[str], findings: list[Fi
                 end_kind = "corrupt"
             if last_record is not None:
                 last_ts = last_record.store_timestamp
+        # the pre-allocated files after it hold only zeros, or validate's RMQ-CL-GARBAGE
+        findings.extend(model.preallocated_findings(store))
     return CommitLogInfo(
         directory=str(store.commitlog_dir),
         files=len(segments),
@@ -158,7 +161,7 @@ def _walk_active(seg: rmq.Segment, file_size: int | None, hints: set[str]) -> tu
     """Walk the active CommitLog file to where its data ends (a torn tail ends it, as in validate)
     and say how it ends, as validate says it."""
     with ReadOnlyFile(seg.path) as f:
-        walk = rmq.CommitLogFileWalk(f, last=True)
+        walk = rmq.CommitLogFileWalk(f, last=True, file_size=file_size)
         last_record = None
         for _, record in walk:
             last_record = record

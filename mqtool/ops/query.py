@@ -132,18 +132,24 @@ def _read_hit(reader: rmq.CommitLogReader, offset: int, via: str, result: QueryR
     for finding in model.segment_findings_on_path(continuity, [seg.path]):
         if finding.code != "RMQ-FILE-GAP" and finding not in result.findings:
             result.findings.append(finding)
+    last = store.commitlog.index(seg) == model.last_data_file(store.commitlog)
     try:
         record = reader.read(offset)
     except StoreIOError as exc:
         result.problems.append(exc)
         return None
     except MqError as exc:
-        last = store.commitlog.index(seg) == model.last_data_file(store.commitlog)
-        with ReadOnlyFile(seg.path) as f:
-            finding = model.broken_record_finding(f, str(seg.path), pos, exc, store.commitlog_file_size or f.size, last)
-        if finding not in result.findings:
-            result.findings.append(finding)
+        for finding in model.unreadable_record_findings(store, seg, pos, exc):
+            if finding not in result.findings:
+                result.findings.append(finding)
         return None
+    if last:  # a record of the newest file that decodes may still be its torn tail (validate's rule)
+        with ReadOnlyFile(seg.path) as f:
+            torn = model.torn_record_finding(f, str(seg.path), pos, record, store.commitlog_file_size or f.size)
+        if torn is not None:
+            if torn not in result.findings:
+                result.findings.append(torn)
+            return None
     return Hit(offset, seg.path, pos, record, via)
 
 

@@ -151,10 +151,13 @@ def plan_rocketmq(path: str | Path, options: RecoverOptions = RecoverOptions()) 
     end_seg_index = None
     last_store_ts = 0
     stop_kind = "no-data"
+    # the newest file's walk ends at a torn tail as validate's does (the store model's rule): a
+    # last record whose tail is zeros is cut like any torn tail, even where it decodes
+    last_path = store.commitlog[model.last_data_file(store.commitlog)].path if store.commitlog else None
     for i in range(start, len(segments)):
         seg = segments[i]
         with ReadOnlyFile(seg.path) as f:
-            walk = rmq.CommitLogFileWalk(f, check_crc=True)
+            walk = rmq.CommitLogFileWalk(f, check_crc=True, last=seg.path == last_path, file_size=store.commitlog_file_size)
             for _pos, rec in walk:
                 last_store_ts = rec.store_timestamp
         process_offset = seg.base + walk.valid_end

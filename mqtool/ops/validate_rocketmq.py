@@ -259,11 +259,14 @@ def _walk_commitlog_file(f: ReadOnlyFile, task: CommitLogTask, res: CommitLogFil
                     elif task.is_last and _is_stale_copy(f, task, at, rec, base):
                         _stale_tail(f, task, at, rec, base, res)
                         return
-                # Properties always end with 0x02: a zero there is a record whose tail was never written.
-                torn = task.is_last and data[p + rec.total_size - 1] == 0 and (rec.properties or rec.dropped_properties)
-                if torn and _torn_tail(f, task, at, base, res):
-                    res.valid_end = at
-                    return
+                # the store model's rule (every reader's walk applies it): a decoded record whose
+                # last byte is zero is a torn tail when only zeros follow
+                if task.is_last and not data[p + rec.total_size - 1]:
+                    torn = rmq.torn_record_tail(f, at, rec, 0, task.file_size)
+                    if torn is not None:
+                        _report_torn(task, torn, base, res)
+                        res.valid_end = at
+                        return
                 _check_record(rec, base, at, path, res, task.check_properties, data, p)
                 q = rec.sys_flag & SYSFLAG_TRANSACTION_MASK
                 if q != SYSFLAG_TRANSACTION_PREPARED and q != SYSFLAG_TRANSACTION_ROLLBACK:
@@ -437,10 +440,14 @@ def _torn_tail(f: ReadOnlyFile, task: CommitLogTask, bad: int, base: int, res: C
     torn = rmq.torn_tail_at(f, bad, task.file_size)
     if torn is None:
         return False
-    res.findings.append(model.torn_tail_finding(task.path, bad, torn))
+    _report_torn(task, torn, base, res)
+    return True
+
+
+def _report_torn(task: CommitLogTask, torn: rmq.TornTail, base: int, res: CommitLogFileResult) -> None:
+    res.findings.append(model.torn_tail_finding(task.path, torn.position, torn))
     res.damaged.append(torn.damaged(base))
     res.skipped += 1
-    return True
 
 
 def _check_blank(f: ReadOnlyFile, task: CommitLogTask, pos: int, total: int, res: CommitLogFileResult) -> None:
@@ -1208,14 +1215,9 @@ def _validate_rocketmq(path: str | Path, options: ValidateOptions, progress: Pro
         if i > last and seg.size > 0:
             summary = FileSummary(str(seg.path), "commitlog", seg.size, 0, 0)
             report.files.append(summary)
-            extent = None
-            with ReadOnlyFile(seg.path) as f:
-                extent = nonzero_extent(f, 0)
-            if extent is not None:
-                report.add(
-                    Finding("RMQ-CL-GARBAGE", str(seg.path), extent[0], "non-zero bytes in a file after the last file holding records", length=extent[1] - extent[0]),
-                    summary,
-                )
+            with ReadOnlyFile(seg.path) as f:  # a pre-allocated file: the store model's rule
+                for finding in model.commitlog_file_findings(f, None, file_size, last=False, after_last=True):
+                    report.add(finding, summary)
     report.facts["commitlog_min_offset"] = store.commitlog_min_offset
     report.facts["commitlog_valid_end"] = commitlog_end
     report.facts["max_store_timestamp"] = max_store_ts

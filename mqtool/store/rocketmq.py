@@ -317,6 +317,11 @@ class CommitLogFileWalk:
     After iteration: ``end`` is the clean end (``DataEnd`` with file positions; kind ``torn``
     only with ``last``), or ``error`` is the ``CorruptDataError`` (located in the file) of the
     first broken record, at ``failed_at``.
+
+    With ``last`` (the newest file) a torn tail ends the walk, as validate ends it: a record that
+    fails with only zeros after its written bytes (``torn_tail_at``), and a record that decodes
+    but whose last bytes are zeros (``torn_record_tail``) -- neither is yielded.
+    ``file_size``: the configured CommitLog file size (the file's own size when not given).
     """
 
     def __init__(
@@ -328,9 +333,11 @@ class CommitLogFileWalk:
         chunk: int = CHUNK_SIZE,
         max_record_size: int = MAX_RECORD_SIZE,
         last: bool = False,
+        file_size: int | None = None,
     ) -> None:
         self.f = f
         self.start = start
+        self.file_size = file_size or f.size
         #: the newest file: a record whose bytes stop early, zeros after, ends the walk as
         #: ``DataEnd("torn", position, TOTALSIZE)`` (a crash while writing) instead of ``error``
         self.last = last
@@ -360,11 +367,17 @@ class CommitLogFileWalk:
             walker = RecordWalker(data, 0, check_crc=self.check_crc)
             try:
                 for pos, record in walker:
+                    if self.last and not data[pos + record.total_size - 1]:
+                        torn = torn_record_tail(f, base + pos, record, 0, self.file_size)
+                        if torn is not None:
+                            self.torn = torn
+                            self.end = DataEnd("torn", base + pos, torn.total)
+                            return
                     self.count += 1
                     yield base + pos, record
             except MqError as exc:
                 self.failed_at = base + (walker.failed_at or 0)
-                torn = torn_tail_at(f, self.failed_at, f.size) if self.last else None
+                torn = torn_tail_at(f, self.failed_at, self.file_size) if self.last else None
                 if torn is not None:
                     self.torn = torn
                     self.end = DataEnd("torn", self.failed_at, torn.total)
@@ -720,6 +733,18 @@ def torn_tail_at(f: Readable, bad: int, file_size: int) -> TornTail | None:
         total = len(head)
         what = f"{len(head)} bytes of a record header at the end of the file"
     return TornTail(bad, total, stop, what)
+
+
+def torn_record_tail(f: Readable, pos: int, record: MessageRecord, last_byte: int, file_size: int) -> TornTail | None:
+    """Whether a record of the *last* CommitLog file that decodes at ``pos`` is a torn tail all
+    the same: its properties always end with 0x02, so a zero ``last_byte`` (the record's last byte,
+    from the caller's buffer: no read on the healthy path) with properties present is a record
+    whose tail was never written; it is torn when only zeros follow (``torn_tail_at``), as for a
+    record that does not decode.  ``CommitLog.checkMessageAndReturnSize`` upstream accepts such a
+    record (it only checks the body CRC); every mqtool reading ends the data before it."""
+    if last_byte or not (record.properties or record.dropped_properties):
+        return None
+    return torn_tail_at(f, pos, file_size)
 
 
 def record_starts_at(f: Readable, base: int, pos: int, *, decode: bool = True) -> bool:

@@ -109,6 +109,21 @@ def _zeroed(index: int) -> Damage:
     return damage
 
 
+def _decodable_torn_tail(cl: Path) -> Rec | None:
+    rec = _in(ACTIVE)[-1]
+    _zero(cl / rec.path.name, rec.position + rec.size - 5, 5)  # its properties' last bytes: it still decodes
+    return rec
+
+
+def _zeroed_header(index: int, number: int) -> Damage:
+    def damage(cl: Path) -> Rec | None:
+        rec = _in(index)[number]
+        _zero(cl / rec.path.name, rec.position, 8)  # TOTALSIZE and MAGICCODE: the file's data ends there
+        return rec
+
+    return damage
+
+
 def _body_flip(index: int) -> Damage:
     def damage(cl: Path) -> Rec | None:
         rec = _in(index)[5]
@@ -129,6 +144,10 @@ def _last_size(size: int) -> Damage:
 DAMAGES: dict[str, Damage] = {
     "missing-middle-file": _gap,
     "torn-tail": _torn_tail,
+    "torn-tail-that-decodes": _decodable_torn_tail,
+    "zeroed-header-older-file": _zeroed_header(1, 5),
+    "zeroed-header-active-file": _zeroed_header(ACTIVE, 5),
+    "zeroed-first-header-active-file": _zeroed_header(ACTIVE, 0),
     "older-file-cut-mid-record": _cut_older,
     "garbage-at-the-valid-end": lambda cl: _garbage(cl, 0),
     "garbage-after-zeros": lambda cl: _garbage(cl, 64),
@@ -142,7 +161,8 @@ DAMAGES: dict[str, Damage] = {
 
 #: damage a reader never reads: not on its path
 OFF_PATH = {
-    "info": {"zeroed-region-older-file", "body-flip-older-file"},  # info reads the first record and the active file
+    # info reads the first record, the active file and the pre-allocated files after it
+    "info": {"zeroed-region-older-file", "body-flip-older-file", "zeroed-header-older-file"},
     "query": {"garbage-at-the-valid-end", "garbage-after-zeros"},  # after the last record: no record's read crosses it
 }
 

@@ -188,6 +188,35 @@ def test_torn_tail_is_not_a_whole_record_with_a_bad_body(tmp_path):
         assert walk.error is not None and walk.end is None
 
 
+def test_a_decodable_last_record_with_a_zero_tail_is_a_torn_tail(tmp_path):
+    """The newest record's last properties bytes never written: it decodes (only the body has a
+    CRC) but ends in zeros; the walk of the newest file ends there as validate's does, without
+    yielding it, and a walk not told it is the newest file reads it."""
+    import shutil
+
+    from mqtool.store.files import ReadOnlyFile
+    from tests.conftest import FIXTURES
+
+    root = tmp_path / "store"
+    shutil.copytree(FIXTURES / "rocketmq-store", root)
+    path = rmq.open_store(root).commitlog[-1].path
+    with ReadOnlyFile(path) as f:
+        records = list(rmq.CommitLogFileWalk(f))
+    position, rec = records[-1]
+    data = bytearray(path.read_bytes())
+    data[position + rec.total_size - 5 : position + rec.total_size] = bytes(5)
+    path.write_bytes(bytes(data))
+    with ReadOnlyFile(path) as f:
+        assert len(list(rmq.CommitLogFileWalk(f))) == len(records)  # it decodes
+        walk = rmq.CommitLogFileWalk(f, last=True)
+        assert [p for p, _ in walk] == [p for p, _ in records[:-1]]
+        assert walk.error is None and (walk.end.kind, walk.end.position, walk.end.length) == ("torn", position, rec.total_size)
+        assert walk.torn is not None and walk.torn.stop == position + rec.total_size - 5
+    code, out, _ = _cli("validate", str(root), "--jsonl")
+    first = json.loads(out.splitlines()[0])
+    assert (first["code"], first["position"]) == ("RMQ-CL-TORN-TAIL", position)
+
+
 def test_active_file_skips_preallocated_zero_files(tmp_path):
     root, path, _, _ = _torn_copy(tmp_path)
     segments = rmq.open_store(root).commitlog

@@ -17,6 +17,7 @@ from pathlib import Path
 from mqtool.errors import CorruptDataError, MqError
 from mqtool.findings import Finding, Severity
 from mqtool.formats.rocketmq import consume_queue as cqf
+from mqtool.formats.rocketmq.commitlog import MessageRecord
 from mqtool.store import rocketmq as rmq
 from mqtool.store.files import ReadOnlyFile, link_target, nonzero_extent
 
@@ -188,6 +189,14 @@ def torn_tail_finding(path: str, bad: int, torn: rmq.TornTail) -> Finding:
     return Finding("RMQ-CL-TORN-TAIL", path, bad, torn.reason, length=torn.stop - bad)
 
 
+def torn_record_finding(f: ReadOnlyFile, path: str, pos: int, record: MessageRecord, file_size: int) -> Finding | None:
+    """RMQ-CL-TORN-TAIL for a record of the last file read on its own (not by a walk, which applies
+    ``rmq.torn_record_tail`` itself) that decodes but is a torn tail; None when it is not one."""
+    tail = f.pread(pos + record.total_size - 1, 1)
+    torn = rmq.torn_record_tail(f, pos, record, tail[0] if tail else 0, file_size)
+    return torn_tail_finding(path, pos, torn) if torn is not None else None
+
+
 def no_blank_finding(path: str, end: int, kind: str) -> Finding:
     """RMQ-CL-NO-BLANK: a file before the last whose records stop at ``end`` (``kind``: what
     follows) without the END_OF_FILE record ``CommitLog.recoverNormally`` moves on at."""
@@ -270,6 +279,8 @@ def commitlog_file_findings(
     if end is None:
         return []
     if end.kind == "torn":
+        if walk.torn is not None:
+            return [torn_tail_finding(path, end.position, walk.torn)]
         return [broken_record_finding(f, path, end.position, None, size, last)]
     if end.kind == "partial":
         if f.size < size and not last:
@@ -287,6 +298,48 @@ def commitlog_file_findings(
         if extent is not None:
             return [garbage_finding(path, end.position, extent)]
     return []
+
+
+def preallocated_findings(store: rmq.RocketMQStore) -> list[Finding]:
+    """How the files after ``last_data_file`` (pre-allocated by the broker: zeros) are, as
+    validate states it: non-zero bytes in one are RMQ-CL-GARBAGE (``commitlog_file_findings``
+    with ``after_last``).  Reads each of them whole (``nonzero_extent``, in bounded chunks)."""
+    out: list[Finding] = []
+    last = last_data_file(store.commitlog)
+    for seg in store.commitlog[last + 1 :]:
+        if seg.size > 0:
+            with ReadOnlyFile(seg.path) as f:
+                out.extend(commitlog_file_findings(f, None, store.commitlog_file_size, last=False, after_last=True))
+    return out
+
+
+def unreadable_record_findings(store: rmq.RocketMQStore, seg: rmq.Segment, pos: int, exc: MqError) -> list[Finding]:
+    """Why the record at ``pos`` of ``seg``, read on its own (a ConsumeQueue unit, an index entry or
+    a msgId points there), does not decode, as validate states it.  When the walk of the file
+    (``CommitLogFileWalk``, as validate's, to where its data ends) stops at or before ``pos``, the
+    record lies past the file's valid data: how the file ends names it (``commitlog_file_findings``:
+    RMQ-CL-GARBAGE after the zeros that end the last file, RMQ-CL-NO-BLANK in an older one, the
+    first broken record, RMQ-CL-GARBAGE in a pre-allocated file); otherwise the record itself is
+    broken (``broken_record_finding``).  Reads the file up to where its walk stops: only on the
+    path of a read that failed."""
+    index = store.commitlog.index(seg)
+    last_index = last_data_file(store.commitlog)
+    size = store.commitlog_file_size
+    with ReadOnlyFile(seg.path) as f:
+        if index > last_index:
+            found = commitlog_file_findings(f, None, size, last=False, after_last=True)
+            if found:
+                return found
+        else:
+            walk = rmq.CommitLogFileWalk(f, check_crc=True, last=index == last_index, file_size=size)
+            for at, record in walk:
+                if at + record.total_size > pos:
+                    break  # a record of the walk holds ``pos``: the data goes on past it
+            else:
+                found = commitlog_file_findings(f, walk, size, last=index == last_index)
+                if found:
+                    return found
+        return [broken_record_finding(f, str(seg.path), pos, exc, size or f.size, index == last_index)]
 
 
 def gap_holding(findings: Iterable[Finding], offset: int) -> Finding | None:
@@ -345,7 +398,7 @@ def unscanned_commitlog_findings(store: rmq.RocketMQStore, stop: int) -> list[Fi
         if seg.size == 0 or i > last:
             continue
         with ReadOnlyFile(seg.path) as f:
-            walk = rmq.CommitLogFileWalk(f, check_crc=True, last=i == last)
+            walk = rmq.CommitLogFileWalk(f, check_crc=True, last=i == last, file_size=store.commitlog_file_size)
             for _ in walk:
                 pass
             out.extend(commitlog_file_findings(f, walk, store.commitlog_file_size, last=i == last))
