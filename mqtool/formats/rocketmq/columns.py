@@ -310,6 +310,8 @@ def walk_columns(buf: bytes, base: int, *, start: int = 0) -> ColumnWalk:
         & (topic_len >= 0)
         & (props_at <= end)
         & (_at(data, props_at - 2, ">i2").astype(np.int64) == end - props_at)
+        # a last byte of zero is how a torn write looks (``torn_record_tail``): the precise path judges it
+        & (data[np.clip(end - 1, 0, max(len(data) - 1, 0))] != 0)
     )
     count = _first_false(ok)
     # BODYCRC: the masked CRC32 of the body (0 for an empty body)
