@@ -21,7 +21,7 @@ of ``--records`` records each (``--value-size``-byte values, a key and a header 
   pays its imports; loading the compiled record walk (numba, once per run: its import and its
   cache of compiled code) is timed on its own and printed.  The in-process runs use the
   compiled walk whatever the size (numba installed); the CLI uses it from
-  ``validate_kafka.COMPILED_WALK_MIN_BYTES`` of ``.log`` on (1 GiB: below, the fixed cost of
+  ``store.model.kafka.COMPILED_WALK_MIN_BYTES`` of ``.log`` on (1 GiB: below, the fixed cost of
   loading it outweighs what it saves), so the CLI figures below that size are the Python walk's;
 * the ratios validate/crc32c (goal >= 0.5) and deep/kafka-python (in-process, above; and the
   CLI's marginal, which includes loading the compiled walk), and peak RSS; validate/crc32c also
@@ -56,6 +56,7 @@ from mqtool.formats.kafka import record_scan  # noqa: E402
 from mqtool.ops import validate_kafka as vk  # noqa: E402
 from mqtool.ops.validate import ValidateOptions  # noqa: E402
 from mqtool.store.kafka_writer import PartitionConfig, PartitionWriter  # noqa: E402
+from mqtool.store.model import kafka as km  # noqa: E402
 
 START_MS = 1_700_000_000_000
 
@@ -195,8 +196,8 @@ def main() -> None:
         t0 = time.process_time()
         compiled = record_scan.compiled_available()
         load_s = time.process_time() - t0
-        cli_threshold = vk.COMPILED_WALK_MIN_BYTES
-        vk.COMPILED_WALK_MIN_BYTES = 0  # this process: the compiled walk at any size
+        cli_threshold = km.COMPILED_WALK_MIN_BYTES
+        km.COMPILED_WALK_MIN_BYTES = 0  # this process: the compiled walk at any size
         side_deep_s, side_kp_s, side_ratios, side_records = deep_side_by_side(work / "bench-0", log, args.repeat)
 
         kp_runs = [kafka_python_pass(log) for _ in range(args.repeat)]

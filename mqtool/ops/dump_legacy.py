@@ -10,7 +10,7 @@ broken frame ends the walk of its file, where the broker's own recovery would st
 Jafka gzip wrappers are expanded (unless ``deep=False``): the wrapper itself, then every inner
 message with the offsets a consumer sees (Jafka's deep iterator: every inner message but the last
 reports the wrapper's start as its next fetch offset, the last reports the offset after the
-wrapper).  Inflating is bounded (``MAX_INFLATED_SIZE``): a gzip bomb is reported, not expanded.
+wrapper).  Inflating is bounded (``store.jafka.MAX_INFLATED_SIZE``): a gzip bomb is reported, not expanded.
 
 MetaQ archives are read too (``.meta.arc`` as a file, ``.meta.zip`` inflated on the fly), in
 offset order with the live segments; a ``.meta.zip`` dumps exactly like the segment it archives.
@@ -18,7 +18,6 @@ offset order with the live segments; a ``.meta.zip`` dumps exactly like the segm
 
 from __future__ import annotations
 
-import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,7 +27,6 @@ from mqtool.errors import (
     CorruptDataError,
     MqError,
     StoreLayoutError,
-    UnsupportedFormatError,
     hexint,
 )
 from mqtool.findings import Finding, Severity
@@ -38,8 +36,9 @@ from mqtool.formats.checksums import crc32, masked_crc32
 from mqtool.ops import log_findings
 from mqtool.store import jafka as sj
 from mqtool.store import metaq as sm
+from mqtool.store.jafka import InnerMessage, iter_wrapper
+from mqtool.store.jafka import starts_at as jafka_starts_at
 from mqtool.store.legacy import (
-    MAX_MESSAGE_SIZE,
     DataDir,
     Framing,
     Partition,
@@ -49,90 +48,9 @@ from mqtool.store.legacy import (
     WalkEnd,
     end_damage,
 )
+from mqtool.store.metaq import split_message as split_metaq
+from mqtool.store.metaq import starts_at as metaq_starts_at
 from mqtool.store.model.rocketmq import finding_text
-
-#: Largest inner message set a Jafka wrapper may inflate to.
-MAX_INFLATED_SIZE = MAX_MESSAGE_SIZE
-
-
-# --- Jafka wrappers ------------------------------------------------------------------------------
-
-
-def inflate_gzip(payload: bytes, limit: int | None = None) -> bytes:
-    """gunzip ``payload`` (concatenated members allowed, as ``GZIPInputStream`` reads them),
-    refusing to produce more than ``limit`` bytes (``MAX_INFLATED_SIZE``)."""
-    limit = MAX_INFLATED_SIZE if limit is None else limit
-    out = bytearray()
-    data = payload
-    try:
-        while True:
-            d = zlib.decompressobj(wbits=31)
-            out += d.decompress(data, limit - len(out) + 1)
-            if len(out) > limit:
-                raise CorruptDataError(expected=f"a wrapper that inflates to at most {limit} bytes", found="more (a gzip bomb or damage)")
-            if not d.eof:
-                if d.unconsumed_tail:
-                    raise CorruptDataError(expected=f"a wrapper that inflates to at most {limit} bytes", found="more")
-                raise CorruptDataError(expected="a complete gzip stream in the wrapper payload", found="a stream that ends early")
-            data = d.unused_data
-            if not data:
-                return bytes(out)
-    except zlib.error as exc:
-        raise CorruptDataError(expected="a gzip stream in the wrapper payload", found=f"zlib.error: {exc}") from None
-
-
-@dataclass(frozen=True)
-class InnerMessage:
-    """A message inside a wrapper: its index (depth-first), position in the inflated set, depth."""
-
-    index: int
-    position: int
-    depth: int
-    message: jf.Message
-    crc_computed: int
-
-
-def iter_wrapper(message: jf.Message, *, depth: int = 1, limit: int | None = None) -> Iterator[InnerMessage]:
-    """Every message inside a compressed wrapper, depth-first (nested wrappers are yielded, then
-    their own inner messages), each inflated set at most ``limit`` bytes (``MAX_INFLATED_SIZE``).
-    Raises ``CorruptDataError`` (or ``UnsupportedFormatError`` for snappy) at the first problem;
-    messages before it have been yielded."""
-    counter = [0]
-    yield from _iter_wrapper(message, depth, MAX_INFLATED_SIZE if limit is None else limit, counter)
-
-
-def _iter_wrapper(message: jf.Message, depth: int, limit: int, counter: list[int]) -> Iterator[InnerMessage]:
-    if depth > jf.MAX_NESTING:
-        raise CorruptDataError(expected=f"at most {jf.MAX_NESTING} nested compressed wrappers", found="more")
-    codec = message.compression_codec
-    if codec == jf.CODEC_SNAPPY:
-        raise UnsupportedFormatError("snappy wrapper", expected="gzip (Jafka has no snappy codec)", found="snappy")
-    if codec != jf.CODEC_GZIP:
-        raise CorruptDataError(expected="compression codec 1 (gzip)", found=str(codec))
-    inner = inflate_gzip(message.payload, limit)
-    walker = jf.MessageWalker(inner, check_crc=False)
-    try:
-        for pos, m in walker:
-            computed = crc32(m.payload)
-            yield InnerMessage(counter[0], pos, depth, m, computed)
-            counter[0] += 1
-            if m.compressed:
-                yield from _iter_wrapper(m, depth + 1, limit, counter)
-    except MqError as exc:
-        raise CorruptDataError(
-            f"inner message at inflated byte {walker.failed_at} (depth {depth})",
-            expected=exc.expected or "a valid inner message",
-            found=exc.found or exc.message,
-        ) from None
-    end = walker.end
-    assert end is not None
-    if end.kind != "eof":
-        raise CorruptDataError(
-            f"inner message set (depth {depth})",
-            expected=f"the {len(inner)}-byte inflated set to end after its last message",
-            found=f"a {end.kind} tail at inflated byte {end.position}",
-        )
-
 
 # --- common -----------------------------------------------------------------------------------------
 
@@ -240,20 +158,6 @@ class JafkaItem:
     def codec(self) -> str:
         codec = self.message.compression_codec
         return jf.CODEC_NAMES.get(codec, str(codec))
-
-
-def jafka_starts_at(reader: SegmentReader, pos: int) -> bool:
-    head = reader.pread(pos, 4)
-    if len(head) < 4:
-        return False
-    length = jf.peek_length(head)
-    if not jf.MIN_HEADER_SIZE <= length <= min(MAX_MESSAGE_SIZE, reader.size - pos - 4):
-        return False
-    try:
-        jf.decode_message(reader.pread(pos, 4 + length), 0)
-    except MqError:
-        return False
-    return True
 
 
 @dataclass
@@ -410,29 +314,6 @@ def id_parts(message_id: int) -> dict:
     worker (= brokerId) and sequence."""
     value = message_id & 0xFFFFFFFFFFFFFFFF
     return {"id_time": value >> 22, "broker_id": (value >> 12) & 0x3FF, "sequence": value & 0xFFF}
-
-
-def metaq_starts_at(reader: SegmentReader, pos: int) -> bool:
-    head = reader.pread(pos, mq.HEADER_LEN)
-    if len(head) < mq.HEADER_LEN or head == bytes(mq.HEADER_LEN):
-        return False
-    length = mq.peek_length(head)
-    if not 0 <= length <= min(MAX_MESSAGE_SIZE, reader.size - pos - mq.HEADER_LEN):
-        return False
-    try:
-        mq.decode_message(reader.pread(pos, mq.HEADER_LEN + length), 0)
-    except MqError:
-        return False
-    return True
-
-
-def split_metaq(message: mq.Message) -> tuple[bytes | None, bytes, MqError | None]:
-    """``(attribute, payload, error)``: a malformed attribute block leaves the whole data as payload."""
-    try:
-        attribute, payload = mq.split_data(message.data, message.flag)
-    except MqError as exc:
-        return None, message.data, exc
-    return attribute, payload, None
 
 
 @dataclass

@@ -1,24 +1,30 @@
-"""What validate says about the bytes a Kafka, Jafka or MetaQ reader read (issue 18).
+"""What the store model says about the bytes a Kafka, Jafka or MetaQ reader read (issue 18).
 
 The readers -- dump, stats, info, query, diff, recover's plan -- do not judge bytes themselves:
-they take the findings of the layout's validate engine (whose rules live in the store layer:
-``store.kafka``'s segment walk and torn-write rule, ``store.legacy``'s walk and end rule) for
-the partitions they read, so a reader names every gap and damage on its path with validate's
-code, path and position, and its exit follows validate's severities (a torn tail of the active
-segment is a warning, exit 0).  ``on_path`` runs that engine on the path the reader was given
-(the same path strings as the reader's) and keeps the errors and warnings inside the partitions
-read.
+they take the findings of the layout's store model (``store.model.kafka``: the segment walk,
+the index streams and the torn-write rule; ``store.model.legacy``: the message walk and the end
+rule of each broker's recovery) for the partitions they read, so a reader names every gap and
+damage on its path with the code, path and position ``validate`` reports (validate assembles
+the same reading), and its exit follows the findings' severities (a torn tail of the active
+segment is a warning, exit 0).  ``on_path`` reads the path the reader was given (the same path
+strings as the reader's) with the model and keeps the errors and warnings inside the
+partitions read.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
-from mqtool.errors import MqError, StoreLayoutError
+from mqtool.errors import StoreLayoutError
 from mqtool.findings import Finding, Severity
-from mqtool.ops.validate import ValidateOptions, validate_path
+from mqtool.layouts import Layout, for_layout
+from mqtool.store import jafka as sj
+from mqtool.store import kafka as ks
+from mqtool.store import metaq as sm
+from mqtool.store.model import kafka as km
+from mqtool.store.model import legacy as lm
 
 #: what a reader of the log reads: the files, the log and its offsets (``KAFKA-LOG-MISSING``, the
 #: log ending below what its checkpoints vouch for, is of the log family); not the checkpoint
@@ -30,21 +36,36 @@ INDEX = LOG | {"index"}
 UNREADABLE = frozenset({"KAFKA-FILE-UNREADABLE", "JAFKA-UNREADABLE", "METAQ-UNREADABLE"})
 
 
+def _kafka(path: Path, families: frozenset[str]) -> Iterator[Finding]:
+    return km.findings(ks.open_kafka(path), checks=families)
+
+
+def _jafka(path: Path, families: frozenset[str]) -> Iterator[Finding]:
+    return lm.findings(sj.open_jafka(path), "jafka")
+
+
+def _metaq(path: Path, families: frozenset[str]) -> Iterator[Finding]:
+    return lm.findings(sm.open_metaq(path), "metaq")
+
+
+#: The store model's reading of each layout a reader of logs reads: ``(path, families) -> findings``.
+READINGS: dict[Layout, Callable[[Path, frozenset[str]], Iterator[Finding]]] = {Layout.KAFKA: _kafka, Layout.JAFKA: _jafka, Layout.METAQ: _metaq}
+
+
 def on_path(path: str | os.PathLike[str], layout: str, within: Iterable[str | os.PathLike[str]] | None = None, *, families: frozenset[str] = LOG) -> list[Finding]:
-    """validate's errors and warnings for ``path`` (as ``layout``), in validate's order, kept to
-    the families a reader reads (of the files family its errors: gaps, overlaps, unreadable
-    files) and -- with ``within`` -- to findings at or under those
-    partition directories or files.  A path validate cannot open as a store (a carved file, a
-    KRaft snapshot given alone) has no findings here: the reader's own walk names its damage."""
+    """The store model's errors and warnings for ``path`` (as ``layout``), in validate's order,
+    kept to the families a reader reads (of the files family its errors: gaps, overlaps,
+    unreadable files) and -- with ``within`` -- to findings at or under those partition
+    directories or files.  A path the model cannot open as a store (a carved file, a KRaft
+    snapshot given alone) has no findings here: the reader's own walk names its damage."""
+    read = for_layout(READINGS, layout, "validate")
     try:
-        report = validate_path(Path(path), ValidateOptions(jobs=1, checks=frozenset(families)), layout)
+        found = list(read(Path(path), families))
     except StoreLayoutError:
         return []
-    except MqError:
-        raise
     scopes = None if within is None else [str(p) for p in within]
     out = []
-    for finding in report.findings:
+    for finding in found:
         if finding.level not in (Severity.error, Severity.warning) or finding.family not in families:
             continue
         if finding.code in UNREADABLE:

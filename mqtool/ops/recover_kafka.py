@@ -994,7 +994,7 @@ def _encode(kind: str, scan: _Scan, base: int) -> bytes:
 def _index_problems(part: ks.KafkaPartition, seg: _Seg, is_last: bool) -> set[str]:
     """Index kinds ``validate`` finds inconsistent with the log (an index written by multi-batch
     appends is consistent; a pre-allocated zero tail is not kept)."""
-    from mqtool.ops.validate_kafka import SegmentTask, check_segment
+    from mqtool.store.model.kafka import SegmentTask, check_segment
 
     files = seg.files
     task = SegmentTask(

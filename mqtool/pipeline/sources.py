@@ -72,6 +72,8 @@ from mqtool.pipeline.walk import Framing, Problem, walk_commitlog, walk_framed
 from mqtool.store import kafka as kstore
 from mqtool.store import rocketmq as rmq
 from mqtool.store.files import CHUNK_SIZE
+from mqtool.store.model import kafka as kmodel
+from mqtool.store.model import legacy as lmodel
 from mqtool.store.rocketmq import MAX_RECORD_SIZE, SEGMENT_NAME, find_next_record
 from mqtool.store.writer import cq_tags_code
 
@@ -1126,28 +1128,11 @@ def _kafka_candidates(chunk: bytes) -> Iterator[int]:
             yield i
 
 
-#: ``validate``'s code for a broken Kafka log entry, by its error's ``kind``; any other kind
-#: (a record inside the entry, a cut inner structure) is KAFKA-LOG-RECORDS.
-KAFKA_CODES: dict[str | None, str] = {
-    "crc": "KAFKA-LOG-CRC",
-    "unsupported": "KAFKA-LOG-UNSUPPORTED",
-    "magic": "KAFKA-LOG-MAGIC",
-    "offset-order": "KAFKA-OFFSET-ORDER",
-    "compression": "KAFKA-LOG-COMPRESSION",
-    "size": "KAFKA-LOG-SIZE",
-}
-
-
-def _kafka_classify(exc: MqError) -> str:
-    """The code of an entry ``LogWalker`` (``FileRecords.batchIterator`` upstream) rejects."""
-    return KAFKA_CODES.get(exc.kind, "KAFKA-LOG-RECORDS")
-
-
 KAFKA_FRAMING = Framing(
     walker=lambda data: _Adapt(LogWalker(data, 0, mode="full"), lambda e: (e.position, e, e.size)),
     decodes=_kafka_decodes,
     candidates=_kafka_candidates,
-    classify=_kafka_classify,
+    classify=kmodel.entry_error_code,
     region_code="KAFKA-LOG-GARBAGE",
     torn_check=lambda head, length, last: kstore.not_a_torn_write(head, length, last.last_offset if last is not None else None),
 )
@@ -1220,22 +1205,11 @@ def _jafka_candidates(chunk: bytes) -> Iterator[int]:
             yield i
 
 
-#: ``validate``'s code for a broken Jafka message, by its error's ``kind``; anything else
-#: (a LENGTH that does not fit, a wrapper that does not inflate) is JAFKA-SIZE.
-JAFKA_CODES: dict[str | None, str] = {"crc": "JAFKA-CRC", "magic": "JAFKA-MAGIC"}
-
-
-def _jafka_classify(exc: MqError) -> str:
-    """The code of a message Jafka's ``MessageSet`` reader rejects (``Message.crcOffset``
-    throws ``UnknownMagicByteException`` for a magic other than 1)."""
-    return JAFKA_CODES.get(exc.kind, "JAFKA-SIZE")
-
-
 JAFKA_FRAMING = Framing(
     walker=lambda data: _Adapt(jf.MessageWalker(data), lambda t: (t[0], t[1], t[1].serialized_size)),
     decodes=_jafka_decodes,
     candidates=_jafka_candidates,
-    classify=_jafka_classify,
+    classify=lmodel.jafka_error_code,
     region_code="JAFKA-UNREADABLE-REGION",
 )
 
@@ -1320,17 +1294,11 @@ def _metaq_candidates(chunk: bytes) -> Iterator[int]:
             yield i
 
 
-def _metaq_classify(exc: MqError) -> str:
-    """The code of a message MetaQ's ``MessageUtils`` rejects: a checksum mismatch is
-    METAQ-CRC, anything else (msgLen) METAQ-SIZE."""
-    return "METAQ-CRC" if exc.kind == "crc" else "METAQ-SIZE"
-
-
 METAQ_FRAMING = Framing(
     walker=lambda data: _Adapt(mq.MessageWalker(data), lambda t: (t[0], t[1], t[1].size)),
     decodes=_metaq_decodes,
     candidates=_metaq_candidates,
-    classify=_metaq_classify,
+    classify=lmodel.metaq_error_code,
     region_code="METAQ-UNREADABLE-REGION",
 )
 

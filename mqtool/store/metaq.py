@@ -24,8 +24,10 @@ import os
 import re
 from pathlib import Path
 
+from mqtool.errors import MqError
 from mqtool.formats import metaq as mq
 from mqtool.store.legacy import (
+    MAX_MESSAGE_SIZE,
     DataDir,
     Framing,
     LayoutNames,
@@ -94,6 +96,30 @@ def expected_entry_name(segment: Segment) -> str | None:
 
 def open_segment(segment: Segment) -> SegmentReader:
     return SegmentReader(segment, expected_entry_name(segment))
+
+
+def starts_at(reader: SegmentReader, pos: int) -> bool:
+    """Whether a complete, valid message starts at ``pos`` of the segment (a zero header is none)."""
+    head = reader.pread(pos, mq.HEADER_LEN)
+    if len(head) < mq.HEADER_LEN or head == bytes(mq.HEADER_LEN):
+        return False
+    length = mq.peek_length(head)
+    if not 0 <= length <= min(MAX_MESSAGE_SIZE, reader.size - pos - mq.HEADER_LEN):
+        return False
+    try:
+        mq.decode_message(reader.pread(pos, mq.HEADER_LEN + length), 0)
+    except MqError:
+        return False
+    return True
+
+
+def split_message(message: mq.Message) -> tuple[bytes | None, bytes, MqError | None]:
+    """``(attribute, payload, error)``: a malformed attribute block leaves the whole data as payload."""
+    try:
+        attribute, payload = mq.split_data(message.data, message.flag)
+    except MqError as exc:
+        return None, message.data, exc
+    return attribute, payload, None
 
 
 def segment_name(segment: Segment) -> str:

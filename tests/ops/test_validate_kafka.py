@@ -23,6 +23,7 @@ from mqtool.formats.kafka import record_batch as rb
 from mqtool.formats.kafka import record_scan
 from mqtool.formats.kafka.log import LogWalker
 from mqtool.ops import validate_kafka as vk
+from mqtool.store.model import kafka as km
 from mqtool.findings.codes_kafka import CODES
 from mqtool.findings import Severity
 from mqtool.ops.validate import ValidateOptions
@@ -207,7 +208,7 @@ def test_bytes_appended_after_the_last_entry_are_damage_unless_they_could_be_a_t
     with open(last, "ab") as out:
         out.write(head + b"\x01" * 40)
     for running in (False, True):  # beside a running broker too: junk is not a write in progress
-        monkeypatch.setattr(vk, "probe_record_lock", lambda path: 4242 if running else None)
+        monkeypatch.setattr(km, "probe_record_lock", lambda path: 4242 if running else None)
         report = validate(logs)
         if code == "KAFKA-LOG-TORN-TAIL":
             f = found(report, "KAFKA-LOG-IN-PROGRESS" if running else code, last, end)[0]
@@ -228,7 +229,7 @@ def test_torn_tail_of_a_running_broker_is_in_progress(logs, monkeypatch):
     middle = seg(logs, "orders-0", 60)
     m = entries(middle)[-1]
     os.truncate(middle, m.position + 15)
-    monkeypatch.setattr(vk, "probe_record_lock", lambda path: 4242)
+    monkeypatch.setattr(km, "probe_record_lock", lambda path: 4242)
     report = validate(logs)
     (f,) = found(report, "KAFKA-LOG-IN-PROGRESS", last, e.position, Severity.info)
     assert f.length == 30
@@ -334,7 +335,7 @@ def test_deep_unsupported_codec(logs, monkeypatch):
     def missing(*args, **kw):
         raise UnsupportedFormatError("gzip compression needs a package", expected="the codec", found="not installed")
 
-    monkeypatch.setattr(vk.compression, "decompress", missing)
+    monkeypatch.setattr(km.compression, "decompress", missing)
     path = seg(logs, "events-0", 0)
     e = next(x for x in entries(path) if x.magic == 2 and x.header.compression_type == compression.GZIP)
     found(validate(logs, deep=True), "KAFKA-LOG-UNSUPPORTED", path, e.position, Severity.warning)
@@ -506,7 +507,7 @@ def test_file_family(logs, monkeypatch):
     seg(logs, "orders-0", 30, "index").unlink()
     (logs / "orders-0" / "00000000000000000030.log.deleted").write_bytes(b"")
     (logs / "recovery-point-offset-checkpoint.tmp").write_text("0\n0\n")
-    monkeypatch.setattr(vk.ks, "MAX_SEGMENT_SIZE", 3000)
+    monkeypatch.setattr(km.ks, "MAX_SEGMENT_SIZE", 3000)
     report = validate(logs)
     found(report, "KAFKA-FILE-NAME", logs / "orders-0" / "notes.txt", None, Severity.warning)
     found(report, "KAFKA-DIR-NAME", logs / "backup", None, Severity.error)
@@ -712,9 +713,9 @@ def test_deep_checks_of_a_big_segment_are_shared_out(logs, monkeypatch):
     length_size = 2 if raw[e.position + 61] >= 0x80 else 1
     patch(path, e.position + 61 + length_size + 3, b"\x7e")
     fix_crc(path, e.position)
-    monkeypatch.setattr(vk, "DEEP_SPLIT_BYTES", 600)  # orders-0's 4 KiB segments split in ranges
-    part = vk.ks.list_partition(logs / "orders-0")
-    ranges = vk._deep_ranges(part.segments[0], 2)
+    monkeypatch.setattr(km, "DEEP_SPLIT_BYTES", 600)  # orders-0's 4 KiB segments split in ranges
+    part = km.ks.list_partition(logs / "orders-0")
+    ranges = km._deep_ranges(part.segments[0], 2)
     assert len(ranges) > 2 and ranges[0].start == 0 and all(a.stop == b.start for a, b in zip(ranges, ranges[1:]))
     assert ranges[-1].stop == path.stat().st_size and ranges[1].prior is not None
     one = validate(logs, deep=True)
@@ -809,7 +810,7 @@ def test_compiled_walk_refuses_what_it_leaves_to_the_precise_walk(tmp_path, monk
     assert record_scan.scan_records_py(record, 0, len(record), 1) == (0, 0, -(2**62) - 1, True)
     b = rb.build_batch([rb.Record(offset_delta=0, timestamp_delta=-(2**62) - 1, value=b"v")], base_timestamp=2**62 + 10)
     res = _writer_with(tmp_path, b)
-    monkeypatch.setattr(vk, "COMPILED_WALK_MIN_BYTES", 0)
+    monkeypatch.setattr(km, "COMPILED_WALK_MIN_BYTES", 0)
     report = validate(tmp_path / "t-0", deep=True)
     assert report.facts["records"] == 2 and not [f for f in report.findings if f.family == "log" and f.code != "KAFKA-LOG-VALID-END"], res
 
@@ -817,7 +818,7 @@ def test_compiled_walk_refuses_what_it_leaves_to_the_precise_walk(tmp_path, monk
 @needs_compiled
 def test_compiled_walk_runs_on_healthy_batches_and_finds_the_same(logs, monkeypatch):
     python = validate(logs, deep=True)
-    monkeypatch.setattr(vk, "COMPILED_WALK_MIN_BYTES", 0)
+    monkeypatch.setattr(km, "COMPILED_WALK_MIN_BYTES", 0)
 
     def refuse(*args):
         raise AssertionError("the Python walk ran")
@@ -834,7 +835,7 @@ def test_compiled_walk_runs_on_healthy_batches_and_finds_the_same(logs, monkeypa
     fix_crc(path, e.position)
     monkeypatch.undo()
     python = validate(logs, deep=True)
-    monkeypatch.setattr(vk, "COMPILED_WALK_MIN_BYTES", 0)
+    monkeypatch.setattr(km, "COMPILED_WALK_MIN_BYTES", 0)
     compiled = validate(logs, deep=True, jobs=2)
     key = lambda r: sorted((f.code, f.path, f.position, f.message) for f in r.findings)
     assert key(compiled) == key(python)
@@ -855,7 +856,7 @@ def test_compiled_walk_only_for_big_runs(logs, monkeypatch):
     validate(logs, deep=True)
     assert used and not any(used)
     if record_scan.compiled_available():
-        monkeypatch.setattr(vk, "COMPILED_WALK_MIN_BYTES", 1)
+        monkeypatch.setattr(km, "COMPILED_WALK_MIN_BYTES", 1)
         used.clear()
         validate(logs, deep=True)
         assert used and all(used)

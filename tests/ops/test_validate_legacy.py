@@ -22,12 +22,9 @@ from mqtool.formats import metaq as mq
 from mqtool.findings.codes_legacy import CODES
 from mqtool.findings import Severity
 from mqtool.ops.validate import ValidateOptions
-from mqtool.ops.validate_legacy import (
-    SegmentTask,
-    validate_jafka,
-    validate_metaq,
-    validate_segment,
-)
+from mqtool.ops.validate_legacy import validate_jafka, validate_metaq
+from mqtool.store.model.legacy import SegmentTask
+from mqtool.store.model.legacy import read_segment as validate_segment
 from tests.conftest import FIXTURES
 
 OPTIONS = ValidateOptions()
@@ -668,12 +665,12 @@ def test_jafka_inner_crc_mismatch(tmp_path):
 def test_jafka_gzip_bomb_is_refused(tmp_path, monkeypatch):
     import gzip
 
-    from mqtool.ops import dump_legacy
+    from mqtool.store import jafka as sj
 
-    monkeypatch.setattr(dump_legacy, "MAX_INFLATED_SIZE", 4096)
+    monkeypatch.setattr(sj, "MAX_INFLATED_SIZE", 4096)
     bomb = jf.encode_message(jf.Message(gzip.compress(bytes(1 << 20), mtime=0), attributes=jf.CODEC_GZIP))
     with pytest.raises(Exception, match="at most 4096"):
-        list(dump_legacy.iter_wrapper(jf.decode_message(bomb), limit=4096))
+        list(sj.iter_wrapper(jf.decode_message(bomb), limit=4096))
     s = jstore(tmp_path, [jmsg(0) + bomb, jseg(4, 4)])
     (f,) = _by_code(s.validate())["JAFKA-WRAPPER"]
     assert "inflates to at most" in f.message

@@ -1,0 +1,1805 @@
+"""The Kafka store model: one streaming reading of a log dir, a partition dir or a segment file.
+
+What the broker's loader and recovery (``LogLoader.load``, ``LogSegment.recover``,
+``UnifiedLog``, ``OffsetIndex``, ``TimeIndex``, ``TransactionIndex``, ``ProducerStateManager``,
+``LeaderEpochFileCache``) would make of the files, stated once as findings for every command:
+``validate`` assembles them into its report, the readers (dump, stats, info, query, diff,
+recover's plan) name them on their path, and nothing else judges a Kafka segment's bytes.
+
+``read_store`` yields, in this order:
+
+1. the files: partition dir names, unknown files, leftovers of interrupted operations
+   (``.deleted``/``.cleaned``/``.swap``/``.tmp``), links and special files, logs without
+   indexes (index files without a ``.log`` are held back: a partition that lost its data is
+   their cause);
+2. one ``SegmentRead`` per ``.log`` (and per KRaft snapshot), read as independent tasks (the
+   caller's ``run`` may spread them over processes): what ``LogSegment.recover`` checks --
+   entry framing, sizes, CRC-32C/CRC-32, the end-transaction marker of control batches with a
+   producer id -- plus offsets (increasing, inside the segment's 32-bit relative range),
+   partition leader epochs, and, streamed side by side with the log, every ``.index`` entry
+   (a batch boundary holding the indexed offset, or a multi-batch append whose last batch has
+   it), every ``.timeindex`` entry (the max timestamp of the batch holding its offset, never
+   below an earlier batch's) and every ``.txnindex`` entry (an ABORT marker of that producer;
+   every ABORT indexed).  How the segment ends: clean, zero tail, torn tail (position and
+   length), garbage; after a broken entry the walk resynchronises on the next valid entry so
+   the rest is still checked.  ``deep`` also decodes every record: varint framing, sizes,
+   record count, offset and timestamp deltas against the header, decompression, inner
+   messages of v0/v1 wrappers (a big segment's records in ``DeepRangeTask`` shares);
+3. per partition (then a ``PartitionRead`` with its offsets): segment continuity (a gap is
+   information, an overlap an error), producer snapshots, a log that ends below what its own
+   state vouches for (``KAFKA-LOG-MISSING``), ``leader-epoch-checkpoint`` (increasing, and
+   agreeing with the batches), ``partition.metadata``;
+4. the log dir: the offset checkpoints (recovery point, high watermark, log start, cleaner
+   offset) against each log end offset, ``meta.properties``, ``.kafka_cleanshutdown``,
+   ``.lock``.
+
+Every finding comes as a ``Placed``: the finding and the file whose summary it counts toward.
+Memory stays flat: a segment task streams its files and returns findings plus a few numbers.
+"""
+
+from __future__ import annotations
+
+import heapq
+import json
+import os
+import re
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Generic, TypeVar, cast
+
+from mqtool.errors import ChecksumError, CorruptDataError, MqError, StoreIOError, UnsupportedFormatError
+from mqtool.findings import FAMILIES, Finding, Severity
+from mqtool.formats.kafka import checkpoint_file as cpf
+from mqtool.formats.kafka import compression, record_scan
+from mqtool.formats.kafka import index as kidx
+from mqtool.formats.kafka import legacy as klegacy
+from mqtool.formats.kafka import record_batch as rb
+from mqtool.formats.kafka import snapshot as ksnap
+from mqtool.formats.kafka import txn_index as ktxn
+from mqtool.formats.kafka.log import LogEntry, decode_entry, records_of_message
+from mqtool.store import kafka as ks
+from mqtool.store.files import CHUNK_SIZE, ReadOnlyFile, nonzero_extent, read_small_file
+from mqtool.store.lock import probe_record_lock
+
+_V2_MIN_LENGTH = rb.RECORD_BATCH_OVERHEAD - rb.LOG_OVERHEAD  # 49
+INT32_MAX = 2**31 - 1
+#: Bytes of ``.log`` read at a time by the walks of this module.  Smaller than the store's
+#: default chunk: a fresh 8 MiB buffer per read costs page faults that a 1 MiB one, reused by the
+#: allocator, does not (measured: 13 ms against 3 ms to read 33 MiB); an entry larger than this
+#: is still read whole.
+WALK_CHUNK = 1 << 20
+E, W = Severity.error, Severity.warning
+T = TypeVar("T")
+#: The entry type of an ``_IndexStream``: ``OffsetPosition``, ``TimestampOffset`` or ``AbortedTxn``.
+IndexEntry = TypeVar("IndexEntry")
+#: Checkpoint file name -> (its path, its ``(topic, partition) -> offset`` table when readable).
+OffsetCheckpoints = dict[str, tuple[Path | None, dict[tuple[str, int], int] | None]]
+
+
+# --- what the reading yields ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Placed:
+    """A finding and the file whose summary it counts toward (None: the store's, or no file's)."""
+
+    finding: Finding
+    file: str | None = None
+
+
+class Sink:
+    """Findings in the order the reading states them; ``drain`` hands them over."""
+
+    def __init__(self) -> None:
+        self.items: list[Placed] = []
+
+    def add(self, finding: Finding, file: str | None = None) -> None:
+        self.items.append(Placed(finding, file))
+
+    def drain(self) -> list[Placed]:
+        items, self.items = self.items, []
+        return items
+
+
+#: The code of a Kafka log entry a full decode (``LogWalker``, ``FileRecords.batchIterator``
+#: upstream) rejects, by its error's ``kind``; any other kind (a record inside the entry, a cut
+#: inner structure) is KAFKA-LOG-RECORDS.  The Spark scan's walk names its problems with it.
+ENTRY_CODES: dict[str | None, str] = {
+    "crc": "KAFKA-LOG-CRC",
+    "unsupported": "KAFKA-LOG-UNSUPPORTED",
+    "magic": "KAFKA-LOG-MAGIC",
+    "offset-order": "KAFKA-OFFSET-ORDER",
+    "compression": "KAFKA-LOG-COMPRESSION",
+    "size": "KAFKA-LOG-SIZE",
+}
+
+
+def entry_error_code(exc: MqError) -> str:
+    """The code of an entry a full decode rejects (``ENTRY_CODES``)."""
+    return ENTRY_CODES.get(exc.kind, "KAFKA-LOG-RECORDS")
+
+# --- phase 2: one segment ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SegmentTask:
+    partition: str
+    log: str
+    base_offset: int
+    named: bool = True
+    index: str | None = None
+    timeindex: str | None = None
+    txnindex: str | None = None
+    is_last: bool = True
+    deep: bool = False
+    indexes: bool = True
+    kraft_snapshot: bool = False
+    max_decompressed_size: int = compression.DEFAULT_MAX_DECOMPRESSED_SIZE
+    #: --deep: walk healthy batches' records with the compiled walk (``record_scan``).
+    compiled_walk: bool = False
+    #: --deep: record checks only for entries at or after this position (the ones before are
+    #: shared out to ``DeepRangeTask``s when a big segment is split for ``--jobs``).
+    deep_from: int = 0
+
+
+@dataclass(frozen=True)
+class DeepRangeTask:
+    """--deep record checks of the entries starting in ``[start, stop)`` of one segment (batch
+    boundaries found by a framing walk), so one big segment's records are decoded in parallel.
+    The segment's own task does every other check; this one only reports the deep codes."""
+
+    log: str
+    base_offset: int
+    named: bool
+    start: int
+    stop: int
+    prior: int | None  # the last offset before ``start``
+    max_decompressed_size: int = compression.DEFAULT_MAX_DECOMPRESSED_SIZE
+    compiled_walk: bool = False
+
+
+@dataclass
+class IndexFileResult:
+    path: str
+    family: str
+    size: int
+    entries: int = 0
+    valid_bytes: int | None = None
+
+
+@dataclass
+class SegmentResult:
+    path: str
+    partition: str
+    base_offset: int
+    is_last: bool
+    size: int = 0
+    entries: int = 0
+    records: int = 0
+    valid_end: int = 0
+    end_kind: str | None = None
+    first_offset: int | None = None
+    last_offset: int | None = None
+    max_timestamp: int = -1
+    #: ``[epoch, first offset, last offset]`` runs of partition leader epochs (v2 batches).
+    epochs: list[list[int]] = field(default_factory=list)
+    magics: set[int] = field(default_factory=set)
+    codecs: set[int] = field(default_factory=set)
+    findings: list[Finding] = field(default_factory=list)
+    indexes: list[IndexFileResult] = field(default_factory=list)
+
+
+class _IndexStream(Generic[IndexEntry]):
+    """One index file consumed in step with the log: ``current`` / ``advance()`` over its entries.
+
+    Walker errors become findings (and end the stream); a pre-allocated zero tail is reported
+    once; entry 0 that is all zero with nothing after it is an unused slot, not an entry.
+    """
+
+    STEP = {"index": kidx.OFFSET_ENTRY_SIZE, "timeindex": kidx.TIME_ENTRY_SIZE, "txnindex": ktxn.ENTRY_SIZE}
+
+    def __init__(self, path: str | None, kind: str, base_offset: int, res: SegmentResult, is_last: bool) -> None:
+        self.path = path
+        self.kind = kind
+        self.res = res
+        self.is_last = is_last
+        self.current: tuple[int, IndexEntry] | None = None
+        self.last_entry: IndexEntry | None = None
+        self.count = 0
+        self.summary: IndexFileResult | None = None
+        self._file: ReadOnlyFile | None = None
+        self._walk: ks.IndexFileWalk | None = None
+        self._gen: Iterator[tuple[int, IndexEntry]] | None = None
+        self._dropped_zero_slot = False
+        if path is None:
+            return
+        try:
+            self._file = ReadOnlyFile(path)
+        except MqError as exc:
+            res.findings.append(Finding("KAFKA-FILE-UNREADABLE", path, None, str(exc)))
+            return
+        self.summary = IndexFileResult(path, "index", self._file.size)
+        res.indexes.append(self.summary)
+        step = self.STEP[kind]
+        extra = self._file.size % step
+        if extra and kind != "txnindex":
+            res.findings.append(
+                Finding(
+                    "KAFKA-INDEX-SIZE",
+                    path,
+                    self._file.size - extra,
+                    f"expected a size that is a multiple of {step} bytes, found {self._file.size} ({extra} trailing bytes; "
+                    "the broker's sanity check throws CorruptIndexException)",
+                    length=extra,
+                )
+            )
+        self._walk = ks.IndexFileWalk(self._file, kind, base_offset)  # type: ignore[arg-type]
+        self._gen = self._entries()
+        self.advance()
+
+    @property
+    def file(self) -> str:
+        """The index file's path (only a stream with a file has entries and findings)."""
+        assert self.path is not None
+        return self.path
+
+    def _entries(self) -> Iterator[tuple[int, IndexEntry]]:
+        walk = self._walk
+        assert walk is not None
+        # the walk yields the entry type of its kind, which this stream was made for
+        it = cast(Iterator[tuple[int, IndexEntry]], iter(walk))
+        first = next(it, None)
+        if first is None:
+            return
+        if walk.first_is_zero:
+            second = next(it, None)
+            if second is None:
+                self._dropped_zero_slot = True  # entry 0 all zero, nothing after it: no entry
+                return
+            yield first
+            yield second
+        else:
+            yield first
+        yield from it
+
+    def advance(self) -> None:
+        if self._gen is None:
+            self.current = None
+            return
+        try:
+            self.current = next(self._gen)
+        except StopIteration:
+            self.current = None
+            self._gen = None
+            self._finish()
+            return
+        except StoreIOError as exc:
+            self.current = None
+            self._gen = None
+            self.res.findings.append(Finding("KAFKA-FILE-UNREADABLE", self.file, exc.position, str(exc)))
+            return
+        self.count += 1
+        self.last_entry = self.current[1]
+
+    def _finish(self) -> None:
+        walk = self._walk
+        assert walk is not None and self.summary is not None
+        if walk.error is not None:
+            code = "KAFKA-TXNINDEX-ENTRY" if self.kind == "txnindex" else "KAFKA-INDEX-ORDER"
+            self.res.findings.append(Finding(code, self.file, walk.error.position, walk.error.reason))
+            return
+        end = walk.end
+        assert end is not None  # the walk ended without an error
+        if self._dropped_zero_slot:
+            self._zero_tail(0)
+        elif end.kind == "zeros":
+            self._zero_tail(end.position)
+        elif end.kind == "partial" and self.kind == "txnindex":
+            self.res.findings.append(
+                Finding(
+                    "KAFKA-TXNINDEX-ENTRY",
+                    self.file,
+                    end.position,
+                    f"{end.length} trailing bytes, less than a {ktxn.ENTRY_SIZE}-byte entry (a torn append; the broker ignores them)",
+                    length=end.length,
+                    severity=W,
+                )
+            )
+        else:
+            self.summary.valid_bytes = end.position
+
+    def _zero_tail(self, position: int) -> None:
+        assert self.summary is not None and self._file is not None
+        self.summary.valid_bytes = position
+        length = self._file.size - position
+        if length <= 0:
+            return
+        if self.kind == "txnindex":
+            self.res.findings.append(
+                Finding("KAFKA-TXNINDEX-ENTRY", self.file, position, f"{length} zero bytes after the last entry", length=length, severity=W)
+            )
+            return
+        why = (
+            "the active segment's index stays pre-allocated until the broker rolls or closes it"
+            if self.is_last
+            else "a segment before the last should have a trimmed index (the broker trusts fileLength/entrySize entries)"
+        )
+        self.res.findings.append(
+            Finding(
+                "KAFKA-INDEX-ZERO-TAIL",
+                self.file,
+                position,
+                f"{length} bytes of unused zero slots after {self.count} entr{'y' if self.count == 1 else 'ies'}: {why}",
+                length=length,
+                severity=None if self.is_last else W,
+            )
+        )
+
+    def close(self) -> None:
+        if self.summary is not None:
+            self.summary.entries = self.count
+        if self._file is not None:
+            self._file.close()
+
+
+class _SegmentChecker:
+    def __init__(self, task: SegmentTask, f: ReadOnlyFile, res: SegmentResult) -> None:
+        self.t = task
+        self.f = f
+        self.res = res
+        self.path = task.log
+        self.base = task.base_offset
+        self.prev_last: int | None = None
+        self.prev_pos: int | None = None
+        self.max_epoch = -1
+        self.running_max_ts = -1
+        self.gaps = 0
+        self.first_gap: tuple[int, int, int] | None = None
+        self.oi: _IndexStream[kidx.OffsetPosition] | None = None
+        self.ti: _IndexStream[kidx.TimestampOffset] | None = None
+        self.tx: _IndexStream[ktxn.AbortedTxn] | None = None
+        self.pending: tuple[int, kidx.OffsetPosition] | None = None
+        self.multi_batch = 0
+        self.first_break: int | None = None
+
+    def find(self, code: str, position: int | None, message: str, **kw: Any) -> None:
+        self.res.findings.append(Finding(code, self.path, position, message, **kw))
+
+    def broken(self, position: int) -> None:
+        if self.first_break is None:
+            self.first_break = position
+
+    # --- the walk ----------------------------------------------------------------------------
+    def run(self) -> None:
+        t = self.t
+        if t.indexes and not t.kraft_snapshot:
+            self.oi = _IndexStream(t.index, "index", self.base, self.res, t.is_last)
+            self.ti = _IndexStream(t.timeindex, "timeindex", self.base, self.res, t.is_last)
+            self.tx = _IndexStream(t.txnindex, "txnindex", self.base, self.res, t.is_last)
+        try:
+            self._walk()
+            self._finish_indexes()
+        finally:
+            for stream in (self.oi, self.ti, self.tx):
+                if stream is not None:
+                    stream.close()
+
+    def _walk(self) -> None:
+        f = self.f
+        res = self.res
+        start = 0
+        while True:
+            walk = ks.LogFileWalk(f, start, mode="framing", chunk=WALK_CHUNK)
+            for pos, entry in walk:
+                self._entry(pos, entry, walk.buffer, pos - walk.buffer_start)
+            if walk.error is not None:
+                bad = walk.failed_at
+                assert bad is not None  # set with the error
+                self.broken(bad)
+                exc = walk.error
+                code = "KAFKA-LOG-MAGIC" if exc.kind == "magic" else "KAFKA-OFFSET-ORDER" if exc.kind == "offset-order" else "KAFKA-LOG-SIZE"
+                self.find(code, exc.position, exc.reason + self._truncation_note(bad))
+                nxt = self._resync(bad + 1)
+                if nxt is None:
+                    extent = nonzero_extent(f, bad)
+                    stop = extent[1] if extent else bad
+                    if stop > bad:
+                        self.find(
+                            "KAFKA-LOG-GARBAGE",
+                            bad,
+                            f"no valid entry after the broken one: {stop - bad} bytes up to position {stop} cannot be read",
+                            length=stop - bad,
+                        )
+                    res.end_kind = "corrupt"
+                    assert self.first_break is not None  # broken() above
+                    res.valid_end = self.first_break
+                    return
+                self.find(
+                    "KAFKA-LOG-GARBAGE",
+                    bad,
+                    f"{nxt - bad} bytes between the broken entry and the next valid entry at {nxt} were skipped",
+                    length=nxt - bad,
+                )
+                start = nxt
+                continue
+            end = walk.end
+            assert end is not None
+            if end.kind == "zeros" and walk.garbage_after_zeros is not None:
+                first, stop = walk.garbage_after_zeros
+                self.broken(end.position)
+                self.find(
+                    "KAFKA-LOG-SIZE",
+                    end.position + 8,
+                    f"expected an entry size >= 14, found 0: {first - end.position} zero bytes before more data at {first}"
+                    + self._truncation_note(end.position),
+                    length=first - end.position,
+                )
+                nxt = self._resync(first - 11 if first - 11 > end.position else end.position + 1)
+                if nxt is None:
+                    self.find("KAFKA-LOG-GARBAGE", first, f"{stop - first} bytes after the zero run do not start a valid entry", length=stop - first)
+                    res.end_kind = "corrupt"
+                    assert self.first_break is not None  # broken() above
+                    res.valid_end = self.first_break
+                    return
+                if nxt > first:
+                    self.find("KAFKA-LOG-GARBAGE", first, f"{nxt - first} bytes before the next valid entry at {nxt} were skipped", length=nxt - first)
+                start = nxt
+                continue
+            self._end(end.kind, end.position, end.length)
+            return
+
+    def _truncation_note(self, position: int) -> str:
+        if self.t.kraft_snapshot:
+            return ""
+        later = "" if self.t.is_last else " and deletes every later segment"
+        return f" (recovery truncates the segment at {position}{later})"
+
+    def _end(self, kind: str, position: int, length: int) -> None:
+        res = self.res
+        res.end_kind = kind if self.first_break is None else "corrupt"
+        res.valid_end = position if self.first_break is None else self.first_break
+        size = self.f.size
+        last = self.t.is_last or self.t.kraft_snapshot
+        severity = None if last else E
+        if kind == "zeros" and size > position:
+            self.find(
+                "KAFKA-LOG-ZERO-TAIL",
+                position,
+                f"{size - position} zero bytes after the last entry (pre-allocated segment, log.preallocate=true); "
+                f"recovery reads them as an entry of size 0 and truncates{'' if last else ' -- in a segment before the last, and deletes every later segment'}",
+                length=size - position,
+                severity=severity,
+            )
+        elif kind == "partial":
+            present = size - position
+            if present < 17:
+                what = f"{present} bytes, less than a 17-byte entry header"
+            else:
+                _offset, length, magic = rb.peek_batch(self.f.pread(position, rb.HEADER_SIZE_UP_TO_MAGIC))
+                what = f"an entry of {rb.LOG_OVERHEAD + length} bytes (magic {magic}) with only {present} present"
+            self.find(
+                "KAFKA-LOG-TORN-TAIL",
+                position,
+                f"torn tail: {what}; the broker ignores it and recovery truncates the segment to {position}"
+                + ("" if last else ", deleting every later segment"),
+                length=present,
+                severity=severity,
+            )
+        if self.t.is_last and not self.t.kraft_snapshot and self.first_break is None and (res.entries or position):
+            leo = self.prev_last + 1 if self.prev_last is not None else self.base
+            self.find("KAFKA-LOG-VALID-END", position, f"valid data ends at position {position} (log end offset {leo}, {kind} follow)")
+
+    def _resync(self, start: int) -> int | None:
+        """First position >= ``start`` where an entry with a valid CRC starts (continuing the
+        offsets seen so far, when there are any)."""
+        f = self.f
+        extent = nonzero_extent(f, start)
+        if extent is None:
+            return None
+        pos = max(start, extent[0] - 11)
+        patterns = [bytes([m]) for m in sorted(self.res.magics or {0, 1, 2})]
+        overlap = 64
+        while pos + 17 <= f.size:
+            chunk = f.pread(pos, CHUNK_SIZE + overlap)
+            for i in heapq.merge(*(_find_all(chunk, pat, 16) for pat in patterns)):
+                rel = i - 16
+                candidate = pos + rel
+                if candidate < start:
+                    continue
+                offset, size, _magic = rb.peek_batch(chunk, rel)  # the same framing for v0/v1 messages
+                if size < 14 or size > ks.MAX_ENTRY_SIZE or candidate + 12 + size > f.size:
+                    continue
+                if self.prev_last is not None and offset <= self.prev_last:
+                    continue
+                try:
+                    ks.read_entry_at(f, candidate, mode="header")
+                except MqError:
+                    continue
+                return candidate
+            if len(chunk) <= overlap + 17:
+                break
+            pos += len(chunk) - overlap
+        return None
+
+    # --- one entry ---------------------------------------------------------------------------
+    def _entry(self, pos: int, entry: LogEntry, buf: bytes, rel: int) -> None:
+        res = self.res
+        prior = self.prev_last
+        size = entry.size
+        magic = entry.magic
+        res.entries += 1
+        res.magics.add(magic)
+        control_abort: int | None = None
+        if magic == 2:
+            if size - 12 < _V2_MIN_LENGTH:
+                self._entry_error(pos, buf, rel)
+                return
+            (base, _blen, ple, _m, stored, attrs, lod, base_ts, max_ts, pid, _pep, _bseq, count) = rb.peek_v2_header(buf, rel)
+            if not rb.crc_matches(buf, rel, size, stored):
+                self._entry_error(pos, buf, rel)
+                self._damaged(pos, base, base + lod)
+                return
+            lower = base
+            last = base + lod
+            res.codecs.add(attrs & 7)
+            if attrs & rb.CONTROL_FLAG_MASK and pid >= 0:
+                control_abort = self._control(pos, buf, rel, pid)
+            if ple >= 0:
+                self._epoch(pos, ple, base, last)
+        else:
+            try:
+                # a v0/v1 entry's header is its shallow message
+                message = cast(klegacy.LegacyRecord, decode_entry(buf, rel, mode="header").header)
+            except MqError as exc:
+                self._entry_exception(pos, rel, exc)
+                if isinstance(exc, ChecksumError):
+                    prev = self.prev_last
+                    self._damaged(pos, min(prev + 1, entry.offset) if prev is not None else entry.offset, entry.offset)
+                return
+            last = message.offset
+            compressed = message.is_compressed
+            lower = (self.prev_last + 1 if self.prev_last is not None else (self.base if self.t.named else last)) if compressed else last
+            if compressed and lower > last:
+                lower = last
+            max_ts = message.timestamp
+            res.codecs.add(message.compression_type)
+            count = -1
+            attrs = message.attributes
+        before = self.prev_pos  # the entry an index position below ``pos`` falls inside
+        self._offsets(pos, magic, lower, last)
+        if self.oi is not None:
+            self._match_offset_index(pos, lower, last, before)
+        if self.ti is not None:
+            self._match_time_index(pos, lower, last, max_ts)
+        if max_ts > self.running_max_ts:
+            self.running_max_ts = max_ts
+        if control_abort is not None and self.tx is not None:
+            self._match_abort(pos, control_abort, last)
+        if self.t.deep and pos >= self.t.deep_from:
+            if magic == 2:
+                self._deep_v2(pos, buf, rel, size, attrs, lod, base_ts, max_ts, count)
+            else:
+                self._deep_legacy(pos, message, prior, last)
+        elif not self.t.deep:
+            res.records += max(count, 0) if magic == 2 else 1
+        if res.first_offset is None:
+            res.first_offset = lower
+        res.last_offset = last if res.last_offset is None else max(res.last_offset, last)
+        if max_ts > res.max_timestamp:
+            res.max_timestamp = max_ts
+
+    def _damaged(self, pos: int, lower: int, last: int) -> None:
+        """A batch whose CRC fails but whose framing holds (the walk went on after it): its header's
+        offsets, when they fit between its neighbours, keep the offset and index accounting in step,
+        so its offsets are not reported again as a gap, nor index entries pointing at it as
+        misplaced.  Its records stay unverified; the CRC error is the finding."""
+        prev = self.prev_last
+        if lower > last or (prev is not None and lower <= prev) or (self.t.named and not self.t.kraft_snapshot and lower < self.base):
+            return
+        if prev is not None and lower > prev + 1:
+            self.gaps += 1
+            if self.first_gap is None:
+                self.first_gap = (pos, prev + 1, lower - 1)
+        before = self.prev_pos
+        self.prev_last = last
+        self.prev_pos = pos
+        if self.oi is not None:
+            self._match_offset_index(pos, lower, last, before)
+        ti = self.ti
+        while ti is not None and ti.current is not None and ti.current[1].offset <= last:
+            ti.advance()  # an entry for the damaged batch: its max timestamp cannot be checked
+
+    def _entry_error(self, pos: int, buf: bytes, rel: int) -> None:
+        """The exact error of an entry the fast checks rejected (size or CRC)."""
+        try:
+            decode_entry(buf, rel, mode="header")
+        except MqError as exc:
+            self._entry_exception(pos, rel, exc)
+            return
+        self.broken(pos)
+        self.find("KAFKA-LOG-SIZE", pos, "entry rejected" + self._truncation_note(pos))
+
+    def _entry_exception(self, pos: int, rel: int, exc: MqError) -> None:
+        """An error of ``decode_entry(buf, rel)``: its position is in the chunk buffer."""
+        self.broken(pos)
+        if isinstance(exc, ChecksumError):
+            code = "KAFKA-LOG-CRC"
+        elif exc.kind == "magic":
+            code = "KAFKA-LOG-MAGIC"
+        else:
+            code = "KAFKA-LOG-SIZE"
+        position = pos - rel + exc.position if exc.position is not None else pos
+        self.find(code, position, exc.reason + self._truncation_note(pos))
+
+    def _control(self, pos: int, buf: bytes, rel: int, pid: int) -> int | None:
+        """Recovery decodes the first record of a control batch with a producer id as an
+        end-transaction marker; returns the producer id when it is an ABORT."""
+        try:
+            batch = rb.decode_batch(buf, rel, check_crc=False, max_decompressed_size=self.t.max_decompressed_size)
+            if not batch.records:
+                raise CorruptDataError(position=rel + rb.RECORDS_COUNT_POSITION, expected="a control record in the control batch", found="no records")
+            key, _value = rb.decode_control_record(batch.records[0])
+            if key.type not in (rb.ABORT, rb.COMMIT):
+                raise CorruptDataError(expected="an ABORT or COMMIT control record (a batch with a producer id)", found=key.type_name)
+        except UnsupportedFormatError as exc:
+            self.find("KAFKA-LOG-UNSUPPORTED", pos, f"control batch not decoded: {exc.reason}")
+            return None
+        except MqError as exc:
+            self.broken(pos)
+            self.find("KAFKA-LOG-CONTROL", pos, f"control batch of producer {pid}: {exc.reason}" + self._truncation_note(pos))
+            return None
+        return pid if key.type == rb.ABORT else None
+
+    def _epoch(self, pos: int, epoch: int, first: int, last: int) -> None:
+        runs = self.res.epochs
+        if epoch < self.max_epoch:
+            self.find(
+                "KAFKA-LOG-EPOCH",
+                pos + rb.PARTITION_LEADER_EPOCH_POSITION,
+                f"expected a partition leader epoch >= {self.max_epoch} (an earlier batch's), found {epoch}",
+            )
+        else:
+            self.max_epoch = epoch
+        if runs and runs[-1][0] == epoch:
+            runs[-1][2] = last
+        else:
+            runs.append([epoch, first, last])
+
+    def _offsets(self, pos: int, magic: int, lower: int, last: int) -> None:
+        base = self.base
+        if self.t.named and not self.t.kraft_snapshot:
+            if lower < base:
+                self.find(
+                    "KAFKA-OFFSET-RANGE",
+                    pos,
+                    f"expected offsets >= the segment's base offset {base}, found a batch starting at {lower} (offsets {lower}..{last})",
+                )
+            elif last - base > INT32_MAX:
+                self.find(
+                    "KAFKA-OFFSET-RANGE",
+                    pos,
+                    f"expected offsets below {base + INT32_MAX + 1} (a 32-bit offset relative to the base {base}), found {last} "
+                    "(LogSegmentOffsetOverflowException: the broker splits the segment)",
+                )
+        prev = self.prev_last
+        if prev is not None:
+            if lower <= prev or last <= prev:
+                self.find(
+                    "KAFKA-OFFSET-ORDER",
+                    pos,
+                    f"expected offsets after {prev} (the previous entry at {self.prev_pos} ends there), found {lower}..{last}",
+                )
+            elif lower > prev + 1:
+                self.gaps += 1
+                if self.first_gap is None:
+                    self.first_gap = (pos, prev + 1, lower - 1)
+        if prev is None or last > prev:
+            self.prev_last = last
+        self.prev_pos = pos
+
+    # --- indexes -----------------------------------------------------------------------------
+    def _match_offset_index(self, pos: int, lower: int, last: int, before: int | None) -> None:
+        oi = self.oi
+        assert oi is not None
+        pending = self.pending
+        if pending is not None:
+            nxt = oi.current
+            if nxt is not None and nxt[1].position <= pos:
+                self._index_offset_error(pending, "the batches of its append end before the next entry's position")
+                self.pending = None
+            elif last == pending[1].offset:
+                self.multi_batch += 1
+                self.pending = None
+            elif last > pending[1].offset:
+                self._index_offset_error(pending, f"the batches after it skip past it (the batch at {pos} holds {lower}..{last})")
+                self.pending = None
+        while oi.current is not None and oi.current[1].position < pos:
+            ipos, e = oi.current
+            where = f"inside the entry at {before}" if before is not None else "before the first entry"
+            self.res.findings.append(
+                Finding(
+                    "KAFKA-INDEX-POSITION",
+                    oi.file,
+                    ipos,
+                    f"entry for offset {e.offset}: expected the position of a batch start, found {e.position} ({where})",
+                )
+            )
+            oi.advance()
+        cur = oi.current
+        if cur is None or cur[1].position != pos:
+            return
+        offset = cur[1].offset
+        if lower <= offset <= last:
+            pass  # the batch's last offset (recovery, one-batch appends) or inside it (Kafka <= 0.10: the first)
+        elif offset > last and self.pending is None:
+            self.pending = cur
+        else:
+            self.res.findings.append(
+                Finding(
+                    "KAFKA-INDEX-OFFSET",
+                    oi.file,
+                    cur[0],
+                    f"entry at log position {pos}: expected offset {last} (the last offset of the batch there, {lower}..{last}) "
+                    f"or the last offset of a later batch of the same append, found {offset}",
+                )
+            )
+        oi.advance()
+
+    def _index_offset_error(self, pending: tuple[int, kidx.OffsetPosition], why: str) -> None:
+        ipos, e = pending
+        assert self.oi is not None
+        self.res.findings.append(
+            Finding(
+                "KAFKA-INDEX-OFFSET",
+                self.oi.file,
+                ipos,
+                f"entry at log position {e.position}: expected an offset of the batch there or the last offset of a later batch "
+                f"of the same append, found {e.offset} ({why})",
+            )
+        )
+
+    def _match_time_index(self, pos: int, lower: int, last: int, max_ts: int) -> None:
+        ti = self.ti
+        assert ti is not None
+        while ti.current is not None and ti.current[1].offset <= last:
+            ipos, e = ti.current
+            if e.offset < lower:
+                msg = f"entry ({e.timestamp}, offset {e.offset}): expected an offset inside a batch, found one before the batch at {pos} ({lower}..{last})"
+            elif e.timestamp != max_ts:
+                msg = (
+                    f"entry for offset {e.offset}: expected timestamp {max_ts} (the max timestamp of the batch at {pos} holding it), "
+                    f"found {e.timestamp}"
+                )
+            elif self.running_max_ts > e.timestamp:
+                msg = (
+                    f"entry ({e.timestamp}, offset {e.offset}): an earlier batch has the larger timestamp {self.running_max_ts}, "
+                    "so the entry is not the largest timestamp so far"
+                )
+            else:
+                msg = None
+            if msg is not None:
+                self.res.findings.append(Finding("KAFKA-TIMEINDEX-ENTRY", ti.file, ipos, msg))
+            ti.advance()
+
+    def _match_abort(self, pos: int, pid: int, offset: int) -> None:
+        tx = self.tx
+        assert tx is not None
+        while tx.current is not None and tx.current[1].last_offset < offset:
+            self._txn_no_marker(*tx.current)
+            tx.advance()
+        cur = tx.current
+        if cur is not None and cur[1].last_offset == offset:
+            ipos, e = cur
+            if e.producer_id != pid:
+                self.res.findings.append(
+                    Finding(
+                        "KAFKA-TXNINDEX-ENTRY",
+                        tx.file,
+                        ipos + ktxn.PRODUCER_ID_POSITION,
+                        f"aborted transaction ending at offset {offset}: expected producer {pid} (the ABORT marker's), found {e.producer_id}",
+                    )
+                )
+            elif e.first_offset > offset:
+                self.res.findings.append(
+                    Finding(
+                        "KAFKA-TXNINDEX-ENTRY",
+                        tx.file,
+                        ipos + ktxn.FIRST_OFFSET_POSITION,
+                        f"aborted transaction of producer {pid}: expected firstOffset <= lastOffset {offset}, found {e.first_offset}",
+                    )
+                )
+            tx.advance()
+            return
+        self.res.findings.append(
+            Finding(
+                "KAFKA-TXNINDEX-MISSING",
+                self.path,
+                pos,
+                f"ABORT marker of producer {pid} at offset {offset} has no entry in "
+                f"{Path(tx.path).name if tx.path else 'a .txnindex (there is none)'}: read_committed consumers would receive the aborted records",
+                severity=W if self.t.is_last else None,
+            )
+        )
+
+    def _txn_no_marker(self, ipos: int, e: ktxn.AbortedTxn) -> None:
+        assert self.tx is not None
+        self.res.findings.append(
+            Finding(
+                "KAFKA-TXNINDEX-ENTRY",
+                self.tx.file,
+                ipos + ktxn.LAST_OFFSET_POSITION,
+                f"aborted transaction of producer {e.producer_id}: expected an ABORT marker of that producer at offset {e.last_offset}, found none",
+            )
+        )
+
+    def _finish_indexes(self) -> None:
+        end = self.res.valid_end
+        sev = W if self.t.is_last else None
+        if self.oi is not None:
+            if self.pending is not None:
+                self._index_offset_error(self.pending, "no later batch has it")
+                self.pending = None
+            past = []
+            while self.oi.current is not None:
+                past.append(self.oi.current)
+                self.oi.advance()
+            if past:
+                ipos, e = past[0]
+                inside = e.position < end
+                self.res.findings.append(
+                    Finding(
+                        "KAFKA-INDEX-POSITION",
+                        self.oi.file,
+                        ipos,
+                        f"{len(past)} entr{'y' if len(past) == 1 else 'ies'} from offset {e.offset} at log position {e.position}: "
+                        + (
+                            f"expected a batch start, found a position inside the last batch at {self.prev_pos}"
+                            if inside
+                            else f"past the end of the valid data at {end}"
+                        ),
+                        severity=None if inside else sev,
+                    )
+                )
+            if self.multi_batch:
+                self.res.findings.append(
+                    Finding(
+                        "KAFKA-INDEX-MULTI-BATCH",
+                        self.oi.file,
+                        None,
+                        f"{self.multi_batch} entr{'y was' if self.multi_batch == 1 else 'ies were'} written by multi-batch appends "
+                        "(follower fetch or cleaner): the last batch's offset at the first batch's position; lookups are correct",
+                    )
+                )
+        if self.ti is not None:
+            past_t = []
+            while self.ti.current is not None:
+                past_t.append(self.ti.current)
+                self.ti.advance()
+            if past_t:
+                ipos, te = past_t[0]
+                self.res.findings.append(
+                    Finding(
+                        "KAFKA-TIMEINDEX-ENTRY",
+                        self.ti.file,
+                        ipos,
+                        f"{len(past_t)} entr{'y' if len(past_t) == 1 else 'ies'} from offset {te.offset}: expected offsets of the log, "
+                        f"found {self._past_the_log()}",
+                        severity=sev,
+                    )
+                )
+            if not self.t.is_last and self.running_max_ts >= 0 and self.first_break is None:
+                last_entry = self.ti.last_entry
+                if last_entry is None or last_entry.timestamp < self.running_max_ts:
+                    found = f"{last_entry.timestamp}" if last_entry is not None else "no entry"
+                    self.res.findings.append(
+                        Finding(
+                            "KAFKA-TIMEINDEX-STALE",
+                            self.t.timeindex or self.path,
+                            None,
+                            f"expected a last entry with the segment's largest timestamp {self.running_max_ts}, found {found}: "
+                            "time-based retention judges the segment by that entry (or the file's mtime)",
+                        )
+                    )
+        if self.tx is not None:
+            while self.tx.current is not None:
+                self._txn_no_marker(*self.tx.current)
+                self.tx.advance()
+        if self.gaps:
+            assert self.first_gap is not None  # set with the first gap
+            pos, a, b = self.first_gap
+            self.find(
+                "KAFKA-OFFSET-GAP",
+                pos,
+                f"{self.gaps} gap(s) between batches (first: offsets {a}..{b} absent before position {pos}); compaction leaves such gaps",
+            )
+
+    def _past_the_log(self) -> str:
+        """What index entries left over after the walk lie past, in words (the segment may have
+        no readable batch, so no last offset)."""
+        if self.prev_last is not None:
+            return f"offsets past its last offset {self.prev_last}"
+        if self.first_break is not None:
+            why = f"its first entry, at position {self.first_break}, is broken"
+        elif self.f.size == 0:
+            why = "the .log is empty"
+        else:
+            why = f"its {self.f.size} bytes hold no entry"
+        return f"offsets of a segment with no readable batch, so no last offset ({why})"
+
+    # --- deep --------------------------------------------------------------------------------
+    def _deep_v2(self, pos: int, buf: bytes, rel: int, size: int, attrs: int, lod: int, base_ts: int, max_ts: int, count: int) -> None:
+        res = self.res
+        if count < 0:
+            self.find("KAFKA-LOG-RECORDS", pos + rb.RECORDS_COUNT_POSITION, f"expected a records count >= 0, found {count}")
+            return
+        if count == 0:
+            return
+        codec = attrs & rb.COMPRESSION_CODEC_MASK
+        start, stop = rel + rb.RECORDS_POSITION, rel + size
+        data = buf
+        if codec != compression.NONE:
+            try:
+                compression.check_codec(codec)
+                data = compression.decompress(codec, memoryview(buf)[start:stop], magic=2, max_size=self.t.max_decompressed_size)
+            except UnsupportedFormatError as exc:
+                self.find("KAFKA-LOG-UNSUPPORTED", pos, f"records not checked: {exc.reason}")
+                return
+            except MqError as exc:
+                self.find(
+                    "KAFKA-LOG-COMPRESSION",
+                    pos + rb.RECORDS_POSITION + (exc.position or 0),
+                    f"{compression.CODEC_NAMES.get(codec, codec)} records of the batch at {pos} do not decompress: {exc.reason}",
+                )
+                return
+            start, stop = 0, len(data)
+        control = attrs & rb.CONTROL_FLAG_MASK
+        try:
+            if control:
+                raise record_scan.RecordScanUnsure
+            first, last, max_delta, increasing = record_scan.scan_records(data, start, stop, count, compiled=self.t.compiled_walk)
+        except record_scan.RecordScanUnsure:
+            try:
+                records = list(rb.iter_records(memoryview(data)[start:stop], count, 0))
+                if control:
+                    for r in records:
+                        rb.decode_control_record(r)
+            except MqError as exc:
+                if codec:
+                    at = f"at byte {exc.position} of the decompressed records: " if exc.position is not None else ""
+                    self.find("KAFKA-LOG-RECORDS", pos, f"batch at {pos} ({count} records): {at}{exc.reason}")
+                else:
+                    where = pos + rb.RECORDS_POSITION + (exc.position or 0)
+                    self.find("KAFKA-LOG-RECORDS", where, f"batch at {pos} ({count} records): {exc.reason}")
+                return
+            deltas = [r.offset_delta for r in records]
+            first, last = deltas[0], deltas[-1]
+            increasing = all(b > a for a, b in zip(deltas, deltas[1:])) and first >= 0
+            max_delta = max(r.timestamp_delta for r in records)
+        res.records += count
+        if not increasing:
+            self.find("KAFKA-LOG-RECORD-OFFSET", pos, f"batch at {pos}: expected record offset deltas >= 0 and increasing, found them out of order")
+        elif last > lod:
+            self.find(
+                "KAFKA-LOG-RECORD-OFFSET",
+                pos + 23,
+                f"batch at {pos}: expected lastOffsetDelta >= the last record's offset delta {last}, found {lod}",
+            )
+        if not attrs & rb.TIMESTAMP_TYPE_MASK and not control and base_ts + max_delta != max_ts:
+            self.find(
+                "KAFKA-LOG-TIMESTAMP",
+                pos + 35,
+                f"batch at {pos}: expected maxTimestamp {base_ts + max_delta} (its largest record timestamp), found {max_ts}",
+            )
+
+    def _deep_legacy(self, pos: int, message: klegacy.LegacyRecord, prior: int | None, last: int) -> None:
+        if not message.is_compressed:
+            self.res.records += 1
+            return
+        try:
+            inner = records_of_message(message, 0, max_size=self.t.max_decompressed_size)
+        except UnsupportedFormatError as exc:
+            self.find("KAFKA-LOG-UNSUPPORTED", pos, f"wrapper not checked: {exc.reason}")
+            return
+        except MqError as exc:
+            code = "KAFKA-LOG-COMPRESSION" if exc.kind == "compression" else "KAFKA-LOG-RECORDS"
+            self.find(code, pos, f"wrapper at {pos} (offset {last}): {exc.reason}")
+            return
+        self.res.records += len(inner)
+        offsets = [r.offset for r in inner]
+        if any(b <= a for a, b in zip(offsets, offsets[1:])):
+            self.find("KAFKA-LOG-RECORD-OFFSET", pos, f"wrapper at {pos}: expected increasing inner offsets, found {offsets[:8]}")
+        elif offsets[-1] != last:
+            self.find(
+                "KAFKA-LOG-RECORD-OFFSET", pos, f"wrapper at {pos}: expected the wrapper offset to be its last inner offset {offsets[-1]}, found {last}"
+            )
+        elif prior is not None and offsets[0] <= prior:
+            self.find("KAFKA-LOG-RECORD-OFFSET", pos, f"wrapper at {pos}: expected inner offsets after {prior}, found {offsets[0]}")
+        elif prior is None and self.t.named and offsets[0] < self.base:
+            self.find(
+                "KAFKA-LOG-RECORD-OFFSET", pos, f"wrapper at {pos}: expected inner offsets >= the segment's base offset {self.base}, found {offsets[0]}"
+            )
+
+
+def _find_all(data: bytes, pattern: bytes, start: int) -> Iterator[int]:
+    i = data.find(pattern, start)
+    while i != -1:
+        yield i
+        i = data.find(pattern, i + 1)
+
+
+class _DeepRangeChecker(_SegmentChecker):
+    """Only the --deep checks, over the entries starting in ``[start, stop)``."""
+
+    def run_range(self, task: DeepRangeTask) -> None:
+        self.prev_last = task.prior
+        walk = ks.LogFileWalk(self.f, task.start, mode="framing", limit=task.stop, chunk=WALK_CHUNK)
+        for pos, entry in walk:
+            buf, rel = walk.buffer, pos - walk.buffer_start
+            prior = self.prev_last
+            if entry.magic == 2:
+                size = entry.size
+                if size - 12 < _V2_MIN_LENGTH:
+                    continue
+                h = rb.peek_v2_header(buf, rel)
+                if not rb.crc_matches(buf, rel, size, h.crc):
+                    continue  # reported by the segment's own task
+                base, lod = h.base_offset, h.last_offset_delta
+                self._deep_v2(pos, buf, rel, size, h.attributes, lod, h.base_timestamp, h.max_timestamp, h.records_count)
+                last = base + lod
+            else:
+                try:
+                    # a v0/v1 entry's header is its shallow message
+                    message = cast(klegacy.LegacyRecord, decode_entry(buf, rel, mode="header").header)
+                except MqError:
+                    continue
+                last = message.offset
+                self._deep_legacy(pos, message, prior, last)
+            if prior is None or last > prior:
+                self.prev_last = last
+
+
+def check_deep_range(task: DeepRangeTask) -> SegmentResult:
+    """The --deep checks of one range of a segment.  Never raises on data."""
+    res = SegmentResult(task.log, "", task.base_offset, False)
+    seg_task = SegmentTask(
+        "", task.log, task.base_offset, task.named, deep=True, max_decompressed_size=task.max_decompressed_size, compiled_walk=task.compiled_walk
+    )
+    try:
+        with ReadOnlyFile(task.log) as f:
+            _DeepRangeChecker(seg_task, f, res).run_range(task)
+    except MqError:
+        pass  # unreadable: the segment's own task says so
+    return res
+
+
+def check_segment(task: SegmentTask) -> SegmentResult:
+    """Every check of one segment (its ``.log`` and indexes).  Never raises on data."""
+    res = SegmentResult(task.log, task.partition, task.base_offset, task.is_last)
+    try:
+        f = ReadOnlyFile(task.log)
+    except MqError as exc:
+        res.findings.append(Finding("KAFKA-FILE-UNREADABLE", task.log, None, str(exc)))
+        return res
+    with f:
+        res.size = f.size
+        if f.size > ks.MAX_SEGMENT_SIZE:
+            res.findings.append(
+                Finding("KAFKA-FILE-TOO-LARGE", task.log, None, f"expected a .log of at most {ks.MAX_SEGMENT_SIZE} bytes, found {f.size}")
+            )
+        checker = _SegmentChecker(task, f, res)
+        try:
+            checker.run()
+        except StoreIOError as exc:
+            res.findings.append(Finding("KAFKA-FILE-UNREADABLE", task.log, exc.position, str(exc)))
+    return res
+
+
+# --- phase 1: files ---------------------------------------------------------------------------------
+
+_LEFTOVER_WHY = {
+    "deleted": "a segment file renamed for deletion; the broker deletes it at the next load",
+    "cleaned": "an unfinished log-cleaner output; the broker deletes it at the next load",
+    "swap": "a cleaner/split output ready to replace its originals; the broker completes the swap at the next load",
+    "tmp": "a state file written but not renamed into place (a crash while checkpointing)",
+    "part": "an unfinished KRaft snapshot",
+}
+
+
+def _leftover_kind(name: str) -> str:
+    for kind in ("deleted", "cleaned", "swap", "tmp", "part"):
+        if name.endswith("." + kind):
+            return kind
+    return "tmp"
+
+
+def _check_files(store: ks.KafkaStore, out: Sink) -> dict[str, list[tuple[int, Finding]]]:
+    """The files family; returns the ``KAFKA-FILE-ORPHAN-INDEX`` findings per partition dir,
+    not yet reported: a partition that lost its data (``KAFKA-LOG-MISSING``) is their cause."""
+    orphans: dict[str, list[tuple[int, Finding]]] = {}
+    for path in store.other_dirs:
+        out.add(
+            Finding(
+                "KAFKA-DIR-NAME",
+                str(path),
+                None,
+                f"expected a partition directory topic-partition (or topic-partition.uniqueId-delete|-future|-stray), found {path.name!r}: "
+                "the broker fails to load this log dir",
+            )
+        )
+    for path in store.unexpected:
+        out.add(Finding("KAFKA-FILE-NAME", str(path), None, f"unexpected file in a log dir: {path.name!r}"))
+    _report_links(store.links, out)
+    for path in store.leftovers:
+        out.add(Finding("KAFKA-FILE-LEFTOVER", str(path), None, f"{path.name}: {_LEFTOVER_WHY[_leftover_kind(path.name)]}"))
+    lone = store.kind == "segment"
+    live: dict[tuple[str, int], ks.KafkaPartition] = {}
+    for part in store.partitions:
+        if part.suffix is None and part.key is not None and not lone:
+            first = live.setdefault(part.key, part)
+            if first is not part:  # orders-1 and orders-01: Kafka parses the partition as an int
+                out.add(
+                    Finding(
+                        "KAFKA-DIR-NAME",
+                        str(part.path),
+                        None,
+                        f"expected one directory per partition, found {part.name!r} beside {first.name!r} (both partition {part.key[1]} of {part.key[0]!r}): "
+                        "the broker fails to load this log dir (duplicate log directories)",
+                    )
+                )
+    for part in store.partitions:
+        if lone:
+            continue
+        mine = orphans.setdefault(str(part.path), [])
+        if part.suffix is not None:
+            what = {
+                "delete": "a partition marked for deletion (deleted asynchronously by the broker)",
+                "future": "a future replica being moved between log dirs",
+                "stray": "a KRaft stray replica (a partition this broker no longer hosts)",
+            }[part.suffix]
+            out.add(Finding("KAFKA-DIR-STATE", str(part.path), None, f"{part.name}: {what}"))
+        for path in part.unexpected:
+            what = f"unexpected {'directory' if path.is_dir() else 'file'} in a partition dir: {path.name!r}"
+            if path.name.endswith(ks.KAFKA_07_SUFFIX):
+                what += " (a Kafka 0.7 segment: validate it with --layout jafka)"
+            out.add(Finding("KAFKA-FILE-NAME", str(path), None, what))
+        for path in part.leftovers:
+            out.add(Finding("KAFKA-FILE-LEFTOVER", str(path), None, f"{path.name}: {_LEFTOVER_WHY[_leftover_kind(path.name)]}"))
+        _report_links(part.links, out)
+        for path in part.special:
+            out.add(Finding("KAFKA-FILE-UNREADABLE", str(path), None, "expected a regular file, found a FIFO, device or socket: not opened"))
+        for seg in part.segments:
+            if seg.log is None:
+                for p in (seg.index, seg.timeindex, seg.txnindex):
+                    if p is not None:
+                        mine.append(
+                            (seg.base_offset, Finding("KAFKA-FILE-ORPHAN-INDEX", str(p), None, f"{p.name} has no {seg.name}.log: the broker deletes it at load"))
+                        )
+            elif seg.log_size > 0 and (seg.index is None or seg.timeindex is None):
+                missing = " and ".join(n for n, p in (("index", seg.index), ("timeindex", seg.timeindex)) if p is None)
+                out.add(
+                    Finding(
+                        "KAFKA-FILE-NO-INDEX",
+                        str(seg.log),
+                        None,
+                        f"{seg.name}.log has no .{missing}: the broker recovers the segment at load to rebuild it",
+                    )
+                )
+    return orphans
+
+
+def _report_links(links: list[Path], out: Sink) -> None:
+    for path in links:
+        try:
+            target = os.readlink(path)
+        except OSError:
+            target = "?"
+        out.add(Finding("KAFKA-FILE-LINK", str(path), None, f"expected a regular file or directory, found a symbolic link to {target!r}: not followed"))
+
+
+# --- phase 3/4: partitions and the log dir ------------------------------------------------------
+
+
+@dataclass
+class _PartitionState:
+    part: ks.KafkaPartition
+    results: list[SegmentResult] = field(default_factory=list)
+    log_start_offset: int = 0
+    log_end_offset: int = 0
+    has_data: bool = False
+    #: ``KAFKA-LOG-MISSING``, when the partition's own state files vouch for offsets its log lacks.
+    lost: Finding | None = None
+
+
+def _read_checkpoint(path: Path | None, out: Sink, decode: Callable[[bytes], T]) -> T | None:
+    if path is None:
+        return None
+    try:
+        return decode(read_small_file(path, 256 << 20))
+    except (MqError, UnicodeDecodeError) as exc:
+        position = exc.position if isinstance(exc, MqError) else exc.start
+        message = exc.reason if isinstance(exc, MqError) else f"not UTF-8 text: {exc.reason}"
+        out.add(Finding("KAFKA-CHECKPOINT-FORMAT", str(path), position, f"{path.name}: {message}"))
+        return None
+
+
+def _partition_offsets(state: _PartitionState) -> None:
+    part = state.part
+    segments = [r for r in state.results]
+    state.log_start_offset = part.log_segments()[0].base_offset if part.log_segments() else 0
+    if not segments:
+        state.log_end_offset = state.log_start_offset
+        return
+    last = segments[-1]
+    data_ends = [r.last_offset for r in segments if r.last_offset is not None]
+    state.has_data = bool(data_ends)
+    if last.last_offset is not None:
+        state.log_end_offset = last.last_offset + 1
+    else:
+        state.log_end_offset = max(last.base_offset, (data_ends[-1] + 1) if data_ends else 0)
+
+
+def _check_continuity(state: _PartitionState, out: Sink) -> None:
+    prev: SegmentResult | None = None
+    for r in state.results:
+        if prev is not None and prev.last_offset is not None:
+            if r.base_offset <= prev.last_offset:
+                out.add(
+                    Finding(
+                        "KAFKA-OFFSET-OVERLAP",
+                        r.path,
+                        None,
+                        f"expected a base offset > {prev.last_offset} (the last offset of {Path(prev.path).name}), found {r.base_offset}: "
+                        f"the two segments overlap by {prev.last_offset - r.base_offset + 1} offset(s)",
+                    ),
+                    r.path,
+                )
+            elif r.base_offset > prev.last_offset + 1:
+                out.add(
+                    Finding(
+                        "KAFKA-OFFSET-GAP",
+                        r.path,
+                        None,
+                        f"offsets {prev.last_offset + 1}..{r.base_offset - 1} are in no segment (after {Path(prev.path).name}); "
+                        "compaction (or a deleted segment) leaves such gaps",
+                    ),
+                    r.path,
+                )
+        if r.last_offset is not None:
+            prev = r
+
+
+def _check_leader_epochs(state: _PartitionState, out: Sink) -> None:
+    part = state.part
+    path = part.leader_epoch_checkpoint
+    cp = _read_checkpoint(path, out, cpf.decode_leader_epoch_checkpoint)
+    if cp is None:
+        return
+    entries = list(cp.entries)
+    for a, b in zip(entries, entries[1:]):
+        if b.epoch <= a.epoch or b.start_offset <= a.start_offset:
+            out.add(
+                Finding(
+                    "KAFKA-LEADER-EPOCH",
+                    str(path),
+                    _line_position(path, b.epoch, b.start_offset),
+                    f"expected entries with increasing epochs and start offsets, found ({a.epoch} {a.start_offset}) then "
+                    f"({b.epoch} {b.start_offset}); the broker drops the conflicting entries at load",
+                )
+            )
+    beyond = [e for e in entries if e.start_offset > state.log_end_offset]
+    if beyond:
+        out.add(
+            Finding(
+                "KAFKA-LEADER-EPOCH",
+                str(path),
+                _line_position(path, beyond[0].epoch, beyond[0].start_offset),
+                f"expected start offsets <= the log end offset {state.log_end_offset}, found epoch {beyond[0].epoch} starting at "
+                f"{beyond[0].start_offset}" + (f" and {len(beyond) - 1} more" if len(beyond) > 1 else "") + "; the broker truncates the cache at load",
+            )
+        )
+    runs: list[list[int]] = []
+    for r in state.results:
+        for epoch, first, last in r.epochs:
+            if runs and runs[-1][0] == epoch:
+                runs[-1][2] = last
+            else:
+                runs.append([epoch, first, last])
+    if not runs or not entries:
+        return
+    ordered = sorted(entries, key=lambda e: e.start_offset)
+
+    def epoch_for(offset: int) -> int | None:
+        found = None
+        for e in ordered:
+            if e.start_offset <= offset:
+                found = e.epoch
+            else:
+                break
+        return found
+
+    # Offsets below the first entry are below the log start offset the cache was truncated to
+    # (``truncateFromStart``), which the log-start checkpoint may not show (a -delete dir).
+    floor = max(state.log_start_offset, ordered[0].start_offset)
+    bad = []
+    for epoch, first, last in runs:
+        if last < floor:
+            continue
+        lo = max(first, floor)
+        got = {epoch_for(lo), epoch_for(last)}
+        if got != {epoch}:
+            bad.append((epoch, first, last, sorted(g for g in got if g is not None) or None))
+    if bad:
+        epoch, first, last, named = bad[0]
+        out.add(
+            Finding(
+                "KAFKA-LEADER-EPOCH-LOG",
+                str(path),
+                None,
+                f"batches at offsets {first}..{last} carry leader epoch {epoch}, the checkpoint gives "
+                f"{'no epoch' if named is None else 'epoch ' + '/'.join(map(str, named))} for them"
+                + (f" ({len(bad) - 1} more run(s) disagree)" if len(bad) > 1 else ""),
+            )
+        )
+
+
+def _read_snapshots(state: _PartitionState, out: Sink) -> list[ks.ProducerSnapshotFile]:
+    """The partition's producer snapshots that decode; the others are ``KAFKA-SNAPSHOT``
+    (``ProducerStateManager`` deletes a snapshot it cannot read and rebuilds from the log)."""
+    readable = []
+    for snap in state.part.snapshots:
+        try:
+            ksnap.decode_snapshot(read_small_file(snap.path, 256 << 20))
+        except MqError as exc:
+            out.add(
+                Finding(
+                    "KAFKA-SNAPSHOT",
+                    str(snap.path),
+                    exc.position,
+                    f"{exc.reason}: the broker deletes the snapshot and rebuilds producer state from the log",
+                )
+            )
+            continue
+        readable.append(snap)
+    return readable
+
+
+def _check_snapshot_offsets(state: _PartitionState, snapshots: list[ks.ProducerSnapshotFile], out: Sink) -> None:
+    cause = state.lost.ref if state.lost is not None else None
+    for snap in snapshots:
+        if state.results and snap.offset > state.log_end_offset:
+            out.add(
+                Finding(
+                    "KAFKA-SNAPSHOT-OFFSET",
+                    str(snap.path),
+                    None,
+                    f"expected a snapshot offset <= the log end offset {state.log_end_offset}, found {snap.offset} (deleted at load)",
+                    cause=cause,
+                )
+            )
+
+
+def _first_gone(state: _PartitionState) -> int:
+    """Orphan index files of segments above the last ``.log`` (all of them when none is left)
+    are what remains of the lost segments."""
+    segments = state.part.log_segments()
+    return segments[-1].base_offset + 1 if segments else -1
+
+
+def _lost_data(
+    state: _PartitionState,
+    checkpoints: OffsetCheckpoints,
+    snapshots: list[ks.ProducerSnapshotFile],
+    orphans: list[tuple[int, Finding]],
+) -> Finding | None:
+    """``KAFKA-LOG-MISSING``: a log that ends below an offset the partition's own state vouches it
+    reached.  The recovery point (``UnifiedLog.recoveryPoint``, from
+    ``recovery-point-offset-checkpoint``: flushed up to there), the high watermark
+    (``UnifiedLog.highWatermark``, from ``replication-offset-checkpoint``: committed up to there)
+    and the newest readable producer snapshot (``ProducerStateManager.takeSnapshot`` names it
+    after the log end offset it was taken at) are never above the log end offset of a replica
+    that kept its data.  A partition without any ``.log`` has no log end offset beyond its log
+    start offset (``LogLoader`` recreates an empty segment there), so every offset vouched for
+    above that is gone, whatever the broker then does (truncate, refetch from the leader)."""
+    part = state.part
+    vouched: list[tuple[str, int]] = []
+    if part.key is not None:
+        for name, what in ((cpf.RECOVERY_POINT_OFFSET_CHECKPOINT, "recovery point"), (cpf.REPLICATION_OFFSET_CHECKPOINT, "high watermark")):
+            _path, table = checkpoints.get(name, (None, None))
+            if table and part.key in table:
+                vouched.append((f"{name} ({what})", table[part.key]))
+    if snapshots:
+        newest = max(snapshots, key=lambda snap: snap.offset)
+        vouched.append((f"producer snapshot {newest.path.name}", newest.offset))
+    low = state.log_end_offset if state.has_data else max(state.log_end_offset, state.log_start_offset)
+    behind = [(what, offset) for what, offset in vouched if offset > low]
+    if not behind:
+        return None
+    top = max(offset for _, offset in behind)
+    segments = part.log_segments()
+    gone = sorted({base for base, _ in orphans if base >= _first_gone(state)})
+    left = [Path(f.path).name for base, f in orphans if base in gone]
+    if not segments:
+        on_disk = "no segment at all (not one .log file"
+    elif not state.has_data:
+        on_disk = f"log end offset {state.log_end_offset} ({len(segments)} segment(s) holding no batch"
+    else:
+        first = next(r.first_offset for r in state.results if r.first_offset is not None)
+        on_disk = f"log end offset {state.log_end_offset} (offsets {first}..{state.log_end_offset - 1} in {len(segments)} segment(s)"
+    if gone:
+        on_disk += f"; the .log of segment {', '.join(f'{b:020d}' for b in gone)} is gone, {', '.join(left)} remain"
+    on_disk += ")"
+    says = "; ".join(f"{what} says {offset}" for what, offset in behind)
+    return Finding(
+        "KAFKA-LOG-MISSING",
+        str(part.path),
+        None,
+        f"{part.name}: expected a log end offset >= {top} ({says}), found {on_disk}: offsets {low}..{top - 1} it held are lost",
+        details={"log_end_offset": low, "vouched": dict(behind)},
+    )
+
+
+def _check_partition_files(part: ks.KafkaPartition, out: Sink) -> None:
+    _read_checkpoint(part.partition_metadata, out, cpf.decode_partition_metadata)
+    if part.quorum_state is not None:
+        _read_checkpoint(part.quorum_state, out, _decode_json)
+
+
+def _decode_json(raw: bytes) -> Any:
+    try:
+        return json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise CorruptDataError(position=exc.start, expected="UTF-8 JSON", found=f"byte 0x{raw[exc.start]:02X}") from None
+    except ValueError as exc:
+        raise CorruptDataError(position=getattr(exc, "pos", None), expected="JSON", found=str(exc).split(":")[0]) from None
+
+
+def _line_position(path: Path | None, *fields: object) -> int | None:
+    """Byte position of the checkpoint line whose first tokens are ``fields`` (None if absent)."""
+    if path is None:
+        return None
+    try:
+        raw = read_small_file(path, 256 << 20)
+    except MqError:
+        return None
+    pattern = rb"(?m)^" + rb"[ \t]+".join(re.escape(str(f).encode()) for f in fields) + rb"(?:[ \t]|$)"
+    found = re.search(pattern, raw)
+    return found.start() if found else None
+
+
+def _read_offset_checkpoints(store: ks.KafkaStore, out: Sink) -> OffsetCheckpoints:
+    files: OffsetCheckpoints = {}
+    for name in cpf.OFFSET_CHECKPOINT_FILES:
+        path = store.log_dir_file(name)
+        cp = _read_checkpoint(path, out, cpf.decode_offset_checkpoint)
+        files[name] = (path, cp.as_dict() if cp is not None else None)
+    return files
+
+
+def _check_log_dir_checkpoints(
+    store: ks.KafkaStore, states: list[_PartitionState], files: OffsetCheckpoints, out: Sink, live: bool = False
+) -> None:
+    """``live``: a running broker appended after the logs were read, so a checkpoint ahead of the
+    log end offset seen is expected (info), not missing data."""
+    if store.log_dir is None:
+        return
+    known = {s.part.key for s in states if s.part.key is not None}
+    for state in states:
+        key = state.part.key
+        if key is None or state.part.suffix is not None or not state.results:
+            continue
+        leo = state.log_end_offset
+        metadata_log = key[0] == ks.CLUSTER_METADATA
+        for name, code, why in (
+            (cpf.RECOVERY_POINT_OFFSET_CHECKPOINT, "KAFKA-RECOVERY-POINT", "data flushed up to it is missing"),
+            (cpf.REPLICATION_OFFSET_CHECKPOINT, "KAFKA-HIGH-WATERMARK", "committed data is missing on this replica"),
+        ):
+            path, table = files[name]
+            if table is None:
+                continue
+            value = table.get(key)
+            if value is None:
+                if state.has_data and not metadata_log:
+                    out.add(
+                        Finding(
+                            "KAFKA-CHECKPOINT-MISSING",
+                            str(path),
+                            None,
+                            f"{state.part.name} has data but no entry in {name}"
+                            + (
+                                ": after an unclean shutdown the broker recovers it from offset 0"
+                                if name.startswith("recovery")
+                                else ": its high watermark restarts at 0"
+                            ),
+                        )
+                    )
+            elif value > leo:
+                out.add(
+                    Finding(
+                        code,
+                        str(path),
+                        _line_position(path, *key),
+                        f"{state.part.name}: expected at most the log end offset {leo}, found {value}: "
+                        + ("the log grew after it was read (the broker is running)" if live else why),
+                        severity=Severity.info if live else None,
+                        cause=state.lost.ref if state.lost is not None else None,
+                    )
+                )
+        path, table = files[cpf.LOG_START_OFFSET_CHECKPOINT]
+        if table is not None and key in table and table[key] > leo:
+            out.add(
+                Finding(
+                    "KAFKA-LOG-START-OFFSET",
+                    str(path),
+                    _line_position(path, *key),
+                    f"{state.part.name}: expected a log start offset <= the log end offset {leo}, found {table[key]}: "
+                    "the broker deletes every segment at load and restarts the log there",
+                )
+            )
+        start = state.log_start_offset
+        path, table = files[cpf.CLEANER_OFFSET_CHECKPOINT]
+        if table is not None and key in table and not start <= table[key] <= leo:
+            out.add(
+                Finding(
+                    "KAFKA-CLEANER-OFFSET",
+                    str(path),
+                    _line_position(path, *key),
+                    f"{state.part.name}: expected a first dirty offset in [{start}, {leo}], found {table[key]} (the cleaner resets it)",
+                )
+            )
+    if store.kind != "log-dir":
+        return
+    for _name, (path, table) in files.items():
+        if not table:
+            continue
+        stale = sorted(k for k in table if k not in known)
+        if stale:
+            shown = ", ".join(f"{t}-{p}" for t, p in stale[:5]) + (" ..." if len(stale) > 5 else "")
+            out.add(
+                Finding(
+                    "KAFKA-CHECKPOINT-STALE",
+                    str(path),
+                    _line_position(path, *stale[0]),
+                    f"{len(stale)} entr{'y' if len(stale) == 1 else 'ies'} for partitions not in the log dir: {shown}",
+                )
+            )
+
+
+def _check_log_dir_state(store: ks.KafkaStore, states: list[_PartitionState], out: Sink) -> None:
+    if store.log_dir is None:
+        return
+    meta = store.log_dir_file(cpf.META_PROPERTIES)
+    _read_checkpoint(meta, out, cpf.decode_meta_properties)
+    clean = store.log_dir_file(cpf.CLEAN_SHUTDOWN)
+    broker_files = meta is not None or any(store.log_dir_file(n) for n in cpf.OFFSET_CHECKPOINT_FILES)
+    lock = store.log_dir / ks.LOCK_FILE
+    pid = probe_record_lock(lock)
+    if clean is not None:
+        _read_checkpoint(clean, out, cpf.decode_clean_shutdown)
+    elif broker_files and any(s.has_data for s in states) and pid is None:  # (a running broker: KAFKA-LOCK-HELD)
+        out.add(
+            Finding(
+                "KAFKA-UNCLEAN-SHUTDOWN",
+                str(store.log_dir / cpf.CLEAN_SHUTDOWN),
+                None,
+                "no .kafka_cleanshutdown: the broker is running or did not shut down cleanly; at start it recovers every "
+                "segment after each partition's recovery point",
+            )
+        )
+    if pid is not None:
+        out.add(
+            Finding("KAFKA-LOCK-HELD", str(lock), None, f"the log dir lock is held (pid {pid or 'unknown'}): a broker is running; files may change while read")
+        )
+
+
+# --- the reading ------------------------------------------------------------------------------------
+
+
+#: --deep with --jobs: segments of at least twice this size have their record checks shared out
+#: in ranges of about this size (boundaries from a framing walk: cheap next to record decoding).
+DEEP_SPLIT_BYTES = 32 << 20
+
+#: --deep: a run with at least this many bytes of ``.log`` walks the records of healthy v2
+#: batches with the compiled walk (``record_scan``, numba; about 0.05 us a record against about
+#: 1.2 us for the pure-Python walk).  Loading it costs a fixed 0.3-0.6 s of CPU once per run
+#: (numba's import and its cache of the compiled code; about 1 s more the very first time, to
+#: compile), and some 150 MiB of memory: what the Python walk spends on 0.5 M records, which
+#: 1 GiB of 1 KiB records outnumbers two to one (smaller records: many more).
+COMPILED_WALK_MIN_BYTES = 1 << 30
+
+
+def _deep_ranges(seg: ks.KafkaSegment, jobs: int) -> list[DeepRangeTask]:
+    """Batch-aligned ranges covering the segment up to its first framing error."""
+    assert seg.log is not None  # a segment of log_segments()
+    try:
+        f = ReadOnlyFile(seg.log)
+    except MqError:
+        return []
+    target = max(DEEP_SPLIT_BYTES, f.size // (jobs * 4))
+    ranges = []
+    with f:
+        start, prior, last = 0, None, None
+        walk = ks.LogFileWalk(f, 0, mode="framing", chunk=WALK_CHUNK)
+        for pos, entry in walk:
+            if pos - start >= target:
+                ranges.append(DeepRangeTask(str(seg.log), seg.base_offset, seg.named, start, pos, prior))
+                start, prior = pos, last
+            offset = entry.offset
+            if entry.magic == 2:
+                offset += rb.peek_last_offset_delta(walk.buffer, pos - walk.buffer_start)
+            last = offset if last is None else max(last, offset)
+        if walk.valid_end > start:
+            ranges.append(DeepRangeTask(str(seg.log), seg.base_offset, seg.named, start, walk.valid_end, prior))
+    return ranges if len(ranges) > 1 else []
+
+
+def _tasks(store: ks.KafkaStore, *, deep: bool, jobs: int, indexes: bool) -> tuple[list[SegmentTask | DeepRangeTask], list[_PartitionState]]:
+    tasks: list[SegmentTask | DeepRangeTask] = []
+    states = []
+    for part in store.partitions:
+        state = _PartitionState(part)
+        states.append(state)
+        segments = part.log_segments()
+        for i, seg in enumerate(segments):
+            ranges: list[DeepRangeTask] = []
+            if deep and jobs > 1 and seg.log_size >= 2 * DEEP_SPLIT_BYTES:
+                ranges = _deep_ranges(seg, jobs)
+            tasks.append(
+                SegmentTask(
+                    str(part.path),
+                    str(seg.log),
+                    seg.base_offset,
+                    seg.named,
+                    str(seg.index) if seg.index else None,
+                    str(seg.timeindex) if seg.timeindex else None,
+                    str(seg.txnindex) if seg.txnindex else None,
+                    is_last=i == len(segments) - 1,
+                    deep=deep,
+                    indexes=indexes,
+                    deep_from=ranges[-1].stop if ranges else 0,
+                )
+            )
+            tasks.extend(ranges)
+        if store.kind != "segment":
+            for snap in part.kraft_snapshots:
+                tasks.append(SegmentTask(str(part.path), str(snap), 0, False, deep=deep, kraft_snapshot=True))
+    bootstrap = store.log_dir_file(ks.BOOTSTRAP_CHECKPOINT) if store.kind == "log-dir" else None
+    if bootstrap is not None:
+        tasks.append(SegmentTask(str(store.root), str(bootstrap), 0, False, deep=deep, kraft_snapshot=True))
+    return tasks, states
+
+
+
+Task = SegmentTask | DeepRangeTask
+#: How the reading's segment tasks run: ``run(fn, tasks)`` yields ``fn(task)`` for each task, in
+#: order (``map``; validate spreads them over processes for ``--jobs``).
+Runner = Callable[[Callable[[Task], SegmentResult], list[Task]], Iterable[SegmentResult]]
+
+
+def run_task(task: Task) -> SegmentResult:
+    """One task of the reading: a segment's every check, or a share of its --deep record checks."""
+    return check_deep_range(task) if isinstance(task, DeepRangeTask) else check_segment(task)
+
+
+@dataclass(frozen=True)
+class SegmentRead:
+    """What one task found.  ``counted``: a segment of its partition's log (a KRaft snapshot,
+    the bootstrap checkpoint and a --deep share are read but are no segment of the log)."""
+
+    task: Task
+    result: SegmentResult
+    counted: bool
+
+
+@dataclass(frozen=True)
+class PartitionRead:
+    """A partition's offsets as its segments give them (the log start offset raised to the
+    log-start checkpoint's, as ``UnifiedLog`` does) and how many segments were read."""
+
+    name: str
+    log_start_offset: int
+    log_end_offset: int
+    segments: int
+
+
+Item = Placed | SegmentRead | PartitionRead
+
+
+def _serial(fn: Callable[[Task], SegmentResult], tasks: list[Task]) -> Iterable[SegmentResult]:
+    return map(fn, tasks)
+
+
+def _in_progress(res: SegmentResult) -> None:
+    """The active segment of a running broker ends in an entry being written, not in damage."""
+    res.findings = [
+        Finding(
+            "KAFKA-LOG-IN-PROGRESS",
+            f.path,
+            f.position,
+            f"the active segment of a running broker ends in an entry being written ({f.length} bytes so far)",
+            length=f.length,
+        )
+        if f.code == "KAFKA-LOG-TORN-TAIL"
+        else f
+        for f in res.findings
+    ]
+
+
+def read_store(
+    store: ks.KafkaStore,
+    *,
+    checks: frozenset[str] = frozenset(FAMILIES),
+    deep: bool = False,
+    jobs: int = 1,
+    run: Runner = _serial,
+) -> Iterator[Item]:
+    """Everything the model states about ``store``, streamed in the order of the module
+    docstring.  ``checks`` leaves out the reading a family needs when the family is not among
+    them (``index``: the index files; ``offsets``: segment continuity); ``jobs`` is how many
+    workers ``run`` spreads the tasks over (--deep: a big segment's records are shared out)."""
+    out = Sink()
+    orphans = _check_files(store, out)
+    yield from out.drain()
+
+    tasks, states = _tasks(store, deep=deep, jobs=jobs, indexes="index" in checks)
+    if deep and sum(seg.log_size for s in states for seg in s.part.log_segments()) >= COMPILED_WALK_MIN_BYTES:
+        if record_scan.compiled_available():  # loaded here, before ``run`` forks its workers
+            tasks = [replace(t, compiled_walk=True) for t in tasks]
+    by_partition = {str(s.part.path): s for s in states}
+    # a running broker (its .lock held): the end of each partition's active segment is being
+    # written, so a partial entry there is in progress, not damage
+    live = store.log_dir is not None and probe_record_lock(store.log_dir / ks.LOCK_FILE) is not None
+    active = {str(s.part.log_segments()[-1].log) for s in states if s.part.log_segments()} if live else set()
+    for task, res in zip(tasks, run(run_task, tasks)):
+        counted = False
+        if isinstance(task, SegmentTask):
+            if res.path in active:
+                _in_progress(res)
+            state = by_partition.get(res.partition)
+            if state is not None and res.path in {str(s.log) for s in state.part.log_segments()}:
+                state.results.append(res)
+                counted = True
+        yield SegmentRead(task, res, counted)
+
+    checkpoints = _read_offset_checkpoints(store, out) if store.kind != "segment" and store.log_dir is not None else {}
+    yield from out.drain()
+    _, log_starts = checkpoints.get(cpf.LOG_START_OFFSET_CHECKPOINT, (None, None))
+    for state in states:
+        _partition_offsets(state)
+        if log_starts and state.part.key in log_starts:
+            # the broker's log start offset: max(checkpoint, first segment base)
+            state.log_start_offset = max(state.log_start_offset, log_starts[state.part.key])
+        mine = orphans.get(str(state.part.path), [])
+        snapshots: list[ks.ProducerSnapshotFile] = []
+        if store.kind != "segment":
+            snapshots = _read_snapshots(state, out)
+            if state.part.suffix is None and not live:  # a running broker's log grows past what was read
+                state.lost = _lost_data(state, checkpoints, snapshots, mine)
+                if state.lost is not None:
+                    out.add(state.lost)
+        for base, finding in mine:
+            if state.lost is not None and base >= _first_gone(state):
+                finding = finding.caused_by(state.lost)
+            out.add(finding)
+        if "offsets" in checks:
+            _check_continuity(state, out)
+        if store.kind != "segment":
+            _check_leader_epochs(state, out)
+            _check_snapshot_offsets(state, snapshots, out)
+            _check_partition_files(state.part, out)
+        yield from out.drain()
+        yield PartitionRead(state.part.name, state.log_start_offset, state.log_end_offset, len(state.results))
+    if store.kind != "segment":
+        _check_log_dir_checkpoints(store, states, checkpoints, out, live)
+        _check_log_dir_state(store, states, out)
+        yield from out.drain()
+
+
+def findings(store: ks.KafkaStore, *, checks: frozenset[str] = frozenset(FAMILIES)) -> Iterator[Finding]:
+    """Every finding of ``read_store`` (in its order) whose family is among ``checks``."""
+    for item in read_store(store, checks=checks):
+        if isinstance(item, Placed):
+            if item.finding.family in checks:
+                yield item.finding
+        elif isinstance(item, SegmentRead):
+            yield from (f for f in item.result.findings if f.family in checks)

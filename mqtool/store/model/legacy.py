@@ -1,0 +1,729 @@
+"""The Jafka and MetaQ store model: one streaming reading of a data dir, a partition or a segment.
+
+What each broker's loader and recovery make of the files (Jafka's ``LogManager``/``Log``
+load and ``Log.recover``; MetaQ's ``MessageStore`` load and ``MessageStore.recover``), stated
+once as findings for every command: ``validate`` assembles them into its report, the readers
+(dump, stats, info, diff, recover's plan) name them on their path.
+
+``read_store`` yields, in this order:
+
+1. the files (a ``list`` of findings): the data dir's entries as each broker's loader sees them
+   (directory names, stray files, non-numeric segment names, links, special files), per
+   partition the continuity of live segments (``start + size == next start``, else the broker
+   refuses the partition), zero-length segments, MetaQ archives against each other and the
+   first live segment;
+2. one ``SegmentRead`` per segment file, read as independent tasks (the caller's ``run`` may
+   spread them over processes): every message (frame, CRC, magic, codec and every inner message
+   of a Jafka gzip wrapper; MetaQ checksum, attribute block, payload size), how the file ends,
+   and resynchronisation after a broken message so the rest of the file is still checked.  A
+   ``.meta.zip`` is inflated on the fly, its name and CRC checked;
+3. Jafka: the missing clean-shutdown marker of a data dir (a list of at most one finding).
+
+How a file ends is judged as the broker would: only the last live segment of a partition is ever
+repaired, by recovery at start-up (Jafka: only without ``.jafka_cleanshutdown``; MetaQ: always).
+There a partial message followed by zeros or the end is a torn tail (warning: recovery truncates
+it); anything else is damage, and valid messages found after the point where recovery stops are
+reported as the messages recovery will throw away.  Jafka's recovery throws on a magic byte other
+than 1 (the broker does not start); MetaQ's recovery reads 20 zero bytes as a valid empty message,
+so a zero tail survives as empty messages with id 0.  In every other segment (and in archives)
+any tail that is not a clean end is an error, because nothing ever repairs it.  In any segment, a
+length running past the end of the file over valid messages is no partial message but a damaged
+length (``SIZE``), followed by the unreadable span and the walk resumed at the next valid message
+(``store.legacy.end_damage``, which dump, stats and info share).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import cast
+
+from mqtool.errors import ChecksumError, MqError, StoreIOError, StoreLayoutError
+from mqtool.findings import Finding
+from mqtool.formats import jafka as jf
+from mqtool.formats import metaq as mq
+from mqtool.store import jafka as sj
+from mqtool.store import metaq as sm
+from mqtool.store.files import nonzero_extent
+from mqtool.store.legacy import (
+    DataDir,
+    Partition,
+    Segment,
+    SegmentReader,
+    SegmentWalk,
+    WalkEnd,
+    end_damage,
+    next_message,
+    zero_run,
+)
+
+#: The code of a Jafka message the broker's ``MessageSet`` reader rejects, by its error's
+#: ``kind`` (``Message.crcOffset`` throws ``UnknownMagicByteException`` for a magic other than
+#: 1); anything else (a LENGTH that does not fit, a wrapper that does not inflate) is JAFKA-SIZE.
+JAFKA_CODES: dict[str | None, str] = {"crc": "JAFKA-CRC", "magic": "JAFKA-MAGIC"}
+
+
+def jafka_error_code(exc: MqError) -> str:
+    """The code of a Jafka message a decode rejects (``JAFKA_CODES``)."""
+    return JAFKA_CODES.get(exc.kind, "JAFKA-SIZE")
+
+
+def metaq_error_code(exc: MqError) -> str:
+    """The code of a message MetaQ's ``MessageUtils`` rejects: a checksum mismatch is METAQ-CRC,
+    anything else (msgLen) METAQ-SIZE."""
+    return "METAQ-CRC" if exc.kind == "crc" else "METAQ-SIZE"
+
+# --- phase 2: one segment file ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SegmentTask:
+    layout: str  # "jafka" | "metaq"
+    path: str
+    start_offset: int
+    archive: str | None
+    named: bool
+    is_last: bool  # the last live segment of its partition: the one recovery repairs
+    recovery_runs: bool  # Jafka: no clean-shutdown marker; MetaQ: always
+
+
+@dataclass
+class SegmentResult:
+    path: str
+    size: int = 0
+    records: int = 0
+    inner: int = 0
+    valid_end: int = 0  # position where valid data stops (first break)
+    recovery_end: int | None = None  # last segment: where the broker's recovery stops
+    recovery_crash: bool = False
+    empty_messages: int = 0  # MetaQ: zero headers recovery keeps as messages
+    lost: int = 0  # valid messages at or after recovery_end
+    findings: list[Finding] = field(default_factory=list)
+    opened: bool = False
+
+
+def read_segment(task: SegmentTask) -> SegmentResult:
+    """Every message of one segment file and how it ends.  Never raises on data."""
+    res = SegmentResult(task.path)
+    prefix = "JAFKA" if task.layout == "jafka" else "METAQ"
+    seg = Segment(Path(task.path), task.start_offset, None, 0, task.archive, task.named)
+    try:
+        reader = sj.open_segment(seg) if task.layout == "jafka" else sm.open_segment(seg)
+    except (StoreIOError, StoreLayoutError) as exc:
+        res.findings.append(Finding(f"{prefix}-UNREADABLE", task.path, exc.position, exc.reason))
+        return res
+    except MqError as exc:  # a zip archive whose structure is broken (position: in the archive file)
+        res.findings.append(Finding("METAQ-ZIP", task.path, exc.position, exc.reason))
+        return res
+    with reader:
+        res.size = reader.size
+        res.opened = True
+        if reader.zip is not None:
+            _check_zip_entries(task, reader, res)
+        try:
+            _Scan(task, reader, res).run()
+            reader.verify()
+        except StoreIOError as exc:
+            res.findings.append(Finding(f"{prefix}-UNREADABLE", task.path, exc.position, exc.reason))
+        except MqError as exc:  # the reader failed: for an archive, a damaged zip
+            if reader.zip is None:
+                res.findings.append(Finding(f"{prefix}-UNREADABLE", task.path, exc.position, exc.reason))
+            else:
+                code = "METAQ-ZIP-CRC" if isinstance(exc, ChecksumError) else "METAQ-ZIP"
+                res.findings.append(Finding(code, task.path, None, exc.reason))
+    return res
+
+
+def _check_zip_entries(task: SegmentTask, reader: SegmentReader, res: SegmentResult) -> None:
+    z = reader.zip
+    assert z is not None
+    if len(z.entries) != 1:
+        res.findings.append(
+            Finding(
+                "METAQ-ZIP",
+                task.path,
+                None,
+                f"expected exactly one entry (ArchiveDeletePolicy writes the segment alone), found {len(z.entries)}: "
+                + ", ".join(repr(e[:60]) for e in z.entries[:5]),
+            )
+        )
+    expected = sm.expected_entry_name(reader.segment)
+    if expected is not None and z.entry_name != expected:
+        res.findings.append(
+            Finding(
+                "METAQ-ZIP-NAME",
+                task.path,
+                None,
+                f"expected the entry to be named {expected} (the segment it archives), found {z.entry_name[:120]!r}: "
+                "the archive's offsets cannot be trusted",
+            )
+        )
+
+
+class _Scan:
+    """Walk one segment, judging every break; collects findings into ``res``."""
+
+    def __init__(self, task: SegmentTask, reader: SegmentReader, res: SegmentResult) -> None:
+        self.task = task
+        self.reader = reader
+        self.res = res
+        self.size = reader.size
+        self.jafka = task.layout == "jafka"
+        self.framing = sj.FRAMING if self.jafka else sm.FRAMING
+        self.prefix = "JAFKA" if self.jafka else "METAQ"
+        self.first_break: int | None = None
+        self.recovery_point: int | None = None  # last segment: where recovery stops
+        self.repaired = task.is_last  # recovery (if it runs) repairs this file's tail
+
+    # -- helpers -----------------------------------------------------------------------------
+    def add(self, code: str, position: int | None, message: str, length: int | None = None) -> None:
+        self.res.findings.append(Finding(f"{self.prefix}-{code}", self.task.path, position, message, length))
+
+    def offset(self, position: int) -> int:
+        return self.task.start_offset + position
+
+    def where(self) -> str:
+        if self.task.archive is not None:
+            return "an archive"
+        return "the last segment" if self.task.is_last else "a segment before the last one"
+
+    def length_at(self, position: int) -> int | None:
+        head = self.reader.pread(position, 4)
+        return self.framing.peek_length(head, 0) if len(head) == 4 else None
+
+    def starts_at(self, position: int) -> bool:
+        return (sj.starts_at if self.jafka else sm.starts_at)(self.reader, position)
+
+    def mark_break(self, position: int) -> None:
+        if self.first_break is None:
+            self.first_break = position
+            self.res.valid_end = position
+            if self.task.is_last and self.recovery_point is None:
+                self.recovery_point = position
+
+    # -- the walk ------------------------------------------------------------------------------
+    def run(self) -> None:
+        pos = 0
+        while True:
+            walk = SegmentWalk(self.reader, self.framing, pos, check_crc=True)
+            for p, message in walk:
+                self.message(p, message)
+            if walk.error is None:
+                end = walk.end
+                assert end is not None
+                if end.kind == "eof":
+                    if self.first_break is None:
+                        self.res.valid_end = end.position
+                    break
+                nxt = self.on_end(end)
+            else:
+                assert walk.failed_at is not None
+                nxt = self.on_error(walk.failed_at, walk.error)
+            if nxt is None:
+                break
+            pos = nxt
+        self.finish()
+
+    def message(self, p: int, message: object) -> None:
+        res = self.res
+        res.records += 1
+        if self.recovery_point is not None and p >= self.recovery_point:
+            res.lost += 1
+        if self.jafka:
+            self.jafka_message(p, cast(jf.Message, message))
+        else:
+            self.metaq_message(p, cast(mq.Message, message))
+
+    def jafka_message(self, p: int, m: jf.Message) -> None:
+        magic = jf.magic_error(m.magic, p + jf.LOG_OVERHEAD)
+        if magic is not None:
+            self.add(
+                "MAGIC",
+                magic.position,
+                magic.reason + ("; its recovery throws on it" if self.task.is_last else ""),
+            )
+            if self.task.is_last and self.recovery_point is None:
+                self.recovery_point = p
+                self.res.recovery_crash = m.size >= jf.MIN_HEADER_SIZE
+            return
+        if m.attributes & ~jf.COMPRESSION_CODEC_MASK & 0xFF:
+            self.add("ATTRIBUTE", p + 5, f"expected attribute bits 2-7 clear, found attribute 0x{m.attributes:02X}")
+        codec = m.compression_codec
+        if codec == jf.CODEC_SNAPPY:
+            self.add("CODEC", p + 5, "expected codec 0 (none) or 1 (gzip), found 2 (snappy): Jafka has no snappy codec, consumers fail")
+        elif codec not in (jf.CODEC_NONE, jf.CODEC_GZIP):
+            self.add("CODEC", p + 5, f"expected codec 0 (none) or 1 (gzip), found {codec}: consumers fail (UnKnownCodecException)")
+        elif codec == jf.CODEC_GZIP:
+            try:
+                for inner in sj.iter_wrapper(m):
+                    self.res.inner += 1
+                    if inner.crc_computed != inner.message.crc:
+                        self.add(
+                            "WRAPPER",
+                            p,
+                            f"inner message #{inner.index} at inflated byte {inner.position}: expected CRC 0x{inner.crc_computed:08X}, "
+                            f"found 0x{inner.message.crc:08X}",
+                        )
+                    magic = jf.magic_error(inner.message.magic)
+                    if magic is not None:
+                        self.add("WRAPPER", p, f"inner message #{inner.index}: {magic.reason}")
+            except MqError as exc:
+                self.add("WRAPPER", p, f"compressed wrapper ({self.res.inner} inner messages read): {exc.reason}")
+
+    def metaq_message(self, p: int, m: mq.Message) -> None:
+        attribute, payload, error = sm.split_message(m)
+        if error is not None:
+            self.add(
+                "ATTRIBUTE",
+                p + mq.HEADER_LEN,
+                f"flag bit 0 says the data starts with an attribute block: expected {error.expected}, found {error.found}; "
+                "consumers throw on this message",
+            )
+        elif attribute is not None:
+            try:
+                attribute.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                self.add(
+                    "ATTRIBUTE-UTF8",
+                    p + mq.HEADER_LEN + 4 + exc.start,
+                    f"expected UTF-8 attribute text, found byte 0x{attribute[exc.start]:02X} (consumers see U+FFFD)",
+                )
+        if len(payload) > mq.MAX_READ_BUFFER_SIZE:
+            self.add(
+                "PAYLOAD-SIZE",
+                p,
+                f"expected a payload of at most {mq.MAX_READ_BUFFER_SIZE} bytes (the client's read limit), found {len(payload)}",
+            )
+
+    # -- breaks --------------------------------------------------------------------------------
+    def on_error(self, b: int, exc: MqError) -> int | None:
+        self.mark_break(b)
+        if self.repaired:
+            torn = self.torn_at(b)
+            if torn is not None:
+                return None
+        code, position, text = "SIZE", exc.position, exc.reason
+        if self.jafka and len(head := self.reader.pread(b, jf.LOG_OVERHEAD + 1)) > jf.LOG_OVERHEAD:
+            # (fewer bytes than LENGTH and MAGIC before the end of the data: the error says so)
+            length, magic_byte = jf.peek_message(head)
+            # Jafka reads the magic before the CRC (crcOffset throws first): a magic byte other than
+            # 1 is JAFKA-MAGIC even when, read as Kafka 0.7's magic 0, the CRC does not match either
+            magic = jf.magic_error(magic_byte, b + jf.LOG_OVERHEAD, crc_mismatch=isinstance(exc, ChecksumError))
+            if length < jf.MIN_HEADER_SIZE_V0:
+                position, text = b, f"expected LENGTH >= {jf.MIN_HEADER_SIZE} (the magic-1 header), found {length}"
+            elif magic is not None:
+                code, position, text = "MAGIC", magic.position, magic.reason
+            elif isinstance(exc, ChecksumError):
+                code = "CRC"
+        elif isinstance(exc, ChecksumError):
+            code = "CRC"
+        self.add(code, position, text)
+        if code in ("CRC", "MAGIC"):
+            nxt = self.framed_next(b)
+            if nxt is not None:
+                return nxt
+        return self.resync_from(b, b + 1)
+
+    def on_end(self, end: WalkEnd) -> int | None:
+        b = end.position
+        if end.kind == "partial":
+            declared = end.length - self.framing.overhead
+            if declared > self.framing.max_message_size:
+                self.mark_break(b)
+                self.add("SIZE", b, f"expected {self.framing.length_field} at most {self.framing.max_message_size}, found {declared}")
+                return self.resync_from(b, b + 1)
+            self.mark_break(b)
+            nxt, _ = next_message(self.reader, self.framing, b + 1)
+            if nxt is not None:
+                # valid messages inside the span the length claims: the length is damaged, this is no tail
+                damage = end_damage(self.reader, self.framing, end, last=self.task.is_last)
+                assert damage is not None
+                self.add("SIZE", b, damage.reason)
+                return self.resync_from(b, b + 1)
+            if self.repaired:
+                if self.torn_at(b) is None:
+                    self.add("GARBAGE", b, f"{self.size - b} bytes after the end of valid data that are not a message", self.size - b)
+                return None
+            self.add(
+                "SEGMENT-TAIL",
+                b,
+                f"{self.where()} ends in a partial message: {self.size - b} of its {end.length} bytes; nothing ever repairs it "
+                "(consumers fetching this offset get no complete message)",
+                self.size - b,
+            )
+            return None
+        # zeros
+        if not self.jafka and self.task.is_last and self.first_break is None:
+            self.metaq_recovery_from(b)
+        self.mark_break(b)
+        extent = nonzero_extent(self.reader, b)
+        if extent is None:
+            n = self.size - b
+            if self.repaired:
+                self.add("ZERO-TAIL", b, self.zero_tail_text(b, n), n)
+            else:
+                self.add("SEGMENT-TAIL", b, f"{self.where()} ends in {n} zero bytes after its last message; nothing ever repairs it", n)
+            return None
+        return self.resync_from(b, b, zeros_first=extent[0])
+
+    def zero_tail_text(self, b: int, n: int) -> str:
+        if self.jafka:
+            if self.task.recovery_runs:
+                return f"{n} zero bytes after the last message (a crash before the data was written); recovery truncates them"
+            return f"{n} zero bytes after the last message; recovery would truncate them but is skipped (.jafka_cleanshutdown present)"
+        kept, rest = divmod(n, mq.HEADER_LEN)
+        text = f"{n} zero bytes after the last message: MetaQ's recovery reads 20 zero bytes as a valid empty message, so "
+        if kept:
+            text += f"it keeps {kept} empty message(s) (msgLen 0, id 0) that consumers will receive"
+            text += f" and truncates the last {rest} bytes" if rest else ""
+        else:
+            text += f"with fewer than 20 it truncates all {n}"
+        return text
+
+    def torn_at(self, b: int) -> int | None:
+        """A torn tail at ``b`` (the last segment): a message that breaks off, followed only by
+        zeros or the end.  Reports it and returns its written length, else None."""
+        rem = self.size - b
+        overhead = self.framing.overhead
+        if rem < self.framing.header_size:
+            data = self.reader.pread(b, rem)
+            if not data.strip(b"\x00"):
+                return None
+            self.add("TORN-TAIL", b, f"torn tail: {rem} bytes of a message header at the end of the file; recovery truncates them", rem)
+            return rem
+        length = self.length_at(b)
+        minimum = jf.MIN_HEADER_SIZE_V0 if self.jafka else 0
+        if length is None or length < minimum or length > self.framing.max_message_size:
+            return None
+        entry_end = b + overhead + length
+        if entry_end < self.size:
+            if nonzero_extent(self.reader, entry_end) is not None:
+                return None
+            extent = nonzero_extent(self.reader, b, entry_end)
+            written = (extent[1] if extent else b) - b
+            how = f"only {written} of its bytes hold data, the rest are zeros"
+            length_out = self.size - b
+        else:
+            written = rem
+            how = f"only {rem} of its bytes were written"
+            length_out = rem
+        repair = "recovery truncates it" if self.task.recovery_runs else "recovery would truncate it but is skipped (.jafka_cleanshutdown present)"
+        self.add(
+            "TORN-TAIL",
+            b,
+            f"torn tail: a {overhead + length}-byte message starts at offset {self.offset(b)} but {how} (a crash while writing); {repair}",
+            length_out,
+        )
+        return written
+
+    def framed_next(self, b: int) -> int | None:
+        """After a message whose payload is damaged but whose length is sane: where the next
+        message starts, when the bytes there are a valid message, zeros, or the end."""
+        length = self.length_at(b)
+        if length is None or length < (jf.MIN_HEADER_SIZE_V0 if self.jafka else 0):
+            return None
+        nxt = b + self.framing.overhead + length
+        if nxt > self.size:
+            return None
+        if nxt == self.size or self.starts_at(nxt) or nonzero_extent(self.reader, nxt, nxt + self.framing.header_size) is None:
+            return nxt
+        return None
+
+    def resync_from(self, b: int, start: int, *, zeros_first: int | None = None) -> int | None:
+        nxt, scanned_to = self.resync(start)
+        if nxt is not None:
+            if zeros_first is not None and zeros_first >= nxt:
+                extra = ""
+                if not self.jafka and (nxt - b) % mq.HEADER_LEN == 0:
+                    extra = f"; MetaQ's recovery reads them as {(nxt - b) // mq.HEADER_LEN} empty messages"
+                text = f"{nxt - b} zero bytes between messages (offset {self.offset(b)} to {self.offset(nxt)}){extra}"
+            elif zeros_first is not None:
+                text = f"zeros then {nxt - zeros_first} bytes of other data before the next valid message at offset {self.offset(nxt)}"
+            else:
+                text = f"{nxt - b} bytes between the broken message and the next valid message at offset {self.offset(nxt)} were skipped"
+            self.add("UNREADABLE-REGION", b, text, nxt - b)
+            return nxt
+        extent = nonzero_extent(self.reader, b)
+        if extent is None:
+            return None
+        first, stop = extent
+        if zeros_first is not None:
+            self.add(
+                "GARBAGE",
+                first,
+                f"expected zeros after the end of valid data at offset {self.offset(b)}, found {stop - first} bytes of other data "
+                f"(positions {first} to {stop}) that hold no valid message",
+                stop - first,
+            )
+            return None
+        unchecked = f"; the {self.size - scanned_to} bytes after position {scanned_to} were not searched" if scanned_to < stop else ""
+        self.add(
+            "UNREADABLE-REGION",
+            b,
+            f"no valid message after the broken one: {stop - b} bytes up to position {stop} cannot be read{unchecked}",
+            stop - b,
+        )
+        return None
+
+    def resync(self, start: int) -> tuple[int | None, int]:
+        """The first position >= ``start`` where a valid message starts (CRC-checked), searching at
+        most ``RESYNC_LIMIT`` bytes; also returns how far the search went."""
+        return next_message(self.reader, self.framing, start)
+
+    # -- MetaQ recovery simulation -------------------------------------------------------------------
+    def metaq_recovery_from(self, b: int) -> None:
+        """MetaQ's recovery continues through zero headers (valid empty messages): where does it stop?"""
+        pos = b
+        empties = 0
+        zeros = bytes(mq.HEADER_LEN)
+        while True:
+            if self.size - pos < mq.HEADER_LEN:
+                break
+            if self.reader.pread(pos, mq.HEADER_LEN) == zeros:
+                kept = zero_run(self.reader, pos) // mq.HEADER_LEN
+                empties += kept
+                pos += kept * mq.HEADER_LEN
+                continue
+            walk = SegmentWalk(self.reader, self.framing, pos, check_crc=True)
+            for _ in walk:
+                pass
+            if walk.error is None and walk.end is not None and walk.end.kind == "zeros" and self.size - walk.end.position >= mq.HEADER_LEN:
+                pos = walk.end.position
+                continue
+            pos = walk.valid_end
+            break
+        self.recovery_point = pos
+        self.res.empty_messages = empties
+
+    # -- the end -------------------------------------------------------------------------------------
+    def finish(self) -> None:
+        res = self.res
+        task = self.task
+        if not task.is_last:
+            return
+        point = self.recovery_point if self.recovery_point is not None else self.size
+        res.recovery_end = point
+        valid_end = res.valid_end
+        if self.jafka and point < self.size and task.recovery_runs:
+            res.recovery_crash = self.jafka_recovery_crashes(point)
+            if res.recovery_crash:
+                self.add(
+                    "RECOVERY-CRASH",
+                    point + jf.LOG_OVERHEAD,
+                    f"Jafka's recovery reads a complete entry at offset {self.offset(point)} whose magic byte is not 1 and throws "
+                    "UnknownMagicByteException: the broker does not start until this segment is repaired (`mqtool recover`)",
+                )
+        if task.recovery_runs and res.lost and not res.recovery_crash:
+            self.add(
+                "RECOVERY-LOSS",
+                point,
+                f"the broker's recovery stops at offset {self.offset(point)} and truncates the {self.size - point} bytes after it, "
+                f"which hold {res.lost} valid message(s)",
+                self.size - point,
+            )
+        if self.jafka and not task.recovery_runs and valid_end < self.size:
+            self.add(
+                "UNRECOVERED",
+                valid_end,
+                f".jafka_cleanshutdown is present, so Jafka skips recovery: consumers stop at offset {self.offset(valid_end)} and new "
+                f"messages are appended after the {self.size - valid_end} bytes that follow",
+                self.size - valid_end,
+            )
+        text = f"valid data ends at offset {self.offset(valid_end)} (position {valid_end} of {self.size})"
+        if not self.jafka and point != valid_end:
+            text += f"; MetaQ's recovery keeps {point} bytes ({res.empty_messages} empty message(s) from zeros), log end offset {self.offset(point)}"
+        elif point < self.size and task.recovery_runs and not res.recovery_crash:
+            text += f"; recovery truncates the segment to {point} bytes"
+        self.add("VALID-END", valid_end, text)
+
+    def jafka_recovery_crashes(self, point: int) -> bool:
+        head = self.reader.pread(point, jf.LOG_OVERHEAD + 1)
+        if len(head) < jf.LOG_OVERHEAD + 1:
+            return False
+        length, magic = jf.peek_message(head)
+        if length < jf.MIN_HEADER_SIZE or point + jf.LOG_OVERHEAD + length > self.size:
+            return False
+        return magic != jf.MAGIC_V1
+
+
+# --- phase 1: files --------------------------------------------------------------------------------------
+
+
+def _check_links(links: list[Path], out: list[Finding], prefix: str) -> None:
+    for path in links:
+        try:
+            target = os.readlink(path)
+        except OSError:
+            target = "?"
+        out.append(
+            Finding(f"{prefix}-FILE-LINK", str(path), None, f"expected a regular file or directory, found a symbolic link to {target!r}: not followed")
+        )
+
+
+def _check_data_dir(data: DataDir, out: list[Finding], prefix: str) -> None:
+    _check_links(data.links, out, prefix)
+    for path in data.unexpected:
+        out.append(Finding(f"{prefix}-UNEXPECTED-FILE", str(path), None, f"a file in the data dir: the broker skips it ({path.name!r})"))
+    for path in data.ignored_dirs:
+        if path.name == sm.TRANSACTIONS_DIR:
+            continue
+        out.append(
+            Finding("METAQ-DIR-IGNORED", str(path), None, f"no '-' in {path.name!r}: MetaQ ignores this directory (\"Ignore invlaid directory\")")
+        )
+    for path, reason in data.bad_dirs:
+        out.append(Finding(f"{prefix}-DIR-NAME", str(path), None, f"expected <topic>-<int partition>, found {path.name!r}: {reason}"))
+
+
+def _check_partition(part: Partition, out: list[Finding], prefix: str) -> None:
+    suffix = ".jafka" if prefix == "JAFKA" else ".meta"
+    for path in part.bad_names:
+        out.append(
+            Finding(
+                f"{prefix}-FILE-NAME",
+                str(path),
+                None,
+                f"expected <digits>{suffix}, found {path.name!r}: the broker parses the name as the start offset and fails to load the partition",
+            )
+        )
+    _check_links(part.links, out, prefix)
+    for path, kind in part.irregular:
+        out.append(Finding(f"{prefix}-UNREADABLE", str(path), None, f"expected a regular segment file, found {kind}: not read"))
+    for path in part.unexpected:
+        kind = "directory" if path.is_dir() else "file"
+        out.append(Finding(f"{prefix}-UNEXPECTED-FILE", str(path), None, f"a {kind} the broker ignores in a partition directory: {path.name!r}"))
+    segs = part.segments
+    if not segs:
+        archived = f"; archives reach offset {max(a.end_offset or a.start_offset for a in part.archives)}" if part.archives else ""
+        restart = "00000000000000000000.jafka (offset 0)" if prefix == "JAFKA" else "a segment at its offsetIfCreate (usually 0)"
+        out.append(Finding(f"{prefix}-NO-SEGMENTS", str(part.path), None, f"no live segment: the broker creates {restart}{archived}"))
+    for i, seg in enumerate(segs):
+        if seg.size == 0 and i < len(segs) - 1:
+            out.append(Finding(f"{prefix}-ZERO-LENGTH", str(seg.path), 0, "a zero-length segment before the last one"))
+        if i:
+            prev = segs[i - 1]
+            expected = prev.start_offset + (prev.size or 0)
+            if seg.start_offset != expected:
+                code = f"{prefix}-SEGMENT-GAP" if seg.start_offset > expected else f"{prefix}-SEGMENT-OVERLAP"
+                what = (
+                    f"offsets {expected}..{seg.start_offset - 1} are missing"
+                    if seg.start_offset > expected
+                    else f"it overlaps the previous segment by {expected - seg.start_offset} bytes"
+                )
+                out.append(
+                    Finding(
+                        code,
+                        str(seg.path),
+                        None,
+                        f"expected the segment after {prev.name} ({prev.start_offset} + {prev.size} bytes) to start at offset {expected}, "
+                        f"found {seg.name}: {what}; the broker refuses to load the partition (\"The following segments don't validate\")",
+                        length=abs(seg.start_offset - expected),
+                    )
+                )
+    if prefix == "METAQ":
+        _check_archives(part, out)
+
+
+def _check_archives(part: Partition, out: list[Finding]) -> None:
+    live = {s.start_offset: s for s in part.segments}
+    seen: dict[int, Segment] = {}
+    chain: list[Segment] = []
+    for arc in part.archives:
+        if arc.size == 0:
+            out.append(Finding("METAQ-ZERO-LENGTH", str(arc.path), 0, "a zero-length archive"))
+        twin = live.get(arc.start_offset) or seen.get(arc.start_offset)
+        if twin is not None:
+            out.append(
+                Finding(
+                    "METAQ-ARCHIVE-DUPLICATE",
+                    str(arc.path),
+                    None,
+                    f"{twin.name} starts at the same offset {arc.start_offset}"
+                    + (" and is still live (an archive run interrupted before it deleted the segment?)" if twin.archive is None else ""),
+                )
+            )
+            continue
+        seen[arc.start_offset] = arc
+        chain.append(arc)
+    if not chain:
+        return
+    if part.segments:
+        chain.append(part.segments[0])
+    chain.sort(key=lambda s: s.start_offset)
+    for prev, seg in zip(chain, chain[1:]):
+        if prev.size is None:
+            continue
+        expected = prev.start_offset + prev.size
+        if seg.start_offset != expected:
+            what = f"offsets {expected}..{seg.start_offset - 1} are in no file" if seg.start_offset > expected else f"they overlap by {expected - seg.start_offset} bytes"
+            out.append(
+                Finding(
+                    "METAQ-ARCHIVE-GAP",
+                    str(seg.path),
+                    None,
+                    f"expected {seg.name} to start where {prev.name} ends ({expected}), found {seg.start_offset}: {what}",
+                    length=abs(seg.start_offset - expected),
+                )
+            )
+
+
+# --- the reading ------------------------------------------------------------------------------------------
+
+#: How the reading's segment tasks run: ``run(fn, tasks)`` yields ``fn(task)`` for each task, in
+#: order (``map``; validate spreads them over processes for ``--jobs``).
+Runner = Callable[[Callable[[SegmentTask], SegmentResult], list[SegmentTask]], Iterable[SegmentResult]]
+
+
+@dataclass(frozen=True)
+class SegmentRead:
+    """What the walk of one segment file found, and the partition it belongs to."""
+
+    task: SegmentTask
+    partition: Partition
+    result: SegmentResult
+
+
+def _serial(fn: Callable[[SegmentTask], SegmentResult], tasks: list[SegmentTask]) -> Iterable[SegmentResult]:
+    return map(fn, tasks)
+
+
+def read_store(data: DataDir, layout: str, *, run: Runner = _serial) -> Iterator[list[Finding] | SegmentRead]:
+    """Everything the model states about ``data`` (a Jafka or MetaQ data dir, partition or
+    segment: ``layout``), streamed in the order of the module docstring."""
+    prefix = layout.upper()
+    out: list[Finding] = []
+    if data.kind == "data-dir":
+        _check_data_dir(data, out, prefix)
+    tasks: list[SegmentTask] = []
+    owners: list[Partition] = []
+    # the broker recovers the last segment of each partition at its next start: MetaQ always,
+    # Jafka without .jafka_cleanshutdown (None: no data dir known, as if absent)
+    marker = sj.clean_shutdown_marker(data) if layout == "jafka" else None
+    runs = not marker
+    for part in data.partitions:
+        if data.only is None:
+            _check_partition(part, out, prefix)
+        last = part.last
+        for seg in data.selected(part):
+            tasks.append(SegmentTask(layout, str(seg.path), seg.start_offset, seg.archive, seg.named, seg is last, runs))
+            owners.append(part)
+    yield out
+    for task, part, res in zip(tasks, owners, run(read_segment, tasks)):
+        yield SegmentRead(task, part, res)
+    if marker is False and data.data_dir is not None and data.only is None:
+        yield [
+            Finding(
+                "JAFKA-UNCLEAN-SHUTDOWN",
+                str(data.data_dir / sj.CLEAN_SHUTDOWN_FILE),
+                None,
+                f"no {sj.CLEAN_SHUTDOWN_FILE} in {data.data_dir}: the broker is running or did not stop cleanly; at the next start "
+                "recovery checks and truncates the last segment of every partition",
+            )
+        ]
+
+
+def findings(data: DataDir, layout: str) -> Iterator[Finding]:
+    """Every finding of ``read_store``, in its order."""
+    for item in read_store(data, layout):
+        yield from item.result.findings if isinstance(item, SegmentRead) else item
