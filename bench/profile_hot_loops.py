@@ -43,7 +43,7 @@ from mqtool.cli.render import _LINE_ENCODER, BodyDecode  # noqa: E402
 from mqtool.cli.rows import message_row  # noqa: E402
 from mqtool.formats.rocketmq import commitlog as cl  # noqa: E402
 from mqtool.ops.validate import ValidateOptions  # noqa: E402
-from mqtool.ops.validate_rocketmq import validate_rocketmq  # noqa: E402
+from mqtool.ops.validate.rocketmq import validate_rocketmq  # noqa: E402
 
 
 def _timed(fn, repeat: int = 3) -> float:

@@ -82,7 +82,7 @@ def crc_pass(files: list[Path]) -> int:
 _PRECISE = """
 import sys
 from mqtool.ops.validate import ValidateOptions
-from mqtool.ops.validate_rocketmq import validate_rocketmq
+from mqtool.ops.validate.rocketmq import validate_rocketmq
 report = validate_rocketmq(sys.argv[1], ValidateOptions(fast=False))
 sys.exit(1 if report.failed else 0)
 """

@@ -44,7 +44,7 @@ from mqtool.formats.rocketmq.commitlog import (
     MessageRecord,
     body_position,
 )
-from mqtool.ops.dump import CommitLogDump, commitlog_files
+from mqtool.ops.dump.rocketmq import CommitLogDump, commitlog_files
 from mqtool.ops.validate import ValidateOptions, validate_path
 from tests.conftest import FIXTURES
 

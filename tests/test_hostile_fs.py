@@ -16,7 +16,7 @@ import pytest
 
 from mqtool.cli.app import run
 from mqtool.ops.validate import ValidateOptions
-from mqtool.ops.validate_rocketmq import validate_rocketmq
+from mqtool.ops.validate.rocketmq import validate_rocketmq
 from tests.conftest import FIXTURES
 
 STORE = FIXTURES / "rocketmq-store"

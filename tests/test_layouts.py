@@ -8,6 +8,7 @@ never mistaken for an unsupported layout.
 from __future__ import annotations
 
 import contextlib
+import importlib
 import io
 import re
 import subprocess
@@ -37,10 +38,10 @@ STORES = {
 }
 #: verb -> (its table, the modules its table imports)
 TABLES = {
-    "info": (info_functions, ("info_kafka", "info_legacy")),
-    "validate": (validators, ("validate_rocketmq", "validate_kafka", "validate_legacy")),
-    "recover": (recoverers, ("recover_rocketmq", "recover_kafka", "recover_legacy")),
-    "clean": (cleaners, ("clean_rocketmq", "clean_kafka", "clean_legacy")),
+    "info": (info_functions, ("info.kafka", "info.legacy")),
+    "validate": (validators, ("validate.rocketmq", "validate.kafka", "validate.legacy")),
+    "recover": (recoverers, ("recover.rocketmq", "recover.kafka", "recover.legacy")),
+    "clean": (cleaners, ("clean.rocketmq", "clean.kafka", "clean.legacy")),
 }
 
 
@@ -174,7 +175,8 @@ def test_an_import_error_in_a_layout_module_is_an_internal_error(verb: str, monk
     """Before issue 18 a module that failed to import was reported as 'does not handle the kafka
     layout' (exit 4), hiding the bug."""
     name = next(m for m in TABLES[verb][1] if "kafka" in m)
-    monkeypatch.delattr(mqtool.ops, name, raising=False)
+    package, _, module = name.partition(".")
+    monkeypatch.delattr(importlib.import_module(f"mqtool.ops.{package}"), module, raising=False)
     monkeypatch.setitem(sys.modules, f"mqtool.ops.{name}", None)  # the next import of it fails
     command, *options = VERB_ARGS[verb]
     code, _, err = cli(command, STORES[Layout.KAFKA], *options)

@@ -19,7 +19,7 @@ from mqtool.cli.exit_codes import ExitCode
 from mqtool.cli.render import OutputFormat
 from mqtool.layouts import detect_layout
 from mqtool.ops.clean import cleaner
-from mqtool.ops.clean_config import read_policy_file
+from mqtool.ops.clean.config import read_policy_file
 from mqtool.ops.recover import RecoverPlan, apply_plan
 
 BROKER_LOCKS = {"rocketmq": "lock", "kafka": ".lock"}

@@ -14,7 +14,7 @@ from mqtool.cli.exit_codes import ExitCode
 from mqtool.cli.render import BodyDecode, Column, OutputFormat, Renderer, dumps, markup, styled
 from mqtool.cli.rows import column_lines, iso_ms, message_row, parse_time
 from mqtool.errors import MqError
-from mqtool.ops import dump as ops_dump
+from mqtool.ops.dump import rocketmq as ops_dump
 
 dump_app = typer.Typer(help="Dump the records of a file family (streaming; every field in JSON).", no_args_is_help=True)
 app.add_typer(dump_app, name="dump")

@@ -24,7 +24,7 @@ from mqtool.cli.rows_kafka import (
     record_row,
     snapshot_row,
 )
-from mqtool.ops import dump_kafka as ops
+from mqtool.ops.dump import kafka as ops
 
 KafkaPathArg = Annotated[Path, typer.Argument(help="A Kafka log dir, a partition dir, or one file.")]
 TopicOpt = Annotated[str | None, typer.Option("--topic", help="Only partitions of this topic (PATH a log dir).")]

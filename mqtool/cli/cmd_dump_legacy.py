@@ -11,7 +11,7 @@ from mqtool.cli.cmd_dump import LimitOpt, TopicOpt, dump_app
 from mqtool.cli.common import DecodeOpt, FormatOpt, JsonlOpt, JsonOpt, finish_dump, renderer
 from mqtool.cli.render import BodyDecode, Column, OutputFormat, Renderer, encode_bytes
 from mqtool.errors import hexint
-from mqtool.ops import dump_legacy as ops
+from mqtool.ops.dump import legacy as ops
 from mqtool.store.jafka import open_jafka
 from mqtool.store.metaq import open_metaq, segment_name
 

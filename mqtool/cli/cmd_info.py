@@ -16,7 +16,8 @@ from mqtool.cli.exit_codes import ExitCode
 from mqtool.cli.render import OutputFormat
 from mqtool.cli.rows import iso_ms
 from mqtool.layouts import detect_layout
-from mqtool.ops.info import StoreInfo, store_info
+from mqtool.ops.info import store_info
+from mqtool.ops.info.rocketmq import StoreInfo
 
 
 @app.command("info")

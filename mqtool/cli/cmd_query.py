@@ -15,7 +15,7 @@ from mqtool.cli.render import BodyDecode, Column, OutputFormat
 from mqtool.cli.rows import iso_ms, message_row, parse_time
 from mqtool.errors import MqError, UnsupportedFormatError
 from mqtool.layouts import detect_layout
-from mqtool.ops import query as ops_query
+from mqtool.ops.query import rocketmq as ops_query
 from mqtool.store.rocketmq import open_store
 
 QUERY_COLUMNS = [
@@ -159,7 +159,7 @@ def _legacy_layout(path: Path, layout: str | None) -> str | None:
 def _query_legacy(out, path: Path, layout: str, topic, partition, offset: int, decode) -> int:
     """Jafka/MetaQ: the message at a byte offset (offsets are byte positions in those logs)."""
     from mqtool.cli.cmd_dump_legacy import JAFKA_COLUMNS, METAQ_COLUMNS, jafka_row, metaq_row, table_row
-    from mqtool.ops import dump_legacy
+    from mqtool.ops.dump import legacy as dump_legacy
     from mqtool.store.jafka import open_jafka
     from mqtool.store.metaq import open_metaq
 
@@ -206,7 +206,7 @@ def _is_kafka(path: Path, layout: str | None, kafka_options: bool) -> bool:
 def _query_kafka(out, path: Path, topic, partition, offset, timestamp, max_results, decode) -> int:
     from mqtool.cli.rows_kafka import QUERY_COLUMNS as KAFKA_QUERY_COLUMNS
     from mqtool.cli.rows_kafka import hit_row
-    from mqtool.ops import query_kafka
+    from mqtool.ops.query import kafka as query_kafka
     from mqtool.store.kafka import open_kafka
 
     if (offset is None) == (timestamp is None):

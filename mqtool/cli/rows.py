@@ -15,7 +15,7 @@ import typer
 
 from mqtool.cli.render import BodyDecode, dumps, encode_bytes
 from mqtool.errors import hexint
-from mqtool.ops.dump import NAME_VALUE_SEPARATOR, PROPERTY_SEPARATOR, ColumnChunk, RecordFields, body_bytes, header_record, span_texts
+from mqtool.ops.dump.rocketmq import NAME_VALUE_SEPARATOR, PROPERTY_SEPARATOR, ColumnChunk, RecordFields, body_bytes, header_record, span_texts
 
 
 def iso_ms(ms: int | None) -> str | None:

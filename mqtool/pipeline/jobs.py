@@ -10,7 +10,7 @@
    ranges, Kafka offset continuity.  Findings carry ``validate``'s codes and are written as the
    ``findings`` dataset.
 
-The rules are validate's (``ops.validate_rocketmq``): units and entries that point below the
+The rules are validate's (``ops.validate.rocketmq``): units and entries that point below the
 CommitLog's first file are expired (one info finding per queue / file), units and entries that
 point into a region a CommitLog finding already covers are not reported again, units and entries
 at or past the end of valid CommitLog data are ``*-PAST-END``.

@@ -46,7 +46,7 @@ class Problem:
 # --- RocketMQ CommitLog ------------------------------------------------------------------------
 # Every rule that judges the bytes is the store layer's (``mqtool.store.rocketmq``: torn_tail_at,
 # past_the_end_error, classify_broken_record, clean_at, find_next_record, nonzero_extent), called
-# in the order validate calls them (``ops.validate_rocketmq._walk_commitlog_file``), so that scan
+# in the order validate calls them (``ops.validate.rocketmq._walk_commitlog_file``), so that scan
 # reports the same code at the same position for the same damage.
 
 

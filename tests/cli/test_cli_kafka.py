@@ -371,10 +371,10 @@ def _verify_counts() -> dict[str, int]:
 def test_real_capture(rel):
     """info, validate --deep and every dump family on each capture (through the engines: the CLI
     around them is exercised above and on three captures below); healthy captures give no error."""
-    from mqtool.ops import dump_kafka
-    from mqtool.ops.info_kafka import kafka_info
+    from mqtool.ops.dump import kafka as dump_kafka
+    from mqtool.ops.info.kafka import kafka_info
     from mqtool.ops.validate import ValidateOptions
-    from mqtool.ops.validate_kafka import validate_kafka
+    from mqtool.ops.validate.kafka import validate_kafka
 
     path = real_path("kafka", *Path(rel).parts)
     info = kafka_info(path).to_dict()

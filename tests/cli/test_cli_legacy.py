@@ -15,7 +15,7 @@ import pytest
 from mqtool.cli.app import run
 from mqtool.formats import jafka as jf
 from mqtool.formats import metaq as mq
-from mqtool.ops import dump_legacy
+from mqtool.ops.dump import legacy as dump_legacy
 from mqtool.store.jafka import open_jafka
 from mqtool.store.metaq import open_metaq
 from tests.cli.test_cli import check_golden

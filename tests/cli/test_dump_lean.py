@@ -15,7 +15,7 @@ from mqtool.cli.app import run
 from mqtool.cli.render import BodyDecode, dumps
 from mqtool.cli.rows import column_lines, message_row
 from mqtool.formats.rocketmq import commitlog as cl
-from mqtool.ops import dump as ops_dump
+from mqtool.ops.dump import rocketmq as ops_dump
 from tests.strategies import message_records
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]

@@ -18,7 +18,7 @@ import pytest
 from mqtool.cli.app import run
 from mqtool.formats.rocketmq import commitlog as cl
 from mqtool.ops.validate import ValidateOptions
-from mqtool.ops.validate_rocketmq import validate_rocketmq
+from mqtool.ops.validate.rocketmq import validate_rocketmq
 from mqtool.store import rocketmq as rmq
 from mqtool.store.writer import StoreWriter, WriterConfig
 

@@ -19,7 +19,7 @@ import pytest
 
 from mqtool.cli.app import run
 from mqtool.ops.validate import ValidateOptions
-from mqtool.ops.validate_kafka import validate_kafka
+from mqtool.ops.validate.kafka import validate_kafka
 from mqtool.store import kafka as ks
 
 PROJECT = Path(__file__).resolve().parents[2]

@@ -24,7 +24,7 @@ import pytest
 
 from mqtool.cli.app import run
 from mqtool.formats.rocketmq.commitlog import MessageRecord, body_position
-from mqtool.ops.dump import CommitLogDump, commitlog_files
+from mqtool.ops.dump.rocketmq import CommitLogDump, commitlog_files
 from mqtool.ops.validate import ValidateOptions, validate_path
 from tests.conftest import FIXTURES
 

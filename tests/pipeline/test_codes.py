@@ -79,7 +79,7 @@ KAFKA_DAMAGE: dict[str, tuple[Callable[[bytes, int], bytes], str]] = {
 
 @pytest.mark.parametrize("damage", sorted(KAFKA_DAMAGE))
 def test_kafka_codes_from_kinds(tmp_path, damage):
-    from mqtool.ops.validate_kafka import validate_kafka
+    from mqtool.ops.validate.kafka import validate_kafka
     from mqtool.pipeline.sources import KAFKA_FRAMING
 
     hurt, code = KAFKA_DAMAGE[damage]
@@ -113,7 +113,7 @@ JAFKA_DAMAGE: dict[str, tuple[Callable[[bytes, int], bytes], str]] = {
 @pytest.mark.parametrize("damage", sorted(JAFKA_DAMAGE))
 def test_jafka_codes_from_kinds(tmp_path, damage):
     from mqtool.formats import jafka as jf
-    from mqtool.ops.validate_legacy import validate_jafka
+    from mqtool.ops.validate.legacy import validate_jafka
     from mqtool.pipeline.sources import JAFKA_FRAMING
 
     hurt, code = JAFKA_DAMAGE[damage]
@@ -135,7 +135,7 @@ METAQ_DAMAGE: dict[str, tuple[Callable[[bytes, int], bytes], str]] = {
 @pytest.mark.parametrize("damage", sorted(METAQ_DAMAGE))
 def test_metaq_codes_from_kinds(tmp_path, damage):
     from mqtool.formats import metaq as mq
-    from mqtool.ops.validate_legacy import validate_metaq
+    from mqtool.ops.validate.legacy import validate_metaq
     from mqtool.pipeline.sources import METAQ_FRAMING
 
     hurt, code = METAQ_DAMAGE[damage]

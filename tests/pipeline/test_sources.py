@@ -313,7 +313,7 @@ def test_cmd_scan_imports_the_pipeline_only_inside_the_command():
 )
 def test_scan_judges_a_cut_kafka_entry_as_validate_does(tmp_path, head, code):
     from mqtool.ops.validate import ValidateOptions
-    from mqtool.ops.validate_kafka import validate_kafka
+    from mqtool.ops.validate.kafka import validate_kafka
     from mqtool.pipeline.sources import KAFKA_FRAMING
     from mqtool.pipeline.walk import walk_framed
     from mqtool.store.files import ReadOnlyFile

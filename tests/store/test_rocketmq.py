@@ -304,7 +304,7 @@ def test_a_chunk_cut_inside_a_record_header_is_not_the_end_of_data(monkeypatch) 
     high bytes of TOTALSIZE) is not a zero tail: every reader reads on and sees every record, and
     validate's report does not depend on where its chunks end."""
     from mqtool.ops.validate import ValidateOptions
-    from mqtool.ops.validate_rocketmq import validate_rocketmq
+    from mqtool.ops.validate.rocketmq import validate_rocketmq
     from mqtool.store.files import ReadOnlyFile
     from mqtool.store.model import commitlog as model_cl
 
@@ -319,7 +319,7 @@ def test_a_chunk_cut_inside_a_record_header_is_not_the_end_of_data(monkeypatch) 
             assert walk.end is not None and walk.end.kind == "blank"
     baseline = validate_rocketmq(FIXTURES / "rocketmq-store", ValidateOptions()).to_dict()
     for chunk in cuts[:3]:
-        for module in (model_cl, __import__("mqtool.ops.validate_rocketmq", fromlist=["x"])):
+        for module in (model_cl, __import__("mqtool.ops.validate.rocketmq", fromlist=["x"])):
             monkeypatch.setattr(module, "CHUNK_SIZE", chunk)
         for fast in (True, False):
             assert validate_rocketmq(FIXTURES / "rocketmq-store", ValidateOptions(fast=fast)).to_dict() == baseline, (chunk, fast)

@@ -957,7 +957,7 @@ def apply_rocketmq(
     """Apply a RocketMQ plan.  Before ``abort`` is removed the store is validated; if errors
     remain, ``abort`` stays (the broker will recover abnormally) and the result says why."""
     from mqtool.ops.validate import ValidateOptions
-    from mqtool.ops.validate_rocketmq import validate_rocketmq
+    from mqtool.ops.validate.rocketmq import validate_rocketmq
 
     if plan.unfixable and not force:
         raise PlanChangedError(

@@ -407,7 +407,7 @@ def quarantine_root_for(plan: RecoverPlan) -> Path:
 def apply_legacy(plan: RecoverPlan, *, quarantine_root: Path | None = None, force: bool = False, verify: bool = True, jobs: int = 1) -> ApplyResult:
     """Apply a Jafka/MetaQ plan, then validate the result."""
     from mqtool.ops.validate import ValidateOptions
-    from mqtool.ops.validate_legacy import validate_jafka, validate_metaq
+    from mqtool.ops.validate.legacy import validate_jafka, validate_metaq
 
     qroot = Path(quarantine_root) if quarantine_root is not None else quarantine_root_for(plan)
     result = apply_plan(plan, custom=apply_custom, quarantine_root=qroot, force=force, broker_lock=None, command="recover")

@@ -27,12 +27,12 @@ from mqtool.cli.exit_codes import ExitCode
 from mqtool.errors import CorruptDataError
 from mqtool.formats import jafka as jf
 from mqtool.formats import metaq as mq
-from mqtool.ops import clean_legacy
-from mqtool.ops.clean_config import read_policy_file
-from mqtool.ops.clean_legacy import CleanOptions, apply_custom, plan_clean_jafka, plan_clean_metaq
+from mqtool.ops.clean import legacy as clean_legacy
+from mqtool.ops.clean.config import read_policy_file
+from mqtool.ops.clean.legacy import CleanOptions, apply_custom, plan_clean_jafka, plan_clean_metaq
 from mqtool.ops.recover import apply_plan
 from mqtool.ops.validate import ValidateOptions
-from mqtool.ops.validate_legacy import validate_jafka, validate_metaq
+from mqtool.ops.validate.legacy import validate_jafka, validate_metaq
 from mqtool.store import jafka as sj
 from mqtool.store import metaq as sm
 from mqtool.store.lock import MQTOOL_LOCK_NAME, ExclusiveLock

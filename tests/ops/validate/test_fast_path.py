@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from mqtool.formats.rocketmq import commitlog as cl
 from mqtool.ops.validate import ValidateOptions
-from mqtool.ops.validate_rocketmq import validate_rocketmq
+from mqtool.ops.validate.rocketmq import validate_rocketmq
 from mqtool.store.writer import StoreWriter, WriterConfig
 from tests.conftest import FIXTURES
 
@@ -100,7 +100,7 @@ def test_damage_anywhere_gives_the_same_report(stores: dict[str, Path], tmp_path
 @pytest.mark.parametrize("name", ["fixture", "generated"])
 def test_healthy_stores_take_the_fast_path_everywhere(stores: dict[str, Path], name: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """No record, unit or entry of a healthy store is read back one by one."""
-    import mqtool.ops.validate_rocketmq as v
+    import mqtool.ops.validate.rocketmq as v
 
     calls = {"walk": 0, "unit": 0, "structure": 0}
 

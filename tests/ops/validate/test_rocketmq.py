@@ -39,8 +39,8 @@ from mqtool.formats.rocketmq.config import encode_fastjson
 from mqtool.formats.rocketmq.hashing import index_key_hash, tags_code
 from mqtool.findings import CODES, Finding, Severity
 from mqtool.ops.validate import ValidateOptions, ValidationReport
-from mqtool.ops.recover_rocketmq import plan_rocketmq
-from mqtool.ops.validate_rocketmq import validate_rocketmq
+from mqtool.ops.recover.rocketmq import plan_rocketmq
+from mqtool.ops.validate.rocketmq import validate_rocketmq
 from mqtool.store import rocketmq as rmq
 from mqtool.store.files import ReadOnlyFile
 from mqtool.store.writer import StoreWriter, WriterConfig, delivery_tags_code
@@ -988,7 +988,7 @@ CONFIG_SHAPES = {
 
 
 def test_config_files_list_every_file_validate_reads():
-    import mqtool.ops.validate_rocketmq as engine
+    import mqtool.ops.validate.rocketmq as engine
 
     assert [name for name, _ in engine.CONFIG_FILES] == list(CONFIG_DOCS) == list(CONFIG_SHAPES)
 
@@ -1105,7 +1105,7 @@ def test_record_completed_while_validating_is_in_progress(tmp_path, monkeypatch,
     file again a moment later: when the record is complete by then, the tail is
     RMQ-CL-IN-PROGRESS (info) and the store passes; when nothing more arrives, the same tail stays
     damage (not in progress)."""
-    import mqtool.ops.validate_rocketmq as engine
+    import mqtool.ops.validate.rocketmq as engine
 
     root = tmp_path / "store"
     with StoreWriter(root, SMALL) as w:
@@ -1144,7 +1144,7 @@ NOT_PRODUCED: dict[str, str] = {}
 def test_every_code_has_a_test_or_a_reason():
     """Every RMQ code is asserted by a test (here, or for file-system oddities in another test
     module), or is listed above with the reason validate never produces it."""
-    import mqtool.ops.validate_rocketmq as engine
+    import mqtool.ops.validate.rocketmq as engine
 
     engine_source = Path(engine.__file__).read_text()
     here = Path(__file__)

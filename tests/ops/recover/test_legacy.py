@@ -35,9 +35,9 @@ from mqtool.errors import LockBusyError, PlanChangedError
 from mqtool.formats import jafka as jf
 from mqtool.formats import metaq as mq
 from mqtool.ops.recover import undo_manifest
-from mqtool.ops.recover_legacy import apply_legacy, plan_jafka, plan_metaq
+from mqtool.ops.recover.legacy import apply_legacy, plan_jafka, plan_metaq
 from mqtool.ops.validate import ValidateOptions
-from mqtool.ops.validate_legacy import validate_jafka, validate_metaq
+from mqtool.ops.validate.legacy import validate_jafka, validate_metaq
 from mqtool.store import jafka as sj
 from mqtool.store import metaq as sm
 from mqtool.store.legacy import SegmentWalk

@@ -42,9 +42,9 @@ from mqtool.formats.kafka import index as kidx
 from mqtool.formats.kafka import record_batch as rb
 from mqtool.formats.kafka import txn_index as ktxn
 from mqtool.ops.recover import undo_manifest
-from mqtool.ops.recover_kafka import RecoverOptions, apply_kafka, plan_kafka
+from mqtool.ops.recover.kafka import RecoverOptions, apply_kafka, plan_kafka
 from mqtool.ops.validate import ValidateOptions
-from mqtool.ops.validate_kafka import validate_kafka
+from mqtool.ops.validate.kafka import validate_kafka
 from mqtool.store import kafka as ks
 from mqtool.store.files import ReadOnlyFile
 from mqtool.store.kafka_writer import LogDirWriter, PartitionConfig

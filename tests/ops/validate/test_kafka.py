@@ -22,7 +22,7 @@ from mqtool.formats.kafka import compression
 from mqtool.formats.kafka import record_batch as rb
 from mqtool.formats.kafka import record_scan
 from mqtool.formats.kafka.log import LogWalker
-from mqtool.ops import validate_kafka as vk
+from mqtool.ops.validate import kafka as vk
 from mqtool.store.model import kafka as km
 from mqtool.findings.codes_kafka import CODES
 from mqtool.findings import Severity

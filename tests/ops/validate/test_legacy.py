@@ -22,7 +22,7 @@ from mqtool.formats import metaq as mq
 from mqtool.findings.codes_legacy import CODES
 from mqtool.findings import Severity
 from mqtool.ops.validate import ValidateOptions
-from mqtool.ops.validate_legacy import validate_jafka, validate_metaq
+from mqtool.ops.validate.legacy import validate_jafka, validate_metaq
 from mqtool.store.model.legacy import SegmentTask
 from mqtool.store.model.legacy import read_segment as validate_segment
 from tests.conftest import FIXTURES
@@ -629,7 +629,7 @@ def test_jafka_magic_zero_on_a_jafka_message_is_a_magic_error(tmp_path):
 
 
 def test_jafka_magic_message_is_the_one_dump_gives(tmp_path):
-    from mqtool.ops.dump_legacy import JafkaDump
+    from mqtool.ops.dump.legacy import JafkaDump
     from mqtool.store.jafka import open_jafka
 
     for magic in (5, 0):
@@ -780,7 +780,7 @@ def test_a_segment_that_vanished_is_unreadable(tmp_path, layout):
 
 def test_links_are_not_followed_by_dump_either(tmp_path):
     s, link, _, _ = _j_link(tmp_path)
-    from mqtool.ops.dump_legacy import JafkaDump
+    from mqtool.ops.dump.legacy import JafkaDump
     from mqtool.store.jafka import open_jafka
 
     rows = list(JafkaDump(open_jafka(s.root)))

@@ -141,7 +141,9 @@ Validator = Callable[..., ValidationReport]
 def validators() -> dict[Layout, Validator]:
     """layout -> checker.  Imported here, not at the top: each checker imports this module, and
     ``mqtool --help`` does not load them."""
-    from mqtool.ops import validate_kafka, validate_legacy, validate_rocketmq
+    from mqtool.ops.validate import kafka as validate_kafka
+    from mqtool.ops.validate import legacy as validate_legacy
+    from mqtool.ops.validate import rocketmq as validate_rocketmq
 
     return {
         Layout.ROCKETMQ: validate_rocketmq.validate_rocketmq,

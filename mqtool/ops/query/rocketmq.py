@@ -21,7 +21,7 @@ from mqtool.findings import Finding
 from mqtool.formats.rocketmq import index_file as idxf
 from mqtool.formats.rocketmq.commitlog import MessageRecord, decode_offset_msg_id
 from mqtool.formats.rocketmq.config import parse_topics
-from mqtool.ops.dump import CommitLogDump, RecordFilter
+from mqtool.ops.dump.rocketmq import CommitLogDump, RecordFilter
 from mqtool.store import rocketmq as rmq
 from mqtool.store.files import ReadOnlyFile, read_small_file
 from mqtool.store.model import rocketmq as model

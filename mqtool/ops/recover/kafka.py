@@ -1242,7 +1242,7 @@ def apply_kafka(plan: RecoverPlan, *, quarantine_root: Path | None = None, force
     """Apply a Kafka plan under mqtool's lock (refused while the broker holds ``.lock``, unless
     ``force``), then validate the recovered partitions."""
     from mqtool.ops.validate import ValidateOptions
-    from mqtool.ops.validate_kafka import validate_kafka
+    from mqtool.ops.validate.kafka import validate_kafka
 
     broker_lock = ks.LOCK_FILE if plan.facts.get("log_dir", True) else None
     result = apply_plan(plan, custom=apply_custom, quarantine_root=quarantine_root, force=force, broker_lock=broker_lock, command="recover")

@@ -7,7 +7,7 @@ import shutil
 import pytest
 
 from mqtool.formats.kafka.log import LogWalker
-from mqtool.ops.query_kafka import query_offset, query_timestamp, segment_largest_timestamp
+from mqtool.ops.query.kafka import query_offset, query_timestamp, segment_largest_timestamp
 from mqtool.store.kafka import open_kafka
 from tests.conftest import FIXTURES, real_path
 

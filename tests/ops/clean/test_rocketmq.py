@@ -15,10 +15,10 @@ import pytest
 from mqtool.formats.rocketmq import commitlog as cl
 from mqtool.formats.rocketmq.config import encode_fastjson
 from mqtool.ops.clean import DiskUsage
-from mqtool.ops.clean_rocketmq import CleanOptions, plan_clean_rocketmq
+from mqtool.ops.clean.rocketmq import CleanOptions, plan_clean_rocketmq
 from mqtool.ops.recover import apply_plan
 from mqtool.ops.validate import ValidateOptions
-from mqtool.ops.validate_rocketmq import validate_rocketmq
+from mqtool.ops.validate.rocketmq import validate_rocketmq
 from mqtool.store import rocketmq as rmq
 from mqtool.store.writer import StoreWriter, WriterConfig
 

@@ -6,7 +6,7 @@ retention is the point — the plan and the JSON report say exactly what goes), 
 exits 75) and deletes oldest first, so a crash at any point leaves a consistent store and a rerun
 finishes the job.
 
-Policies default to the upstream broker defaults; ``ops.clean_<layout>`` modules implement them.
+Policies default to the upstream broker defaults; the layout modules ``ops.clean.<layout>`` implement them.
 The disk-usage probe is injectable so the space rules are testable.
 """
 
@@ -47,7 +47,9 @@ DiskProbe = Callable[[Path], DiskUsage]
 def cleaners() -> dict[Layout, tuple[Callable, type]]:
     """layout -> (plan function(path, options, now_ms, probe), options class).  Imported here,
     not at the top: the cleaners import this module."""
-    from mqtool.ops import clean_kafka, clean_legacy, clean_rocketmq
+    from mqtool.ops.clean import kafka as clean_kafka
+    from mqtool.ops.clean import legacy as clean_legacy
+    from mqtool.ops.clean import rocketmq as clean_rocketmq
 
     return {
         Layout.ROCKETMQ: (clean_rocketmq.plan_clean_rocketmq, clean_rocketmq.CleanOptions),

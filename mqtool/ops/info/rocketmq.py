@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -18,7 +17,6 @@ from mqtool.findings import Finding, Severity
 from mqtool.formats.rocketmq import checkpoint as cpf
 from mqtool.formats.rocketmq import config as cfgf
 from mqtool.formats.rocketmq.commitlog import MAGIC_V2, SYSFLAG_BORNHOST_V6, SYSFLAG_COMPRESSION_MASK, SYSFLAG_STOREHOST_V6, MessageRecord
-from mqtool.layouts import Layout, for_layout
 from mqtool.store import rocketmq as rmq
 from mqtool.store.files import ReadOnlyFile, is_directory, read_small_file
 from mqtool.store.lock import probe_record_lock
@@ -284,21 +282,3 @@ def rocketmq_info(path: str | Path) -> StoreInfo:
         errors=errors,
         findings=findings,
     )
-
-
-
-def info_functions() -> dict[Layout, Callable[[str | Path], object]]:
-    """layout -> function(path) -> object with to_dict().  Imported here, not at the top, so
-    ``mqtool --help`` does not load the other layouts' modules."""
-    from mqtool.ops import info_kafka, info_legacy
-
-    return {
-        Layout.ROCKETMQ: rocketmq_info,
-        Layout.KAFKA: info_kafka.kafka_info,
-        Layout.JAFKA: info_legacy.jafka_info,
-        Layout.METAQ: info_legacy.metaq_info,
-    }
-
-
-def store_info(path: str | Path, layout: str):
-    return for_layout(info_functions(), layout, "info")(path)

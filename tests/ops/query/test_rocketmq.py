@@ -1,10 +1,10 @@
-"""ops/query.py: RocketMQ lookups by key, offsetMsgId and queue offset on the bundled fixture."""
+"""ops/query/rocketmq.py: RocketMQ lookups by key, offsetMsgId and queue offset on the bundled fixture."""
 
 from __future__ import annotations
 
 import pytest
 
-from mqtool.ops import query as q
+from mqtool.ops.query import rocketmq as q
 from mqtool.store import rocketmq as rmq
 from tests.conftest import FIXTURES
 

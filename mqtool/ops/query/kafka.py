@@ -25,7 +25,7 @@ from mqtool.errors import ChecksumError, MqError
 from mqtool.formats.kafka import checkpoint_file as cpf
 from mqtool.formats.kafka import record_batch as rb
 from mqtool.formats.kafka.log import records_of_batch, records_of_message
-from mqtool.ops.dump_kafka import BatchInfo, LogTarget, RecordInfo, batch_info, decoder_for, record_info
+from mqtool.ops.dump.kafka import BatchInfo, LogTarget, RecordInfo, batch_info, decoder_for, record_info
 from mqtool.store import kafka as ks
 from mqtool.store.files import ReadOnlyFile, read_small_file
 

@@ -42,9 +42,9 @@ from mqtool.formats.rocketmq import commitlog as cl
 from mqtool.formats.rocketmq import consume_queue as cqf
 from mqtool.formats.rocketmq import index_file as idxf
 from mqtool.ops.recover import RecoverPlan, undo_manifest
-from mqtool.ops.recover_rocketmq import INDEX_STAGING, RecoverOptions, apply_rocketmq, plan_rocketmq
+from mqtool.ops.recover.rocketmq import INDEX_STAGING, RecoverOptions, apply_rocketmq, plan_rocketmq
 from mqtool.ops.validate import ValidateOptions
-from mqtool.ops.validate_rocketmq import validate_rocketmq
+from mqtool.ops.validate.rocketmq import validate_rocketmq
 from mqtool.store import rocketmq as rmq
 from mqtool.store.files import ReadOnlyFile
 from mqtool.store.lock import MQTOOL_LOCK_NAME, ExclusiveLock

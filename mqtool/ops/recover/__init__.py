@@ -314,7 +314,9 @@ def undo_manifest(manifest: Path, *, force: bool = False) -> list:
 def recoverers() -> dict[Layout, tuple[Callable, Callable, type]]:
     """layout -> (plan function(path, options), apply function(plan, **kw), options class).
     Imported here, not at the top: each recoverer imports this module."""
-    from mqtool.ops import recover_kafka, recover_legacy, recover_rocketmq
+    from mqtool.ops.recover import kafka as recover_kafka
+    from mqtool.ops.recover import legacy as recover_legacy
+    from mqtool.ops.recover import rocketmq as recover_rocketmq
 
     return {
         Layout.ROCKETMQ: (recover_rocketmq.plan_rocketmq, recover_rocketmq.apply_rocketmq, recover_rocketmq.RecoverOptions),

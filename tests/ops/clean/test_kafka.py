@@ -21,10 +21,10 @@ from mqtool.cli.exit_codes import ExitCode
 from mqtool.formats.kafka import checkpoint_file as cpf
 from mqtool.formats.kafka import legacy as klegacy
 from mqtool.formats.kafka import record_batch as rb
-from mqtool.ops.clean_kafka import DEFAULT_RETENTION_MS, CleanOptions, apply_custom, plan_clean_kafka
+from mqtool.ops.clean.kafka import DEFAULT_RETENTION_MS, CleanOptions, apply_custom, plan_clean_kafka
 from mqtool.ops.recover import apply_plan
 from mqtool.ops.validate import ValidateOptions
-from mqtool.ops.validate_kafka import validate_kafka
+from mqtool.ops.validate.kafka import validate_kafka
 from mqtool.store import kafka as ks
 from mqtool.store.kafka_writer import LogDirWriter, PartitionConfig
 from mqtool.store.lock import MQTOOL_LOCK_NAME, ExclusiveLock

@@ -1,0 +1,1 @@
+"""``mqtool dump``: one module per layout (``rocketmq``, ``kafka``, ``legacy`` (Jafka and MetaQ))."""

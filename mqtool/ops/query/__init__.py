@@ -1,0 +1,1 @@
+"""``mqtool query``: one module per layout (``rocketmq``, ``kafka``)."""
