@@ -319,10 +319,7 @@ OPEN: dict[tuple[str, str], str] = {
 #: and judge how each file ends, but do not check a record against its neighbours or its place):
 #: when validate's first finding is one of these, the readers are not held to it.
 OPEN_CODES: dict[str, str] = {
-    "RMQ-CL-PHYS-OFFSET": "a record whose PHYSICALOFFSET is not its address (zeros over its header fields, say) decodes for "
-    "the readers; validate's rule (and its stale-copy and misnamed-file exceptions) is not yet in the store model",
     "RMQ-CL-QUEUE-OFFSET": "queue-offset continuity is checked by validate's walk across files, not yet by the readers",
-    "RMQ-CL-PROP-CRC": "the __CRC32# record CRC property is checked by validate only",
 }
 
 

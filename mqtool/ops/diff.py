@@ -354,7 +354,7 @@ def _rocketmq_log(path: Path, problems: list[str]) -> _ByteLog:
     if segments:
         seg = segments[-1]
         with ReadOnlyFile(seg.path) as f:
-            walk = rmq.CommitLogFileWalk(f, last=True, file_size=store.commitlog_file_size)
+            walk = rmq.CommitLogFileWalk(f, last=True, file_size=store.commitlog_file_size, base=seg.base)
             for _ in walk:
                 pass
             last_end = walk.valid_end
@@ -429,7 +429,7 @@ def _rocketmq_describe(log: _ByteLog, offset: int):
     if seg is None:
         return offset, None, None
     with ReadOnlyFile(seg.path) as f:
-        walk = rmq.CommitLogFileWalk(f)
+        walk = rmq.CommitLogFileWalk(f, base=seg.base)
         for pos, rec in walk:
             if seg.base + pos + rec.total_size > offset:
                 return seg.base + pos, {
@@ -491,7 +491,7 @@ def _rocketmq_walk(log: _ByteLog, offset: int) -> Iterator[tuple[int, int]]:
         if seg is None:
             return
         with ReadOnlyFile(seg.path) as f:
-            walk = rmq.CommitLogFileWalk(f, pos - seg.base)
+            walk = rmq.CommitLogFileWalk(f, pos - seg.base, base=seg.base)
             for p, rec in walk:
                 if seg.base + p >= seg.base + seg.size:
                     return

@@ -471,7 +471,7 @@ def _rocketmq(path: Path, stats: StoreStats, top: _Top, options: StatsOptions, p
         if seg.size == 0:
             continue
         with ReadOnlyFile(seg.path) as f:
-            walk = rmq.CommitLogFileWalk(f, check_crc=options.check_crc, last=i == last_index, file_size=store.commitlog_file_size)
+            walk = rmq.CommitLogFileWalk(f, check_crc=options.check_crc, last=i == last_index, file_size=store.commitlog_file_size, base=seg.base)
             done = 0
             for pos, record in walk:
                 key = (record.topic, record.queue_id)

@@ -40,6 +40,7 @@ from mqtool.formats.rocketmq.commitlog import (
     peek_topic_length,
     topic_length_size,
 )
+from mqtool.formats.rocketmq.properties import CRC32
 from mqtool.store.files import CHUNK_SIZE, Readable, ReadOnlyFile, file_size, is_directory, is_regular_file, nonzero_extent, safe_listdir
 
 SEGMENT_NAME = re.compile(r"^\d{20}$")
@@ -322,6 +323,13 @@ class CommitLogFileWalk:
     fails with only zeros after its written bytes (``torn_tail_at``), and a record that decodes
     but whose last bytes are zeros (``torn_record_tail``) -- neither is yielded.
     ``file_size``: the configured CommitLog file size (the file's own size when not given).
+
+    With ``base`` (the commitlog offset the file's name says) the walk also keeps, in ``odd``,
+    the records validate has more to say about (``model.record_findings``): a PHYSICALOFFSET
+    that is not the record's address, property segments the broker drops, a ``__CRC32#``
+    property; and with ``last`` it ends, as ``DataEnd("stale", position)``, at a record that is
+    a copy of the record at the offset it claims with no record at its own place after it
+    (``is_stale_copy``: data left after a truncation, or copied there).
     """
 
     def __init__(
@@ -334,8 +342,14 @@ class CommitLogFileWalk:
         max_record_size: int = MAX_RECORD_SIZE,
         last: bool = False,
         file_size: int | None = None,
+        base: int | None = None,
     ) -> None:
         self.f = f
+        self.base = base
+        #: ``(position, record, its bytes)`` of each record ``model.record_findings`` judges
+        self.odd: list[tuple[int, MessageRecord, bytes]] = []
+        #: end kind ``stale``: the commitlog offset the first stale record claims
+        self.stale_claim = -1
         self.start = start
         self.file_size = file_size or f.size
         #: the newest file: a record whose bytes stop early, zeros after, ends the walk as
@@ -373,6 +387,18 @@ class CommitLogFileWalk:
                             self.torn = torn
                             self.end = DataEnd("torn", base + pos, torn.total)
                             return
+                    if self.base is not None and (
+                        record.physical_offset != self.base + base + pos or record.dropped_properties or CRC32 in record.properties
+                    ):
+                        if (
+                            self.last
+                            and record.physical_offset != self.base + base + pos
+                            and is_stale_copy(f, self.base, base + pos, record, self.file_size)
+                        ):
+                            self.end = DataEnd("stale", base + pos)
+                            self.stale_claim = record.physical_offset
+                            return
+                        self.odd.append((base + pos, record, bytes(data[pos : pos + record.total_size])))
                     self.count += 1
                     yield base + pos, record
             except MqError as exc:
@@ -404,6 +430,23 @@ class CommitLogFileWalk:
                 continue
             self.end = DataEnd(end.kind, base + end.position, end.length)
             return
+
+
+def is_stale_copy(f: ReadOnlyFile, base: int, at: int, rec: MessageRecord, file_size: int) -> bool:
+    """The record at ``at`` of the file named ``base`` (which says another PHYSICALOFFSET) is a
+    byte-for-byte copy of the record at the offset it says, and no record at its own place
+    follows it: stale data (left after a truncation, or copied here), not a damaged
+    PHYSICALOFFSET."""
+    claimed = rec.physical_offset
+    if not 0 <= claimed < base + at or not file_size:
+        return False
+    source = f.path.with_name(cqf.offset_file_name(claimed - claimed % file_size))
+    try:
+        with ReadOnlyFile(source) as g:
+            original = g.pread(claimed % file_size, rec.total_size)
+    except MqError:
+        return False
+    return original == f.pread(at, rec.total_size) and find_next_record(f, base, at + 1) is None
 
 
 def read_record_at(

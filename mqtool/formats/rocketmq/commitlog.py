@@ -603,7 +603,7 @@ def check_crc_property(record_bytes: Buffer) -> tuple[int, int] | None:
 
 # --- walking a file --------------------------------------------------------------------------
 
-EndKind = Literal["blank", "zeros", "partial", "eof", "torn"]  # "torn": only store's CommitLogFileWalk(last=True)
+EndKind = Literal["blank", "zeros", "partial", "eof", "torn", "stale"]  # "torn", "stale": only store's CommitLogFileWalk(last=True)
 
 
 @dataclass(frozen=True)

@@ -207,7 +207,7 @@ class CommitLogDump:
         last_index = model.last_data_file(self.files)
         for i, seg in self._files_to_walk(read):
             with ReadOnlyFile(seg.path) as f:
-                walk = rmq.CommitLogFileWalk(f, check_crc=self.check_crc, last=i == last_index, file_size=file_size)
+                walk = rmq.CommitLogFileWalk(f, check_crc=self.check_crc, last=i == last_index, file_size=file_size, base=seg.base)
                 last = 0
                 for pos, record in walk:
                     self.bytes_done += pos + record.total_size - last
@@ -219,6 +219,7 @@ class CommitLogDump:
                     yield Located(seg.path, pos, seg.base + pos), record
                     emitted += 1
                     if self.limit is not None and emitted >= self.limit:
+                        self.findings.extend(model.walk_record_findings(walk))  # the records read so far
                         return
                 self.bytes_done += f.size - last
                 self.findings.extend(model.commitlog_file_findings(f, walk, file_size, last=i == last_index, after_last=i > last_index))
@@ -285,10 +286,14 @@ class CommitLogDump:
                             break
                         if is_last and self._torn(f, offset + stop.position, record, data[stop.position + record.total_size - 1], file_size):
                             break  # the precise walk ends the data there and names it
-                        count += 1
-                        at = stop.position + record.total_size
-                        self.bytes_done += record.total_size
                         address = seg.base + offset + stop.position
+                        if is_last and record.physical_offset != address and rmq.is_stale_copy(f, seg.base, offset + stop.position, record, file_size or f.size):
+                            break  # stale data: the precise walk ends there and names it
+                        at = stop.position + record.total_size
+                        # what validate says about the record itself (PHYSICALOFFSET, properties, __CRC32#)
+                        self.findings.extend(model.record_findings(str(seg.path), seg.base, offset + stop.position, record, data[stop.position : at]))
+                        count += 1
+                        self.bytes_done += record.total_size
                         if (start_at is None or address >= start_at) and flt.accepts(record):
                             yield Located(seg.path, offset + stop.position, address), record
                             emitted += 1
@@ -307,7 +312,7 @@ class CommitLogDump:
                     break
                 # where the data ends or breaks, the precise walk names it (and reads on)
                 handover = offset + stop.position
-                precise = rmq.CommitLogFileWalk(f, handover, check_crc=self.check_crc, last=is_last, file_size=file_size)
+                precise = rmq.CommitLogFileWalk(f, handover, check_crc=self.check_crc, last=is_last, file_size=file_size, base=seg.base)
                 done = handover
                 for pos, record in precise:
                     self.bytes_done += pos + record.total_size - done
@@ -320,6 +325,7 @@ class CommitLogDump:
                     yield Located(seg.path, pos, seg.base + pos), record
                     emitted += 1
                     if limit is not None and emitted >= limit:
+                        self.findings.extend(model.walk_record_findings(precise))  # the records read so far
                         return
                 self.bytes_done += f.size - done
                 self.findings.extend(model.commitlog_file_findings(f, precise, file_size, last=is_last, after_last=i > last_index))

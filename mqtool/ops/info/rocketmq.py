@@ -159,7 +159,7 @@ def _walk_active(seg: rmq.Segment, file_size: int | None, hints: set[str]) -> tu
     """Walk the active CommitLog file to where its data ends (a torn tail ends it, as in validate)
     and say how it ends, as validate says it."""
     with ReadOnlyFile(seg.path) as f:
-        walk = rmq.CommitLogFileWalk(f, last=True, file_size=file_size)
+        walk = rmq.CommitLogFileWalk(f, last=True, file_size=file_size, base=seg.base)
         last_record = None
         for _, record in walk:
             last_record = record

@@ -41,20 +41,18 @@ from mqtool.formats.rocketmq.columns import cq_units
 from mqtool.formats.rocketmq.commitlog import (
     BORNHOST_POSITION,
     MIN_MESSAGE_SIZE,
-    PHYSICAL_OFFSET_POSITION,
     QUEUE_OFFSET_POSITION,
     SYSFLAG_TRANSACTION_MASK,
     SYSFLAG_TRANSACTION_PREPARED,
     SYSFLAG_TRANSACTION_ROLLBACK,
     MessageRecord,
     RecordWalker,
-    check_crc_property,
     host_size,
     peek_physical_offset,
     peek_store_timestamp,
 )
 from mqtool.formats.rocketmq.hashing import index_key_hash
-from mqtool.formats.rocketmq.properties import CRC32, split_keys
+from mqtool.formats.rocketmq.properties import split_keys
 from mqtool.ops.validate import FileSummary, Progress, ValidateOptions, ValidationReport, run_tasks
 from mqtool.store import rocketmq as rmq
 from mqtool.store.files import CHUNK_SIZE, ReadOnlyFile, nonzero_extent, read_small_file
@@ -256,7 +254,7 @@ def _walk_commitlog_file(f: ReadOnlyFile, task: CommitLogTask, res: CommitLogFil
                 if rec.physical_offset != base + at:
                     if not res.records and task.alt_base is not None and rec.physical_offset == task.alt_base + at:
                         base = res.content_base = task.alt_base  # misnamed: RMQ-FILE-OVERLAP/GAP/ALIGN say so
-                    elif task.is_last and _is_stale_copy(f, task, at, rec, base):
+                    elif task.is_last and rmq.is_stale_copy(f, base, at, rec, task.file_size):
                         _stale_tail(f, task, at, rec, base, res)
                         return
                 # the store model's rule (every reader's walk applies it): a decoded record whose
@@ -396,38 +394,13 @@ def _after_broken_record(f: ReadOnlyFile, task: CommitLogTask, bad: int, exc: Mq
     return resume
 
 
-def _is_stale_copy(f: ReadOnlyFile, task: CommitLogTask, at: int, rec: MessageRecord, base: int) -> bool:
-    """The record at ``at`` (which says another PHYSICALOFFSET) is a byte-for-byte copy of the
-    record at the offset it says, and no record at its own place follows it: stale data (left
-    after a truncation, or copied here), not a damaged PHYSICALOFFSET."""
-    claimed = rec.physical_offset
-    if not 0 <= claimed < base + at or not task.file_size:
-        return False
-    source = Path(task.path).with_name(f"{claimed - claimed % task.file_size:020d}")
-    try:
-        with ReadOnlyFile(source) as g:
-            original = g.pread(claimed % task.file_size, rec.total_size)
-    except MqError:
-        return False
-    return original == f.pread(at, rec.total_size) and rmq.find_next_record(f, base, at + 1) is None
-
-
 def _stale_tail(f: ReadOnlyFile, task: CommitLogTask, at: int, rec: MessageRecord, base: int, res: CommitLogFileResult) -> None:
     """A record at ``at`` of the last file that claims another place, with no record at its own
     place after it: valid data ends here and the rest is stale (copied or left behind) data."""
     extent = nonzero_extent(f, at)
     stop = extent[1] if extent else at + rec.total_size
     res.valid_end = at
-    res.findings.append(
-        Finding(
-            "RMQ-CL-GARBAGE",
-            task.path,
-            at,
-            f"expected zeros after the end of valid data at {at}, found {stop - at} bytes of stale records "
-            f"(the first is a copy of the record at commitlog offset {rec.physical_offset}): data left after a truncation, or copied here",
-            length=stop - at,
-        )
-    )
+    res.findings.append(model.stale_finding(task.path, at, stop, rec.physical_offset))
     res.findings.append(Finding("RMQ-CL-VALID-END", task.path, at, f"valid data ends at commitlog offset {base + at} (stale data follow)"))
 
 
@@ -474,43 +447,10 @@ def _check_blank(f: ReadOnlyFile, task: CommitLogTask, pos: int, total: int, res
 
 
 def _check_record(rec: MessageRecord, base: int, pos: int, path: str, res: CommitLogFileResult, check_props: bool, data: bytes, p: int) -> None:
-    if rec.physical_offset != base + pos:
-        res.findings.append(
-            Finding(
-                "RMQ-CL-PHYS-OFFSET",
-                path,
-                pos + PHYSICAL_OFFSET_POSITION,
-                f"expected PHYSICALOFFSET {base + pos} (the record's position), found {rec.physical_offset}",
-            )
-        )
+    found = model.record_findings(path, base, pos, rec, memoryview(data)[p : p + rec.total_size], check_properties=check_props)
+    res.findings.extend(found)
+    if any(x.code == "RMQ-CL-PHYS-OFFSET" for x in found):
         res.damaged.append((base + pos, base + pos + rec.total_size))
-    if not check_props:
-        return
-    if rec.dropped_properties:
-        res.findings.append(
-            Finding(
-                "RMQ-CL-PROPERTIES",
-                path,
-                pos,
-                f"expected name\\x01value\\x02 property segments, found {len(rec.dropped_properties)} the broker drops: "
-                + ", ".join(repr(s) for s in rec.dropped_properties[:3]),
-            )
-        )
-    if CRC32 in rec.properties:
-        try:
-            checked = check_crc_property(memoryview(data)[p : p + rec.total_size])
-        except MqError as exc:
-            res.findings.append(Finding("RMQ-CL-PROP-CRC", path, pos + rec.total_size - 11, exc.reason))
-            return
-        if checked is not None and checked[0] != checked[1]:
-            res.findings.append(
-                Finding(
-                    "RMQ-CL-PROP-CRC",
-                    path,
-                    pos + rec.total_size - 11,
-                    f"expected __CRC32# {checked[1]} (CRC of the record's first {rec.total_size - 20} bytes), found {checked[0]}",
-                )
-            )
 
 
 # --- phase 3: ConsumeQueues ---------------------------------------------------------------------

@@ -16,8 +16,10 @@ from pathlib import Path
 
 from mqtool.errors import CorruptDataError, MqError
 from mqtool.findings import Finding, Severity
+from mqtool.formats._binary import Buffer
 from mqtool.formats.rocketmq import consume_queue as cqf
-from mqtool.formats.rocketmq.commitlog import MessageRecord
+from mqtool.formats.rocketmq.commitlog import PHYSICAL_OFFSET_POSITION, MessageRecord, check_crc_property
+from mqtool.formats.rocketmq.properties import CRC32
 from mqtool.store import rocketmq as rmq
 from mqtool.store.files import ReadOnlyFile, link_target, nonzero_extent
 
@@ -273,11 +275,24 @@ def commitlog_file_findings(
             return []
         return [Finding("RMQ-CL-GARBAGE", path, extent[0], "non-zero bytes in a file after the last file holding records", length=extent[1] - extent[0])]
     assert walk is not None
+    return walk_record_findings(walk) + _file_end_findings(f, walk, path, size, last)
+
+
+def walk_record_findings(walk: rmq.CommitLogFileWalk) -> list[Finding]:
+    """``record_findings`` of the records a walk (with ``base``) has read so far."""
+    path = str(walk.f.path)
+    return [x for pos, rec, raw in walk.odd for x in record_findings(path, walk.base or 0, pos, rec, raw)]
+
+
+def _file_end_findings(f: ReadOnlyFile, walk: rmq.CommitLogFileWalk, path: str, size: int, last: bool) -> list[Finding]:
     end = walk.end
     if walk.error is not None and walk.failed_at is not None:
         return [broken_record_finding(f, path, walk.failed_at, walk.error, size, last)]
     if end is None:
         return []
+    if end.kind == "stale":
+        extent = nonzero_extent(f, end.position)
+        return [stale_finding(path, end.position, extent[1] if extent else end.position, walk.stale_claim)]
     if end.kind == "torn":
         if walk.torn is not None:
             return [torn_tail_finding(path, end.position, walk.torn)]
@@ -298,6 +313,64 @@ def commitlog_file_findings(
         if extent is not None:
             return [garbage_finding(path, end.position, extent)]
     return []
+
+
+def record_findings(path: str, base: int, pos: int, rec: MessageRecord, raw: Buffer, *, check_properties: bool = True) -> list[Finding]:
+    """What validate says about one record that decodes, at position ``pos`` of the file named
+    ``base`` (``raw``: its bytes): a PHYSICALOFFSET that is not its address (RMQ-CL-PHYS-OFFSET),
+    property segments the broker drops (RMQ-CL-PROPERTIES), a ``__CRC32#`` property that is not
+    the CRC of the record's bytes before it (RMQ-CL-PROP-CRC)."""
+    out: list[Finding] = []
+    if rec.physical_offset != base + pos:
+        out.append(
+            Finding(
+                "RMQ-CL-PHYS-OFFSET",
+                path,
+                pos + PHYSICAL_OFFSET_POSITION,
+                f"expected PHYSICALOFFSET {base + pos} (the record's position), found {rec.physical_offset}",
+            )
+        )
+    if not check_properties:
+        return out
+    if rec.dropped_properties:
+        out.append(
+            Finding(
+                "RMQ-CL-PROPERTIES",
+                path,
+                pos,
+                f"expected name\\x01value\\x02 property segments, found {len(rec.dropped_properties)} the broker drops: "
+                + ", ".join(repr(s) for s in rec.dropped_properties[:3]),
+            )
+        )
+    if CRC32 in rec.properties:
+        try:
+            checked = check_crc_property(raw)
+        except MqError as exc:
+            out.append(Finding("RMQ-CL-PROP-CRC", path, pos + rec.total_size - 11, exc.reason))
+            return out
+        if checked is not None and checked[0] != checked[1]:
+            out.append(
+                Finding(
+                    "RMQ-CL-PROP-CRC",
+                    path,
+                    pos + rec.total_size - 11,
+                    f"expected __CRC32# {checked[1]} (CRC of the record's first {rec.total_size - 20} bytes), found {checked[0]}",
+                )
+            )
+    return out
+
+
+def stale_finding(path: str, at: int, stop: int, claimed: int) -> Finding:
+    """The bytes from ``at`` to ``stop`` of the last file are stale records (``is_stale_copy``),
+    the first a copy of the record at commitlog offset ``claimed``."""
+    return Finding(
+        "RMQ-CL-GARBAGE",
+        path,
+        at,
+        f"expected zeros after the end of valid data at {at}, found {stop - at} bytes of stale records "
+        f"(the first is a copy of the record at commitlog offset {claimed}): data left after a truncation, or copied here",
+        length=stop - at,
+    )
 
 
 def preallocated_findings(store: rmq.RocketMQStore) -> list[Finding]:
@@ -331,7 +404,7 @@ def unreadable_record_findings(store: rmq.RocketMQStore, seg: rmq.Segment, pos: 
             if found:
                 return found
         else:
-            walk = rmq.CommitLogFileWalk(f, check_crc=True, last=index == last_index, file_size=size)
+            walk = rmq.CommitLogFileWalk(f, check_crc=True, last=index == last_index, file_size=size, base=seg.base)
             for at, record in walk:
                 if at + record.total_size > pos:
                     break  # a record of the walk holds ``pos``: the data goes on past it
@@ -398,7 +471,7 @@ def unscanned_commitlog_findings(store: rmq.RocketMQStore, stop: int) -> list[Fi
         if seg.size == 0 or i > last:
             continue
         with ReadOnlyFile(seg.path) as f:
-            walk = rmq.CommitLogFileWalk(f, check_crc=True, last=i == last, file_size=store.commitlog_file_size)
+            walk = rmq.CommitLogFileWalk(f, check_crc=True, last=i == last, file_size=store.commitlog_file_size, base=seg.base)
             for _ in walk:
                 pass
             out.extend(commitlog_file_findings(f, walk, store.commitlog_file_size, last=i == last))
