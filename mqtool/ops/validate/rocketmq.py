@@ -33,6 +33,7 @@ import numpy as np
 
 from mqtool.errors import MqError, StoreIOError, TruncatedDataError, UnsupportedFormatError
 from mqtool.findings import Finding, Severity
+from mqtool.formats import segment_names as segnames
 from mqtool.formats.rocketmq import checkpoint as cpf
 from mqtool.formats.rocketmq import config as cfgf
 from mqtool.formats.rocketmq import consume_queue as cqf
@@ -403,7 +404,7 @@ def _is_stale_copy(f: ReadOnlyFile, task: CommitLogTask, at: int, rec: MessageRe
     claimed = rec.physical_offset
     if not 0 <= claimed < base + at or not task.file_size:
         return False
-    source = Path(task.path).with_name(f"{claimed - claimed % task.file_size:020d}")
+    source = Path(task.path).with_name(segnames.rocketmq_file_name(claimed - claimed % task.file_size))
     try:
         with ReadOnlyFile(source) as g:
             original = g.pread(claimed % task.file_size, rec.total_size)
