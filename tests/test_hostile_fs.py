@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from mqtool.cli.app import run
+from mqtool.formats import segment_names as segnames
 from mqtool.ops.validate import ValidateOptions
 from mqtool.ops.validate.rocketmq import validate_rocketmq
 from tests.conftest import FIXTURES
@@ -51,7 +52,7 @@ def test_symlink_loop_in_consumequeue(store, capsys):
 def test_segment_symlink_out_of_the_root_is_not_followed(store, tmp_path, capsys):
     outside = tmp_path / "outside-secret"
     outside.write_bytes(b"secret" * 1000)
-    link = store / "commitlog" / f"{6 * 16384:020d}"
+    link = store / "commitlog" / segnames.rocketmq_file_name(6 * 16384)
     link.symlink_to(outside)
     report = validate_rocketmq(store, ValidateOptions())
     assert "RMQ-FILE-LINK" in codes(report)
@@ -60,7 +61,7 @@ def test_segment_symlink_out_of_the_root_is_not_followed(store, tmp_path, capsys
 
 
 def test_fifo_and_device_named_like_segments(store, capsys):
-    os.mkfifo(store / "commitlog" / f"{6 * 16384:020d}")
+    os.mkfifo(store / "commitlog" / segnames.rocketmq_file_name(6 * 16384))
     (store / "consumequeue" / "TopicTest" / "0" / "00000000000000001000").symlink_to("/dev/zero")
     report = validate_rocketmq(store, ValidateOptions())
     assert {"RMQ-FILE-UNREADABLE", "RMQ-FILE-LINK"} & codes(report)
@@ -92,7 +93,7 @@ def test_index_and_queue_links_out_of_the_root_are_not_followed(store, tmp_path,
 def test_recover_and_clean_never_touch_files_outside(store, tmp_path, capsys):
     outside = tmp_path / "outside.bin"
     outside.write_bytes(b"\xff" * 16384)
-    (store / "commitlog" / f"{6 * 16384:020d}").symlink_to(outside)
+    (store / "commitlog" / segnames.rocketmq_file_name(6 * 16384)).symlink_to(outside)
     code, _, _ = cli(capsys, "recover", store, "--apply", "--force")
     assert outside.read_bytes() == b"\xff" * 16384
     code, _, _ = cli(capsys, "clean", store, "--apply", "--now", "1900000000000", "--interval-ms", "0")
@@ -131,7 +132,7 @@ def test_file_vanishing_mid_scan(store, monkeypatch):
 
 def test_zero_byte_and_sparse_files(store):
     (store / "consumequeue" / "TopicTest" / "3" / "00000000000000001000").write_bytes(b"")
-    with open(store / "commitlog" / f"{6 * 16384:020d}", "wb") as f:
+    with open(store / "commitlog" / segnames.rocketmq_file_name(6 * 16384), "wb") as f:
         f.truncate(16384)  # sparse, all zeros: a pre-allocated next file
     report = validate_rocketmq(store, ValidateOptions())
     assert "RMQ-FILE-ZERO-LENGTH" in codes(report)
@@ -145,12 +146,13 @@ import resource, shutil, sys
 from pathlib import Path
 sys.path.insert(0, {str(Path(__file__).resolve().parents[1])!r})
 from mqtool.cli.app import run
+from mqtool.formats import segment_names as segnames
 root = Path({str(tmp_path)!r}) / "store"
 shutil.copytree({str(STORE)!r}, root)
 qdir = root / "consumequeue" / "Empty" / "0"
 qdir.mkdir(parents=True)
 for i in range(10_000):
-    (qdir / f"{{i * 20:020d}}").write_bytes(bytes(20))
+    (qdir / segnames.rocketmq_file_name(i * 20)).write_bytes(bytes(20))
 for cmd in (["validate", str(root), "--jobs", "1", "--jsonl"], ["info", str(root), "--json"]):
     code = run(cmd)
     assert code in (0, 1), code

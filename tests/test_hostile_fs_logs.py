@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 
 from mqtool.cli.app import run
+from mqtool.formats import segment_names as segnames
 from tests.conftest import FIXTURES
 
 
@@ -72,9 +73,14 @@ def segments(part: Path, suffix: str) -> list[Path]:
     return sorted(p for p in part.iterdir() if p.name.endswith(suffix) and p.name[:20].isdigit())
 
 
+def layout_segment_name(offset: int, suffix: str) -> str:
+    """The name of the segment starting at ``offset`` in the layout whose files end in ``suffix``."""
+    return {".log": lambda o: segnames.kafka_file_name(o, "log"), ".jafka": segnames.jafka_file_name, ".meta": segnames.metaq_file_name}[suffix](offset)
+
+
 def next_name(part: Path, suffix: str) -> str:
     last = int(segments(part, suffix)[-1].name[:20])
-    return f"{last + 10_000_000:020d}{suffix}"
+    return layout_segment_name(last + 10_000_000, suffix)
 
 
 @pytest.fixture(params=LAYOUTS, ids=lambda lay: lay.name)
@@ -180,7 +186,7 @@ def test_file_vanishing_between_listing_and_reading(case, monkeypatch):
 def test_zero_byte_and_sparse_files(case):
     layout, root, part = case
     (part / next_name(part, layout.suffix)).write_bytes(b"")
-    with open(part / f"{int(next_name(part, layout.suffix)[:20]) + 1:020d}{layout.suffix}", "wb") as f:
+    with open(part / layout_segment_name(int(next_name(part, layout.suffix)[:20]) + 1, layout.suffix), "wb") as f:
         f.truncate(1 << 20)  # sparse, all zeros
     for command in read_only_commands(layout, root, segments(part, layout.suffix)[-1]):
         code, _, _ = cli(*command)
@@ -194,13 +200,18 @@ import resource, shutil, sys
 from pathlib import Path
 sys.path.insert(0, {str(Path(__file__).resolve().parents[1])!r})
 from mqtool.cli.app import run
-for fixture, part, suffix in (("kafka-logs", "many-0", ".log"), ("jafka-data", "many-0", ".jafka"), ("metaq-data", "many-0", ".meta")):
+from mqtool.formats import segment_names as segnames
+for fixture, part, name in (
+    ("kafka-logs", "many-0", lambda o: segnames.kafka_file_name(o, "log")),
+    ("jafka-data", "many-0", segnames.jafka_file_name),
+    ("metaq-data", "many-0", segnames.metaq_file_name),
+):
     root = Path({str(tmp_path)!r}) / fixture
     shutil.copytree(Path({str(FIXTURES)!r}) / fixture, root)
     pdir = root / part
     pdir.mkdir()
     for i in range(10_000):
-        (pdir / f"{{i * 1000:020d}}{{suffix}}").write_bytes(b"")
+        (pdir / name(i * 1000)).write_bytes(b"")
     for cmd in (["validate", str(root), "--jobs", "1", "--jsonl"], ["info", str(root), "--json"]):
         code = run(cmd)
         assert code in (0, 1), (fixture, cmd, code)

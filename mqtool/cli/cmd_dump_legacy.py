@@ -13,7 +13,7 @@ from mqtool.cli.render import BodyDecode, Column, OutputFormat, Renderer, encode
 from mqtool.errors import hexint
 from mqtool.ops.dump import legacy as ops
 from mqtool.store.jafka import open_jafka
-from mqtool.store.metaq import open_metaq, segment_name
+from mqtool.store.metaq import open_metaq
 
 PartitionOpt = Annotated[int | None, typer.Option("--partition", min=0, help="Only this partition number.")]
 FromOffsetOpt = Annotated[
@@ -83,7 +83,7 @@ def metaq_row(item: ops.MetaqItem, decode: BodyDecode) -> dict:
     return {
         "file": str(where.segment.path),
         "archive": where.segment.archive,
-        "segment": segment_name(where.segment),
+        "segment": item.segment_name,
         "topic": where.partition.topic,
         "partition": where.partition.partition,
         "segment_start": where.segment.start_offset,

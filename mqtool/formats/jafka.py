@@ -46,7 +46,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Literal
 
-from mqtool.errors import ChecksumError, CorruptDataError, MqError, StoreLayoutError, UnsupportedFormatError, hexint
+from mqtool.errors import ChecksumError, CorruptDataError, MqError, UnsupportedFormatError, hexint
 from mqtool.formats._binary import I32, U32, Buffer, need
 from mqtool.formats.checksums import crc32
 
@@ -71,7 +71,6 @@ CODEC_GZIP = 1
 CODEC_SNAPPY = 2
 CODEC_NAMES = {CODEC_NONE: "none", CODEC_GZIP: "gzip", CODEC_SNAPPY: "snappy"}
 
-FILE_SUFFIX = ".jafka"
 CLEAN_SHUTDOWN_FILE = ".jafka_cleanshutdown"
 
 #: How deep compressed wrappers may nest before we call it corruption.
@@ -355,21 +354,3 @@ class MessageWalker:
             self.count += 1
             yield pos, message
             pos += LOG_OVERHEAD + length
-
-
-# --- names --------------------------------------------------------------------------------
-
-
-def segment_file_name(start_offset: int) -> str:
-    """``Log.nameFromOffset``: 20-digit zero-padded start offset + ``.jafka``."""
-    if start_offset < 0:
-        raise ValueError("a segment start offset is never negative")
-    return f"{start_offset:020d}{FILE_SUFFIX}"
-
-
-def parse_segment_file_name(name: str) -> int:
-    """The start offset in a ``.jafka`` file name (any number of ASCII digits, as upstream)."""
-    stem = name[: -len(FILE_SUFFIX)] if name.endswith(FILE_SUFFIX) else ""
-    if not stem or not stem.isascii() or not stem.isdigit() or len(stem.lstrip("0")) > 19 or int(stem) >= 2**63:
-        raise StoreLayoutError(expected=f"<digits>{FILE_SUFFIX}", found=repr(name[:120]))
-    return int(stem)

@@ -58,6 +58,7 @@ from mqtool.errors import (
 )
 from mqtool.formats._binary import I32, Buffer, need, take
 from mqtool.formats.checksums import masked_crc32
+from mqtool.formats.segment_names import parse_metaq_file_name
 
 HEADER = struct.Struct(">iiqi")  # msgLen, checksum, id, flag
 HEADER_LEN = HEADER.size  # 20
@@ -69,8 +70,6 @@ FLAG_HAS_ATTRIBUTE = 0x1
 #: ``MessageUtils.MAX_READ_BUFFER_SIZE`` default: the client refuses longer payloads.
 MAX_READ_BUFFER_SIZE = 2097152
 
-FILE_SUFFIX = ".meta"
-ARCHIVE_SUFFIXES = {"arc": ".arc", "zip": ".zip"}
 
 
 @dataclass(frozen=True)
@@ -264,52 +263,7 @@ class MessageWalker:
             pos += HEADER_LEN + msg_len
 
 
-# --- names and archives -------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class SegmentName:
-    """``NNN.meta`` (``archive`` None), ``NNN.meta.arc`` or ``NNN.meta.zip``."""
-
-    start_offset: int
-    archive: Literal["arc", "zip"] | None = None
-
-    @property
-    def name(self) -> str:
-        return segment_file_name(self.start_offset, self.archive)
-
-    @property
-    def segment_name(self) -> str:
-        """The name of the live segment (what a zip archive's single entry is called)."""
-        return segment_file_name(self.start_offset)
-
-
-def segment_file_name(start_offset: int, archive: str | None = None) -> str:
-    """``MessageStore.nameFromOffset`` (+ ``.arc``/``.zip`` as ``ArchiveDeletePolicy`` appends)."""
-    if start_offset < 0:
-        raise ValueError("a segment start offset is never negative")
-    if archive is not None and archive not in ARCHIVE_SUFFIXES:
-        raise ValueError(f"unknown archive kind {archive!r}")
-    return f"{start_offset:020d}{FILE_SUFFIX}{ARCHIVE_SUFFIXES[archive] if archive else ''}"
-
-
-_NAME = re.compile(r"([0-9]+)\.meta(?:\.(arc|zip))?")
-
-
-def parse_segment_file_name(name: str) -> SegmentName:
-    match = _NAME.fullmatch(name)
-    if not match or len(match.group(1).lstrip("0")) > 19 or int(match.group(1)) >= 2**63:
-        raise StoreLayoutError(expected="<digits>.meta, <digits>.meta.arc or <digits>.meta.zip", found=repr(name[:120]))
-    return SegmentName(int(match.group(1)), match.group(2))  # type: ignore[arg-type]
-
-
-def archive_name(segment_name: str, *, compress: bool) -> str:
-    """The name ``ArchiveDeletePolicy.process`` gives an expired segment (``.zip`` or ``.arc``)."""
-    parsed = parse_segment_file_name(segment_name)
-    if parsed.archive is not None:
-        raise StoreLayoutError(expected="a live .meta segment name", found=repr(segment_name))
-    return segment_file_name(parsed.start_offset, "zip" if compress else "arc")
-
+# --- archives (their names: segment_names.metaq_archive_name) ----------------------------
 
 #: Largest segment a zip may expand to (MetaQ segments are int-sized).
 MAX_SEGMENT_SIZE = 2**31 - 1
@@ -387,7 +341,7 @@ def decode_zip_archive(zip_bytes: Buffer, *, expected_name: str | None = None, m
             raise CorruptDataError(expected="exactly one entry in a .meta.zip archive", found=f"{len(infos)} entries")
         info = infos[0]
         try:
-            parsed = parse_segment_file_name(info.filename)
+            parsed = parse_metaq_file_name(info.filename)
         except StoreLayoutError:
             raise CorruptDataError(expected="an entry named <digits>.meta", found=repr(info.filename[:120])) from None
         if parsed.archive is not None or (expected_name is not None and info.filename != expected_name):
@@ -433,7 +387,7 @@ def encode_zip_archive(segment_name: str, segment: Buffer) -> bytes:
 
     The entry time is fixed (1980-01-01) so the bytes are reproducible.
     """
-    parsed = parse_segment_file_name(segment_name)
+    parsed = parse_metaq_file_name(segment_name)
     if parsed.archive is not None:
         raise ValueError("the zip entry is named after the live segment (NNN.meta)")
     out = io.BytesIO()

@@ -25,6 +25,7 @@ from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
 from mqtool.errors import StoreLayoutError
+from mqtool.formats import segment_names as segnames
 from mqtool.formats.rocketmq.commitlog import MIN_MESSAGE_SIZE, PHYSICAL_OFFSET_POSITION, QUEUE_OFFSET_POSITION
 from mqtool.layouts import LAYOUTS
 from mqtool.pipeline import files as fs
@@ -128,7 +129,7 @@ def detect_layout(path: str) -> str:
             if c.is_dir:
                 names += [g.name for g in fs.listdir(c.path)[:64]]
     if any(n in ("commitlog", "consumequeue", "consumequeue_ext") for n in names) or (
-        not entry.is_dir and src.SEGMENT_NAME.match(names[0])
+        not entry.is_dir and segnames.ROCKETMQ_FILE_NAME.match(names[0])
     ):
         return "rocketmq"
     for layout, suffixes in (("kafka", (".log",)), ("jafka", (".jafka",)), ("metaq", (".meta", ".meta.arc", ".meta.zip"))):
@@ -548,12 +549,12 @@ def _rocketmq_bounds(inputs: list[ScanInput], ends: list) -> list[tuple[str, int
         if not segs:
             out.append((inp.source, 0, 0))
             continue
-        minimum = int(segs[0].name) if src.SEGMENT_NAME.match(segs[0].name) else 0
+        minimum = int(segs[0].name) if segnames.ROCKETMQ_FILE_NAME.match(segs[0].name) else 0
         last = src._last_data_index(segs)
         end = minimum
         if last >= 0:
             last_path = segs[last].path
-            base = int(segs[last].name) if src.SEGMENT_NAME.match(segs[last].name) else 0
+            base = int(segs[last].name) if segnames.ROCKETMQ_FILE_NAME.match(segs[last].name) else 0
             positions = [e["end_position"] for e in ends if e["source"] == inp.source and e["file"] == last_path]
             end = base + (min(positions) if positions else segs[last].size)
         out.append((inp.source, minimum, end))

@@ -50,6 +50,7 @@ except ImportError:  # pragma: no cover - depends on the installed pyspark
 from mqtool.errors import MqError, StoreLayoutError, hexint
 from mqtool.formats import jafka as jf
 from mqtool.formats import metaq as mq
+from mqtool.formats import segment_names as segnames
 from mqtool.formats.kafka import checkpoint_file as kcp
 from mqtool.formats.kafka import record_batch as krb
 from mqtool.formats.kafka.log import LogWalker, decode_entry, peek_entry
@@ -74,7 +75,7 @@ from mqtool.store import rocketmq as rmq
 from mqtool.store.files import CHUNK_SIZE
 from mqtool.store.model import kafka as kmodel
 from mqtool.store.model import legacy as lmodel
-from mqtool.store.rocketmq import MAX_RECORD_SIZE, SEGMENT_NAME, find_next_record
+from mqtool.store.rocketmq import MAX_RECORD_SIZE, find_next_record
 from mqtool.store.writer import cq_tags_code
 
 DEFAULT_SPLIT_SIZE = 128 << 20
@@ -418,12 +419,12 @@ def commitlog_segments(path: str) -> list[fs.Entry]:
     if not entry.is_dir:
         return [entry]
     directory = _rmq_root_dir(path, "commitlog") or path
-    segs = [e for e in fs.listdir(directory) if not e.is_dir and SEGMENT_NAME.match(e.name)]
+    segs = [e for e in fs.listdir(directory) if not e.is_dir and segnames.ROCKETMQ_FILE_NAME.match(e.name)]
     return sorted(segs, key=lambda e: int(e.name))
 
 
 def _segment_base(entry: fs.Entry) -> int:
-    return int(entry.name) if SEGMENT_NAME.match(entry.name) else 0
+    return int(entry.name) if segnames.ROCKETMQ_FILE_NAME.match(entry.name) else 0
 
 
 def _last_data_index(segs: list[fs.Entry]) -> int:
@@ -784,7 +785,7 @@ def consumequeue_queues(path: str, topics: frozenset[str] | None) -> list[tuple[
     if root_cq is not None:
         path, parts = root_cq, root_cq.rstrip("/").split("/")
     children = fs.listdir(path)
-    segs = [c for c in children if not c.is_dir and SEGMENT_NAME.match(c.name)]
+    segs = [c for c in children if not c.is_dir and segnames.ROCKETMQ_FILE_NAME.match(c.name)]
     if segs:  # a queue directory
         qid = int(parts[-1]) if parts[-1].lstrip("-").isdigit() else None
         topic = parts[-2] if len(parts) >= 2 else None
@@ -800,7 +801,7 @@ def consumequeue_queues(path: str, topics: frozenset[str] | None) -> list[tuple[
             continue
         for q in fs.listdir(tdir):
             if q.is_dir and q.name.lstrip("-").isdigit():
-                qsegs = sorted((e for e in fs.listdir(q.path) if not e.is_dir and SEGMENT_NAME.match(e.name)), key=lambda e: int(e.name))
+                qsegs = sorted((e for e in fs.listdir(q.path) if not e.is_dir and segnames.ROCKETMQ_FILE_NAME.match(e.name)), key=lambda e: int(e.name))
                 out.append((topic, int(q.name), qsegs, _ext_dir(q.path, topic, int(q.name))))
     return out
 
@@ -831,7 +832,7 @@ def plan_consumequeue(opts: ReadOptions) -> list[FilePart]:
         for topic, qid, segs, ext in consumequeue_queues(root, opts.topics):
             if not opts.wants(topic):
                 continue
-            group.append((topic, qid, [(s.path, int(s.name) if SEGMENT_NAME.match(s.name) else 0, s.size) for s in segs], ext))
+            group.append((topic, qid, [(s.path, int(s.name) if segnames.ROCKETMQ_FILE_NAME.match(s.name) else 0, s.size) for s in segs], ext))
             size += sum(s.size for s in segs)
             if size >= budget:
                 parts.append(FilePart(source, root, queues=group))
@@ -844,7 +845,7 @@ def plan_consumequeue(opts: ReadOptions) -> list[FilePart]:
 class _ExtUnits:
     def __init__(self, directory: str) -> None:
         self.segments = sorted(
-            ((int(e.name), e) for e in fs.listdir(directory) if not e.is_dir and SEGMENT_NAME.match(e.name)), key=lambda t: t[0]
+            ((int(e.name), e) for e in fs.listdir(directory) if not e.is_dir and segnames.ROCKETMQ_FILE_NAME.match(e.name)), key=lambda t: t[0]
         )
         self._cache: tuple[str, bytes] | None = None
 
@@ -1101,7 +1102,7 @@ def _candidates_all(chunk: bytes) -> Iterator[int]:
 
 def _kafka_base(name: str) -> int | None:
     try:
-        parsed = kcp.parse_segment_file_name(name)
+        parsed = segnames.parse_kafka_file_name(name)
     except MqError:
         return None
     return parsed.base_offset if parsed.kind == "log" and parsed.operation is None else None
@@ -1178,7 +1179,7 @@ def kafka_rows(part: FilePart, pos: int, entry, opts: ReadOptions) -> Iterator[d
 
 def _jafka_base(name: str) -> int | None:
     try:
-        return jf.parse_segment_file_name(name)
+        return segnames.parse_jafka_file_name(name)
     except MqError:
         return None
 
@@ -1269,7 +1270,7 @@ def jafka_rows(part: FilePart, pos: int, message: jf.Message, opts: ReadOptions)
 
 def _metaq_base(name: str) -> int | None:
     try:
-        return mq.parse_segment_file_name(name).start_offset
+        return segnames.parse_metaq_file_name(name).start_offset
     except MqError:
         return None
 

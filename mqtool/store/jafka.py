@@ -25,6 +25,7 @@ from pathlib import Path
 
 from mqtool.errors import CorruptDataError, MqError, UnsupportedFormatError
 from mqtool.formats import jafka as jf
+from mqtool.formats import segment_names as segnames
 from mqtool.formats.checksums import crc32
 from mqtool.store.legacy import (
     MAX_MESSAGE_SIZE,
@@ -41,7 +42,7 @@ from mqtool.store.legacy import (
 
 NAMES = LayoutNames(
     layout="jafka",
-    suffix=jf.FILE_SUFFIX,
+    suffix=segnames.JAFKA_SUFFIX,
     segment=re.compile(r"([0-9]+)\.jafka"),
     archive=None,
     description="<20-digit offset>.jafka",
@@ -206,15 +207,15 @@ class JafkaLogWriter:
         self.directory = Path(directory)
         self.directory.mkdir(parents=True, exist_ok=True)
         self.log_file_size = log_file_size
-        existing = sorted(self.directory.glob("*" + jf.FILE_SUFFIX))
+        existing = sorted(self.directory.glob("*" + segnames.JAFKA_SUFFIX))
         if existing:
             last = existing[-1]
-            self.start = jf.parse_segment_file_name(last.name)
+            self.start = segnames.parse_jafka_file_name(last.name)
             self.size = last.stat().st_size
         else:
             self.start = start_offset
             self.size = 0
-            (self.directory / jf.segment_file_name(start_offset)).touch()
+            (self.directory / segnames.jafka_file_name(start_offset)).touch()
 
     @property
     def next_offset(self) -> int:
@@ -223,7 +224,7 @@ class JafkaLogWriter:
     def append(self, messages: list[jf.Message]) -> list[int]:
         """Append; returns the offset of each (shallow) message."""
         offsets = []
-        with open(self.directory / jf.segment_file_name(self.start), "ab") as f:
+        with open(self.directory / segnames.jafka_file_name(self.start), "ab") as f:
             for message in messages:
                 raw = jf.encode_message(message)
                 offsets.append(self.next_offset)
@@ -236,7 +237,7 @@ class JafkaLogWriter:
     def roll(self) -> None:
         self.start += self.size
         self.size = 0
-        (self.directory / jf.segment_file_name(self.start)).touch()
+        (self.directory / segnames.jafka_file_name(self.start)).touch()
 
 
 def partition_dir(root: str | os.PathLike[str], topic: str, partition: int) -> Path:

@@ -16,7 +16,6 @@ entry whose size field is larger than ``MAX_ENTRY_SIZE`` is never allocated.
 from __future__ import annotations
 
 import os
-import re
 import stat
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -24,6 +23,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from mqtool.errors import CorruptDataError, MqError, StoreLayoutError, UnsupportedFormatError
+from mqtool.formats import segment_names as segnames
 from mqtool.formats.kafka import checkpoint_file as cpf
 from mqtool.formats.kafka import index as kidx
 from mqtool.formats.kafka import txn_index as ktxn
@@ -53,8 +53,6 @@ LOG_DIR_FILES = (
 )
 #: Directories a log dir may hold that are not partitions.
 KNOWN_DIRS = ("remote-log-index-cache",)
-#: ``<20-digit end offset>-<10-digit epoch>.checkpoint``: a KRaft snapshot (metadata log only).
-KRAFT_SNAPSHOT_NAME = re.compile(r"^(\d{20})-(\d{10})\.checkpoint(\.part|\.deleted)?$")
 
 #: Kafka 0.7 segment files (``<offset>.kafka``): the Jafka message format, not the log format.
 KAFKA_07_SUFFIX = ".kafka"
@@ -88,7 +86,7 @@ class KafkaSegment:
 
     @property
     def name(self) -> str:
-        return f"{self.base_offset:020d}"
+        return segnames.kafka_offset_prefix(self.base_offset)
 
 
 @dataclass(frozen=True)
@@ -202,13 +200,6 @@ def total_log_bytes(store: KafkaStore) -> int:
 # --- detection -----------------------------------------------------------------------------------
 
 
-def _segment_name(name: str) -> cpf.SegmentFileName | None:
-    try:
-        return cpf.parse_segment_file_name(name)
-    except StoreLayoutError:
-        return None
-
-
 def parse_partition_name(name: str) -> cpf.PartitionDirName | None:
     try:
         return cpf.parse_partition_dir_name(name)
@@ -219,7 +210,7 @@ def parse_partition_name(name: str) -> cpf.PartitionDirName | None:
 def _is_partition_file(name: str) -> bool:
     if name in (cpf.LEADER_EPOCH_CHECKPOINT, cpf.PARTITION_METADATA, QUORUM_STATE):
         return True
-    return _segment_name(name) is not None or KRAFT_SNAPSHOT_NAME.match(name) is not None
+    return segnames.parse_kafka_file_name_or_none(name) is not None or segnames.KAFKA_KRAFT_SNAPSHOT_NAME.match(name) is not None
 
 
 def is_partition_dir(path: Path) -> bool:
@@ -243,10 +234,10 @@ def is_segment_file(path: Path) -> bool:
     """``<offset>.log`` (or another segment file) or a KRaft ``.checkpoint`` snapshot."""
     if not is_regular_file(path):
         return False
-    parsed = _segment_name(path.name)
+    parsed = segnames.parse_kafka_file_name_or_none(path.name)
     if parsed is not None and parsed.kind in SEGMENT_KINDS + ("snapshot",):
         return True
-    return path.name == BOOTSTRAP_CHECKPOINT or KRAFT_SNAPSHOT_NAME.match(path.name) is not None
+    return path.name == BOOTSTRAP_CHECKPOINT or segnames.KAFKA_KRAFT_SNAPSHOT_NAME.match(path.name) is not None
 
 
 def is_kafka_path(path: Path) -> bool:
@@ -328,14 +319,14 @@ def list_partition(path: Path) -> KafkaPartition:
         if name.endswith(".tmp"):
             part.leftovers.append(full)
             continue
-        snap = KRAFT_SNAPSHOT_NAME.match(name)
+        snap = segnames.KAFKA_KRAFT_SNAPSHOT_NAME.match(name)
         if snap:
             if snap.group(3):
                 part.leftovers.append(full)
             else:
                 part.kraft_snapshots.append(full)
             continue
-        seg = _segment_name(name)
+        seg = segnames.parse_kafka_file_name_or_none(name)
         if seg is None:
             part.unexpected.append(full)
             continue
@@ -364,7 +355,7 @@ def lone_segment(path: Path) -> KafkaPartition:
     A ``<offset>.log`` inside a partition dir keeps its index siblings; any other name has
     base offset 0 and no indexes (``named=False``)."""
     path = Path(path)
-    parsed = _segment_name(path.name)
+    parsed = segnames.parse_kafka_file_name_or_none(path.name)
     if parsed is not None and parsed.kind == "log" and parsed.operation is None:
         owner = list_partition(path.parent) if parse_partition_name(path.parent.name) else None
         seg = None

@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from mqtool.errors import LockBusyError
+from mqtool.formats import segment_names as segnames
 from mqtool.formats.kafka import checkpoint_file as cpf
 from mqtool.formats.kafka import index as kidx
 from mqtool.formats.kafka import legacy as klegacy
@@ -130,7 +131,7 @@ class PartitionWriter:
             self._finish_segment(self.active, trim=True)
             if self.snapshots:
                 self.write_snapshot(base)
-        seg = _Segment(base, self.path / cpf.segment_file_name(base, "log"))
+        seg = _Segment(base, self.path / segnames.kafka_file_name(base, "log"))
         seg.path.write_bytes(b"")
         self.segments.append(seg)
 
@@ -275,7 +276,7 @@ class PartitionWriter:
             )
             for pid, p in sorted(self.producers.items())
         )
-        path = self.path / cpf.segment_file_name(offset, "snapshot")
+        path = self.path / segnames.kafka_file_name(offset, "snapshot")
         path.write_bytes(ksnap.encode_snapshot(ksnap.ProducerSnapshot(entries)))
         return path
 

@@ -26,6 +26,7 @@ from pathlib import Path
 
 from mqtool.errors import MqError
 from mqtool.formats import metaq as mq
+from mqtool.formats import segment_names as segnames
 from mqtool.store.legacy import (
     MAX_MESSAGE_SIZE,
     DataDir,
@@ -41,7 +42,7 @@ from mqtool.store.legacy import (
 
 NAMES = LayoutNames(
     layout="metaq",
-    suffix=mq.FILE_SUFFIX,
+    suffix=segnames.METAQ_SUFFIX,
     segment=re.compile(r"([0-9]+)\.meta"),
     archive=re.compile(r"([0-9]+)\.meta\.(arc|zip)"),
     description="<20-digit offset>.meta (or .meta.arc / .meta.zip)",
@@ -87,15 +88,8 @@ def open_metaq(path: str | os.PathLike[str]) -> DataDir:
     return open_data_dir(path, NAMES, _classify_dir)
 
 
-def expected_entry_name(segment: Segment) -> str | None:
-    """The entry a ``NNN.meta.zip`` must hold: ``NNN.meta`` (None for a file without such a name)."""
-    if segment.archive != "zip" or not segment.named:
-        return None
-    return segment.name[: -len(".zip")]
-
-
 def open_segment(segment: Segment) -> SegmentReader:
-    return SegmentReader(segment, expected_entry_name(segment))
+    return SegmentReader(segment, segnames.metaq_zip_entry_name(segment))
 
 
 def starts_at(reader: SegmentReader, pos: int) -> bool:
@@ -122,13 +116,6 @@ def split_message(message: mq.Message) -> tuple[bytes | None, bytes, MqError | N
     return attribute, payload, None
 
 
-def segment_name(segment: Segment) -> str:
-    """The live segment name a file stands for (``NNN.meta`` for ``NNN.meta.zip`` too)."""
-    if segment.named:
-        return mq.segment_file_name(segment.start_offset)
-    return segment.name
-
-
 # --- writing (fixtures, tests) ----------------------------------------------------------------------
 
 
@@ -141,14 +128,14 @@ class MetaqStoreWriter:
         self.directory = Path(directory)
         self.directory.mkdir(parents=True, exist_ok=True)
         self.max_segment_size = max_segment_size
-        existing = sorted(self.directory.glob("*" + mq.FILE_SUFFIX))
+        existing = sorted(self.directory.glob("*" + segnames.METAQ_SUFFIX))
         if existing:
-            self.start = mq.parse_segment_file_name(existing[-1].name).start_offset
+            self.start = segnames.parse_metaq_file_name(existing[-1].name).start_offset
             self.size = existing[-1].stat().st_size
         else:
             self.start = offset_if_create
             self.size = 0
-            (self.directory / mq.segment_file_name(offset_if_create)).touch()
+            (self.directory / segnames.metaq_file_name(offset_if_create)).touch()
 
     @property
     def next_offset(self) -> int:
@@ -158,13 +145,13 @@ class MetaqStoreWriter:
         """Append one message; returns its offset."""
         raw = mq.encode_message(message)
         offset = self.next_offset
-        with open(self.directory / mq.segment_file_name(self.start), "ab") as f:
+        with open(self.directory / segnames.metaq_file_name(self.start), "ab") as f:
             f.write(raw)
         self.size += len(raw)
         if self.size >= self.max_segment_size:
             self.start += self.size
             self.size = 0
-            (self.directory / mq.segment_file_name(self.start)).touch()
+            (self.directory / segnames.metaq_file_name(self.start)).touch()
         return offset
 
     def archive(self, start_offset: int, *, compress: bool) -> Path:
@@ -172,8 +159,8 @@ class MetaqStoreWriter:
         ``.meta.arc``, or write ``.meta.zip`` (one entry named like the segment) and delete it."""
         if start_offset == self.start:
             raise ValueError("the active (last) segment is never archived")
-        source = self.directory / mq.segment_file_name(start_offset)
-        target = self.directory / mq.archive_name(source.name, compress=compress)
+        source = self.directory / segnames.metaq_file_name(start_offset)
+        target = self.directory / segnames.metaq_archive_name(source.name, compress=compress)
         if compress:
             target.write_bytes(mq.encode_zip_archive(source.name, source.read_bytes()))
             source.unlink()
@@ -194,10 +181,8 @@ __all__ = [
     "MetaqStoreWriter",
     "Partition",
     "Segment",
-    "expected_entry_name",
     "is_metaq_path",
     "open_metaq",
     "open_segment",
     "partition_dir",
-    "segment_name",
 ]

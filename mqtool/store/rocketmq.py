@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from mqtool.errors import CorruptDataError, MqError, StoreLayoutError, TruncatedDataError
+from mqtool.formats import segment_names as segnames
 from mqtool.formats.rocketmq import consume_queue as cqf
 from mqtool.formats.rocketmq import index_file as idxf
 from mqtool.formats.rocketmq.commitlog import (
@@ -42,9 +43,6 @@ from mqtool.formats.rocketmq.commitlog import (
 )
 from mqtool.formats.rocketmq.properties import CRC32
 from mqtool.store.files import CHUNK_SIZE, Readable, ReadOnlyFile, file_size, is_directory, is_regular_file, nonzero_extent, safe_listdir
-
-SEGMENT_NAME = re.compile(r"^\d{20}$")
-INDEX_NAME = re.compile(r"^\d{17}$")
 
 #: Largest record mqtool will read (maxMessageSize is 4 MiB by default; the broker allows
 #: body + 64 KiB).  Anything bigger is a corrupt length field, never an allocation.
@@ -174,7 +172,7 @@ def list_segments(directory: Path) -> list[Segment]:
     non-regular entries are never read as segments (see ``irregular_segments``)."""
     segments = []
     for name in safe_listdir(directory):
-        if not SEGMENT_NAME.match(name):
+        if not segnames.ROCKETMQ_FILE_NAME.match(name):
             continue
         path = directory / name
         try:
@@ -190,7 +188,7 @@ def list_segments(directory: Path) -> list[Segment]:
 
 def irregular_segments(directory: Path) -> list[tuple[Path, str]]:
     """Entries with segment names that are not regular files: ``(path, "a symlink" | kind)``."""
-    return irregular_entries(directory, SEGMENT_NAME)
+    return irregular_entries(directory, segnames.ROCKETMQ_FILE_NAME)
 
 
 def entry_kind(path: Path) -> str | None:
@@ -239,7 +237,7 @@ def list_index_files(directory: Path) -> list[Path]:
 
 
 def unexpected_entries(directory: Path) -> list[Path]:
-    return [directory / n for n in safe_listdir(directory) if not SEGMENT_NAME.match(n)]
+    return [directory / n for n in safe_listdir(directory) if not segnames.ROCKETMQ_FILE_NAME.match(n)]
 
 
 def detect_file_size(segments: list[Segment]) -> int | None:
@@ -440,7 +438,7 @@ def is_stale_copy(f: ReadOnlyFile, base: int, at: int, rec: MessageRecord, file_
     claimed = rec.physical_offset
     if not 0 <= claimed < base + at or not file_size:
         return False
-    source = f.path.with_name(cqf.offset_file_name(claimed - claimed % file_size))
+    source = f.path.with_name(segnames.rocketmq_file_name(claimed - claimed % file_size))
     try:
         with ReadOnlyFile(source) as g:
             original = g.pread(claimed % file_size, rec.total_size)

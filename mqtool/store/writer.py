@@ -47,6 +47,7 @@ from datetime import tzinfo
 from pathlib import Path
 
 from mqtool.errors import LockBusyError
+from mqtool.formats import segment_names as segnames
 from mqtool.formats.rocketmq import checkpoint as cpf
 from mqtool.formats.rocketmq import consume_queue as cqf
 from mqtool.formats.rocketmq import index_file as idxf
@@ -70,10 +71,6 @@ from mqtool.formats.rocketmq.properties import split_keys
 def cq_tags_code(record: MessageRecord) -> int:
     """The ConsumeQueue tagsCode the broker dispatches for ``record``."""
     return dispatch_tags_code(record.topic, record.tags, record.properties.get("DELAY"), record.store_timestamp)
-
-
-def segment_name(offset: int) -> str:
-    return f"{offset:020d}"
 
 
 @dataclass(frozen=True)
@@ -286,13 +283,13 @@ class StoreWriter:
             old.close()  # commits a buffered tail first
             if old.flushed < old.written:
                 self._unsynced.append(_Unsynced(old.path, old.base + old.written))
-        path = self.root / "commitlog" / segment_name(base)
+        path = self.root / "commitlog" / segnames.rocketmq_file_name(base)
         cfg = self.config
         self._cl = _CommitLogFile(path, base, cfg.commitlog_file_size, cfg.io, cfg.write_buffer)
         self._cl_base = base
         self._cl_pos = 0
         if self.config.preallocate_next:
-            nxt = self.root / "commitlog" / segment_name(base + self.config.commitlog_file_size)
+            nxt = self.root / "commitlog" / segnames.rocketmq_file_name(base + self.config.commitlog_file_size)
             if not nxt.exists():
                 with open(nxt, "wb") as f:
                     f.truncate(self.config.commitlog_file_size)
@@ -356,7 +353,7 @@ class StoreWriter:
         if fd is None:
             qdir = self.root / "consumequeue" / topic / str(queue_id)
             qdir.mkdir(parents=True, exist_ok=True)
-            fd = os.open(qdir / segment_name(base), os.O_RDWR | os.O_CREAT, 0o644)
+            fd = os.open(qdir / segnames.rocketmq_file_name(base), os.O_RDWR | os.O_CREAT, 0o644)
             if os.fstat(fd).st_size < self.config.cq_file_size:
                 os.ftruncate(fd, self.config.cq_file_size)
             while len(self._cq_files) >= 64:
@@ -550,10 +547,10 @@ class IndexBuilder:
     def _open(self, now_ms: int) -> _IndexFileWriter:
         if self._current is None:
             self.directory.mkdir(parents=True, exist_ok=True)
-            path = self.directory / idxf.index_file_name(now_ms, self.tz)
+            path = self.directory / segnames.rocketmq_index_file_name(now_ms, self.tz)
             while path.exists():  # two files created in the same millisecond
                 now_ms += 1
-                path = self.directory / idxf.index_file_name(now_ms, self.tz)
+                path = self.directory / segnames.rocketmq_index_file_name(now_ms, self.tz)
             self._current = _IndexFileWriter(path, self.slots, self.num, *self._prev_end)
             self.files.append(path)
         return self._current

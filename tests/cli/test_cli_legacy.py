@@ -15,6 +15,7 @@ import pytest
 from mqtool.cli.app import run
 from mqtool.formats import jafka as jf
 from mqtool.formats import metaq as mq
+from mqtool.formats import segment_names as segnames
 from mqtool.ops.dump import legacy as dump_legacy
 from mqtool.store.jafka import open_jafka
 from mqtool.store.metaq import open_metaq
@@ -262,7 +263,7 @@ def test_a_partial_message_at_the_end_of_an_earlier_segment_is_damage(capsys, tm
     first = root / "trade-1" / "00000000000000000000.meta"
     data = first.read_bytes()
     first.write_bytes(data[:-9])
-    (root / "trade-1" / "00000000000000000832.meta").rename(root / "trade-1" / f"{len(data) - 9:020d}.meta")
+    (root / "trade-1" / "00000000000000000832.meta").rename(root / "trade-1" / segnames.metaq_file_name(len(data) - 9))
     for args in (("dump", "metaq", root / "trade-1", "--jsonl"), ("stats", root / "trade-1", "--json"), ("info", root / "trade-1", "--json")):
         code, _, err = mqtool(capsys, *args)
         assert code == 1 and "a segment before the last one to end exactly after its last message" in err, (args, err)
@@ -423,7 +424,7 @@ def test_lookup_offset_reports_bad_crc(tmp_path):
     d.mkdir()
     data = bytearray(jf.encode_message(jf.Message(b"payload!")))
     data[-1] ^= 1
-    (d / jf.segment_file_name(0)).write_bytes(bytes(data))
+    (d / segnames.jafka_file_name(0)).write_bytes(bytes(data))
     store = open_jafka(d)
     found = dump_legacy.lookup_offset(store, store.partitions[0], 0)
     (item,) = found.items

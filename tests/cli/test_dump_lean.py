@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from mqtool.cli.app import run
 from mqtool.cli.render import BodyDecode, dumps
 from mqtool.cli.rows import column_lines, message_row
+from mqtool.formats import segment_names as segnames
 from mqtool.formats.rocketmq import commitlog as cl
 from mqtool.ops.dump import rocketmq as ops_dump
 from tests.strategies import message_records
@@ -100,7 +101,7 @@ def test_small_chunks_read_the_same(monkeypatch):
 
 def _write_store(root: Path, data: bytes) -> Path:
     (root / "commitlog").mkdir(parents=True)
-    (root / "commitlog" / f"{0:020d}").write_bytes(data)
+    (root / "commitlog" / segnames.rocketmq_file_name(0)).write_bytes(data)
     return root
 
 

@@ -7,6 +7,7 @@ import shutil
 
 from mqtool.formats import jafka as jf
 from mqtool.formats import metaq as mq
+from mqtool.formats import segment_names as segnames
 from mqtool.formats.rocketmq.commitlog import MessageRecord, body_position
 from mqtool.ops.diff import diff_stores
 from mqtool.store.writer import StoreWriter, WriterConfig
@@ -68,7 +69,7 @@ def test_torn_tail_on_the_slave_is_still_a_prefix(tmp_path):
     k = next(i for i in range(40, 100) if master[i].commitlog_offset // 8192 == master[i + 1].commitlog_offset // 8192)
     _write(tmp_path / "slave", BODIES[: k + 1])
     nxt = master[k + 1]
-    name = f"{nxt.commitlog_offset - nxt.commitlog_offset % 8192:020d}"
+    name = segnames.rocketmq_file_name(nxt.commitlog_offset - nxt.commitlog_offset % 8192)
     seg = tmp_path / "slave" / "commitlog" / name
     data = bytearray(seg.read_bytes())
     pos = nxt.commitlog_offset % 8192
@@ -104,7 +105,7 @@ def test_injected_divergence_is_found_at_the_exact_record(tmp_path):
 def _flip_body_byte(root, result):
     """Flip one byte inside the body of the record ``result`` (an ``AppendResult``) in ``root``."""
     base = result.commitlog_offset - result.commitlog_offset % CONFIG.commitlog_file_size
-    seg = root / "commitlog" / f"{base:020d}"
+    seg = root / "commitlog" / segnames.rocketmq_file_name(base)
     data = bytearray(seg.read_bytes())
     pos = result.commitlog_offset - base
     data[pos + body_position(0) + 3] ^= 0x01
@@ -147,7 +148,7 @@ def test_flipped_body_byte_in_a_copy_of_the_fixture(tmp_path):
 def test_slave_file_overwritten_with_random_bytes(tmp_path):
     master = _write(tmp_path / "master", BODIES)
     _write(tmp_path / "slave", BODIES[:77])
-    seg = tmp_path / "slave" / "commitlog" / f"{3 * 8192:020d}"  # the slave's last file
+    seg = tmp_path / "slave" / "commitlog" / segnames.rocketmq_file_name(3 * 8192)  # the slave's last file
     seg.write_bytes(random.Random(7).randbytes(8192))
     report = diff_stores(tmp_path / "master", tmp_path / "slave", "rocketmq")
     (log,) = report.logs
@@ -159,7 +160,7 @@ def test_slave_file_overwritten_with_random_bytes(tmp_path):
     # a file before the last overwritten: the same, found by the byte comparison
     shutil.rmtree(tmp_path / "slave")
     _write(tmp_path / "slave", BODIES[:77])
-    seg = tmp_path / "slave" / "commitlog" / f"{8192:020d}"
+    seg = tmp_path / "slave" / "commitlog" / segnames.rocketmq_file_name(8192)
     seg.write_bytes(random.Random(8).randbytes(8192))
     report = diff_stores(tmp_path / "master", tmp_path / "slave", "rocketmq")
     assert report.verdict == "diverged" and report.logs[0].divergence["offset"] == 8192
@@ -179,7 +180,7 @@ def test_damage_past_the_other_sides_end_is_a_finding(tmp_path):
     # B's last file overwritten with random bytes, past A's end
     shutil.rmtree(tmp_path / "b")
     _write(tmp_path / "b", BODIES)
-    seg = tmp_path / "b" / "commitlog" / f"{5 * 8192:020d}"
+    seg = tmp_path / "b" / "commitlog" / segnames.rocketmq_file_name(5 * 8192)
     seg.write_bytes(random.Random(9).randbytes(8192))
     report = diff_stores(tmp_path / "a", tmp_path / "b", "rocketmq")
     assert report.verdict == "damaged" and [(x["side"], x["file"], x["position"]) for x in report.logs[0].damage] == [("B", str(seg), 0)]
@@ -271,7 +272,7 @@ def test_kafka_damaged_follower_is_not_a_clean_prefix(tmp_path):
     batches = [[(f"k{i}".encode(), b"v" * (20 + i), t + i) for i in range(b * 4, b * 4 + 4)] for b in range(10)]
     write_kafka_partition(tmp_path / "leader" / "orders-0", batches)
     written = write_kafka_partition(tmp_path / "follower" / "orders-0", batches[:7])
-    seg = tmp_path / "follower" / "orders-0" / f"{0:020d}.log"
+    seg = tmp_path / "follower" / "orders-0" / segnames.kafka_file_name(0, "log")
     last_at = sum(len(raw) for _, raw in written[:6])
     _flip(seg, last_at + len(written[6][1]) - 2)  # a record byte of the follower's last batch: its CRC fails
     report = diff_stores(tmp_path / "leader" / "orders-0", tmp_path / "follower" / "orders-0", "kafka")
@@ -283,7 +284,7 @@ def test_kafka_damaged_follower_is_not_a_clean_prefix(tmp_path):
     assert [(x["side"], x["file"], x["position"], x["offset"]) for x in log.damage] == [("B", str(seg), last_at, 24)]
     # a follower segment before the last overwritten with random bytes: diverged at its first batch
     written = write_kafka_partition(tmp_path / "follower3" / "orders-0", batches[:7], segment_every=2)
-    seg = tmp_path / "follower3" / "orders-0" / f"{8:020d}.log"
+    seg = tmp_path / "follower3" / "orders-0" / segnames.kafka_file_name(8, "log")
     seg.write_bytes(random.Random(3).randbytes(seg.stat().st_size))
     report = diff_stores(tmp_path / "leader" / "orders-0", tmp_path / "follower3" / "orders-0", "kafka")
     (log,) = report.logs
@@ -292,7 +293,7 @@ def test_kafka_damaged_follower_is_not_a_clean_prefix(tmp_path):
     assert [(x["side"], x["file"], x["position"], x["offset"]) for x in log.damage] == [("B", str(seg), 0, 8)]
     # the leader damaged past the follower's end: damaged, not a clean prefix
     write_kafka_partition(tmp_path / "follower2" / "orders-0", batches[:7])
-    leader_seg = tmp_path / "leader" / "orders-0" / f"{0:020d}.log"
+    leader_seg = tmp_path / "leader" / "orders-0" / segnames.kafka_file_name(0, "log")
     _flip(leader_seg, leader_seg.stat().st_size - 2)
     report = diff_stores(tmp_path / "leader" / "orders-0", tmp_path / "follower2" / "orders-0", "kafka")
     (log,) = report.logs

@@ -15,6 +15,7 @@ import pytest
 from mqtool.cli.app import run as cli_run
 from mqtool.formats import jafka as jf
 from mqtool.formats import metaq as mq
+from mqtool.formats import segment_names as segnames
 from mqtool.formats.kafka import record_batch as rb
 from mqtool.formats.rocketmq.commitlog import MessageRecord
 from mqtool.ops.clean import DiskUsage
@@ -128,13 +129,13 @@ def write_kafka_partition(directory, batches: list[list[tuple[bytes | None, byte
     directory.mkdir(parents=True, exist_ok=True)
     offset = base_offset
     seg_base = base_offset
-    out = open(directory / f"{seg_base:020d}.log", "wb")
+    out = open(directory / segnames.kafka_file_name(seg_base, "log"), "wb")
     written = []
     for i, items in enumerate(batches):
         if segment_every and i and i % segment_every == 0:
             out.close()
             seg_base = offset
-            out = open(directory / f"{seg_base:020d}.log", "wb")
+            out = open(directory / segnames.kafka_file_name(seg_base, "log"), "wb")
         t0 = items[0][2]
         records = [rb.Record(offset_delta=j, timestamp_delta=ts - t0, key=k, value=v) for j, (k, v, ts) in enumerate(items)]
         batch_epoch = epoch[i] if isinstance(epoch, list) else epoch
@@ -159,7 +160,7 @@ def test_kafka_partitions(tmp_path):
     o0 = units["orders-0"]
     items = [r for batch in a for r in batch]
     assert o0["messages"] == 15 and o0["partition"] == 0
-    assert o0["bytes"] == os.path.getsize(log_dir / "orders-0" / f"{0:020d}.log")
+    assert o0["bytes"] == os.path.getsize(log_dir / "orders-0" / segnames.kafka_file_name(0, "log"))
     assert (o0["first_store_timestamp"], o0["last_store_timestamp"]) == (t, t + 14_000)
     assert o0["max_message_size"] == max(len(k) + len(v) for k, v, _ in items)
     assert o0["keys_estimate"] == 7 and o0["tags_estimate"] == 0

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from mqtool.cli.app import run as cli_run
+from mqtool.formats import segment_names as segnames
 from tests.conftest import FIXTURES, PROJECT_ROOT, real_path
 
 STORE = FIXTURES / "rocketmq-store"
@@ -129,14 +130,14 @@ def write_legacy_dirs(base: Path, *, messages: int = 40) -> tuple[Path, Path]:
                 data += jf.encode_message(jf.compress_messages([jf.Message(b"inner-%d-%d" % (i, k)) for k in range(3)]))
             else:
                 data += jf.encode_message(jf.Message(b"jafka message %d " % i * (1 + i % 5)))
-        (jdir / jf.segment_file_name(0)).write_bytes(bytes(data))
+        (jdir / segnames.jafka_file_name(0)).write_bytes(bytes(data))
         mdir = metaq / f"meta-test-{part}"
         mdir.mkdir(parents=True)
         blob = b"".join(
             mq.encode_message(mq.make_message(1000 + i, b"metaq payload %d " % i * (1 + i % 4), f"attr{i}" if i % 2 else None))
             for i in range(messages)
         )
-        (mdir / mq.segment_file_name(0)).write_bytes(blob)
+        (mdir / segnames.metaq_file_name(0)).write_bytes(blob)
     return jafka, metaq
 
 

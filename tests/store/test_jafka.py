@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 
 from mqtool.errors import StoreLayoutError
 from mqtool.formats import jafka as jf
+from mqtool.formats import segment_names as segnames
 from mqtool.layouts import detect_layout
 from mqtool.store import jafka as sj
 from mqtool.store import metaq as sm
@@ -28,7 +29,7 @@ def _make(root, name="t-0", segments=((b"a" * 20,) * 3,), start=0):
     paths = []
     for payloads in segments:
         data = _segment(jf.Message(p) for p in payloads)
-        path = d / jf.segment_file_name(start)
+        path = d / segnames.jafka_file_name(start)
         path.write_bytes(data)
         paths.append(path)
         start += len(data)
@@ -160,7 +161,7 @@ def test_not_a_store(tmp_path):
 def test_walk_in_small_chunks_equals_one_read(tmp_path_factory, payloads, chunk, tail):
     d = tmp_path_factory.mktemp("walk")
     data = _segment(jf.Message(p) for p in payloads) + tail
-    path = d / jf.segment_file_name(0)
+    path = d / segnames.jafka_file_name(0)
     path.write_bytes(data)
     seg = sj.open_jafka(path).selected(sj.open_jafka(path).partitions[0])[0]
     with sj.open_segment(seg) as reader:
@@ -172,7 +173,7 @@ def test_walk_in_small_chunks_equals_one_read(tmp_path_factory, payloads, chunk,
 
 
 def test_hostile_length_is_corruption_not_an_allocation(tmp_path):
-    path = tmp_path / jf.segment_file_name(0)
+    path = tmp_path / segnames.jafka_file_name(0)
     huge = (0x7FFFFFF0).to_bytes(4, "big") + b"\x01\x00" + b"\x00" * 200
     path.write_bytes(_segment([jf.Message(b"ok")]) + huge)
     data = sj.open_jafka(path)

@@ -16,6 +16,7 @@ from mqtool.errors import (
     UnsupportedFormatError,
 )
 from mqtool.formats import metaq as mq
+from mqtool.formats import segment_names as segnames
 from mqtool.layouts import detect_layout
 from mqtool.store import jafka as sj
 from mqtool.store import metaq as sm
@@ -72,7 +73,7 @@ def test_open_data_dir_model():
 def test_loader_rules_for_directories(tmp_path):
     for name in ("ok-0", "backup", "transactions", "t-x", "t-01"):
         (tmp_path / name).mkdir()
-    (tmp_path / "ok-0" / mq.segment_file_name(0)).write_bytes(_segment(_messages(2)))
+    (tmp_path / "ok-0" / segnames.metaq_file_name(0)).write_bytes(_segment(_messages(2)))
     (tmp_path / "ok-0" / "abc.meta").write_bytes(b"")
     (tmp_path / "ok-0" / "x.meta.zip").write_bytes(b"")
     (tmp_path / "server.ini").write_text("[system]")
@@ -170,7 +171,7 @@ def test_zip_structure_errors_say_where_and_what_in_plain_words(tmp_path):
         (b"PK", 0, "a 2-byte file"),
     ]
     for i, (raw, position, text) in enumerate(cases):
-        path = tmp_path / f"{i:020d}.meta.zip"
+        path = tmp_path / segnames.metaq_file_name(i, "zip")
         path.write_bytes(raw)
         with pytest.raises(CorruptDataError) as err:
             ZipEntryReader(path)
@@ -203,13 +204,13 @@ def test_writer_rolls_at_the_limit_and_archives_like_the_delete_policy(tmp_path)
     assert w.append(mq.Message(10000, b"hello")) == 0  # 25 bytes
     assert w.append(mq.Message(10001, b"hello")) == 25  # 50 >= 50: roll
     assert w.start == 50 and w.append(mq.Message(1, b"123456789")) == 50
-    assert (tmp_path / "t-0" / mq.segment_file_name(0)).read_bytes()[:25] == bytes.fromhex(
+    assert (tmp_path / "t-0" / segnames.metaq_file_name(0)).read_bytes()[:25] == bytes.fromhex(
         "000000053610a6860000000000002710000000006865" "6c6c6f"
     )
     with pytest.raises(ValueError):
         w.archive(w.start, compress=False)
     zipped = w.archive(0, compress=True)
-    assert zipped.name == "00000000000000000000.meta.zip" and not (tmp_path / "t-0" / mq.segment_file_name(0)).exists()
+    assert zipped.name == "00000000000000000000.meta.zip" and not (tmp_path / "t-0" / segnames.metaq_file_name(0)).exists()
     with zipfile.ZipFile(zipped) as z:
         assert z.namelist() == ["00000000000000000000.meta"]
 
@@ -223,7 +224,7 @@ def test_writer_rolls_at_the_limit_and_archives_like_the_delete_policy(tmp_path)
 def test_walk_in_small_chunks_equals_one_read(tmp_path_factory, payloads, chunk, tail):
     d = tmp_path_factory.mktemp("walk")
     data = _segment(mq.make_message(i + 1, p, a) for i, (p, a) in enumerate(payloads)) + tail
-    path = d / mq.segment_file_name(0)
+    path = d / segnames.metaq_file_name(0)
     path.write_bytes(data)
     (seg,) = sm.open_metaq(path).partitions[0].segments
     with sm.open_segment(seg) as reader:

@@ -18,6 +18,7 @@ from mqtool.formats.rocketmq.config import encode_fastjson
 from mqtool.store import rocketmq as rmq
 from tests.conftest import FIXTURES
 from mqtool.store.writer import StoreWriter, WriterConfig
+from mqtool.formats import segment_names as segnames
 
 SMALL = WriterConfig(commitlog_file_size=4096, cq_file_size=200, index_hash_slot_num=16, index_num=64, index_tz=dt.timezone.utc)
 
@@ -221,7 +222,7 @@ def test_active_file_skips_preallocated_zero_files(tmp_path):
     root, path, _, _ = _torn_copy(tmp_path)
     segments = rmq.open_store(root).commitlog
     assert rmq.active_file_index(segments) == len(segments) - 1
-    nxt = path.parent / f"{int(path.name) + path.stat().st_size:020d}"
+    nxt = path.parent / segnames.rocketmq_file_name(int(path.name) + path.stat().st_size)
     nxt.write_bytes(bytes(path.stat().st_size))  # the broker's pre-allocated next file
     segments = rmq.open_store(root).commitlog
     assert segments[-1].path == nxt and rmq.active_file_index(segments) == len(segments) - 2
@@ -240,7 +241,7 @@ def test_readers_call_a_torn_tail_what_validate_calls_it(tmp_path, command):
 
 
 def _segs(*sizes: int) -> list[rmq.Segment]:
-    return [rmq.Segment(Path(f"{i:020d}"), i, size, 0.0) for i, size in enumerate(sizes)]
+    return [rmq.Segment(Path(segnames.rocketmq_file_name(i)), i, size, 0.0) for i, size in enumerate(sizes)]
 
 
 @pytest.mark.parametrize(

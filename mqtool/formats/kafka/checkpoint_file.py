@@ -1,4 +1,4 @@
-"""Kafka's small text files, and the names of segment files and partition directories.
+"""Kafka's small text files, and the names of partition directories.
 
 Checkpoint files (``server-common/.../CheckpointFile.java``; entry formats in
 ``storage/.../checkpoint/OffsetCheckpointFile.java`` and ``LeaderEpochCheckpointFile.java``),
@@ -50,10 +50,9 @@ the live file is either the old or the new version; a crash can leave a stray ``
 beside it (which decodes like the real file, possibly truncated: a missing last line shows as
 a count mismatch).
 
-Names (``storage/.../log/LogFileUtils.java``, ``core/.../log/LocalLog.scala``): segment files
-are the base offset as 20 zero-padded digits plus ``.log``, ``.index``, ``.timeindex``,
-``.txnindex`` or ``.snapshot``; an operation suffix ``.deleted``, ``.cleaned`` or ``.swap``
-may be appended.  Partition directories are ``<topic>-<partition>``, or
+Names (``storage/.../log/LogFileUtils.java``, ``core/.../log/LocalLog.scala``): segment file
+names (``LogFileUtils.filenamePrefixFromOffset``) are in ``mqtool.formats.segment_names``.
+Partition directories are ``<topic>-<partition>``, or
 ``<topic>-<partition>.<uuid32hex>-delete`` (also ``-future``, ``-stray``); for ``-delete`` and
 ``-stray`` the topic is cut so that the name stays within 255 characters.
 """
@@ -668,62 +667,8 @@ def encode_clean_shutdown(content: CleanShutdown) -> bytes:
 
 # --- file and directory names -------------------------------------------------------------
 
-SegmentKind = Literal["log", "index", "timeindex", "txnindex", "snapshot"]
-Operation = Literal["deleted", "cleaned", "swap"]
-SEGMENT_KINDS: tuple[str, ...] = ("log", "index", "timeindex", "txnindex", "snapshot")
-OPERATIONS: tuple[str, ...] = ("deleted", "cleaned", "swap")
 DIR_SUFFIXES: tuple[str, ...] = ("delete", "future", "stray")
 MAX_DIR_NAME_LENGTH = 255
-
-
-def filename_prefix_from_offset(offset: int) -> str:
-    """``LogFileUtils.filenamePrefixFromOffset``: at least 20 digits, zero padded."""
-    if not 0 <= offset <= INT64[1]:
-        raise ValueError(f"offset {offset} is not a non-negative int64")
-    return f"{offset:020d}"
-
-
-@dataclass(frozen=True)
-class SegmentFileName:
-    """A parsed segment-file name: ``<base_offset>.<kind>[.<operation>]``."""
-
-    base_offset: int
-    kind: SegmentKind
-    operation: Operation | None = None
-
-    @property
-    def name(self) -> str:
-        """The canonical spelling (20-digit prefix)."""
-        return segment_file_name(self.base_offset, self.kind, self.operation)
-
-
-def segment_file_name(base_offset: int, kind: str, operation: str | None = None) -> str:
-    if kind not in SEGMENT_KINDS:
-        raise ValueError(f"unknown segment file kind {kind!r}")
-    if operation is not None and operation not in OPERATIONS:
-        raise ValueError(f"unknown operation suffix {operation!r}")
-    name = f"{filename_prefix_from_offset(base_offset)}.{kind}"
-    return f"{name}.{operation}" if operation else name
-
-
-def parse_segment_file_name(name: str) -> SegmentFileName:
-    """Parse ``00000000000000368769.index`` or ``...log.deleted``; anything else is ``StoreLayoutError``.
-
-    The offset is the text before the first ``.`` (``offsetFromFileName``); any number of
-    ASCII digits is accepted, as upstream does.
-    """
-    parts = name.split(".")
-    digits = parts[0].isascii() and parts[0].isdigit()
-    if not 2 <= len(parts) <= 3 or not digits or _bounded_int(parts[0], (0, INT64[1])) is None:
-        raise StoreLayoutError(expected="a segment file name <offset>.<suffix>[.deleted|.cleaned|.swap]", found=repr(name[:120]))
-    kind = parts[1]
-    operation = parts[2] if len(parts) == 3 else None
-    if kind not in SEGMENT_KINDS or (operation is not None and operation not in OPERATIONS):
-        raise StoreLayoutError(
-            expected=f"suffix .{'|.'.join(SEGMENT_KINDS)} optionally followed by .{'|.'.join(OPERATIONS)}",
-            found=repr(name[:120]),
-        )
-    return SegmentFileName(int(parts[0]), kind, operation)  # type: ignore[arg-type]
 
 
 @dataclass(frozen=True)

@@ -62,6 +62,7 @@ from typing import Literal
 
 from mqtool.errors import CorruptDataError, MqError
 from mqtool.formats._binary import I16, Buffer, need, take
+from mqtool.formats.segment_names import rocketmq_file_name
 
 _LONG_MIN = -(1 << 63)
 _INT_MIN = -(1 << 31)
@@ -75,18 +76,11 @@ def _check_range(name: str, value: int, bits: int) -> None:
         raise ValueError(f"{name} {value!r} does not fit a signed {bits}-bit field")
 
 
-def offset_file_name(offset: int) -> str:
-    """``UtilAll.offset2FileName``: the offset as 20 decimal digits."""
-    if offset < 0:
-        raise ValueError(f"a file offset cannot be negative: {offset}")
-    return f"{offset:020d}"
-
-
 def _placement(byte_offset: int, file_size: int, unit_size: int) -> tuple[str, int]:
     if file_size <= 0 or file_size % unit_size:
         raise ValueError(f"file size {file_size} is not a positive multiple of the {unit_size}-byte unit")
     position = byte_offset % file_size
-    return offset_file_name(byte_offset - position), position
+    return rocketmq_file_name(byte_offset - position), position
 
 
 # --- ConsumeQueue --------------------------------------------------------------------------
@@ -558,7 +552,6 @@ __all__ = [
     "is_ext_address",
     "decorate_ext_address",
     "undecorate_ext_address",
-    "offset_file_name",
     "cq_file_size",
     "cq_file_name_for",
     "cq_queue_offset",

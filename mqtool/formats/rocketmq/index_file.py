@@ -25,7 +25,7 @@ Slot ``s`` at ``40 + 4*s`` holds the newest entry number of its chain (0 = empty
 Keys are ``topic#UNIQ_KEY`` and ``topic#key`` for every KEYS token; slot = keyHash % hashSlotNum.
 A new file inherits the previous file's endPhyOffset/endTimestamp as begin *and* end values; the
 first ``putKey`` overwrites the begin values.  Files are named by their creation time
-``yyyyMMddHHmmssSSS`` in the broker's local time zone.
+``yyyyMMddHHmmssSSS`` in the broker's local time zone (``segment_names.rocketmq_index_file_name``).
 
 No checksum.  Partial writes: ``putKey`` writes the entry, then the slot, then the header fields
 (each straight into the mapped file), and the file is mapped at full size, so unwritten space is
@@ -43,7 +43,6 @@ import struct
 import sys
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from datetime import datetime, timezone, tzinfo
 
 from mqtool.errors import (
     CorruptDataError,
@@ -80,8 +79,6 @@ DEFAULT_INDEX_NUM = 20_000_000
 DEFAULT_MAX_MSGS_NUM_BATCH = 64
 #: ``invalidIndex``: an empty slot / the end of a chain.
 INVALID_INDEX = 0
-
-_INDEX_NAME_LENGTH = 17
 
 
 def _java_long(value: int) -> int:
@@ -856,56 +853,6 @@ def iter_used_slots(buf: Buffer, hash_slot_num: int = DEFAULT_HASH_SLOT_NUM) -> 
             yield slot, values[slot - first]
 
 
-# --- file names ----------------------------------------------------------------------------
-
-
-def parse_index_file_datetime(name: str) -> datetime | None:
-    """The naive local ``datetime`` of a ``yyyyMMddHHmmssSSS`` name, or None for other names."""
-    if len(name) != _INDEX_NAME_LENGTH or not name.isascii() or not name.isdigit():
-        return None
-    try:
-        return datetime(
-            int(name[0:4]), int(name[4:6]), int(name[6:8]),
-            int(name[8:10]), int(name[10:12]), int(name[12:14]), int(name[14:17]) * 1000,
-        )
-    except ValueError:
-        return None
-
-
-def parse_index_file_name(name: str, tz: tzinfo | None = None) -> int | None:
-    """Milliseconds since the epoch of an index file name, or None if ``name`` is not one.
-
-    The broker writes its *local* time (``UtilAll.timeMillisToHumanString``); the name is read
-    in ``tz``, by default this machine's local time zone.
-    """
-    moment = parse_index_file_datetime(name)
-    if moment is None:
-        return None
-    try:
-        aware = moment.replace(tzinfo=tz) if tz is not None else moment.astimezone()
-    except (OverflowError, OSError, ValueError):
-        return None
-    delta = aware - datetime(1970, 1, 1, tzinfo=timezone.utc)
-    return delta.days * 86_400_000 + delta.seconds * 1000 + delta.microseconds // 1000
-
-
-def index_file_name(ms: int, tz: tzinfo | None = None) -> str:
-    """``timeMillisToHumanString``: ``yyyyMMddHHmmssSSS`` in ``tz`` (default: local time).
-
-    ``ValueError`` for a time outside years 1..9999.
-    """
-    try:
-        moment = datetime.fromtimestamp(ms // 1000, tz=tz or timezone.utc)
-        if tz is None:
-            moment = moment.astimezone()
-    except (OverflowError, OSError) as exc:
-        raise ValueError(f"{ms} ms is outside the years an index file name can hold") from exc
-    return (
-        f"{moment.year:04d}{moment.month:02d}{moment.day:02d}"
-        f"{moment.hour:02d}{moment.minute:02d}{moment.second:02d}{ms % 1000:03d}"
-    )
-
-
 __all__ = [
     "INDEX_HEADER",
     "INDEX_HEADER_SIZE",
@@ -940,7 +887,4 @@ __all__ = [
     "iter_chain",
     "iter_entries",
     "iter_used_slots",
-    "parse_index_file_datetime",
-    "parse_index_file_name",
-    "index_file_name",
 ]

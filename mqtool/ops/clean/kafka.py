@@ -48,6 +48,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mqtool.errors import MqError, StoreLayoutError
+from mqtool.formats import segment_names as segnames
 from mqtool.formats.kafka import checkpoint_file as cpf
 from mqtool.formats.kafka import internal_topics as it
 from mqtool.formats.kafka import record_batch as rb
@@ -473,7 +474,7 @@ def _plan_partition(plan, root, part, options, now_ms, hws, lsos, commits, budge
     # the leader-epoch cache follows the log start offset (truncateFromStart), before any deletion
     _plan_epochs(plan, root, part, new_lso)
     if roll[0]:
-        stem = cpf.filename_prefix_from_offset(leo)
+        stem = segnames.kafka_offset_prefix(leo)
         plan.add(
             Step(
                 "create-segment",

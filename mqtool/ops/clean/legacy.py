@@ -39,6 +39,7 @@ from pathlib import Path
 
 from mqtool.errors import CorruptDataError, MqError, PlanChangedError, StoreLayoutError, UnsupportedFormatError
 from mqtool.formats import metaq as mq
+from mqtool.formats import segment_names as segnames
 from mqtool.ops.clean import HOUR_MS
 from mqtool.ops.recover import ApplyContext, RecoverPlan, Step, observe, relative, resolve
 from mqtool.store import jafka as sj
@@ -317,7 +318,7 @@ def plan_clean_metaq(path: str | Path, options: CleanOptions = CleanOptions(), *
                     break
                 plan.add(Step("remove", relative(root, seg.path), why, expect=observe(seg.path), details=details))
                 continue
-            target = seg.path.with_name(mq.archive_name(seg.name, compress=policy.compress))
+            target = seg.path.with_name(segnames.metaq_archive_name(seg.name, compress=policy.compress))
             target_rel = relative(root, target)
             expect = {**observe(seg.path), "files": {target_rel: observe(target)}}
             if os.path.lexists(target):

@@ -17,6 +17,7 @@ from typing import Literal
 
 from mqtool.errors import ChecksumError, CorruptDataError, MqError, StoreLayoutError, UnsupportedFormatError
 from mqtool.findings import Finding
+from mqtool.formats import segment_names as segnames
 from mqtool.formats.checksums import crc32, crc32c
 from mqtool.formats.kafka import checkpoint_file as cpf
 from mqtool.formats.kafka import compression
@@ -99,7 +100,7 @@ def log_targets(path: Path, *, topic: str | None = None, partition: int | None =
         _refuse_other_kind(path, "log")
         ks.refuse_kafka_07(path)
         part = ks.lone_segment(path)
-        kind = "bootstrap" if path.name == ks.BOOTSTRAP_CHECKPOINT else "kraft-snapshot" if ks.KRAFT_SNAPSHOT_NAME.match(path.name) else "log"
+        kind = "bootstrap" if path.name == ks.BOOTSTRAP_CHECKPOINT else "kraft-snapshot" if segnames.KAFKA_KRAFT_SNAPSHOT_NAME.match(path.name) else "log"
         seg = part.segments[0]
         return [LogTarget(path, seg.base_offset, part, seg, kind)]
     store = ks.open_kafka(path)
@@ -413,7 +414,7 @@ def index_targets(path: Path, kind: str, *, topic: str | None = None, partition:
     if is_regular_file(path):
         _refuse_other_kind(path, kind)
         try:
-            parsed = cpf.parse_segment_file_name(path.name)
+            parsed = segnames.parse_kafka_file_name(path.name)
             base = parsed.base_offset
         except StoreLayoutError:
             base = 0

@@ -32,6 +32,7 @@ from mqtool.errors import (
 from mqtool.findings import Finding, Severity
 from mqtool.formats import jafka as jf
 from mqtool.formats import metaq as mq
+from mqtool.formats import segment_names as segnames
 from mqtool.formats.checksums import crc32, masked_crc32
 from mqtool.ops import log_findings
 from mqtool.store import jafka as sj
@@ -308,6 +309,11 @@ class MetaqItem:
     def next_offset(self) -> int:
         return self.where.offset + self.message.size
 
+    @property
+    def segment_name(self) -> str:
+        """The live segment name the message's file stands for (``NNN.meta`` for ``NNN.meta.zip`` too)."""
+        return segnames.metaq_live_segment_name(self.where.segment)
+
 
 def id_parts(message_id: int) -> dict:
     """``IdWorker`` fields of a message id: time (ms since a nanoTime-based epoch, not wall-clock),
@@ -360,7 +366,7 @@ class MetaqDump:
             return
         with reader:
             if reader.zip is not None:
-                expected = sm.expected_entry_name(seg)
+                expected = segnames.metaq_zip_entry_name(seg)
                 if len(reader.zip.entries) != 1:
                     self.problems.append(
                         CorruptDataError(path=seg.path, expected="exactly one entry in a .meta.zip", found=f"{len(reader.zip.entries)} entries")

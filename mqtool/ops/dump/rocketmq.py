@@ -15,6 +15,7 @@ import numpy as np
 
 from mqtool.errors import CorruptDataError, MqError, StoreLayoutError
 from mqtool.findings import Finding
+from mqtool.formats import segment_names as segnames
 from mqtool.formats.rocketmq import checkpoint as cpf
 from mqtool.formats.rocketmq import config as cfgf
 from mqtool.formats.rocketmq import index_file as idxf
@@ -348,7 +349,7 @@ def commitlog_files(path: Path) -> list[rmq.Segment]:
     check_path(path)
     if is_regular_file(path):
         st = path.stat()
-        base = int(path.name) if rmq.SEGMENT_NAME.match(path.name) else 0
+        base = int(path.name) if segnames.ROCKETMQ_FILE_NAME.match(path.name) else 0
         return [rmq.Segment(path, base, st.st_size, st.st_mtime)]
     if is_directory(path):
         if rmq.is_rocketmq_root(path):
@@ -399,7 +400,7 @@ def consumequeue_targets(path: Path, *, topic: str | None = None, queue_id: int 
     check_path(path)
     if is_regular_file(path):
         st = path.stat()
-        base = int(path.name) if rmq.SEGMENT_NAME.match(path.name) else 0
+        base = int(path.name) if segnames.ROCKETMQ_FILE_NAME.match(path.name) else 0
         qid = int(path.parent.name) if path.parent.name.lstrip("-").isdigit() else None
         tname = path.parent.parent.name if qid is not None else None
         return [QueueTarget(tname, qid, [rmq.Segment(path, base, st.st_size, st.st_mtime)])]

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from mqtool.errors import CorruptDataError, MqError, StoreIOError, StoreLayoutError
 from mqtool.findings import Finding
+from mqtool.formats import segment_names as segnames
 from mqtool.formats.rocketmq import index_file as idxf
 from mqtool.formats.rocketmq.commitlog import MessageRecord, decode_offset_msg_id
 from mqtool.formats.rocketmq.config import parse_topics
@@ -121,7 +122,7 @@ def _read_hit(reader: rmq.CommitLogReader, offset: int, via: str, result: QueryR
             result.notes.append(f"commitlog offset {offset} is outside the CommitLog (expired or never written)")
             return None
         size = store.commitlog_file_size
-        missing = f" {offset - offset % size:020d}" if size else ""
+        missing = f" {segnames.rocketmq_file_name(offset - offset % size)}" if size else ""
         low, high = gap.details["missing_from"], gap.details["missing_to"]
         upto = high - 1 if isinstance(high, int) else high
         result.notes.append(f"commitlog offset {offset} lies in the missing CommitLog file{missing} (offsets {low}..{upto} are missing: {gap.code})")

@@ -58,6 +58,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from mqtool.errors import MqError, PlanChangedError, StoreLayoutError
+from mqtool.formats import segment_names as segnames
 from mqtool.formats.kafka import checkpoint_file as cpf
 from mqtool.formats.kafka import index as kidx
 from mqtool.formats.kafka import record_batch as rb
@@ -1136,7 +1137,7 @@ def _plan_restart(planner: _Planner, part: ks.KafkaPartition, segs: list[_Seg], 
 
 
 def _plan_create(planner: _Planner, part: ks.KafkaPartition, lso: int) -> None:
-    stem = cpf.filename_prefix_from_offset(lso)
+    stem = segnames.kafka_offset_prefix(lso)
     planner.plan.add(
         Step(
             "create-segment",

@@ -46,6 +46,7 @@ from pathlib import Path
 from mqtool.errors import MqError, StoreLayoutError
 from mqtool.formats import jafka as jf
 from mqtool.formats import metaq as mq
+from mqtool.formats import segment_names as segnames
 from mqtool.ops import log_findings
 from mqtool.ops.recover import ApplyContext, ApplyResult, RecoverPlan, Step, apply_plan, observe, relative, resolve
 from mqtool.store import jafka as sj
@@ -358,7 +359,7 @@ def _plan_holes(layout: str, plan: RecoverPlan, part: Partition, root: Path) -> 
             f"{nxt.name}"
         )
         if layout == "metaq" and seg.size:
-            target = seg.path.with_name(mq.archive_name(seg.name, compress=False))
+            target = seg.path.with_name(segnames.metaq_archive_name(seg.name, compress=False))
             plan.add(
                 Step(
                     "archive-segment",

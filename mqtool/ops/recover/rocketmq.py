@@ -37,6 +37,7 @@ from pathlib import Path
 
 from mqtool.errors import MqError, PlanChangedError, StoreLayoutError
 from mqtool.findings import Severity
+from mqtool.formats import segment_names as segnames
 from mqtool.formats.rocketmq import checkpoint as cpf
 from mqtool.formats.rocketmq import consume_queue as cqf
 from mqtool.formats.rocketmq import index_file as idxf
@@ -55,7 +56,7 @@ from mqtool.store import rocketmq as rmq
 from mqtool.store.files import ReadOnlyFile, read_small_file
 from mqtool.store.model import rocketmq as model
 from mqtool.store.quarantine import region_crc
-from mqtool.store.writer import IndexBuilder, cq_tags_code, index_keys, segment_name
+from mqtool.store.writer import IndexBuilder, cq_tags_code, index_keys
 
 MODES = ("auto", "normal", "abnormal")
 
@@ -838,7 +839,7 @@ def _apply_dispatch(step: Step, ctx: ApplyContext) -> None:
                     continue
                 byte_offset = rec.queue_offset * cqf.CQ_UNIT_SIZE
                 base = byte_offset - byte_offset % file_size
-                path = qdir / segment_name(base)
+                path = qdir / segnames.rocketmq_file_name(base)
                 if not path.exists():
                     flush()
                     ctx.quarantine.record_created(path)

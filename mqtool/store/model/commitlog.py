@@ -32,6 +32,7 @@ from pathlib import Path
 import numpy as np
 
 from mqtool.errors import MqError
+from mqtool.formats import segment_names as segnames
 from mqtool.formats.rocketmq import consume_queue as cqf
 from mqtool.formats.rocketmq.columns import (
     ColumnStop,
@@ -173,7 +174,7 @@ def _read_units(store: rmq.RocketMQStore, topic: str, queue_id: int, first: int,
 def save_key_table(directory: str, base: int, cols: FileColumns) -> None:
     """Write the file's sorted key pairs (see :func:`record_key_table`) for the index checks."""
     table = record_key_table(cols.columns)
-    path = os.path.join(directory, f"{base:020d}.npy")
+    path = os.path.join(directory, segnames.rocketmq_file_name(base) + ".npy")
     np.save(path + ".tmp.npy", table)
     os.replace(path + ".tmp.npy", path)
 
@@ -211,7 +212,7 @@ class KeyTables:
     def _table(self, base: int) -> np.ndarray:
         if self._loaded is None or self._loaded[0] != base:
             assert self.directory is not None
-            self._loaded = (base, np.load(os.path.join(self.directory, f"{base:020d}.npy")))
+            self._loaded = (base, np.load(os.path.join(self.directory, segnames.rocketmq_file_name(base) + ".npy")))
         return self._loaded[1]
 
 

@@ -50,6 +50,7 @@ from typing import Any, Generic, TypeVar, cast
 
 from mqtool.errors import ChecksumError, CorruptDataError, MqError, StoreIOError, UnsupportedFormatError
 from mqtool.findings import FAMILIES, Finding, Severity
+from mqtool.formats import segment_names as segnames
 from mqtool.formats.kafka import checkpoint_file as cpf
 from mqtool.formats.kafka import compression, record_scan
 from mqtool.formats.kafka import index as kidx
@@ -1427,7 +1428,7 @@ def _lost_data(
         first = next(r.first_offset for r in state.results if r.first_offset is not None)
         on_disk = f"log end offset {state.log_end_offset} (offsets {first}..{state.log_end_offset - 1} in {len(segments)} segment(s)"
     if gone:
-        on_disk += f"; the .log of segment {', '.join(f'{b:020d}' for b in gone)} is gone, {', '.join(left)} remain"
+        on_disk += f"; the .log of segment {', '.join(segnames.kafka_offset_prefix(b) for b in gone)} is gone, {', '.join(left)} remain"
     on_disk += ")"
     says = "; ".join(f"{what} says {offset}" for what, offset in behind)
     return Finding(

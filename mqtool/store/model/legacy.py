@@ -44,6 +44,7 @@ from mqtool.errors import ChecksumError, MqError, StoreIOError, StoreLayoutError
 from mqtool.findings import Finding
 from mqtool.formats import jafka as jf
 from mqtool.formats import metaq as mq
+from mqtool.formats import segment_names as segnames
 from mqtool.store import jafka as sj
 from mqtool.store import metaq as sm
 from mqtool.store.files import nonzero_extent
@@ -149,7 +150,7 @@ def _check_zip_entries(task: SegmentTask, reader: SegmentReader, res: SegmentRes
                 + ", ".join(repr(e[:60]) for e in z.entries[:5]),
             )
         )
-    expected = sm.expected_entry_name(reader.segment)
+    expected = segnames.metaq_zip_entry_name(reader.segment)
     if expected is not None and z.entry_name != expected:
         res.findings.append(
             Finding(

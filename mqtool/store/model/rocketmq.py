@@ -16,6 +16,7 @@ from pathlib import Path
 
 from mqtool.errors import CorruptDataError, MqError
 from mqtool.findings import Finding, Severity
+from mqtool.formats import segment_names as segnames
 from mqtool.formats._binary import Buffer
 from mqtool.formats.rocketmq import consume_queue as cqf
 from mqtool.formats.rocketmq.commitlog import PHYSICAL_OFFSET_POSITION, MessageRecord, check_crc_property
@@ -111,7 +112,7 @@ def segment_findings(
                         "RMQ-FILE-GAP",
                         str(seg.path),
                         None,
-                        f"expected the file after {prev.name} to be {expected:020d}, found {seg.name} "
+                        f"expected the file after {prev.name} to be {segnames.rocketmq_file_name(expected)}, found {seg.name} "
                         f"({missing or 'part of a'} file(s) missing: offsets {expected}..{seg.base - 1})",
                         length=seg.base - expected,
                         details={"missing_from": expected, "missing_to": seg.base},
@@ -123,7 +124,7 @@ def segment_findings(
                         "RMQ-FILE-OVERLAP",
                         str(seg.path),
                         None,
-                        f"expected the file after {prev.name} to be {expected:020d}, found {seg.name} (overlaps by {expected - seg.base} bytes)",
+                        f"expected the file after {prev.name} to be {segnames.rocketmq_file_name(expected)}, found {seg.name} (overlaps by {expected - seg.base} bytes)",
                         length=expected - seg.base,
                     )
                 )

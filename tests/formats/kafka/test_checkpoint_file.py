@@ -293,46 +293,6 @@ def test_clean_shutdown_round_trip(content):
 # --- names --------------------------------------------------------------------------------
 
 
-def test_segment_name_vectors():
-    assert cf.segment_file_name(0, "log") == "00000000000000000000.log"
-    assert cf.segment_file_name(368769, "index") == "00000000000000368769.index"
-    assert cf.segment_file_name(2**63 - 1, "snapshot") == "09223372036854775807.snapshot"
-    assert cf.parse_segment_file_name("00000000000000368769.index") == cf.SegmentFileName(368769, "index")
-    parsed = cf.parse_segment_file_name("00000000000000000000.timeindex.deleted")
-    assert parsed == cf.SegmentFileName(0, "timeindex", "deleted")
-    assert parsed.name == "00000000000000000000.timeindex.deleted"
-    assert cf.parse_segment_file_name("00000000000000000012.log.swap").operation == "swap"
-    assert cf.parse_segment_file_name("00000000000000000012.txnindex.cleaned").kind == "txnindex"
-    assert cf.parse_segment_file_name("5.log") == cf.SegmentFileName(5, "log")  # upstream parses any digits
-
-
-@pytest.mark.parametrize(
-    "name",
-    [
-        "",
-        "00000000000000000000",
-        "00000000000000000000.kafka",
-        "00000000000000000000.log.tmp",
-        "00000000000000000000.log.deleted.deleted",
-        "-0000000000000000001.log",
-        "+1.log",
-        "09223372036854775808.log",
-        "00000000000000000712-0000000001.checkpoint",
-        "leader-epoch-checkpoint",
-        "\u0661.log",
-    ],
-)
-def test_bad_segment_names(name):
-    with pytest.raises(StoreLayoutError):
-        cf.parse_segment_file_name(name)
-
-
-@given(st.integers(0, 2**63 - 1), st.sampled_from(cf.SEGMENT_KINDS), st.sampled_from((None,) + cf.OPERATIONS))
-def test_segment_name_round_trip(offset, kind, operation):
-    name = cf.segment_file_name(offset, kind, operation)
-    assert cf.parse_segment_file_name(name) == cf.SegmentFileName(offset, kind, operation)
-
-
 def test_partition_dir_names():
     assert cf.parse_partition_dir_name("__consumer_offsets-17") == cf.PartitionDirName("__consumer_offsets", 17)
     assert cf.parse_partition_dir_name("alter-reassignments-topic-1-0") == cf.PartitionDirName(
@@ -400,11 +360,10 @@ def test_arbitrary_bytes_raise_only_mq_errors(blob):
 
 @given(st.text(max_size=80))
 def test_arbitrary_names_raise_only_mq_errors(name):
-    for parse in (cf.parse_segment_file_name, cf.parse_partition_dir_name):
-        try:
-            parse(name)
-        except MqError:
-            pass
+    try:
+        cf.parse_partition_dir_name(name)
+    except MqError:
+        pass
 
 
 @given(st.text(max_size=200))
@@ -470,16 +429,13 @@ def test_every_real_clean_shutdown_decodes():
         assert cf.decode_clean_shutdown(path.read_bytes()) == cf.CleanShutdown(0, -1)
 
 
-def test_every_real_directory_and_segment_name_parses():
+def test_every_real_directory_name_parses():
     root = real_path("kafka")
     partition_dirs = {p.parent for p in root.rglob("*") if p.name in (cf.LEADER_EPOCH_CHECKPOINT, cf.PARTITION_METADATA)}
     assert len(partition_dirs) >= 50
     for directory in partition_dirs:
         parsed = cf.parse_partition_dir_name(directory.name)
         assert parsed.name == directory.name
-    for path in root.rglob("*"):
-        if path.suffix in (".log", ".index", ".timeindex", ".snapshot", ".txnindex") and path.name[0].isdigit():
-            assert cf.parse_segment_file_name(path.name).name == path.name
 
 
 def test_real_files_by_hand():

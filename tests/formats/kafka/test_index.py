@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from mqtool.errors import CorruptDataError, MqError, TruncatedDataError
 from mqtool.formats.kafka import index as ix
-from mqtool.formats.kafka.checkpoint_file import parse_segment_file_name
+from mqtool.formats.segment_names import parse_kafka_file_name
 from tests.conftest import real_path
 
 # --- spec vectors -------------------------------------------------------------------------
@@ -285,7 +285,7 @@ def test_every_real_index_decodes():
     files = _real_files(".index")
     assert len(files) >= 10
     for path in files:
-        base = parse_segment_file_name(path.name).base_offset
+        base = parse_kafka_file_name(path.name).base_offset
         data = path.read_bytes()
         contents = ix.decode_offset_index(data, base)
         if not data:
@@ -301,7 +301,7 @@ def test_every_real_timeindex_decodes():
     files = _real_files(".timeindex")
     assert len(files) >= 10
     for path in files:
-        base = parse_segment_file_name(path.name).base_offset
+        base = parse_kafka_file_name(path.name).base_offset
         data = path.read_bytes()
         contents = ix.decode_time_index(data, base)
         assert contents.end.kind == "eof"

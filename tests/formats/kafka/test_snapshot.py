@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from mqtool.errors import ChecksumError, CorruptDataError, MqError, TruncatedDataError
 from mqtool.formats.checksums import crc32c
 from mqtool.formats.kafka import snapshot as sn
-from mqtool.formats.kafka.checkpoint_file import parse_segment_file_name
+from mqtool.formats.segment_names import parse_kafka_file_name
 from tests.conftest import real_path
 
 EMPTY = bytes.fromhex("0001 48674bc7 00000000".replace(" ", ""))
@@ -154,7 +154,7 @@ def test_every_real_snapshot_decodes_and_re_encodes():
         data = path.read_bytes()
         snapshot = sn.decode_snapshot(data)
         assert sn.encode_snapshot(snapshot) == data, path
-        assert parse_segment_file_name(path.name).kind == "snapshot"
+        assert parse_kafka_file_name(path.name).kind == "snapshot"
 
 
 def test_real_empty_snapshot_is_the_spec_vector():
@@ -178,4 +178,4 @@ def test_real_snapshot_with_entries_by_hand():
     assert first.coordinator_epoch == -1 and first.current_txn_first_offset == -1
     # the last producer wrote offset 37; the snapshot is named after the next offset, 38
     assert snapshot.entries[-1].last_offset == 37
-    assert parse_segment_file_name(path.name).base_offset == 38
+    assert parse_kafka_file_name(path.name).base_offset == 38

@@ -9,6 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from mqtool.errors import CorruptDataError, MqError, TruncatedDataError
+from mqtool.formats import segment_names as segnames
 from mqtool.formats.rocketmq.commitlog import decode_message
 from mqtool.formats.rocketmq.consume_queue import (
     BCQ_FILE_SIZE,
@@ -44,7 +45,6 @@ from mqtool.formats.rocketmq.consume_queue import (
     iter_bcq_units,
     iter_cq_ext_units,
     iter_cq_units,
-    offset_file_name,
     undecorate_ext_address,
 )
 from mqtool.formats.rocketmq.hashing import java_string_hash, tags_code
@@ -83,7 +83,6 @@ def test_placement_vectors():
     assert cq_ext_file_name_for(860, ERIC_EXT_FILE_SIZE) == ("00000000000000000840", 20)
     assert bcq_file_name_for(300_000) == ("00000000000013800000", 0)
     assert bcq_file_name_for(2) == ("00000000000000000000", 92)
-    assert offset_file_name(1073741824) == "00000000001073741824"
 
 
 def test_cq_file_size_rounds_up_to_units():
@@ -100,8 +99,6 @@ def test_placement_rejects_bad_arguments():
         cq_file_name_for(1, 210)  # not a multiple of 20
     with pytest.raises(ValueError):
         bcq_file_name_for(1, 100)
-    with pytest.raises(ValueError):
-        offset_file_name(-5)
 
 
 @given(st.integers(0, 2**40), st.integers(1, 1000))
@@ -416,7 +413,7 @@ def test_real_cq_files():
     queue_offsets = [cq_queue_offset(base, pos) for base, pos, _ in units]
     assert queue_offsets == list(range(56))
     for q, (base, pos, _) in enumerate(units):
-        assert cq_file_name_for(q, ERIC_CQ_FILE_SIZE) == (f"{base:020d}", pos)
+        assert cq_file_name_for(q, ERIC_CQ_FILE_SIZE) == (segnames.rocketmq_file_name(base), pos)
 
 
 def test_real_cq_matches_ext_and_commitlog():
@@ -429,7 +426,7 @@ def test_real_cq_matches_ext_and_commitlog():
         assert ext.tags_code == tags_code("TAG1") == 2567159
         assert ext.filter_bitmap == b""
         file_from = unit.commit_log_offset - unit.commit_log_offset % ERIC_COMMITLOG_FILE_SIZE
-        data = (commitlog_dir / offset_file_name(file_from)).read_bytes()
+        data = (commitlog_dir / segnames.rocketmq_file_name(file_from)).read_bytes()
         record = decode_message(data, unit.commit_log_offset - file_from)
         assert record.total_size == unit.size == 172
         assert record.queue_offset == q

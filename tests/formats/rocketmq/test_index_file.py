@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import mmap
 import struct
-from datetime import datetime, timedelta, timezone
 
 import pytest
 from hypothesis import given, settings
@@ -29,15 +28,12 @@ from mqtool.formats.rocketmq.index_file import (
     decode_index_header,
     encode_index_entry,
     encode_index_header,
-    index_file_name,
     index_file_size,
     index_geometry_evidence,
     infer_index_geometry,
     iter_chain,
     iter_entries,
     iter_used_slots,
-    parse_index_file_datetime,
-    parse_index_file_name,
     read_slot,
     select_phy_offsets,
 )
@@ -645,40 +641,3 @@ def test_arbitrary_links_terminate(links, head):
             run()
         except CorruptDataError:
             pass
-
-
-# --- file names ----------------------------------------------------------------------------
-
-
-def test_index_file_name_vectors():
-    assert index_file_name(PR6495_TS, timezone.utc) == "20230320053000025"
-    assert parse_index_file_name("20230320053000025", timezone.utc) == PR6495_TS
-    cst = timezone(timedelta(hours=8))
-    assert index_file_name(PR6495_TS, cst) == "20230320133000025"
-    assert parse_index_file_name("20230320133000025", cst) == PR6495_TS
-    assert parse_index_file_datetime("20230320133000025") == datetime(2023, 3, 20, 13, 30, 0, 25_000)
-
-
-def test_index_file_name_local_time_round_trip():
-    name = index_file_name(PR6495_TS)
-    assert parse_index_file_name(name) == PR6495_TS
-
-
-@pytest.mark.parametrize(
-    "name", ["", "2023032005300002", "202303200530000250", "20231320053000025", "2023032005300002x", "１２３"]
-)
-def test_not_index_file_names(name):
-    assert parse_index_file_name(name) is None
-
-
-@given(st.integers(0, 253_000_000_000_000), st.integers(-14 * 60, 14 * 60))
-def test_index_file_name_round_trip(ms, offset_minutes):
-    tz = timezone(timedelta(minutes=offset_minutes))
-    name = index_file_name(ms, tz)
-    assert len(name) == 17
-    assert parse_index_file_name(name, tz) == ms
-
-
-def test_index_file_name_out_of_range():
-    with pytest.raises(ValueError):
-        index_file_name(10**18, timezone.utc)

@@ -18,6 +18,7 @@ import pytest
 
 from mqtool.cli.app import run
 from mqtool.cli.exit_codes import ExitCode
+from mqtool.formats import segment_names as segnames
 from mqtool.formats.kafka import checkpoint_file as cpf
 from mqtool.formats.kafka import legacy as klegacy
 from mqtool.formats.kafka import record_batch as rb
@@ -210,9 +211,9 @@ def test_active_segment_rule(work):
     assert removed_logs(plan) == [f"t-0/{s.log.name}.deleted" for s in segs]
     leo = 30 + 15  # 15 batches hold two records
     roll = [s for s in plan.steps if s.action == "create-segment"]
-    assert [s.path for s in roll] == [f"t-0/{leo:020d}.log"]
+    assert [s.path for s in roll] == [f"t-0/{segnames.kafka_file_name(leo, 'log')}"]
     actions = [(s.action, s.path) for s in plan.steps]
-    assert actions.index(("create-segment", f"t-0/{leo:020d}.log")) < actions.index(("rename", f"t-0/{segs[-1].log.name}"))
+    assert actions.index(("create-segment", f"t-0/{segnames.kafka_file_name(leo, 'log')}")) < actions.index(("rename", f"t-0/{segs[-1].log.name}"))
     apply(plan)
     [new] = segments(part)
     assert new.base_offset == leo and new.log_size == 0 and new.index is not None and new.timeindex is not None
@@ -291,9 +292,9 @@ def test_protect_unconsumed_lists_the_groups(work):
     plan = plan_clean_kafka(root, CleanOptions(protect_unconsumed=True), now_ms=LATER)
     gone = removed_logs(plan)
     # billing committed orders-0 at 90: segments 0, 30, 60 (offsets < 90) may go, 90 may not
-    assert [p for p in gone if p.startswith("orders-0/")] == [f"orders-0/{b:020d}.log.deleted" for b in (0, 30, 60)]
+    assert [p for p in gone if p.startswith("orders-0/")] == [f"orders-0/{segnames.kafka_file_name(b, 'log', 'deleted')}" for b in (0, 30, 60)]
     # orders-1: billing at 52: segments 0 and 24 (offsets < 48) only
-    assert [p for p in gone if p.startswith("orders-1/")] == [f"orders-1/{b:020d}.log.deleted" for b in (0, 24)]
+    assert [p for p in gone if p.startswith("orders-1/")] == [f"orders-1/{segnames.kafka_file_name(b, 'log', 'deleted')}" for b in (0, 24)]
     held = {p["partition"]: p.get("protected_by") for p in plan.facts["partitions"]}
     assert held["orders-1"] == ["billing"] and held["events-0"] == ["audit", "billing"]
     assert any("not yet consumed by: billing" in n for n in plan.notes)

@@ -27,6 +27,7 @@ from mqtool.cli.exit_codes import ExitCode
 from mqtool.errors import CorruptDataError
 from mqtool.formats import jafka as jf
 from mqtool.formats import metaq as mq
+from mqtool.formats import segment_names as segnames
 from mqtool.ops.clean import legacy as clean_legacy
 from mqtool.ops.clean.config import read_policy_file
 from mqtool.ops.clean.legacy import CleanOptions, apply_custom, plan_clean_jafka, plan_clean_metaq
@@ -192,15 +193,15 @@ def test_jafka_size_rule_past_2_gib(work):
     part.mkdir(parents=True)
     gib = 1 << 30
     for i in range(4):
-        path = part / jf.segment_file_name(i * gib)
+        path = part / segnames.jafka_file_name(i * gib)
         with open(path, "wb") as f:
             f.truncate(gib)
-    (part / jf.segment_file_name(4 * gib)).write_bytes(b"")
+    (part / segnames.jafka_file_name(4 * gib)).write_bytes(b"")
     age(segments("jafka", part), [1] * 5)
     plan = plan_clean_jafka(root, CleanOptions(retention_bytes=3 * gib), now_ms=NOW_MS)  # a limit past 2**31 too
-    assert names(plan) == [f"big-0/{jf.segment_file_name(0)}"]
+    assert names(plan) == [f"big-0/{segnames.jafka_file_name(0)}"]
     plan = plan_clean_jafka(root, CleanOptions(retention_bytes=gib + 5), now_ms=NOW_MS)
-    assert names(plan) == [f"big-0/{jf.segment_file_name(i * gib)}" for i in range(2)]
+    assert names(plan) == [f"big-0/{segnames.jafka_file_name(i * gib)}" for i in range(2)]
     assert plan.bytes_cut == 2 * gib
 
 
@@ -275,7 +276,7 @@ def test_metaq_archive_round_trip(work, compress):
         assert step["details"]["offsets"][1] - step["details"]["offsets"][0] == step["details"]["size"]
     for path, data in originals.items():
         assert not path.exists()
-        archived = path.with_name(mq.archive_name(path.name, compress=compress))
+        archived = path.with_name(segnames.metaq_archive_name(path.name, compress=compress))
         if compress:
             with zipfile.ZipFile(archived) as z:
                 [info] = z.infolist()
@@ -386,8 +387,9 @@ def test_ignores_what_it_does_not_know_and_never_leaves_the_root(work, layout):
     age_all(layout, root, 10_000)
     age_all(layout, outside, 10_000)
     suffix = ".jafka" if layout == "jafka" else ".meta"
+    name = segnames.jafka_file_name if layout == "jafka" else segnames.metaq_file_name
     (root / "x-0").symlink_to(outside / "x-0")
-    (root / "t-0" / f"{10**12:020d}{suffix}").symlink_to(segments(layout, outside / "x-0")[0])
+    (root / "t-0" / name(10**12)).symlink_to(segments(layout, outside / "x-0")[0])
     (root / "t-0" / "notes.txt").write_text("keep me")
     (root / "t-0" / f"00000000000000000000{suffix}.bak").write_text("keep me")
     (root / "README").write_text("keep me")

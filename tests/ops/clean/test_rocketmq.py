@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from mqtool.formats import segment_names as segnames
 from mqtool.formats.rocketmq import commitlog as cl
 from mqtool.formats.rocketmq.config import encode_fastjson
 from mqtool.ops.clean import DiskUsage
@@ -128,7 +129,7 @@ def test_forced_deletion_when_disk_full(tmp_path):
 
 def test_active_file_survives_and_preallocated_next(tmp_path):
     segs = build(tmp_path, ages_h=[500] * 50)
-    nxt = tmp_path / "commitlog" / f"{segs[-1].base + 4096:020d}"
+    nxt = tmp_path / "commitlog" / segnames.rocketmq_file_name(segs[-1].base + 4096)
     nxt.write_bytes(bytes(4096))  # pre-allocated next file
     t = NOW_MS / 1000 - 500 * HOUR
     os.utime(nxt, (t, t))

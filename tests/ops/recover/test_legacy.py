@@ -34,6 +34,7 @@ from mqtool.cli.app import run
 from mqtool.errors import LockBusyError, PlanChangedError
 from mqtool.formats import jafka as jf
 from mqtool.formats import metaq as mq
+from mqtool.formats import segment_names as segnames
 from mqtool.ops.recover import undo_manifest
 from mqtool.ops.recover.legacy import apply_legacy, plan_jafka, plan_metaq
 from mqtool.ops.validate import ValidateOptions
@@ -415,7 +416,7 @@ def test_every_partition_and_an_empty_last_segment(work):
     append(last_segment("jafka", root / "a-1"), b"\x00\x00\x00\x20\x01")
     last = last_segment("jafka", root / "b-b-3")
     if last.stat().st_size:  # roll: an empty last segment where the previous one ends
-        (root / "b-b-3" / jf.segment_file_name(int(last.name.split(".")[0]) + last.stat().st_size)).write_bytes(b"")
+        (root / "b-b-3" / segnames.jafka_file_name(int(last.name.split(".")[0]) + last.stat().st_size)).write_bytes(b"")
     assert last_segment("jafka", root / "b-b-3").stat().st_size == 0
     plan = plan_jafka(root)
     assert [s.path.split("/")[0] for s in plan.steps] == ["a-1"]

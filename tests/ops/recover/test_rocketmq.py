@@ -37,6 +37,7 @@ from hypothesis import strategies as st
 
 from mqtool.cli.app import run
 from mqtool.errors import LockBusyError, MqError, PlanChangedError
+from mqtool.formats import segment_names as segnames
 from mqtool.formats.rocketmq import checkpoint as cpf
 from mqtool.formats.rocketmq import commitlog as cl
 from mqtool.formats.rocketmq import consume_queue as cqf
@@ -459,7 +460,7 @@ def test_first_record_broken_leaves_an_empty_store(work, pristine):
     """Damage in the very first record: every record goes (with --force, all quarantined), the
     store is empty but sound, and abort is removed."""
     root, q = fresh(work, pristine)
-    write_at(root / "commitlog" / f"{0:020d}", cl.body_position(0), b"\xff")
+    write_at(root / "commitlog" / segnames.rocketmq_file_name(0), cl.body_position(0), b"\xff")
     plan = plan_rocketmq(root)
     assert plan.valid_end == 0 and plan.records_dropped == COUNT - 1  # every record but the broken one
     recover_and_check(root, q, force=True)
@@ -489,7 +490,7 @@ def test_missing_or_zero_length_last_file(work, pristine, oracle, zero_length, v
 def test_zero_length_file_after_the_last(work, pristine, oracle):
     """A zero-length file after a healthy last file (4.x refuses to start; 5.1.3+ deletes it)."""
     root, q = fresh(work, pristine)
-    (root / "commitlog" / f"{3 * 4096:020d}").write_bytes(b"")
+    (root / "commitlog" / segnames.rocketmq_file_name(3 * 4096)).write_bytes(b"")
     plan = recover_and_check(root, q, oracle=oracle(COUNT))
     assert [s.action for s in plan.steps] == ["delete", "write-checkpoint", "remove-abort"]
     assert plan.valid_end == records(pristine)[-1].end
@@ -511,7 +512,7 @@ def test_consume_queue_ahead(work, oracle, data, via_cli):
     for k in range(extra):
         qoff = next_qoff + k
         unit = cqf.encode_cq_unit(cqf.CqUnit(end + 200 * k + data.draw(st.integers(0, 199)), 150 + k, 7))
-        name = qdir / f"{qoff * 20 - qoff * 20 % 200:020d}"
+        name = qdir / segnames.rocketmq_file_name(qoff * 20 - qoff * 20 % 200)
         if not name.exists():
             name.write_bytes(bytes(200))
         write_at(name, qoff * 20 % 200, unit)
@@ -654,7 +655,7 @@ def test_rebuild_cq_one_queue(work, pristine):
     code, out, err = cli("recover", root, "--rebuild-cq", "--queue", "T/1", "--json")
     assert code == 1, err
     steps = json.loads(out)["steps"]
-    assert {s["path"] for s in steps if s["action"] == "delete"} == {f"consumequeue/T/1/{n:020d}" for n in (0, 200, 400)}
+    assert {s["path"] for s in steps if s["action"] == "delete"} == {f"consumequeue/T/1/{segnames.rocketmq_file_name(n)}" for n in (0, 200, 400)}
     assert [s["details"]["queue_id"] for s in steps if s["action"] == "dispatch-cq"] == [1]
     code, _, err = cli("recover", root, "--rebuild-cq", "--queue", "T/1", "--apply", "--quarantine", q, "--jobs", "1")
     assert code == 0, err
@@ -675,10 +676,10 @@ def crash_store(root: Path) -> None:
     assert last.content[1] == 1  # the torn record is queue 1's; queue 0 lags
     path, pos = segment_of(root, last.offset)
     zero(path, pos + 100, last.size - 100)
-    (root / "commitlog" / f"{int(last_data_file(root).name) + 4096:020d}").write_bytes(b"")
-    (root / "consumequeue" / "T" / "0" / f"{400:020d}").unlink()
-    zero(root / "consumequeue" / "T" / "0" / f"{200:020d}", 120, 80)
-    with open(root / "consumequeue" / "T" / "1" / f"{400:020d}", "r+b") as f:
+    (root / "commitlog" / segnames.rocketmq_file_name(int(last_data_file(root).name) + 4096)).write_bytes(b"")
+    (root / "consumequeue" / "T" / "0" / segnames.rocketmq_file_name(400)).unlink()
+    zero(root / "consumequeue" / "T" / "0" / segnames.rocketmq_file_name(200), 120, 80)
+    with open(root / "consumequeue" / "T" / "1" / segnames.rocketmq_file_name(400), "r+b") as f:
         f.truncate(50)  # 2 units (the second the torn record's), then 10 bytes of zeros
 
 
@@ -800,7 +801,7 @@ def test_from_plan_applies_the_saved_plan(work, pristine):
     base = work.mktemp("fromplan")
     root, other = base / "store", base / "other"
     shutil.copytree(pristine, root)
-    (root / "commitlog" / f"{3 * 4096:020d}").write_bytes(b"")
+    (root / "commitlog" / segnames.rocketmq_file_name(3 * 4096)).write_bytes(b"")
     shutil.copytree(root, other)
     plan_file = base / "plan.json"
     assert cli("recover", root, "--plan-out", plan_file)[0] == 1
@@ -1056,7 +1057,7 @@ def test_short_consume_queue_file_is_zero_filled_and_undone_exactly(tmp_path):
 
     root = tmp_path / "store"
     shutil.copytree(FIXTURES / "rocketmq-store", root)
-    short = root / "consumequeue" / "TopicTest" / "1" / f"{0:020d}"
+    short = root / "consumequeue" / "TopicTest" / "1" / segnames.rocketmq_file_name(0)
     original = short.read_bytes()[:500]
     short.write_bytes(original)
     plan = plan_rocketmq(root)

@@ -28,6 +28,7 @@ from mqtool.findings.codes_kafka import CODES
 from mqtool.findings import Severity
 from mqtool.ops.validate import ValidateOptions
 from mqtool.store.kafka_writer import PartitionWriter
+from mqtool.formats import segment_names as segnames
 from tests.conftest import FIXTURES
 
 LOGS = FIXTURES / "kafka-logs"
@@ -84,7 +85,7 @@ def read_offsets(path: Path) -> dict:
 
 
 def seg(root: Path, partition: str, base: int, kind: str = "log") -> Path:
-    return root / partition / f"{base:020d}.{kind}"
+    return root / partition / segnames.kafka_file_name(base, kind)
 
 
 # --- a healthy log dir ---------------------------------------------------------------------------
@@ -788,7 +789,7 @@ def test_a_lost_last_segment_is_named_and_an_earlier_orphan_is_not_its_knock_on(
     report = validate(root)
     (lost,) = found(report, "KAFKA-LOG-MISSING", part, None, Severity.error)
     assert f"found log end offset {bases[-1]} (offsets 0..{bases[-1] - 1} in 4 segment(s)" in lost.message
-    assert f"the .log of segment {bases[-1]:020d} is gone" in lost.message and f"{bases[2]:020d}" not in lost.message
+    assert f"the .log of segment {segnames.kafka_offset_prefix(bases[-1])} is gone" in lost.message and segnames.kafka_offset_prefix(bases[2]) not in lost.message
     orphans = {f.path: f for f in found(report, "KAFKA-FILE-ORPHAN-INDEX")}
     assert orphans[str(seg(root, "t-0", bases[-1], "index"))].cause == lost.ref
     assert orphans[str(seg(root, "t-0", bases[2], "index"))].cause is None

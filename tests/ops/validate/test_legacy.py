@@ -25,6 +25,7 @@ from mqtool.ops.validate import ValidateOptions
 from mqtool.ops.validate.legacy import validate_jafka, validate_metaq
 from mqtool.store.model.legacy import SegmentTask
 from mqtool.store.model.legacy import read_segment as validate_segment
+from mqtool.formats import segment_names as segnames
 from tests.conftest import FIXTURES
 
 OPTIONS = ValidateOptions()
@@ -68,7 +69,7 @@ class Store:
             (root / jf.CLEAN_SHUTDOWN_FILE).touch()
 
     def name(self, start: int, archive: str | None = None) -> str:
-        return jf.segment_file_name(start) if self.layout == "jafka" else mq.segment_file_name(start, archive)
+        return segnames.jafka_file_name(start) if self.layout == "jafka" else segnames.metaq_file_name(start, archive)
 
     def write(self, start: int, data: bytes, archive: str | None = None) -> Path:
         path = self.part / self.name(start, archive)
@@ -344,7 +345,7 @@ def _m_no_segments(tmp):
     s = mstore(tmp)
     other = s.root / "t-1"
     other.mkdir()
-    (other / mq.segment_file_name(0, "arc")).write_bytes(mseg())
+    (other / segnames.metaq_file_name(0, "arc")).write_bytes(mseg())
     return s, other, None, None
 
 

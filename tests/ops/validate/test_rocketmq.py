@@ -44,6 +44,7 @@ from mqtool.ops.validate.rocketmq import validate_rocketmq
 from mqtool.store import rocketmq as rmq
 from mqtool.store.files import ReadOnlyFile
 from mqtool.store.writer import StoreWriter, WriterConfig, delivery_tags_code
+from mqtool.formats import segment_names as segnames
 from tests.conftest import FIXTURES, lock_held_elsewhere, real_path
 
 SMALL = WriterConfig(commitlog_file_size=4096, cq_file_size=200, index_hash_slot_num=16, index_num=64, index_tz=dt.timezone.utc)
@@ -107,7 +108,7 @@ class Store:
         """(file, position) of a ConsumeQueue unit of topic T."""
         byte = queue_offset * cqf.CQ_UNIT_SIZE
         base = byte - byte % SMALL.cq_file_size
-        return self.root / "consumequeue" / "T" / str(queue_id) / f"{base:020d}", byte - base
+        return self.root / "consumequeue" / "T" / str(queue_id) / segnames.rocketmq_file_name(base), byte - base
 
     @property
     def index(self) -> Path:
@@ -409,7 +410,7 @@ def test_zero_length_middle_file_is_an_error(store):
 
 
 def test_zero_length_last_file_is_a_warning(store):
-    extra = store.root / "commitlog" / f"{3 * 4096:020d}"
+    extra = store.root / "commitlog" / segnames.rocketmq_file_name(3 * 4096)
     extra.touch()
     (finding,) = expect(validate(store.root), ("RMQ-FILE-ZERO-LENGTH", extra, 0))
     assert finding.level is Severity.warning
@@ -418,13 +419,13 @@ def test_zero_length_last_file_is_a_warning(store):
 def test_overlapping_name(store):
     """The last file renamed 8192 -> 8000: the names overlap (and 8000 is not aligned); its records
     are checked at the offsets they say, so nothing else is reported."""
-    moved = store.root / "commitlog" / f"{8000:020d}"
+    moved = store.root / "commitlog" / segnames.rocketmq_file_name(8000)
     store.cl(2).rename(moved)
     expect(validate(store.root), ("RMQ-FILE-OVERLAP", moved, None, 192), ("RMQ-FILE-ALIGN", moved, None))
 
 
 def test_misaligned_name(store):
-    moved = store.root / "commitlog" / f"{8200:020d}"
+    moved = store.root / "commitlog" / segnames.rocketmq_file_name(8200)
     store.cl(2).rename(moved)
     expect(validate(store.root), ("RMQ-FILE-ALIGN", moved, None), ("RMQ-FILE-GAP", moved, None, 8))
 
@@ -561,7 +562,7 @@ def test_garbage_after_the_valid_end(store):
 
 
 def test_garbage_in_the_preallocated_next_file(store):
-    nxt = store.root / "commitlog" / f"{3 * 4096:020d}"
+    nxt = store.root / "commitlog" / segnames.rocketmq_file_name(3 * 4096)
     nxt.write_bytes(bytes(100) + b"x" + bytes(4096 - 101))
     expect(validate(store.root), ("RMQ-CL-GARBAGE", nxt, 100, 1))
 
@@ -639,7 +640,7 @@ def test_cq_delayed_message_tags_are_the_delivery_time(tmp_path):
     root = tmp_path / "store"
     (result,) = _write_store(root, [_delayed(3)])
     assert_healthy(validate(root))
-    path = root / "consumequeue" / "SCHEDULE_TOPIC_XXXX" / "2" / f"{0:020d}"
+    path = root / "consumequeue" / "SCHEDULE_TOPIC_XXXX" / "2" / segnames.rocketmq_file_name(0)
     put(path, cqf.CQ_TAGS_CODE_POSITION, struct.pack(">q", tags_code("TagD")))
     (finding,) = expect(validate(root), ("RMQ-CQ-TAGS", path, cqf.CQ_TAGS_CODE_POSITION))
     assert f"expected tagsCode {result.store_timestamp + 10_000} (delivery time" in finding.message
@@ -655,10 +656,10 @@ def test_cq_ext_addresses(store):
     ext_dir = store.root / "consumequeue_ext" / "T" / "0"
     ext_dir.mkdir(parents=True)
     good = cqf.encode_cq_ext_unit(cqf.CqExtUnit(tags_code("TagA"), rec.record.store_timestamp))
-    (ext_dir / f"{0:020d}").write_bytes(good + bytes(1000 - len(good)))
+    (ext_dir / segnames.rocketmq_file_name(0)).write_bytes(good + bytes(1000 - len(good)))
     assert_healthy(validate(store.root))
     bad = cqf.encode_cq_ext_unit(cqf.CqExtUnit(7, rec.record.store_timestamp))
-    (ext_dir / f"{0:020d}").write_bytes(bad + bytes(1000 - len(bad)))
+    (ext_dir / segnames.rocketmq_file_name(0)).write_bytes(bad + bytes(1000 - len(bad)))
     (finding,) = expect(validate(store.root), ("RMQ-CQ-TAGS", path, pos + 12))
     assert "found 7" in finding.message
 
@@ -702,7 +703,7 @@ def test_cq_sole_file_of_the_wrong_size(tmp_path, size):
     file at full size and refuses to load one of another size."""
     root = tmp_path / "store"
     shutil.copytree(FIXTURES / "rocketmq-store", root)
-    path = root / "consumequeue" / "TopicTest" / "1" / f"{0:020d}"
+    path = root / "consumequeue" / "TopicTest" / "1" / segnames.rocketmq_file_name(0)
     assert path.stat().st_size == 1000 and len(list(path.parent.iterdir())) == 1
     os.truncate(path, size)
     report = validate(root)
@@ -1249,7 +1250,7 @@ def test_healthy_store_details(tmp_path):
     assert len(list((root / "commitlog").iterdir())) > 40
     root = tmp_path / "delay"
     results = _write_store(root, [_delayed(3)], SMALL)
-    unit = cqf.decode_cq_unit((root / "consumequeue" / "SCHEDULE_TOPIC_XXXX" / "2" / f"{0:020d}").read_bytes())
+    unit = cqf.decode_cq_unit((root / "consumequeue" / "SCHEDULE_TOPIC_XXXX" / "2" / segnames.rocketmq_file_name(0)).read_bytes())
     assert unit.tags_code == delivery_tags_code(results[0].store_timestamp, "3") != tags_code("TagD")
     root = tmp_path / "bare"
     _write_store(root, HEALTHY["mixed-ending-without-properties"][0](), SMALL)
@@ -1274,7 +1275,7 @@ def test_store_without_messages_is_healthy(tmp_path):
     root = tmp_path / "store"
     for sub in ("commitlog", "consumequeue", "index", "config"):
         (root / sub).mkdir(parents=True)
-    files = [root / "commitlog" / f"{base:020d}" for base in (0, 4096)]
+    files = [root / "commitlog" / segnames.rocketmq_file_name(base) for base in (0, 4096)]
     for path in files:
         path.write_bytes(bytes(4096))
     (root / "checkpoint").write_bytes(cpf.encode_checkpoint(cpf.Checkpoint(0, 0, 0)))
