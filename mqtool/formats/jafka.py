@@ -212,14 +212,94 @@ def decompress_payload(message: Message) -> bytes:
         return message.payload
     if codec == CODEC_GZIP:
         try:
-            return gzip.decompress(message.payload)
-        except (OSError, EOFError, ValueError, zlib.error) as exc:
-            raise CorruptDataError(expected="a gzip stream in the wrapper payload", found=f"{type(exc).__name__}: {exc}", kind="compression") from None
+            return inflate_gzip(message.payload)
+        except CorruptDataError as exc:
+            raise CorruptDataError(expected=exc.expected, found=exc.found, kind="compression") from None
     if codec == CODEC_SNAPPY:
         raise UnsupportedFormatError(
             "snappy wrapper", expected="gzip (Jafka's CompressionFactory knows no snappy codec)", found="snappy"
         )
     raise CorruptDataError(expected="compression codec 0, 1 or 2", found=str(codec), kind="compression")
+
+
+#: Largest inner message set a Jafka wrapper may inflate to.
+MAX_INFLATED_SIZE = 64 << 20
+
+
+def inflate_gzip(payload: bytes, limit: int | None = None) -> bytes:
+    """gunzip ``payload`` (concatenated members allowed, as ``GZIPInputStream`` reads them),
+    refusing to produce more than ``limit`` bytes (``MAX_INFLATED_SIZE``)."""
+    limit = MAX_INFLATED_SIZE if limit is None else limit
+    out = bytearray()
+    data = payload
+    try:
+        while True:
+            d = zlib.decompressobj(wbits=31)
+            out += d.decompress(data, limit - len(out) + 1)
+            if len(out) > limit:
+                raise CorruptDataError(expected=f"a wrapper that inflates to at most {limit} bytes", found="more (a gzip bomb or damage)")
+            if not d.eof:
+                if d.unconsumed_tail:
+                    raise CorruptDataError(expected=f"a wrapper that inflates to at most {limit} bytes", found="more")
+                raise CorruptDataError(expected="a complete gzip stream in the wrapper payload", found="a stream that ends early")
+            data = d.unused_data
+            if not data:
+                return bytes(out)
+    except zlib.error as exc:
+        raise CorruptDataError(expected="a gzip stream in the wrapper payload", found=f"zlib.error: {exc}") from None
+
+
+@dataclass(frozen=True)
+class InnerMessage:
+    """A message inside a wrapper: its index (depth-first), position in the inflated set, depth."""
+
+    index: int
+    position: int
+    depth: int
+    message: Message
+    crc_computed: int
+
+
+def iter_wrapper(message: Message, *, depth: int = 1, limit: int | None = None) -> Iterator[InnerMessage]:
+    """Every message inside a compressed wrapper, depth-first (nested wrappers are yielded, then
+    their own inner messages), each inflated set at most ``limit`` bytes (``MAX_INFLATED_SIZE``).
+    Raises ``CorruptDataError`` (or ``UnsupportedFormatError`` for snappy) at the first problem;
+    messages before it have been yielded."""
+    counter = [0]
+    yield from _iter_wrapper(message, depth, MAX_INFLATED_SIZE if limit is None else limit, counter)
+
+
+def _iter_wrapper(message: Message, depth: int, limit: int, counter: list[int]) -> Iterator[InnerMessage]:
+    if depth > MAX_NESTING:
+        raise CorruptDataError(expected=f"at most {MAX_NESTING} nested compressed wrappers", found="more")
+    codec = message.compression_codec
+    if codec == CODEC_SNAPPY:
+        raise UnsupportedFormatError("snappy wrapper", expected="gzip (Jafka has no snappy codec)", found="snappy")
+    if codec != CODEC_GZIP:
+        raise CorruptDataError(expected="compression codec 1 (gzip)", found=str(codec))
+    inner = inflate_gzip(message.payload, limit)
+    walker = MessageWalker(inner, check_crc=False)
+    try:
+        for pos, m in walker:
+            computed = crc32(m.payload)
+            yield InnerMessage(counter[0], pos, depth, m, computed)
+            counter[0] += 1
+            if m.compressed:
+                yield from _iter_wrapper(m, depth + 1, limit, counter)
+    except MqError as exc:
+        raise CorruptDataError(
+            f"inner message at inflated byte {walker.failed_at} (depth {depth})",
+            expected=exc.expected or "a valid inner message",
+            found=exc.found or exc.message,
+        ) from None
+    end = walker.end
+    assert end is not None
+    if end.kind != "eof":
+        raise CorruptDataError(
+            f"inner message set (depth {depth})",
+            expected=f"the {len(inner)}-byte inflated set to end after its last message",
+            found=f"a {end.kind} tail at inflated byte {end.position}",
+        )
 
 
 def compress_messages(messages: Iterable[Message], codec: int = CODEC_GZIP) -> Message:

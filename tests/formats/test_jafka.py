@@ -265,3 +265,15 @@ def test_peek_length_reads_the_prefix_as_stored():
     assert jf.peek_length(b"\x00" + b"\xff\xff\xff\xfe", 1) == -2
     with pytest.raises(TruncatedDataError):
         jf.peek_length(data[:3])
+
+
+def test_every_inflation_is_bounded(monkeypatch):
+    """decompress_payload / iter_inner_messages (stats, the Spark source) inflate a wrapper within
+    MAX_INFLATED_SIZE, as iter_wrapper (dump, validate) does: a gzip bomb is an error, not memory."""
+    monkeypatch.setattr(jf, "MAX_INFLATED_SIZE", 4096)
+    bomb = jf.Message(gzip.compress(bytes(1 << 20), mtime=0), jf.MAGIC_V1, jf.CODEC_GZIP)
+    with pytest.raises(CorruptDataError) as raised:
+        jf.decompress_payload(bomb)
+    assert raised.value.kind == "compression"
+    with pytest.raises(CorruptDataError):
+        list(jf.iter_inner_messages(bomb))

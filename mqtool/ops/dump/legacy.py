@@ -10,7 +10,7 @@ broken frame ends the walk of its file, where the broker's own recovery would st
 Jafka gzip wrappers are expanded (unless ``deep=False``): the wrapper itself, then every inner
 message with the offsets a consumer sees (Jafka's deep iterator: every inner message but the last
 reports the wrapper's start as its next fetch offset, the last reports the offset after the
-wrapper).  Inflating is bounded (``store.jafka.MAX_INFLATED_SIZE``): a gzip bomb is reported, not expanded.
+wrapper).  Inflating is bounded (``formats.jafka.MAX_INFLATED_SIZE``): a gzip bomb is reported, not expanded.
 
 MetaQ archives are read too (``.meta.arc`` as a file, ``.meta.zip`` inflated on the fly), in
 offset order with the live segments; a ``.meta.zip`` dumps exactly like the segment it archives.
@@ -37,7 +37,6 @@ from mqtool.formats.checksums import crc32, masked_crc32
 from mqtool.ops import log_findings
 from mqtool.store import jafka as sj
 from mqtool.store import metaq as sm
-from mqtool.store.jafka import InnerMessage, iter_wrapper
 from mqtool.store.jafka import starts_at as jafka_starts_at
 from mqtool.store.legacy import (
     DataDir,
@@ -243,9 +242,9 @@ class JafkaDump:
         yield JafkaItem(where, "wrapper", message, computed, after)
         if not self.deep or computed != message.crc:
             return
-        inner: list[InnerMessage] = []
+        inner: list[jf.InnerMessage] = []
         try:
-            for m in iter_wrapper(message):
+            for m in jf.iter_wrapper(message):
                 inner.append(m)
         except MqError as exc:
             self.problems.append(

@@ -258,7 +258,7 @@ class _Scan:
             self.add("CODEC", p + 5, f"expected codec 0 (none) or 1 (gzip), found {codec}: consumers fail (UnKnownCodecException)")
         elif codec == jf.CODEC_GZIP:
             try:
-                for inner in sj.iter_wrapper(m):
+                for inner in jf.iter_wrapper(m):
                     self.res.inner += 1
                     if inner.crc_computed != inner.message.crc:
                         self.add(

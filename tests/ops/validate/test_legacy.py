@@ -666,12 +666,10 @@ def test_jafka_inner_crc_mismatch(tmp_path):
 def test_jafka_gzip_bomb_is_refused(tmp_path, monkeypatch):
     import gzip
 
-    from mqtool.store import jafka as sj
-
-    monkeypatch.setattr(sj, "MAX_INFLATED_SIZE", 4096)
+    monkeypatch.setattr(jf, "MAX_INFLATED_SIZE", 4096)
     bomb = jf.encode_message(jf.Message(gzip.compress(bytes(1 << 20), mtime=0), attributes=jf.CODEC_GZIP))
     with pytest.raises(Exception, match="at most 4096"):
-        list(sj.iter_wrapper(jf.decode_message(bomb), limit=4096))
+        list(jf.iter_wrapper(jf.decode_message(bomb), limit=4096))
     s = jstore(tmp_path, [jmsg(0) + bomb, jseg(4, 4)])
     (f,) = _by_code(s.validate())["JAFKA-WRAPPER"]
     assert "inflates to at most" in f.message
