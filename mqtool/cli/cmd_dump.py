@@ -233,7 +233,10 @@ def dump_index(
 ) -> int:
     """IndexFile headers and entries (key hash, slot, commitlog offset, time, previous entry)."""
     out = renderer(fmt, as_json, as_jsonl)
-    engine = ops_dump.IndexDump(ops_dump.index_targets(path), index_slots, index_num, limit, headers_only=header_only)
+    targets = ops_dump.index_targets(path)
+    # a store's IndexFiles: entries are checked against where its CommitLog's valid data ends
+    extent = None if header_only else ops_dump.index_extent(path)
+    engine = ops_dump.IndexDump(targets, index_slots, index_num, limit, headers_only=header_only, extent=extent)
     table = out.fmt is OutputFormat.table
 
     if header_only:  # the headers are the rows, on stdout in every format (--limit counts files)
@@ -276,7 +279,7 @@ def dump_index(
                 f"{p}: {max(h.index_count - 1, 0)} entries, {h.hash_slot_count} used slots of {geo.hash_slot_num}, "
                 f"time {iso_ms(h.begin_timestamp)} .. {iso_ms(h.end_timestamp)}, commitlog {h.begin_phy_offset} .. {h.end_phy_offset}"
             )
-    return finish_dump(out, engine.problems)
+    return finish_dump(out, engine.problems, extra_failures=out.findings(engine.findings))
 
 
 @dump_app.command("checkpoint")

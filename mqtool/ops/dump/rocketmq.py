@@ -36,6 +36,7 @@ from mqtool.formats.rocketmq.properties import PROPERTY_SEPARATOR as PROPERTY_SE
 from mqtool.formats.rocketmq.properties import UNIQ_KEY, split_keys
 from mqtool.store import rocketmq as rmq
 from mqtool.store.files import CHUNK_SIZE, ReadOnlyFile, check_path, is_directory, is_regular_file, read_small_file
+from mqtool.store.model import commitlog as model_cl
 from mqtool.store.model import rocketmq as model
 
 
@@ -484,6 +485,16 @@ def consumequeue_findings(path: Path, dump: QueueDump) -> list[Finding]:
 # --- IndexFile -----------------------------------------------------------------------------------
 
 
+def index_extent(path: Path) -> tuple[int, int] | None:
+    """The CommitLog ``(first, end)`` of the store whose IndexFiles ``path`` names (its root or
+    its ``index`` directory), or None for IndexFiles outside a store."""
+    path = Path(path)
+    root = path if rmq.is_rocketmq_root(path) else path.parent if path.name == "index" and rmq.is_rocketmq_root(path.parent) else None
+    if root is None:
+        return None
+    return model_cl.data_extent(rmq.open_store(root))
+
+
 def index_targets(path: Path) -> list[Path]:
     path = Path(path)
     check_path(path)
@@ -518,6 +529,10 @@ class IndexDump:
     headers_only: bool = False  # read the 40-byte headers, not the entries (a 400 MiB file holds 20M)
     problems: list[MqError] = field(default_factory=list)
     headers: list[tuple[Path, idxf.IndexHeader, idxf.IndexGeometry]] = field(default_factory=list)
+    #: the store's CommitLog ``(first, end)`` (``model_cl.data_extent``) when the files are a
+    #: store's: an entry pointing at or past ``end`` is RMQ-IDX-PAST-END, as validate says
+    extent: tuple[int, int] | None = None
+    findings: list[Finding] = field(default_factory=list)
 
     def __iter__(self) -> Iterator[IndexEntryRow]:
         emitted = 0
@@ -536,6 +551,10 @@ class IndexDump:
                     continue
                 try:
                     for number, entry in idxf.iter_entries(view.buf, geo.hash_slot_num, geo.index_num):
+                        if self.extent is not None and entry.phy_offset >= self.extent[1]:
+                            self.findings.append(
+                                model.index_past_end_finding(str(path), geo.entry_position(number), number, self.extent[1], entry.phy_offset)
+                            )
                         yield IndexEntryRow(
                             path,
                             number,

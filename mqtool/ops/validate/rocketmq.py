@@ -954,9 +954,7 @@ def _check_index_entries(view: rmq.IndexFileView, task: IndexTask, written: int,
         if off >= task.commitlog_end and task.live and _written_since(reader, off):
             continue  # appended after the CommitLog was read
         if off >= task.commitlog_end:
-            res.findings.append(
-                Finding("RMQ-IDX-PAST-END", path, pos, f"entry #{number}: expected a commitlog offset below {task.commitlog_end}, found {off}")
-            )
+            res.findings.append(model.index_past_end_finding(path, pos, number, task.commitlog_end, off))
             continue
         if cached is None or cached[0] != off:
             try:

@@ -45,6 +45,7 @@ from mqtool.formats.rocketmq.columns import (
 )
 from mqtool.store import rocketmq as rmq
 from mqtool.store.files import CHUNK_SIZE, ReadOnlyFile, nonzero_extent
+from mqtool.store.model import rocketmq as model
 
 
 @dataclass
@@ -221,3 +222,23 @@ def key_table_directory() -> Iterator[str]:
     """A private temporary directory for the key tables of one validation (removed after)."""
     with tempfile.TemporaryDirectory(prefix="mqtool-keys-") as directory:
         yield directory
+
+
+def data_extent(store: rmq.RocketMQStore) -> tuple[int, int]:
+    """``(first, end)``: the commitlog offset of the first byte the store still holds and the
+    one where its valid data ends (the end of the last data file's valid records, as validate
+    finds it): what an index entry or a ConsumeQueue unit may point into.  The last data file is
+    read with the fast walk, and with the precise walk when the fast one declines."""
+    held = [seg for seg in store.commitlog if seg.size > 0]
+    if not held:
+        return 0, 0
+    seg = store.commitlog[model.last_data_file(store.commitlog)]
+    size = store.commitlog_file_size or seg.size
+    with ReadOnlyFile(seg.path) as f:
+        fast = read_file_columns(f, seg.base, file_size=size, is_last=True)
+        if fast is not None:
+            return held[0].base, seg.base + fast.end.position
+        walk = rmq.CommitLogFileWalk(f, check_crc=True, last=True, file_size=size, base=seg.base)
+        for _ in walk:
+            pass
+        return held[0].base, seg.base + walk.valid_end

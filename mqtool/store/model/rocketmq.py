@@ -374,6 +374,12 @@ def stale_finding(path: str, at: int, stop: int, claimed: int) -> Finding:
     )
 
 
+def index_past_end_finding(path: str, position: int, number: int, end: int, offset: int) -> Finding:
+    """IndexFile entry ``number`` (at ``position``) points at or past ``end``, where the
+    CommitLog's valid data ends."""
+    return Finding("RMQ-IDX-PAST-END", path, position, f"entry #{number}: expected a commitlog offset below {end}, found {offset}")
+
+
 def preallocated_findings(store: rmq.RocketMQStore) -> list[Finding]:
     """How the files after ``last_data_file`` (pre-allocated by the broker: zeros) are, as
     validate states it: non-zero bytes in one are RMQ-CL-GARBAGE (``commitlog_file_findings``
