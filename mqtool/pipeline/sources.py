@@ -609,9 +609,8 @@ def _strings(spans: rcols.Spans) -> pa.Array:
     return _spans(_STR, spans)
 
 
-def _same_string(text: str, count: int) -> pa.Array:
-    raw = text.encode("utf-8")
-    return _strings(rcols.Spans(np.frombuffer(raw * count, dtype=np.uint8), np.arange(count + 1, dtype=np.int32) * len(raw)))
+def _constant(value: object, type_: pa.DataType, count: int) -> pa.Array:
+    return pa.repeat(pa.scalar(value, type=type_), count)
 
 
 def _pick(texts: pa.Array, index: np.ndarray, missing: np.ndarray | None = None) -> pa.Array:
@@ -631,8 +630,8 @@ def _column_batch(
     values = _strings(fields.values)
     v2 = fields.magic == MAGIC_V2
     built = {
-        "source": _same_string(part.source, count),
-        "file": _same_string(part.path, count),
+        "source": _constant(part.source, pa.string(), count),
+        "file": _constant(part.path, pa.string(), count),
         "position": pa.array(position),
         "commitlog_offset": pa.array(position + part.base),
         "total_size": pa.array(cols.size[rows]),
@@ -666,7 +665,7 @@ def _column_batch(
         hashes = rcols.key_hash_lists(cols, rows)
         built["key_hashes"] = pa.ListArray.from_arrays(pa.array(hashes.offsets), pa.array(hashes.values))
     if opts.with_problems:
-        built["row_kind"] = _same_string("record", count)
+        built["row_kind"] = _constant("record", pa.string(), count)
     arrays = [built[f.name] if f.name in built else pa.nulls(count, f.type) for f in schema]
     return pa.RecordBatch.from_arrays(arrays, schema=schema)
 
@@ -860,10 +859,6 @@ class _ExtUnits:
                 except MqError:
                     return None
         return None
-
-
-def _constant(value: object, type_: pa.DataType, count: int) -> pa.Array:
-    return pa.repeat(pa.scalar(value, type=type_), count)
 
 
 def _cq_batch(

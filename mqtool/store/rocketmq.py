@@ -379,23 +379,15 @@ class CommitLogFileWalk:
             walker = RecordWalker(data, 0, check_crc=self.check_crc)
             try:
                 for pos, record in walker:
-                    if self.last and not data[pos + record.total_size - 1]:
-                        torn = torn_record_tail(f, base + pos, record, 0, self.file_size)
-                        if torn is not None:
-                            self.torn = torn
-                            self.end = DataEnd("torn", base + pos, torn.total)
+                    if self.last:
+                        ending = data_ends_at(f, base + pos, record, data[pos + record.total_size - 1], self.file_size, self.base)
+                        if ending is not None:
+                            self.end, self.torn = ending.end, ending.torn
+                            self.stale_claim = record.physical_offset
                             return
                     if self.base is not None and (
                         record.physical_offset != self.base + base + pos or record.dropped_properties or CRC32 in record.properties
                     ):
-                        if (
-                            self.last
-                            and record.physical_offset != self.base + base + pos
-                            and is_stale_copy(f, self.base, base + pos, record, self.file_size)
-                        ):
-                            self.end = DataEnd("stale", base + pos)
-                            self.stale_claim = record.physical_offset
-                            return
                         self.odd.append((base + pos, record, bytes(data[pos : pos + record.total_size])))
                     self.count += 1
                     yield base + pos, record
@@ -428,6 +420,28 @@ class CommitLogFileWalk:
                 continue
             self.end = DataEnd(end.kind, base + end.position, end.length)
             return
+
+
+@dataclass(frozen=True)
+class RecordEnding:
+    """Where the newest file's data ends at a record that decodes: ``end`` (kind ``torn`` or
+    ``stale``), and the torn tail when it is one."""
+
+    end: DataEnd
+    torn: TornTail | None = None
+
+
+def data_ends_at(f: ReadOnlyFile, at: int, record: MessageRecord, last_byte: int, file_size: int, base: int | None) -> RecordEnding | None:
+    """A record at ``at`` of the newest file that decodes but is where its data ends, as validate
+    ends it: a torn tail (its last bytes zeros, ``torn_record_tail``) or, knowing the file's
+    ``base``, a stale copy (``is_stale_copy``); None for a record of the data."""
+    if not last_byte:
+        torn = torn_record_tail(f, at, record, 0, file_size)
+        if torn is not None:
+            return RecordEnding(DataEnd("torn", at, torn.total), torn)
+    if base is not None and record.physical_offset != base + at and is_stale_copy(f, base, at, record, file_size):
+        return RecordEnding(DataEnd("stale", at))
+    return None
 
 
 def is_stale_copy(f: ReadOnlyFile, base: int, at: int, rec: MessageRecord, file_size: int) -> bool:

@@ -49,7 +49,7 @@ from mqtool.formats.rocketmq.commitlog import (
     SYSFLAG_TRANSACTION_PREPARED,
     SYSFLAG_TRANSACTION_ROLLBACK,
 )
-from mqtool.formats.rocketmq.hashing import SCHEDULE_TOPIC, delivery_tags_code, index_key_hashes, java_string_hash, tags_code
+from mqtool.formats.rocketmq.hashing import SCHEDULE_TOPIC, delivery_tags_code, index_key_hashes, java_hashes, java_string_hash, tags_code
 from mqtool.formats.rocketmq.properties import CRC32
 
 _HEAD8 = struct.Struct(">iI")
@@ -203,38 +203,6 @@ def _offsets(lengths: np.ndarray) -> np.ndarray:
 def _first_false(ok: np.ndarray) -> int:
     bad = np.flatnonzero(~ok)
     return int(bad[0]) if len(bad) else len(ok)
-
-
-def java_hashes(chars: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Java ``String.hashCode`` of byte spans of ``chars`` (uint32, ``h = h * 31 + c`` wrapping)
-    and which spans are ASCII (for the others the bytes are not the UTF-16 code units the hash
-    is over: the caller hashes those apart).
-
-    Spans of about one length (a power of two apart) are hashed together: laid right-aligned in
-    a zero-padded matrix (leading zeros leave a Java hash at zero), one multiply-add per column."""
-    out = np.zeros(len(starts), dtype=np.uint32)
-    ascii_ = np.ones(len(starts), dtype=bool)
-    full = np.flatnonzero(lengths > 0)
-    if not len(full):
-        return out, ascii_
-    bucket = np.log2(lengths[full]).astype(np.int64)
-    thirty_one = np.uint32(31)
-    widest = int(lengths.max())
-    # windows ending where each span ends (zeros before the data for the first spans)
-    windows = np.lib.stride_tricks.sliding_window_view(np.concatenate((np.zeros(widest, dtype=np.uint8), chars)), widest)
-    for b in np.unique(bucket).tolist():
-        rows = full[bucket == b]
-        n = lengths[rows]
-        width = int(n.max())
-        block = windows[starts[rows] + n, widest - width :].T.copy()
-        block[np.arange(width)[:, None] < (width - n)] = 0
-        h = np.zeros(len(rows), dtype=np.uint32)
-        for column in block:
-            h *= thirty_one
-            h += column
-        out[rows] = h
-        ascii_[rows] = block.max(axis=0) < 0x80
-    return out, ascii_
 
 
 def _signed(h: np.ndarray) -> np.ndarray:
@@ -457,6 +425,12 @@ class _Properties:
         n = int(np.searchsorted(self.pair_record, count))
         self.pair_record, self.name_at, self.name_len = self.pair_record[:n], self.name_at[:n], self.name_len[:n]
         self.value_at, self.value_len = self.value_at[:n], self.value_len[:n]
+
+    def packed(self, at: np.ndarray, length: np.ndarray) -> Spans:
+        """The spans ``[at, at + length)`` of ``chars`` packed end to end."""
+        offsets = _offsets(length)
+        index = np.repeat(at - offsets[:-1], length) + np.arange(offsets[-1], dtype=np.int64)
+        return Spans(self.chars[index], offsets.astype(np.int32))
 
     def _named(self, name: bytes) -> np.ndarray:
         pairs = np.flatnonzero(self.name_len == len(name))
@@ -717,26 +691,12 @@ def _msg_ids(data: np.ndarray, store_at: np.ndarray, v6: np.ndarray, physical_at
 
 
 def _property_pairs(buf: bytes, starts: np.ndarray, stops: np.ndarray) -> tuple[Spans, Spans, np.ndarray, np.ndarray]:
-    """The name/value pairs of properties the fast walk accepted (``name 0x01 value 0x02``
-    repeated, no separator inside a name or value): names, values, the pairs of each record, and
-    each pair's record."""
-    blob = gather_spans(buf, starts, stops - starts)
-    chars = blob.values
-    separator = (chars == 1) | (chars == 2)
-    # a byte after an even number of separators is in a name, after an odd number in a value
-    odd = (np.cumsum(separator) & 1).astype(bool)
-    in_name = ~separator & ~odd
-    in_value = ~separator & odd
-    name_ends = np.flatnonzero(chars == 1)
-    value_ends = np.flatnonzero(chars == 2)
-    name_count = np.cumsum(in_name)
-    value_count = np.cumsum(in_value)
-    names = Spans(chars[in_name], np.concatenate(([0], name_count[name_ends])).astype(np.int32))
-    values = Spans(chars[in_value], np.concatenate(([0], value_count[value_ends])).astype(np.int32))
-    record_of_pair = np.searchsorted(blob.offsets, value_ends, side="right") - 1
-    pair_offsets = np.zeros(len(starts) + 1, dtype=np.int64)
-    np.cumsum(np.bincount(record_of_pair, minlength=len(starts)), out=pair_offsets[1:])
-    return names, values, pair_offsets.astype(np.int32), record_of_pair
+    """The name/value pairs of properties the fast walk accepted, split as the walk splits them
+    (:class:`_Properties`): names, values, the pairs of each record, and each pair's record."""
+    props = _Properties(buf, starts, stops)
+    props.first_bad()
+    pair_offsets = _offsets(np.bincount(props.pair_record, minlength=len(starts)))
+    return props.packed(props.name_at, props.name_len), props.packed(props.value_at, props.value_len), pair_offsets.astype(np.int32), props.pair_record
 
 
 def repeated_property_names(names: Spans, pair_offsets: np.ndarray) -> np.ndarray:

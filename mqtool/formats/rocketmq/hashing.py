@@ -95,42 +95,52 @@ def dispatch_tags_code(topic: str, tags: str | None, delay: str | None, store_ti
 
 
 def index_key_hashes(keys: list[bytes]) -> np.ndarray:
-    """``index_key_hash`` of many UTF-8 keys at once (int64 array, in order).
-
-    ASCII keys (one UTF-16 code unit per byte) are hashed in one vectorised Horner pass per key
-    length, ``h = h * 31 + c`` in wrapping 32-bit arithmetic; any other key goes through
+    """``index_key_hash`` of many UTF-8 keys at once (int64 array, in order): ASCII keys (one
+    UTF-16 code unit per byte) through :func:`java_hashes`, any other through
     :func:`index_key_hash`."""
     import numpy as np
 
     count = len(keys)
-    out = np.zeros(count, dtype=np.int64)
-    if not count:
-        return out
-    if not b"".join(keys).isascii():
-        ascii_rows = [i for i, key in enumerate(keys) if key.isascii()]
-        for i, key in enumerate(keys):
-            if not key.isascii():
-                out[i] = index_key_hash(key.decode("utf-8", "surrogatepass"))
-        if ascii_rows:
-            out[np.array(ascii_rows, dtype=np.intp)] = index_key_hashes([keys[i] for i in ascii_rows])
-        return out
     lengths = np.fromiter(map(len, keys), dtype=np.int64, count=count)
-    order = np.argsort(lengths, kind="stable")
-    chars = np.frombuffer(b"".join([keys[i] for i in order.tolist()]), dtype=np.uint8)
-    sorted_lengths = lengths[order]
-    starts = np.concatenate(([0], np.flatnonzero(np.diff(sorted_lengths)) + 1))
-    stops = np.append(starts[1:], count)
-    hashes = np.zeros(count, dtype=np.uint32)
-    at = 0
-    thirty_one = np.uint32(31)
-    for first, stop in zip(starts.tolist(), stops.tolist()):
-        n = int(sorted_lengths[first])
-        block = chars[at : at + n * (stop - first)].reshape(stop - first, n)
-        at += n * (stop - first)
-        h = np.zeros(stop - first, dtype=np.uint32)
-        for j in range(n):
-            h = h * thirty_one + block[:, j]
-        hashes[first:stop] = h
-    signed = hashes.view(np.int32).astype(np.int64)
-    out[order] = np.where(signed == _INT_MIN, 0, np.abs(signed))
+    starts = np.zeros(count, dtype=np.int64)
+    np.cumsum(lengths[:-1], out=starts[1:])
+    h, ascii_ = java_hashes(np.frombuffer(b"".join(keys), dtype=np.uint8), starts, lengths)
+    signed = h.view(np.int32).astype(np.int64)
+    out = np.where(signed == _INT_MIN, 0, np.abs(signed))
+    for i in np.flatnonzero(~ascii_).tolist():
+        out[i] = index_key_hash(keys[i].decode("utf-8", "surrogatepass"))
     return out
+
+
+def java_hashes(chars: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Java ``String.hashCode`` of byte spans of ``chars`` (uint32, ``h = h * 31 + c`` wrapping)
+    and which spans are ASCII (for the others the bytes are not the UTF-16 code units the hash
+    is over: the caller hashes those apart).
+
+    Spans of about one length (a power of two apart) are hashed together: laid right-aligned in
+    a zero-padded matrix (leading zeros leave a Java hash at zero), one multiply-add per column."""
+    import numpy as np
+
+    out = np.zeros(len(starts), dtype=np.uint32)
+    ascii_ = np.ones(len(starts), dtype=bool)
+    full = np.flatnonzero(lengths > 0)
+    if not len(full):
+        return out, ascii_
+    bucket = np.log2(lengths[full]).astype(np.int64)
+    thirty_one = np.uint32(31)
+    widest = int(lengths.max())
+    # windows ending where each span ends (zeros before the data for the first spans)
+    windows = np.lib.stride_tricks.sliding_window_view(np.concatenate((np.zeros(widest, dtype=np.uint8), chars)), widest)
+    for b in np.unique(bucket).tolist():
+        rows = full[bucket == b]
+        n = lengths[rows]
+        width = int(n.max())
+        block = windows[starts[rows] + n, widest - width :].T.copy()
+        block[np.arange(width)[:, None] < (width - n)] = 0
+        h = np.zeros(len(rows), dtype=np.uint32)
+        for column in block:
+            h *= thirty_one
+            h += column
+        out[rows] = h
+        ascii_[rows] = block.max(axis=0) < 0x80
+    return out, ascii_

@@ -286,11 +286,10 @@ class CommitLogDump:
                             record = decode_message(data, stop.position, check_crc=self.check_crc)
                         except MqError:
                             break
-                        if is_last and self._torn(f, offset + stop.position, record, data[stop.position + record.total_size - 1], file_size):
-                            break  # the precise walk ends the data there and names it
+                        last_byte = data[stop.position + record.total_size - 1]
+                        if is_last and rmq.data_ends_at(f, offset + stop.position, record, last_byte, file_size or f.size, seg.base):
+                            break  # a torn tail or stale data: the precise walk ends there and names it
                         address = seg.base + offset + stop.position
-                        if is_last and record.physical_offset != address and rmq.is_stale_copy(f, seg.base, offset + stop.position, record, file_size or f.size):
-                            break  # stale data: the precise walk ends there and names it
                         at = stop.position + record.total_size
                         # what validate says about the record itself (PHYSICALOFFSET, properties, __CRC32#)
                         self.findings.extend(model.record_findings(str(seg.path), seg.base, offset + stop.position, record, data[stop.position : at]))
@@ -332,12 +331,6 @@ class CommitLogDump:
                 self.bytes_done += f.size - done
                 self.findings.extend(model.commitlog_file_findings(f, precise, file_size, last=is_last, after_last=i > last_index))
                 self.ends.append(FileEnd(seg.path, precise.end, count, precise.error, precise.torn))
-
-    @staticmethod
-    def _torn(f: ReadOnlyFile, position: int, record: MessageRecord, last_byte: int, file_size: int | None) -> bool:
-        """The store model's torn-tail rule for a record of the last file that decodes
-        (``store.rocketmq.torn_record_tail``): such a record is where the data ends, not a row."""
-        return rmq.torn_record_tail(f, position, record, last_byte, file_size or f.size) is not None
 
     @property
     def total_bytes(self) -> int:
@@ -486,10 +479,9 @@ def consumequeue_findings(path: Path, dump: QueueDump) -> list[Finding]:
 
 
 def index_extent(path: Path) -> tuple[int, int] | None:
-    """The CommitLog ``(first, end)`` of the store whose IndexFiles ``path`` names (its root or
-    its ``index`` directory), or None for IndexFiles outside a store."""
-    path = Path(path)
-    root = path if rmq.is_rocketmq_root(path) else path.parent if path.name == "index" and rmq.is_rocketmq_root(path.parent) else None
+    """The CommitLog ``(first, end)`` of the store whose IndexFiles ``path`` names (its root, its
+    ``index`` directory or one of its IndexFiles), or None for IndexFiles outside a store."""
+    root = rmq.find_rocketmq_root(Path(path))
     if root is None:
         return None
     return model_cl.data_extent(rmq.open_store(root))
