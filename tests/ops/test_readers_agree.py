@@ -260,3 +260,29 @@ def test_diff_against_the_healthy_fixture(kind, tmp_path_factory, capsys):
     code, out, _ = mqtool(capsys, "diff", FIXTURE, case.root, "--json")
     (log,) = json.loads(out)["logs"]
     assert _in_document(log["findings"], case) and code == case.exit
+
+
+@pytest.mark.parametrize("cut", [2000, 1948, 0])
+def test_dump_index_names_validates_past_end_entries(tmp_path, capsys, cut):
+    """The active file zeroed from ``cut`` (a torn record at 1948, a clean cut at a record, the
+    whole file): dump index names exactly validate's RMQ-IDX-PAST-END entries -- not those that
+    point into the torn record, which its RMQ-CL-TORN-TAIL already covers."""
+    root = tmp_path / "s"
+    shutil.copytree(FIXTURE, root)
+    active = sorted((root / "commitlog").iterdir())[ACTIVE]
+    data = bytearray(active.read_bytes())
+    data[cut:] = bytes(len(data) - cut)
+    active.write_bytes(bytes(data))
+    report = validate_path(root, ValidateOptions(jobs=1), "rocketmq")
+    expected = {(f.path, f.position) for f in report.findings if f.code == "RMQ-IDX-PAST-END"}
+    assert expected
+    code = run(["dump", "index", str(root), "--jsonl"])
+    err = capsys.readouterr().err
+    named = set()
+    for line in err.splitlines():
+        if "RMQ-IDX-PAST-END " in line:
+            where = line.split("RMQ-IDX-PAST-END ", 1)[1].split(": ", 1)[0]
+            path, _, position = where.rpartition(":")
+            named.add((path, int(position)))
+    assert named == expected
+    assert code == 1

@@ -478,8 +478,8 @@ def consumequeue_findings(path: Path, dump: QueueDump) -> list[Finding]:
 # --- IndexFile -----------------------------------------------------------------------------------
 
 
-def index_extent(path: Path) -> tuple[int, int] | None:
-    """The CommitLog ``(first, end)`` of the store whose IndexFiles ``path`` names (its root, its
+def index_extent(path: Path) -> model_cl.DataExtent | None:
+    """Where the CommitLog data lies (``DataExtent``) in the store whose IndexFiles ``path`` names (its root, its
     ``index`` directory or one of its IndexFiles), or None for IndexFiles outside a store."""
     root = rmq.find_rocketmq_root(Path(path))
     if root is None:
@@ -521,9 +521,9 @@ class IndexDump:
     headers_only: bool = False  # read the 40-byte headers, not the entries (a 400 MiB file holds 20M)
     problems: list[MqError] = field(default_factory=list)
     headers: list[tuple[Path, idxf.IndexHeader, idxf.IndexGeometry]] = field(default_factory=list)
-    #: the store's CommitLog ``(first, end)`` (``model_cl.data_extent``) when the files are a
+    #: where the store's CommitLog data lies (``model_cl.data_extent``) when the files are a
     #: store's: an entry pointing at or past ``end`` is RMQ-IDX-PAST-END, as validate says
-    extent: tuple[int, int] | None = None
+    extent: model_cl.DataExtent | None = None
     findings: list[Finding] = field(default_factory=list)
 
     def __iter__(self) -> Iterator[IndexEntryRow]:
@@ -543,9 +543,9 @@ class IndexDump:
                     continue
                 try:
                     for number, entry in idxf.iter_entries(view.buf, geo.hash_slot_num, geo.index_num):
-                        if self.extent is not None and entry.phy_offset >= self.extent[1]:
+                        if self.extent is not None and self.extent.past_end(entry.phy_offset):
                             self.findings.append(
-                                model.index_past_end_finding(str(path), geo.entry_position(number), number, self.extent[1], entry.phy_offset)
+                                model.index_past_end_finding(str(path), geo.entry_position(number), number, self.extent.end, entry.phy_offset)
                             )
                         yield IndexEntryRow(
                             path,

@@ -224,21 +224,36 @@ def key_table_directory() -> Iterator[str]:
         yield directory
 
 
-def data_extent(store: rmq.RocketMQStore) -> tuple[int, int]:
-    """``(first, end)``: the commitlog offset of the first byte the store still holds and the
-    one where its valid data ends (the end of the last data file's valid records, as validate
-    finds it): what an index entry or a ConsumeQueue unit may point into.  The last data file is
-    read with the fast walk, and with the precise walk when the fast one declines."""
+@dataclass(frozen=True)
+class DataExtent:
+    """The commitlog offsets a store's records occupy: ``first`` (the first byte it still
+    holds), ``end`` (where its valid data ends) and ``damaged`` (the bytes a torn tail at the
+    end would have covered: what points there is the torn tail's finding, not its own)."""
+
+    first: int
+    end: int
+    damaged: tuple[tuple[int, int], ...] = ()
+
+    def past_end(self, offset: int) -> bool:
+        """``offset`` lies past the valid data, outside the damaged bytes: validate's
+        RMQ-IDX-PAST-END / RMQ-CQ-PAST-END."""
+        return offset >= self.end and not any(a <= offset < b for a, b in self.damaged)
+
+
+def data_extent(store: rmq.RocketMQStore) -> DataExtent:
+    """Where a store's CommitLog data lies, as validate finds it: the last data file is read
+    with the fast walk, and with the precise walk when the fast one declines."""
     held = [seg for seg in store.commitlog if seg.size > 0]
     if not held:
-        return 0, 0
+        return DataExtent(0, 0)
     seg = store.commitlog[model.last_data_file(store.commitlog)]
     size = store.commitlog_file_size or seg.size
     with ReadOnlyFile(seg.path) as f:
         fast = read_file_columns(f, seg.base, file_size=size, is_last=True)
         if fast is not None:
-            return held[0].base, seg.base + fast.end.position
+            return DataExtent(held[0].base, seg.base + fast.end.position)
         walk = rmq.CommitLogFileWalk(f, check_crc=True, last=True, file_size=size, base=seg.base)
         for _ in walk:
             pass
-        return held[0].base, seg.base + walk.valid_end
+        damaged = (walk.torn.damaged(seg.base),) if walk.torn is not None else ()
+        return DataExtent(held[0].base, seg.base + walk.valid_end, damaged)
