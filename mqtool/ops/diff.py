@@ -424,6 +424,7 @@ def _rocketmq_describe(log: _ByteLog, offset: int):
     """(record start, record dict, END_OF_FILE filler range or None) for the byte at ``offset``."""
     from mqtool.formats.rocketmq.commitlog import encode_offset_msg_id
     from mqtool.store import rocketmq as rmq
+    from mqtool.store.model import rocketmq as model
 
     seg = log.segment_for(offset)
     if seg is None:
@@ -432,6 +433,11 @@ def _rocketmq_describe(log: _ByteLog, offset: int):
         walk = rmq.CommitLogFileWalk(f, base=seg.base)
         for pos, rec in walk:
             if seg.base + pos + rec.total_size > offset:
+                # what validate says of the record itself (a PHYSICALOFFSET that is not its address...)
+                judged = model.record_findings(str(seg.path), seg.base, *walk.odd[-1]) if walk.odd and walk.odd[-1][0] == pos else []
+                found = judged[0] if judged else None
+                if found is not None:
+                    log.add_damage(seg.path, pos, seg.base + pos, found.message, found)
                 return seg.base + pos, {
                     "commitlog_offset": seg.base + pos,
                     "file": str(seg.path),
@@ -443,6 +449,7 @@ def _rocketmq_describe(log: _ByteLog, offset: int):
                     "store_timestamp": rec.store_timestamp,
                     "msg_id": encode_offset_msg_id(rec.store_host, rec.physical_offset),
                     "body_crc": rec.body_crc,
+                    **({"code": found.code, "code_position": found.position, "finding": _finding_text(found)} if found is not None else {}),
                 }, None
         end = walk.end
         if end is not None and end.kind == "blank":
@@ -465,8 +472,6 @@ def _rocketmq_describe(log: _ByteLog, offset: int):
         if seg is not log.segments[-1]:
             # a file before the last whose records stop early (zeros, the end of the file): how it
             # ends as validate states it (RMQ-CL-NO-BLANK); the last file's end is stated by _rocketmq_log
-            from mqtool.store.model import rocketmq as model
-
             size = getattr(log, "file_size", None)
             for finding in model.commitlog_file_findings(f, walk, size, last=False):
                 log.add_damage(seg.path, walk.valid_end, where, finding.message, finding)

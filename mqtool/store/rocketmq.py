@@ -385,9 +385,7 @@ class CommitLogFileWalk:
                             self.end, self.torn = ending.end, ending.torn
                             self.stale_claim = record.physical_offset
                             return
-                    if self.base is not None and (
-                        record.physical_offset != self.base + base + pos or record.dropped_properties or CRC32 in record.properties
-                    ):
+                    if self.base is not None and has_record_findings(record, self.base + base + pos):
                         self.odd.append((base + pos, record, bytes(data[pos : pos + record.total_size])))
                     self.count += 1
                     yield base + pos, record
@@ -420,6 +418,13 @@ class CommitLogFileWalk:
                 continue
             self.end = DataEnd(end.kind, base + end.position, end.length)
             return
+
+
+def has_record_findings(record: MessageRecord, address: int) -> bool:
+    """Whether validate has something to say about a record that decodes at commitlog offset
+    ``address`` (``model.record_findings``): a PHYSICALOFFSET that is not ``address``, property
+    segments the broker drops, a ``__CRC32#`` property to check."""
+    return record.physical_offset != address or bool(record.dropped_properties) or CRC32 in record.properties
 
 
 @dataclass(frozen=True)

@@ -144,6 +144,12 @@ def _read_hit(reader: rmq.CommitLogReader, offset: int, via: str, result: QueryR
             if finding not in result.findings:
                 result.findings.append(finding)
         return None
+    if rmq.has_record_findings(record, offset):  # what validate says of the record itself
+        with ReadOnlyFile(seg.path) as f:
+            raw = f.pread(pos, record.total_size)
+        for finding in model.record_findings(str(seg.path), seg.base, pos, record, raw):
+            if finding not in result.findings:
+                result.findings.append(finding)
     if last:  # a record of the newest file that decodes may still be its torn tail (validate's rule)
         with ReadOnlyFile(seg.path) as f:
             torn = model.torn_record_finding(f, str(seg.path), pos, record, store.commitlog_file_size or f.size)

@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from mqtool.errors import MqError, PlanChangedError, StoreLayoutError
-from mqtool.findings import Severity
+from mqtool.findings import Finding, Severity
 from mqtool.formats import segment_names as segnames
 from mqtool.formats.rocketmq import checkpoint as cpf
 from mqtool.formats.rocketmq import consume_queue as cqf
@@ -155,12 +155,16 @@ def plan_rocketmq(path: str | Path, options: RecoverOptions = RecoverOptions()) 
     # the newest file's walk ends at a torn tail as validate's does (the store model's rule): a
     # last record whose tail is zeros is cut like any torn tail, even where it decodes
     last_path = store.commitlog[model.last_data_file(store.commitlog)].path if store.commitlog else None
+    # records the recovery keeps that validate still calls damaged (a PHYSICALOFFSET that is not
+    # the record's address, a bad __CRC32#): the plan cannot fix them (``_plan_unfixable``)
+    kept_damage: list[Finding] = []
     for i in range(start, len(segments)):
         seg = segments[i]
         with ReadOnlyFile(seg.path) as f:
-            walk = rmq.CommitLogFileWalk(f, check_crc=True, last=seg.path == last_path, file_size=store.commitlog_file_size)
+            walk = rmq.CommitLogFileWalk(f, check_crc=True, last=seg.path == last_path, file_size=store.commitlog_file_size, base=seg.base)
             for _pos, rec in walk:
                 last_store_ts = rec.store_timestamp
+            kept_damage += model.walk_record_findings(walk)
         process_offset = seg.base + walk.valid_end
         end_seg_index = i
         if walk.end is not None and walk.end.kind == "blank" and i + 1 < len(segments):
@@ -240,7 +244,7 @@ def plan_rocketmq(path: str | Path, options: RecoverOptions = RecoverOptions()) 
                 expect=observe(store.abort_path),
             )
         )
-    _plan_unfixable(store, plan, store.commitlog.index(segments[start]) if segments else 0)
+    _plan_unfixable(store, plan, store.commitlog.index(segments[start]) if segments else 0, kept_damage)
     return plan
 
 
@@ -329,12 +333,13 @@ def _plan_commitlog_sizes(
             )
 
 
-def _plan_unfixable(store: rmq.RocketMQStore, plan: RecoverPlan, scan_start: int = 0) -> None:
+def _plan_unfixable(store: rmq.RocketMQStore, plan: RecoverPlan, scan_start: int = 0, kept: list[Finding] | None = None) -> None:
     """Name the errors the store would still have after the plan: the store model's CommitLog
     findings (``planned_commitlog_findings``: a missing file, a wrong size, an overlap) for the
-    files as the plan leaves them, and the damage in the files before ``scan_start`` (the index in
+    files as the plan leaves them, the damage in the files before ``scan_start`` (the index in
     ``store.commitlog`` of the first file the recovery reads: ``unscanned_commitlog_findings``),
-    which the plan never touches.  Applying such a plan needs ``--force``: the store would not
+    which the plan never touches, and ``kept``: what validate says of records the recovery keeps
+    (``model.record_findings``).  Applying such a plan needs ``--force``: the store would not
     validate, and the broker would refuse it (``MappedFileQueue.load``) or read the wrong file
     for an offset (``MappedFileQueue.findMappedFileByOffset`` assumes no file is missing)."""
     outcome: dict[Path, int | None] = {}
@@ -350,6 +355,7 @@ def _plan_unfixable(store: rmq.RocketMQStore, plan: RecoverPlan, scan_start: int
             outcome[path] = step.position
     left = [f for f in model.planned_commitlog_findings(store, outcome) if f.level is Severity.error]
     left += [f for f in model.unscanned_commitlog_findings(store, scan_start) if f.level is Severity.error]
+    left += [f for f in kept or [] if f.level is Severity.error]
     plan.unfixable = [f.to_dict() for f in left]
 
 
