@@ -63,7 +63,21 @@ def _root(
 
 def _register_commands() -> None:
     # Imported here so each command module registers itself on ``app``.
-    from mqtool.cli import cmd_bench, cmd_clean, cmd_diff, cmd_dump, cmd_dump_kafka, cmd_dump_legacy, cmd_info, cmd_query, cmd_recover, cmd_scan, cmd_stats, cmd_validate  # noqa: F401
+    from mqtool.cli import (  # noqa: F401
+        cmd_bench,
+        cmd_clean,
+        cmd_diff,
+        cmd_dump,
+        cmd_dump_kafka,
+        cmd_dump_legacy,
+        cmd_info,
+        cmd_lag,
+        cmd_query,
+        cmd_recover,
+        cmd_scan,
+        cmd_stats,
+        cmd_validate,
+    )
 
 
 _register_commands()

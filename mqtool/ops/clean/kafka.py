@@ -50,11 +50,11 @@ from pathlib import Path
 from mqtool.errors import MqError, StoreLayoutError
 from mqtool.formats import segment_names as segnames
 from mqtool.formats.kafka import checkpoint_file as cpf
-from mqtool.formats.kafka import internal_topics as it
 from mqtool.formats.kafka import record_batch as rb
 from mqtool.ops.recover import ApplyContext, RecoverPlan, Step, observe, relative, resolve
 from mqtool.store import kafka as ks
 from mqtool.store.files import ReadOnlyFile, read_small_file
+from mqtool.store.model import consumers as model_consumers
 
 #: Upstream defaults (``ServerLogConfigs``): log.retention.hours=168, log.retention.bytes=-1.
 DEFAULT_RETENTION_MS = 7 * 24 * 3_600_000
@@ -163,39 +163,6 @@ def _largest_timestamp(seg: ks.KafkaSegment, *, scan: bool = False) -> tuple[int
         return 0, "unknown (the .log cannot be read)"
 
 
-def committed_offsets(store: ks.KafkaStore) -> tuple[dict[tuple[str, int], dict[str, int]], bool]:
-    """``{(topic, partition): {group: committed offset}}`` from the ``__consumer_offsets``
-    partitions of the log dir (latest commit wins; a tombstone removes it; commits in
-    transactional batches are not counted), and whether any ``__consumer_offsets`` was found."""
-    parts = [p for p in store.partitions if p.topic == ks.CONSUMER_OFFSETS and p.suffix is None]
-    if not parts and store.log_dir is not None and store.kind != "log-dir":
-        parts = [p for p in ks.open_kafka(store.log_dir).partitions if p.topic == ks.CONSUMER_OFFSETS and p.suffix is None]
-    table: dict[tuple[str, int], dict[str, int]] = {}
-    for part in parts:
-        for seg in part.log_segments():
-            try:
-                with ReadOnlyFile(seg.log) as f:
-                    for _pos, entry in ks.LogFileWalk(f, 0, mode="full"):
-                        h = entry.header
-                        if isinstance(h, rb.BatchHeader) and (h.is_control_batch or h.is_transactional):
-                            continue
-                        for record in entry.records or ():
-                            try:
-                                key, value = it.decode_consumer_offsets_record(record.key, record.value)
-                            except MqError:
-                                continue
-                            if not isinstance(key, it.OffsetCommitKey):
-                                continue
-                            groups = table.setdefault((key.topic, key.partition), {})
-                            if isinstance(value, it.OffsetCommitValue):
-                                groups[key.group] = value.offset
-                            else:
-                                groups.pop(key.group, None)
-            except MqError:
-                continue
-    return table, bool(parts)
-
-
 def _read_high_watermarks(path: Path) -> list[cpf.TopicPartitionOffset] | None:
     """The high watermarks bound what retention may delete: a checkpoint that exists but cannot be
     read stops the run (the broker takes the log dir offline on it), rather than letting every
@@ -276,7 +243,8 @@ def plan_clean_kafka(path: str | Path, options: CleanOptions = CleanOptions(), *
 
     commits: dict = {}
     if options.protect_unconsumed:
-        commits, found = committed_offsets(store)
+        committed = model_consumers.kafka_committed(store)
+        commits, found = committed.table, committed.found
         plan.facts["consumer_offsets_found"] = found
         if not found:
             plan.notes.append("--protect-unconsumed: no __consumer_offsets partition in the log dir: no committed offsets to go by")
@@ -560,4 +528,4 @@ def _replace(ctx: ApplyContext, path: Path, data: bytes) -> None:
     ctx.mutator.replace_file(path, data)
 
 
-__all__ = ["DEFAULT_RETENTION_BYTES", "DEFAULT_RETENTION_MS", "CleanOptions", "apply_custom", "committed_offsets", "plan_clean_kafka"]
+__all__ = ["DEFAULT_RETENTION_BYTES", "DEFAULT_RETENTION_MS", "CleanOptions", "apply_custom", "plan_clean_kafka"]

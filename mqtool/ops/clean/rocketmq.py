@@ -19,12 +19,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mqtool.errors import MqError
-from mqtool.formats.rocketmq import config as cfgf
 from mqtool.formats.rocketmq import consume_queue as cqf
 from mqtool.ops.clean import HOUR_MS, DiskProbe, statvfs_usage
 from mqtool.ops.recover import RecoverPlan, Step, observe, relative
 from mqtool.store import rocketmq as rmq
-from mqtool.store.files import ReadOnlyFile, read_small_file
+from mqtool.store.files import ReadOnlyFile
+from mqtool.store.model import consumers as model_consumers
 
 
 @dataclass(frozen=True)
@@ -214,12 +214,8 @@ def _last_unit_offset(seg: rmq.Segment) -> int | None:
 def _unconsumed_boundary(store: rmq.RocketMQStore) -> tuple[int | None, list[tuple[str, str, int, int]]]:
     """The lowest commitlog offset of a message some consumer group has not consumed yet, and
     ``(group, topic, queue, offset)`` for every group position."""
-    path = store.config_file("consumerOffset.json")
-    if path is None:
-        return None, []
-    try:
-        offsets = cfgf.parse_consumer_offsets(read_small_file(path, 256 << 20))
-    except MqError:
+    offsets = model_consumers.load_consumer_offsets(store).value
+    if offsets is None:
         return None, []
     holders = []
     for (topic, group), table in offsets.items():

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import bisect
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -58,6 +58,7 @@ from mqtool.store import rocketmq as rmq
 from mqtool.store.files import CHUNK_SIZE, ReadOnlyFile, nonzero_extent, read_small_file
 from mqtool.store.lock import probe_record_lock
 from mqtool.store.model import commitlog as model_cl
+from mqtool.store.model import consumers as model_consumers
 from mqtool.store.model import index as model_idx
 from mqtool.store.model import rocketmq as model
 from mqtool.store.writer import cq_tags_code
@@ -1321,91 +1322,14 @@ CONFIG_FILES = (
 )
 
 
-def _parse_config(path: Path, parse: Callable[[Any], Any]) -> Any:
-    """One config file parsed and its shape checked (``dataVersion`` too); ``MqError`` located
-    at the byte where the text stops making sense (no position for a wrong shape)."""
-    doc = cfgf.parse_fastjson(read_small_file(path, 256 << 20))
-    value = parse(doc)
-    cfgf.parse_data_version(doc)
-    return value
-
-
-def _check_config_file(store: rmq.RocketMQStore, report: ValidationReport, name: str, parse: Callable[[Any], Any]) -> tuple[Path, Any] | None:
-    """``config/<name>`` and its ``.bak`` twin: each one present that does not parse (or has the
-    wrong shape) is RMQ-CONFIG-PARSE.  The broker (``ConfigManager.load``) loads ``<name>``, and
-    ``<name>.bak`` when ``<name>`` is missing, empty or unparseable: a broken ``.bak`` is an error
-    only then (the fallback the broker needs is gone), a warning while ``<name>`` is good.
-    Returns ``(path, parsed)`` of what the broker loads, None when neither parses (or exists)."""
-    path, bak = store.config_file(name), store.config_file(name + ".bak")
-    loaded: tuple[Path, Any] | None = None
-    main_error: MqError | None = None
-    if path is not None:
-        try:
-            loaded = (path, _parse_config(path, parse))
-        except MqError as exc:
-            main_error = exc
-    bak_error: MqError | None = None
-    if bak is not None:
-        try:
-            parsed = _parse_config(bak, parse)
-            if loaded is None:
-                loaded = (bak, parsed)
-        except MqError as exc:
-            bak_error = exc
-    if path is not None and main_error is not None:
-        fallback = f" (the broker loads {bak.name} instead)" if bak is not None and bak_error is None else ""
-        report.add(Finding("RMQ-CONFIG-PARSE", str(path), main_error.position, main_error.reason + fallback))
-    if bak is not None and bak_error is not None:
-        needed = path is None or main_error is not None
-        report.add(
-            Finding(
-                "RMQ-CONFIG-PARSE",
-                str(bak),
-                bak_error.position,
-                bak_error.reason
-                + (f" (the backup the broker loads when {name} is missing or unparseable)" if needed else f" (the backup of {name}, which parses)"),
-                severity=None if needed else Severity.warning,
-            )
-        )
-    return loaded
-
-
 def _check_config(store: rmq.RocketMQStore, report: ValidationReport, ranges: dict[tuple[str, int], tuple[int, int]]) -> None:
-    loaded = {name: _check_config_file(store, report, name, parse) for name, parse in CONFIG_FILES}
-    offsets = loaded["consumerOffset.json"]
-    if offsets is not None:
-        _check_consumer_offsets(store, report, ranges, *offsets)
-
-
-def _check_consumer_offsets(
-    store: rmq.RocketMQStore, report: ValidationReport, ranges: dict[tuple[str, int], tuple[int, int]], path: Path, offsets: dict[tuple[str, str], dict[int, int]]
-) -> None:
-    for (topic, group), table in sorted(offsets.items()):
-        for qid, offset in sorted(table.items()):
-            rng = ranges.get((topic, qid))
-            if rng is None:
-                if (topic, qid) not in set(store.queues()):
-                    report.add(
-                        Finding("RMQ-CONSUMER-UNKNOWN-QUEUE", str(path), None, f"group {group}: offset {offset} for {topic}/{qid}, which has no ConsumeQueue")
-                    )
-                continue
-            low, high = rng
-            if offset > high:
-                report.add(
-                    Finding(
-                        "RMQ-CONSUMER-OFFSET",
-                        str(path),
-                        None,
-                        f"group {group} on {topic}/{qid}: expected an offset in [{low}, {high}], found {offset} (ahead of the queue by {offset - high})",
-                    )
-                )
-            elif offset < low:
-                report.add(
-                    Finding(
-                        "RMQ-CONSUMER-BEHIND",
-                        str(path),
-                        None,
-                        f"group {group} on {topic}/{qid}: offset {offset} is below the queue's min offset {low} ({low - offset} messages expired unconsumed)",
-                    )
-                )
-
+    """Each config file as the broker loads it (``model_consumers.load_config``: ``<name>``, or
+    its ``.bak`` twin), and the consumer offsets of what it loads against the queues read."""
+    offsets = model_consumers.load_consumer_offsets(store)
+    for name, parse in CONFIG_FILES:
+        load: model_consumers.ConfigLoad[Any] = offsets if name == offsets.name else model_consumers.load_config(store, name, parse)
+        for finding in model_consumers.config_findings(load):
+            report.add(finding)
+    if offsets.path is not None and offsets.value is not None:
+        for finding in model_consumers.offset_findings(offsets.path, offsets.value, ranges, set(store.queues())):
+            report.add(finding)

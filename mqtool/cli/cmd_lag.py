@@ -1,0 +1,99 @@
+"""``mqtool lag``: each consumer group's lag per topic and queue (partition), offline."""
+
+from __future__ import annotations
+
+import datetime as _dt
+from pathlib import Path
+from typing import Annotated, Any
+
+import humanize
+import typer
+from rich import box
+from rich.console import Console
+from rich.table import Table
+
+from mqtool.cli.app import app
+from mqtool.cli.common import FormatOpt, JsonlOpt, JsonOpt, LayoutOpt, renderer
+from mqtool.cli.exit_codes import ExitCode
+from mqtool.cli.render import OutputFormat, markup
+from mqtool.layouts import detect_layout
+
+
+@app.command("lag")
+def lag(
+    path: Annotated[Path, typer.Argument(help="A RocketMQ store root or a Kafka log dir.")],
+    layout: LayoutOpt = None,
+    fmt: FormatOpt = OutputFormat.table,
+    as_json: JsonOpt = False,
+    as_jsonl: JsonlOpt = False,
+) -> int:
+    """Consumer lag per group, topic and queue (partition), with no broker: committed offset, log
+    end offset, lag in messages and bytes, and the store time of the oldest unconsumed message.
+
+    RocketMQ: config/consumerOffset.json against the ConsumeQueues (as mqadmin consumerProgress);
+    Kafka: __consumer_offsets against the partitions (as kafka-consumer-groups --describe).
+    Exit 0, or 1 when the offsets or the data lag reads are damaged (named with validate's code)
+    or a group's offset is ahead of its queue."""
+    from mqtool.ops.lag import store_lag
+
+    out = renderer(fmt, as_json, as_jsonl)
+    report = store_lag(path, detect_layout(path, layout))
+    doc = report.to_dict()
+    if fmt is OutputFormat.jsonl or as_jsonl:
+        out.stream(doc["lag"], [])
+    else:
+        out.document(doc, lambda console: render_lag(console, doc))
+    errors = out.findings(report.findings)
+    return ExitCode.FINDINGS if errors else ExitCode.OK
+
+
+def _time(ms: int | None) -> str:
+    if ms is None:
+        return "-"
+    try:
+        return _dt.datetime.fromtimestamp(ms / 1000, tz=_dt.timezone.utc).astimezone().isoformat(timespec="seconds")
+    except (OverflowError, OSError, ValueError):
+        return str(ms)
+
+
+def render_lag(console: Console, doc: dict[str, Any]) -> None:
+    rows, totals = doc["lag"], doc["totals"]
+    behind = sum(t["lag_messages"] for t in totals)
+    size = sum(t["lag_bytes"] for t in totals)
+    oldest = min((t["oldest_unconsumed_timestamp"] for t in totals if t["oldest_unconsumed_timestamp"] is not None), default=None)
+    groups = len({r["group"] for r in rows})
+    if doc["offsets_from"] is None:
+        console.print("no consumer offsets in this store")
+        return
+    head = f"{groups} group(s), {behind:,} message(s) behind ({humanize.naturalsize(size, binary=True)})"
+    if oldest is not None:
+        head += f", oldest unconsumed {_time(oldest)}"
+    expired = sum(t["expired_messages"] for t in totals)
+    if expired:
+        head += f"; {expired:,} expired unconsumed"
+    console.print(head, highlight=False)
+    if doc["layout"] == "kafka":
+        console.print("end: the log end offset on disk; bytes: from the batch holding the first unconsumed record", style="dim")
+    queue = "partition" if doc["layout"] == "kafka" else "queue_id"
+    # a section per group and topic (names whole on their own line), a narrow table of its queues
+    for t in totals:
+        console.print()
+        size = humanize.naturalsize(t["lag_bytes"], binary=True)
+        console.print(markup("[bold]{}[/bold] on [bold]{}[/bold]: {} behind ({})", t["group"], t["topic"], f"{t['lag_messages']:,}", size))
+        table = Table(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False)
+        table.add_column("partition" if queue == "partition" else "queue", justify="right", no_wrap=True)
+        for name in ("committed", "end", "lag", "bytes"):
+            table.add_column(name, justify="right", no_wrap=True)
+        table.add_column("oldest unconsumed", no_wrap=True)
+        for r in rows:
+            if (r["group"], r["topic"]) != (t["group"], t["topic"]):
+                continue
+            table.add_row(
+                str(r[queue]),
+                str(r["committed_offset"]),
+                "-" if r["log_end_offset"] is None else str(r["log_end_offset"]),
+                "-" if r["lag_messages"] is None else f"{r['lag_messages']:,}",
+                "-" if r["lag_bytes"] is None else humanize.naturalsize(r["lag_bytes"], binary=True, format="%.0f"),
+                r["note"] or _time(r["oldest_unconsumed_timestamp"]),
+            )
+        console.print(table)

@@ -1,0 +1,70 @@
+"""``mqtool lag`` on a RocketMQ store: each group's offsets in ``config/consumerOffset.json``
+(or its ``.bak``, as ``ConfigManager.load`` falls back) against the ConsumeQueues, as
+``mqadmin consumerProgress`` shows them: the broker offset is the queue's max offset
+(``ConsumeQueue.getMaxOffsetInQueue``), the diff is broker offset less consumer offset.  The lag in
+bytes sums the ConsumeQueue units' sizes; the oldest unconsumed message's time is the
+STORETIMESTAMP of the CommitLog record the first unconsumed unit points at."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from mqtool.errors import MqError, StoreIOError
+from mqtool.layouts import Layout
+from mqtool.ops.lag import LagReport, LagRow, counts
+from mqtool.store import rocketmq as rmq
+from mqtool.store.model import consumers as model_consumers
+from mqtool.store.model import rocketmq as model
+
+
+def rocketmq_lag(path: str | Path) -> LagReport:
+    store = rmq.open_store(path)
+    load = model_consumers.load_consumer_offsets(store)
+    report = LagReport(Layout.ROCKETMQ.value, str(store.root), str(load.path) if load.path is not None else None)
+    report.findings.extend(model_consumers.config_findings(load))
+    if load.value is None:
+        return report
+    queues = set(store.queues())
+    ranges: dict[tuple[str, int], tuple[int, int]] = {}
+    with rmq.CommitLogReader(store) as reader:
+        for (topic, group), table in sorted(load.value.items()):
+            for qid, committed in sorted(table.items()):
+                if (topic, qid) not in queues:
+                    report.rows.append(LagRow(group, topic, qid, committed, None, None, None, 0, None, None, "no ConsumeQueue for this queue"))
+                    continue
+                rng = rmq.queue_range(store, topic, qid)
+                ranges[(topic, qid)] = (rng.min_offset, rng.max_offset)
+                lag, expired, first = counts(committed, rng.min_offset, rng.max_offset)
+                lag_bytes, oldest = 0, None
+                if first < rng.max_offset:
+                    lag_bytes = model_consumers.queue_bytes(store, topic, qid, first, rng.max_offset)
+                    oldest = _store_time(store, reader, topic, qid, first, report)
+                report.rows.append(LagRow(group, topic, qid, committed, rng.min_offset, rng.max_offset, lag, expired, lag_bytes, oldest))
+    assert load.path is not None
+    report.findings.extend(model_consumers.offset_findings(load.path, load.value, ranges, queues))
+    return report
+
+
+def _store_time(store: rmq.RocketMQStore, reader: rmq.CommitLogReader, topic: str, qid: int, offset: int, report: LagReport) -> int | None:
+    """STORETIMESTAMP of the message at queue offset ``offset`` (None when its unit or record
+    cannot be read: the record's damage is a finding with validate's code)."""
+    unit = rmq.read_cq_unit(store, topic, qid, offset)
+    if unit is None or unit.unit.is_filler:
+        return None
+    offset = unit.unit.commit_log_offset
+    found = store.commitlog_segment_for(offset)
+    if found is None:  # in a missing file: the CommitLog's continuity findings name it
+        gap = model.gap_holding(model.commitlog_findings(store), offset)
+        if gap is not None and gap not in report.findings:
+            report.findings.append(gap)
+        return None
+    try:
+        return reader.read(offset, unit.unit.size).store_timestamp
+    except StoreIOError:
+        raise
+    except MqError as exc:
+        report.findings.extend(f for f in model.unreadable_record_findings(store, found[0], found[1], exc) if f not in report.findings)
+        return None
+
+
+__all__ = ["rocketmq_lag"]
