@@ -5,7 +5,10 @@
   those, so we probe with ``F_GETLK`` on a read-only descriptor: it tests for a conflicting lock
   without taking one and tells the holder's pid.
 * mqtool's own lock is ``fcntl.flock`` on ``<root>/.mqtool.lock`` (created on demand), so two
-  mutating runs exclude each other without interfering with the broker's record lock.
+  mutating runs exclude each other without interfering with the broker's record lock.  The file
+  is removed when the run ends (unlinked while still locked), so the broker's directory is left
+  as it was; a run that locked a file another run has just removed sees that its path no longer
+  names the file it holds, and takes the lock again on a fresh one.
 """
 
 from __future__ import annotations
@@ -52,6 +55,18 @@ class ExclusiveLock:
         self._fd: int | None = None
 
     def acquire(self) -> ExclusiveLock:
+        for _ in range(100):  # each retry means another run removed the file we locked: bounded
+            fd = self._try_lock()
+            if fd is not None:
+                os.ftruncate(fd, 0)
+                os.write(fd, f"{os.getpid()}\n".encode())
+                self._fd = fd
+                return self
+        raise LockBusyError(f"the lock file of {self.what} keeps being replaced while this run takes it", path=self.path)
+
+    def _try_lock(self) -> int | None:
+        """A locked descriptor on the file ``self.path`` names now, or None when that file was
+        removed (or replaced) between the open and the lock."""
         try:
             fd = os.open(self.path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644)
         except OSError as exc:
@@ -66,13 +81,22 @@ class ExclusiveLock:
                     path=self.path,
                 ) from None
             raise StoreIOError.from_os_error(exc, self.path) from None
-        os.ftruncate(fd, 0)
-        os.write(fd, f"{os.getpid()}\n".encode())
-        self._fd = fd
-        return self
+        try:
+            named = os.stat(self.path)
+        except FileNotFoundError:
+            named = None
+        held = os.fstat(fd)
+        if named is None or (named.st_dev, named.st_ino) != (held.st_dev, held.st_ino):
+            os.close(fd)
+            return None
+        return fd
 
     def release(self) -> None:
         if self._fd is not None:
+            try:
+                self.path.unlink()  # while still locked: no other run holds this file
+            except OSError:
+                pass  # a read-only or vanished directory: the (empty) lock file stays
             fcntl.flock(self._fd, fcntl.LOCK_UN)
             os.close(self._fd)
             self._fd = None

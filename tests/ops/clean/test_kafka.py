@@ -28,7 +28,7 @@ from mqtool.ops.validate import ValidateOptions
 from mqtool.ops.validate.kafka import validate_kafka
 from mqtool.store import kafka as ks
 from mqtool.store.kafka_writer import LogDirWriter, PartitionConfig
-from mqtool.store.lock import MQTOOL_LOCK_NAME, ExclusiveLock
+from mqtool.store.lock import ExclusiveLock
 from tests.conftest import FIXTURES, PROJECT_ROOT
 from tests.ops.crashkit import count_mutations
 
@@ -66,9 +66,7 @@ def removed_logs(plan) -> list[str]:
 
 def tree(root: Path) -> dict:
     out = {}
-    for p in sorted(Path(root).rglob("*")):
-        if p.name == MQTOOL_LOCK_NAME:
-            continue
+    for p in sorted(Path(root).rglob("*")):  # the lock file included: a run leaves none behind
         out[p.relative_to(root).as_posix()] = "<dir>" if p.is_dir() else p.read_bytes()
     return out
 

@@ -80,7 +80,7 @@ def age_all(layout: str, root: Path, hours: float) -> None:
 
 
 def tree(root: Path) -> dict:
-    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(Path(root).rglob("*")) if p.is_file() and p.name != MQTOOL_LOCK_NAME}
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(Path(root).rglob("*")) if p.is_file()}
 
 
 def names(plan, action: str | None = None) -> list[str]:

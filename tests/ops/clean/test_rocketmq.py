@@ -200,7 +200,7 @@ def test_broker_lock_refused_unless_live(tmp_path):
 
 
 def _tree(root: Path) -> dict:
-    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file() and p.name != ".mqtool.lock"}
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
 
 
 @pytest.mark.parametrize("kill_at", [1, 2, 3, 5, 8, 13])

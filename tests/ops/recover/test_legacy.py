@@ -594,8 +594,10 @@ def test_lock_held_by_another_mqtool_exits_75(work, pristine):
     result = apply_legacy(plan_metaq(root), quarantine_root=q, jobs=1)
     with ExclusiveLock(root):
         assert cli("recover", "--undo", result.manifest)[0] == 75
-    # the lock file is mqtool's: validate does not report it as a stray file
-    assert (root / MQTOOL_LOCK_NAME).exists()
+    # the run removes its lock file when it ends; while a run holds it, validate does not report
+    # it as a stray file
+    assert not (root / MQTOOL_LOCK_NAME).exists()
+    (root / MQTOOL_LOCK_NAME).write_text("1\n")
     assert not [f for f in validate("metaq", root).findings if f.code == "METAQ-UNEXPECTED-FILE"]
 
 
@@ -611,5 +613,6 @@ def test_partition_path_quarantines_beside_the_data_dir(work, pristine):
         assert manifest.parent.parent == root.parent / "mqtool-quarantine"
         assert sorted(p.name for p in root.iterdir() if p.is_dir()) == ["t-0"]
         assert_clean(layout, root)
-        assert (part / MQTOOL_LOCK_NAME).exists()
+        assert not (part / MQTOOL_LOCK_NAME).exists()  # removed when the run ends
+        (part / MQTOOL_LOCK_NAME).write_text("1\n")  # a run in progress: not a stray file
         assert not [f for f in validate(layout, root).findings if f.code.endswith("UNEXPECTED-FILE")]
