@@ -146,7 +146,12 @@ class StoreIOError(MqError):
 
 
 class LockBusyError(MqError):
-    """Another run (mqtool or the broker) holds the lock of the store."""
+    """Another mqtool run (or writer) holds the lock of the store: try again later."""
+
+
+class BrokerRunningError(MqError):
+    """The broker holds its own lock on the store: it is running, and a change to its files
+    needs it stopped (or the command's force flag) -- retrying will not help."""
 
 
 class PlanChangedError(MqError):

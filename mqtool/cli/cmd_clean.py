@@ -60,7 +60,14 @@ def clean(
     max_delete: Annotated[int | None, typer.Option("--max-delete", min=0, help="Delete at most this many data files this run.")] = None,
     interval_ms: Annotated[int, typer.Option("--interval-ms", min=0, help="Pause between data-file deletions (deletePhysicFilesInterval).")] = 100,
     protect_unconsumed: Annotated[
-        bool, typer.Option("--protect-unconsumed", help="Never delete a file holding messages some consumer group has not consumed.")
+        bool, typer.Option("--protect-unconsumed", help="The default: never delete a file holding messages some consumer group has not consumed.")
+    ] = False,
+    allow_unconsumed: Annotated[
+        bool,
+        typer.Option(
+            "--allow-unconsumed",
+            help="RocketMQ, Kafka: delete files holding messages some consumer group has not consumed (named in the plan); by default they are kept.",
+        ),
     ] = False,
     live: Annotated[
         bool, typer.Option("--live", help="Clean although the broker holds its lock (it keeps deleted files mapped until it restarts).")
@@ -74,10 +81,13 @@ def clean(
 ) -> int:
     """Apply the store's own retention policy: show what goes, delete only with --apply.
 
-    A second run while one holds the store's lock exits 75 with one line on stderr."""
+    A second run while one holds the store's lock exits 75 with one line on stderr; a running
+    broker (holding its own lock) exits 5 unless --live."""
     out = renderer(fmt, as_json, as_jsonl, quiet=quiet)
     layout_name = detect_layout(path, layout)
     plan_fn, options_cls = cleaner(layout_name)
+    if protect_unconsumed and allow_unconsumed:
+        raise typer.BadParameter("--protect-unconsumed and --allow-unconsumed contradict each other")
     if policy not in ("safe", "broker"):
         raise typer.BadParameter("--policy is safe or broker")
     settings: dict = read_policy_file(config, layout_name) if config is not None else {}
@@ -95,7 +105,7 @@ def clean(
         "retention_ms": retention_ms,
         "delete_policy": delete_policy,
         "max_delete": max_delete,
-        "protect_unconsumed": protect_unconsumed or None,
+        "protect_unconsumed": False if allow_unconsumed else (True if protect_unconsumed else None),
     }
     settings.update({k: v for k, v in given.items() if v is not None})
     # a module whose options serve several layouts (Jafka, MetaQ) says which each reads

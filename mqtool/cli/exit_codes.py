@@ -5,6 +5,7 @@ from __future__ import annotations
 import enum
 
 from mqtool.errors import (
+    BrokerRunningError,
     CorruptDataError,
     LockBusyError,
     MqError,
@@ -21,6 +22,7 @@ class ExitCode(enum.IntEnum):
     USAGE = 2
     IO = 3  # I/O error, or the path is not a store
     UNSUPPORTED = 4
+    BROKER_RUNNING = 5  # the broker holds its lock: stop it first (retrying will not help)
     INTERNAL = 70  # EX_SOFTWARE: a bug in mqtool
     BUSY = 75  # EX_TEMPFAIL: another run holds the lock
     INTERRUPTED = 130
@@ -29,6 +31,8 @@ class ExitCode(enum.IntEnum):
 def exit_code_for(exc: BaseException) -> ExitCode:
     if isinstance(exc, LockBusyError):
         return ExitCode.BUSY
+    if isinstance(exc, BrokerRunningError):
+        return ExitCode.BROKER_RUNNING
     if isinstance(exc, UnsupportedFormatError):
         return ExitCode.UNSUPPORTED
     if isinstance(exc, (StoreIOError, StoreLayoutError)):

@@ -35,9 +35,11 @@ their first segment's base offset).
 Topics whose cleanup policy is compaction cannot be told from the files, except the internal
 ones: ``__consumer_offsets`` and ``__transaction_state`` get rule 1 only; ``__cluster_metadata``
 (the raft layer's own retention), and partition dirs being deleted, moved (``-future``) or stray
-are left alone.  ``protect_unconsumed``: no segment holding an offset some consumer group has not
-committed past (``__consumer_offsets`` in the log dir; commits inside transactions are not
-counted, the conservative reading) is deleted; the plan names the groups holding files back.
+are left alone.  ``protect_unconsumed`` (the default): no segment holding an offset some consumer
+group has not committed past (``__consumer_offsets`` in the log dir; commits inside transactions
+are not counted, the conservative reading) is deleted; the plan names the groups holding files
+back.  Without it (``--allow-unconsumed``) the plan names each group whose unconsumed data it
+deletes.
 Unrecognised files are never touched (the plan lists them); symbolic links are never followed.
 """
 
@@ -69,7 +71,7 @@ class CleanOptions:
     retention_ms: int = DEFAULT_RETENTION_MS
     retention_bytes: int = DEFAULT_RETENTION_BYTES
     max_delete: int | None = None  # at most this many segments deleted per run
-    protect_unconsumed: bool = False
+    protect_unconsumed: bool = True
 
     def __post_init__(self) -> None:
         if self.retention_ms < -1:  # Kafka's own validator: atLeast(-1), -1 meaning no time limit
@@ -241,13 +243,14 @@ def plan_clean_kafka(path: str | Path, options: CleanOptions = CleanOptions(), *
             f"{cpf.LOG_START_OFFSET_CHECKPOINT} cannot be read: the log start offsets are taken as the first segments' base offsets, and the file is left alone"
         )
 
-    commits: dict = {}
-    if options.protect_unconsumed:
-        committed = model_consumers.kafka_committed(store)
-        commits, found = committed.table, committed.found
-        plan.facts["consumer_offsets_found"] = found
-        if not found:
-            plan.notes.append("--protect-unconsumed: no __consumer_offsets partition in the log dir: no committed offsets to go by")
+    # every group's committed offsets: kept by default, named when --allow-unconsumed deletes them
+    committed = model_consumers.kafka_committed(store)
+    commits: dict = committed.table
+    plan.facts["consumer_offsets_found"] = committed.found
+    if not committed.found and options.protect_unconsumed:
+        plan.notes.append("no __consumer_offsets partition in the log dir: no committed offsets to keep unconsumed data for")
+    for problem in committed.problems:
+        plan.notes.append(f"__consumer_offsets: {problem}: commits after it are not known")
 
     budget = [options.max_delete if options.max_delete is not None else -1]
     new_lsos: dict[tuple[str, int], tuple[int, int]] = {}  # key -> (new log start offset, new first base)
@@ -385,11 +388,19 @@ def _plan_partition(plan, root, part, options, now_ms, hws, lsos, commits, budge
                 return
             if committed:
                 holding = sorted(g for g, off in committed.items() if off < upper)
-                if holding:
-                    plan.notes.append(f"{part.name}: {seg.log.name} and later segments hold offsets not yet consumed by: {', '.join(holding[:10])}")
+                if holding and options.protect_unconsumed:
+                    plan.notes.append(
+                        f"{part.name}: {seg.log.name} and later segments hold offsets not yet consumed by: {', '.join(holding[:10])} (--allow-unconsumed deletes them)"
+                    )
                     facts["protected_by"] = holding
                     blocked.append("unconsumed")
                     return
+                if holding:
+                    losing = facts.setdefault("unconsumed_deleted_for", [])
+                    new = [g for g in holding if g not in losing]
+                    if new:
+                        losing.extend(new)
+                        plan.notes.append(f"--allow-unconsumed: {part.name}: {seg.log.name} holds offsets not yet consumed by: {', '.join(new[:10])}")
             if budget[0] == 0:
                 plan.notes.append(f"at most {options.max_delete} segment(s) per run (--max-delete); run again for more")
                 blocked.append("max-delete")

@@ -9,7 +9,7 @@ The broker's rules, and where mqtool's default (``policy="safe"``) differs:
 | disk above ``diskSpaceCleanForciblyRatio`` (85 %) | unexpired files go too (``cleanFileForciblyEnable``) | reported; unexpired files go only with ``--force-when-full`` |
 | per run | at most ``deleteFileBatchMax`` 10, ``deletePhysicFilesInterval`` 100 ms apart | same (``--max-delete``, ``--interval-ms``) |
 | then | ConsumeQueue files (never the last) whose last unit points below the new CommitLog min offset; IndexFiles (never the last) whose endPhyOffset is below it | same |
-| unconsumed messages | deleted | kept with ``--protect-unconsumed``: no CommitLog file holding a message some group (config/consumerOffset.json) has not consumed |
+| unconsumed messages | deleted | kept (``--allow-unconsumed`` deletes them, naming each group): no CommitLog file holding a message some group (config/consumerOffset.json) has not consumed |
 """  # noqa: E501 -- a markdown table row cannot be wrapped (for a string ruff reads the noqa at its closing line)
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ class CleanOptions:
     manual: bool = False
     batch_max: int = 10
     max_delete: int | None = None
-    protect_unconsumed: bool = False
+    protect_unconsumed: bool = True
 
     def __post_init__(self) -> None:
         """A value the broker would choke on or never act on is refused here (ValueError naming
@@ -122,7 +122,8 @@ def plan_clean_rocketmq(path: str | Path, options: CleanOptions = CleanOptions()
     if not broker:
         last_data = max(rmq.last_data_index(segments), 0)
         candidates = segments[: max(0, min(len(segments) - 1, last_data))]
-    protected_from, holders = (_unconsumed_boundary(store) if options.protect_unconsumed else (None, []))
+    protected_from, holders = _unconsumed_boundary(store)
+    losing: set[str] = set()
     reserved_ms = int(options.file_reserved_hours * HOUR_MS)
     cap = min(options.batch_max, options.max_delete) if options.max_delete is not None else options.batch_max
     deleted: list[rmq.Segment] = []
@@ -134,10 +135,12 @@ def plan_clean_rocketmq(path: str | Path, options: CleanOptions = CleanOptions()
         if not (expired or force):
             break
         if protected_from is not None and seg.base + max(seg.size, 1) > protected_from:
-            held = sorted({f"{g} ({t}/{q})" for g, t, q, off in holders if seg.base <= off < seg.base + max(seg.size, 1) or off < seg.base + seg.size})
-            plan.notes.append(f"{seg.name} and later files hold messages not yet consumed by: {', '.join(held[:10])}")
-            plan.facts["protected_by"] = held
-            break
+            held = sorted({f"{g} ({t}/{q})" for g, t, q, off in holders if off < seg.base + max(seg.size, 1)})
+            if options.protect_unconsumed:
+                plan.notes.append(f"{seg.name} and later files hold messages not yet consumed by: {', '.join(held[:10])} (--allow-unconsumed deletes them)")
+                plan.facts["protected_by"] = held
+                break
+            losing.update(held)
         age_h = (now_ms - int(seg.mtime * 1000)) / HOUR_MS
         why = f"expired: last modified {age_h:.1f} h ago (fileReservedTime {options.file_reserved_hours:g} h)" if expired else (
             f"disk {ratio:.0%} used (above {options.clean_forcibly_ratio} %): deleted before expiry"
@@ -152,6 +155,11 @@ def plan_clean_rocketmq(path: str | Path, options: CleanOptions = CleanOptions()
             )
         )
         deleted.append(seg)
+    if losing:
+        names = sorted(losing)
+        more = f" and {len(names) - 10} more" if len(names) > 10 else ""
+        plan.notes.append(f"--allow-unconsumed: deletes messages not yet consumed by: {', '.join(names[:10])}{more}")
+        plan.facts["unconsumed_deleted_for"] = names
     # --- ConsumeQueue and IndexFiles follow the CommitLog min offset (also on a run that deletes no
     # CommitLog file: an interrupted earlier run may have left them behind) ----------------------
     new_min = segments[len(deleted)].base

@@ -32,7 +32,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from mqtool.errors import LockBusyError, PlanChangedError, StoreIOError, StoreLayoutError
+from mqtool.errors import BrokerRunningError, PlanChangedError, StoreIOError, StoreLayoutError
 from mqtool.layouts import Layout, for_layout
 from mqtool.store.lock import ExclusiveLock, probe_record_lock
 from mqtool.store.mutate import Faults, Mutator
@@ -253,7 +253,7 @@ def apply_plan(
         if broker_lock:
             pid = probe_record_lock(root / broker_lock)
             if pid is not None and not force:
-                raise LockBusyError(
+                raise BrokerRunningError(
                     f"the broker (pid {pid or 'unknown'}) holds {broker_lock}: stop it before changing its files, or pass {force_flag}",
                     path=root / broker_lock,
                 )

@@ -24,6 +24,7 @@ from typing import Any, Generic, TypeVar
 
 from mqtool.errors import MqError
 from mqtool.findings import Finding, Severity
+from mqtool.formats.kafka import checkpoint_file as cpf
 from mqtool.formats.kafka import internal_topics as it
 from mqtool.formats.kafka import record_batch as rb
 from mqtool.formats.rocketmq import config as cfgf
@@ -188,12 +189,16 @@ class KafkaCommitted:
 
 def kafka_committed(store: ks.KafkaStore) -> KafkaCommitted:
     """Every group's committed offsets (the latest commit wins, a tombstone removes one, commits
-    in transactional or control batches are not counted)."""
+    in transactional or control batches are not counted, nor those below the partition's log
+    start offset: the broker's ``GroupMetadataManager`` loads from there)."""
     parts = [p for p in store.partitions if p.topic == ks.CONSUMER_OFFSETS and p.suffix is None]
     if not parts and store.log_dir is not None and store.kind != "log-dir":
         parts = [p for p in ks.open_kafka(store.log_dir).partitions if p.topic == ks.CONSUMER_OFFSETS and p.suffix is None]
     out = KafkaCommitted(found=bool(parts))
+    starts = _log_start_offsets(store)
     for part in parts:
+        # the broker loads its groups from the log start offset on: commits below it are gone
+        start = starts.get(part.key, 0) if part.key is not None else 0
         for seg in part.log_segments():
             if seg.log is None:
                 continue
@@ -205,6 +210,8 @@ def kafka_committed(store: ks.KafkaStore) -> KafkaCommitted:
                         if isinstance(h, rb.BatchHeader) and (h.is_control_batch or h.is_transactional):
                             continue
                         for record in entry.records or ():
+                            if record.offset < start:
+                                continue
                             try:
                                 key, value = it.decode_consumer_offsets_record(record.key, record.value)
                             except MqError as exc:
@@ -226,6 +233,18 @@ def kafka_committed(store: ks.KafkaStore) -> KafkaCommitted:
                     exc.path = str(seg.log)
                 out.problems.append(exc)
     return out
+
+
+def _log_start_offsets(store: ks.KafkaStore) -> dict[tuple[str, int], int]:
+    """The log dir's ``log-start-offset-checkpoint`` (empty when it is absent or unreadable: each
+    partition then starts at its first segment, as the broker falls back)."""
+    path = store.log_dir_file(cpf.LOG_START_OFFSET_CHECKPOINT)
+    if path is None:
+        return {}
+    try:
+        return dict(cpf.decode_offset_checkpoint(read_small_file(path, 64 << 20)).as_dict())
+    except MqError:
+        return {}
 
 
 @dataclass(frozen=True)

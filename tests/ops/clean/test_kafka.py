@@ -298,6 +298,13 @@ def test_protect_unconsumed_lists_the_groups(work):
     assert any("not yet consumed by: billing" in n for n in plan.notes)
     # legacy-0 has no committed offsets: not protected
     assert held["legacy-0"] is None
+    # the default is the same plan; --allow-unconsumed deletes more and names who loses data
+    assert removed_logs(plan_clean_kafka(root, CleanOptions(), now_ms=LATER)) == gone
+    allowed = plan_clean_kafka(root, CleanOptions(protect_unconsumed=False), now_ms=LATER)
+    assert set(removed_logs(allowed)) > set(gone)
+    lost = {p["partition"]: p.get("unconsumed_deleted_for") for p in allowed.facts["partitions"]}
+    assert lost["orders-1"] == ["billing"] and lost["events-0"] == ["audit", "billing"]
+    assert any(n.startswith("--allow-unconsumed: orders-1: ") and n.endswith("not yet consumed by: billing") for n in allowed.notes)
 
 
 def test_config_file_and_flags(work):
@@ -386,7 +393,7 @@ def test_leftovers_of_an_interrupted_deletion_are_removed(work):
     assert not list(part.glob("00000000000000000000.*"))
 
 
-def test_second_run_and_a_running_broker_exit_75(work):
+def test_second_run_exits_75_and_a_running_broker_5(work):
     root = build(work / "logs", 40).parent
     now = T0 + 100 * 24 * HOUR
     before = tree(root)
@@ -402,7 +409,7 @@ def test_second_run_and_a_running_broker_exit_75(work):
     try:
         assert holder.stdout.readline().strip() == "locked"
         code, _, err = cli("clean", root, "--now", now, "--apply")
-        assert code == 75 and f"pid {holder.pid}" in err
+        assert code == 5 and f"pid {holder.pid}" in err  # the broker is running: not "busy" (issue 19)
         assert tree(root) == before
         code, _, err = cli("clean", root, "--now", now, "--apply", "--live", "--interval-ms", 0)
         assert code == 0, err

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import fcntl
+import json
 import os
 import subprocess
 import sys
@@ -149,6 +150,24 @@ def test_protect_unconsumed(tmp_path):
     kept_from = next(s for s in segs if s.base <= unit.unit.commit_log_offset < s.base + s.size)
     assert [p for p in removed(plan) if p.startswith("commitlog/")] == [f"commitlog/{s.name}" for s in segs if s.base < kept_from.base]
     assert any("g (T/0)" in n for n in plan.notes)
+    # the default keeps them too; --allow-unconsumed deletes them and names the group in the plan
+    assert removed(plan_clean_rocketmq(tmp_path, CleanOptions(), now_ms=NOW_MS, probe=low_disk)) == removed(plan)
+    allowed = plan_clean_rocketmq(tmp_path, CleanOptions(protect_unconsumed=False), now_ms=NOW_MS, probe=low_disk)
+    assert f"commitlog/{kept_from.name}" in removed(allowed)
+    assert allowed.facts["unconsumed_deleted_for"] == ["g (T/0)"]
+    assert any(n.startswith("--allow-unconsumed: deletes messages not yet consumed by: g (T/0)") for n in allowed.notes)
+
+
+def test_clean_cli_default_names_the_groups_holding_files_back(tmp_path):
+    build(tmp_path, ages_h=[500] * 50)
+    (tmp_path / "config" / "consumerOffset.json").write_text(encode_fastjson({"offsetTable": {"T@g": {0: 10, 1: 60}}}))
+    keep = _run("clean", tmp_path, "--now", NOW_MS, "--json", "--manual")
+    allow = _run("clean", tmp_path, "--now", NOW_MS, "--json", "--manual", "--allow-unconsumed")
+    kept, allowed = json.loads(keep.stdout), json.loads(allow.stdout)
+    assert any("not yet consumed by: g (T/0)" in n for n in kept["notes"])
+    assert len(allowed["steps"]) > len(kept["steps"]) and allowed["facts"]["unconsumed_deleted_for"] == ["g (T/0)"]
+    both = _run("clean", tmp_path, "--protect-unconsumed", "--allow-unconsumed")
+    assert both.returncode == 2 and "contradict" in both.stderr
 
 
 def _run(*args, env=None):
@@ -189,7 +208,7 @@ def test_broker_lock_refused_unless_live(tmp_path):
     try:
         assert holder.stdout.readline().strip() == "locked"
         proc = _run("clean", tmp_path, "--apply", "--now", NOW_MS, "--interval-ms", "0")
-        assert proc.returncode == 75 and "the broker" in proc.stderr
+        assert proc.returncode == 5 and "the broker" in proc.stderr  # running, not busy (issue 19)
         assert "pass --live" in proc.stderr and "--force" not in proc.stderr  # the flag clean has
         assert len(rmq.open_store(tmp_path).commitlog) > 2
         proc = _run("clean", tmp_path, "--apply", "--now", NOW_MS, "--interval-ms", "0", "--live", "--quiet")

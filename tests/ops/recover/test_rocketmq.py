@@ -887,13 +887,13 @@ def test_lock_held_by_another_mqtool_exits_75(work, pristine):
 
 
 def test_broker_lock_refuses_unless_force(work, pristine):
-    """The broker's fcntl lock on <root>/lock, held by another process: exit 75, nothing
+    """The broker's fcntl lock on <root>/lock, held by another process: exit 5, nothing
     changed; with --force the plan is applied."""
     root, q = fresh(work, pristine)
     before = tree(root)
     with lock_held_elsewhere(root / "lock") as broker_pid:
         code, _, err = cli("recover", root, "--apply", "--quarantine", q)
-        assert code == 75 and f"pid {broker_pid}" in err and "--force" in err
+        assert code == 5 and f"pid {broker_pid}" in err and "--force" in err
         assert tree(root) == before and not q.exists()
         code, _, err = cli("recover", root, "--apply", "--force", "--quarantine", q, "--jobs", "1")
         assert code == 0, err
