@@ -128,11 +128,15 @@ FLUSH_HELP = "\n\n".join(
 )
 
 
+def complete_mode(incomplete: str) -> list[tuple[str, str]]:
+    return [(name, setting) for name, setting, _, _ in FLUSH_MODES if name.startswith(incomplete)]
+
+
 def bench_flush(
     mode: Annotated[
         list[str] | None,
         typer.Option(
-            "--mode", "-m", metavar="<str>...", help="A mode to run, NAME[:setting=value,...] (repeatable; default all)."
+            "--mode", "-m", metavar="<str>...", autocompletion=complete_mode, help="A mode to run, NAME[:setting=value,...] (repeatable; default all)."
         ),
     ] = None,
     size: Annotated[int, typer.Option("--size", min=0, metavar=INT, help="Message body size in bytes.")] = 1024,

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from mqtool.cli.completion import complete_layout
 from mqtool.cli.exit_codes import ExitCode
 from mqtool.cli.options import OutputFormat, check_layout, flag
 from mqtool.cli.render import Renderer, dumps
@@ -57,7 +58,7 @@ def scan(
     conf: Annotated[list[str], typer.Option("--conf", metavar="<str>...", help="Spark setting KEY=VALUE, passed through (repeatable).")] = [],  # noqa: B006
     layout: Annotated[
         str | None,
-        typer.Option("--layout", callback=check_layout, help="Force the layout of every PATH: rocketmq, kafka, jafka, metaq."),
+        typer.Option("--layout", callback=check_layout, autocompletion=complete_layout, help="Force the layout of every PATH: rocketmq, kafka, jafka, metaq."),
     ] = None,
     topic: Annotated[list[str], typer.Option("--topic", metavar="<str>...", help="Only this topic (repeatable; pushed down to the readers).")] = [],  # noqa: B006
     with_body: Annotated[bool, flag("--with-body", help="Keep bodies, values and payloads in the datasets.")] = False,

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from mqtool.cli.common import pick_format
+from mqtool.cli.completion import complete_check_families
 from mqtool.cli.exit_codes import ExitCode
 from mqtool.cli.options import INT, IndexNumOpt, IndexSlotsOpt, JsonlOpt, JsonOpt, LayoutOpt, OutputFormat, StorePathArg, flag
 from mqtool.cli.render import Column, Renderer, dumps, styled
@@ -48,7 +49,7 @@ def validate(
     layout: LayoutOpt = None,
     checks: Annotated[
         str | None,
-        typer.Option("--checks", help=f"Comma-separated check families (default all): {', '.join(FAMILIES)}."),
+        typer.Option("--checks", autocompletion=complete_check_families, help=f"Comma-separated check families (default all): {', '.join(FAMILIES)}."),
     ] = None,
     fail_on: Annotated[Severity, typer.Option("--fail-on", help="Exit 1 when a finding has at least this severity.")] = Severity.error,
     max_findings: Annotated[

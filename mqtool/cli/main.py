@@ -37,6 +37,7 @@ from mqtool.cli import (
     cmd_scan,
     cmd_stats,
     cmd_validate,
+    completion,
 )
 from mqtool.cli.exit_codes import ExitCode, exit_code_for
 from mqtool.cli.options import flag
@@ -125,11 +126,36 @@ def _version(value: bool) -> None:
         raise typer.Exit(0)
 
 
+SHELL_METAVAR = "[<shell>]"  # optional: `run` reads a shell name given after the flag
+
+
 def _root(
     debug: Annotated[bool, flag("--debug", help="Show Python tracebacks on errors.")] = False,
     # every root option is a flag defaulting to False: typer coerces any other value through pydantic
     # (~70 ms to import) before it runs the command, even for `mqtool info --help`
     version: Annotated[bool, flag("--version", callback=_version, is_eager=True, help="Print the version and exit.")] = False,
+    install_completion: Annotated[
+        bool,
+        flag(
+            "--install-completion",
+            metavar=SHELL_METAVAR,
+            callback=completion.install_completion,
+            is_eager=True,
+            expose_value=False,
+            help="Install shell completion for bash, zsh or fish (default: the shell running mqtool).",
+        ),
+    ] = False,
+    show_completion: Annotated[
+        bool,
+        flag(
+            "--show-completion",
+            metavar=SHELL_METAVAR,
+            callback=completion.show_completion,
+            is_eager=True,
+            expose_value=False,
+            help="Print the completion script for bash, zsh or fish, to source it or install it by hand.",
+        ),
+    ] = False,
 ) -> None:
     if debug:
         _state["debug"] = True
@@ -142,7 +168,7 @@ def build_app() -> typer.Typer:
         help=HELP,
         cls=Group,
         no_args_is_help=True,
-        add_completion=False,
+        add_completion=False,  # the root's own --show-completion/--install-completion take the shell
         pretty_exceptions_enable=False,
         context_settings={"help_option_names": ["-h", "--help"]},
     )
@@ -173,9 +199,18 @@ def run(args: list[str]) -> int:
     """Run the CLI with ``args``; return the exit code (never raises, never prints a traceback
     unless debugging)."""
     _state["debug"] = False  # per run: in-process callers (tests, fuzzing) run many commands
+    if completion.shell_complete_requested():  # the shell asks for completions: answer, exit
+        try:
+            _click_command().main(args=args, prog_name=completion.PROG, complete_var=completion.COMPLETE_VAR)
+        except SystemExit as exc:
+            return exc.code if isinstance(exc.code, int) else ExitCode.OK
+        return ExitCode.OK
     command = _click_command()
     try:
-        result = command.main(args=args, prog_name="mqtool", standalone_mode=False)
+        requested = completion.shell_option(args)  # `--show-completion bash`: click has no optional values
+        if requested is not None:
+            return completion.answer(*requested)
+        result = command.main(args=args, prog_name=completion.PROG, standalone_mode=False)
         return int(result) if isinstance(result, int) else ExitCode.OK
     except typer.Exit as exc:
         return exc.exit_code

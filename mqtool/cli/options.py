@@ -15,6 +15,8 @@ from typing import Annotated, Any
 
 import typer
 
+from mqtool.cli.completion import complete_layout
+
 
 class OutputFormat(str, enum.Enum):
     table = "table"
@@ -63,7 +65,9 @@ DecodeOpt = Annotated[
 ]
 LayoutOpt = Annotated[
     str | None,
-    typer.Option("--layout", callback=check_layout, help="Force the layout instead of detecting it: rocketmq, kafka, jafka, metaq."),
+    typer.Option(
+        "--layout", callback=check_layout, autocompletion=complete_layout, help="Force the layout instead of detecting it: rocketmq, kafka, jafka, metaq."
+    ),
 ]
 StorePathArg = Annotated[Path, typer.Argument(help="A store root, Kafka log dir or partition, Jafka or MetaQ data dir.")]
 
