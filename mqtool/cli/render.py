@@ -105,9 +105,10 @@ class Renderer:
         self.quiet = quiet
         # markup=False: strings come from the data (topics, keys, paths, finding messages) and
         # a "[/x]" in one must print as is, not be parsed as rich markup (or raise MarkupError);
-        # deliberate styling goes through ``styled`` / ``markup`` below.
-        self.console = _Console(file=self.out, highlight=False, soft_wrap=False, markup=False)
-        self.err_console = _Console(file=self.err, highlight=False, stderr=True, markup=False)
+        # deliberate styling goes through ``styled`` / ``markup`` below.  emoji=False likewise: a
+        # topic "orders:smile:" printed as "orders😄".
+        self.console = _Console(file=self.out, highlight=False, soft_wrap=False, markup=False, emoji=False)
+        self.err_console = _Console(file=self.err, highlight=False, stderr=True, markup=False, emoji=False)
 
     # --- documents (report commands) ---------------------------------------------------
     def document(self, doc: Any, table: Callable[[Console], None]) -> None:
@@ -293,7 +294,7 @@ def styled(text: str, style: str) -> Text:
 
 def markup(template: str, *data: object) -> Text:
     """``template`` (mqtool's own rich markup) with ``{}`` fields filled by escaped ``data``."""
-    return Text.from_markup(template.format(*(escape(str(d)) for d in data)))
+    return Text.from_markup(template.format(*(escape(str(d)) for d in data)), emoji=False)
 
 
 def render_generic(console: Console, doc: dict, title: str | None = None) -> None:
