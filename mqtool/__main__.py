@@ -1,4 +1,4 @@
-from mqtool.cli.app import main
+from mqtool.cli.main import main
 
 if __name__ == "__main__":
     main()

@@ -210,8 +210,11 @@ def test_no_module_is_imported_by_name():
 
 def test_starting_the_cli_loads_no_verb_implementation():
     """The verbs' tables import their layout modules on first dispatch, not when ``mqtool --help``
-    builds the app."""
-    script = "import sys, mqtool.cli.app; print('\\n'.join(m for m in sys.modules if m.startswith('mqtool.')))"
+    builds the app.  The CLI imports neither the registry nor the tables when it starts (their
+    commands do: ``tests/cli/test_startup.py``), so they are imported here beside it, as a command
+    imports them."""
+    tables = ", ".join(f"mqtool.ops.{verb}" for verb in TABLES)
+    script = f"import sys, mqtool.cli.app, mqtool.layouts, {tables}; print('\\n'.join(m for m in sys.modules if m.startswith('mqtool.')))"
     loaded = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True, cwd=PROJECT_ROOT).stdout.split()
     assert "mqtool.layouts" in loaded
     lazy = [f"mqtool.ops.{m}" for _, modules in TABLES.values() for m in modules]

@@ -1,32 +1,19 @@
 """``mqtool bench flush``: the brokers' flush policies measured on this disk.
 
-Tables, a terminal chart (drawn with rich: a latency CDF and p99 against throughput per mode),
-``--json``, and ``--plot FILE.png`` through matplotlib (the optional ``plot`` extra).
+Tables, a terminal chart, ``--json``, and ``--plot FILE.png`` (``bench_report``).  The benchmark
+(``ops.bench``) loads when the command runs: ``FLUSH_MODES`` is its table of modes for ``--help``,
+kept equal to ``ops.bench.mode_help()`` by ``tests/cli/test_startup.py``.
 """
 
-from __future__ import annotations
-
 import enum
-import math
 from pathlib import Path
 from typing import Annotated
 
-import humanize
 import typer
-from rich import box
-from rich.console import Console
-from rich.table import Table
-from rich.text import Text
 
-from mqtool.cli.app import app
-from mqtool.cli.common import FormatOpt, JsonlOpt, JsonOpt, renderer
+from mqtool.cli.common import renderer
 from mqtool.cli.exit_codes import ExitCode
-from mqtool.cli.render import OutputFormat, Renderer, markup
-from mqtool.errors import UnsupportedFormatError
-from mqtool.ops import bench as ops_bench
-
-bench_app = typer.Typer(help="Benchmarks run on this machine's disk.", no_args_is_help=True)
-app.add_typer(bench_app, name="bench")
+from mqtool.cli.options import FLOAT, INT, FormatOpt, JsonlOpt, JsonOpt, OutputFormat, flag
 
 
 class IoMode(str, enum.Enum):
@@ -34,9 +21,95 @@ class IoMode(str, enum.Enum):
     write = "write"
 
 
+#: ``(name, system: setting, summary, defaults)`` of every mode, as ``ops.bench.mode_help()`` yields them
+FLUSH_MODES: tuple[tuple[str, str, str, dict[str, int]], ...] = (
+    (
+        "rocketmq-sync",
+        "RocketMQ: flushDiskType=SYNC_FLUSH (GroupCommitService)",
+        "The producer waits until a flush covers its record; the service wakes on a request or every 10 ms and one "
+        "flush serves every producer waiting (syncFlushTimeout ends a wait).",
+        {"syncFlushTimeout": 5000},
+    ),
+    (
+        "rocketmq-async",
+        "RocketMQ: flushDiskType=ASYNC_FLUSH (FlushRealTimeService, flushCommitLogTimed=true)",
+        "Acknowledged on append; the flush service sleeps flushIntervalCommitLog and flushes when "
+        "flushCommitLogLeastPages 4 KiB pages wait, everything every flushCommitLogThoroughInterval.",
+        {"flushIntervalCommitLog": 500, "flushCommitLogLeastPages": 4, "flushCommitLogThoroughInterval": 10000},
+    ),
+    (
+        "rocketmq-async-wakeup",
+        "RocketMQ: flushDiskType=ASYNC_FLUSH (FlushRealTimeService, flushCommitLogTimed=false)",
+        "As rocketmq-async, but the service waits in a wake-able wait that every put interrupts, so it flushes as soon "
+        "as flushCommitLogLeastPages pages wait.",
+        {"flushIntervalCommitLog": 500, "flushCommitLogLeastPages": 4, "flushCommitLogThoroughInterval": 10000},
+    ),
+    (
+        "rocketmq-transient",
+        "RocketMQ: transientStorePoolEnable=true (CommitRealTimeService + FlushRealTimeService)",
+        "Records go to a write buffer and are acknowledged; CommitRealTimeService writes them to the file (woken by "
+        "every put; 4 pages, or all after commitCommitLogThoroughInterval), then the async flush service syncs.",
+        {
+            "commitIntervalCommitLog": 200,
+            "commitCommitLogLeastPages": 4,
+            "commitCommitLogThoroughInterval": 200,
+            "flushIntervalCommitLog": 500,
+            "flushCommitLogLeastPages": 4,
+            "flushCommitLogThoroughInterval": 10000,
+        },
+    ),
+    (
+        "metaq-group-commit",
+        "MetaQ: unflushThreshold=0 (group commit)",
+        "Producers queue requests; a writer thread appends them and fsyncs when the queue is momentarily empty or more "
+        "than maxTransferSize (at most 512 KiB) is unflushed; acks follow the fsync.",
+        {"maxTransferSize": 1048576},
+    ),
+    (
+        "metaq-threshold",
+        "MetaQ: unflushThreshold / unflushInterval",
+        "fsync in the append when more than unflushThreshold messages are unflushed or unflushInterval ms passed since "
+        "the last flush; a FlushRunner flushes every unflushInterval.",
+        {"unflushThreshold": 1000, "unflushInterval": 10000},
+    ),
+    (
+        "jafka-count",
+        "Jafka: log.flush.interval (messages) + log flusher",
+        "flush in the append once log.flush.interval messages are unflushed; the flusher runs every "
+        "log.default.flush.scheduler.interval.ms and flushes logs idle for log.default.flush.interval.ms.",
+        {"log.flush.interval": 500, "log.default.flush.scheduler.interval.ms": 3000, "log.default.flush.interval.ms": 3000},
+    ),
+    (
+        "jafka-interval",
+        "Jafka: log.default.flush.interval.ms (time) + log flusher",
+        "Jafka flushing by time only (the sample config's 1 s flusher; log.flush.interval never reached).",
+        {"log.flush.interval": 2147483647, "log.default.flush.scheduler.interval.ms": 1000, "log.default.flush.interval.ms": 1000},
+    ),
+    (
+        "kafka-count",
+        "Kafka: log.flush.interval.messages (flush.messages)",
+        "UnifiedLog.append flushes once log.flush.interval.messages are unflushed (server.properties: 10000); no timer.",
+        {"log.flush.interval.messages": 10000, "log.flush.scheduler.interval.ms": 0, "log.flush.interval.ms": 0},
+    ),
+    (
+        "kafka-interval",
+        "Kafka: log.flush.interval.ms (flush.ms) + log.flush.scheduler.interval.ms",
+        "The kafka-log-flusher task runs every log.flush.scheduler.interval.ms and flushes a log not flushed for "
+        "flush.ms (server.properties: 1000).",
+        {"log.flush.interval.messages": 0, "log.flush.scheduler.interval.ms": 1000, "log.flush.interval.ms": 1000},
+    ),
+    (
+        "none",
+        "any: page cache only",
+        "Nothing is synced while producing: the durability window is the whole run.",
+        {},
+    ),
+)
+
+
 def _modes_help() -> str:
     lines = []
-    for name, setting, summary, defaults in ops_bench.mode_help():
+    for name, setting, summary, defaults in FLUSH_MODES:
         settings = ", ".join(f"{k}={v}" for k, v in defaults.items())
         lines.append(f"{name} -- {setting}. {summary}" + (f" Defaults: {settings}." if settings else ""))
     return "\n\n".join(lines)
@@ -54,37 +127,43 @@ FLUSH_HELP = "\n\n".join(
     ]
 )
 
-SYMBOLS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
-COLOURS = ["red", "green", "blue", "magenta", "cyan", "yellow", "bright_red", "bright_green", "bright_blue", "bright_magenta", "bright_cyan"]
+
+def complete_mode(incomplete: str) -> list[tuple[str, str]]:
+    return [(name, setting) for name, setting, _, _ in FLUSH_MODES if name.startswith(incomplete)]
 
 
-@bench_app.command("flush", help=FLUSH_HELP)
 def bench_flush(
     mode: Annotated[
-        list[str] | None, typer.Option("--mode", "-m", help="A mode to run, NAME[:setting=value,...] (repeatable; default all).")
+        list[str] | None,
+        typer.Option(
+            "--mode", "-m", metavar="<str>...", autocompletion=complete_mode, help="A mode to run, NAME[:setting=value,...] (repeatable; default all)."
+        ),
     ] = None,
-    size: Annotated[int, typer.Option("--size", min=0, help="Message body size in bytes.")] = 1024,
-    producers: Annotated[int, typer.Option("--producers", min=1, help="Producer threads.")] = 4,
-    duration: Annotated[float | None, typer.Option("--duration", min=0.1, help="Seconds per mode (default 5).")] = None,
-    messages: Annotated[int | None, typer.Option("--messages", min=1, help="Messages per mode, instead of --duration.")] = None,
+    size: Annotated[int, typer.Option("--size", min=0, metavar=INT, help="Message body size in bytes.")] = 1024,
+    producers: Annotated[int, typer.Option("--producers", min=1, metavar=INT, help="Producer threads.")] = 4,
+    duration: Annotated[float | None, typer.Option("--duration", min=0.1, metavar=FLOAT, help="Seconds per mode (default 5).")] = None,
+    messages: Annotated[int | None, typer.Option("--messages", min=1, metavar=INT, help="Messages per mode, instead of --duration.")] = None,
     directory: Annotated[
         Path, typer.Option("--dir", help="Where to write: a directory on the disk being judged (empty, or created).")
     ] = Path("mqtool-bench"),
-    force: Annotated[bool, typer.Option("--force", help="Run in a non-empty --dir (only the run's own files are removed).")] = False,
-    keep: Annotated[bool, typer.Option("--keep", help="Keep the written stores (their path is printed).")] = False,
-    validate: Annotated[bool, typer.Option("--validate", help="Run `mqtool validate` on each written store; exit 1 if one fails.")] = False,
+    force: Annotated[bool, flag("--force", help="Run in a non-empty --dir (only the run's own files are removed).")] = False,
+    keep: Annotated[bool, flag("--keep", help="Keep the written stores (their path is printed).")] = False,
+    validate: Annotated[bool, flag("--validate", help="Run `mqtool validate` on each written store; exit 1 if one fails.")] = False,
     io: Annotated[IoMode, typer.Option("--io", help="mmap: records copied into a mapping (the broker's default); write: pwrite.", case_sensitive=False)] = IoMode.mmap,
     commitlog_file_size: Annotated[
-        int, typer.Option("--commitlog-file-size", min=65536, help="CommitLog file size (mappedFileSizeCommitLog).")
+        int, typer.Option("--commitlog-file-size", min=65536, metavar=INT, help="CommitLog file size (mappedFileSizeCommitLog).")
     ] = 1 << 30,
     plot: Annotated[
         Path | None, typer.Option("--plot", help="Write a PNG: throughput vs p99 latency, and a latency CDF per mode (needs matplotlib: the 'plot' extra).")
     ] = None,
-    no_chart: Annotated[bool, typer.Option("--no-chart", help="Table output without the terminal chart.")] = False,
+    no_chart: Annotated[bool, flag("--no-chart", help="Table output without the terminal chart.")] = False,
     fmt: FormatOpt = OutputFormat.table,
     as_json: JsonOpt = False,
     as_jsonl: JsonlOpt = False,
 ) -> int:
+    from mqtool.cli.bench_report import ProgressBars, render_bench, render_png, require_matplotlib
+    from mqtool.ops import bench as ops_bench
+
     out = renderer(fmt, as_json, as_jsonl)
     if duration is not None and messages is not None:
         raise typer.BadParameter("give --duration or --messages, not both", param_hint="--duration")
@@ -99,7 +178,7 @@ def bench_flush(
             param_hint="--dir",
         )
     if plot is not None:
-        _require_matplotlib()
+        require_matplotlib()
     options = ops_bench.BenchOptions(
         directory=directory,
         modes=modes,
@@ -113,7 +192,7 @@ def bench_flush(
         force=force,
         validate=validate,
     )
-    with _ProgressBars(out, len(modes)) as progress:
+    with ProgressBars(out, len(modes)) as progress:
         report = ops_bench.run_bench(options, progress=progress)
     doc = report.to_dict()
     out.document(doc, lambda console: render_bench(console, doc, chart=not no_chart))
@@ -132,230 +211,3 @@ def bench_flush(
     return ExitCode.OK
 
 
-class _ProgressBars(ops_bench.BenchProgress):
-    """One bar per mode on stderr (a terminal, table output only)."""
-
-    def __init__(self, out: Renderer, count: int) -> None:
-        self.out = out
-        self.count = count
-        self.index = 0
-        self.enabled = not out.quiet and out.fmt is OutputFormat.table and out.err_console.is_terminal
-        self.bar = None
-        self.tasks: dict[str, int] = {}
-
-    def __enter__(self) -> _ProgressBars:
-        if self.enabled:
-            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-            self.bar = Progress(
-                TextColumn("{task.description}"),
-                BarColumn(),
-                MofNCompleteColumn(),
-                TextColumn("{task.fields[unit]}"),
-                TimeElapsedColumn(),
-                console=self.out.err_console,
-                transient=True,
-            )
-            self.bar.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if self.bar is not None:
-            self.bar.stop()
-
-    def start(self, mode: str, total: int, unit: str) -> None:
-        self.index += 1
-        if self.bar is not None:
-            self.tasks[mode] = self.bar.add_task(f"[{self.index}/{self.count}] {mode}", total=total, unit=unit)
-
-    def update(self, mode: str, done: int) -> None:
-        if self.bar is not None and mode in self.tasks:
-            self.bar.update(self.tasks[mode], completed=done)
-
-    def finish(self, mode: str) -> None:
-        if self.bar is not None and mode in self.tasks:
-            self.bar.remove_task(self.tasks.pop(mode))
-
-
-# --- table and terminal chart ------------------------------------------------------------------
-
-
-def _ms(value: float | None) -> str:
-    if value is None:
-        return "-"
-    if value >= 100:
-        return f"{value:,.0f} ms"
-    if value >= 1:
-        return f"{value:.2f} ms"
-    return f"{value * 1000:.0f} µs"
-
-
-def _num(ms: float) -> str:
-    """Milliseconds with three significant digits (0.0234 -> 0.0234, 32.72 -> 32.7, 1234 -> 1,234)."""
-    if ms >= 100:
-        return f"{ms:,.0f}"
-    if ms >= 10:
-        return f"{ms:.1f}"
-    if ms >= 1:
-        return f"{ms:.2f}"
-    return f"{ms:.3g}"
-
-
-def render_bench(console: Console, doc: dict, *, chart: bool = True) -> None:
-    duration = f"{doc['duration_s']:g} s" if doc["duration_s"] is not None else f"{humanize.intcomma(doc['messages'])} messages"
-    title = (
-        f"bench flush: {duration} per mode, {doc['producers']} producer(s), {humanize.naturalsize(doc['size'], binary=True)} bodies, "
-        f"--io {doc['io']}, in {doc['directory']}"
-    )
-    console.print(title)
-    speed = Table(title="throughput, and append latency in ms (submit to acknowledgement)", title_justify="left", box=box.SIMPLE_HEAD)
-    speed.add_column("mode", no_wrap=True)
-    for col in ("msg/s", "MB/s", "p50", "p99", "p99.9", "max"):
-        speed.add_column(col, justify="right", no_wrap=True)
-    safety = Table(title="fsyncs, and the durability window: acknowledged but not yet flushed", title_justify="left", box=box.SIMPLE_HEAD)
-    safety.add_column("mode", no_wrap=True)
-    for col in ("fsyncs", "avg fsync", "max bytes", "max msgs", "max ms"):
-        safety.add_column(col, justify="right", no_wrap=True)
-    for m in doc["modes"]:
-        lat = m["latency_ms"]
-        w = m["durability_window"]
-        name = m["mode"] + (" (interrupted)" if m["interrupted"] else "")
-        speed.add_row(
-            name,
-            humanize.intcomma(round(m["messages_per_s"])),
-            f"{m['bytes_per_s'] / 1e6:.1f}",
-            _num(lat["p50"]),
-            _num(lat["p99"]),
-            _num(lat["p999"]),
-            _num(lat["max"]),
-        )
-        row = [
-            name,
-            humanize.intcomma(m["fsyncs"]),
-            _ms(m["fsync_avg_ms"]),
-            humanize.naturalsize(w["max_bytes"], binary=True) if w["max_bytes"] else "0",
-            humanize.intcomma(w["max_messages"]),
-            _ms(w["max_ms"]) if w["max_ms"] else "0",
-        ]
-        safety.add_row(*row)
-    console.print(speed)
-    console.print(safety)
-    checked = [m for m in doc["modes"] if m["validation"] is not None]
-    if checked:
-        bad = [f"{m['mode']} ({m['validation']['error']} error(s))" for m in checked if not m["validation"]["ok"]]
-        if bad:
-            console.print(markup("[red]validate FAILED[/red] for {}", ", ".join(bad)))
-        else:
-            console.print(f"validate: the {len(checked)} written store(s) are clean")
-    timeouts = [f"{m['mode']}: {m['flush_timeouts']}" for m in doc["modes"] if m["flush_timeouts"]]
-    if timeouts:
-        console.print(f"flush timeouts (FLUSH_DISK_TIMEOUT): {', '.join(timeouts)}")
-    console.print("a power loss can take up to the window: acknowledged messages the disk does not hold yet")
-    if chart and doc["modes"]:
-        console.print(render_chart(doc["modes"]))
-
-
-def _scale(value: float, lo: float, hi: float, cells: int, log: bool) -> int:
-    if log:
-        value, lo, hi = math.log10(max(value, 1e-9)), math.log10(max(lo, 1e-9)), math.log10(max(hi, 1e-9))
-    if hi <= lo:
-        return 0
-    return max(0, min(cells - 1, round((value - lo) / (hi - lo) * (cells - 1))))
-
-
-def _grid_plot(
-    series: list[tuple[str, str, list[tuple[float, float]]]], *, width: int, height: int, xlog: bool, ylog: bool, xlabel: str, ylabel: str, fmt_x, fmt_y
-) -> Text:
-    xs = [x for _, _, pts in series for x, _ in pts]
-    ys = [y for _, _, pts in series for _, y in pts]
-    text = Text()
-    if not xs:
-        return text
-    x_lo, x_hi, y_lo, y_hi = min(xs), max(xs), min(ys), max(ys)
-    if xlog:
-        x_lo = max(x_lo, 1e-6)
-    grid: list[list[tuple[str, str] | None]] = [[None] * width for _ in range(height)]
-    for symbol, colour, pts in series:
-        for x, y in pts:
-            col = _scale(x, x_lo, x_hi, width, xlog)
-            row = height - 1 - _scale(y, y_lo, y_hi, height, ylog)
-            grid[row][col] = (symbol, colour)
-    label_w = max(len(fmt_y(y_hi)), len(fmt_y(y_lo)), len(ylabel))
-    text.append(f"{ylabel:>{label_w}}\n")
-    for r, cells in enumerate(grid):
-        label = fmt_y(y_hi) if r == 0 else fmt_y(y_lo) if r == height - 1 else ""
-        text.append(f"{label:>{label_w}} │")
-        for cell in cells:
-            if cell is None:
-                text.append(" ")
-            else:
-                text.append(cell[0], style=cell[1])
-        text.append("\n")
-    text.append(" " * label_w + " └" + "─" * width + "\n")
-    left, right = fmt_x(x_lo), fmt_x(x_hi)
-    text.append(" " * (label_w + 2) + left + " " * max(1, width - len(left) - len(right)) + right + "\n")
-    text.append(" " * (label_w + 2) + f"{xlabel:^{width}}\n")
-    return text
-
-
-def render_chart(modes: list[dict], width: int = 64, height: int = 12) -> Text:
-    """A latency CDF per mode and p99 latency against throughput, drawn with characters."""
-    keyed = [(SYMBOLS[i % len(SYMBOLS)], COLOURS[i % len(COLOURS)], m) for i, m in enumerate(modes)]
-    text = Text()
-    text.append("\nappend latency CDF (x: latency, log scale; y: share of appends)\n", style="bold")
-    cdf = [(s, c, [(x, y * 100) for x, y in m["latency_cdf"] if x > 0]) for s, c, m in keyed]
-    text.append_text(
-        _grid_plot(cdf, width=width, height=height, xlog=True, ylog=False, xlabel="latency", ylabel="%", fmt_x=_ms, fmt_y=lambda v: f"{v:.0f}%")
-    )
-    text.append("\np99 latency vs throughput (x: messages/s; y: p99, log scale)\n", style="bold")
-    scatter = [(s, c, [(m["messages_per_s"], max(m["latency_ms"]["p99"], 1e-6))]) for s, c, m in keyed if m["messages"]]
-    text.append_text(
-        _grid_plot(
-            scatter, width=width, height=height, xlog=False, ylog=True, xlabel="messages/s", ylabel="p99", fmt_x=lambda v: humanize.intcomma(round(v)), fmt_y=_ms
-        )
-    )
-    for i, (s, c, m) in enumerate(keyed):
-        text.append(f" {s}", style=f"bold {c}")
-        text.append(f" {m['mode']:<22}")
-        if i % 3 == 2 or i == len(keyed) - 1:
-            text.append("\n")
-    return text
-
-
-# --- PNG (matplotlib, optional) ------------------------------------------------------------------
-
-
-def _require_matplotlib() -> None:
-    try:
-        import matplotlib  # noqa: F401
-    except ImportError:
-        raise UnsupportedFormatError(
-            "--plot needs matplotlib: pip install 'mqtool[plot]'", expected="matplotlib installed", found="not installed"
-        ) from None
-
-
-def render_png(doc: dict, path: Path) -> None:
-    _require_matplotlib()
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, (left, right) = plt.subplots(1, 2, figsize=(13, 5.5))
-    for m in doc["modes"]:
-        if not m["messages"]:
-            continue
-        left.scatter([m["messages_per_s"]], [m["latency_ms"]["p99"]], s=40)
-        left.annotate(m["mode"], (m["messages_per_s"], m["latency_ms"]["p99"]), fontsize=8, xytext=(4, 4), textcoords="offset points")
-        xs = [p[0] for p in m["latency_cdf"]]
-        ys = [p[1] * 100 for p in m["latency_cdf"]]
-        right.step(xs, ys, where="post", label=m["mode"])
-    left.set(xlabel="messages/s", ylabel="p99 append latency (ms)", yscale="log", title="throughput vs latency")
-    left.grid(True, which="both", alpha=0.3)
-    right.set(xlabel="append latency (ms)", ylabel="appends at or below (%)", xscale="log", title="latency CDF")
-    right.grid(True, which="both", alpha=0.3)
-    right.legend(fontsize=7)
-    fig.suptitle(f"mqtool bench flush: --io {doc['io']}, {doc['producers']} producer(s), {doc['size']}-byte bodies")
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)

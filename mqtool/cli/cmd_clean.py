@@ -1,34 +1,28 @@
 """``mqtool clean``: retention for every layout, safe under cron."""
 
-from __future__ import annotations
-
 import dataclasses
 import inspect
 import time
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
-import humanize
 import typer
-from rich.console import Console
-from rich.table import Table
 
-from mqtool.cli.app import app
-from mqtool.cli.common import FormatOpt, JsonlOpt, JsonOpt, LayoutOpt, renderer
+from mqtool.cli.common import renderer
 from mqtool.cli.exit_codes import ExitCode
-from mqtool.cli.render import OutputFormat
-from mqtool.layouts import detect_layout
-from mqtool.ops.clean import cleaner
-from mqtool.ops.clean.config import read_policy_file
-from mqtool.ops.recover import RecoverPlan, apply_plan
+from mqtool.cli.options import INT, FormatOpt, JsonlOpt, JsonOpt, LayoutOpt, OutputFormat, flag
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from mqtool.ops.recover import RecoverPlan
 
 BROKER_LOCKS = {"rocketmq": "lock", "kafka": ".lock"}
 
 
-@app.command("clean")
 def clean(
     path: Annotated[Path, typer.Argument(help="The store root / log dir to apply retention to.")],
-    apply: Annotated[bool, typer.Option("--apply", help="Delete (default: only show the plan; exit 1 when there is work).")] = False,
+    apply: Annotated[bool, flag("--apply", help="Delete (default: only show the plan; exit 1 when there is work).")] = False,
     policy: Annotated[
         str,
         typer.Option(
@@ -45,10 +39,10 @@ def clean(
     disk_max_used: Annotated[int | None, typer.Option("--disk-max-used", help="RocketMQ diskMaxUsedSpaceRatio percent (75).")] = None,
     clean_forcibly: Annotated[int | None, typer.Option("--clean-forcibly-ratio", help="RocketMQ diskSpaceCleanForciblyRatio (85).")] = None,
     force_when_full: Annotated[
-        bool, typer.Option("--force-when-full", help="Above the clean-forcibly ratio, delete unexpired files too (the broker's default).")
+        bool, flag("--force-when-full", help="Above the clean-forcibly ratio, delete unexpired files too (the broker's default).")
     ] = False,
-    manual: Annotated[bool, typer.Option("--manual", help="RocketMQ: like mqadmin deleteExpiredCommitLog (ignore the hour gate).")] = False,
-    batch_max: Annotated[int | None, typer.Option("--batch-max", min=1, help="RocketMQ deleteFileBatchMax (10).")] = None,
+    manual: Annotated[bool, flag("--manual", help="RocketMQ: like mqadmin deleteExpiredCommitLog (ignore the hour gate).")] = False,
+    batch_max: Annotated[int | None, typer.Option("--batch-max", min=1, metavar=INT, help="RocketMQ deleteFileBatchMax (10).")] = None,
     retention_hours: Annotated[float | None, typer.Option("--retention-hours", help="Jafka log.retention.hours (168).")] = None,
     retention_bytes: Annotated[
         int | None, typer.Option("--retention-bytes", help="Kafka retention.bytes / Jafka log.retention.size: bytes kept per partition (-1: no size limit).")
@@ -57,22 +51,22 @@ def clean(
     delete_policy: Annotated[
         str | None, typer.Option("--delete-policy", help='MetaQ deletePolicy: "delete,168" (default), "archive,72h" or "archive,72h,true" (zip).')
     ] = None,
-    max_delete: Annotated[int | None, typer.Option("--max-delete", min=0, help="Delete at most this many data files this run.")] = None,
-    interval_ms: Annotated[int, typer.Option("--interval-ms", min=0, help="Pause between data-file deletions (deletePhysicFilesInterval).")] = 100,
+    max_delete: Annotated[int | None, typer.Option("--max-delete", min=0, metavar=INT, help="Delete at most this many data files this run.")] = None,
+    interval_ms: Annotated[int, typer.Option("--interval-ms", min=0, metavar=INT, help="Pause between data-file deletions (deletePhysicFilesInterval).")] = 100,
     protect_unconsumed: Annotated[
-        bool, typer.Option("--protect-unconsumed", help="The default: never delete a file holding messages some consumer group has not consumed.")
+        bool, flag("--protect-unconsumed", help="The default: never delete a file holding messages some consumer group has not consumed.")
     ] = False,
     allow_unconsumed: Annotated[
         bool,
-        typer.Option(
+        flag(
             "--allow-unconsumed",
             help="RocketMQ, Kafka: delete files holding messages some consumer group has not consumed (named in the plan); by default they are kept.",
         ),
     ] = False,
     live: Annotated[
-        bool, typer.Option("--live", help="Clean although the broker holds its lock (it keeps deleted files mapped until it restarts).")
+        bool, flag("--live", help="Clean although the broker holds its lock (it keeps deleted files mapped until it restarts).")
     ] = False,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="For cron: print nothing but errors.")] = False,
+    quiet: Annotated[bool, flag("--quiet", "-q", help="For cron: print nothing but errors.")] = False,
     now: Annotated[int | None, typer.Option("--now", help="Judge ages as of this time (ms since epoch) instead of now.")] = None,
     layout: LayoutOpt = None,
     fmt: FormatOpt = OutputFormat.table,
@@ -83,6 +77,13 @@ def clean(
 
     A second run while one holds the store's lock exits 75 with one line on stderr; a running
     broker (holding its own lock) exits 5 unless --live."""
+    import humanize
+
+    from mqtool.layouts import detect_layout
+    from mqtool.ops.clean import cleaner
+    from mqtool.ops.clean.config import read_policy_file
+    from mqtool.ops.recover import apply_plan
+
     out = renderer(fmt, as_json, as_jsonl, quiet=quiet)
     layout_name = detect_layout(path, layout)
     plan_fn, options_cls = cleaner(layout_name)
@@ -144,7 +145,10 @@ def clean(
     return ExitCode.OK
 
 
-def render_clean_plan(console: Console, plan: RecoverPlan) -> None:
+def render_clean_plan(console: "Console", plan: "RecoverPlan") -> None:
+    import humanize
+    from rich.table import Table
+
     facts = plan.facts
     if "disk_used_ratio" in facts:
         console.print(f"disk {facts['disk_used_ratio']:.0%} used; policy {plan.mode}")

@@ -1,22 +1,18 @@
 """``mqtool diff``: master vs slave, or two replicas of a partition, compared by offset."""
 
-from __future__ import annotations
-
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
-import humanize
 import typer
-from rich.console import Console
 from rich.text import Text
 
-from mqtool.cli.app import app
-from mqtool.cli.common import FormatOpt, JsonlOpt, JsonOpt, LayoutOpt, renderer
+from mqtool.cli.common import renderer
 from mqtool.cli.exit_codes import ExitCode
-from mqtool.cli.render import OutputFormat, markup, styled
-from mqtool.layouts import detect_layout
-from mqtool.ops.diff import check_same_layout, diff_stores
-from mqtool.ops.stats import input_size
+from mqtool.cli.options import FormatOpt, JsonlOpt, JsonOpt, LayoutOpt, OutputFormat
+from mqtool.cli.render import markup, styled
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 VERDICTS = {
     "identical": "[green]identical[/green]",
@@ -31,7 +27,6 @@ VERDICTS = {
 }
 
 
-@app.command("diff")
 def diff(
     store_a: Annotated[Path, typer.Argument(help="The reference copy: the RocketMQ master, the Kafka leader (a store root, log dir or partition).")],
     store_b: Annotated[Path, typer.Argument(help="The other copy: the slave / follower.")],
@@ -48,6 +43,10 @@ def diff(
     a torn tail) is damage, never part of a clean prefix. Streaming.
     Exit 0 when identical or a clean prefix, 1 when diverged or damaged (or no offset in common),
     3 when a path is not a store or the two are of different layouts."""
+    from mqtool.layouts import detect_layout
+    from mqtool.ops.diff import check_same_layout, diff_stores
+    from mqtool.ops.stats import input_size
+
     out = renderer(fmt, as_json, as_jsonl)
     layout_a = detect_layout(store_a, layout)
     layout_b = detect_layout(store_b, layout)
@@ -84,13 +83,17 @@ def _record(rec: dict | None) -> str:
 
 
 def _extra(label: str, extra: dict | None, unit: str) -> str | None:
+    import humanize
+
     if not extra:
         return None
     span = f"[{extra['from']:,}, {extra['to']:,})"
     return f"{label}: {humanize.intcomma(extra['records'])} record(s), {humanize.naturalsize(extra['bytes'], binary=True)} at {unit}s {span}"
 
 
-def render_diff(console: Console, doc: dict) -> None:
+def render_diff(console: "Console", doc: dict) -> None:
+    import humanize
+
     console.print(markup("[bold]{}[/bold] A={}  B={}", doc["layout"], doc["a"], doc["b"]))
     for log in doc["logs"]:
         unit = log["unit"]

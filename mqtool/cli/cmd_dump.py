@@ -1,28 +1,34 @@
 """``mqtool dump``: every field of every record of one file family, streamed."""
 
-from __future__ import annotations
-
 from collections.abc import Iterator
-from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from mqtool.cli.app import app
-from mqtool.cli.common import DecodeOpt, FormatOpt, JsonlOpt, JsonOpt, finish_dump, renderer
+from mqtool.cli.common import finish_dump, renderer
 from mqtool.cli.exit_codes import ExitCode
-from mqtool.cli.render import BodyDecode, Column, OutputFormat, Renderer, dumps, markup, styled
-from mqtool.cli.rows import column_lines, iso_ms, message_row, parse_time
-from mqtool.errors import MqError
-from mqtool.ops.dump import rocketmq as ops_dump
+from mqtool.cli.options import (
+    INT,
+    BodyDecode,
+    DecodeOpt,
+    DumpPathArg,
+    FormatOpt,
+    IndexNumOpt,
+    IndexSlotsOpt,
+    JsonlOpt,
+    JsonOpt,
+    LimitOpt,
+    OutputFormat,
+    TopicOpt,
+    flag,
+)
+from mqtool.cli.render import Column, Renderer, dumps, markup, styled
+from mqtool.cli.times import iso_ms, parse_time
 
-dump_app = typer.Typer(help="Dump the records of a file family (streaming; every field in JSON).", no_args_is_help=True)
-app.add_typer(dump_app, name="dump")
+if TYPE_CHECKING:
+    from mqtool.ops.dump import rocketmq as ops_dump
 
-PathArg = Annotated[Path, typer.Argument(help="A store root, the family's directory, or one file.")]
-LimitOpt = Annotated[int | None, typer.Option("--limit", min=0, help="Stop after this many rows.")]
-TopicOpt = Annotated[str | None, typer.Option("--topic", help="Only this topic.")]
-QueueOpt = Annotated[int | None, typer.Option("--queue-id", min=0, help="Only this queue id.")]
+QueueOpt = Annotated[int | None, typer.Option("--queue-id", min=0, metavar=INT, help="Only this queue id.")]
 SinceOpt = Annotated[str | None, typer.Option("--since", help="Store time >= this (ms since epoch or ISO-8601).")]
 UntilOpt = Annotated[str | None, typer.Option("--until", help="Store time <= this (ms since epoch or ISO-8601).")]
 
@@ -39,26 +45,26 @@ COMMITLOG_COLUMNS = [
 ]
 
 
-@dump_app.command("commitlog")
 def dump_commitlog(
-    path: PathArg,
+    path: DumpPathArg,
     topic: TopicOpt = None,
     queue_id: QueueOpt = None,
-    from_offset: Annotated[
-        int | None, typer.Option("--from-offset", min=0, help="Start at this commitlog offset.")
-    ] = None,
+    from_offset: Annotated[int | None, typer.Option("--from-offset", min=0, metavar=INT, help="Start at this commitlog offset.")] = None,
     limit: LimitOpt = None,
     since: SinceOpt = None,
     until: UntilOpt = None,
     key: Annotated[str | None, typer.Option("--key", help="Only records with this KEYS token or UNIQ_KEY.")] = None,
     decode: DecodeOpt = BodyDecode.base64,
-    uncompress: Annotated[bool, typer.Option("--uncompress", help="Show compressed bodies uncompressed.")] = False,
-    no_crc: Annotated[bool, typer.Option("--no-crc", help="Do not verify body CRCs while reading.")] = False,
+    uncompress: Annotated[bool, flag("--uncompress", help="Show compressed bodies uncompressed.")] = False,
+    no_crc: Annotated[bool, flag("--no-crc", help="Do not verify body CRCs while reading.")] = False,
     fmt: FormatOpt = OutputFormat.table,
     as_json: JsonOpt = False,
     as_jsonl: JsonlOpt = False,
 ) -> int:
     """CommitLog records: every header field, properties, keys, tags, msgId and body."""
+    from mqtool.cli.rows import message_row
+    from mqtool.ops.dump import rocketmq as ops_dump
+
     out = renderer(fmt, as_json, as_jsonl)
     flt = ops_dump.RecordFilter(
         topic=topic,
@@ -98,9 +104,12 @@ def dump_commitlog(
 JSON_BATCH = 1024
 
 
-def _commitlog_json(out: Renderer, engine: ops_dump.CommitLogDump, decode: BodyDecode) -> Iterator[list[str]]:
+def _commitlog_json(out: Renderer, engine: "ops_dump.CommitLogDump", decode: BodyDecode) -> Iterator[list[str]]:
     """The JSON text of every row of ``engine.lean()``, in batches: healthy runs through
     ``column_lines``, a record the precise decoder read through ``message_row``."""
+    from mqtool.cli.rows import column_lines, message_row
+    from mqtool.ops.dump import rocketmq as ops_dump
+
     with out.progress(engine.total_bytes, "dump commitlog", streaming=True) as advance:
         done = 0
         for item in engine.lean():
@@ -114,7 +123,7 @@ def _commitlog_json(out: Renderer, engine: ops_dump.CommitLogDump, decode: BodyD
                 yield [dumps(message_row(record, file=str(loc.path), position=loc.position, address=loc.address, decode=decode))]
 
 
-def _finish_commitlog(out: Renderer, engine: ops_dump.CommitLogDump) -> int:
+def _finish_commitlog(out: Renderer, engine: "ops_dump.CommitLogDump") -> int:
     # validate's findings (code, file, position) for every gap and damage the walk met; a torn
     # tail is a warning (exit 0), as in validate
     damaged = out.findings(engine.findings)
@@ -132,18 +141,19 @@ CQ_COLUMNS = [
 ]
 
 
-@dump_app.command("consumequeue")
 def dump_consumequeue(
-    path: PathArg,
+    path: DumpPathArg,
     topic: TopicOpt = None,
     queue_id: QueueOpt = None,
-    from_offset: Annotated[int | None, typer.Option("--from-offset", min=0, help="Start at this queue offset.")] = None,
+    from_offset: Annotated[int | None, typer.Option("--from-offset", min=0, metavar=INT, help="Start at this queue offset.")] = None,
     limit: LimitOpt = None,
     fmt: FormatOpt = OutputFormat.table,
     as_json: JsonOpt = False,
     as_jsonl: JsonlOpt = False,
 ) -> int:
     """ConsumeQueue units: queue offset, commitlog offset, size, tagsCode (fillers and ext addresses marked)."""
+    from mqtool.ops.dump import rocketmq as ops_dump
+
     out = renderer(fmt, as_json, as_jsonl)
     targets = ops_dump.consumequeue_targets(path, topic=topic, queue_id=queue_id)
     engine = ops_dump.QueueDump(targets, from_offset, limit)
@@ -220,18 +230,19 @@ def header_row(p, h, geo, *, table: bool = False) -> dict:
     }
 
 
-@dump_app.command("index")
 def dump_index(
-    path: PathArg,
+    path: DumpPathArg,
     limit: LimitOpt = None,
-    header_only: Annotated[bool, typer.Option("--header-only", help="Only the 40-byte headers.")] = False,
-    index_slots: Annotated[int | None, typer.Option("--index-hash-slots", min=1, help="maxHashSlotNum when not inferable.")] = None,
-    index_num: Annotated[int | None, typer.Option("--index-num", min=1, help="maxIndexNum when not inferable.")] = None,
+    header_only: Annotated[bool, flag("--header-only", help="Only the 40-byte headers.")] = False,
+    index_slots: IndexSlotsOpt = None,
+    index_num: IndexNumOpt = None,
     fmt: FormatOpt = OutputFormat.table,
     as_json: JsonOpt = False,
     as_jsonl: JsonlOpt = False,
 ) -> int:
     """IndexFile headers and entries (key hash, slot, commitlog offset, time, previous entry)."""
+    from mqtool.ops.dump import rocketmq as ops_dump
+
     out = renderer(fmt, as_json, as_jsonl)
     targets = ops_dump.index_targets(path)
     # a store's IndexFiles: entries are checked against where its CommitLog's valid data ends
@@ -282,14 +293,15 @@ def dump_index(
     return finish_dump(out, engine.problems, extra_failures=out.findings(engine.findings))
 
 
-@dump_app.command("checkpoint")
 def dump_checkpoint(
-    path: PathArg,
+    path: DumpPathArg,
     fmt: FormatOpt = OutputFormat.table,
     as_json: JsonOpt = False,
     as_jsonl: JsonlOpt = False,
 ) -> int:
     """The checkpoint file: flush timestamps (and 5.x offsets) with the recovery bounds derived from them."""
+    from mqtool.ops.dump import rocketmq as ops_dump
+
     out = renderer(fmt, as_json, as_jsonl)
     cp_path, cp = ops_dump.read_checkpoint(path)
     doc = {
@@ -312,14 +324,16 @@ def dump_checkpoint(
     return ExitCode.OK
 
 
-@dump_app.command("config")
 def dump_config(
-    path: PathArg,
+    path: DumpPathArg,
     fmt: FormatOpt = OutputFormat.table,
     as_json: JsonOpt = False,
     as_jsonl: JsonlOpt = False,
 ) -> int:
     """config/*.json as JSON (fastjson's unquoted integer keys made valid)."""
+    from mqtool.errors import MqError
+    from mqtool.ops.dump import rocketmq as ops_dump
+
     out = renderer(fmt, as_json, as_jsonl)
     docs = []
     problems = []

@@ -1,35 +1,18 @@
 """``mqtool dump kafka-*``: Kafka segment, index and checkpoint families."""
 
-from __future__ import annotations
-
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from mqtool.cli.cmd_dump import dump_app
-from mqtool.cli.cmd_info import render_generic
-from mqtool.cli.common import DecodeOpt, FormatOpt, JsonlOpt, JsonOpt, finish_dump, renderer
+from mqtool.cli.common import finish_dump, renderer
 from mqtool.cli.exit_codes import ExitCode
-from mqtool.cli.render import BodyDecode, OutputFormat
-from mqtool.cli.rows import parse_time
-from mqtool.cli.rows_kafka import (
-    INDEX_COLUMNS,
-    LOG_COLUMNS,
-    SNAPSHOT_COLUMNS,
-    TIMEINDEX_COLUMNS,
-    TXNINDEX_COLUMNS,
-    batch_row,
-    index_row,
-    record_row,
-    snapshot_row,
-)
-from mqtool.ops.dump import kafka as ops
+from mqtool.cli.options import INT, BodyDecode, DecodeOpt, FormatOpt, JsonlOpt, JsonOpt, LimitOpt, OutputFormat, PartitionOpt, flag
+from mqtool.cli.render import render_generic
+from mqtool.cli.times import parse_time
 
 KafkaPathArg = Annotated[Path, typer.Argument(help="A Kafka log dir, a partition dir, or one file.")]
 TopicOpt = Annotated[str | None, typer.Option("--topic", help="Only partitions of this topic (PATH a log dir).")]
-PartitionOpt = Annotated[int | None, typer.Option("--partition", min=0, help="Only this partition number.")]
-LimitOpt = Annotated[int | None, typer.Option("--limit", min=0, help="Stop after this many rows.")]
 
 
 KAFKA_HINT = "`mqtool validate` explains the damage (and what Kafka's recovery would do with it)"
@@ -47,12 +30,11 @@ def _limited(rows, limit: int | None):
             return
 
 
-@dump_app.command("kafka-log")
 def dump_kafka_log(
     path: KafkaPathArg,
     deep: Annotated[
         bool,
-        typer.Option(
+        flag(
             "--deep-iteration",
             "--deep",
             help="Also one row per record after its batch row (kafka-dump-log --deep-iteration): offset, timestamp, "
@@ -60,36 +42,36 @@ def dump_kafka_log(
         ),
     ] = False,
     records_only: Annotated[
-        bool, typer.Option("--records-only", help="Only the record rows (implies --deep-iteration); what a consumer would see.")
+        bool, flag("--records-only", help="Only the record rows (implies --deep-iteration); what a consumer would see.")
     ] = False,
     topic: TopicOpt = None,
     partition: PartitionOpt = None,
     from_offset: Annotated[
-        int | None, typer.Option("--from-offset", min=0, help="Start at this offset (the .index finds where to start reading).")
+        int | None, typer.Option("--from-offset", min=0, metavar=INT, help="Start at this offset (the .index finds where to start reading).")
     ] = None,
     since: Annotated[str | None, typer.Option("--since", help="Timestamp >= this (ms since epoch or ISO-8601).")] = None,
     until: Annotated[str | None, typer.Option("--until", help="Timestamp <= this (ms since epoch or ISO-8601).")] = None,
     max_bytes: Annotated[
-        int | None, typer.Option("--max-bytes", min=0, help="Read only the first N bytes of each .log (entries that end within them).")
+        int | None, typer.Option("--max-bytes", min=0, metavar=INT, help="Read only the first N bytes of each .log (entries that end within them).")
     ] = None,
     limit: LimitOpt = None,
     offsets_decoder: Annotated[
-        bool, typer.Option("--offsets-decoder", help="Decode keys and values as __consumer_offsets records (implies --deep-iteration).")
+        bool, flag("--offsets-decoder", help="Decode keys and values as __consumer_offsets records (implies --deep-iteration).")
     ] = False,
     transaction_log_decoder: Annotated[
-        bool, typer.Option("--transaction-log-decoder", help="Decode keys and values as __transaction_state records (implies --deep-iteration).")
+        bool, flag("--transaction-log-decoder", help="Decode keys and values as __transaction_state records (implies --deep-iteration).")
     ] = False,
     metadata_decoder: Annotated[
         bool,
-        typer.Option("--cluster-metadata-decoder", help="Decode values as KRaft __cluster_metadata records (implies --deep-iteration)."),
+        flag("--cluster-metadata-decoder", help="Decode values as KRaft __cluster_metadata records (implies --deep-iteration)."),
     ] = False,
     # kafka-dump-log's older spelling, accepted but not listed (both names in one help cell
     # crowded the options table)
     metadata_decoder_alias: Annotated[bool, typer.Option("--metadata-decoder", hidden=True)] = False,
     no_decoders: Annotated[
-        bool, typer.Option("--no-decoders", help="Do not decode internal topics automatically (by partition dir name).")
+        bool, flag("--no-decoders", help="Do not decode internal topics automatically (by partition dir name).")
     ] = False,
-    no_crc: Annotated[bool, typer.Option("--no-crc", help="Do not report CRC mismatches as problems (is_valid still shows them).")] = False,
+    no_crc: Annotated[bool, flag("--no-crc", help="Do not report CRC mismatches as problems (is_valid still shows them).")] = False,
     decode: DecodeOpt = BodyDecode.base64,
     fmt: FormatOpt = OutputFormat.table,
     as_json: JsonOpt = False,
@@ -102,6 +84,9 @@ def dump_kafka_log(
     __transaction_state and __cluster_metadata records are decoded automatically in their
     partition dirs. A CRC mismatch shows as is_valid false and exit code 1; a broken entry
     framing ends the walk of that file."""
+    from mqtool.cli.rows_kafka import LOG_COLUMNS, batch_row, record_row
+    from mqtool.ops.dump import kafka as ops
+
     out = renderer(fmt, as_json, as_jsonl)
     metadata_decoder = metadata_decoder or metadata_decoder_alias
     chosen = [name for name, flag in (("offsets", offsets_decoder), ("transaction-log", transaction_log_decoder), ("metadata", metadata_decoder)) if flag]
@@ -151,7 +136,12 @@ def dump_kafka_log(
     return finish_dump(out, engine.problems, extra_failures=damaged, hint=KAFKA_HINT)
 
 
-def _index_family(kind: str, path: Path, topic, partition, verify: bool, limit, fmt, as_json, as_jsonl, columns) -> int:
+def _index_family(kind: str, path: Path, topic, partition, verify: bool, limit, fmt, as_json, as_jsonl) -> int:
+    from mqtool.cli import rows_kafka
+    from mqtool.cli.rows_kafka import index_row
+    from mqtool.ops.dump import kafka as ops
+
+    columns = {"index": rows_kafka.INDEX_COLUMNS, "timeindex": rows_kafka.TIMEINDEX_COLUMNS, "txnindex": rows_kafka.TXNINDEX_COLUMNS}[kind]
     out = renderer(fmt, as_json, as_jsonl)
     engine = ops.IndexDump(ops.index_targets(path, kind, topic=topic, partition=partition), kind, verify=verify)  # type: ignore[arg-type]
     table = out.fmt is OutputFormat.table
@@ -170,18 +160,17 @@ def _index_family(kind: str, path: Path, topic, partition, verify: bool, limit, 
 
 VerifyOpt = Annotated[
     bool,
-    typer.Option("--verify", help="Check every entry against the .log (adds a verify field; exit 1 on a mismatch)."),
+    flag("--verify", help="Check every entry against the .log (adds a verify field; exit 1 on a mismatch)."),
 ]
 
 
-@dump_app.command("kafka-index")
 def dump_kafka_index(
     path: KafkaPathArg,
     topic: TopicOpt = None,
     partition: PartitionOpt = None,
     verify: Annotated[
         bool,
-        typer.Option(
+        flag(
             "--verify",
             help="Check every entry against the .log: exact (the batch's last offset), within (its first offset, Kafka <= 0.10), "
             "multi-batch (the last batch of the same append), mismatch, not-a-batch, past-end. Exit 1 on a mismatch.",
@@ -193,10 +182,9 @@ def dump_kafka_index(
     as_jsonl: JsonlOpt = False,
 ) -> int:
     """Offset index entries (.index): offset, relative offset and log position, up to the zero tail."""
-    return _index_family("index", path, topic, partition, verify, limit, fmt, as_json, as_jsonl, INDEX_COLUMNS)
+    return _index_family("index", path, topic, partition, verify, limit, fmt, as_json, as_jsonl)
 
 
-@dump_app.command("kafka-timeindex")
 def dump_kafka_timeindex(
     path: KafkaPathArg,
     topic: TopicOpt = None,
@@ -208,10 +196,9 @@ def dump_kafka_timeindex(
     as_jsonl: JsonlOpt = False,
 ) -> int:
     """Time index entries (.timeindex): timestamp and offset (--verify: the batch holding the offset has that max timestamp)."""
-    return _index_family("timeindex", path, topic, partition, verify, limit, fmt, as_json, as_jsonl, TIMEINDEX_COLUMNS)
+    return _index_family("timeindex", path, topic, partition, verify, limit, fmt, as_json, as_jsonl)
 
 
-@dump_app.command("kafka-txnindex")
 def dump_kafka_txnindex(
     path: KafkaPathArg,
     topic: TopicOpt = None,
@@ -223,10 +210,9 @@ def dump_kafka_txnindex(
     as_jsonl: JsonlOpt = False,
 ) -> int:
     """Aborted transactions (.txnindex): producer, first/last offset, last stable offset (--verify: an ABORT marker is there)."""
-    return _index_family("txnindex", path, topic, partition, verify, limit, fmt, as_json, as_jsonl, TXNINDEX_COLUMNS)
+    return _index_family("txnindex", path, topic, partition, verify, limit, fmt, as_json, as_jsonl)
 
 
-@dump_app.command("kafka-snapshot")
 def dump_kafka_snapshot(
     path: KafkaPathArg,
     topic: TopicOpt = None,
@@ -237,6 +223,9 @@ def dump_kafka_snapshot(
     as_jsonl: JsonlOpt = False,
 ) -> int:
     """Producer-state snapshots (.snapshot): one row per producer, as kafka-dump-log prints them."""
+    from mqtool.cli.rows_kafka import SNAPSHOT_COLUMNS, snapshot_row
+    from mqtool.ops.dump import kafka as ops
+
     out = renderer(fmt, as_json, as_jsonl)
     problems: list = []
     targets = ops.index_targets(path, "snapshot", topic=topic, partition=partition)
@@ -245,7 +234,6 @@ def dump_kafka_snapshot(
     return finish_dump(out, problems, hint=KAFKA_HINT)
 
 
-@dump_app.command("kafka-checkpoint")
 def dump_kafka_checkpoint(
     path: KafkaPathArg,
     topic: TopicOpt = None,
@@ -260,6 +248,8 @@ def dump_kafka_checkpoint(
     leader-epoch-checkpoint, partition.metadata, meta.properties, .kafka_cleanshutdown,
     quorum-state and stray *.tmp files, as one document; a file that does not parse has an
     error field (exit 1)."""
+    from mqtool.ops.dump import kafka as ops
+
     out = renderer(fmt, as_json, as_jsonl)
     docs = [ops.read_checkpoint_file(p, topic=topic, partition=partition) for p in ops.checkpoint_files(path)]
     docs = ops.partition_filter(docs, topic, partition)

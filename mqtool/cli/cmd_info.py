@@ -1,28 +1,18 @@
 """``mqtool info``: what a store directory is (layout, files, offsets, time ranges, shutdown)."""
 
-from __future__ import annotations
+from typing import TYPE_CHECKING
 
-from pathlib import Path
-from typing import Annotated
-
-import humanize
-import typer
-from rich.console import Console
-from rich.table import Table
-
-from mqtool.cli.app import app
-from mqtool.cli.common import FormatOpt, JsonlOpt, JsonOpt, LayoutOpt, renderer
 from mqtool.cli.exit_codes import ExitCode
-from mqtool.cli.render import OutputFormat
-from mqtool.cli.rows import iso_ms
-from mqtool.layouts import detect_layout
-from mqtool.ops.info import store_info
-from mqtool.ops.info.rocketmq import StoreInfo
+from mqtool.cli.options import FormatOpt, JsonlOpt, JsonOpt, LayoutOpt, OutputFormat, StorePathArg
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from mqtool.ops.info.rocketmq import StoreInfo
 
 
-@app.command("info")
 def info(
-    path: Annotated[Path, typer.Argument(help="A store root, Kafka log dir or partition, Jafka or MetaQ data dir.")],
+    path: StorePathArg,
     layout: LayoutOpt = None,
     fmt: FormatOpt = OutputFormat.table,
     as_json: JsonOpt = False,
@@ -31,6 +21,12 @@ def info(
     """Describe a store: layout, version hints, files, offsets, time ranges, queues, shutdown state.
 
     Sizes and times are humanized in the table and raw (bytes, ms since epoch) in JSON."""
+    from mqtool.cli.common import renderer
+    from mqtool.cli.render import render_generic
+    from mqtool.layouts import detect_layout
+    from mqtool.ops.info import store_info
+    from mqtool.ops.info.rocketmq import StoreInfo
+
     out = renderer(fmt, as_json, as_jsonl)
     result = store_info(path, detect_layout(path, layout))
     doc = result.to_dict()
@@ -50,58 +46,20 @@ def info(
     return ExitCode.FINDINGS if doc.get("errors") else ExitCode.OK
 
 
-def render_generic(console: Console, doc: dict, title: str | None = None) -> None:
-    """Any layout's info document: scalars as facts, lists of records as tables, nested
-    documents recursively.  Byte sizes (keys ending in ``size``/``bytes``) and ``*_timestamp``
-    values are humanized."""
-    facts = Table(show_header=False, box=None, pad_edge=False, title=title, title_justify="left")
-    facts.add_column(style="bold")
-    facts.add_column()
-    nested: list[tuple[str, object]] = []
-    for key, value in doc.items():
-        if isinstance(value, dict):
-            nested.append((key, value))
-        elif isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
-            nested.append((key, value))
-        else:
-            facts.add_row(key.replace("_", " "), _human(key, value))
-    console.print(facts)
-    for key, value in nested:
-        if isinstance(value, dict):
-            render_generic(console, value, key.replace("_", " "))
-            continue
-        columns = list(dict.fromkeys(k for row in value for k in row))
-        table = Table(title=key.replace("_", " "), title_justify="left")
-        for col in columns:
-            table.add_column(col.replace("_", " "), overflow="fold")
-        for row in value:
-            table.add_row(*(_human(col, row.get(col)) for col in columns))
-        console.print(table)
-
-
-def _human(key: str, value) -> str:
-    if value is None:
-        return "-"
-    if isinstance(value, bool):
-        return "yes" if value else "no"
-    if isinstance(value, int) and (key.endswith("size") or key.endswith("bytes")):
-        return humanize.naturalsize(value, binary=True)
-    if isinstance(value, int) and key.endswith("timestamp") and value > 0:
-        return f"{iso_ms(value)}"
-    if isinstance(value, list):
-        return ", ".join(str(v) for v in value) or "-"
-    if isinstance(value, dict):
-        return ", ".join(f"{k}={v}" for k, v in value.items()) or "-"
-    return str(value)
-
-
 def _span(first: int | None, last: int | None) -> str:
+    from mqtool.cli.times import iso_ms
+
     if first is None:
         return "-"
     return f"{iso_ms(first)} .. {iso_ms(last)}"
 
 
-def render_info(console: Console, r: StoreInfo) -> None:
+def render_info(console: "Console", r: "StoreInfo") -> None:
+    import humanize
+    from rich.table import Table
+
+    from mqtool.cli.times import iso_ms
+
     cl = r.commitlog
     facts = Table(show_header=False, box=None, pad_edge=False)
     facts.add_column(style="bold")

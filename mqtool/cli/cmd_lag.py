@@ -1,25 +1,18 @@
 """``mqtool lag``: each consumer group's lag per topic and queue (partition), offline."""
 
-from __future__ import annotations
-
 import datetime as _dt
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
-import humanize
 import typer
-from rich import box
-from rich.console import Console
-from rich.table import Table
 
-from mqtool.cli.app import app
-from mqtool.cli.common import FormatOpt, JsonlOpt, JsonOpt, LayoutOpt, renderer
 from mqtool.cli.exit_codes import ExitCode
-from mqtool.cli.render import OutputFormat, markup
-from mqtool.layouts import detect_layout
+from mqtool.cli.options import FormatOpt, JsonlOpt, JsonOpt, LayoutOpt, OutputFormat
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 
-@app.command("lag")
 def lag(
     path: Annotated[Path, typer.Argument(help="A RocketMQ store root or a Kafka log dir.")],
     layout: LayoutOpt = None,
@@ -34,6 +27,8 @@ def lag(
     Kafka: __consumer_offsets against the partitions (as kafka-consumer-groups --describe).
     Exit 0, or 1 when the offsets or the data lag reads are damaged (named with validate's code)
     or a group's offset is ahead of its queue."""
+    from mqtool.cli.common import renderer
+    from mqtool.layouts import detect_layout
     from mqtool.ops.lag import store_lag
 
     out = renderer(fmt, as_json, as_jsonl)
@@ -56,7 +51,13 @@ def _time(ms: int | None) -> str:
         return str(ms)
 
 
-def render_lag(console: Console, doc: dict[str, Any]) -> None:
+def render_lag(console: "Console", doc: dict[str, Any]) -> None:
+    import humanize
+    from rich import box
+    from rich.table import Table
+
+    from mqtool.cli.render import markup
+
     rows, totals = doc["lag"], doc["totals"]
     behind = sum(t["lag_messages"] for t in totals)
     size = sum(t["lag_bytes"] for t in totals)

@@ -1,22 +1,16 @@
 """``mqtool query``: find messages offline by key, message id, unique key or queue offset
 (RocketMQ), or by offset or timestamp (Kafka)."""
 
-from __future__ import annotations
-
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from mqtool.cli.app import app
-from mqtool.cli.common import DecodeOpt, FormatOpt, JsonlOpt, JsonOpt, LayoutOpt, renderer
+from mqtool.cli.common import renderer
 from mqtool.cli.exit_codes import ExitCode
-from mqtool.cli.render import BodyDecode, Column, OutputFormat
-from mqtool.cli.rows import iso_ms, message_row, parse_time
-from mqtool.errors import MqError, UnsupportedFormatError
-from mqtool.layouts import detect_layout
-from mqtool.ops.query import rocketmq as ops_query
-from mqtool.store.rocketmq import open_store
+from mqtool.cli.options import INT, BodyDecode, DecodeOpt, FormatOpt, IndexNumOpt, IndexSlotsOpt, JsonlOpt, JsonOpt, LayoutOpt, OutputFormat, flag
+from mqtool.cli.render import Column
+from mqtool.cli.times import iso_ms, parse_time
 
 QUERY_COLUMNS = [
     Column("msg_id", "MSG ID", 32),
@@ -30,25 +24,31 @@ QUERY_COLUMNS = [
 ]
 
 
-@app.command("query")
 def query(
     store_path: Annotated[Path, typer.Argument(metavar="STORE", help="A RocketMQ store root, a Kafka log dir or partition dir, or a Jafka or MetaQ data dir.")],
     key: Annotated[str | None, typer.Option("--key", help="Messages with this KEYS token (queryMsgByKey).")] = None,
     msg_id: Annotated[str | None, typer.Option("--msg-id", help="An offsetMsgId (queryMsgById).")] = None,
     uniq_key: Annotated[str | None, typer.Option("--uniq-key", help="A client message id / UNIQ_KEY (queryMsgByUniqueKey).")] = None,
     topic: Annotated[str | None, typer.Option("--topic", help="Topic (required with --queue-offset; narrows key queries).")] = None,
-    queue_id: Annotated[int | None, typer.Option("--queue-id", min=0, help="Queue id, with --queue-offset.")] = None,
-    queue_offset: Annotated[int | None, typer.Option("--queue-offset", min=0, help="Queue offset (queryMsgByOffset).")] = None,
+    queue_id: Annotated[int | None, typer.Option("--queue-id", min=0, metavar=INT, help="Queue id, with --queue-offset.")] = None,
+    queue_offset: Annotated[int | None, typer.Option("--queue-offset", min=0, metavar=INT, help="Queue offset (queryMsgByOffset).")] = None,
     begin: Annotated[str | None, typer.Option("--begin", help="Window start (ms since epoch or ISO-8601).")] = None,
     end: Annotated[str | None, typer.Option("--end", help="Window end (ms since epoch or ISO-8601).")] = None,
-    max_results: Annotated[int | None, typer.Option("--max", min=1, help="At most this many results (default: all).")] = None,
-    scan: Annotated[bool, typer.Option("--scan", help="Search by scanning the CommitLog instead of the IndexFiles.")] = False,
-    index_slots: Annotated[int | None, typer.Option("--index-hash-slots", min=1, help="maxHashSlotNum when not inferable.")] = None,
-    index_num: Annotated[int | None, typer.Option("--index-num", min=1, help="maxIndexNum when not inferable.")] = None,
-    partition: Annotated[int | None, typer.Option("--partition", min=0, help="Kafka: partition number (with --topic; optional for a partition dir).")] = None,
+    max_results: Annotated[int | None, typer.Option("--max", min=1, metavar=INT, help="At most this many results (default: all).")] = None,
+    scan: Annotated[bool, flag("--scan", help="Search by scanning the CommitLog instead of the IndexFiles.")] = False,
+    index_slots: IndexSlotsOpt = None,
+    index_num: IndexNumOpt = None,
+    partition: Annotated[
+        int | None, typer.Option("--partition", min=0, metavar=INT, help="Kafka: partition number (with --topic; optional for a partition dir).")
+    ] = None,
     offset: Annotated[
         int | None,
-        typer.Option("--offset", min=0, help="Kafka: the record at this offset (.index lookup, then a short log scan); Jafka/MetaQ: the message at this byte offset."),
+        typer.Option(
+            "--offset",
+            min=0,
+            metavar=INT,
+            help="Kafka: the record at this offset (.index lookup, then a short log scan); Jafka/MetaQ: the message at this byte offset.",
+        ),
     ] = None,
     timestamp: Annotated[
         str | None,
@@ -66,6 +66,10 @@ def query(
 
     Exit 0 when something was found, 1 when nothing matched (or data was damaged), 3 when STORE
     is not a store."""
+    from mqtool.cli.rows import message_row
+    from mqtool.ops.query import rocketmq as ops_query
+    from mqtool.store.rocketmq import open_store
+
     out = renderer(fmt, as_json, as_jsonl)
     legacy = _legacy_layout(store_path, layout)
     if legacy is not None:
@@ -147,6 +151,9 @@ def query(
 
 def _legacy_layout(path: Path, layout: str | None) -> str | None:
     """``jafka``/``metaq`` when forced or detected, else None."""
+    from mqtool.errors import MqError
+    from mqtool.layouts import detect_layout
+
     if layout is not None:
         return layout if layout in ("jafka", "metaq") else None
     try:
@@ -158,7 +165,7 @@ def _legacy_layout(path: Path, layout: str | None) -> str | None:
 
 def _query_legacy(out, path: Path, layout: str, topic, partition, offset: int, decode) -> int:
     """Jafka/MetaQ: the message at a byte offset (offsets are byte positions in those logs)."""
-    from mqtool.cli.cmd_dump_legacy import JAFKA_COLUMNS, METAQ_COLUMNS, jafka_row, metaq_row, table_row
+    from mqtool.cli.rows_legacy import JAFKA_COLUMNS, METAQ_COLUMNS, jafka_row, metaq_row, table_row
     from mqtool.ops.dump import legacy as dump_legacy
     from mqtool.store.jafka import open_jafka
     from mqtool.store.metaq import open_metaq
@@ -191,6 +198,9 @@ def _query_legacy(out, path: Path, layout: str, topic, partition, offset: int, d
 
 def _is_kafka(path: Path, layout: str | None, kafka_options: bool) -> bool:
     """Kafka when forced or detected; any other path keeps the RocketMQ behaviour (and errors)."""
+    from mqtool.errors import MqError, UnsupportedFormatError
+    from mqtool.layouts import detect_layout
+
     if layout is not None and layout not in ("rocketmq", "kafka"):
         raise UnsupportedFormatError("`mqtool query` handles the rocketmq, kafka, jafka and metaq layouts", expected="a layout name", found=layout)
     if layout is not None:

@@ -1,46 +1,42 @@
 """``mqtool recover``: show the recovery plan; act only with --apply; keep every byte it cuts."""
 
-from __future__ import annotations
-
 import dataclasses
 import json
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
-import humanize
 import typer
-from rich.console import Console
-from rich.table import Table
 
-from mqtool.cli.app import app
-from mqtool.cli.common import FormatOpt, JsonlOpt, JsonOpt, LayoutOpt, renderer
+from mqtool.cli.common import renderer
 from mqtool.cli.exit_codes import ExitCode
-from mqtool.cli.render import OutputFormat, markup
-from mqtool.layouts import detect_layout
-from mqtool.ops.recover import RecoverPlan, load_plan, recoverer, undo_manifest
-from mqtool.ops.validate import default_jobs
+from mqtool.cli.options import INT, FormatOpt, JsonlOpt, JsonOpt, LayoutOpt, OutputFormat, flag
+from mqtool.cli.render import markup
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from mqtool.ops.recover import RecoverPlan
 
 
-@app.command("recover")
 def recover(
     path: Annotated[Path | None, typer.Argument(help="The store to recover (not needed with --undo).")] = None,
-    apply: Annotated[bool, typer.Option("--apply", help="Execute the plan (default: only show it).")] = False,
+    apply: Annotated[bool, flag("--apply", help="Execute the plan (default: only show it).")] = False,
     mode: Annotated[str, typer.Option("--mode", help="RocketMQ: auto (from the abort file), normal or abnormal recovery.")] = "auto",
-    full: Annotated[bool, typer.Option("--full", help="Kafka: recover every segment, not only those after the recovery point.")] = False,
-    rebuild_cq: Annotated[bool, typer.Option("--rebuild-cq", help="RocketMQ: rebuild ConsumeQueues from the CommitLog.")] = False,
-    queue: Annotated[list[str] | None, typer.Option("--queue", help="With --rebuild-cq: only TOPIC/QUEUE_ID (repeatable).")] = None,
-    rebuild_index: Annotated[bool, typer.Option("--rebuild-index", help="Rebuild every index file from the data.")] = False,
+    full: Annotated[bool, flag("--full", help="Kafka: recover every segment, not only those after the recovery point.")] = False,
+    rebuild_cq: Annotated[bool, flag("--rebuild-cq", help="RocketMQ: rebuild ConsumeQueues from the CommitLog.")] = False,
+    queue: Annotated[list[str] | None, typer.Option("--queue", metavar="<str>...", help="With --rebuild-cq: only TOPIC/QUEUE_ID (repeatable).")] = None,
+    rebuild_index: Annotated[bool, flag("--rebuild-index", help="Rebuild every index file from the data.")] = False,
     quarantine: Annotated[
         Path | None, typer.Option("--quarantine", help="Where cut bytes are kept (default: mqtool-quarantine/ beside the store).")
     ] = None,
     force: Annotated[
-        bool, typer.Option("--force", help="Apply even if the broker holds its lock, the plan cuts valid records after a broken one, or it leaves errors it cannot fix.")
+        bool, flag("--force", help="Apply even if the broker holds its lock, the plan cuts valid records after a broken one, or it leaves errors it cannot fix.")
     ] = False,
-    verify: Annotated[bool, typer.Option("--verify/--no-verify", help="Validate the store after applying (abort is kept if it fails).")] = True,
+    verify: Annotated[bool, flag("--verify/--no-verify", help="Validate the store after applying (abort is kept if it fails).")] = True,
     plan_out: Annotated[Path | None, typer.Option("--plan-out", help="Also write the plan as JSON to this file.")] = None,
     from_plan: Annotated[Path | None, typer.Option("--from-plan", help="Apply this saved plan (re-checked) instead of planning.")] = None,
     undo: Annotated[Path | None, typer.Option("--undo", help="Restore what a run quarantined: the run's manifest.json.")] = None,
-    jobs: Annotated[int | None, typer.Option("--jobs", "-j", min=1, help="Parallel processes for the verification.")] = None,
+    jobs: Annotated[int | None, typer.Option("--jobs", "-j", min=1, metavar=INT, help="Parallel processes for the verification.")] = None,
     layout: LayoutOpt = None,
     fmt: FormatOpt = OutputFormat.table,
     as_json: JsonOpt = False,
@@ -50,6 +46,10 @@ def recover(
     derived files truncated or rebuilt.  Prints the plan and exits 1 when there is work (or damage
     it leaves alone, named in a note or as an error it cannot fix), 0 when none; --apply executes exactly that plan after re-checking every file, quarantining every
     byte first (`--undo MANIFEST` puts them back)."""
+    from mqtool.layouts import detect_layout
+    from mqtool.ops.recover import load_plan, recoverer, undo_manifest
+    from mqtool.ops.validate import default_jobs
+
     out = renderer(fmt, as_json, as_jsonl)
     if undo is not None:
         restored = undo_manifest(undo, force=force)
@@ -101,7 +101,7 @@ def recover(
     return ExitCode.FINDINGS if failed else ExitCode.OK
 
 
-def _render_nothing(console: Console, plan: RecoverPlan) -> None:
+def _render_nothing(console: "Console", plan: "RecoverPlan") -> None:
     console.print("nothing to recover" + (f", but {len(plan.unfixable)} error(s) it cannot fix remain" if plan.unfixable else ""))
     for note in plan.notes:
         console.print(f"note: {note}")
@@ -113,7 +113,7 @@ def _finding_line(f: dict) -> str:
     return f"{f['severity']} {f['code']} {f['path']}:{position if position is not None else '-'}: {f['message']}"
 
 
-def _render_unfixable(console: Console, plan: RecoverPlan) -> None:
+def _render_unfixable(console: "Console", plan: "RecoverPlan") -> None:
     """The errors the plan leaves: named before --apply, which then needs --force."""
     if not plan.unfixable:
         return
@@ -122,7 +122,10 @@ def _render_unfixable(console: Console, plan: RecoverPlan) -> None:
         console.print(markup("  {}", _finding_line(f)))
 
 
-def render_plan(console: Console, plan: RecoverPlan) -> None:
+def render_plan(console: "Console", plan: "RecoverPlan") -> None:
+    import humanize
+    from rich.table import Table
+
     if not plan.has_work:
         ends = f" (valid data ends at {plan.valid_end})" if plan.valid_end is not None else ""  # None: one end per partition (facts)
         console.print(f"{plan.layout} store {plan.root}: nothing to recover{ends}")
@@ -155,7 +158,7 @@ def render_plan(console: Console, plan: RecoverPlan) -> None:
     console.print("run again with --apply" + (" --force" if force else "") + " to execute this plan")
 
 
-def render_result(console: Console, result) -> None:
+def render_result(console: "Console", result) -> None:
     console.print(f"applied {len(result.applied)} step(s) to {result.plan.root}")
     if result.manifest:
         console.print(f"quarantine manifest: {result.manifest}  (undo: mqtool recover --undo {result.manifest})")

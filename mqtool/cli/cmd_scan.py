@@ -4,22 +4,20 @@ pyspark and pyarrow are imported only when the command runs (through ``mqtool.pi
 ``mqtool --help`` and every other command start without them and work without Java.
 """
 
-from __future__ import annotations
-
 import importlib.util
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
-import humanize
 import typer
-from rich.console import Console
-from rich.table import Table
 
-from mqtool.cli.app import app
-from mqtool.cli.common import check_layout
+from mqtool.cli.completion import complete_layout
 from mqtool.cli.exit_codes import ExitCode
-from mqtool.cli.render import OutputFormat, Renderer, dumps
+from mqtool.cli.options import OutputFormat, check_layout, flag
+from mqtool.cli.render import Renderer, dumps
 from mqtool.errors import StoreLayoutError
 from mqtool.findings import Finding, Severity
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 
 def _parse_conf(values: list[str]) -> list[tuple[str, str]]:
@@ -50,7 +48,6 @@ def parse_size(text: str) -> int:
     return int(digits) * mult
 
 
-@app.command("scan")
 def scan(
     paths: Annotated[
         list[str],
@@ -58,14 +55,17 @@ def scan(
     ],
     out: Annotated[str, typer.Option("--out", "-o", help="Output directory for the Parquet datasets and report.json (local or a URI).")],
     master: Annotated[str | None, typer.Option("--master", help="Spark master URL (default local[*]; spark://, yarn, k8s://...).")] = None,
-    conf: Annotated[list[str], typer.Option("--conf", help="Spark setting KEY=VALUE, passed through (repeatable).")] = [],  # noqa: B006
-    layout: Annotated[str | None, typer.Option("--layout", callback=check_layout, help="Force the layout of every PATH: rocketmq, kafka, jafka, metaq.")] = None,
-    topic: Annotated[list[str], typer.Option("--topic", help="Only this topic (repeatable; pushed down to the readers).")] = [],  # noqa: B006
-    with_body: Annotated[bool, typer.Option("--with-body", help="Keep bodies, values and payloads in the datasets.")] = False,
+    conf: Annotated[list[str], typer.Option("--conf", metavar="<str>...", help="Spark setting KEY=VALUE, passed through (repeatable).")] = [],  # noqa: B006
+    layout: Annotated[
+        str | None,
+        typer.Option("--layout", callback=check_layout, autocompletion=complete_layout, help="Force the layout of every PATH: rocketmq, kafka, jafka, metaq."),
+    ] = None,
+    topic: Annotated[list[str], typer.Option("--topic", metavar="<str>...", help="Only this topic (repeatable; pushed down to the readers).")] = [],  # noqa: B006
+    with_body: Annotated[bool, flag("--with-body", help="Keep bodies, values and payloads in the datasets.")] = False,
     split_size: Annotated[str, typer.Option("--split-size", help="Bytes per input partition (a bigger file is read as byte ranges).")] = "128m",
     fail_on: Annotated[Severity, typer.Option("--fail-on", help="Exit 1 when a finding has at least this severity.")] = Severity.error,
     fmt: Annotated[OutputFormat, typer.Option("--format", "-f", metavar="<format>", help="table or json (the report document).")] = OutputFormat.table,
-    as_json: Annotated[bool, typer.Option("--json", help="Shorthand for --format json.")] = False,
+    as_json: Annotated[bool, flag("--json", help="Shorthand for --format json.")] = False,
 ) -> int:
     """Scan stores on Spark: Parquet datasets of every record, unit and entry, and an integrity report.
 
@@ -132,7 +132,10 @@ def build_report(cfg, result, fail_on: Severity) -> dict:
     }
 
 
-def render_table(console: Console, report: dict) -> None:
+def render_table(console: "Console", report: dict) -> None:
+    import humanize
+    from rich.table import Table
+
     topics = Table(title=f"scan → {report['out']}", title_justify="left")
     for col, just in (
         ("source", "left"),

@@ -1,36 +1,28 @@
 """``mqtool stats``: per topic/queue (or partition) numbers and a disk forecast."""
 
-from __future__ import annotations
-
 import datetime as _dt
-from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
-import humanize
 import typer
-from rich import box
-from rich.console import Console
-from rich.table import Table
 
-from mqtool.cli.app import app
-from mqtool.cli.common import FormatOpt, JsonlOpt, JsonOpt, LayoutOpt, renderer
+from mqtool.cli.common import renderer
 from mqtool.cli.exit_codes import ExitCode
-from mqtool.cli.render import OutputFormat, markup
-from mqtool.findings import Severity
-from mqtool.layouts import detect_layout
-from mqtool.ops.stats import StatsOptions, input_size, store_stats
+from mqtool.cli.options import FLOAT, INT, FormatOpt, JsonlOpt, JsonOpt, LayoutOpt, OutputFormat, StorePathArg, flag
+from mqtool.cli.render import markup
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 
-@app.command("stats")
 def stats(
-    path: Annotated[Path, typer.Argument(help="A store root, Kafka log dir or partition, Jafka or MetaQ data dir.")],
+    path: StorePathArg,
     layout: LayoutOpt = None,
-    top: Annotated[int, typer.Option("--top", min=0, help="How many of the largest messages to list.")] = 10,
+    top: Annotated[int, typer.Option("--top", min=0, metavar=INT, help="How many of the largest messages to list.")] = 10,
     threshold: Annotated[
         float | None,
-        typer.Option("--threshold", min=1, max=100, help="Disk used percent to forecast (default: RocketMQ 75, others 100)."),
+        typer.Option("--threshold", min=1, max=100, metavar=FLOAT, help="Disk used percent to forecast (default: RocketMQ 75, others 100)."),
     ] = None,
-    no_crc: Annotated[bool, typer.Option("--no-crc", help="Do not verify checksums while reading (faster).")] = False,
+    no_crc: Annotated[bool, flag("--no-crc", help="Do not verify checksums while reading (faster).")] = False,
     fmt: FormatOpt = OutputFormat.table,
     as_json: JsonOpt = False,
     as_jsonl: JsonlOpt = False,
@@ -41,6 +33,10 @@ def stats(
 
     One streaming pass, flat memory. Exit 0, or 1 when a gap or damaged data is met (named with
     validate's code and position; a torn tail is a warning, exit 0)."""
+    from mqtool.findings import Severity
+    from mqtool.layouts import detect_layout
+    from mqtool.ops.stats import StatsOptions, input_size, store_stats
+
     out = renderer(fmt, as_json, as_jsonl)
     detected = detect_layout(path, layout)
     options = StatsOptions(top=top, threshold=threshold / 100 if threshold is not None else None, check_crc=not no_crc)
@@ -64,19 +60,26 @@ def _time(ms: int | None, *, short: bool = False) -> str:
 
 
 def _size(n: int | float | None) -> str:
+    import humanize
+
     if n is None:
         return "-"
     return f"{n:.0f} B" if n < 1024 else humanize.naturalsize(n, binary=True)
 
 
 def _rate(v: float | None) -> str:
+    import humanize
+
     if v is None:
         return "-"
     return f"{v:,.1f}" if v < 100 else humanize.intcomma(round(v))
 
 
-def _print_table(console: Console, title: str, headers: list[str], rows: list[list[str]], left: set[str] = frozenset()) -> None:
+def _print_table(console: "Console", title: str, headers: list[str], rows: list[list[str]], left: set[str] = frozenset()) -> None:
     """A table whose first (name) column gives way: the other columns keep their full width."""
+    from rich import box
+    from rich.table import Table
+
     widths = [max([len(h)] + [len(r[i]) for r in rows]) for i, h in enumerate(headers)]
     room = console.width - sum(widths[1:]) - 3 * len(headers) - 1
     table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD)
@@ -88,7 +91,11 @@ def _print_table(console: Console, title: str, headers: list[str], rows: list[li
     console.print(table)
 
 
-def render_stats(console: Console, doc: dict) -> None:
+def render_stats(console: "Console", doc: dict) -> None:
+    import humanize
+    from rich import box
+    from rich.table import Table
+
     queue_key = "queue_id" if doc["layout"] == "rocketmq" else "partition"
     tot = doc["totals"]
     console.print(

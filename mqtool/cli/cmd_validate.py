@@ -1,24 +1,22 @@
 """``mqtool validate``: every inconsistency a store can have, as findings with stable codes."""
 
-from __future__ import annotations
-
 import enum
 from pathlib import Path
-from typing import Annotated
-from xml.sax.saxutils import escape, quoteattr
+from typing import TYPE_CHECKING, Annotated
 
-import humanize
 import typer
-from rich.console import Console
-from rich.table import Table
 
-from mqtool.cli.app import app
-from mqtool.cli.common import JsonlOpt, JsonOpt, LayoutOpt, pick_format
+from mqtool.cli.common import pick_format
+from mqtool.cli.completion import complete_check_families
 from mqtool.cli.exit_codes import ExitCode
-from mqtool.cli.render import Column, OutputFormat, Renderer, dumps, styled
-from mqtool.findings import FAMILIES, Severity, layout_families
-from mqtool.layouts import detect_layout
-from mqtool.ops.validate import ValidateOptions, ValidationReport, default_jobs, validate_path
+from mqtool.cli.options import INT, IndexNumOpt, IndexSlotsOpt, JsonlOpt, JsonOpt, LayoutOpt, OutputFormat, StorePathArg, flag
+from mqtool.cli.render import Column, Renderer, dumps, styled
+from mqtool.findings import FAMILIES, Severity
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from mqtool.ops.validate import ValidationReport
 
 
 class ValidateFormat(str, enum.Enum):
@@ -46,29 +44,29 @@ def _parse_checks(value: str | None) -> frozenset[str]:
     return frozenset(chosen)
 
 
-@app.command("validate")
 def validate(
-    path: Annotated[Path, typer.Argument(help="A store root, Kafka log dir or partition, Jafka or MetaQ data dir.")],
+    path: StorePathArg,
     layout: LayoutOpt = None,
     checks: Annotated[
-        str | None, typer.Option("--checks", help=f"Comma-separated check families (default all): {', '.join(FAMILIES)}.")
+        str | None,
+        typer.Option("--checks", autocompletion=complete_check_families, help=f"Comma-separated check families (default all): {', '.join(FAMILIES)}."),
     ] = None,
     fail_on: Annotated[Severity, typer.Option("--fail-on", help="Exit 1 when a finding has at least this severity.")] = Severity.error,
     max_findings: Annotated[
-        int | None, typer.Option("--max-findings", min=0, help="Keep at most this many findings (counts stay exact).")
+        int | None, typer.Option("--max-findings", min=0, metavar=INT, help="Keep at most this many findings (counts stay exact).")
     ] = None,
-    jobs: Annotated[int | None, typer.Option("--jobs", "-j", min=1, help="Parallel processes (default: the number of cores).")] = None,
+    jobs: Annotated[int | None, typer.Option("--jobs", "-j", min=1, metavar=INT, help="Parallel processes (default: the number of cores).")] = None,
     commitlog_file_size: Annotated[
-        int | None, typer.Option("--commitlog-file-size", min=1, help="CommitLog file size, when not the one detected from the files.")
+        int | None, typer.Option("--commitlog-file-size", min=1, metavar=INT, help="CommitLog file size, when not the one detected from the files.")
     ] = None,
     cq_file_size: Annotated[
-        int | None, typer.Option("--cq-file-size", min=20, help="ConsumeQueue file size, when not the one detected.")
+        int | None, typer.Option("--cq-file-size", min=20, metavar=INT, help="ConsumeQueue file size, when not the one detected.")
     ] = None,
-    index_slots: Annotated[int | None, typer.Option("--index-hash-slots", min=1, help="maxHashSlotNum when not inferable.")] = None,
-    index_num: Annotated[int | None, typer.Option("--index-num", min=1, help="maxIndexNum when not inferable.")] = None,
+    index_slots: IndexSlotsOpt = None,
+    index_num: IndexNumOpt = None,
     deep: Annotated[
         bool,
-        typer.Option(
+        flag(
             "--deep",
             help="Kafka: also decode every record (varint framing, record count, offset/timestamp deltas, decompression, inner messages).",
         ),
@@ -82,6 +80,10 @@ def validate(
     """Check segment continuity, every checksum and every cross-file reference of a store.
 
     Exit 0 when no finding reaches --fail-on, 1 when one does, 3 when PATH is not a store."""
+    from mqtool.findings import layout_families
+    from mqtool.layouts import detect_layout
+    from mqtool.ops.validate import ValidateOptions, default_jobs, validate_path
+
     fmt = pick_format(fmt, as_json, as_jsonl)
     detected = detect_layout(path, layout)
     chosen = _parse_checks(checks)
@@ -132,7 +134,10 @@ def validate(
     return ExitCode.FINDINGS if report.failed else ExitCode.OK
 
 
-def render_table(console: Console, report: ValidationReport) -> None:
+def render_table(console: "Console", report: "ValidationReport") -> None:
+    import humanize
+    from rich.table import Table
+
     files = Table(title=f"{report.layout} store {report.root}", title_justify="left")
     for col, just in (("file", "left"), ("status", "left"), ("records", "right"), ("valid bytes", "right"), ("size", "right"), ("findings", "right")):
         # a file name folds rather than ending in "…" (every CommitLog name looked the same cut at
@@ -172,9 +177,11 @@ def _short(path: str, root: str) -> str:
     return path[len(root) :].lstrip("/") if path.startswith(root) else path
 
 
-def render_junit(report: ValidationReport) -> str:
+def render_junit(report: "ValidationReport") -> str:
     """One testsuite per check family, one testcase per file and family; findings at or above
     --fail-on are failures, the rest go to system-out."""
+    from xml.sax.saxutils import escape, quoteattr
+
     by_case: dict[tuple[str, str], list] = {}
     for s in report.files:
         by_case.setdefault((s.family if s.family in FAMILIES else "files", s.path), [])

@@ -1,37 +1,13 @@
-"""Options shared by every command, and the small helpers commands use to honour them."""
+"""What commands share when they run: the output format chosen (``--format`` and its shorthands),
+the renderer, and the end of every ``dump``.  The options themselves are in ``options.py``."""
 
 from __future__ import annotations
-
-from typing import Annotated
 
 import typer
 
 from mqtool.cli.exit_codes import ExitCode, exit_code_for
-from mqtool.cli.render import BodyDecode, OutputFormat, Renderer
-from mqtool.layouts import LAYOUTS
-
-
-def check_layout(value: str | None) -> str | None:
-    """``--layout`` takes one of the four layout names: anything else is a usage error (exit 2)."""
-    if value is not None and value not in LAYOUTS:
-        raise typer.BadParameter(f"expected one of {', '.join(LAYOUTS)}, found {value!r}")
-    return value
-
-
-FormatOpt = Annotated[
-    OutputFormat,
-    typer.Option("--format", "-f", metavar="<format>", help="Output format: table for people, json or jsonl for machines.", case_sensitive=False),
-]
-JsonOpt = Annotated[bool, typer.Option("--json", help="Shorthand for --format json.")]
-JsonlOpt = Annotated[bool, typer.Option("--jsonl", help="Shorthand for --format jsonl.")]
-DecodeOpt = Annotated[
-    BodyDecode,
-    typer.Option("--decode", metavar="<decode>", help="How bodies and other bytes are shown: base64, utf8, hex or none.", case_sensitive=False),
-]
-LayoutOpt = Annotated[
-    str | None,
-    typer.Option("--layout", callback=check_layout, help="Force the layout instead of detecting it: rocketmq, kafka, jafka, metaq."),
-]
+from mqtool.cli.options import OutputFormat
+from mqtool.cli.render import Renderer
 
 
 def pick_format(fmt, as_json: bool, as_jsonl: bool):

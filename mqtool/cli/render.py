@@ -18,14 +18,18 @@ import sys
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from rich.console import Console
 from rich.markup import escape
 from rich.text import Text
 
-from mqtool.findings import Finding, Severity
-from mqtool.store.model.rocketmq import finding_text
+from mqtool.cli.options import BodyDecode, OutputFormat
+
+if TYPE_CHECKING:
+    from mqtool.findings import Finding
+
+__all__ = ["BodyDecode", "Column", "OutputClosed", "OutputFormat", "Renderer", "dumps", "encode_bytes", "markup", "render_generic", "styled"]
 
 
 class _Console(Console):
@@ -39,19 +43,6 @@ class _Console(Console):
 
 class OutputClosed(Exception):
     """stdout was closed by the reader (``mqtool dump ... | head``): stop quietly."""
-
-
-class OutputFormat(str, enum.Enum):
-    table = "table"
-    json = "json"
-    jsonl = "jsonl"
-
-
-class BodyDecode(str, enum.Enum):
-    base64 = "base64"
-    utf8 = "utf8"
-    hex = "hex"
-    none = "none"
 
 
 def encode_bytes(data: bytes | None, mode: BodyDecode | str = BodyDecode.base64) -> str | None:
@@ -114,9 +105,10 @@ class Renderer:
         self.quiet = quiet
         # markup=False: strings come from the data (topics, keys, paths, finding messages) and
         # a "[/x]" in one must print as is, not be parsed as rich markup (or raise MarkupError);
-        # deliberate styling goes through ``styled`` / ``markup`` below.
-        self.console = _Console(file=self.out, highlight=False, soft_wrap=False, markup=False)
-        self.err_console = _Console(file=self.err, highlight=False, stderr=True, markup=False)
+        # deliberate styling goes through ``styled`` / ``markup`` below.  emoji=False likewise: a
+        # topic "orders:smile:" printed as "orders😄".
+        self.console = _Console(file=self.out, highlight=False, soft_wrap=False, markup=False, emoji=False)
+        self.err_console = _Console(file=self.err, highlight=False, stderr=True, markup=False, emoji=False)
 
     # --- documents (report commands) ---------------------------------------------------
     def document(self, doc: Any, table: Callable[[Console], None]) -> None:
@@ -212,6 +204,9 @@ class Renderer:
     def findings(self, findings: Iterable[Finding]) -> int:
         """Findings on stderr, one line each: ``CODE path:position: message`` (errors as errors,
         warnings as warnings, infos not shown).  Returns how many are errors (exit 1)."""
+        from mqtool.findings import Severity
+        from mqtool.store.model.rocketmq import finding_text
+
         errors = 0
         for finding in findings:
             if finding.level is Severity.error:
@@ -299,4 +294,56 @@ def styled(text: str, style: str) -> Text:
 
 def markup(template: str, *data: object) -> Text:
     """``template`` (mqtool's own rich markup) with ``{}`` fields filled by escaped ``data``."""
-    return Text.from_markup(template.format(*(escape(str(d)) for d in data)))
+    return Text.from_markup(template.format(*(escape(str(d)) for d in data)), emoji=False)
+
+
+def render_generic(console: Console, doc: dict, title: str | None = None) -> None:
+    """Any layout's info document: scalars as facts, lists of records as tables, nested
+    documents recursively.  Byte sizes (keys ending in ``size``/``bytes``) and ``*_timestamp``
+    values are humanized (the table of ``info`` on Kafka, Jafka and MetaQ, and of ``dump
+    kafka-checkpoint``)."""
+    from rich.table import Table
+
+    facts = Table(show_header=False, box=None, pad_edge=False, title=title, title_justify="left")
+    facts.add_column(style="bold")
+    facts.add_column()
+    nested: list[tuple[str, object]] = []
+    for key, value in doc.items():
+        if isinstance(value, dict):
+            nested.append((key, value))
+        elif isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
+            nested.append((key, value))
+        else:
+            facts.add_row(key.replace("_", " "), _human(key, value))
+    console.print(facts)
+    for key, value in nested:
+        if isinstance(value, dict):
+            render_generic(console, value, key.replace("_", " "))
+            continue
+        columns = list(dict.fromkeys(k for row in value for k in row))
+        table = Table(title=key.replace("_", " "), title_justify="left")
+        for col in columns:
+            table.add_column(col.replace("_", " "), overflow="fold")
+        for row in value:
+            table.add_row(*(_human(col, row.get(col)) for col in columns))
+        console.print(table)
+
+
+def _human(key: str, value: Any) -> str:
+    import humanize
+
+    from mqtool.cli.times import iso_ms
+
+    if value is None:
+        return "-"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, int) and (key.endswith("size") or key.endswith("bytes")):
+        return humanize.naturalsize(value, binary=True)
+    if isinstance(value, int) and key.endswith("timestamp") and value > 0:
+        return f"{iso_ms(value)}"
+    if isinstance(value, list):
+        return ", ".join(str(v) for v in value) or "-"
+    if isinstance(value, dict):
+        return ", ".join(f"{k}={v}" for k, v in value.items()) or "-"
+    return str(value)

@@ -12,7 +12,7 @@ import dataclasses
 import enum
 
 from mqtool.cli.render import BodyDecode, Column, encode_bytes
-from mqtool.cli.rows import iso_ms
+from mqtool.cli.times import iso_ms
 
 LOG_COLUMNS = [
     Column("position", "POSITION", 10, ">"),

@@ -443,7 +443,8 @@ def test_dump_index_json_entries_have_the_documented_keys(capsys):
 
 
 def test_dump_consumequeue_invalid_unit_is_an_error_in_upstream_terms(capsys, tmp_path):
-    import shutil, struct
+    import shutil
+    import struct
 
     shutil.copytree(STORE, tmp_path / "s")
     cq = sorted((tmp_path / "s" / "consumequeue" / "TopicTest" / "0").iterdir())[0]

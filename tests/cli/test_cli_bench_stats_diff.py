@@ -25,7 +25,8 @@ def mqtool(capsys, *args):
 
 def test_bench_json_shape_and_cleanup(tmp_path, capsys):
     where = tmp_path / "disk"
-    code, out, err = mqtool(capsys, "bench", "flush", *SMALL, "--dir", where, "-m", "rocketmq-sync", "-m", "kafka-count:log.flush.interval.messages=10", "--validate", "--json")
+    modes = ("-m", "rocketmq-sync", "-m", "kafka-count:log.flush.interval.messages=10")
+    code, out, err = mqtool(capsys, "bench", "flush", *SMALL, "--dir", where, *modes, "--validate", "--json")
     assert code == 0, err
     doc = json.loads(out)
     assert doc["messages"] == 150 and doc["io"] == "mmap" and not doc["interrupted"]

@@ -1,0 +1,80 @@
+"""Options and arguments shared by several commands, and the choices they take.
+
+Imported when the CLI starts (every command's signature uses it), so it imports typer and the
+standard library only: the layout registry, the finding vocabulary and everything else load when
+a value is checked or completed, never for ``--help``.
+
+``--help`` shows a type beside an option only where it says something: flags take no value and
+show none (``flag``), ranged numbers show ``<int>`` followed by their range, repeatable options
+their item type with ``...``.  That is said with each option's ``metavar``.
+"""
+
+import enum
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from mqtool.cli.completion import complete_layout
+
+
+class OutputFormat(str, enum.Enum):
+    table = "table"
+    json = "json"
+    jsonl = "jsonl"
+
+
+class BodyDecode(str, enum.Enum):
+    base64 = "base64"
+    utf8 = "utf8"
+    hex = "hex"
+    none = "none"
+
+
+def flag(*param_decls: str, help: str, **kwargs: Any) -> Any:
+    """A boolean option: it takes no value, so ``--help`` shows no type beside it (unless ``metavar``
+    says otherwise)."""
+    return typer.Option(*param_decls, help=help, **{"metavar": "", **kwargs})
+
+
+#: the metavar of a number option with ``min``/``max``: the range follows it in ``--help``
+INT = "<int>"
+FLOAT = "<float>"
+
+
+def check_layout(value: str | None) -> str | None:
+    """``--layout`` takes one of the four layout names: anything else is a usage error (exit 2)."""
+    if value is None:
+        return None
+    from mqtool.layouts import LAYOUTS
+
+    if value not in LAYOUTS:
+        raise typer.BadParameter(f"expected one of {', '.join(LAYOUTS)}, found {value!r}")
+    return value
+
+
+FormatOpt = Annotated[
+    OutputFormat,
+    typer.Option("--format", "-f", metavar="<format>", help="Output format: table for people, json or jsonl for machines.", case_sensitive=False),
+]
+JsonOpt = Annotated[bool, flag("--json", help="Shorthand for --format json.")]
+JsonlOpt = Annotated[bool, flag("--jsonl", help="Shorthand for --format jsonl.")]
+DecodeOpt = Annotated[
+    BodyDecode,
+    typer.Option("--decode", metavar="<decode>", help="How bodies and other bytes are shown: base64, utf8, hex or none.", case_sensitive=False),
+]
+LayoutOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--layout", callback=check_layout, autocompletion=complete_layout, help="Force the layout instead of detecting it: rocketmq, kafka, jafka, metaq."
+    ),
+]
+StorePathArg = Annotated[Path, typer.Argument(help="A store root, Kafka log dir or partition, Jafka or MetaQ data dir.")]
+
+# --- dump ---------------------------------------------------------------------------------
+DumpPathArg = Annotated[Path, typer.Argument(help="A store root, the family's directory, or one file.")]
+LimitOpt = Annotated[int | None, typer.Option("--limit", min=0, metavar=INT, help="Stop after this many rows.")]
+TopicOpt = Annotated[str | None, typer.Option("--topic", help="Only this topic.")]
+PartitionOpt = Annotated[int | None, typer.Option("--partition", min=0, metavar=INT, help="Only this partition number.")]
+IndexSlotsOpt = Annotated[int | None, typer.Option("--index-hash-slots", min=1, metavar=INT, help="maxHashSlotNum when not inferable.")]
+IndexNumOpt = Annotated[int | None, typer.Option("--index-num", min=1, metavar=INT, help="maxIndexNum when not inferable.")]
