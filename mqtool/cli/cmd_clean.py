@@ -8,9 +8,9 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from mqtool.cli.common import renderer
+from mqtool.cli.common import metrics_renderer, report_metrics
 from mqtool.cli.exit_codes import ExitCode
-from mqtool.cli.options import INT, FormatOpt, JsonlOpt, JsonOpt, LayoutOpt, OutputFormat, flag
+from mqtool.cli.options import INT, JsonlOpt, JsonOpt, LayoutOpt, MetricsFileOpt, MetricsFormat, MetricsFormatOpt, flag
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -69,7 +69,8 @@ def clean(
     quiet: Annotated[bool, flag("--quiet", "-q", help="For cron: print nothing but errors.")] = False,
     now: Annotated[int | None, typer.Option("--now", help="Judge ages as of this time (ms since epoch) instead of now.")] = None,
     layout: LayoutOpt = None,
-    fmt: FormatOpt = OutputFormat.table,
+    fmt: MetricsFormatOpt = MetricsFormat.table,
+    metrics_file: MetricsFileOpt = None,
     as_json: JsonOpt = False,
     as_jsonl: JsonlOpt = False,
 ) -> int:
@@ -84,7 +85,7 @@ def clean(
     from mqtool.ops.clean.config import read_policy_file
     from mqtool.ops.recover import apply_plan
 
-    out = renderer(fmt, as_json, as_jsonl, quiet=quiet)
+    out, as_metrics = metrics_renderer(fmt, as_json, as_jsonl, quiet=quiet)
     layout_name = detect_layout(path, layout)
     plan_fn, options_cls = cleaner(layout_name)
     if protect_unconsumed and allow_unconsumed:
@@ -120,9 +121,11 @@ def clean(
         raise typer.BadParameter(str(exc) + (f" (read from {config})" if config is not None else "")) from None
     plan: RecoverPlan = plan_fn(path, options, now_ms=now)
     if not apply:
-        if not quiet:
+        if not quiet and not as_metrics:
             out.document(plan.to_dict(), lambda c: render_clean_plan(c, plan))
-        return ExitCode.FINDINGS if plan.has_work else ExitCode.OK
+        code = ExitCode.FINDINGS if plan.has_work else ExitCode.OK
+        report_metrics("clean", plan.to_dict(), code, to_stdout=as_metrics, metrics_file=metrics_file)
+        return code
     last_removal = [0.0]
 
     def pace(step, ctx) -> bool:
@@ -140,8 +143,9 @@ def clean(
     deleted = [s.to_dict() for s in result.applied if not s.details.get("archive") and s.action == "remove"]
     doc = {"deleted": deleted, "archived": archived, "bytes_freed": plan.bytes_cut, "plan": plan.to_dict()}
     summary = f"deleted {len(deleted)} file(s)" + (f", archived {len(archived)}" if archived else "")
-    if not quiet:
+    if not quiet and not as_metrics:
         out.document(doc, lambda c: c.print(f"{summary}, {humanize.naturalsize(plan.bytes_cut, binary=True)} freed"))
+    report_metrics("clean", doc, ExitCode.OK, to_stdout=as_metrics, metrics_file=metrics_file, store=plan.root)
     return ExitCode.OK
 
 

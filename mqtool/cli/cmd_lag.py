@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from mqtool.cli.exit_codes import ExitCode
-from mqtool.cli.options import FormatOpt, JsonlOpt, JsonOpt, LayoutOpt, OutputFormat
+from mqtool.cli.options import JsonlOpt, JsonOpt, LayoutOpt, MetricsFileOpt, MetricsFormat, MetricsFormatOpt
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -16,7 +16,8 @@ if TYPE_CHECKING:
 def lag(
     path: Annotated[Path, typer.Argument(help="A RocketMQ store root or a Kafka log dir.")],
     layout: LayoutOpt = None,
-    fmt: FormatOpt = OutputFormat.table,
+    fmt: MetricsFormatOpt = MetricsFormat.table,
+    metrics_file: MetricsFileOpt = None,
     as_json: JsonOpt = False,
     as_jsonl: JsonlOpt = False,
 ) -> int:
@@ -27,19 +28,24 @@ def lag(
     Kafka: __consumer_offsets against the partitions (as kafka-consumer-groups --describe).
     Exit 0, or 1 when the offsets or the data lag reads are damaged (named with validate's code)
     or a group's offset is ahead of its queue."""
-    from mqtool.cli.common import renderer
+    from mqtool.cli.common import metrics_renderer, pick_format, report_metrics
     from mqtool.layouts import detect_layout
     from mqtool.ops.lag import store_lag
 
-    out = renderer(fmt, as_json, as_jsonl)
+    chosen = pick_format(fmt, as_json, as_jsonl)
+    out, as_metrics = metrics_renderer(fmt, as_json, as_jsonl)
     report = store_lag(path, detect_layout(path, layout))
     doc = report.to_dict()
-    if fmt is OutputFormat.jsonl or as_jsonl:
+    if as_metrics:
+        pass
+    elif chosen is MetricsFormat.jsonl:
         out.stream(doc["lag"], [])
     else:
         out.document(doc, lambda console: render_lag(console, doc))
     errors = out.findings(report.findings)
-    return ExitCode.FINDINGS if errors else ExitCode.OK
+    code = ExitCode.FINDINGS if errors else ExitCode.OK
+    report_metrics("lag", doc, code, to_stdout=as_metrics, metrics_file=metrics_file)
+    return code
 
 
 def _time(ms: int | None) -> str:

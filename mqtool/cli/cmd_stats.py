@@ -5,9 +5,9 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from mqtool.cli.common import renderer
+from mqtool.cli.common import metrics_renderer, report_metrics
 from mqtool.cli.exit_codes import ExitCode
-from mqtool.cli.options import FLOAT, INT, FormatOpt, JsonlOpt, JsonOpt, LayoutOpt, OutputFormat, StorePathArg, flag
+from mqtool.cli.options import FLOAT, INT, JsonlOpt, JsonOpt, LayoutOpt, MetricsFileOpt, MetricsFormat, MetricsFormatOpt, StorePathArg, flag
 from mqtool.cli.render import markup
 
 if TYPE_CHECKING:
@@ -23,7 +23,8 @@ def stats(
         typer.Option("--threshold", min=1, max=100, metavar=FLOAT, help="Disk used percent to forecast (default: RocketMQ 75, others 100)."),
     ] = None,
     no_crc: Annotated[bool, flag("--no-crc", help="Do not verify checksums while reading (faster).")] = False,
-    fmt: FormatOpt = OutputFormat.table,
+    fmt: MetricsFormatOpt = MetricsFormat.table,
+    metrics_file: MetricsFileOpt = None,
     as_json: JsonOpt = False,
     as_jsonl: JsonlOpt = False,
 ) -> int:
@@ -37,17 +38,20 @@ def stats(
     from mqtool.layouts import detect_layout
     from mqtool.ops.stats import StatsOptions, input_size, store_stats
 
-    out = renderer(fmt, as_json, as_jsonl)
+    out, as_metrics = metrics_renderer(fmt, as_json, as_jsonl)
     detected = detect_layout(path, layout)
     options = StatsOptions(top=top, threshold=threshold / 100 if threshold is not None else None, check_crc=not no_crc)
     with out.progress(input_size(path, detected), "stats") as advance:
         result = store_stats(path, detected, options, progress=advance)
     doc = result.to_dict()
-    out.document(doc, lambda console: render_stats(console, doc))
+    if not as_metrics:
+        out.document(doc, lambda console: render_stats(console, doc))
     for problem in doc["problems"]:  # RocketMQ's error findings among them, as CODE path:position: message
         out.error(problem)
     out.findings(f for f in result.findings if f.level is Severity.warning)  # a torn tail: exit 0, as validate
-    return ExitCode.FINDINGS if doc["problems"] else ExitCode.OK
+    code = ExitCode.FINDINGS if doc["problems"] else ExitCode.OK
+    report_metrics("stats", doc, code, to_stdout=as_metrics, metrics_file=metrics_file)
+    return code
 
 
 def _time(ms: int | None, *, short: bool = False) -> str:

@@ -6,10 +6,10 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from mqtool.cli.common import pick_format
+from mqtool.cli.common import pick_format, report_metrics
 from mqtool.cli.completion import complete_check_families
 from mqtool.cli.exit_codes import ExitCode
-from mqtool.cli.options import INT, IndexNumOpt, IndexSlotsOpt, JsonlOpt, JsonOpt, LayoutOpt, OutputFormat, StorePathArg, flag
+from mqtool.cli.options import INT, IndexNumOpt, IndexSlotsOpt, JsonlOpt, JsonOpt, LayoutOpt, MetricsFileOpt, OutputFormat, StorePathArg, flag
 from mqtool.cli.render import Column, Renderer, dumps, styled
 from mqtool.findings import FAMILIES, Severity
 
@@ -24,6 +24,7 @@ class ValidateFormat(str, enum.Enum):
     json = "json"
     jsonl = "jsonl"
     junit = "junit"
+    openmetrics = "openmetrics"
 
 
 FINDING_COLUMNS = [
@@ -72,8 +73,9 @@ def validate(
         ),
     ] = False,
     fmt: Annotated[
-        ValidateFormat, typer.Option("--format", "-f", metavar="<format>", help="table, json (one document), jsonl (findings), junit (XML).")
+        ValidateFormat, typer.Option("--format", "-f", metavar="<format>", help="table, json (one document), jsonl (findings), junit (XML), openmetrics.")
     ] = ValidateFormat.table,
+    metrics_file: MetricsFileOpt = None,
     as_json: JsonOpt = False,
     as_jsonl: JsonlOpt = False,
 ) -> int:
@@ -111,7 +113,13 @@ def validate(
         index_num=index_num,
         deep=deep,
     )
-    out = Renderer(OutputFormat.table if fmt in (ValidateFormat.table, ValidateFormat.junit) else OutputFormat(fmt.value))
+    out = Renderer(
+        OutputFormat.table
+        if fmt in (ValidateFormat.table, ValidateFormat.junit)
+        else OutputFormat.json
+        if fmt is ValidateFormat.openmetrics
+        else OutputFormat(fmt.value)
+    )
     commitlog = Path(path) / "commitlog"
     total = sum(p.stat().st_size for p in commitlog.glob("*") if p.is_file()) if detected == "rocketmq" and commitlog.is_dir() else 0
     if detected == "kafka" and fmt is ValidateFormat.table:
@@ -126,12 +134,14 @@ def validate(
         out.stream((f.to_dict() for f in report.findings), FINDING_COLUMNS)
     elif fmt is ValidateFormat.junit:
         out.out.write(render_junit(report))
-    else:
+    elif fmt is ValidateFormat.table:
         render_table(out.console, report)
     out.out.flush()
     if report.truncated:
         out.warn(f"only the first {options.max_findings} findings are listed; counts include all of them")
-    return ExitCode.FINDINGS if report.failed else ExitCode.OK
+    code = ExitCode.FINDINGS if report.failed else ExitCode.OK
+    report_metrics("validate", report.to_dict(), code, to_stdout=fmt is ValidateFormat.openmetrics, metrics_file=metrics_file)
+    return code
 
 
 def render_table(console: "Console", report: "ValidationReport") -> None:

@@ -3,10 +3,12 @@ the renderer, and the end of every ``dump``.  The options themselves are in ``op
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import typer
 
 from mqtool.cli.exit_codes import ExitCode, exit_code_for
-from mqtool.cli.options import OutputFormat
+from mqtool.cli.options import MetricsFormat, OutputFormat
 from mqtool.cli.render import Renderer
 
 
@@ -24,6 +26,15 @@ def pick_format(fmt, as_json: bool, as_jsonl: bool):
 
 def renderer(fmt: OutputFormat, as_json: bool, as_jsonl: bool, *, quiet: bool = False) -> Renderer:
     return Renderer(pick_format(fmt, as_json, as_jsonl), quiet=quiet)
+
+
+def metrics_renderer(fmt: MetricsFormat, as_json: bool, as_jsonl: bool, *, quiet: bool = False) -> tuple[Renderer, bool]:
+    """The renderer of a command that can report metrics, and whether ``--format openmetrics``
+    was chosen (its output is then the metrics alone: ``report_metrics`` prints them)."""
+    chosen = pick_format(fmt, as_json, as_jsonl)
+    if chosen is MetricsFormat.openmetrics:
+        return Renderer(OutputFormat.json, quiet=quiet), True
+    return Renderer(OutputFormat(chosen.value), quiet=quiet), False
 
 
 MAX_LISTED_PROBLEMS = 20
@@ -46,3 +57,20 @@ def finish_dump(out: Renderer, problems: list, *, notes: list[str] | tuple = (),
     if codes - {ExitCode.FINDINGS}:
         return max(codes - {ExitCode.FINDINGS})
     return ExitCode.FINDINGS if problems or extra_failures else ExitCode.OK
+
+
+def report_metrics(command: str, doc: dict, exit_status: int, *, to_stdout: bool, metrics_file: Path | None, store: str | None = None) -> None:
+    """``doc``'s metrics (``mqtool.cli.metrics``): printed as OpenMetrics (``--format
+    openmetrics``) and/or written to ``--metrics-file``; nothing when neither was asked for."""
+    if not to_stdout and metrics_file is None:
+        return
+    import sys
+
+    from mqtool.cli import metrics
+
+    registry = metrics.build(command, doc, int(exit_status), store=store)
+    if to_stdout:
+        sys.stdout.write(metrics.openmetrics(registry))
+        sys.stdout.flush()
+    if metrics_file is not None:
+        metrics.write_file(metrics_file, registry)

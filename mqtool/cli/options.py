@@ -57,6 +57,29 @@ FormatOpt = Annotated[
     OutputFormat,
     typer.Option("--format", "-f", metavar="<format>", help="Output format: table for people, json or jsonl for machines.", case_sensitive=False),
 ]
+class MetricsFormat(str, enum.Enum):
+    """The formats of a command that also reports metrics (validate has its own, with junit)."""
+
+    table = "table"
+    json = "json"
+    jsonl = "jsonl"
+    openmetrics = "openmetrics"
+
+
+MetricsFormatOpt = Annotated[
+    MetricsFormat,
+    typer.Option(
+        "--format", "-f", metavar="<format>", help="table for people, json or jsonl for machines, openmetrics for monitoring.", case_sensitive=False
+    ),
+]
+MetricsFileOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--metrics-file",
+        metavar="<path>",
+        help="Also write this run's metrics (Prometheus text format) to PATH, atomically: for node_exporter's textfile collector.",
+    ),
+]
 JsonOpt = Annotated[bool, flag("--json", help="Shorthand for --format json.")]
 JsonlOpt = Annotated[bool, flag("--jsonl", help="Shorthand for --format jsonl.")]
 DecodeOpt = Annotated[
