@@ -214,6 +214,8 @@ def run(args: list[str]) -> int:
         if requested is not None:
             return completion.answer(*requested)
         result = command.main(args=args, prog_name=completion.PROG, standalone_mode=False)
+        if result == ExitCode.INTERRUPTED:  # typer returns Ctrl-C in a command as 130, silently
+            sys.stderr.write("mqtool: interrupted\n")
         return int(result) if isinstance(result, int) else ExitCode.OK
     except typer.Exit as exc:
         return exc.exit_code
