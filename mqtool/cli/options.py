@@ -1,8 +1,8 @@
 """Options and arguments shared by several commands, and the choices they take.
 
 Imported when the CLI starts (every command's signature uses it), so it imports typer and the
-standard library only: the layout registry, the finding vocabulary and everything else load when
-a value is checked or completed, never for ``--help``.
+standard library only: the layout registry loads when a ``--layout`` is checked or completed,
+never for ``--help``.
 
 ``--help`` shows a type beside an option only where it says something: flags take no value and
 show none (``flag``), ranged numbers show ``<int>`` followed by their range, repeatable options
