@@ -10,7 +10,7 @@ from mqtool.cli.common import pick_format, report_metrics
 from mqtool.cli.completion import complete_check_families
 from mqtool.cli.exit_codes import ExitCode
 from mqtool.cli.options import INT, IndexNumOpt, IndexSlotsOpt, JsonlOpt, JsonOpt, LayoutOpt, MetricsFileOpt, OutputFormat, StorePathArg, flag
-from mqtool.cli.render import Column, Renderer, dumps, styled
+from mqtool.cli.render import Column, Renderer, dumps, paged, styled
 from mqtool.findings import FAMILIES, Severity
 
 if TYPE_CHECKING:
@@ -76,6 +76,7 @@ def validate(
         ValidateFormat, typer.Option("--format", "-f", metavar="<format>", help="table, json (one document), jsonl (findings), junit (XML), openmetrics.")
     ] = ValidateFormat.table,
     metrics_file: MetricsFileOpt = None,
+    all_files: Annotated[bool, flag("--all", help="List every file in the table, not only those with findings.")] = False,
     as_json: JsonOpt = False,
     as_jsonl: JsonlOpt = False,
 ) -> int:
@@ -135,7 +136,7 @@ def validate(
     elif fmt is ValidateFormat.junit:
         out.out.write(render_junit(report))
     elif fmt is ValidateFormat.table:
-        render_table(out.console, report)
+        paged(out.console, lambda console: render_table(console, report, all_files=all_files))
     out.out.flush()
     if report.truncated:
         out.warn(f"only the first {options.max_findings} findings are listed; counts include all of them")
@@ -144,43 +145,88 @@ def validate(
     return code
 
 
-def render_table(console: "Console", report: "ValidationReport") -> None:
+def render_table(console: "Console", report: "ValidationReport", *, all_files: bool = False) -> None:
+    """The verdict and counts first; then what is wrong, grouped by cause (a knock-on finding --
+    one whose ``cause`` names another finding of the report -- is folded under its cause, with
+    its count by code); then the files with findings (every file with ``all_files``).
+    Identifiers (file names, codes, positions) are never broken: messages wrap, and the file
+    table drops its least useful columns when the terminal is narrow."""
     import humanize
+    from rich import box
+    from rich.padding import Padding
     from rich.table import Table
+    from rich.text import Text
 
-    files = Table(title=f"{report.layout} store {report.root}", title_justify="left")
-    for col, just in (("file", "left"), ("status", "left"), ("records", "right"), ("valid bytes", "right"), ("size", "right"), ("findings", "right")):
-        # a file name folds rather than ending in "…" (every CommitLog name looked the same cut at
-        # 80 columns)
-        files.add_column(col, justify=just, overflow="fold" if col == "file" else "ellipsis")
-    for s in report.files:
-        style = {"error": "red", "warning": "yellow"}.get(s.status, "green")
-        n = s.errors + s.warnings + s.infos
-        files.add_row(
-            _short(s.path, report.root),
-            styled(s.status, style),
-            humanize.intcomma(s.records),
-            humanize.intcomma(s.valid_bytes) if s.valid_bytes is not None else "-",
-            humanize.naturalsize(s.size, binary=True),
-            str(n) if n else "",
-        )
-    console.print(files)
-    if report.findings:
-        table = Table(title="findings", title_justify="left")
-        for col in ("severity", "code", "where", "message"):
-            table.add_column(col, overflow="fold")
-        for f in report.findings:
-            style = {"error": "red", "warning": "yellow"}.get(f.level.value, "cyan")
-            where = _short(f.path, report.root) + (f":{f.position}" if f.position is not None else "")
-            table.add_row(styled(f.level.value, style), f.code, where, f.message)
-        console.print(table)
     c = report.counts
     verdict = "FAILED" if report.failed else "OK"
+    checked = humanize.naturalsize(report.bytes_checked, binary=True)
     console.print(
-        f"{verdict}: {c['error']} error(s), {c['warning']} warning(s), {c['info']} info; "
-        f"{len(report.files)} files, {humanize.naturalsize(report.bytes_checked, binary=True)} of {'CommitLog' if report.layout == 'rocketmq' else 'log data'} checked "
-        f"(fail on {report.options.fail_on.value})"
+        Text.assemble(
+            (verdict, "bold red" if report.failed else "bold green"),
+            f": {c['error']} error(s), {c['warning']} warning(s), {c['info']} info; {len(report.files)} files, {checked} of "
+            f"{'CommitLog' if report.layout == 'rocketmq' else 'log data'} checked (fail on {report.options.fail_on.value})",
+        )
     )
+    console.print(Text(f"{report.layout} store {report.root}", style="dim"))
+    shown = [f for f in report.findings if f.level.value != "info"] or list(report.findings)
+    known = {f.ref for f in shown}
+    knock_ons: dict[object, list] = {}
+    for f in shown:
+        if f.cause is not None and f.cause in known and f.cause != f.ref:
+            knock_ons.setdefault(f.cause, []).append(f)
+    causes = [f for f in shown if not (f.cause is not None and f.cause in known and f.cause != f.ref)]
+    if causes:
+        console.print()
+        console.print(Text("what is wrong" if report.failed or c["warning"] else "notes", style="bold"))
+    for f in causes:
+        style = {"error": "red", "warning": "yellow"}.get(f.level.value, "cyan")
+        where = _short(f.path, report.root) + (f":{f.position}" if f.position is not None else "")
+        head = Text.assemble((f"{f.level.value:<8}", style), (f.code, "bold"), "  ", where)
+        head.no_wrap = False
+        console.print(head, overflow="fold")
+        console.print(Padding(Text(f.message), (0, 0, 0, 8), expand=False), overflow="fold")
+        folded = knock_ons.get(f.ref, [])
+        if folded:
+            by_code: dict[str, int] = {}
+            for k in folded:
+                by_code[k.code] = by_code.get(k.code, 0) + 1
+            detail = ", ".join(f"{code} x{n}" for code, n in sorted(by_code.items(), key=lambda kv: -kv[1]))
+            console.print(Padding(Text(f"+ {len(folded)} knock-on finding(s) caused by it: {detail}", style="dim"), (0, 0, 0, 8), expand=False), overflow="fold")
+    rows = [s for s in report.files if all_files or s.errors or s.warnings]
+    if not rows:
+        if not all_files and report.files:
+            console.print(Text(f"every one of the {len(report.files)} files is clean (--all lists them)", style="dim"))
+        return
+    console.print()
+    width = max(len(_short(s.path, report.root)) for s in rows)
+    # file, status, findings always; then records, size, valid bytes as the width allows
+    optional = [("records", 9), ("size", 10), ("valid bytes", 13)]
+    room = console.width - (width + 2) - 9 - 9
+    keep = []
+    for name, need in optional:
+        if room >= need:
+            keep.append(name)
+            room -= need
+    files = Table(box=box.SIMPLE_HEAD, pad_edge=False, title="files with findings" if not all_files else "files", title_justify="left")
+    files.add_column("file", no_wrap=True, min_width=width)
+    files.add_column("status", no_wrap=True)
+    for name in ("records", "valid bytes", "size"):
+        if name in keep:
+            files.add_column(name, justify="right", no_wrap=True)
+    files.add_column("findings", justify="right", no_wrap=True)
+    for s in rows:
+        style = {"error": "red", "warning": "yellow"}.get(s.status, "green")
+        n = s.errors + s.warnings + s.infos
+        cells = [_short(s.path, report.root), styled(s.status, style)]
+        if "records" in keep:
+            cells.append(humanize.intcomma(s.records))
+        if "valid bytes" in keep:
+            cells.append(humanize.intcomma(s.valid_bytes) if s.valid_bytes is not None else "-")
+        if "size" in keep:
+            cells.append(humanize.naturalsize(s.size, binary=True))
+        cells.append(str(n) if n else "")
+        files.add_row(*cells)
+    console.print(files)
 
 
 def _short(path: str, root: str) -> str:

@@ -347,3 +347,20 @@ def _human(key: str, value: Any) -> str:
     if isinstance(value, dict):
         return ", ".join(f"{k}={v}" for k, v in value.items()) or "-"
     return str(value)
+
+
+def paged(console: Console, draw: Callable[[Console], None]) -> None:
+    """``draw(console)``, through a pager (``$PAGER``, as ``pydoc`` picks it) when the console is
+    a terminal and the output is taller than it; straight out when piped or short."""
+    if not console.is_terminal:
+        draw(console)
+        return
+    with console.capture() as captured:
+        draw(console)
+    text = captured.get()
+    if text.count("\n") < console.height:
+        console.file.write(text)
+        console.file.flush()
+        return
+    with console.pager(styles=True):
+        draw(console)

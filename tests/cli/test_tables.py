@@ -1,0 +1,72 @@
+"""Tables at ordinary widths (issue 19): at COLUMNS=80 and 200, piped, the verdict comes first,
+no line is wider than the terminal and no identifier (segment name, code, position) is broken
+across lines.  Golden files hold the whole output (MQTOOL_UPDATE_GOLDEN=1 to accept a change)."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.cli.test_cli import check_golden
+from tests.conftest import FIXTURES, PROJECT_ROOT
+
+WIDTHS = (80, 200)
+
+
+def table(width: int, *args: object) -> tuple[int, str]:
+    env = {**os.environ, "COLUMNS": str(width), "TZ": "UTC", "PYTHONPATH": str(PROJECT_ROOT)}
+    env.pop("PAGER", None)
+    proc = subprocess.run([sys.executable, "-m", "mqtool", *map(str, args)], capture_output=True, text=True, env=env, cwd=PROJECT_ROOT, check=False)
+    return proc.returncode, proc.stdout
+
+
+def _damaged(tmp: Path) -> Path:
+    root = tmp / "store"
+    shutil.copytree(FIXTURES / "rocketmq-store", root)
+    os.truncate(root / "commitlog" / "00000000000000081920", 4000)
+    with open(root / "commitlog" / "00000000000000032768", "r+b") as f:
+        f.seek(100)
+        f.write(b"\xff" * 4)
+    return root
+
+
+def _identifiers_whole(text: str, root: Path) -> None:
+    """Every segment name the store holds that the output mentions is on one line, whole."""
+    names = {p.name for p in root.rglob("*") if p.is_file() and re.fullmatch(r"\d{20}", p.name)}
+    tokens = re.findall(r"(?<!\d)\d{10,19}(?!\d)", text)  # digit runs shorter than a name
+    broken = sorted({t for t in tokens if any(n.startswith(t) or n.endswith(t) for n in names)})
+    assert not broken, f"segment names broken across lines: {broken}"
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_validate_table(tmp_path, width):
+    for name, root, expected in (("healthy", FIXTURES / "rocketmq-store", 0), ("damaged", _damaged(tmp_path), 1)):
+        code, out = table(width, "validate", root)
+        assert code == expected
+        lines = out.splitlines()
+        assert lines[0].startswith("OK: " if expected == 0 else "FAILED: ")  # the verdict first
+        assert max(map(len, lines)) <= width
+        _identifiers_whole(out, root)
+        check_golden(f"validate.rocketmq-{name}.table{width}.txt", out.replace(str(root), "STORE"))
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+@pytest.mark.parametrize("store", ["rocketmq-store", "kafka-logs"])
+def test_lag_table(width, store):
+    code, out = table(width, "lag", FIXTURES / store)
+    assert code == 0
+    assert max(map(len, out.splitlines())) <= width
+    assert re.match(r"\d+ group\(s\), ", out)
+    check_golden(f"lag.{store}.table{width}.txt", out)
+
+
+def test_validate_all_lists_every_file():
+    _, out = table(200, "validate", FIXTURES / "rocketmq-store", "--all")
+    files = [p for p in (FIXTURES / "rocketmq-store").rglob("*") if p.is_file() and re.fullmatch(r"\d{17,20}", p.name)]
+    assert all(p.relative_to(FIXTURES / "rocketmq-store").as_posix() in out for p in files)
