@@ -58,6 +58,7 @@ def render_info(console: "Console", r: "StoreInfo") -> None:
     import humanize
     from rich.table import Table
 
+    from mqtool.cli.render import fit_table
     from mqtool.cli.times import iso_ms
 
     cl = r.commitlog
@@ -91,25 +92,27 @@ def render_info(console: "Console", r: "StoreInfo") -> None:
         facts.add_row("consumer groups", str(r.consumer_groups))
     console.print(facts)
     if r.queues:
-        table = Table(title="consume queues", title_justify="left")
-        for col in ("topic", "queue", "files", "min offset", "max offset", "messages"):
-            table.add_column(col, justify="right" if col != "topic" else "left")
-        for q in r.queues:
-            table.add_row(q.topic, str(q.queue_id), str(q.files), str(q.min_offset), str(q.max_offset), humanize.intcomma(q.max_offset - q.min_offset))
-        console.print(table)
+        rows = [[q.topic, str(q.queue_id), str(q.files), str(q.min_offset), str(q.max_offset), humanize.intcomma(q.max_offset - q.min_offset)] for q in r.queues]
+        fit_table(console, "consume queues", ["topic", "queue", "files", "min offset", "max offset", "messages"], rows, justify=["left"] + ["right"] * 5)
     if r.index_files:
-        table = Table(title="index files", title_justify="left")
-        for col in ("file", "size", "entries", "time range", "commitlog offsets"):
-            table.add_column(col)
+        rows = []
         for i in r.index_files:
             if i.error:
-                table.add_row(i.name, humanize.naturalsize(i.size, binary=True), "-", i.error, "-")
+                rows.append([i.name, humanize.naturalsize(i.size, binary=True), "-", "-", "-", "-", "-"])
             else:
-                table.add_row(
-                    i.name,
-                    humanize.naturalsize(i.size, binary=True),
-                    humanize.intcomma(max((i.index_count or 1) - 1, 0)),
-                    _span(i.begin_timestamp, i.end_timestamp),
-                    f"{i.begin_phy_offset} .. {i.end_phy_offset}",
+                rows.append(
+                    [
+                        i.name,
+                        humanize.naturalsize(i.size, binary=True),
+                        humanize.intcomma(max((i.index_count or 1) - 1, 0)),
+                        str(i.begin_phy_offset),
+                        str(i.end_phy_offset),
+                        iso_ms(i.begin_timestamp) or "-",
+                        iso_ms(i.end_timestamp) or "-",
+                    ]
                 )
-        console.print(table)
+        headers = ["file", "size", "entries", "first offset", "last offset", "first time", "last time"]
+        fit_table(console, "index files", headers, rows, justify=["left", "right", "right", "right", "right", "left", "left"])
+        for i in r.index_files:
+            if i.error:
+                console.print(f"{i.name}: {i.error}", overflow="fold", highlight=False)

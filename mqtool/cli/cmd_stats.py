@@ -80,25 +80,14 @@ def _rate(v: float | None) -> str:
 
 
 def _print_table(console: "Console", title: str, headers: list[str], rows: list[list[str]], left: set[str] = frozenset()) -> None:
-    """A table whose first (name) column gives way: the other columns keep their full width."""
-    from rich import box
-    from rich.table import Table
+    """``fit_table``: names and numbers whole; the first column left-aligned, numbers right."""
+    from mqtool.cli.render import fit_table
 
-    widths = [max([len(h)] + [len(r[i]) for r in rows]) for i, h in enumerate(headers)]
-    room = console.width - sum(widths[1:]) - 3 * len(headers) - 1
-    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD)
-    table.add_column(headers[0], no_wrap=True, max_width=max(10, room))
-    for h in headers[1:]:
-        table.add_column(h, justify="left" if h in left else "right", no_wrap=True)
-    for r in rows:
-        table.add_row(*r)
-    console.print(table)
+    fit_table(console, title, headers, rows, justify=["left"] + ["left" if h in left else "right" for h in headers[1:]])
 
 
 def render_stats(console: "Console", doc: dict) -> None:
     import humanize
-    from rich import box
-    from rich.table import Table
 
     queue_key = "queue_id" if doc["layout"] == "rocketmq" else "partition"
     tot = doc["totals"]
@@ -141,12 +130,9 @@ def render_stats(console: "Console", doc: dict) -> None:
     ]
     _print_table(console, "per topic", ["topic", "queues" if queue_key == "queue_id" else "parts", "messages", "bytes", "first", "last"], rows, left={"first", "last"})
     if doc["largest"]:
-        largest = Table(title="largest messages", title_justify="left", box=box.SIMPLE_HEAD)
-        for col, just in (("size", "right"), ("queue" if queue_key == "queue_id" else "partition", "left"), ("offset", "right"), ("time", "left")):
-            largest.add_column(col, justify=just)
-        for m in doc["largest"]:
-            largest.add_row(_size(m["size"]), m["name"], str(m["offset"]), _time(m["store_timestamp"]))
-        console.print(largest)
+        rows = [[_size(m["size"]), m["name"], str(m["offset"]), _time(m["store_timestamp"])] for m in doc["largest"]]
+        headers = ["size", "queue" if queue_key == "queue_id" else "partition", "offset", "time"]
+        _print_table(console, "largest messages", headers, rows, left={"queue", "partition", "time"})
     d = doc["disk"]
     console.print(f"store files: {_size(d['store_bytes'])} ({_size(d['store_allocated_bytes'])} allocated)")
     if d["filesystem_total"] is not None:

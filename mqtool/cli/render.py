@@ -321,12 +321,52 @@ def render_generic(console: Console, doc: dict, title: str | None = None) -> Non
             render_generic(console, value, key.replace("_", " "))
             continue
         columns = list(dict.fromkeys(k for row in value for k in row))
-        table = Table(title=key.replace("_", " "), title_justify="left")
-        for col in columns:
-            table.add_column(col.replace("_", " "), overflow="fold")
-        for row in value:
-            table.add_row(*(_human(col, row.get(col)) for col in columns))
-        console.print(table)
+        fit_table(console, key.replace("_", " "), [c.replace("_", " ") for c in columns], [[_human(c, row.get(c)) for c in columns] for row in value])
+
+
+def fit_table(console: Console, title: str, headers: list[str], rows: list[list[str]], *, justify: list[str] | None = None) -> None:
+    """A table whose cells are never broken (names, offsets, numbers, times): headers wrap at
+    their spaces only; when the columns do not fit the terminal, the last ones are left out and
+    named under the table (``--json`` has them all), and when fewer than three would be left,
+    each row is printed as a block of ``header: value`` lines instead.  Only a first-column name
+    longer than the room left (at least 24 characters) is folded."""
+    from rich import box
+    from rich.table import Table
+    from rich.text import Text
+
+    def natural(i: int) -> int:
+        head = max(len(word) for word in headers[i].split()) if headers[i].strip() else 1
+        return max([head, *(len(r[i]) for r in rows)])
+
+    widths = [natural(i) for i in range(len(headers))]
+
+    def total(keep: int, first: int) -> int:  # padding either side, a divider between, the edges
+        return first + sum(widths[1:keep]) + 3 * keep + 1
+
+    # the first column (the row's name) may give way down to 24 characters: a name longer than
+    # the room left is folded, every other cell stays whole
+    first_min = min(widths[0], 24)
+    keep = len(headers)
+    while keep > 1 and total(keep, first_min) > console.width:
+        keep -= 1
+    widths[0] = max(first_min, min(widths[0], console.width - total(keep, 0)))
+    if keep < min(3, len(headers)):
+        console.print(Text(title, style="bold"))
+        label = max(len(h) for h in headers)
+        for row in rows:
+            for h, cell in zip(headers, row):
+                console.print(Text.assemble((f"  {h:<{label}}  ", "dim"), cell), overflow="fold")
+            console.print()
+        return
+    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
+    for i in range(keep):
+        table.add_column(headers[i], width=widths[i], overflow="fold", justify=justify[i] if justify else "left")  # type: ignore[arg-type]
+    for row in rows:
+        table.add_row(Text(row[0], overflow="fold"), *(Text(cell, no_wrap=True) for cell in row[1:keep]))
+    console.print(table)
+    if keep < len(headers):
+        hidden = ", ".join(headers[keep:])
+        console.print(Text(f"(not shown at this width: {hidden}; widen the terminal or use --json)", style="dim"), overflow="fold")
 
 
 def _human(key: str, value: Any) -> str:
