@@ -309,8 +309,6 @@ OPEN: dict[tuple[str, str], str] = {
     },
     ("recover", "missing-consumequeue-dir"): "records of the queue before the files the normal-mode scan reads are not "
     "dispatched, and a warning is not listed as unfixable: the plan is empty (exit 0)",
-    ("query", "stale-indexfile"): "query --key reads the CommitLog at the stale entry's offset and names what it finds there "
-    "(RMQ-CL-MAGIC on zeros), not the entry (RMQ-IDX-PAST-END)",
 }
 
 

@@ -543,10 +543,9 @@ class IndexDump:
                     continue
                 try:
                     for number, entry in idxf.iter_entries(view.buf, geo.hash_slot_num, geo.index_num):
-                        if self.extent is not None and self.extent.past_end(entry.phy_offset):
-                            self.findings.append(
-                                model.index_past_end_finding(str(path), geo.entry_position(number), number, self.extent.end, entry.phy_offset)
-                            )
+                        past = self.extent.index_entry_finding(str(path), geo.entry_position(number), number, entry.phy_offset) if self.extent else None
+                        if past is not None:
+                            self.findings.append(past)
                         yield IndexEntryRow(
                             path,
                             number,

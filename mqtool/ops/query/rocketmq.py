@@ -25,6 +25,7 @@ from mqtool.formats.rocketmq.config import parse_topics
 from mqtool.ops.dump.rocketmq import CommitLogDump, RecordFilter
 from mqtool.store import rocketmq as rmq
 from mqtool.store.files import ReadOnlyFile, read_small_file
+from mqtool.store.model import commitlog as model_cl
 from mqtool.store.model import rocketmq as model
 
 LONG_MAX = (1 << 63) - 1
@@ -83,9 +84,15 @@ def _index_lookup(
     hash_slot_num: int | None,
     index_num: int | None,
 ) -> list[int]:
-    """Candidate commitlog offsets for any of ``index_keys``, newest file first, deduplicated."""
+    """Candidate commitlog offsets for any of ``index_keys``, newest file first, deduplicated.
+
+    An entry pointing past the CommitLog's valid data is not a candidate: it is validate's
+    RMQ-IDX-PAST-END at the entry (``DataExtent.index_entry_finding``, the rule ``dump index``
+    applies), not whatever lies at that offset."""
     seen: set[int] = set()
     offsets: list[int] = []
+    extent: model_cl.DataExtent | None = None
+    tail_base = store.commitlog[model.last_data_file(store.commitlog)].base if store.commitlog else 0
     for view in _index_views(store, hash_slot_num, index_num, result):
         with view:
             header = view.header
@@ -96,13 +103,20 @@ def _index_lookup(
                 continue
             for key in index_keys:
                 try:
-                    found = idxf.select_phy_offsets(
-                        view.buf, key, LONG_MAX, begin, end, view.geometry.hash_slot_num, view.geometry.index_num
-                    )
+                    found = idxf.select_entries(view.buf, key, LONG_MAX, begin, end, view.geometry.hash_slot_num, view.geometry.index_num)
                 except MqError as exc:
                     result.problems.append(exc.at(view.path))
                     continue
-                for off in found:
+                for number, off in found:
+                    # valid data ends in the last file holding records: only an offset there or
+                    # after it may lie past the end (and needs that file read to say so)
+                    if extent is None and off >= tail_base:
+                        extent = model_cl.data_extent(store)
+                    past = extent.index_entry_finding(str(view.path), view.geometry.entry_position(number), number, off) if extent else None
+                    if past is not None:
+                        if past not in result.findings:
+                            result.findings.append(past)
+                        continue
                     if off not in seen:
                         seen.add(off)
                         offsets.append(off)
