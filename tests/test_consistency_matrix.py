@@ -302,11 +302,6 @@ READERS = ("dump", "stats", "info", "query", "diff")
 #: (command, kind) -> a disagreement the matrix found and that is not fixed yet (open work of
 #: issue 18): the command is not checked on that kind until it is, and this table says so
 OPEN: dict[tuple[str, str], str] = {
-    **{
-        ("query", k): "query --queue-offset of a unit that is gone says 'no ConsumeQueue unit' without validate's code: naming "
-        "RMQ-CQ-MISSING-QUEUE / RMQ-CQ-LAG needs the CommitLog's last queue offset of the queue (a CommitLog scan)"
-        for k in ("missing-consumequeue-dir", "missing-last-consumequeue-file")
-    },
     ("recover", "missing-consumequeue-dir"): "records of the queue before the files the normal-mode scan reads are not "
     "dispatched, and a warning is not listed as unfixable: the plan is empty (exit 0)",
 }
