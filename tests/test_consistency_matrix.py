@@ -301,10 +301,7 @@ READERS = ("dump", "stats", "info", "query", "diff")
 
 #: (command, kind) -> a disagreement the matrix found and that is not fixed yet (open work of
 #: issue 18): the command is not checked on that kind until it is, and this table says so
-OPEN: dict[tuple[str, str], str] = {
-    ("recover", "missing-consumequeue-dir"): "records of the queue before the files the normal-mode scan reads are not "
-    "dispatched, and a warning is not listed as unfixable: the plan is empty (exit 0)",
-}
+OPEN: dict[tuple[str, str], str] = {}
 
 
 #: Record-level rules validate applies and the readers and recover's plan do not yet (they frame
