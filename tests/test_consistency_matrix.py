@@ -307,10 +307,7 @@ OPEN: dict[tuple[str, str], str] = {}
 #: Record-level rules validate applies and the readers and recover's plan do not yet (they frame
 #: and decode records, judge each record and how each file ends, but do not check a record
 #: against its neighbours): when validate's first finding is one of these, they are not held to it.
-OPEN_CODES: dict[str, str] = {
-    "RMQ-CL-QUEUE-OFFSET": "queue-offset continuity is checked by validate's walk across files, not yet by the readers, and "
-    "recover's plan does not list it as unfixable",
-}
+OPEN_CODES: dict[str, str] = {}
 
 
 @dataclass(frozen=True)

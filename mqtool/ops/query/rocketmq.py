@@ -331,5 +331,12 @@ def query_by_queue_offset(store: rmq.RocketMQStore, topic: str, queue_id: int, q
         mismatches.append(f"QUEUEOFFSET {rec.queue_offset}")
     if mismatches:
         result.notes.append("the record does not match its ConsumeQueue unit: " + ", ".join(mismatches))
+        if rec.topic != topic or rec.queue_id != queue_id or rec.queue_offset != queue_offset:
+            # a record of another queue or offset where the unit points: the QUEUEOFFSET sequences of
+            # the unit's queue and of the record's, as validate checks them over the whole CommitLog
+            offsets = queue_offsets.commitlog_queue_offsets(store)
+            for finding in offsets.findings_of({(topic, queue_id), (rec.topic, rec.queue_id)}):
+                if finding not in result.findings:
+                    result.findings.append(finding)
     result.hits.append(Hit(hit.commitlog_offset, hit.path, hit.position, rec, "consumequeue", not mismatches))
     return result

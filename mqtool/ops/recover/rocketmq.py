@@ -249,6 +249,10 @@ def plan_rocketmq(path: str | Path, options: RecoverOptions = RecoverOptions()) 
                 expect=observe(store.abort_path),
             )
         )
+    # a record the recovery keeps that breaks its queue's QUEUEOFFSET sequence stays as it is (the
+    # broker keeps it too): recover cannot rewrite it
+    bases = {str(seg.path): seg.base for seg in store.commitlog}
+    kept_damage += [x for x in offsets.findings if x.path in bases and bases[x.path] + (x.position or 0) < process_offset]
     _plan_unfixable(store, plan, store.commitlog.index(segments[start]) if segments else 0, kept_damage)
     return plan
 
@@ -344,7 +348,7 @@ def _plan_unfixable(store: rmq.RocketMQStore, plan: RecoverPlan, scan_start: int
     files as the plan leaves them, the damage in the files before ``scan_start`` (the index in
     ``store.commitlog`` of the first file the recovery reads: ``unscanned_commitlog_findings``),
     which the plan never touches, and ``kept``: what validate says of records the recovery keeps
-    (``model.record_findings``).  Applying such a plan needs ``--force``: the store would not
+    (``model.record_findings``, a break in a queue's QUEUEOFFSET sequence).  Applying such a plan needs ``--force``: the store would not
     validate, and the broker would refuse it (``MappedFileQueue.load``) or read the wrong file
     for an offset (``MappedFileQueue.findMappedFileByOffset`` assumes no file is missing)."""
     outcome: dict[Path, int | None] = {}

@@ -198,7 +198,9 @@ class FileQueueOffsets:
 
 @dataclass
 class QueueOffsets:
-    """The queue offsets of a CommitLog: its files joined in order (:meth:`add_file`)."""
+    """The queue offsets of a CommitLog: its files joined in order (:meth:`add_file`);
+    ``findings`` holds every break, in validate's order (each file's own, then the file's first
+    records that do not follow the files before)."""
 
     edges: dict[QueueKey, QueueEdge] = field(default_factory=dict)
     findings: list[Finding] = field(default_factory=list)
@@ -208,12 +210,14 @@ class QueueOffsets:
     def add_file(self, file: FileQueueOffsets, base: int, file_size: int | None) -> list[Finding]:
         """The next file holding records (named ``base``), after the previous one: a file's first
         record of a queue must follow the queue's last record in the files before (a file missing
-        between them, ``model.missing_between``, may have held records).  Returns the findings."""
+        between them, ``model.missing_between``, may have held records).  Returns those findings
+        (``findings`` gets the file's own before them)."""
         missing = 0
         if self._prev_base is not None and file_size:
             gap = model.missing_between(self._prev_base, base, file_size)
             if gap is not None:
                 missing = records_in(gap[1] - gap[0])
+        self.findings.extend(file.findings)
         out: list[Finding] = []
         for key, queued in self.edges.items():
             if key not in file.queues:
@@ -234,6 +238,11 @@ class QueueOffsets:
         self._prev_base, self._prev_path = base, file.path
         self.findings.extend(out)
         return out
+
+    def findings_of(self, keys: Iterable[QueueKey]) -> list[Finding]:
+        """The breaks in the sequences of the queues ``keys``."""
+        wanted = set(keys)
+        return [x for x in self.findings if (x.details.get("topic"), x.details.get("queue_id")) in wanted]
 
     def last_queue_offset(self, key: QueueKey) -> int | None:
         """The last QUEUEOFFSET of a queue in the files joined so far (None: no record of it)."""
