@@ -348,9 +348,10 @@ def _plan_unfixable(store: rmq.RocketMQStore, plan: RecoverPlan, scan_start: int
     files as the plan leaves them, the damage in the files before ``scan_start`` (the index in
     ``store.commitlog`` of the first file the recovery reads: ``unscanned_commitlog_findings``),
     which the plan never touches, and ``kept``: what validate says of records the recovery keeps
-    (``model.record_findings``, a break in a queue's QUEUEOFFSET sequence).  Applying such a plan needs ``--force``: the store would not
-    validate, and the broker would refuse it (``MappedFileQueue.load``) or read the wrong file
-    for an offset (``MappedFileQueue.findMappedFileByOffset`` assumes no file is missing)."""
+    (``model.record_findings``; a break in a queue's QUEUEOFFSET sequence).  Applying such a plan
+    needs ``--force``: the store would not validate, and the broker would refuse it
+    (``MappedFileQueue.load``) or read the wrong file for an offset
+    (``MappedFileQueue.findMappedFileByOffset`` assumes no file is missing)."""
     outcome: dict[Path, int | None] = {}
     for step in plan.steps:
         if not step.path.startswith("commitlog/"):
