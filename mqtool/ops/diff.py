@@ -341,8 +341,11 @@ def _rocketmq_log(path: Path, problems: list[str]) -> _ByteLog:
     stated as validate states it (``commitlog_file_findings``): a torn tail is the end (noted, a
     warning); garbage after the valid end is a finding; a broken record is damage, and the log then
     goes on to the file's last non-zero byte, so the damaged bytes are compared too.  The
-    directory's gaps and wrong sizes (``commitlog_findings``) are findings of the side."""
+    directory's gaps and wrong sizes (``commitlog_findings``) and the records that break their
+    queue's QUEUEOFFSET sequence (``store.model.queue_offsets``: diff reads every byte of the
+    side's records) are findings of the side."""
     from mqtool.store import rocketmq as rmq
+    from mqtool.store.model import queue_offsets
     from mqtool.store.model import rocketmq as model
 
     root = rmq.find_rocketmq_root(path) or path
@@ -377,6 +380,7 @@ def _rocketmq_log(path: Path, problems: list[str]) -> _ByteLog:
             valid.append(_Seg(s.base, s.size, s.path, lambda p=s.path: ReadOnlyFile(p)))
         valid.append(_Seg(seg.base, last_end, seg.path, lambda p=seg.path: ReadOnlyFile(p)))
     findings.extend(model.preallocated_findings(store))  # zeros, or validate's RMQ-CL-GARBAGE
+    findings.extend(queue_offsets.commitlog_queue_offsets(store).findings)
     log = _ByteLog(f"{root}/commitlog", valid, _rocketmq_describe, _rocketmq_walk)
     log.findings.extend(findings)
     log.file_size = store.commitlog_file_size  # type: ignore[attr-defined]

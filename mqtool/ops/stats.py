@@ -458,22 +458,28 @@ def _max(a: int | None, b: int | None) -> int | None:
 def _rocketmq(path: Path, stats: StoreStats, top: _Top, options: StatsOptions, progress) -> Path:
     """Every record of every CommitLog file; the gaps and damage met are stated as validate states
     them (``store.model.rocketmq``): a broken record ends its file's walk, as upstream
-    ``CommitLog.recoverNormally`` stops there, and a missing file's records are not counted."""
+    ``CommitLog.recoverNormally`` stops there, and a missing file's records are not counted; a
+    record that breaks its queue's QUEUEOFFSET sequence is named by ``store.model.queue_offsets``."""
     from mqtool.store import rocketmq as rmq
     from mqtool.store.model import rocketmq as model
+    from mqtool.store.model.queue_offsets import FileQueueOffsets, QueueOffsets
 
     root = rmq.find_rocketmq_root(path) or path
     store = rmq.open_store(root)
     units: dict[tuple[str, int], UnitStats] = {}
     last_index = model.last_data_file(store.commitlog)
     met = model.segment_findings_on_path(model.commitlog_findings(store), [s.path for s in store.commitlog])
+    joined = QueueOffsets()
     for i, seg in enumerate(store.commitlog):
         if seg.size == 0:
             continue
+        offsets = FileQueueOffsets(str(seg.path)) if i <= last_index else None  # the files after it are pre-allocated
         with ReadOnlyFile(seg.path) as f:
             walk = rmq.CommitLogFileWalk(f, check_crc=options.check_crc, last=i == last_index, file_size=store.commitlog_file_size, base=seg.base)
             done = 0
             for pos, record in walk:
+                if offsets is not None:
+                    offsets.record(pos, record)
                 key = (record.topic, record.queue_id)
                 unit = units.get(key)
                 if unit is None:
@@ -495,6 +501,10 @@ def _rocketmq(path: Path, stats: StoreStats, top: _Top, options: StatsOptions, p
                     done = end
             progress(f.size - done)
             met.extend(model.commitlog_file_findings(f, walk, store.commitlog_file_size, last=i == last_index, after_last=i > last_index))
+            if offsets is not None:
+                offsets.walk_end(walk, store.commitlog_file_size)
+                met.extend(offsets.findings)
+                met.extend(joined.add_file(offsets, seg.base, store.commitlog_file_size))
     stats.findings.extend(met)
     stats.problems.extend(model.finding_text(x) for x in met if x.level is Severity.error)
     stats.units = [units[k] for k in sorted(units)]

@@ -712,7 +712,23 @@ def select_phy_offsets(
     index_num: int = DEFAULT_INDEX_NUM,
 ) -> list[int]:
     """``IndexFile.selectPhyOffset``: CommitLog offsets of entries whose key hash matches ``key``
-    and whose time (``beginTimestamp + timeDiff*1000``) lies in ``[begin, end]``, newest first.
+    and whose time (``beginTimestamp + timeDiff*1000``) lies in ``[begin, end]``, newest first
+    (the offsets of :func:`select_entries`)."""
+    return [phy_offset for _number, phy_offset in select_entries(buf, key, max_num, begin, end, hash_slot_num, index_num)]
+
+
+def select_entries(
+    buf: Buffer,
+    key: str,
+    max_num: int,
+    begin: int,
+    end: int,
+    hash_slot_num: int = DEFAULT_HASH_SLOT_NUM,
+    index_num: int = DEFAULT_INDEX_NUM,
+) -> list[tuple[int, int]]:
+    """``IndexFile.selectPhyOffset`` keeping where each offset comes from: ``(entry number,
+    CommitLog offset)`` of entries whose key hash matches ``key`` and whose time
+    (``beginTimestamp + timeDiff*1000``) lies in ``[begin, end]``, newest first.
 
     Nothing when the slot is <= 0 or > indexCount, or indexCount <= 1.  The walk stops on a
     negative timeDiff, after ``max_num`` offsets, or when prevIndex is <= 0, > indexCount, equal
@@ -729,7 +745,7 @@ def select_phy_offsets(
     index_count = header.effective_index_count
     key_hash = index_key_hash(key)
     (slot_value,) = HASH_SLOT.unpack_from(buf, geometry.slot_position(key_hash % hash_slot_num))
-    found: list[int] = []
+    found: list[tuple[int, int]] = []
     if slot_value <= INVALID_INDEX or slot_value > index_count or index_count <= 1:
         return found
     begin_timestamp = header.begin_timestamp
@@ -753,7 +769,7 @@ def select_phy_offsets(
             break
         time_read = _java_long(begin_timestamp + time_diff * 1000)
         if key_hash == key_hash_read and begin <= time_read <= end:
-            found.append(phy_offset)
+            found.append((number, phy_offset))
         if prev_index <= INVALID_INDEX or prev_index > index_count or prev_index == number or time_read < begin:
             break
         number = prev_index
@@ -884,6 +900,7 @@ __all__ = [
     "IndexWriter",
     "read_slot",
     "select_phy_offsets",
+    "select_entries",
     "iter_chain",
     "iter_entries",
     "iter_used_slots",

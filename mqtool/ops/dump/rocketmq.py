@@ -38,6 +38,7 @@ from mqtool.store import rocketmq as rmq
 from mqtool.store.files import CHUNK_SIZE, ReadOnlyFile, check_path, is_directory, is_regular_file, read_small_file
 from mqtool.store.model import commitlog as model_cl
 from mqtool.store.model import rocketmq as model
+from mqtool.store.model.queue_offsets import FileQueueOffsets, QueueOffsets
 
 
 @dataclass(frozen=True)
@@ -142,9 +143,10 @@ class CommitLogDump:
     """Iterate the records of CommitLog files in order, applying a filter and a limit.
 
     ``findings`` collects, as validate states them (``store.model.rocketmq``), the damage the
-    walk met: each file's first broken record or how it ends wrong, and, when ``directory`` is
-    the CommitLog directory the files came from, the continuity facts (a missing file, a wrong
-    size) of the files read.  A broken record ends the walk of its file, as the broker's own
+    walk met: each file's first broken record or how it ends wrong, the records that break their
+    queue's QUEUEOFFSET sequence (``store.model.queue_offsets``, over the files walked), and, when
+    ``directory`` is the CommitLog directory the files came from, the continuity facts (a missing
+    file, a wrong size) of the files read.  A broken record ends the walk of its file, as the broker's own
     recovery (``CommitLog.recoverNormally``) stops there."""
 
     files: list[rmq.Segment]
@@ -156,6 +158,8 @@ class CommitLogDump:
     bytes_done: int = 0
     directory: Path | None = None
     findings: list[Finding] = field(default_factory=list)
+    #: the queue offsets of the files walked so far, joined (``store.model.queue_offsets``)
+    queue_offsets: QueueOffsets = field(default_factory=QueueOffsets)
 
     def __iter__(self) -> Iterator[tuple[Located, MessageRecord]]:
         if self.limit == 0:  # --limit 0: no rows (the check after each yield would let one out)
@@ -203,17 +207,27 @@ class CommitLogDump:
                 continue
             yield i, seg
 
+    def _file_walked(self, offsets: FileQueueOffsets | None, base: int, file_size: int | None) -> None:
+        """The queue-offset breaks of a file walked to its end, inside it and against the files
+        walked before it (None: a pre-allocated file after the last one holding records)."""
+        if offsets is not None:
+            self.findings.extend(offsets.findings)
+            self.findings.extend(self.queue_offsets.add_file(offsets, base, file_size))
+
     def _walk(self, read: list[Path], file_size: int | None) -> Iterator[tuple[Located, MessageRecord]]:
         emitted = 0
         start_at = self.filter.from_offset
         last_index = model.last_data_file(self.files)
         for i, seg in self._files_to_walk(read):
+            offsets = FileQueueOffsets(str(seg.path)) if i <= last_index else None
             with ReadOnlyFile(seg.path) as f:
                 walk = rmq.CommitLogFileWalk(f, check_crc=self.check_crc, last=i == last_index, file_size=file_size, base=seg.base)
                 last = 0
                 for pos, record in walk:
                     self.bytes_done += pos + record.total_size - last
                     last = pos + record.total_size
+                    if offsets is not None:
+                        offsets.record(pos, record)
                     if start_at is not None and seg.base + pos < start_at:
                         continue
                     if not self.filter.accepts(record):
@@ -222,10 +236,14 @@ class CommitLogDump:
                     emitted += 1
                     if self.limit is not None and emitted >= self.limit:
                         self.findings.extend(model.walk_record_findings(walk))  # the records read so far
+                        self.findings.extend(offsets.findings if offsets is not None else [])
                         return
                 self.bytes_done += f.size - last
                 self.findings.extend(model.commitlog_file_findings(f, walk, file_size, last=i == last_index, after_last=i > last_index))
                 self.ends.append(FileEnd(seg.path, walk.end, walk.count, walk.error, walk.torn))
+                if offsets is not None:
+                    offsets.walk_end(walk, file_size)
+            self._file_walked(offsets, seg.base, file_size)
 
     def _select(self, buf: bytes, walk: ColumnWalk, base: int) -> np.ndarray:
         """The records of a walk of ``buf`` (at commitlog offset ``base``) the filter selects,
@@ -256,6 +274,7 @@ class CommitLogDump:
         last_index = model.last_data_file(self.files)
         for i, seg in self._files_to_walk(read):
             is_last = i == last_index
+            offsets = FileQueueOffsets(str(seg.path)) if i <= last_index else None
             with ReadOnlyFile(seg.path) as f:
                 count = 0
                 offset = 0  # file position of the chunk in hand
@@ -272,6 +291,8 @@ class CommitLogDump:
                         if len(cols):
                             count += len(cols)
                             self.bytes_done += stop.position - at
+                            if offsets is not None:
+                                offsets.add_columns(cols, offset)
                             rows = self._select(data, walk, seg.base + offset)
                             if limit is not None and emitted + len(rows) > limit:
                                 rows = rows[: limit - emitted]
@@ -279,6 +300,7 @@ class CommitLogDump:
                                 yield ColumnChunk(seg.path, offset, seg.base + offset, data, walk, rows)
                                 emitted += len(rows)
                                 if limit is not None and emitted >= limit:
+                                    self.findings.extend(offsets.findings if offsets is not None else [])
                                     return
                         if stop.kind != "anomaly" or (more and len(data) - stop.position < 8):
                             break
@@ -293,12 +315,15 @@ class CommitLogDump:
                         at = stop.position + record.total_size
                         # what validate says about the record itself (PHYSICALOFFSET, properties, __CRC32#)
                         self.findings.extend(model.record_findings(str(seg.path), seg.base, offset + stop.position, record, data[stop.position : at]))
+                        if offsets is not None:
+                            offsets.record(offset + stop.position, record)
                         count += 1
                         self.bytes_done += record.total_size
                         if (start_at is None or address >= start_at) and flt.accepts(record):
                             yield Located(seg.path, offset + stop.position, address), record
                             emitted += 1
                             if limit is not None and emitted >= limit:
+                                self.findings.extend(offsets.findings if offsets is not None else [])
                                 return
                     # a record cut by the chunk's end (or a header cut within its first 8
                     # bytes) is read again from its start with the next chunk
@@ -319,6 +344,8 @@ class CommitLogDump:
                     self.bytes_done += pos + record.total_size - done
                     done = pos + record.total_size
                     count += 1
+                    if offsets is not None:
+                        offsets.record(pos, record)
                     if start_at is not None and seg.base + pos < start_at:
                         continue
                     if not flt.accepts(record):
@@ -327,10 +354,14 @@ class CommitLogDump:
                     emitted += 1
                     if limit is not None and emitted >= limit:
                         self.findings.extend(model.walk_record_findings(precise))  # the records read so far
+                        self.findings.extend(offsets.findings if offsets is not None else [])
                         return
                 self.bytes_done += f.size - done
                 self.findings.extend(model.commitlog_file_findings(f, precise, file_size, last=is_last, after_last=i > last_index))
                 self.ends.append(FileEnd(seg.path, precise.end, count, precise.error, precise.torn))
+                if offsets is not None:
+                    offsets.walk_end(precise, file_size)
+            self._file_walked(offsets, seg.base, file_size)
 
     @property
     def total_bytes(self) -> int:
@@ -543,10 +574,9 @@ class IndexDump:
                     continue
                 try:
                     for number, entry in idxf.iter_entries(view.buf, geo.hash_slot_num, geo.index_num):
-                        if self.extent is not None and self.extent.past_end(entry.phy_offset):
-                            self.findings.append(
-                                model.index_past_end_finding(str(path), geo.entry_position(number), number, self.extent.end, entry.phy_offset)
-                            )
+                        past = self.extent.index_entry_finding(str(path), geo.entry_position(number), number, entry.phy_offset) if self.extent else None
+                        if past is not None:
+                            self.findings.append(past)
                         yield IndexEntryRow(
                             path,
                             number,

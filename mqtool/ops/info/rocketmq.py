@@ -3,6 +3,9 @@
 Reads headers and the ends of files, never whole stores: the last non-empty CommitLog file is
 walked to find where the valid data ends (the broker does the same at start-up), each queue's
 first and last ConsumeQueue files give its offset range, IndexFile headers give their ranges.
+Whether that file's records continue their queues' QUEUEOFFSET sequences is read from the files
+before it only as far back as each of those queues' last record
+(``store.model.queue_offsets.queue_offsets_before``; healthy files with the column walk).
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from mqtool.store import rocketmq as rmq
 from mqtool.store.files import ReadOnlyFile, is_directory, read_small_file
 from mqtool.store.lock import probe_record_lock
 from mqtool.store.model import rocketmq as model
+from mqtool.store.model.queue_offsets import FileQueueOffsets, queue_offsets_before
 
 
 @dataclass
@@ -96,7 +100,8 @@ def _commitlog_info(store: rmq.RocketMQStore, hints: set[str], findings: list[Fi
     active file (``store.model.rocketmq.last_data_file``: the broker's last mapped file), walked to
     where its data ends.  ``findings`` gets the directory's continuity facts, how the active file
     ends and whether the pre-allocated files after it hold only zeros, as validate states them
-    (``commitlog_findings``, ``commitlog_file_findings``, ``preallocated_findings``)."""
+    (``commitlog_findings``, ``commitlog_file_findings``, ``preallocated_findings``), and the
+    active file's records that break their queue's QUEUEOFFSET sequence (``store.model.queue_offsets``)."""
     segments = store.commitlog
     zero_length = [s.name for s in segments if s.size == 0]
     non_empty = [s for s in segments if s.size > 0]
@@ -116,17 +121,22 @@ def _commitlog_info(store: rmq.RocketMQStore, hints: set[str], findings: list[Fi
         seg = segments[last_index]
         preallocated = [s.name for s in segments[last_index + 1 :] if s.size > 0]
         if seg.size > 0:
-            walk, last_record, end = _walk_active(seg, store.commitlog_file_size, hints)
+            walk, last_record, end, offsets = _walk_active(seg, store.commitlog_file_size, hints)
             if any(x.level is not Severity.info for x in end) and probe_record_lock(store.lock_path) is not None:
                 # a writer holds the lock: a tail that grows while we read it is being written
                 for delay in model.LIVE_TAIL_DELAYS:
                     time.sleep(delay)
-                    again, again_last, _ = _walk_active(seg, store.commitlog_file_size, set())
+                    again, again_last, _, again_offsets = _walk_active(seg, store.commitlog_file_size, set())
                     if again.valid_end > walk.valid_end:
                         end = [model.in_progress_finding(str(seg.path), walk.valid_end, again.valid_end - walk.valid_end)]
-                        walk, last_record = again, again_last
+                        walk, last_record, offsets = again, again_last, again_offsets
                         break
             findings.extend(end)
+            # its records against each other, and its first record of each queue against the
+            # queue's last record in the files before it
+            findings.extend(offsets.findings)
+            before = queue_offsets_before(store, last_index, offsets.queues)
+            findings.extend(before.add_file(offsets, seg.base, store.commitlog_file_size))
             max_offset = seg.base + walk.valid_end
             end_kind = walk.end.kind if walk.end is not None else "corrupt"
             codes = {x.code for x in end}
@@ -155,16 +165,21 @@ def _commitlog_info(store: rmq.RocketMQStore, hints: set[str], findings: list[Fi
     )
 
 
-def _walk_active(seg: rmq.Segment, file_size: int | None, hints: set[str]) -> tuple[rmq.CommitLogFileWalk, MessageRecord | None, list[Finding]]:
+def _walk_active(
+    seg: rmq.Segment, file_size: int | None, hints: set[str]
+) -> tuple[rmq.CommitLogFileWalk, MessageRecord | None, list[Finding], FileQueueOffsets]:
     """Walk the active CommitLog file to where its data ends (a torn tail ends it, as in validate)
-    and say how it ends, as validate says it."""
+    and say how it ends, as validate says it; with its records' queue offsets."""
+    offsets = FileQueueOffsets(str(seg.path))
     with ReadOnlyFile(seg.path) as f:
         walk = rmq.CommitLogFileWalk(f, last=True, file_size=file_size, base=seg.base)
         last_record = None
-        for _, record in walk:
+        for pos, record in walk:
             last_record = record
+            offsets.record(pos, record)
             _hints_from_record(record, hints)
-        return walk, last_record, model.commitlog_file_findings(f, walk, file_size, last=True)
+        offsets.walk_end(walk, file_size)
+        return walk, last_record, model.commitlog_file_findings(f, walk, file_size, last=True), offsets
 
 
 def _hints_from_record(record, hints: set[str]) -> None:

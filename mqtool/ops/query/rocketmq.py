@@ -25,6 +25,9 @@ from mqtool.formats.rocketmq.config import parse_topics
 from mqtool.ops.dump.rocketmq import CommitLogDump, RecordFilter
 from mqtool.store import rocketmq as rmq
 from mqtool.store.files import ReadOnlyFile, read_small_file
+from mqtool.store.lock import probe_record_lock
+from mqtool.store.model import commitlog as model_cl
+from mqtool.store.model import queue_offsets
 from mqtool.store.model import rocketmq as model
 
 LONG_MAX = (1 << 63) - 1
@@ -83,9 +86,15 @@ def _index_lookup(
     hash_slot_num: int | None,
     index_num: int | None,
 ) -> list[int]:
-    """Candidate commitlog offsets for any of ``index_keys``, newest file first, deduplicated."""
+    """Candidate commitlog offsets for any of ``index_keys``, newest file first, deduplicated.
+
+    An entry pointing past the CommitLog's valid data is not a candidate: it is validate's
+    RMQ-IDX-PAST-END at the entry (``DataExtent.index_entry_finding``, the rule ``dump index``
+    applies), not whatever lies at that offset."""
     seen: set[int] = set()
     offsets: list[int] = []
+    extent: model_cl.DataExtent | None = None
+    tail_base = store.commitlog[model.last_data_file(store.commitlog)].base if store.commitlog else 0
     for view in _index_views(store, hash_slot_num, index_num, result):
         with view:
             header = view.header
@@ -96,13 +105,20 @@ def _index_lookup(
                 continue
             for key in index_keys:
                 try:
-                    found = idxf.select_phy_offsets(
-                        view.buf, key, LONG_MAX, begin, end, view.geometry.hash_slot_num, view.geometry.index_num
-                    )
+                    found = idxf.select_entries(view.buf, key, LONG_MAX, begin, end, view.geometry.hash_slot_num, view.geometry.index_num)
                 except MqError as exc:
                     result.problems.append(exc.at(view.path))
                     continue
-                for off in found:
+                for number, off in found:
+                    # valid data ends in the last file holding records: only an offset there or
+                    # after it may lie past the end (and needs that file read to say so)
+                    if extent is None and off >= tail_base:
+                        extent = model_cl.data_extent(store)
+                    past = extent.index_entry_finding(str(view.path), view.geometry.entry_position(number), number, off) if extent else None
+                    if past is not None:
+                        if past not in result.findings:
+                            result.findings.append(past)
+                        continue
                     if off not in seen:
                         seen.add(off)
                         offsets.append(off)
@@ -259,6 +275,30 @@ def query_by_msg_id(store: rmq.RocketMQStore, msg_id: str) -> QueryResult:
     return result
 
 
+def _queue_end_findings(store: rmq.RocketMQStore, topic: str, queue_id: int, qr: rmq.QueueRange) -> list[Finding]:
+    """Why a queue has no unit at or past its end ``qr.max_offset``, as validate says it: the
+    CommitLog holds records of the queue and it has no ConsumeQueue directory
+    (RMQ-CQ-MISSING-QUEUE), or its ConsumeQueue ends before the CommitLog's last record of it
+    (RMQ-CQ-LAG); nothing when the CommitLog ends the queue there too.  Both compare with the
+    queue's QUEUEOFFSETs in the CommitLog (``store.model.queue_offsets``): for a queue without
+    files the whole CommitLog is read (the column walk), otherwise the files from the one its
+    last unit points into (the queue's last record lies there or after)."""
+    key = (topic, queue_id)
+    live = probe_record_lock(store.lock_path) is not None
+    if not rmq.queue_dir(store, topic, queue_id).is_dir():
+        offsets = queue_offsets.commitlog_queue_offsets(store)
+        edge = offsets.edges.get(key)
+        return queue_offsets.missing_queue_findings(store, {key: edge}, live=live) if edge is not None else []
+    start = 0
+    if qr.max_physic_offset is not None:
+        found = store.commitlog_segment_for(max(qr.max_physic_offset - 1, 0))  # offset + size of the last unit
+        if found is not None:
+            start = store.commitlog.index(found[0])
+    offsets = queue_offsets.commitlog_queue_offsets(store, start)
+    lag = queue_offsets.queue_lag_finding(store, topic, queue_id, offsets.last_queue_offset(key), qr.max_offset, live=live)
+    return [lag] if lag is not None else []
+
+
 def query_by_queue_offset(store: rmq.RocketMQStore, topic: str, queue_id: int, queue_offset: int) -> QueryResult:
     """The record behind ConsumeQueue unit ``queue_offset`` of ``topic``/``queue_id``."""
     result = QueryResult()
@@ -271,6 +311,8 @@ def query_by_queue_offset(store: rmq.RocketMQStore, topic: str, queue_id: int, q
         result.notes.append(
             f"no ConsumeQueue unit for {topic}/{queue_id} offset {queue_offset} (queue holds [{qr.min_offset}, {qr.max_offset}))"
         )
+        if queue_offset >= qr.max_offset:
+            result.findings.extend(_queue_end_findings(store, topic, queue_id, qr))
         return result
     if unit.unit.is_filler:
         result.notes.append(f"queue offset {queue_offset} is a filler unit (before the queue's first message)")
@@ -289,5 +331,12 @@ def query_by_queue_offset(store: rmq.RocketMQStore, topic: str, queue_id: int, q
         mismatches.append(f"QUEUEOFFSET {rec.queue_offset}")
     if mismatches:
         result.notes.append("the record does not match its ConsumeQueue unit: " + ", ".join(mismatches))
+        if rec.topic != topic or rec.queue_id != queue_id or rec.queue_offset != queue_offset:
+            # a record of another queue or offset where the unit points: the QUEUEOFFSET sequences of
+            # the unit's queue and of the record's, as validate checks them over the whole CommitLog
+            offsets = queue_offsets.commitlog_queue_offsets(store)
+            for finding in offsets.findings_of({(topic, queue_id), (rec.topic, rec.queue_id)}):
+                if finding not in result.findings:
+                    result.findings.append(finding)
     result.hits.append(Hit(hit.commitlog_offset, hit.path, hit.position, rec, "consumequeue", not mismatches))
     return result

@@ -54,6 +54,7 @@ from mqtool.formats.rocketmq.properties import split_keys
 from mqtool.ops.recover import ApplyContext, ApplyResult, RecoverPlan, Step, apply_plan, observe, relative, resolve
 from mqtool.store import rocketmq as rmq
 from mqtool.store.files import ReadOnlyFile, read_small_file
+from mqtool.store.model import queue_offsets
 from mqtool.store.model import rocketmq as model
 from mqtool.store.quarantine import region_crc
 from mqtool.store.writer import IndexBuilder, cq_tags_code, index_keys
@@ -224,10 +225,14 @@ def plan_rocketmq(path: str | Path, options: RecoverOptions = RecoverOptions()) 
         plan.needs_force.append(f"{plan.records_dropped} decodable record(s) after the valid end would be cut (the broker drops them too)")
 
     # --- 3. ConsumeQueues -----------------------------------------------------------------------------
+    # every queue's QUEUEOFFSETs in the whole CommitLog (the store model's continuity rule, the
+    # column walk for healthy files): the queues that have records and no ConsumeQueue, and the
+    # records that break their queue's sequence
+    offsets = queue_offsets.commitlog_queue_offsets(store)
     journal = _read_cq_journal(store)
     first_cq_step = len(plan.steps)
     queues = _plan_queues(store, plan, process_offset, options, journal)
-    _plan_dispatch(store, plan, queues, segments, start, process_offset, options)
+    _plan_dispatch(store, plan, queues, segments, start, process_offset, options, offsets)
     _plan_cq_journal(store, plan, queues, first_cq_step, journal, options)
 
     # --- 4. IndexFiles ------------------------------------------------------------------------------
@@ -244,6 +249,10 @@ def plan_rocketmq(path: str | Path, options: RecoverOptions = RecoverOptions()) 
                 expect=observe(store.abort_path),
             )
         )
+    # a record the recovery keeps that breaks its queue's QUEUEOFFSET sequence stays as it is (the
+    # broker keeps it too): recover cannot rewrite it
+    bases = {str(seg.path): seg.base for seg in store.commitlog}
+    kept_damage += [x for x in offsets.findings if x.path in bases and bases[x.path] + (x.position or 0) < process_offset]
     _plan_unfixable(store, plan, store.commitlog.index(segments[start]) if segments else 0, kept_damage)
     return plan
 
@@ -339,9 +348,10 @@ def _plan_unfixable(store: rmq.RocketMQStore, plan: RecoverPlan, scan_start: int
     files as the plan leaves them, the damage in the files before ``scan_start`` (the index in
     ``store.commitlog`` of the first file the recovery reads: ``unscanned_commitlog_findings``),
     which the plan never touches, and ``kept``: what validate says of records the recovery keeps
-    (``model.record_findings``).  Applying such a plan needs ``--force``: the store would not
-    validate, and the broker would refuse it (``MappedFileQueue.load``) or read the wrong file
-    for an offset (``MappedFileQueue.findMappedFileByOffset`` assumes no file is missing)."""
+    (``model.record_findings``; a break in a queue's QUEUEOFFSET sequence).  Applying such a plan
+    needs ``--force``: the store would not validate, and the broker would refuse it
+    (``MappedFileQueue.load``) or read the wrong file for an offset
+    (``MappedFileQueue.findMappedFileByOffset`` assumes no file is missing)."""
     outcome: dict[Path, int | None] = {}
     for step in plan.steps:
         if not step.path.startswith("commitlog/"):
@@ -506,10 +516,20 @@ def _plan_extend(root: Path, plan: RecoverPlan, seg: rmq.Segment, file_size: int
 
 
 def _plan_dispatch(
-    store: rmq.RocketMQStore, plan: RecoverPlan, queues: dict, segments: list[rmq.Segment], start: int, process_offset: int, options: RecoverOptions
+    store: rmq.RocketMQStore,
+    plan: RecoverPlan,
+    queues: dict,
+    segments: list[rmq.Segment],
+    start: int,
+    process_offset: int,
+    options: RecoverOptions,
+    offsets: queue_offsets.QueueOffsets,
 ) -> None:
     """Records before the valid end that their queue lacks: dispatch them (one CommitLog scan,
-    a second one from the start when a queue has no files at all)."""
+    a second one from the start when a queue has no files at all).  A queue validate calls
+    missing (RMQ-CQ-MISSING-QUEUE: records in ``offsets``, the CommitLog's queue offsets, and no
+    ConsumeQueue directory) lacks all its records, wherever they lie: the scan starts at the
+    CommitLog's first record."""
     if not segments:
         return
     rebuilt = {k for k in queues if options.rebuild_cq and (not options.queues or f"{k[0]}/{k[1]}" in options.queues)}
@@ -518,7 +538,7 @@ def _plan_dispatch(
     scan_from = min(
         [q.max_physic_offset for k, q in queues.items() if k not in rebuilt and q.max_physic_offset >= 0] or [store.commitlog_min_offset]
     )
-    if rebuilt or any(q.max_physic_offset < 0 for q in queues.values()):
+    if rebuilt or any(q.max_physic_offset < 0 for q in queues.values()) or queue_offsets.missing_queue_findings(store, offsets.edges):
         scan_from = store.commitlog_min_offset
     missing_queues = _scan_undispatched(store, queues, segments, scan_from, process_offset, options)
     if missing_queues and scan_from > store.commitlog_min_offset:

@@ -40,11 +40,6 @@ from mqtool.formats.rocketmq import index_file as idxf
 from mqtool.formats.rocketmq.columns import cq_units
 from mqtool.formats.rocketmq.commitlog import (
     BORNHOST_POSITION,
-    MIN_MESSAGE_SIZE,
-    QUEUE_OFFSET_POSITION,
-    SYSFLAG_TRANSACTION_MASK,
-    SYSFLAG_TRANSACTION_PREPARED,
-    SYSFLAG_TRANSACTION_ROLLBACK,
     MessageRecord,
     RecordWalker,
     host_size,
@@ -60,43 +55,15 @@ from mqtool.store.lock import probe_record_lock
 from mqtool.store.model import commitlog as model_cl
 from mqtool.store.model import consumers as model_consumers
 from mqtool.store.model import index as model_idx
+from mqtool.store.model import queue_offsets as queue_offsets_model
 from mqtool.store.model import rocketmq as model
+from mqtool.store.model.queue_offsets import FileQueueOffsets, QueueOffsets
 from mqtool.store.writer import cq_tags_code
 
 # --- phase 1: files ------------------------------------------------------------------------------
 
 
 # --- phase 2: CommitLog files --------------------------------------------------------------------
-
-
-@dataclass
-class QueueEdge:
-    """The QUEUEOFFSETs of one topic/queue seen in one file (or, merged, in the whole CommitLog)."""
-
-    first: int
-    last: int
-    count: int
-    first_position: int = 0  # file position of the record holding ``first``
-    #: Records that bytes skipped before ``first`` (``lead``) or after ``last`` (``trail``, or
-    #: ``mark``: the file's ``skipped`` count when ``last`` was seen) may have held; a
-    #: QUEUEOFFSET may jump forward by that much without a finding.
-    lead: int = 0
-    mark: int = 0
-    trail: int = 0
-    #: After a discontinuity: the offset that continues the old sequence (the record that broke
-    #: it may be the odd one out).
-    alt_next: int | None = None
-
-
-def _continues(last: int, alt_next: int | None, slack: int, queue_offset: int) -> bool:
-    """``queue_offset`` may follow ``last``: the next one, the next of the old sequence after an
-    outlier, or a forward jump over records that skipped (broken or missing) bytes may have held."""
-    return queue_offset == last + 1 or queue_offset == alt_next or last < queue_offset <= last + 1 + slack
-
-
-def _records_in(length: int) -> int:
-    """How many records ``length`` skipped bytes may have held (at least one)."""
-    return max(1, length // MIN_MESSAGE_SIZE)
 
 
 @dataclass
@@ -107,7 +74,6 @@ class CommitLogFileResult:
     records: int = 0
     valid_end: int = 0  # file position where valid data ends
     findings: list[Finding] = field(default_factory=list)
-    queues: dict[tuple[str, int], QueueEdge] = field(default_factory=dict)
     max_store_timestamp: int = 0
     last_store_timestamp: int = 0
     bytes_read: int = 0
@@ -117,13 +83,17 @@ class CommitLogFileResult:
     #: Commitlog offset ranges [start, end) already reported (broken records, skipped regions,
     #: a torn tail): ConsumeQueue units and index entries pointing into them are not reported again.
     damaged: list[tuple[int, int]] = field(default_factory=list)
-    #: Records that the skipped bytes of this file may have held (see ``QueueEdge``).
-    skipped: int = 0
     #: File position of the first broken record (the walk goes on past it to report the rest).
     first_broken: int | None = None
     #: Fast path only: per topic/queue, the queue-offset runs [first, stop) whose ConsumeQueue
     #: units were verified against this file's records (they need no per-unit check).
     verified: dict[tuple[str, int], list[tuple[int, int]]] = field(default_factory=dict)
+    #: Every topic/queue's QUEUEOFFSETs in this file, and the records its skipped bytes may have
+    #: held (``store.model.queue_offsets``: the continuity rule every reader applies too).
+    offsets: FileQueueOffsets = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.offsets = FileQueueOffsets(self.path)
 
 
 @dataclass(frozen=True)
@@ -182,7 +152,7 @@ def validate_commitlog_file(task: CommitLogTask) -> CommitLogFileResult:
             # What could not be read is reported once, not again by what points into it.
             start, stop = exc.position or 0, max(task.file_size, f.size)
             res.damaged.append((task.base + start, task.base + stop))
-            res.skipped += _records_in(stop - start)
+            res.offsets.skip(stop - start)
     return res
 
 
@@ -195,7 +165,7 @@ def _fast_commitlog_file(f: ReadOnlyFile, task: CommitLogTask, res: CommitLogFil
         return False
     end = cols.end
     fast = CommitLogFileResult(task.path, task.base, f.size, records=len(cols.columns), valid_end=end.position, bytes_read=cols.bytes_read)
-    fast.queues = {key: QueueEdge(run.first, run.last, run.count, run.first_position) for key, run in cols.queues.items()}
+    fast.offsets = FileQueueOffsets.from_runs(task.path, cols.queues)
     fast.max_store_timestamp = cols.columns.store_timestamp.max(initial=0)
     fast.last_store_timestamp = int(cols.columns.store_timestamp[-1]) if len(cols.columns) else 0
     fast.max_store_timestamp = int(fast.max_store_timestamp)
@@ -240,7 +210,7 @@ def _recheck_live_tail(task: CommitLogTask, first: CommitLogFileResult) -> Commi
 def _walk_commitlog_file(f: ReadOnlyFile, task: CommitLogTask, res: CommitLogFileResult) -> None:
     path = task.path
     base = task.base  # becomes the records' base for a misnamed file
-    queues = res.queues
+    offsets = res.offsets
     pos = 0
     want = CHUNK_SIZE
     end = None
@@ -267,29 +237,9 @@ def _walk_commitlog_file(f: ReadOnlyFile, task: CommitLogTask, res: CommitLogFil
                         res.valid_end = at
                         return
                 _check_record(rec, base, at, path, res, task.check_properties, data, p)
-                q = rec.sys_flag & SYSFLAG_TRANSACTION_MASK
-                if q != SYSFLAG_TRANSACTION_PREPARED and q != SYSFLAG_TRANSACTION_ROLLBACK:
-                    key = (rec.topic, rec.queue_id)
-                    edge = queues.get(key)
-                    if edge is None:
-                        queues[key] = QueueEdge(rec.queue_offset, rec.queue_offset, 1, at, lead=res.skipped, mark=res.skipped)
-                    else:
-                        if _continues(edge.last, edge.alt_next, res.skipped - edge.mark, rec.queue_offset):
-                            edge.alt_next = None
-                        else:
-                            res.findings.append(
-                                Finding(
-                                    "RMQ-CL-QUEUE-OFFSET",
-                                    path,
-                                    at + QUEUE_OFFSET_POSITION,
-                                    f"{rec.topic}/{rec.queue_id}: expected QUEUEOFFSET {edge.last + 1} after {edge.last}, found {rec.queue_offset}",
-                                )
-                            )
-                            res.damaged.append((base + at, base + at + rec.total_size))
-                            edge.alt_next = edge.last + 2
-                        edge.last = rec.queue_offset
-                        edge.count += 1
-                        edge.mark = res.skipped
+                if (broke := offsets.record(at, rec)) is not None:  # the store model's queue-offset continuity rule
+                    res.findings.append(broke)
+                    res.damaged.append((base + at, base + at + rec.total_size))
                 res.records += 1
                 res.max_store_timestamp = max(res.max_store_timestamp, rec.store_timestamp)
                 res.last_store_timestamp = rec.store_timestamp
@@ -326,7 +276,7 @@ def _walk_commitlog_file(f: ReadOnlyFile, task: CommitLogTask, res: CommitLogFil
         if f.size < task.file_size and end.kind in ("partial", "eof"):
             # The file was cut short (RMQ-FILE-SIZE): what is missing is not a second finding.
             res.damaged.append((base + end_pos, base + task.file_size))
-            res.skipped += _records_in(task.file_size - end_pos)
+            res.offsets.skip(task.file_size - end_pos)
             return
         res.findings.append(model.no_blank_finding(path, end_pos, end.kind))
         return
@@ -379,7 +329,7 @@ def _after_broken_record(f: ReadOnlyFile, task: CommitLogTask, bad: int, exc: Mq
                 )
             )
             res.damaged.append((base + bad, base + max(stop, bad + 1)))
-            res.skipped += _records_in(f.size - bad)
+            res.offsets.skip(f.size - bad)
             return None
         res.findings.append(
             Finding(
@@ -391,7 +341,7 @@ def _after_broken_record(f: ReadOnlyFile, task: CommitLogTask, bad: int, exc: Mq
             )
         )
     res.damaged.append((base + bad, base + resume))
-    res.skipped += _records_in(resume - bad)
+    res.offsets.skip(resume - bad)
     return resume
 
 
@@ -421,7 +371,7 @@ def _torn_tail(f: ReadOnlyFile, task: CommitLogTask, bad: int, base: int, res: C
 def _report_torn(task: CommitLogTask, torn: rmq.TornTail, base: int, res: CommitLogFileResult) -> None:
     res.findings.append(model.torn_tail_finding(task.path, torn.position, torn))
     res.damaged.append(torn.damaged(base))
-    res.skipped += 1
+    res.offsets.skip_record()
 
 
 def _check_blank(f: ReadOnlyFile, task: CommitLogTask, pos: int, total: int, res: CommitLogFileResult) -> None:
@@ -575,20 +525,9 @@ def validate_queue(task: QueueTask) -> QueueResult:
         )
     res.min_offset = first_real if first_real is not None else max_offset
     res.max_offset = max_offset
-    cl_max = task.max_queue_offset_in_commitlog
-    if cl_max is not None and cl_max + 1 > max_offset:
-        res.findings.append(
-            Finding(
-                "RMQ-CQ-LAG",
-                str(qdir),
-                None,
-                f"{task.topic}/{task.queue_id}: expected the queue to reach offset {cl_max + 1} (the CommitLog holds records up to "
-                f"queue offset {cl_max}), found max offset {max_offset}: {cl_max + 1 - max_offset} record(s) not dispatched"
-                + (" (a writer holds the lock: dispatch normally trails the CommitLog)" if task.live else ""),
-                details={"missing_units": cl_max + 1 - max_offset},
-                severity=Severity.info if task.live else None,
-            )
-        )
+    lag = queue_offsets_model.queue_lag_finding(store, task.topic, task.queue_id, task.max_queue_offset_in_commitlog, max_offset, live=task.live)
+    if lag is not None:
+        res.findings.append(lag)
     return res
 
 
@@ -995,14 +934,6 @@ def _index_hashes(rec: MessageRecord) -> set[int] | None:
 # --- the run ----------------------------------------------------------------------------------------
 
 
-def _last_queue_offset(edge: QueueEdge | None) -> int | None:
-    """The last QUEUEOFFSET of a queue in the CommitLog (when its last record broke the sequence,
-    the offset the sequence says it should have had)."""
-    if edge is None:
-        return None
-    return edge.last if edge.alt_next is None else edge.alt_next - 1
-
-
 def _open_store(root: str, commitlog_file_size: int, rebased: tuple[tuple[str, int], ...]) -> rmq.RocketMQStore:
     """The store as the CommitLog phase found it: a misnamed CommitLog file at the base its
     records say (its name is reported once, by RMQ-FILE-OVERLAP/GAP/ALIGN)."""
@@ -1068,8 +999,6 @@ def _validate_rocketmq(path: str | Path, options: ValidateOptions, progress: Pro
     irregular_queues = store.irregular_queue_dirs()
     for finding in model.irregular_findings(irregular_queues, "a consumequeue directory"):
         report.add(finding)
-    # queues under a link were reported as the link: not again as missing (RMQ-CQ-MISSING-QUEUE)
-    linked_queues = {p.relative_to(store.consumequeue_dir).parts for p, _ in irregular_queues}
     for finding in model.irregular_findings(store.irregular_index_files(), "a regular index file"):
         report.add(finding)
 
@@ -1094,7 +1023,7 @@ def _validate_rocketmq(path: str | Path, options: ValidateOptions, progress: Pro
     ]
     verified: dict[tuple[str, int], list[tuple[int, int]]] = {}
     summaries: dict[str, FileSummary] = {}
-    queue_edges: dict[tuple[str, int], QueueEdge] = {}
+    queue_offsets = QueueOffsets()  # the continuity rule across files (``store.model.queue_offsets``)
     commitlog_end = store.commitlog_min_offset
     max_store_ts = 0
     prev_file_result: CommitLogFileResult | None = None
@@ -1113,37 +1042,15 @@ def _validate_rocketmq(path: str | Path, options: ValidateOptions, progress: Pro
         for key, runs in res.verified.items():
             verified.setdefault(key, []).extend(runs)
         # Bytes missing before this file (a missing or zero-length file): records they held are
-        # reported by RMQ-FILE-GAP / RMQ-FILE-ZERO-LENGTH, not again by what points there.
-        missing = 0
+        # reported by RMQ-FILE-GAP / RMQ-FILE-ZERO-LENGTH, not again by what points there (and a
+        # queue may skip the records they held: ``QueueOffsets.add_file``).
         if prev_file_result is not None and file_size:
             prev_base = prev_file_result.base if prev_file_result.content_base is None else prev_file_result.content_base
             gap = model.missing_between(prev_base, res_base, file_size)
             if gap is not None:
-                missing = _records_in(gap[1] - gap[0])
                 damaged.append(gap)
-        for key, queued in queue_edges.items():
-            if key not in res.queues:
-                queued.trail += missing + res.skipped
-        for key, edge in res.queues.items():
-            prev = queue_edges.get(key)
-            if prev is None:
-                queue_edges[key] = QueueEdge(edge.first, edge.last, edge.count, trail=res.skipped - edge.mark, alt_next=edge.alt_next)
-                continue
-            if not _continues(prev.last, prev.alt_next, prev.trail + missing + edge.lead, edge.first):
-                report.add(
-                    Finding(
-                        "RMQ-CL-QUEUE-OFFSET",
-                        res.path,
-                        edge.first_position + QUEUE_OFFSET_POSITION,
-                        f"{key[0]}/{key[1]}: expected the file's first QUEUEOFFSET {prev.last + 1} (after {prev.last} in "
-                        f"{Path(prev_file_result.path).name if prev_file_result else 'an earlier file'}), found {edge.first}",
-                    ),
-                    summary,
-                )
-            prev.last = edge.last
-            prev.count += edge.count
-            prev.trail = res.skipped - edge.mark
-            prev.alt_next = edge.alt_next
+        for finding in queue_offsets.add_file(res.offsets, res_base, file_size):
+            report.add(finding, summary)
         commitlog_end = res_base + res.valid_end
         max_store_ts = max(max_store_ts, res.max_store_timestamp)
         report.bytes_checked += res.size
@@ -1174,7 +1081,7 @@ def _validate_rocketmq(path: str | Path, options: ValidateOptions, progress: Pro
                 file_size or 0,
                 store.commitlog_min_offset,
                 commitlog_end,
-                _last_queue_offset(queue_edges.get((topic, qid))),
+                queue_offsets.last_queue_offset((topic, qid)),
                 str(ext_root / topic / str(qid)) if (ext_root / topic / str(qid)).is_dir() else None,
                 damaged_ranges,
                 tuple(rebased),
@@ -1192,19 +1099,8 @@ def _validate_rocketmq(path: str | Path, options: ValidateOptions, progress: Pro
                 report.files.append(s)
             for finding in qres.findings:
                 report.add(finding, file_summaries.get(finding.path))
-    if store.consumequeue_dir.is_dir():
-        for (topic, qid), edge in sorted(queue_edges.items()):
-            if (topic, qid) not in queue_ranges and (topic, qid) not in set(queues) and not ({(topic,), (topic, str(qid))} & linked_queues):
-                if live and rmq.queue_dir(store, topic, qid).is_dir():
-                    continue  # created by the writer after the queues were listed
-                report.add(
-                    Finding(
-                        "RMQ-CQ-MISSING-QUEUE",
-                        str(rmq.queue_dir(store, topic, qid)),
-                        None,
-                        f"{edge.count} CommitLog record(s) of {topic}/{qid} (queue offsets {edge.first}..{edge.last}) have no ConsumeQueue directory",
-                    )
-                )
+    for finding in queue_offsets_model.missing_queue_findings(store, queue_offsets.edges, live=live):
+        report.add(finding)
 
     # phase 4: IndexFiles
     index_end_ts = 0

@@ -32,6 +32,7 @@ from pathlib import Path
 import numpy as np
 
 from mqtool.errors import MqError
+from mqtool.findings import Finding
 from mqtool.formats import segment_names as segnames
 from mqtool.formats.rocketmq import consume_queue as cqf
 from mqtool.formats.rocketmq.columns import (
@@ -239,6 +240,14 @@ class DataExtent:
         RMQ-IDX-PAST-END / RMQ-CQ-PAST-END."""
         return offset >= self.end and not any(a <= offset < b for a, b in self.damaged)
 
+    def index_entry_finding(self, path: str, position: int, number: int, offset: int) -> Finding | None:
+        """RMQ-IDX-PAST-END for IndexFile entry ``number`` (at ``position`` of ``path``) pointing
+        at commitlog ``offset`` past the valid data (``past_end``), as validate names it; None
+        when it does not.  Every reader of IndexFile entries (dump index, query by key) asks this."""
+        if not self.past_end(offset):
+            return None
+        return model.index_past_end_finding(path, position, number, self.end, offset)
+
 
 def data_extent(store: rmq.RocketMQStore) -> DataExtent:
     """Where a store's CommitLog data lies, as validate finds it: the last data file is read
@@ -255,5 +264,9 @@ def data_extent(store: rmq.RocketMQStore) -> DataExtent:
         walk = rmq.CommitLogFileWalk(f, check_crc=True, last=True, file_size=size, base=seg.base)
         for _ in walk:
             pass
-        damaged = (walk.torn.damaged(seg.base),) if walk.torn is not None else ()
+        damaged: tuple[tuple[int, int], ...] = (walk.torn.damaged(seg.base),) if walk.torn is not None else ()
+        if walk.error is not None and walk.failed_at is not None:
+            # a broken record: validate names it and reads on past it (its valid end lies further,
+            # where it finds it), so no offset from it on is called past the end here
+            damaged += ((seg.base + walk.failed_at, seg.base + max(size, f.size)),)
         return DataExtent(held[0].base, seg.base + walk.valid_end, damaged)

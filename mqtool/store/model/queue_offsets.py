@@ -1,0 +1,367 @@
+"""Queue-offset continuity of a RocketMQ CommitLog: the one rule validate and every reader apply.
+
+The broker gives every record it dispatches (all but prepared and rolled-back transaction
+records) the next QUEUEOFFSET of its topic/queue (``CommitLog.DefaultAppendMessageCallback``
+takes it from the queue's offset table and adds one), so in a healthy CommitLog each queue's
+QUEUEOFFSETs go up by exactly one, record after record and file after file.  A record that breaks
+that sequence is RMQ-CL-QUEUE-OFFSET at its QUEUEOFFSET field.
+
+Two exceptions keep the rule from calling damage twice:
+
+* bytes a reading skipped (a broken record and what follows it up to the next readable one, a
+  torn tail, a file cut short, a missing file) may have held records: a QUEUEOFFSET may jump
+  forward by as many records as those bytes could hold (``records_in``) without a finding;
+* after a discontinuity, the record that broke the sequence may be the odd one out (a damaged
+  QUEUEOFFSET): the next record may continue the old sequence instead (``QueueEdge.alt_next``).
+
+:class:`FileQueueOffsets` follows one CommitLog file's records (fed one by one, or a chunk of
+healthy records at a time from the column walk) and names the breaks inside the file;
+:class:`QueueOffsets` joins the files in order and names a file whose first record of a queue
+does not follow the previous file's last.  ``validate`` feeds them from its walks; the readers
+(dump, stats, info, query, diff) from theirs or through :func:`commitlog_queue_offsets`, so all
+of them name the same records.  The last QUEUEOFFSET of each queue (``last_queue_offset``) is
+what the ConsumeQueue checks compare a queue's end with (RMQ-CQ-LAG, RMQ-CQ-MISSING-QUEUE:
+:func:`queue_lag_finding`, :func:`missing_queue_findings`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from mqtool.errors import MqError, StoreIOError
+from mqtool.findings import Finding, Severity
+from mqtool.formats.rocketmq.columns import CommitLogColumns, QueueRun
+from mqtool.formats.rocketmq.commitlog import (
+    MIN_MESSAGE_SIZE,
+    QUEUE_OFFSET_POSITION,
+    SYSFLAG_TRANSACTION_MASK,
+    SYSFLAG_TRANSACTION_PREPARED,
+    SYSFLAG_TRANSACTION_ROLLBACK,
+    MessageRecord,
+)
+from mqtool.store import rocketmq as rmq
+from mqtool.store.files import ReadOnlyFile
+from mqtool.store.model import rocketmq as model
+from mqtool.store.model.commitlog import read_file_columns
+
+QueueKey = tuple[str, int]
+
+
+def records_in(length: int) -> int:
+    """How many records ``length`` skipped bytes may have held (at least one)."""
+    return max(1, length // MIN_MESSAGE_SIZE)
+
+
+def continues(last: int, alt_next: int | None, slack: int, queue_offset: int) -> bool:
+    """``queue_offset`` may follow ``last``: the next one, the next of the old sequence after an
+    outlier (``alt_next``), or a forward jump over the ``slack`` records skipped bytes may have held."""
+    return queue_offset == last + 1 or queue_offset == alt_next or last < queue_offset <= last + 1 + slack
+
+
+def is_dispatched(sys_flag: int) -> bool:
+    """The broker gives the record a QUEUEOFFSET of its own (not a prepared or rolled-back
+    transaction record, which carries another record's)."""
+    txn = sys_flag & SYSFLAG_TRANSACTION_MASK
+    return txn != SYSFLAG_TRANSACTION_PREPARED and txn != SYSFLAG_TRANSACTION_ROLLBACK
+
+
+@dataclass
+class QueueEdge:
+    """The QUEUEOFFSETs of one topic/queue seen in one file (or, joined, in the whole CommitLog)."""
+
+    first: int
+    last: int
+    count: int
+    first_position: int = 0  # file position of the record holding ``first``
+    #: Records that bytes skipped before ``first`` (``lead``) or after ``last`` (``trail``, or
+    #: ``mark``: the file's ``skipped`` count when ``last`` was seen) may have held; a
+    #: QUEUEOFFSET may jump forward by that much without a finding.
+    lead: int = 0
+    mark: int = 0
+    trail: int = 0
+    #: After a discontinuity: the offset that continues the old sequence (the record that broke
+    #: it may be the odd one out).
+    alt_next: int | None = None
+
+    @property
+    def last_queue_offset(self) -> int:
+        """The queue's last QUEUEOFFSET (when its last record broke the sequence, the offset the
+        sequence says it should have had)."""
+        return self.last if self.alt_next is None else self.alt_next - 1
+
+
+def _finding(path: str, at: int, key: QueueKey, message: str) -> Finding:
+    return Finding("RMQ-CL-QUEUE-OFFSET", path, at + QUEUE_OFFSET_POSITION, f"{key[0]}/{key[1]}: {message}", details={"topic": key[0], "queue_id": key[1]})
+
+
+@dataclass
+class FileQueueOffsets:
+    """The queue offsets of one CommitLog file's records, fed in file order; ``findings`` are
+    the records that break their queue's sequence inside the file."""
+
+    path: str
+    queues: dict[QueueKey, QueueEdge] = field(default_factory=dict)
+    #: records the bytes this file's reading skipped may have held (see ``records_in``)
+    skipped: int = 0
+    findings: list[Finding] = field(default_factory=list)
+
+    @classmethod
+    def from_runs(cls, path: str, runs: Mapping[QueueKey, QueueRun], offset: int = 0) -> FileQueueOffsets:
+        """A healthy file read as columns (``CommitLogColumns.queue_runs``, positions ``offset``
+        before the file's): every queue's offsets go up by one and nothing was skipped."""
+        out = cls(path)
+        out.add_runs(runs, offset)
+        return out
+
+    def skip(self, length: int) -> None:
+        """The reading skipped ``length`` bytes (a broken record and what follows it, a file cut short)."""
+        self.skipped += records_in(length)
+
+    def skip_record(self) -> None:
+        """The reading ended at one record it does not take (a torn tail)."""
+        self.skipped += 1
+
+    def record(self, at: int, record: MessageRecord) -> Finding | None:
+        """The record at file position ``at``; its finding when it breaks its queue's sequence."""
+        if not is_dispatched(record.sys_flag):
+            return None
+        return self._step((record.topic, record.queue_id), at, record.queue_offset)
+
+    def _step(self, key: QueueKey, at: int, queue_offset: int) -> Finding | None:
+        edge = self.queues.get(key)
+        if edge is None:
+            self.queues[key] = QueueEdge(queue_offset, queue_offset, 1, at, lead=self.skipped, mark=self.skipped)
+            return None
+        found = None
+        if continues(edge.last, edge.alt_next, self.skipped - edge.mark, queue_offset):
+            edge.alt_next = None
+        else:
+            found = _finding(self.path, at, key, f"expected QUEUEOFFSET {edge.last + 1} after {edge.last}, found {queue_offset}")
+            self.findings.append(found)
+            edge.alt_next = edge.last + 2
+        edge.last = queue_offset
+        edge.count += 1
+        edge.mark = self.skipped
+        return found
+
+    def add_runs(self, runs: Mapping[QueueKey, QueueRun], offset: int = 0) -> list[Finding]:
+        """A run of healthy records (``CommitLogColumns.queue_runs``: each queue's offsets go up
+        by one within it; positions ``offset`` before the file's), as feeding them one by one would."""
+        out: list[Finding] = []
+        for key, run in runs.items():
+            at = offset + run.first_position
+            edge = self.queues.get(key)
+            if edge is None:
+                self.queues[key] = QueueEdge(run.first, run.last, run.count, at, lead=self.skipped, mark=self.skipped)
+                continue
+            found = self._step(key, at, run.first)
+            if found is not None:
+                out.append(found)
+            if run.count > 1:  # the rest of the run follows its first record
+                edge.alt_next = None
+                edge.last = run.last
+                edge.count += run.count - 1
+        if out:  # in file order, as a record-by-record reading meets them
+            self.findings.sort(key=lambda x: x.position or 0)
+        return out
+
+    def add_columns(self, columns: CommitLogColumns, offset: int = 0) -> list[Finding]:
+        """The records of a column walk (positions ``offset`` before the file's), in order."""
+        runs = columns.queue_runs()
+        if runs is not None:
+            return self.add_runs(runs, offset)
+        out: list[Finding] = []
+        dispatched = columns.dispatched()
+        for row in range(len(columns)):
+            if dispatched[row]:
+                key = (columns.topics[int(columns.topic[row])], int(columns.queue_id[row]))
+                found = self._step(key, offset + int(columns.position[row]), int(columns.queue_offset[row]))
+                if found is not None:
+                    out.append(found)
+        return out
+
+    def walk_end(self, walk: rmq.CommitLogFileWalk, file_size: int | None) -> None:
+        """How a reader's walk of the file ended, as bytes it skipped: a torn tail is one record;
+        a broken record ends the walk of its file, so the rest of the file (which validate reads
+        on past it) may have held any number of records; so may the bytes a file before the last
+        lacks (cut short).  ``walk`` must have run to its end."""
+        size = max(file_size or 0, walk.f.size)
+        if walk.torn is not None:
+            self.skip_record()
+        elif walk.error is not None and walk.failed_at is not None:
+            self.skip(size - walk.failed_at)
+        elif walk.end is not None and (walk.end.kind == "partial" or (walk.end.kind == "eof" and walk.f.size < size)):
+            self.skip(size - walk.end.position)
+
+
+@dataclass
+class QueueOffsets:
+    """The queue offsets of a CommitLog: its files joined in order (:meth:`add_file`);
+    ``findings`` holds every break, in validate's order (each file's own, then the file's first
+    records that do not follow the files before)."""
+
+    edges: dict[QueueKey, QueueEdge] = field(default_factory=dict)
+    findings: list[Finding] = field(default_factory=list)
+    _prev_base: int | None = None
+    _prev_path: str | None = None
+
+    def add_file(self, file: FileQueueOffsets, base: int, file_size: int | None) -> list[Finding]:
+        """The next file holding records (named ``base``), after the previous one: a file's first
+        record of a queue must follow the queue's last record in the files before (a file missing
+        between them, ``model.missing_between``, may have held records).  Returns those findings
+        (``findings`` gets the file's own before them)."""
+        missing = 0
+        if self._prev_base is not None and file_size:
+            gap = model.missing_between(self._prev_base, base, file_size)
+            if gap is not None:
+                missing = records_in(gap[1] - gap[0])
+        self.findings.extend(file.findings)
+        out: list[Finding] = []
+        for key, queued in self.edges.items():
+            if key not in file.queues:
+                queued.trail += missing + file.skipped
+        for key, edge in file.queues.items():
+            prev = self.edges.get(key)
+            if prev is None:
+                self.edges[key] = QueueEdge(edge.first, edge.last, edge.count, trail=file.skipped - edge.mark, alt_next=edge.alt_next)
+                continue
+            if not continues(prev.last, prev.alt_next, prev.trail + missing + edge.lead, edge.first):
+                before = Path(self._prev_path).name if self._prev_path else "an earlier file"
+                expected = f"expected the file's first QUEUEOFFSET {prev.last + 1} (after {prev.last} in {before}), found {edge.first}"
+                out.append(_finding(file.path, edge.first_position, key, expected))
+            prev.last = edge.last
+            prev.count += edge.count
+            prev.trail = file.skipped - edge.mark
+            prev.alt_next = edge.alt_next
+        self._prev_base, self._prev_path = base, file.path
+        self.findings.extend(out)
+        return out
+
+    def findings_of(self, keys: Iterable[QueueKey]) -> list[Finding]:
+        """The breaks in the sequences of the queues ``keys``."""
+        wanted = set(keys)
+        return [x for x in self.findings if (x.details.get("topic"), x.details.get("queue_id")) in wanted]
+
+    def last_queue_offset(self, key: QueueKey) -> int | None:
+        """The last QUEUEOFFSET of a queue in the files joined so far (None: no record of it)."""
+        edge = self.edges.get(key)
+        return edge.last_queue_offset if edge is not None else None
+
+
+# --- reading a store's CommitLog for its queue offsets ---------------------------------------------
+
+
+def data_files(store: rmq.RocketMQStore) -> list[tuple[int, rmq.Segment]]:
+    """The CommitLog files that hold records, with their index in ``store.commitlog``: every
+    non-empty file up to ``model.last_data_file`` (the files after it are pre-allocated)."""
+    last = model.last_data_file(store.commitlog)
+    return [(i, seg) for i, seg in enumerate(store.commitlog) if seg.size > 0 and i <= last]
+
+
+def file_queue_offsets(store: rmq.RocketMQStore, seg: rmq.Segment, *, last: bool) -> FileQueueOffsets:
+    """One CommitLog file's queue offsets: a healthy file from its columns
+    (``store.model.commitlog.read_file_columns``), any other one walked record by record to where
+    the walk stops (``FileQueueOffsets.walk_end`` says what the rest may have held)."""
+    out = FileQueueOffsets(str(seg.path))
+    size = store.commitlog_file_size or seg.size
+    try:
+        f = ReadOnlyFile(seg.path)
+    except MqError:
+        return out  # RMQ-FILE-UNREADABLE: none of its records is known
+    with f:
+        try:
+            fast = read_file_columns(f, seg.base, file_size=size, is_last=last)
+            if fast is not None:
+                out.add_runs(fast.queues)
+                return out
+            walk = rmq.CommitLogFileWalk(f, check_crc=True, last=last, file_size=size, base=seg.base)
+            for pos, record in walk:
+                out.record(pos, record)
+            out.walk_end(walk, size)
+        except StoreIOError as exc:  # what could not be read may have held records
+            out.skip(max(size, f.size) - (exc.position or 0))
+    return out
+
+
+def commitlog_queue_offsets(store: rmq.RocketMQStore, start: int = 0) -> QueueOffsets:
+    """The queue offsets of a store's CommitLog, read from ``store.commitlog[start]`` on (the fast
+    column walk for healthy files): every break of a queue's sequence (``findings``) and every
+    queue's last QUEUEOFFSET, as validate finds them."""
+    out = QueueOffsets()
+    files = data_files(store)
+    last = files[-1][0] if files else -1
+    for i, seg in files:
+        if i >= start:
+            out.add_file(file_queue_offsets(store, seg, last=i == last), seg.base, store.commitlog_file_size)
+    return out
+
+
+def queue_offsets_before(store: rmq.RocketMQStore, index: int, keys: Iterable[QueueKey]) -> QueueOffsets:
+    """The queue offsets the files before ``store.commitlog[index]`` leave for the queues ``keys``:
+    the files are read backwards only as far as the last record of each of them (a queue's state
+    after a file depends only on the last file holding it and the bytes skipped after), then
+    joined in order.  What the next file's first records of those queues must follow."""
+    wanted = set(keys)
+    files = [(i, seg) for i, seg in data_files(store) if i < index]
+    read: list[tuple[rmq.Segment, FileQueueOffsets]] = []
+    for _i, seg in reversed(files):
+        if not wanted:
+            break
+        offsets = file_queue_offsets(store, seg, last=False)
+        read.append((seg, offsets))
+        wanted -= set(offsets.queues)
+    out = QueueOffsets()
+    for seg, offsets in reversed(read):
+        out.add_file(offsets, seg.base, store.commitlog_file_size)
+    out.findings.clear()  # the breaks of those files are theirs, not the next file's
+    return out
+
+
+# --- the ConsumeQueue's end against the CommitLog --------------------------------------------------
+
+
+def queue_lag_finding(store: rmq.RocketMQStore, topic: str, queue_id: int, last_queue_offset: int | None, max_offset: int, *, live: bool = False) -> Finding | None:
+    """RMQ-CQ-LAG when the queue's ConsumeQueue ends (``max_offset``) before the CommitLog's last
+    record of it (``last_queue_offset``, ``QueueOffsets.last_queue_offset``): records not
+    dispatched.  On a live store (a writer holds the lock) dispatch normally trails: info."""
+    if last_queue_offset is None or last_queue_offset + 1 <= max_offset:
+        return None
+    return Finding(
+        "RMQ-CQ-LAG",
+        str(rmq.queue_dir(store, topic, queue_id)),
+        None,
+        f"{topic}/{queue_id}: expected the queue to reach offset {last_queue_offset + 1} (the CommitLog holds records up to "
+        f"queue offset {last_queue_offset}), found max offset {max_offset}: {last_queue_offset + 1 - max_offset} record(s) not dispatched"
+        + (" (a writer holds the lock: dispatch normally trails the CommitLog)" if live else ""),
+        details={"missing_units": last_queue_offset + 1 - max_offset},
+        severity=Severity.info if live else None,
+    )
+
+
+def missing_queue_findings(store: rmq.RocketMQStore, edges: Mapping[QueueKey, QueueEdge], *, live: bool = False) -> list[Finding]:
+    """RMQ-CQ-MISSING-QUEUE for each queue of ``edges`` (its CommitLog records) that has no
+    ConsumeQueue directory in a store that has ``consumequeue/``.  A queue under a symbolic link
+    is reported as the link (RMQ-FILE-LINK), not as missing; on a live store a directory created
+    since the queues were listed is not missing."""
+    if not store.consumequeue_dir.is_dir():
+        return []
+    queues = set(store.queues())
+    linked = {p.relative_to(store.consumequeue_dir).parts for p, _ in store.irregular_queue_dirs()}
+    out: list[Finding] = []
+    for (topic, queue_id), edge in sorted(edges.items()):
+        if (topic, queue_id) in queues or {(topic,), (topic, str(queue_id))} & linked:
+            continue
+        qdir = rmq.queue_dir(store, topic, queue_id)
+        if live and qdir.is_dir():
+            continue  # created by the writer after the queues were listed
+        out.append(
+            Finding(
+                "RMQ-CQ-MISSING-QUEUE",
+                str(qdir),
+                None,
+                f"{edge.count} CommitLog record(s) of {topic}/{queue_id} (queue offsets {edge.first}..{edge.last}) have no ConsumeQueue directory",
+            )
+        )
+    return out
