@@ -138,6 +138,9 @@ def validate_commitlog_file(task: CommitLogTask) -> CommitLogFileResult:
         f = ReadOnlyFile(task.path)
     except MqError as exc:
         res.findings.append(Finding("RMQ-FILE-UNREADABLE", task.path, None, str(exc)))
+        # as for a read that fails midway: what points into the file is not reported again
+        res.damaged.append((task.base, task.base + task.file_size))
+        res.offsets.skip(task.file_size)  # and it may have held records of any queue
         return res
     with f:
         res.size = f.size

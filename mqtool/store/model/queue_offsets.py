@@ -268,8 +268,9 @@ def file_queue_offsets(store: rmq.RocketMQStore, seg: rmq.Segment, *, last: bool
     size = store.commitlog_file_size or seg.size
     try:
         f = ReadOnlyFile(seg.path)
-    except MqError:
-        return out  # RMQ-FILE-UNREADABLE: none of its records is known
+    except MqError:  # RMQ-FILE-UNREADABLE: none of its records is known, any may have been there
+        out.skip(size)
+        return out
     with f:
         try:
             fast = read_file_columns(f, seg.base, file_size=size, is_last=last)
