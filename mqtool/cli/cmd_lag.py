@@ -1,6 +1,5 @@
 """``mqtool lag``: each consumer group's lag per topic and queue (partition), offline."""
 
-import datetime as _dt
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -52,7 +51,9 @@ def _time(ms: int | None) -> str:
     if ms is None:
         return "-"
     try:
-        return _dt.datetime.fromtimestamp(ms / 1000, tz=_dt.timezone.utc).astimezone().isoformat(timespec="seconds")
+        from mqtool.cli.times import iso_ms
+
+        return iso_ms(ms, timespec="seconds") or "-"
     except (OverflowError, OSError, ValueError):
         return str(ms)
 

@@ -230,8 +230,11 @@ def _query_kafka(out, path: Path, topic, partition, offset, timestamp, max_resul
     table = out.fmt is OutputFormat.table
     mode = BodyDecode.utf8 if table and decode is BodyDecode.base64 else decode
     out.stream((hit_row(hit, decode=mode, table=table) for hit in result.hits), KAFKA_QUERY_COLUMNS)
-    for step in result.steps:
-        out.warn(f"lookup: {step}")
+    from mqtool.cli import settings
+
+    if settings.verbose():  # how the answer was found: --verbose (issue 19)
+        for step in result.steps:
+            out.warn(f"lookup: {step}")
     for note in result.notes:
         out.warn(note)
     for problem in result.problems:

@@ -1,6 +1,5 @@
 """``mqtool stats``: per topic/queue (or partition) numbers and a disk forecast."""
 
-import datetime as _dt
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -58,7 +57,9 @@ def _time(ms: int | None, *, short: bool = False) -> str:
     if ms is None:
         return "-"
     try:
-        return _dt.datetime.fromtimestamp(ms / 1000).strftime("%Y-%m-%d %H:%M" if short else "%Y-%m-%d %H:%M:%S")
+        from mqtool.cli.times import iso_ms
+
+        return iso_ms(ms, timespec="minutes" if short else "seconds") or "-"
     except (OverflowError, OSError, ValueError):
         return str(ms)
 

@@ -164,6 +164,40 @@ def _root(
         _state["debug"] = True
 
 
+#: The options every command takes (``settings``): added to each command's signature by
+#: ``with_common_options`` unless the command has its own of that name.
+COMMON_OPTIONS: dict[str, Any] = {
+    "quiet": Annotated[bool, flag("--quiet", "-q", help="Print nothing but the data and errors: no warnings, notes or progress.")],
+    "verbose": Annotated[bool, flag("--verbose", "-v", help="Also print the steps taken and diagnostics (query's index lookups, scan's JVM log).")],
+    "utc": Annotated[bool, flag("--utc", help="Print times in UTC, and read a time given without a zone as UTC.")],
+}
+
+
+def with_common_options(function: Callable[..., Any]) -> Callable[..., Any]:
+    """``function`` with ``--quiet``, ``--verbose`` and ``--utc`` added to its options; they set
+    ``settings`` for the run, and an option of the command's own with one of those names (clean's
+    ``--quiet``, scan's ``--verbose``) is both the command's and the setting."""
+    import functools
+
+    sig = inspect.signature(function)
+    added = [name for name in COMMON_OPTIONS if name not in sig.parameters]
+
+    @functools.wraps(function)
+    def command(*args: Any, **kwargs: Any) -> Any:
+        from mqtool.cli import settings
+
+        for name in COMMON_OPTIONS:
+            value = kwargs.pop(name) if name in added else kwargs.get(name)
+            settings.SETTINGS[name] = bool(value)
+        return function(*args, **kwargs)
+
+    extra = [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=False, annotation=COMMON_OPTIONS[name]) for name in added]
+    params = list(sig.parameters.values())
+    command.__signature__ = sig.replace(parameters=params + extra)  # type: ignore[attr-defined]
+    command.__annotations__ = {**function.__annotations__, **{name: COMMON_OPTIONS[name] for name in added}}
+    return command
+
+
 def build_app() -> typer.Typer:
     """The typer app with every command of ``COMMANDS`` registered."""
     root = typer.Typer(
@@ -179,7 +213,7 @@ def build_app() -> typer.Typer:
     groups = {name: typer.Typer(help=text, cls=Group, no_args_is_help=True) for name, text in GROUPS.items()}
     for group, name, function, help_text in COMMANDS:
         target = root if group is None else groups[group]
-        target.command(name, cls=Command, help=reflowed(help_text or function.__doc__ or ""))(function)
+        target.command(name, cls=Command, help=reflowed(help_text or function.__doc__ or ""))(with_common_options(function))
     for name, sub in groups.items():
         root.add_typer(sub, name=name)
     return root
@@ -202,6 +236,9 @@ def run(args: list[str]) -> int:
     """Run the CLI with ``args``; return the exit code (never raises, never prints a traceback
     unless debugging)."""
     _state["debug"] = False  # per run: in-process callers (tests, fuzzing) run many commands
+    from mqtool.cli import settings
+
+    settings.reset()
     if completion.shell_complete_requested():  # the shell asks for completions: answer, exit
         try:
             _click_command().main(args=args, prog_name=completion.PROG, complete_var=completion.COMPLETE_VAR)

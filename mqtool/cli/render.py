@@ -102,7 +102,9 @@ class Renderer:
         self.fmt = OutputFormat(fmt)
         self.out = stdout or sys.stdout
         self.err = stderr or sys.stderr
-        self.quiet = quiet
+        from mqtool.cli import settings
+
+        self.quiet = quiet or settings.quiet()
         # markup=False: strings come from the data (topics, keys, paths, finding messages) and
         # a "[/x]" in one must print as is, not be parsed as rich markup (or raise MarkupError);
         # deliberate styling goes through ``styled`` / ``markup`` below.  emoji=False likewise: a

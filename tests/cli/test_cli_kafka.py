@@ -298,8 +298,10 @@ def test_validate_exit_codes(capsys, tmp_path):
 
 
 def test_query_cli(capsys):
-    code, out, err = mqtool(capsys, "query", LOGS, "--topic", "orders", "--partition", "0", "--offset", "50")
+    code, out, err = mqtool(capsys, "query", LOGS, "--topic", "orders", "--partition", "0", "--offset", "50", "--verbose")
     assert code == 0 and "orders-0" in out and "lookup: 00000000000000000030.index entry #2" in err
+    code, out, err = mqtool(capsys, "query", LOGS, "--topic", "orders", "--partition", "0", "--offset", "50")
+    assert code == 0 and "orders-0" in out and "lookup:" not in err  # the steps only with --verbose (issue 19)
     code, out, err = mqtool(capsys, "query", LOGS, "--topic", "orders", "--partition", "0", "--offset", "3", "--jsonl")
     assert code == 1 and out == "" and "below the log start offset 7" in err
     code, out, _ = mqtool(capsys, "query", LOGS / "orders-0", "--timestamp", "2023-11-14T22:13:21Z", "--json")
