@@ -54,6 +54,7 @@ def dump_commitlog(
     since: SinceOpt = None,
     until: UntilOpt = None,
     key: Annotated[str | None, typer.Option("--key", help="Only records with this KEYS token or UNIQ_KEY.")] = None,
+    tag: Annotated[str | None, typer.Option("--tag", help="Only records whose TAGS is this tag.")] = None,
     decode: DecodeOpt = BodyDecode.base64,
     uncompress: Annotated[bool, flag("--uncompress", help="Show compressed bodies uncompressed.")] = False,
     no_crc: Annotated[bool, flag("--no-crc", help="Do not verify body CRCs while reading.")] = False,
@@ -73,6 +74,7 @@ def dump_commitlog(
         since_ms=parse_time(since, "--since"),
         until_ms=parse_time(until, "--until"),
         key=key,
+        tag=tag,
     )
     files = ops_dump.commitlog_files(path)
     engine = ops_dump.CommitLogDump(files, flt, limit, check_crc=not no_crc, directory=ops_dump.commitlog_directory(path))

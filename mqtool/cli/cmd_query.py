@@ -29,11 +29,15 @@ def query(
     key: Annotated[str | None, typer.Option("--key", help="Messages with this KEYS token (queryMsgByKey).")] = None,
     msg_id: Annotated[str | None, typer.Option("--msg-id", help="An offsetMsgId (queryMsgById).")] = None,
     uniq_key: Annotated[str | None, typer.Option("--uniq-key", help="A client message id / UNIQ_KEY (queryMsgByUniqueKey).")] = None,
-    topic: Annotated[str | None, typer.Option("--topic", help="Topic (required with --queue-offset; narrows key queries).")] = None,
+    topic: Annotated[
+        str | None,
+        typer.Option("--topic", help="Topic (required with --queue-offset; narrows key queries; alone, with --begin/--end/--tag, lists the topic's messages)."),
+    ] = None,
     queue_id: Annotated[int | None, typer.Option("--queue-id", min=0, metavar=INT, help="Queue id, with --queue-offset.")] = None,
     queue_offset: Annotated[int | None, typer.Option("--queue-offset", min=0, metavar=INT, help="Queue offset (queryMsgByOffset).")] = None,
     begin: Annotated[str | None, typer.Option("--begin", help="Window start (ms since epoch or ISO-8601).")] = None,
     end: Annotated[str | None, typer.Option("--end", help="Window end (ms since epoch or ISO-8601).")] = None,
+    tag: Annotated[str | None, typer.Option("--tag", help="Only messages whose TAGS is this tag (with --key, or --topic alone).")] = None,
     max_results: Annotated[int | None, typer.Option("--max", min=1, metavar=INT, help="At most this many results (default: all).")] = None,
     scan: Annotated[bool, flag("--scan", help="Search by scanning the CommitLog instead of the IndexFiles.")] = False,
     index_slots: IndexSlotsOpt = None,
@@ -60,7 +64,8 @@ def query(
     as_json: JsonOpt = False,
     as_jsonl: JsonlOpt = False,
 ) -> int:
-    """Find messages: --key, --msg-id, --uniq-key, or --topic/--queue-id/--queue-offset (RocketMQ);
+    """Find messages: --key, --msg-id, --uniq-key, --topic/--queue-id/--queue-offset, or --topic with
+    --begin/--end and --tag (the topic's messages in a time window, as mqadmin printMsg) (RocketMQ);
     --offset or --timestamp with --topic/--partition (Kafka; --max N returns N records from there);
     --offset with --topic/--partition (Jafka and MetaQ, whose offsets are byte positions).
 
@@ -73,7 +78,7 @@ def query(
     out = renderer(fmt, as_json, as_jsonl)
     legacy = _legacy_layout(store_path, layout)
     if legacy is not None:
-        if any(v is not None for v in (key, msg_id, uniq_key, queue_id, queue_offset, begin, end, timestamp, max_results)) or scan:
+        if any(v is not None for v in (key, msg_id, uniq_key, queue_id, queue_offset, begin, end, timestamp, max_results, tag)) or scan:
             raise typer.BadParameter(
                 f"a {legacy} query takes --offset (with --topic/--partition), nothing else; "
                 f"for several messages: mqtool dump {legacy} --from-offset N --limit M"
@@ -82,12 +87,15 @@ def query(
             raise typer.BadParameter(f"a {legacy} query needs --offset")
         return _query_legacy(out, store_path, legacy, topic, partition, offset, decode)
     if _is_kafka(store_path, layout, offset is not None or timestamp is not None or partition is not None):
-        if any(v is not None for v in (key, msg_id, uniq_key, queue_id, queue_offset, begin, end)) or scan:
+        if any(v is not None for v in (key, msg_id, uniq_key, queue_id, queue_offset, begin, end, tag)) or scan:
             raise typer.BadParameter("a Kafka query takes --offset or --timestamp (with --topic/--partition), not RocketMQ options")
         return _query_kafka(out, store_path, topic, partition, offset, timestamp, max_results, decode)
     modes = [m for m in (key, msg_id, uniq_key, queue_offset) if m is not None]
-    if len(modes) != 1:
-        raise typer.BadParameter("give exactly one of --key, --msg-id, --uniq-key, --queue-offset")
+    by_topic = not modes and topic is not None and (begin is not None or end is not None or tag is not None)
+    if len(modes) != 1 and not by_topic:
+        raise typer.BadParameter("give exactly one of --key, --msg-id, --uniq-key, --queue-offset, or --topic with --begin/--end/--tag")
+    if tag is not None and (msg_id is not None or queue_offset is not None):
+        raise typer.BadParameter("--tag narrows --key, --uniq-key or --topic searches; --msg-id and --queue-offset name one record")
     if scan and (msg_id is not None or queue_offset is not None):
         raise typer.BadParameter("--scan searches by --key or --uniq-key; --msg-id and --queue-offset read one record directly")
     if (begin is not None or end is not None) and (msg_id is not None or queue_offset is not None):
@@ -109,6 +117,9 @@ def query(
         result = ops_query.query_by_queue_offset(store, topic, queue_id, queue_offset)
     elif msg_id is not None:
         result = ops_query.query_by_msg_id(store, msg_id)
+    elif by_topic:
+        assert topic is not None
+        result = ops_query.query_by_topic(store, topic, begin=begin_ms, end=end_ms, tag=tag, max_results=max_results)
     else:
         result = ops_query.query_by_key(
             store,
@@ -121,6 +132,7 @@ def query(
             scan=scan,
             hash_slot_num=index_slots,
             index_num=index_num,
+            tag=tag,
         )
     table = out.fmt is OutputFormat.table
     body_mode = BodyDecode.utf8 if table and decode is BodyDecode.base64 else decode

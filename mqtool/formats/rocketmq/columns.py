@@ -829,6 +829,27 @@ def key_hash_lists(columns: CommitLogColumns, rows: np.ndarray) -> Spans:
     return Spans(hashes.astype(np.int32), offsets.astype(np.int32))
 
 
+def records_with_tag(buf: bytes, columns: CommitLogColumns, rows: np.ndarray, tag: str) -> np.ndarray:
+    """Which of records ``rows`` have TAGS equal to ``tag``: the records whose ConsumeQueue
+    tagsCode is the tag's hash (``tagsString2tagsCode``, as the broker filters a subscription)
+    -- or that are delayed messages, whose tagsCode is a delivery time -- are read and compared
+    exactly."""
+    found = np.zeros(len(rows), dtype=bool)
+    if not len(rows):
+        return found
+    candidates = columns.tags_code[rows] == tags_code(tag)
+    if SCHEDULE_TOPIC in columns.topics:
+        candidates |= columns.topic[rows] == columns.topics.index(SCHEDULE_TOPIC)
+    which = np.flatnonzero(candidates)
+    if not len(which):
+        return found
+    fields = record_fields(buf, columns, rows[which], with_body=False)
+    tagged = np.flatnonzero(fields.tags_pair >= 0)
+    for i, value in zip(tagged.tolist(), span_texts(fields.values, fields.tags_pair[tagged])):
+        found[which[i]] = value == tag
+    return found
+
+
 def records_with_key(buf: bytes, columns: CommitLogColumns, rows: np.ndarray, key: str) -> np.ndarray:
     """Which of records ``rows`` have ``key`` as their UNIQ_KEY or a token of their KEYS (the
     keys ``IndexService.buildIndex`` indexes them by): the records whose key hashes hold the

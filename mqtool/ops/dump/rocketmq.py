@@ -24,6 +24,7 @@ from mqtool.formats.rocketmq.columns import (
     RecordFields,
     record_fields,
     records_with_key,
+    records_with_tag,
     repeated_property_names,
     spans_free_of,
     texts,
@@ -33,7 +34,7 @@ from mqtool.formats.rocketmq.columns import span_texts as span_texts  # for the 
 from mqtool.formats.rocketmq.commitlog import DataEnd, MessageRecord, decode_message, decompress_body
 from mqtool.formats.rocketmq.properties import NAME_VALUE_SEPARATOR as NAME_VALUE_SEPARATOR  # for the CLI's JSON lines
 from mqtool.formats.rocketmq.properties import PROPERTY_SEPARATOR as PROPERTY_SEPARATOR
-from mqtool.formats.rocketmq.properties import UNIQ_KEY, split_keys
+from mqtool.formats.rocketmq.properties import TAGS, UNIQ_KEY, split_keys
 from mqtool.store import rocketmq as rmq
 from mqtool.store.files import CHUNK_SIZE, ReadOnlyFile, check_path, is_directory, is_regular_file, read_small_file
 from mqtool.store.model import commitlog as model_cl
@@ -49,6 +50,7 @@ class RecordFilter:
     since_ms: int | None = None
     until_ms: int | None = None
     key: str | None = None
+    tag: str | None = None  # TAGS equal to this (the tag a consumer subscribes by)
 
     def accepts(self, record: MessageRecord) -> bool:
         return self.accepts_fields(record.topic, record.queue_id, record.store_timestamp, record.properties)
@@ -56,7 +58,9 @@ class RecordFilter:
     @property
     def selects_records(self) -> bool:
         """Whether some record can fail :meth:`accepts` (``from_offset`` is a position, not a test)."""
-        return not (self.topic is None and self.queue_id is None and self.since_ms is None and self.until_ms is None and self.key is None)
+        return not (
+            self.topic is None and self.queue_id is None and self.since_ms is None and self.until_ms is None and self.key is None and self.tag is None
+        )
 
     def accepts_fields(self, topic: str, queue_id: int, store_timestamp: int, properties: dict[str, str]) -> bool:
         """:meth:`accepts` on a record's decoded fields (the lean reading has no ``MessageRecord``)."""
@@ -69,6 +73,8 @@ class RecordFilter:
         if self.until_ms is not None and store_timestamp > self.until_ms:
             return False
         if self.key is not None and self.key not in split_keys(properties) and properties.get(UNIQ_KEY) != self.key:
+            return False
+        if self.tag is not None and properties.get(TAGS) != self.tag:
             return False
         return True
 
@@ -264,6 +270,8 @@ class CommitLogDump:
         rows = np.flatnonzero(keep)
         if flt.key is not None:
             rows = rows[records_with_key(buf, cols, rows, flt.key)]
+        if flt.tag is not None:
+            rows = rows[records_with_tag(buf, cols, rows, flt.tag)]
         return rows
 
     def _walk_lean(self, read: list[Path], file_size: int | None) -> Iterator[ColumnChunk | tuple[Located, MessageRecord]]:

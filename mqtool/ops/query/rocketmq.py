@@ -22,6 +22,7 @@ from mqtool.formats import segment_names as segnames
 from mqtool.formats.rocketmq import index_file as idxf
 from mqtool.formats.rocketmq.commitlog import MessageRecord, decode_offset_msg_id
 from mqtool.formats.rocketmq.config import parse_topics
+from mqtool.formats.rocketmq.hashing import SCHEDULE_TOPIC, tags_code
 from mqtool.ops.dump.rocketmq import CommitLogDump, RecordFilter
 from mqtool.store import rocketmq as rmq
 from mqtool.store.files import ReadOnlyFile, read_small_file
@@ -188,12 +189,16 @@ def query_by_key(
     scan: bool = False,
     hash_slot_num: int | None = None,
     index_num: int | None = None,
+    tag: str | None = None,
 ) -> QueryResult:
-    """Messages carrying ``key`` in KEYS (or as UNIQ_KEY with ``uniq``), newest first."""
+    """Messages carrying ``key`` in KEYS (or as UNIQ_KEY with ``uniq``), newest first (with
+    TAGS ``tag`` when given)."""
     result = QueryResult()
 
     def matches(record: MessageRecord, window: bool = True) -> bool:
         if topic is not None and record.topic != topic:
+            return False
+        if tag is not None and record.tags != tag:
             return False
         if window and not begin <= record.store_timestamp <= end:
             return False
@@ -237,6 +242,36 @@ def query_by_key(
             if max_results is not None and len(result.hits) >= max_results:
                 break
     result.hits.sort(key=lambda h: (-h.record.store_timestamp, -h.commitlog_offset))
+    return result
+
+
+def query_by_topic(
+    store: rmq.RocketMQStore, topic: str, *, begin: int = 0, end: int = LONG_MAX, tag: str | None = None, max_results: int | None = None
+) -> QueryResult:
+    """The messages of ``topic`` stored in ``[begin, end]`` (``mqadmin printMsg -b -e``), queue
+    by queue in queue order, each queue's ConsumeQueue read from its first unit; with ``tag``,
+    the units whose tagsCode is the tag's hash (as the broker filters a subscription), whose
+    records' TAGS are then compared exactly."""
+    result = QueryResult()
+    queues = sorted(q for t, q in store.queues() if t == topic)
+    if not queues:
+        result.notes.append(f"no ConsumeQueue for topic {topic!r} (topics with one: {', '.join(known_topics(store)) or 'none'})")
+        return result
+    wanted = tags_code(tag) if tag is not None and topic != SCHEDULE_TOPIC else None
+    with rmq.CommitLogReader(store) as reader:
+        for qid in queues:
+            for unit in rmq.QueueWalk(store.cq_segments(topic, qid)):
+                if unit.unit.is_filler or (wanted is not None and unit.unit.tags_code != wanted):
+                    continue
+                result.candidates += 1
+                hit = _read_hit(reader, unit.unit.commit_log_offset, "consumequeue", result)
+                if hit is None or not begin <= hit.record.store_timestamp <= end:
+                    continue
+                if tag is not None and hit.record.tags != tag:
+                    continue
+                result.hits.append(hit)
+                if max_results is not None and len(result.hits) >= max_results:
+                    return result
     return result
 
 
