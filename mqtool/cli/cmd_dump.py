@@ -5,11 +5,12 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from mqtool.cli.common import finish_dump, renderer
+from mqtool.cli.common import broker_settings, finish_dump, renderer
 from mqtool.cli.exit_codes import ExitCode
 from mqtool.cli.options import (
     INT,
     BodyDecode,
+    BrokerConfigOpt,
     DecodeOpt,
     DumpPathArg,
     FormatOpt,
@@ -238,6 +239,7 @@ def dump_index(
     header_only: Annotated[bool, flag("--header-only", help="Only the 40-byte headers.")] = False,
     index_slots: IndexSlotsOpt = None,
     index_num: IndexNumOpt = None,
+    config: BrokerConfigOpt = None,
     fmt: FormatOpt = OutputFormat.table,
     as_json: JsonOpt = False,
     as_jsonl: JsonlOpt = False,
@@ -249,6 +251,8 @@ def dump_index(
     targets = ops_dump.index_targets(path)
     # a store's IndexFiles: entries are checked against where its CommitLog's valid data ends
     extent = None if header_only else ops_dump.index_extent(path)
+    cfg = broker_settings(config)
+    index_slots, index_num = index_slots or cfg.index_hash_slot_num, index_num or cfg.index_num
     engine = ops_dump.IndexDump(targets, index_slots, index_num, limit, headers_only=header_only, extent=extent)
     table = out.fmt is OutputFormat.table
 

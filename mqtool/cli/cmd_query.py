@@ -6,9 +6,9 @@ from typing import Annotated
 
 import typer
 
-from mqtool.cli.common import renderer
+from mqtool.cli.common import broker_settings, renderer
 from mqtool.cli.exit_codes import ExitCode
-from mqtool.cli.options import INT, BodyDecode, DecodeOpt, FormatOpt, IndexNumOpt, IndexSlotsOpt, JsonlOpt, JsonOpt, LayoutOpt, OutputFormat, flag
+from mqtool.cli.options import INT, BodyDecode, BrokerConfigOpt, DecodeOpt, FormatOpt, IndexNumOpt, IndexSlotsOpt, JsonlOpt, JsonOpt, LayoutOpt, OutputFormat, flag
 from mqtool.cli.render import Column
 from mqtool.cli.times import iso_ms, parse_time
 
@@ -42,6 +42,7 @@ def query(
     scan: Annotated[bool, flag("--scan", help="Search by scanning the CommitLog instead of the IndexFiles.")] = False,
     index_slots: IndexSlotsOpt = None,
     index_num: IndexNumOpt = None,
+    config: BrokerConfigOpt = None,
     partition: Annotated[
         int | None, typer.Option("--partition", min=0, metavar=INT, help="Kafka: partition number (with --topic; optional for a partition dir).")
     ] = None,
@@ -110,7 +111,9 @@ def query(
     end_ms = ops_query.LONG_MAX if end_ms is None else end_ms
     if begin_ms > end_ms:
         raise typer.BadParameter(f"--begin ({begin}) is after --end ({end})")
-    store = open_store(store_path)
+    cfg = broker_settings(config)
+    index_slots, index_num = index_slots or cfg.index_hash_slot_num, index_num or cfg.index_num
+    store = open_store(store_path, commitlog_file_size=cfg.commitlog_file_size)
     if queue_offset is not None:
         if topic is None or queue_id is None:
             raise typer.BadParameter("--queue-offset needs --topic and --queue-id")

@@ -7,9 +7,9 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from mqtool.cli.common import renderer
+from mqtool.cli.common import broker_settings, renderer
 from mqtool.cli.exit_codes import ExitCode
-from mqtool.cli.options import INT, FormatOpt, JsonlOpt, JsonOpt, LayoutOpt, OutputFormat, flag
+from mqtool.cli.options import INT, BrokerConfigOpt, FormatOpt, JsonlOpt, JsonOpt, LayoutOpt, OutputFormat, flag
 from mqtool.cli.render import markup
 
 if TYPE_CHECKING:
@@ -36,6 +36,7 @@ def recover(
     plan_out: Annotated[Path | None, typer.Option("--plan-out", help="Also write the plan as JSON to this file.")] = None,
     from_plan: Annotated[Path | None, typer.Option("--from-plan", help="Apply this saved plan (re-checked) instead of planning.")] = None,
     undo: Annotated[Path | None, typer.Option("--undo", help="Restore what a run quarantined: the run's manifest.json.")] = None,
+    config: BrokerConfigOpt = None,
     jobs: Annotated[int | None, typer.Option("--jobs", "-j", min=1, metavar=INT, help="Parallel processes for the verification.")] = None,
     layout: LayoutOpt = None,
     fmt: FormatOpt = OutputFormat.table,
@@ -78,6 +79,14 @@ def recover(
             topic, _, qid = q.rpartition("/")
             if not topic or not qid.isdigit():
                 raise typer.BadParameter(f"expected TOPIC/QUEUE_ID (e.g. TopicTest/0), found {q!r}", param_hint="--queue")
+        cfg = broker_settings(config)
+        sizes = {
+            "commitlog_file_size": cfg.commitlog_file_size,
+            "cq_file_size": cfg.cq_file_size,
+            "index_hash_slot_num": cfg.index_hash_slot_num,
+            "index_num": cfg.index_num,
+        }
+        wanted.update({k: v for k, v in sizes.items() if v is not None and k in fields})
         plan = plan_fn(path, options_cls(**{k: v for k, v in wanted.items() if k in fields}))
     if quarantine is not None and quarantine.resolve().is_relative_to(Path(plan.root).resolve()):
         # the broker would load it as data: RocketMQ refuses a commitlog/ holding a directory,

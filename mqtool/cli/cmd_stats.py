@@ -4,9 +4,9 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from mqtool.cli.common import metrics_renderer, report_metrics
+from mqtool.cli.common import broker_settings, metrics_renderer, report_metrics
 from mqtool.cli.exit_codes import ExitCode
-from mqtool.cli.options import FLOAT, INT, JsonlOpt, JsonOpt, LayoutOpt, MetricsFileOpt, MetricsFormat, MetricsFormatOpt, StorePathArg, flag
+from mqtool.cli.options import FLOAT, INT, BrokerConfigOpt, JsonlOpt, JsonOpt, LayoutOpt, MetricsFileOpt, MetricsFormat, MetricsFormatOpt, StorePathArg, flag
 from mqtool.cli.render import markup
 
 if TYPE_CHECKING:
@@ -21,6 +21,7 @@ def stats(
         float | None,
         typer.Option("--threshold", min=1, max=100, metavar=FLOAT, help="Disk used percent to forecast (default: RocketMQ 75, others 100)."),
     ] = None,
+    config: BrokerConfigOpt = None,
     no_crc: Annotated[bool, flag("--no-crc", help="Do not verify checksums while reading (faster).")] = False,
     fmt: MetricsFormatOpt = MetricsFormat.table,
     metrics_file: MetricsFileOpt = None,
@@ -39,6 +40,9 @@ def stats(
 
     out, as_metrics = metrics_renderer(fmt, as_json, as_jsonl)
     detected = detect_layout(path, layout)
+    if threshold is None and detected == "rocketmq":
+        ratio = broker_settings(config).disk_max_used_ratio
+        threshold = float(ratio) if ratio is not None else None
     options = StatsOptions(top=top, threshold=threshold / 100 if threshold is not None else None, check_crc=not no_crc)
     with out.progress(input_size(path, detected), "stats") as advance:
         result = store_stats(path, detected, options, progress=advance)

@@ -6,10 +6,10 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from mqtool.cli.common import pick_format, report_metrics
+from mqtool.cli.common import broker_settings, pick_format, report_metrics
 from mqtool.cli.completion import complete_check_families
 from mqtool.cli.exit_codes import ExitCode
-from mqtool.cli.options import INT, IndexNumOpt, IndexSlotsOpt, JsonlOpt, JsonOpt, LayoutOpt, MetricsFileOpt, OutputFormat, StorePathArg, flag
+from mqtool.cli.options import INT, BrokerConfigOpt, IndexNumOpt, IndexSlotsOpt, JsonlOpt, JsonOpt, LayoutOpt, MetricsFileOpt, OutputFormat, StorePathArg, flag
 from mqtool.cli.render import Column, Renderer, dumps, paged, styled
 from mqtool.findings import FAMILIES, Severity
 
@@ -65,6 +65,7 @@ def validate(
     ] = None,
     index_slots: IndexSlotsOpt = None,
     index_num: IndexNumOpt = None,
+    config: BrokerConfigOpt = None,
     deep: Annotated[
         bool,
         flag(
@@ -103,6 +104,12 @@ def validate(
         raise typer.BadParameter(f"{', '.join(given)} apply to RocketMQ stores, not to a {detected} store")
     if deep and detected != "kafka":
         raise typer.BadParameter(f"--deep decodes Kafka records; a {detected} store's records are always decoded")
+    cfg = broker_settings(config)
+    if detected == "rocketmq":
+        commitlog_file_size = commitlog_file_size or cfg.commitlog_file_size
+        cq_file_size = cq_file_size or cfg.cq_file_size
+        index_slots = index_slots or cfg.index_hash_slot_num
+        index_num = index_num or cfg.index_num
     options = ValidateOptions(
         checks=chosen,
         fail_on=fail_on,

@@ -4,12 +4,16 @@ the renderer, and the end of every ``dump``.  The options themselves are in ``op
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
 from mqtool.cli.exit_codes import ExitCode, exit_code_for
 from mqtool.cli.options import MetricsFormat, OutputFormat
 from mqtool.cli.render import Renderer
+
+if TYPE_CHECKING:
+    from mqtool.store.broker_config import BrokerSettings
 
 
 def pick_format(fmt, as_json: bool, as_jsonl: bool):
@@ -74,3 +78,10 @@ def report_metrics(command: str, doc: dict, exit_status: int, *, to_stdout: bool
         sys.stdout.flush()
     if metrics_file is not None:
         metrics.write_file(metrics_file, registry)
+
+
+def broker_settings(config: Path | None) -> BrokerSettings:
+    """The settings of ``--config`` (every field None without it)."""
+    from mqtool.store.broker_config import BrokerSettings, read_broker_settings
+
+    return read_broker_settings(config) if config is not None else BrokerSettings("")

@@ -80,6 +80,14 @@ MetricsFileOpt = Annotated[
         help="Also write this run's metrics (Prometheus text format) to PATH, atomically: for node_exporter's textfile collector.",
     ),
 ]
+BrokerConfigOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--config",
+        metavar="<path>",
+        help="The broker's config file (broker.conf / server.properties): file sizes, IndexFile geometry and the disk threshold; flags win.",
+    ),
+]
 JsonOpt = Annotated[bool, flag("--json", help="Shorthand for --format json.")]
 JsonlOpt = Annotated[bool, flag("--jsonl", help="Shorthand for --format jsonl.")]
 DecodeOpt = Annotated[

@@ -1,0 +1,98 @@
+"""The store settings a broker's own config file gives (``--config``), for the commands that need
+file sizes, IndexFile geometry or the disk threshold: RocketMQ ``broker.conf`` (Java properties,
+``MessageStoreConfig``'s field names) and Kafka ``server.properties``.
+
+| key (upstream) | setting |
+|---|---|
+| ``mappedFileSizeCommitLog`` (``mapedFileSizeCommitLog`` before 4.5) | ``commitlog_file_size`` |
+| ``mappedFileSizeConsumeQueue`` (``mapedFileSizeConsumeQueue``) | ``cq_file_size`` (rounded down to whole 20-byte units, as ``ConsumeQueue`` does) |
+| ``maxHashSlotNum`` | ``index_hash_slot_num`` |
+| ``maxIndexNum`` | ``index_num`` |
+| ``diskMaxUsedSpaceRatio`` (75, or 0.75) | ``disk_max_used_ratio`` (percent) |
+| ``storePathRootDir`` | ``store_root`` |
+| ``storePathCommitLog`` | ``commitlog_dir`` |
+| Kafka ``log.dirs`` / ``log.dir`` | ``log_dirs`` |
+| Kafka ``log.segment.bytes`` | ``segment_bytes`` |
+
+Command-line flags win over the file; unknown keys are ignored (a broker.conf holds many more).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from mqtool.errors import CorruptDataError, MqError
+from mqtool.formats.kafka.checkpoint_file import load_java_properties
+from mqtool.store.files import read_small_file
+
+#: ``ConsumeQueue.CQ_STORE_UNIT_SIZE``
+_CQ_UNIT = 20
+
+
+@dataclass(frozen=True)
+class BrokerSettings:
+    path: str
+    commitlog_file_size: int | None = None
+    cq_file_size: int | None = None
+    index_hash_slot_num: int | None = None
+    index_num: int | None = None
+    disk_max_used_ratio: int | None = None
+    store_root: str | None = None
+    commitlog_dir: str | None = None
+    log_dirs: tuple[str, ...] = field(default_factory=tuple)
+    segment_bytes: int | None = None
+
+
+def _positive(value: str) -> int:
+    number = int(value)
+    if number <= 0:
+        raise ValueError(value)
+    return number
+
+
+def _ratio(value: str) -> int:
+    number = float(value)
+    return int(round(number * 100)) if number <= 1 else int(number)
+
+
+_KEYS: dict[str, tuple[str, Callable[[str], object]]] = {
+    "mappedFileSizeCommitLog": ("commitlog_file_size", _positive),
+    "mapedFileSizeCommitLog": ("commitlog_file_size", _positive),
+    "mappedFileSizeConsumeQueue": ("cq_file_size", lambda v: _positive(v) // _CQ_UNIT * _CQ_UNIT),
+    "mapedFileSizeConsumeQueue": ("cq_file_size", lambda v: _positive(v) // _CQ_UNIT * _CQ_UNIT),
+    "maxHashSlotNum": ("index_hash_slot_num", _positive),
+    "maxIndexNum": ("index_num", _positive),
+    "diskMaxUsedSpaceRatio": ("disk_max_used_ratio", _ratio),
+    "storePathRootDir": ("store_root", str),
+    "storePathCommitLog": ("commitlog_dir", str),
+    "log.dirs": ("log_dirs", lambda v: tuple(p.strip() for p in v.split(",") if p.strip())),
+    "log.dir": ("log_dirs", lambda v: (v.strip(),)),
+    "log.segment.bytes": ("segment_bytes", _positive),
+}
+
+
+def read_broker_settings(path: Path) -> BrokerSettings:
+    """The settings of a broker.conf / server.properties (CorruptDataError naming the key and
+    the value when a value is not what the broker would accept)."""
+    try:
+        props = load_java_properties(read_small_file(path, 16 << 20))
+    except MqError as exc:
+        raise exc.at(path) from None
+    values: dict[str, object] = {}
+    for prop in props:
+        known = _KEYS.get(prop.key)
+        if known is None:
+            continue
+        name, convert = known
+        if name == "log_dirs" and prop.key == "log.dir" and "log_dirs" in values:
+            continue  # log.dirs wins over log.dir (KafkaConfig.logDirs)
+        try:
+            values[name] = convert(prop.value.strip())
+        except ValueError:
+            raise CorruptDataError(path=path, expected=f"a valid value for {prop.key}", found=repr(prop.value)) from None
+    return BrokerSettings(str(path), **values)  # type: ignore[arg-type]
+
+
+__all__ = ["BrokerSettings", "read_broker_settings"]
