@@ -22,8 +22,10 @@ WIDTHS = (80, 200)
 def table(width: int, *args: object) -> tuple[int, str]:
     env = {**os.environ, "COLUMNS": str(width), "TZ": "UTC", "PYTHONPATH": str(PROJECT_ROOT)}
     env.pop("PAGER", None)
-    proc = subprocess.run([sys.executable, "-m", "mqtool", *map(str, args)], capture_output=True, text=True, env=env, cwd=PROJECT_ROOT, check=False)
-    return proc.returncode, proc.stdout
+    # paths relative to the project, trailing blanks dropped: the goldens hold no checkout's path
+    argv = [str(a.relative_to(PROJECT_ROOT)) if isinstance(a, Path) and a.is_relative_to(PROJECT_ROOT) else str(a) for a in args]
+    proc = subprocess.run([sys.executable, "-m", "mqtool", *argv], capture_output=True, text=True, env=env, cwd=PROJECT_ROOT, check=False)
+    return proc.returncode, "".join(line.rstrip() + "\n" for line in proc.stdout.splitlines())
 
 
 def _damaged(tmp: Path) -> Path:

@@ -312,6 +312,10 @@ def _file_end_findings(f: ReadOnlyFile, walk: rmq.CommitLogFileWalk, path: str, 
     if end.kind == "zeros":
         extent = nonzero_extent(f, end.position)
         if extent is not None:
+            if extent[0] < end.position + 8 and walk.base is not None and rmq.record_starts_at(f, walk.base, end.position):
+                # zeros when the walk got there, a valid record now: a writer appended since (the
+                # file is growing), not garbage -- a file at rest cannot be both
+                return []
             return [garbage_finding(path, end.position, extent)]
     return []
 
