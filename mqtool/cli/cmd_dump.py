@@ -5,12 +5,13 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from mqtool.cli.common import broker_settings, finish_dump, renderer
+from mqtool.cli.common import broker_settings, choose_columns, finish_dump, renderer
 from mqtool.cli.exit_codes import ExitCode
 from mqtool.cli.options import (
     INT,
     BodyDecode,
     BrokerConfigOpt,
+    ColumnsOpt,
     DecodeOpt,
     DumpPathArg,
     FormatOpt,
@@ -39,7 +40,7 @@ COMMITLOG_COLUMNS = [
     Column("queue_id", "QID", 4, ">"),
     Column("queue_offset", "QOFFSET", 9, ">"),
     Column("total_size", "SIZE", 7, ">"),
-    Column("store_time", "STORE TIME", 23),
+    Column("store_time", "STORE TIME", 29),
     Column("tags", "TAGS", 12),
     Column("keys", "KEYS", 20),
     Column("body", "BODY"),
@@ -61,6 +62,7 @@ def dump_commitlog(
     no_crc: Annotated[bool, flag("--no-crc", help="Do not verify body CRCs while reading.")] = False,
     fmt: FormatOpt = OutputFormat.table,
     as_json: JsonOpt = False,
+    columns: ColumnsOpt = None,
     as_jsonl: JsonlOpt = False,
 ) -> int:
     """CommitLog records: every header field, properties, keys, tags, msgId and body."""
@@ -68,6 +70,7 @@ def dump_commitlog(
     from mqtool.ops.dump import rocketmq as ops_dump
 
     out = renderer(fmt, as_json, as_jsonl)
+    choose_columns(out, columns)
     flt = ops_dump.RecordFilter(
         topic=topic,
         queue_id=queue_id,
@@ -152,12 +155,14 @@ def dump_consumequeue(
     limit: LimitOpt = None,
     fmt: FormatOpt = OutputFormat.table,
     as_json: JsonOpt = False,
+    columns: ColumnsOpt = None,
     as_jsonl: JsonlOpt = False,
 ) -> int:
     """ConsumeQueue units: queue offset, commitlog offset, size, tagsCode (fillers and ext addresses marked)."""
     from mqtool.ops.dump import rocketmq as ops_dump
 
     out = renderer(fmt, as_json, as_jsonl)
+    choose_columns(out, columns)
     targets = ops_dump.consumequeue_targets(path, topic=topic, queue_id=queue_id)
     engine = ops_dump.QueueDump(targets, from_offset, limit)
 
@@ -190,15 +195,15 @@ INDEX_COLUMNS = [
     Column("slot", "SLOT", 9, ">"),
     Column("key_hash", "KEY HASH", 11, ">"),
     Column("phy_offset", "COMMITLOG OFFSET", 16, ">"),
-    Column("time", "TIME", 23),
+    Column("time", "TIME", 29),
     Column("prev_index", "PREV", 9, ">"),
     Column("file", "FILE"),
 ]
 
 
 INDEX_HEADER_COLUMNS = [
-    Column("begin_time", "BEGIN TIME", 23),
-    Column("end_time", "END TIME", 23),
+    Column("begin_time", "BEGIN TIME", 29),
+    Column("end_time", "END TIME", 29),
     Column("begin_phy_offset", "BEGIN OFFSET", 14, ">"),
     Column("end_phy_offset", "END OFFSET", 14, ">"),
     Column("used_slots", "SLOTS USED", 15, ">"),
@@ -242,12 +247,14 @@ def dump_index(
     config: BrokerConfigOpt = None,
     fmt: FormatOpt = OutputFormat.table,
     as_json: JsonOpt = False,
+    columns: ColumnsOpt = None,
     as_jsonl: JsonlOpt = False,
 ) -> int:
     """IndexFile headers and entries (key hash, slot, commitlog offset, time, previous entry)."""
     from mqtool.ops.dump import rocketmq as ops_dump
 
     out = renderer(fmt, as_json, as_jsonl)
+    choose_columns(out, columns)
     targets = ops_dump.index_targets(path)
     # a store's IndexFiles: entries are checked against where its CommitLog's valid data ends
     extent = None if header_only else ops_dump.index_extent(path)

@@ -6,9 +6,23 @@ from typing import Annotated
 
 import typer
 
-from mqtool.cli.common import broker_settings, renderer
+from mqtool.cli.common import broker_settings, choose_columns, renderer
 from mqtool.cli.exit_codes import ExitCode
-from mqtool.cli.options import INT, BodyDecode, BrokerConfigOpt, DecodeOpt, FormatOpt, IndexNumOpt, IndexSlotsOpt, JsonlOpt, JsonOpt, LayoutOpt, OutputFormat, flag
+from mqtool.cli.options import (
+    INT,
+    BodyDecode,
+    BrokerConfigOpt,
+    ColumnsOpt,
+    DecodeOpt,
+    FormatOpt,
+    IndexNumOpt,
+    IndexSlotsOpt,
+    JsonlOpt,
+    JsonOpt,
+    LayoutOpt,
+    OutputFormat,
+    flag,
+)
 from mqtool.cli.render import Column
 from mqtool.cli.times import iso_ms, parse_time
 
@@ -18,7 +32,7 @@ QUERY_COLUMNS = [
     Column("queue_id", "QID", 4, ">"),
     Column("queue_offset", "QOFFSET", 9, ">"),
     Column("commitlog_offset", "OFFSET", 14, ">"),
-    Column("store_time", "STORE TIME", 23),
+    Column("store_time", "STORE TIME", 29),
     Column("keys", "KEYS", 20),
     Column("body", "BODY"),
 ]
@@ -63,6 +77,7 @@ def query(
     decode: DecodeOpt = BodyDecode.base64,
     fmt: FormatOpt = OutputFormat.table,
     as_json: JsonOpt = False,
+    columns: ColumnsOpt = None,
     as_jsonl: JsonlOpt = False,
 ) -> int:
     """Find messages: --key, --msg-id, --uniq-key, --topic/--queue-id/--queue-offset, or --topic with
@@ -77,6 +92,7 @@ def query(
     from mqtool.store.rocketmq import open_store
 
     out = renderer(fmt, as_json, as_jsonl)
+    choose_columns(out, columns)
     legacy = _legacy_layout(store_path, layout)
     if legacy is not None:
         if any(v is not None for v in (key, msg_id, uniq_key, queue_id, queue_offset, begin, end, timestamp, max_results, tag)) or scan:

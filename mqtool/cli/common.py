@@ -85,3 +85,13 @@ def broker_settings(config: Path | None) -> BrokerSettings:
     from mqtool.store.broker_config import BrokerSettings, read_broker_settings
 
     return read_broker_settings(config) if config is not None else BrokerSettings("")
+
+
+def choose_columns(out: Renderer, columns: str | None) -> None:
+    """``--columns``: the streamed table shows these row keys (a usage error when none is given)."""
+    if columns is None:
+        return
+    keys = [k.strip() for k in columns.split(",") if k.strip()]
+    if not keys:
+        raise typer.BadParameter("expected row keys separated by commas", param_hint="--columns")
+    out.columns = keys

@@ -88,6 +88,10 @@ BrokerConfigOpt = Annotated[
         help="The broker's config file (broker.conf / server.properties): file sizes, IndexFile geometry and the disk threshold; flags win.",
     ),
 ]
+ColumnsOpt = Annotated[
+    str | None,
+    typer.Option("--columns", metavar="<key,...>", help="Table columns to show: keys of the JSON rows, comma-separated (e.g. commitlog_offset,topic,keys,body)."),
+]
 JsonOpt = Annotated[bool, flag("--json", help="Shorthand for --format json.")]
 JsonlOpt = Annotated[bool, flag("--jsonl", help="Shorthand for --format jsonl.")]
 DecodeOpt = Annotated[

@@ -17,7 +17,7 @@ import os
 import sys
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, TextIO
 
 from rich.console import Console
@@ -65,6 +65,7 @@ class Column:
     header: str
     width: int = 0  # 0: the last, free-width column
     align: str = "<"
+    fit: int = 0  # the free last column: the line width to shorten it to (0: LAST_COLUMN_WIDTH)
 
 
 def _json_default(obj: Any) -> Any:
@@ -100,6 +101,8 @@ class Renderer:
         quiet: bool = False,
     ) -> None:
         self.fmt = OutputFormat(fmt)
+        #: ``--columns``: the row keys a streamed table shows (None: the table's own choice)
+        self.columns: list[str] | None = None
         self.out = stdout or sys.stdout
         self.err = stderr or sys.stderr
         from mqtool.cli import settings
@@ -152,6 +155,19 @@ class Renderer:
                 count += 1
             write("\n]\n" if count else "]\n")
         else:
+            columns = self.chosen_columns(columns)
+            if self.columns:  # chosen keys: each column as wide as the first rows need
+                import itertools
+
+                rows = iter(rows)
+                head = list(itertools.islice(rows, 100))
+                columns = [
+                    replace(c, width=max([len(c.header), *(len(_cell(r.get(c.key))) for r in head)])) if c.width else c for c in columns
+                ]
+                rows = itertools.chain(head, rows)
+            width = terminal_width(self.out)
+            if width is not None:
+                columns = fit_columns(columns, width, drop=not self.columns)
             header_done = False
             for row in rows:
                 if not header_done:
@@ -192,6 +208,14 @@ class Renderer:
             raise ValueError("a table is streamed from rows (stream), not from JSON text")
         self.out.flush()
         return count
+
+    def chosen_columns(self, columns: list[Column]) -> list[Column]:
+        """``--columns`` (``self.columns``: row keys, in the order given) or the table's own."""
+        if not self.columns:
+            return columns
+        known = {c.key: c for c in columns}
+        picked = [known.get(key) or Column(key, key.upper().replace("_", " "), max(12, len(key))) for key in self.columns]
+        return [replace(c, width=c.width or max(12, len(c.key))) for c in picked[:-1]] + [replace(picked[-1], width=0)]
 
     # --- diagnostics ---------------------------------------------------------------------
     def warn(self, message: str) -> None:
@@ -274,18 +298,50 @@ def _cell(value: Any) -> str:
     return text.translate(_CONTROL)
 
 
+def terminal_width(stream: TextIO | None = None) -> int | None:
+    """The width a streamed table is laid out for: ``$COLUMNS``, else the terminal's when
+    ``stream`` is one; None (every column, whole) when piped with no ``$COLUMNS``, as ``ls``."""
+    import shutil
+
+    if os.environ.get("COLUMNS", "").isdigit() or _isatty(stream or sys.stdout):
+        return max(40, shutil.get_terminal_size((80, 24)).columns)
+    return None
+
+
+def fit_columns(columns: list[Column], width: int, *, drop: bool = True) -> list[Column]:
+    """The leading columns that fit ``width`` with at least 16 characters left for the last,
+    free-width one (when the table has one; it is kept, the columns before it are dropped from
+    the right).  Every kept fixed column keeps its whole width: an identifier or a number is
+    never cut; only the free last column is shortened (``…``) to the room left.  ``drop``
+    False (columns the user chose): every column is kept, however wide the line."""
+    free = columns[-1] if columns and not columns[-1].width else None
+    fixed = columns[:-1] if free is not None else list(columns)
+    keep: list[Column] = []
+    used = 0
+    for col in fixed:
+        need = col.width + (2 if keep else 0)
+        if drop and keep and used + need + (18 if free is not None else 0) > width:
+            break
+        keep.append(col)
+        used += need
+    if free is not None:
+        keep.append(replace(free, width=0, fit=width))
+    return keep
+
+
 def _line(row: dict, columns: list[Column]) -> str:
     parts = []
+    used = 0
     for col in columns:
         text = _cell(row.get(col.key))
         if col.width:
-            if len(text) > col.width:
-                text = text[: col.width - 1] + "…"
-            parts.append(f"{text:{col.align}{col.width}}")
+            text = f"{text:{col.align}{col.width}}"  # never cut: a longer value pushes the rest right
         else:
-            if len(text) > LAST_COLUMN_WIDTH:
-                text = text[: LAST_COLUMN_WIDTH - 1] + "…"
-            parts.append(text)
+            room = max(8, col.fit - used - 2 * bool(parts)) if col.fit else LAST_COLUMN_WIDTH
+            if len(text) > room:
+                text = text[: room - 1] + "…"
+        parts.append(text)
+        used += len(text) + 2 * (len(parts) > 1)
     return "  ".join(parts).rstrip()
 
 

@@ -17,7 +17,7 @@ from mqtool.cli.times import iso_ms
 LOG_COLUMNS = [
     Column("position", "POSITION", 10, ">"),
     Column("offsets", "OFFSET", 17, ">"),
-    Column("time", "TIME", 23),
+    Column("time", "TIME", 29),
     Column("size", "SIZE", 7, ">"),
     Column("summary", "DETAILS"),
 ]
@@ -33,7 +33,7 @@ INDEX_COLUMNS = [
 TIMEINDEX_COLUMNS = [
     Column("file", "FILE", 32),
     Column("entry", "ENTRY", 7, ">"),
-    Column("time", "TIMESTAMP", 23),
+    Column("time", "TIMESTAMP", 29),
     Column("offset", "OFFSET", 12, ">"),
     Column("status", "CHECK"),
 ]
@@ -287,7 +287,7 @@ def hit_row(hit, *, decode: BodyDecode, table: bool) -> dict:
 QUERY_COLUMNS = [
     Column("partition", "PARTITION", 20),
     Column("offset", "OFFSET", 12, ">"),
-    Column("time", "TIME", 23),
+    Column("time", "TIME", 29),
     Column("batch_position", "POSITION", 10, ">"),
     Column("found_via", "VIA", 9),
     Column("summary", "RECORD"),

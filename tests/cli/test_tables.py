@@ -91,3 +91,34 @@ def test_info_and_stats_tables_keep_names_and_numbers_whole(command, store, widt
         return
     text = re.sub(r"\d+(\.\d+)? ?(Bytes|KiB|MiB|GiB|TiB)", "SIZE", out)
     check_golden(f"info.{store}.table{width}.txt", text)
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("dump", "commitlog", FIXTURES / "rocketmq-store"),
+        ("dump", "consumequeue", FIXTURES / "rocketmq-store"),
+        ("dump", "index", FIXTURES / "rocketmq-store", "--limit", "40"),
+        ("query", FIXTURES / "rocketmq-store", "--topic", "TopicTest", "--tag", "TagA"),
+        ("dump", "kafka-log", FIXTURES / "kafka-logs" / "orders-0"),
+    ],
+    ids=["dump-commitlog", "dump-consumequeue", "dump-index", "query-topic", "dump-kafka-log"],
+)
+def test_streamed_tables_fit_the_terminal_and_cut_only_the_last_column(args, width):
+    code, out = table(width, *args)
+    assert code == 0
+    long_topic = "OrderEvents.xxxx"  # the fixture's 128-character topic: an identifier longer than any terminal
+    for line in out.splitlines():
+        # identifiers longer than their column are printed whole and push the line: the 128-character
+        # topic, and an IPv6 store host's 56-digit offsetMsgId
+        assert len(line) <= width or long_topic in line or re.search(r"[0-9A-F]{56}", line), line
+        cells = line.split("  ")
+        assert "…" not in "  ".join(cells[:-1]), line  # only the free last column is shortened
+
+
+def test_columns_chooses_and_sizes_the_table():
+    code, out = table(80, "dump", "commitlog", FIXTURES / "rocketmq-store", "--limit", "3", "--columns", "commitlog_offset,uniq_key,tags")
+    lines = out.splitlines()
+    assert code == 0 and lines[0].split() == ["OFFSET", "UNIQ", "KEY", "TAGS"]
+    assert all(re.fullmatch(r"\s*\d+  [0-9A-F]{32}  \S+", line) for line in lines[1:])
