@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from mqtool.cli.common import broker_settings, pick_format, report_metrics
-from mqtool.cli.completion import complete_check_families
+from mqtool.cli.completion import complete_check_families, complete_finding_code
 from mqtool.cli.exit_codes import ExitCode
 from mqtool.cli.options import INT, BrokerConfigOpt, IndexNumOpt, IndexSlotsOpt, JsonlOpt, JsonOpt, LayoutOpt, MetricsFileOpt, OutputFormat, StorePathArg, flag
 from mqtool.cli.render import Column, Renderer, dumps, paged, styled
@@ -78,6 +78,15 @@ def validate(
     ] = ValidateFormat.table,
     metrics_file: MetricsFileOpt = None,
     all_files: Annotated[bool, flag("--all", help="List every file in the table, not only those with findings.")] = False,
+    ignore: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--ignore",
+            metavar="<code>...",
+            autocompletion=complete_finding_code,
+            help="Leave findings of this code out of the report and the verdict (repeatable; counted under 'ignored').",
+        ),
+    ] = None,
     as_json: JsonOpt = False,
     as_jsonl: JsonlOpt = False,
 ) -> int:
@@ -110,7 +119,13 @@ def validate(
         cq_file_size = cq_file_size or cfg.cq_file_size
         index_slots = index_slots or cfg.index_hash_slot_num
         index_num = index_num or cfg.index_num
+    from mqtool.findings import CODES
+
+    unknown = sorted({code for code in ignore or () if code not in CODES})
+    if unknown:
+        raise typer.BadParameter(f"expected finding codes (see the findings reference), found {', '.join(unknown)}", param_hint="--ignore")
     options = ValidateOptions(
+        ignore=frozenset(ignore or ()),
         checks=chosen,
         fail_on=fail_on,
         max_findings=max_findings,
@@ -175,6 +190,9 @@ def render_table(console: "Console", report: "ValidationReport", *, all_files: b
         )
     )
     console.print(Text(f"{report.layout} store {report.root}", style="dim"))
+    if report.ignored:
+        ignored = ", ".join(f"{code} x{n}" for code, n in sorted(report.ignored.items()))
+        console.print(Text(f"ignored (--ignore): {ignored}", style="dim"), overflow="fold")
     shown = [f for f in report.findings if f.level.value != "info"] or list(report.findings)
     known = {f.ref for f in shown}
     knock_ons: dict[object, list] = {}

@@ -40,8 +40,8 @@ def complete_check_families(incomplete: str) -> list[str]:
 
 
 def complete_finding_code(incomplete: str) -> list[tuple[str, str]]:
-    """Finding codes (``RMQ-CL-TORN-TAIL``...) with their one-line meaning; case-insensitive.  No
-    option takes finding codes yet: this is the ``autocompletion`` of the first that does."""
+    """Finding codes (``RMQ-CL-TORN-TAIL``...) with their one-line meaning; case-insensitive
+    (``validate --ignore``)."""
     from mqtool.findings import CODES
 
     wanted = incomplete.upper()

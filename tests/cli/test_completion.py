@@ -139,3 +139,8 @@ def test_bash_sources_the_script_and_completes_through_it(tmp_path):
     proc = subprocess.run([bash_exe, "--norc", "-c", line], capture_output=True, text=True, env=env, cwd=PROJECT_ROOT, timeout=60)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.split() == ["kafka-log"]
+
+
+def test_completes_a_finding_code_for_validate_ignore():
+    assert bash("mqtool validate STORE --ignore RMQ-CL-TO") == ["RMQ-CL-TORN-TAIL"]
+    assert "KAFKA-LOG-TORN-TAIL" in bash("mqtool validate STORE --ignore KAFKA-LOG-T")

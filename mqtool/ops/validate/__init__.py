@@ -36,6 +36,8 @@ class ValidateOptions:
     index_hash_slot_num: int | None = None
     index_num: int | None = None
     deep: bool = False
+    #: Finding codes the operator chose to ignore (``--ignore``): counted apart, never in the verdict.
+    ignore: frozenset[str] = frozenset()
     #: Read healthy bytes through the fast columnar path (the precise decoders still name every
     #: finding); False reads everything with the precise decoders (tests compare the two).
     fast: bool = True
@@ -97,9 +99,14 @@ class ValidationReport:
     truncated: bool = False  # more findings than --max-findings were found
     facts: dict[str, Any] = field(default_factory=dict)
     bytes_checked: int = 0
+    #: findings of ``options.ignore`` codes, by code (not listed, not counted in the verdict)
+    ignored: dict[str, int] = field(default_factory=dict)
 
     def add(self, finding: Finding, summary: FileSummary | None = None) -> None:
         if finding.family not in self.options.checks:
+            return
+        if finding.code in self.options.ignore:
+            self.ignored[finding.code] = self.ignored.get(finding.code, 0) + 1
             return
         self.counts[finding.level.value] += 1
         if summary is not None:
@@ -123,6 +130,7 @@ class ValidationReport:
             "fail_on": self.options.fail_on.value,
             "checks": sorted(self.options.checks),
             "counts": dict(self.counts),
+            **({"ignored": dict(sorted(self.ignored.items()))} if self.options.ignore else {}),
             "truncated": self.truncated,
             "bytes_checked": self.bytes_checked,
             "facts": self.facts,
