@@ -97,7 +97,9 @@ def scan(
             name = label if label and len(matches) == 1 else (f"{label}:{path}" if label else path)
             inputs.append(jobs.ScanInput(name, path, layout or jobs.detect_layout(path)))
     cfg = jobs.ScanConfig(tuple(inputs), out, with_body=with_body, split_size=size, topics=tuple(topic) or None)
-    with pipeline.session(master, spark_conf) as spark:
+    from mqtool.cli import settings
+
+    with pipeline.session(master, spark_conf, verbose=settings.verbose()) as spark:
         result = jobs.run(spark, cfg)
     report = build_report(cfg, result, fail_on)
     jobs.write_text(f"{out.rstrip('/')}/report.json", dumps(report, indent=2) + "\n")
@@ -189,4 +191,3 @@ def _ms(value) -> str:
         return dt.datetime.fromtimestamp(value / 1000).isoformat(timespec="seconds")
     except (OverflowError, OSError, ValueError):
         return str(value)
-
