@@ -12,7 +12,7 @@ import typer
 from mqtool.cli.completion import complete_layout
 from mqtool.cli.exit_codes import ExitCode
 from mqtool.cli.options import OutputFormat, check_layout, flag
-from mqtool.cli.render import Renderer, dumps
+from mqtool.cli.render import Renderer, dumps, styled
 from mqtool.errors import StoreLayoutError
 from mqtool.findings import Finding, Severity
 
@@ -135,10 +135,14 @@ def build_report(cfg, result, fail_on: Severity) -> dict:
 
 
 def render_table(console: "Console", report: dict) -> None:
+    """The report as tables.  Every cell and line is a ``Text``, never a string rich would parse:
+    topics, paths and finding messages are data, and the renderer's consoles (``markup=False``)
+    would print a markup tag in one as those characters -- so would any other console's."""
     import humanize
     from rich.table import Table
+    from rich.text import Text
 
-    topics = Table(title=f"scan → {report['out']}", title_justify="left")
+    topics = Table(title=Text(f"scan → {report['out']}"), title_justify="left")
     for col, just in (
         ("source", "left"),
         ("layout", "left"),
@@ -151,7 +155,7 @@ def render_table(console: "Console", report: dict) -> None:
     ):
         topics.add_column(col, justify=just, overflow="fold")
     for t in report["topics"]:
-        topics.add_row(
+        cells = (
             t["source"],
             t["layout"],
             str(t["topic"]),
@@ -161,24 +165,27 @@ def render_table(console: "Console", report: dict) -> None:
             _ms(t["first_timestamp"]),
             _ms(t["last_timestamp"]),
         )
+        topics.add_row(*(Text(str(cell)) for cell in cells))
     console.print(topics)
     dups = report["uniq_key_duplicates"]
     if dups.get("keys"):
-        console.print(f"UNIQ_KEY duplicates: {dups['keys']} key(s) stored {dups['copies']} times in all")
+        console.print(Text(f"UNIQ_KEY duplicates: {dups['keys']} key(s) stored {dups['copies']} times in all"))
     if report["findings"]:
-        table = Table(title="findings", title_justify="left")
+        table = Table(title=Text("findings"), title_justify="left")
         for col in ("severity", "code", "where", "message"):
             table.add_column(col, overflow="fold")
         for f in report["findings"]:
             style = {"error": "red", "warning": "yellow"}.get(f["severity"], "cyan")
             where = f["path"] + (f":{f['position']}" if f["position"] is not None else "")
-            table.add_row(f"[{style}]{f['severity']}[/{style}]", f["code"], where, f["message"])
+            table.add_row(styled(f["severity"], style), Text(f["code"]), Text(where), Text(f["message"]))
         console.print(table)
     c = report["counts"]
     rows = ", ".join(f"{humanize.intcomma(n)} {name}" for name, n in report["rows"].items())
     console.print(
-        f"{'OK' if report['ok'] else 'FAILED'}: {c['error']} error(s), {c['warning']} warning(s), {c['info']} info; "
-        f"{rows}; datasets and report.json in {report['out']} (fail on {report['fail_on']})"
+        Text(
+            f"{'OK' if report['ok'] else 'FAILED'}: {c['error']} error(s), {c['warning']} warning(s), {c['info']} info; "
+            f"{rows}; datasets and report.json in {report['out']} (fail on {report['fail_on']})"
+        )
     )
 
 
