@@ -190,11 +190,8 @@ def render_table(console: "Console", report: dict) -> None:
 
 
 def _ms(value) -> str:
-    if value is None:
-        return "-"
-    import datetime as dt
+    """A millisecond timestamp as ISO-8601 with its zone (local, or UTC with ``--utc``), as every
+    other command prints times."""
+    from mqtool.cli.times import iso_ms
 
-    try:
-        return dt.datetime.fromtimestamp(value / 1000).isoformat(timespec="seconds")
-    except (OverflowError, OSError, ValueError):
-        return str(value)
+    return "-" if value is None else str(iso_ms(value, timespec="seconds"))
