@@ -17,6 +17,8 @@ from mqtool.errors import StoreLayoutError
 from mqtool.findings import Finding, Severity
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from rich.console import Console
 
 
@@ -66,23 +68,25 @@ def scan(
     fail_on: Annotated[Severity, typer.Option("--fail-on", help="Exit 1 when a finding has at least this severity.")] = Severity.error,
     fmt: Annotated[OutputFormat, typer.Option("--format", "-f", metavar="<format>", help="table or json (the report document).")] = OutputFormat.table,
     as_json: Annotated[bool, flag("--json", help="Shorthand for --format json.")] = False,
+    verbose: Annotated[bool, flag("--verbose", "-v", help="Also show Spark's and the JVM's own log on stderr (quiet by default).")] = False,
 ) -> int:
     """Scan stores on Spark: Parquet datasets of every record, unit and entry, and an integrity report.
 
     Writes OUT/messages, queue_units, index_entries (RocketMQ), kafka_records, jafka_messages,
     metaq_messages (partitioned by source and topic) and OUT/findings, then OUT/report.json.
     Findings use validate's codes; exit 0 when none reaches --fail-on, 1 when one does, 3 when a
-    PATH is not a store, 4 when pyspark or Java is missing."""
+    PATH is not a store, 4 when pyspark or Java is missing.  On a terminal stderr shows the stage
+    and the store files read so far."""
     if as_json:
         fmt = OutputFormat.json
     if fmt is OutputFormat.jsonl:
         raise typer.BadParameter("scan prints one report: use table or json", param_hint="--format")
+    spark_conf = _parse_conf(conf)
+    size = parse_size(split_size)
     renderer = Renderer(fmt)
     if importlib.util.find_spec("pyspark") is None or importlib.util.find_spec("pyarrow") is None:
         renderer.error("mqtool scan needs pyspark and pyarrow: pip install 'mqtool[spark]'")
         return ExitCode.UNSUPPORTED
-    spark_conf = _parse_conf(conf)
-    size = parse_size(split_size)
 
     import mqtool.pipeline as pipeline
     from mqtool.pipeline import jobs
@@ -97,14 +101,90 @@ def scan(
             name = label if label and len(matches) == 1 else (f"{label}:{path}" if label else path)
             inputs.append(jobs.ScanInput(name, path, layout or jobs.detect_layout(path)))
     cfg = jobs.ScanConfig(tuple(inputs), out, with_body=with_body, split_size=size, topics=tuple(topic) or None)
-    from mqtool.cli import settings
-
-    with pipeline.session(master, spark_conf, verbose=settings.verbose()) as spark:
-        result = jobs.run(spark, cfg)
+    display = _progress(renderer)
+    display.begin([STARTING, *jobs.stage_names(cfg)])
+    with display:
+        display.stage(STARTING)
+        with pipeline.session(master, spark_conf, verbose=verbose) as spark:
+            result = jobs.run(spark, cfg, display if isinstance(display, _Display) else None)
     report = build_report(cfg, result, fail_on)
     jobs.write_text(f"{out.rstrip('/')}/report.json", dumps(report, indent=2) + "\n")
     renderer.document(report, lambda console: render_table(console, report))
     return ExitCode.FINDINGS if not report["ok"] else ExitCode.OK
+
+
+#: The first stage the progress display shows (the job's own follow: ``jobs.stage_names``).
+STARTING = "starting Spark"
+
+
+class _Display:
+    """The scan's progress on a terminal (stderr), gone when the scan ends: the stage (3/8) with
+    its name, and while store files are read, a bar of the files done.  Spark's own console
+    progress bar stays off (``spark.ui.showConsoleProgress``)."""
+
+    def __init__(self, console: "Console") -> None:
+        from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+        self._bar = Progress(
+            SpinnerColumn(),
+            TextColumn("{task.fields[step]}", markup=False),
+            TextColumn("{task.description}", markup=False),
+            BarColumn(),
+            TextColumn("{task.fields[files]}", markup=False),
+            TimeElapsedColumn(),
+            console=console,
+            transient=True,
+        )
+        self._stages = 0
+        self._index = 0
+        self._task = self._bar.add_task("", total=None, step="", files="")
+
+    def __enter__(self) -> "_Display":
+        self._bar.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._bar.stop()
+
+    def begin(self, stages: "Sequence[str]") -> None:
+        self._stages = len(stages)
+
+    def stage(self, name: str) -> None:
+        self._index += 1
+        step = f"{self._index}/{max(self._stages, self._index)}"
+        self._bar.update(self._task, description=name, step=step, completed=0, total=None, files="")
+
+    def files(self, done: int, total: int) -> None:
+        self._bar.update(self._task, completed=done, total=max(total, 1), files=f"{done:,}/{total:,} files")
+
+
+class _NoDisplay:
+    """No progress shown: stderr is not a terminal (a pipe, a file, cron), or ``--quiet``."""
+
+    def __enter__(self) -> "_NoDisplay":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        pass
+
+    def begin(self, stages: "Sequence[str]") -> None:
+        pass
+
+    def stage(self, name: str) -> None:
+        pass
+
+    def files(self, done: int, total: int) -> None:
+        pass
+
+
+def _progress(renderer: Renderer) -> "_Display | _NoDisplay":
+    """A display when a person watches stderr (a terminal) and did not ask for ``--quiet``; in
+    either output format, since the report is printed only after the display is gone."""
+    try:
+        terminal = renderer.err.isatty()
+    except (AttributeError, ValueError):
+        terminal = False
+    return _Display(renderer.err_console) if terminal and not renderer.quiet else _NoDisplay()
 
 
 def build_report(cfg, result, fail_on: Severity) -> dict:
