@@ -5,6 +5,7 @@ pyspark and pyarrow are imported only when the command runs (through ``mqtool.pi
 """
 
 import importlib.util
+import os
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -68,21 +69,28 @@ def scan(
     fail_on: Annotated[Severity, typer.Option("--fail-on", help="Exit 1 when a finding has at least this severity.")] = Severity.error,
     fmt: Annotated[OutputFormat, typer.Option("--format", "-f", metavar="<format>", help="table or json (the report document).")] = OutputFormat.table,
     as_json: Annotated[bool, flag("--json", help="Shorthand for --format json.")] = False,
+    overwrite: Annotated[
+        bool,
+        flag("--overwrite", help="Write into a non-empty --out, replacing an earlier scan's datasets and report.json there (other files are left alone)."),
+    ] = False,
     verbose: Annotated[bool, flag("--verbose", "-v", help="Also show Spark's and the JVM's own log on stderr (quiet by default).")] = False,
 ) -> int:
     """Scan stores on Spark: Parquet datasets of every record, unit and entry, and an integrity report.
 
     Writes OUT/messages, queue_units, index_entries (RocketMQ), kafka_records, jafka_messages,
     metaq_messages (partitioned by source and topic) and OUT/findings, then OUT/report.json.
-    Findings use validate's codes; exit 0 when none reaches --fail-on, 1 when one does, 3 when a
-    PATH is not a store, 4 when pyspark or Java is missing.  On a terminal stderr shows the stage
-    and the store files read so far."""
+    Findings use validate's codes; exit 0 when none reaches --fail-on, 1 when one does, 2 when
+    --out is not empty (without --overwrite), 3 when a PATH is not a store, 4 when pyspark or
+    Java is missing.  On a terminal stderr shows the stage and the store files read so far."""
     if as_json:
         fmt = OutputFormat.json
     if fmt is OutputFormat.jsonl:
         raise typer.BadParameter("scan prints one report: use table or json", param_hint="--format")
     spark_conf = _parse_conf(conf)
     size = parse_size(split_size)
+    local_out = _local_path(out)
+    if local_out is not None:
+        check_out(out, _local_entries(local_out), overwrite)
     renderer = Renderer(fmt)
     if importlib.util.find_spec("pyspark") is None or importlib.util.find_spec("pyarrow") is None:
         renderer.error("mqtool scan needs pyspark and pyarrow: pip install 'mqtool[spark]'")
@@ -106,11 +114,49 @@ def scan(
     with display:
         display.stage(STARTING)
         with pipeline.session(master, spark_conf, verbose=verbose) as spark:
+            if local_out is None:  # a URI: only Spark's filesystems can look
+                check_out(out, jobs.list_out(spark, out), overwrite)
+            if overwrite:
+                jobs.clear_out(spark, out)
             result = jobs.run(spark, cfg, display if isinstance(display, _Display) else None)
     report = build_report(cfg, result, fail_on)
     jobs.write_text(f"{out.rstrip('/')}/report.json", dumps(report, indent=2) + "\n")
     renderer.document(report, lambda console: render_table(console, report))
     return ExitCode.FINDINGS if not report["ok"] else ExitCode.OK
+
+
+def _local_path(out: str) -> str | None:
+    """``--out`` as a local path (a ``file:`` URI included), or None for another filesystem's URI."""
+    from urllib.parse import unquote, urlparse
+
+    from mqtool.pipeline.files import is_uri
+
+    if not is_uri(out) and not out.startswith("file:"):
+        return out
+    parsed = urlparse(out)
+    return unquote(parsed.path) if parsed.scheme == "file" and parsed.netloc in ("", "localhost") else None
+
+
+def _local_entries(path: str) -> list[str] | None:
+    """The names in directory ``path`` (``[]``: absent or empty; None: not a directory)."""
+    if not os.path.lexists(path):
+        return []
+    if not os.path.isdir(path):
+        return None
+    return sorted(os.listdir(path))
+
+
+def check_out(out: str, entries: list[str] | None, overwrite: bool) -> None:
+    """``--out`` is written into only when it is empty or absent, or with ``--overwrite``: an
+    earlier scan's results, or a directory given by mistake, are never replaced unasked."""
+    if entries is None:
+        raise typer.BadParameter(f"{out} is a file: --out names a directory", param_hint="--out")
+    if entries and not overwrite:
+        shown = ", ".join(entries[:3]) + (f" and {len(entries) - 3} more" if len(entries) > 3 else "")
+        raise typer.BadParameter(
+            f"{out} is not empty ({shown}): give --overwrite to replace an earlier scan's datasets and report.json there, or name another directory",
+            param_hint="--out",
+        )
 
 
 #: The first stage the progress display shows (the job's own follow: ``jobs.stage_names``).

@@ -86,6 +86,9 @@ DATASETS = {
 }
 
 
+#: What ``run`` writes under ``cfg.out``; ``clear_out`` (``scan --overwrite``) removes exactly these.
+OUTPUTS = (*sorted({name for names in DATASETS.values() for name in names}), "findings", "_staging", "report.json")
+
 #: The stages of the job for each layout it reads, in the order ``run`` goes through them (the
 #: reads show how many store files they have finished), then ``FINAL_STAGE``.
 LAYOUT_STAGES = {
@@ -598,6 +601,22 @@ def _delete(spark: SparkSession, path: str) -> None:
     """Remove a directory on whatever filesystem Spark writes ``--out`` to (Hadoop FS API)."""
     target, filesystem = _hadoop(spark, path)
     filesystem.delete(target, True)
+
+
+def list_out(spark: SparkSession, out: str) -> list[str] | None:
+    """The names in directory ``out`` as Spark sees it (``[]``: absent or empty; None: a file)."""
+    target, filesystem = _hadoop(spark, out)
+    if not filesystem.exists(target):
+        return []
+    if not filesystem.getFileStatus(target).isDirectory():
+        return None
+    return sorted(status.getPath().getName() for status in filesystem.listStatus(target))
+
+
+def clear_out(spark: SparkSession, out: str) -> None:
+    """Remove what an earlier scan wrote in ``out`` (``OUTPUTS``), and nothing else."""
+    for name in OUTPUTS:
+        _delete(spark, f"{out.rstrip('/')}/{name}")
 
 
 def _rocketmq_bounds(inputs: list[ScanInput], ends: list) -> list[tuple[str, int, int]]:
