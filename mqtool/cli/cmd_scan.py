@@ -6,7 +6,7 @@ pyspark and pyarrow are imported only when the command runs (through ``mqtool.pi
 
 import importlib.util
 import os
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import typer
 
@@ -21,6 +21,8 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from rich.console import Console
+
+    from mqtool.pipeline.jobs import ScanConfig, ScanResult
 
 
 def _parse_conf(values: list[str]) -> list[tuple[str, str]]:
@@ -98,11 +100,12 @@ def scan(
 
     import mqtool.pipeline as pipeline
     from mqtool.pipeline import jobs
+    from mqtool.pipeline.files import expand
 
     inputs = []
     for arg in paths:
         label, pattern = split_label(arg)
-        matches = jobs.fs.expand(pattern)
+        matches = expand(pattern)
         if not matches:
             raise StoreLayoutError("no such file or directory", path=pattern)
         for path in matches:
@@ -233,7 +236,7 @@ def _progress(renderer: Renderer) -> "_Display | _NoDisplay":
     return _Display(renderer.err_console) if terminal and not renderer.quiet else _NoDisplay()
 
 
-def build_report(cfg, result, fail_on: Severity) -> dict:
+def build_report(cfg: "ScanConfig", result: "ScanResult", fail_on: Severity) -> dict[str, Any]:
     """The report document: validate's finding model (codes, severities, counts) plus the
     datasets, per-topic statistics, UNIQ_KEY duplicates and Kafka offsets."""
     counts = {"error": 0, "warning": 0, "info": 0}
@@ -260,7 +263,7 @@ def build_report(cfg, result, fail_on: Severity) -> dict:
     }
 
 
-def render_table(console: "Console", report: dict) -> None:
+def render_table(console: "Console", report: dict[str, Any]) -> None:
     """The report as tables.  Every cell and line is a ``Text``, never a string rich would parse:
     topics, paths and finding messages are data, and the renderer's consoles (``markup=False``)
     would print a markup tag in one as those characters -- so would any other console's."""
@@ -269,7 +272,7 @@ def render_table(console: "Console", report: dict) -> None:
     from rich.text import Text
 
     topics = Table(title=Text(f"scan → {report['out']}"), title_justify="left")
-    for col, just in (
+    columns: tuple[tuple[str, Literal["left", "right"]], ...] = (
         ("source", "left"),
         ("layout", "left"),
         ("topic", "left"),
@@ -278,7 +281,8 @@ def render_table(console: "Console", report: dict) -> None:
         ("queues", "right"),
         ("first", "left"),
         ("last", "left"),
-    ):
+    )
+    for col, just in columns:
         topics.add_column(col, justify=just, overflow="fold")
     for t in report["topics"]:
         cells = (
@@ -315,7 +319,7 @@ def render_table(console: "Console", report: dict) -> None:
     )
 
 
-def _ms(value) -> str:
+def _ms(value: int | None) -> str:
     """A millisecond timestamp as ISO-8601 with its zone (local, or UTC with ``--utc``), as every
     other command prints times."""
     from mqtool.cli.times import iso_ms

@@ -15,6 +15,10 @@ import contextlib
 import os
 import sys
 from collections.abc import Iterable, Iterator
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 #: The data sources ``register`` adds (see ``mqtool.pipeline.sources``).
 FORMAT_NAMES = (
@@ -29,7 +33,7 @@ FORMAT_NAMES = (
 SPARK_EXTRA_HINT = "pip install 'mqtool[spark]'"
 
 
-def register(spark) -> None:
+def register(spark: SparkSession) -> None:
     """Register mqtool's data sources with ``spark`` (and enable Python filter pushdown, which
     the sources use for ``topic`` filters)."""
     from mqtool.pipeline.sources import SOURCES
@@ -44,7 +48,7 @@ def _under_spark_submit() -> bool:
     return "PYSPARK_GATEWAY_PORT" in os.environ
 
 
-def build_session(master: str | None = None, conf: Iterable[tuple[str, str]] = (), app_name: str = "mqtool scan", *, verbose: bool = False):
+def build_session(master: str | None = None, conf: Iterable[tuple[str, str]] = (), app_name: str = "mqtool scan", *, verbose: bool = False) -> SparkSession:
     """A SparkSession with mqtool's sources registered.
 
     ``master`` defaults to ``local[*]`` unless running under ``spark-submit``.  Python workers
@@ -98,7 +102,7 @@ def _starts_jvm() -> bool:
     return not _under_spark_submit() and getattr(SparkContext, "_gateway", None) is None
 
 
-def _launch(master: str, app_name: str, settings: list[tuple[str, str]], *, verbose: bool):
+def _launch(master: str, app_name: str, settings: list[tuple[str, str]], *, verbose: bool) -> SparkSession:
     """Start the driver JVM as ``SparkSession.builder.getOrCreate`` would (``launch_gateway``
     runs ``spark-submit`` with the same ``--conf`` settings), but with its stderr read through
     ``StderrPump`` and, unless ``verbose``, the quiet log4j2 configuration."""
@@ -120,7 +124,7 @@ def _launch(master: str, app_name: str, settings: list[tuple[str, str]], *, verb
     try:
         # popen_kwargs: pyspark's hook "for customizing how pyspark interacts with the py4j JVM
         # (e.g., capturing stdout/stderr)"
-        gateway = launch_gateway(spark_conf, popen_kwargs={"stderr": pump.write_fd})
+        gateway = launch_gateway(spark_conf, popen_kwargs={"stderr": pump.write_fd})  # type: ignore[no-untyped-call]
     except BaseException:
         pump.drain()  # a JVM that did not start said why on its stderr: show it before the error
         raise
@@ -130,7 +134,7 @@ def _launch(master: str, app_name: str, settings: list[tuple[str, str]], *, verb
 
 
 @contextlib.contextmanager
-def session(master: str | None = None, conf: Iterable[tuple[str, str]] = (), app_name: str = "mqtool scan", *, verbose: bool = False) -> Iterator:
+def session(master: str | None = None, conf: Iterable[tuple[str, str]] = (), app_name: str = "mqtool scan", *, verbose: bool = False) -> Iterator[SparkSession]:
     """``build_session`` as a context: the session is stopped at the end unless it was already
     running (a notebook's, a test's, or ``spark-submit``'s own)."""
     from mqtool.pipeline.java import require_java

@@ -32,7 +32,7 @@ from mqtool.formats.rocketmq.commitlog import MIN_MESSAGE_SIZE, PHYSICAL_OFFSET_
 from mqtool.layouts import LAYOUTS
 from mqtool.pipeline import files as fs
 from mqtool.pipeline import sources as src
-from mqtool.pipeline.progress import FileWatch, Progress
+from mqtool.pipeline.progress import FileWatch, Progress, Silent
 from mqtool.store.model import rocketmq as rmq_model
 
 #: The finding codes scan computes (a subset of validate's: the record-level and cross-reference
@@ -145,7 +145,7 @@ class _Steps:
     progress file (``local`` masters only: the Python workers must see the driver's disk)."""
 
     def __init__(self, spark: SparkSession, progress: Progress | None) -> None:
-        self.progress = progress or Progress()
+        self.progress: Progress = progress or Silent()
         local = str(spark.sparkContext.master).startswith("local")
         self.watch = FileWatch(self.progress) if progress is not None and local else None
 

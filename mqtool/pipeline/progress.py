@@ -1,8 +1,8 @@
 """How far a scan has got: the job's stages, and the store files its reads have finished.
 
 ``jobs.run`` reports to a ``Progress``: ``begin`` with the names of its stages, ``stage`` as each
-starts, ``files`` while one reads store files.  This base class draws nothing; ``mqtool scan``
-draws it on a terminal.
+starts, ``files`` while one reads store files.  ``Silent`` draws nothing; ``mqtool scan`` draws
+it on a terminal.
 
 Files done are counted by the data sources themselves, since the Python workers that read them
 are not this process.  Given the ``progressFile`` option (a local path), a read's planner appends
@@ -22,13 +22,14 @@ import shutil
 import tempfile
 import threading
 from collections.abc import Iterator, Sequence
+from typing import Any, Protocol
 
 #: How often the driver looks at a read's progress file (seconds).
 POLL_INTERVAL = 0.2
 
 
-class Progress:
-    """Where ``jobs.run`` says how far it has got.  Draws nothing."""
+class Progress(Protocol):
+    """Where ``jobs.run`` says how far it has got."""
 
     def begin(self, stages: Sequence[str]) -> None:
         """The stages to come, in order (the first ``stage`` call starts the first of them)."""
@@ -38,6 +39,19 @@ class Progress:
 
     def files(self, done: int, total: int) -> None:
         """The running stage has read ``done`` of its ``total`` store files."""
+
+
+class Silent:
+    """A ``Progress`` that draws nothing."""
+
+    def begin(self, stages: Sequence[str]) -> None:
+        pass
+
+    def stage(self, name: str) -> None:
+        pass
+
+    def files(self, done: int, total: int) -> None:
+        pass
 
 
 # --- the data sources' side (in the Python workers) ---------------------------------------------
@@ -107,7 +121,7 @@ class FileTally:
                 self._take(record)
         return None if self._parts is None else (self.done, self.total)
 
-    def _take(self, record: dict) -> None:
+    def _take(self, record: dict[str, Any]) -> None:
         if "plan" in record:
             if self._parts is None:
                 self._parts = record["plan"]
