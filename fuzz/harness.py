@@ -237,9 +237,18 @@ class Outcome:
     exit_codes: dict[int, int] = field(default_factory=dict)
     peak_rss_mb: float = 0.0  # the peak resident set from the outcome's creation on
     slowest_input_s: float = 0.0
+    #: the resident set when the outcome was created: what the process held before its runs
+    #: (in a test session, every earlier test's memory)
+    baseline_rss_mb: float = 0.0
 
     def __post_init__(self) -> None:
         reset_peak_rss()
+        self.baseline_rss_mb = peak_rss_mb()
+
+    @property
+    def growth_mb(self) -> float:
+        """How far the runs' peak rose above the resident set they started from."""
+        return max(0.0, self.peak_rss_mb - self.baseline_rss_mb)
 
     @property
     def ok(self) -> bool:
