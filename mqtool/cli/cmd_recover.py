@@ -133,7 +133,6 @@ def _render_unfixable(console: "Console", plan: "RecoverPlan") -> None:
 
 def render_plan(console: "Console", plan: "RecoverPlan") -> None:
     import humanize
-    from rich.table import Table
 
     if not plan.has_work:
         ends = f" (valid data ends at {plan.valid_end})" if plan.valid_end is not None else ""  # None: one end per partition (facts)
@@ -142,22 +141,30 @@ def render_plan(console: "Console", plan: "RecoverPlan") -> None:
             console.print(f"note: {note}")
         _render_unfixable(console, plan)
         return
-    table = Table(title=f"recovery plan for {plan.root} ({plan.layout}, {plan.mode} mode)", title_justify="left")
-    for col in ("#", "action", "file", "range", "why"):
-        table.add_column(col, overflow="fold")
-    for i, s in enumerate(plan.steps, 1):
-        rng = "-"
-        if s.position is not None and s.length is not None:
-            rng = f"{s.position}+{humanize.naturalsize(s.length, binary=True)}"
-        elif s.action == "delete" and s.expect.get("size") is not None:
-            rng = f"whole file ({humanize.naturalsize(s.expect['size'], binary=True)})"
-        table.add_row(str(i), s.action, s.path, rng, s.reason)
-    console.print(table)
+    from rich.padding import Padding
+    from rich.text import Text
+
+    # the verdict first: what the plan does, then one block per step (file and range whole on
+    # one line, the reason wrapped under it)
     console.print(
-        (f"valid data ends at {plan.valid_end}; " if plan.valid_end is not None else "")
-        + f"{humanize.naturalsize(plan.bytes_cut, binary=True)} cut "
-        f"(all quarantined), {plan.files_deleted} file(s) deleted, {plan.records_dropped} valid record(s) dropped"
+        Text.assemble(
+            ("PLAN", "bold yellow"),
+            f": {len(plan.steps)} step(s) for {plan.layout} store {plan.root} ({plan.mode} mode); "
+            + (f"valid data ends at {plan.valid_end}; " if plan.valid_end is not None else "")
+            + f"{humanize.naturalsize(plan.bytes_cut, binary=True)} cut (all quarantined), {plan.files_deleted} file(s) deleted, "
+            f"{plan.records_dropped} valid record(s) dropped"
+            + (f"; {len(plan.unfixable)} error(s) it cannot fix" if plan.unfixable else ""),
+        )
     )
+    console.print()
+    for i, s in enumerate(plan.steps, 1):
+        rng = ""
+        if s.position is not None and s.length is not None:
+            rng = f"  {s.position}+{humanize.naturalsize(s.length, binary=True)}"
+        elif s.action == "delete" and s.expect.get("size") is not None:
+            rng = f"  whole file ({humanize.naturalsize(s.expect['size'], binary=True)})"
+        console.print(Text.assemble(f"{i:>3}. ", (s.action, "bold"), f"  {s.path}{rng}"), overflow="fold")
+        console.print(Padding(Text(s.reason), (0, 0, 0, 5), expand=False), overflow="fold")
     for note in plan.notes:
         console.print(f"note: {note}")
     _render_unfixable(console, plan)
