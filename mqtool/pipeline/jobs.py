@@ -18,7 +18,9 @@ at or past the end of valid CommitLog data are ``*-PAST-END``.
 
 from __future__ import annotations
 
+import contextlib
 import json
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from pyspark.sql import DataFrame, SparkSession, Window
@@ -30,6 +32,7 @@ from mqtool.formats.rocketmq.commitlog import MIN_MESSAGE_SIZE, PHYSICAL_OFFSET_
 from mqtool.layouts import LAYOUTS
 from mqtool.pipeline import files as fs
 from mqtool.pipeline import sources as src
+from mqtool.pipeline.progress import FileWatch, Progress, Silent
 from mqtool.store.model import rocketmq as rmq_model
 
 #: The finding codes scan computes (a subset of validate's: the record-level and cross-reference
@@ -83,6 +86,26 @@ DATASETS = {
 }
 
 
+#: What ``run`` writes under ``cfg.out``; ``clear_out`` (``scan --overwrite``) removes exactly these.
+OUTPUTS = (*sorted({name for names in DATASETS.values() for name in names}), "findings", "_staging", "report.json")
+
+#: The stages of the job for each layout it reads, in the order ``run`` goes through them (the
+#: reads show how many store files they have finished), then ``FINAL_STAGE``.
+LAYOUT_STAGES = {
+    "rocketmq": (
+        "reading CommitLog files",
+        "checking CommitLog records",
+        "reading ConsumeQueue files",
+        "reading IndexFiles",
+        "counting topics and UNIQ_KEY duplicates",
+    ),
+    "kafka": ("reading Kafka log segments", "checking Kafka offsets, counting topics"),
+    "jafka": ("reading Jafka log segments", "counting Jafka topics"),
+    "metaq": ("reading MetaQ log segments", "counting MetaQ topics"),
+}
+FINAL_STAGE = "cross-checking, writing findings"
+
+
 @dataclass(frozen=True)
 class ScanInput:
     source: str  # the label every row of this input carries
@@ -109,6 +132,39 @@ class ScanResult:
     datasets: dict[str, str] = field(default_factory=dict)
     rows: dict[str, int] = field(default_factory=dict)
     facts: dict = field(default_factory=dict)
+
+
+def stage_names(cfg: ScanConfig) -> list[str]:
+    """The stages ``run(spark, cfg)`` goes through, in order."""
+    layouts = {i.layout for i in cfg.inputs}
+    return [name for layout in LAYOUTS if layout in layouts for name in LAYOUT_STAGES[layout]] + [FINAL_STAGE]
+
+
+class _Steps:
+    """The job's side of ``progress``: each stage announced as it starts, and each read given a
+    progress file (``local`` masters only: the Python workers must see the driver's disk)."""
+
+    def __init__(self, spark: SparkSession, progress: Progress | None) -> None:
+        self.progress: Progress = progress or Silent()
+        local = str(spark.sparkContext.master).startswith("local")
+        self.watch = FileWatch(self.progress) if progress is not None and local else None
+
+    def stage(self, name: str) -> None:
+        self.progress.stage(name)
+
+    @contextlib.contextmanager
+    def reading(self, name: str) -> Iterator[dict[str, str]]:
+        """Stage ``name`` reads store files: the reader options that report them done."""
+        self.progress.stage(name)
+        if self.watch is None:
+            yield {}
+            return
+        with self.watch.read() as options:
+            yield options
+
+    def close(self) -> None:
+        if self.watch is not None:
+            self.watch.close()
 
 
 # --- layout detection (works on any filesystem pyarrow opens) ------------------------------------
@@ -534,11 +590,33 @@ def _stage(frame: DataFrame, path: str) -> DataFrame:
     return frame.sparkSession.read.schema(frame.schema).parquet(path)
 
 
-def _delete(spark: SparkSession, path: str) -> None:
-    """Remove a directory on whatever filesystem Spark writes ``--out`` to (Hadoop FS API)."""
+def _hadoop(spark: SparkSession, path: str):
+    """(Hadoop ``Path``, its ``FileSystem``): whatever filesystem Spark writes ``--out`` to."""
     jvm = spark.sparkContext._jvm
     target = jvm.org.apache.hadoop.fs.Path(path)
-    target.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration()).delete(target, True)
+    return target, target.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
+
+
+def _delete(spark: SparkSession, path: str) -> None:
+    """Remove a directory on whatever filesystem Spark writes ``--out`` to (Hadoop FS API)."""
+    target, filesystem = _hadoop(spark, path)
+    filesystem.delete(target, True)
+
+
+def list_out(spark: SparkSession, out: str) -> list[str] | None:
+    """The names in directory ``out`` as Spark sees it (``[]``: absent or empty; None: a file)."""
+    target, filesystem = _hadoop(spark, out)
+    if not filesystem.exists(target):
+        return []
+    if not filesystem.getFileStatus(target).isDirectory():
+        return None
+    return sorted(status.getPath().getName() for status in filesystem.listStatus(target))
+
+
+def clear_out(spark: SparkSession, out: str) -> None:
+    """Remove what an earlier scan wrote in ``out`` (``OUTPUTS``), and nothing else."""
+    for name in OUTPUTS:
+        _delete(spark, f"{out.rstrip('/')}/{name}")
 
 
 def _rocketmq_bounds(inputs: list[ScanInput], ends: list) -> list[tuple[str, int, int]]:
@@ -581,10 +659,13 @@ def _missing_ranges(inputs: list[ScanInput]) -> list[dict]:
     return out
 
 
-def run_rocketmq(spark: SparkSession, cfg: ScanConfig, inputs: list[ScanInput], result: ScanResult) -> list[DataFrame]:
+def run_rocketmq(spark: SparkSession, cfg: ScanConfig, inputs: list[ScanInput], result: ScanResult, steps: _Steps) -> list[DataFrame]:
     out = cfg.out.rstrip("/")
-    raw = read_family(spark, "rocketmq_commitlog", inputs, cfg, withProblems=True, withKeyHashes=True, withBody=cfg.with_body)
-    raw = _stage(raw, f"{out}/_staging/commitlog")
+    read_commitlog, check_commitlog, read_consumequeue, read_index, count = LAYOUT_STAGES["rocketmq"]
+    with steps.reading(read_commitlog) as progress:
+        raw = read_family(spark, "rocketmq_commitlog", inputs, cfg, withProblems=True, withKeyHashes=True, withBody=cfg.with_body, **progress)
+        raw = _stage(raw, f"{out}/_staging/commitlog")
+    steps.stage(check_commitlog)
     ends = file_ends(raw)
     end_rows = [r.asDict() for r in ends.collect()]
     ends_df = spark.createDataFrame(end_rows, "source string, file string, end_position long") if end_rows else ends
@@ -612,13 +693,15 @@ def run_rocketmq(spark: SparkSession, cfg: ScanConfig, inputs: list[ScanInput], 
     result.facts["rocketmq"] = [{"source": s, "commitlog_min_offset": lo, "commitlog_valid_end": hi} for s, lo, hi in bounds_rows]
     bounds = spark.createDataFrame(bounds_rows, "source string, commitlog_min long, commitlog_end long")
 
-    units = read_family(spark, "rocketmq_consumequeue", inputs, cfg)
-    units = _write(units, f"{out}/queue_units", ("source", "topic"))  # type: ignore[arg-type]
+    with steps.reading(read_consumequeue) as progress:
+        units = read_family(spark, "rocketmq_consumequeue", inputs, cfg, **progress)
+        units = _write(units, f"{out}/queue_units", ("source", "topic"))  # type: ignore[arg-type]
     result.datasets["queue_units"] = f"{out}/queue_units"
     findings.append(consumequeue_findings(units, messages, bounds, ranges))
 
-    entries = read_family(spark, "rocketmq_index", inputs, cfg)
-    entries = _write(entries, f"{out}/index_entries", ("source",))
+    with steps.reading(read_index) as progress:
+        entries = read_family(spark, "rocketmq_index", inputs, cfg, **progress)
+        entries = _write(entries, f"{out}/index_entries", ("source",))
     result.datasets["index_entries"] = f"{out}/index_entries"
     if cfg.topics:
         # an IndexFile indexes every topic: its entries can only be checked against all records
@@ -626,6 +709,7 @@ def run_rocketmq(spark: SparkSession, cfg: ScanConfig, inputs: list[ScanInput], 
     else:
         findings.append(index_findings(entries, messages, bounds, ranges))
 
+    steps.stage(count)
     result.rows["messages"] = messages.count()
     result.rows["queue_units"] = units.count()
     result.rows["index_entries"] = entries.count()
@@ -641,13 +725,16 @@ def run_rocketmq(spark: SparkSession, cfg: ScanConfig, inputs: list[ScanInput], 
     return findings
 
 
-def run_framed(spark: SparkSession, cfg: ScanConfig, layout: str, inputs: list[ScanInput], result: ScanResult) -> list[DataFrame]:
+def run_framed(spark: SparkSession, cfg: ScanConfig, layout: str, inputs: list[ScanInput], result: ScanResult, steps: _Steps) -> list[DataFrame]:
     out = cfg.out.rstrip("/")
     fmt = {"kafka": "kafka_log", "jafka": "jafka_log", "metaq": "metaq_log"}[layout]
     name = DATASETS[layout][0]
-    raw = read_family(spark, fmt, inputs, cfg, withProblems=True, withBody=cfg.with_body)
+    read_segments, check = LAYOUT_STAGES[layout]
     position = "batch_position" if layout == "kafka" else "position"
-    raw = _stage(raw.withColumnRenamed(position, "position"), f"{out}/_staging/{name}")
+    with steps.reading(read_segments) as progress:
+        raw = read_family(spark, fmt, inputs, cfg, withProblems=True, withBody=cfg.with_body, **progress)
+        raw = _stage(raw.withColumnRenamed(position, "position"), f"{out}/_staging/{name}")
+    steps.stage(check)
     ends = file_ends(raw)
     end_rows = [r.asDict() for r in ends.collect()]
     ends_df = spark.createDataFrame(end_rows, "source string, file string, end_position long") if end_rows else ends
@@ -670,9 +757,18 @@ def run_framed(spark: SparkSession, cfg: ScanConfig, layout: str, inputs: list[S
     return findings
 
 
-def run(spark: SparkSession, cfg: ScanConfig) -> ScanResult:
+def run(spark: SparkSession, cfg: ScanConfig, progress: Progress | None = None) -> ScanResult:
     """Ingest every input into Parquet under ``cfg.out``, compute the integrity findings, write
-    them as the ``findings`` dataset and return everything the report shows."""
+    them as the ``findings`` dataset and return everything the report shows.  ``progress`` hears
+    of each stage (``stage_names(cfg)``) and, on ``local`` masters, of the store files read."""
+    steps = _Steps(spark, progress)
+    try:
+        return _run(spark, cfg, steps)
+    finally:
+        steps.close()
+
+
+def _run(spark: SparkSession, cfg: ScanConfig, steps: _Steps) -> ScanResult:
     result = ScanResult()
     findings: list[DataFrame] = []
     for layout in LAYOUTS:
@@ -680,9 +776,10 @@ def run(spark: SparkSession, cfg: ScanConfig) -> ScanResult:
         if not inputs:
             continue
         if layout == "rocketmq":
-            findings += run_rocketmq(spark, cfg, inputs, result)
+            findings += run_rocketmq(spark, cfg, inputs, result, steps)
         else:
-            findings += run_framed(spark, cfg, layout, inputs, result)
+            findings += run_framed(spark, cfg, layout, inputs, result, steps)
+    steps.stage(FINAL_STAGE)
     _delete(spark, f"{cfg.out.rstrip('/')}/_staging")
     all_findings = _union(findings)
     path = f"{cfg.out.rstrip('/')}/findings"

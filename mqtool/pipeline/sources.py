@@ -24,8 +24,9 @@ byte ranges starting on record boundaries), ``source`` (the label for ``source``
 (a JSON list of ``[label, path]`` pairs: several stores in one read), and for
 ``mqtool scan``: ``withProblems`` (extra ``row_kind`` = ``problem`` / ``end`` / ``damaged`` rows
 with the validate code of every broken record, each file's end of data, and the commitlog
-offsets a file cut short lacks) and ``withKeyHashes``
-(``key_hashes``: the IndexFile hashes of the record's keys).
+offsets a file cut short lacks), ``withKeyHashes``
+(``key_hashes``: the IndexFile hashes of the record's keys) and ``progressFile`` (a local file
+where the read says which store files it has finished: ``mqtool.pipeline.progress``).
 
 Rows are built by the same ``formats`` decoders as the CLI and shipped as Arrow record batches.
 """
@@ -69,6 +70,7 @@ from mqtool.formats.rocketmq.commitlog import (
 from mqtool.formats.rocketmq.hashing import index_key_hash
 from mqtool.formats.rocketmq.properties import split_keys
 from mqtool.pipeline import files as fs
+from mqtool.pipeline.progress import record_done, record_plan
 from mqtool.pipeline.walk import Framing, Problem, walk_commitlog, walk_framed
 from mqtool.store import kafka as kstore
 from mqtool.store import rocketmq as rmq
@@ -269,6 +271,9 @@ class ReadOptions:
     with_problems: bool = False
     with_key_hashes: bool = False
     source: str | None = None
+    #: ``progressFile``: a local file where the planner and each partition say what they have
+    #: read (``mqtool.pipeline.progress``); scan passes one on ``local`` masters
+    progress_file: str | None = None
     #: ``(label, path)`` pairs from the ``sources`` option: several stores in one read, each
     #: with its own ``source`` label (the same path may appear under two labels).
     labeled: tuple[tuple[str, str], ...] = ()
@@ -308,6 +313,7 @@ def parse_options(options) -> ReadOptions:
         with_problems=_flag(options, "withProblems", False),
         with_key_hashes=_flag(options, "withKeyHashes", False),
         source=options.get("source"),
+        progress_file=options.get("progressFile") or None,
         labeled=tuple(labeled),
     )
 
@@ -1418,12 +1424,37 @@ class _Reader(DataSourceReader):
             self.opts = ReadOptions(**{**self.opts.__dict__, "topics": topics})
 
     def partitions(self):
-        return PLANNERS[self.family](self.opts) or [FilePart("", "", 0, 0, 0, empty=True)]
+        parts = PLANNERS[self.family](self.opts) or [FilePart("", "", 0, 0, 0, empty=True)]
+        if self.opts.progress_file:
+            record_plan(self.opts.progress_file, [part_files(part) for part in parts])
+            for index, part in enumerate(parts):
+                part.meta["progress_index"] = index
+        return parts
 
     def read(self, partition):
         if partition.meta.get("empty"):
-            return iter(())
-        return READERS[self.family](partition, self.opts, arrow_schema(self.columns))
+            batches: Iterator[pa.RecordBatch] = iter(())
+        else:
+            batches = READERS[self.family](partition, self.opts, arrow_schema(self.columns))
+        index = partition.meta.get("progress_index")
+        if self.opts.progress_file and index is not None:
+            return _reporting(batches, self.opts.progress_file, index)
+        return batches
+
+
+def part_files(part: FilePart) -> list[str]:
+    """The store files a partition reads (a part of one, one, or a group of ConsumeQueue files)."""
+    if part.meta.get("empty"):
+        return []
+    if "queues" in part.meta:
+        return [path for _topic, _qid, segs, _ext in part.meta["queues"] for path, _base, _size in segs]
+    return [part.path]
+
+
+def _reporting(batches: Iterator[pa.RecordBatch], progress_file: str, index: int) -> Iterator[pa.RecordBatch]:
+    """``batches``, then the partition's line in the progress file once they are all read."""
+    yield from batches
+    record_done(progress_file, index)
 
 
 def _columns(base: list, opts: ReadOptions, family: str) -> list:

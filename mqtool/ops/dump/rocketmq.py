@@ -308,7 +308,11 @@ class CommitLogDump:
                                 yield ColumnChunk(seg.path, offset, seg.base + offset, data, walk, rows)
                                 emitted += len(rows)
                                 if limit is not None and emitted >= limit:
-                                    self.findings.extend(offsets.findings if offsets is not None else [])
+                                    # the chunk's columns hold records past the last row: name only
+                                    # what the records up to it show, as the precise walk stops there
+                                    upto = offset + int(cols.position[rows[-1]])
+                                    found = offsets.findings if offsets is not None else []
+                                    self.findings.extend(x for x in found if x.position is None or x.position <= upto)
                                     return
                         if stop.kind != "anomaly" or (more and len(data) - stop.position < 8):
                             break
