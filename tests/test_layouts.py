@@ -10,7 +10,6 @@ from __future__ import annotations
 import contextlib
 import importlib
 import io
-import re
 import subprocess
 import sys
 from pathlib import Path
@@ -28,7 +27,7 @@ from mqtool.ops.recover import recoverers
 from mqtool.ops.validate import validators
 from tests.conftest import FIXTURES, PROJECT_ROOT
 
-README = (PROJECT_ROOT / "README.md").read_text()
+COMMAND_PAGES = PROJECT_ROOT / "docs" / "commands"
 DISPLAY = {Layout.ROCKETMQ: "RocketMQ", Layout.KAFKA: "Kafka", Layout.JAFKA: "Jafka", Layout.METAQ: "MetaQ"}
 STORES = {
     Layout.ROCKETMQ: FIXTURES / "rocketmq-store",
@@ -53,13 +52,14 @@ def cli(*args: object) -> tuple[int, str, str]:
 
 
 def readme_section(verb: str) -> str:
-    match = re.search(rf"^### `mqtool {verb}\b.*?$(.*?)(?=^##)", README, re.M | re.S)
-    assert match, f"README has no section for mqtool {verb}"
-    return match.group(1)
+    """The manual's page on ``verb`` (docs/commands/<verb>.md, linked from the README)."""
+    page = COMMAND_PAGES / f"{verb}.md"
+    assert page.exists(), f"the manual has no page for mqtool {verb}"
+    return page.read_text()
 
 
 def readme_layouts(verb: str) -> set[Layout]:
-    """The layouts README's section on ``verb`` names (all four when it says 'every layout')."""
+    """The layouts the manual's page on ``verb`` names (all four when it says 'every layout')."""
     text = readme_section(verb)
     if "every layout" in text:
         return set(Layout)
@@ -118,7 +118,7 @@ def test_a_detector_that_raises_is_a_bug_not_another_layout(monkeypatch: pytest.
 def test_each_verb_table_covers_the_layouts_readme_says(verb: str):
     table = TABLES[verb][0]()
     documented = readme_layouts(verb)
-    assert documented, f"README's mqtool {verb} section names no layout"
+    assert documented, f"docs/commands/{verb}.md names no layout"
     assert set(table) == documented
     assert all(isinstance(key, Layout) for key in table)
     for entry in table.values():
