@@ -205,6 +205,8 @@ class _Display:
 
     def files(self, done: int, total: int) -> None:
         self._bar.update(self._task, completed=done, total=max(total, 1), files=f"{done:,}/{total:,} files")
+        if done >= total:  # draw the finished count now: the next stage's update may come before the next refresh
+            self._bar.refresh()
 
 
 class _NoDisplay:
