@@ -73,7 +73,7 @@ def render_info(console: "Console", r: "StoreInfo") -> None:
     facts.add_row("broker lock", f"held by pid {r.broker_lock_pid}" if r.broker_lock_pid is not None else "free")
     size = humanize.naturalsize(cl.file_size, binary=True) if cl.file_size else "-"
     facts.add_row("commitlog", f"{cl.files} files of {size}, {humanize.naturalsize(cl.bytes_on_disk, binary=True)} on disk")
-    facts.add_row("commitlog offsets", f"{cl.min_offset} .. {cl.max_offset} (data ends with: {cl.end_kind or '-'})")
+    facts.add_row("commitlog offsets", f"{cl.log_start_offset} .. {cl.log_end_offset} (data ends with: {cl.end_kind or '-'})")
     facts.add_row("store times", _span(cl.first_store_timestamp, cl.last_store_timestamp))
     if cl.zero_length_files:
         facts.add_row("zero-length files", ", ".join(cl.zero_length_files))
@@ -92,7 +92,10 @@ def render_info(console: "Console", r: "StoreInfo") -> None:
         facts.add_row("consumer groups", str(r.consumer_groups))
     console.print(facts)
     if r.queues:
-        rows = [[q.topic, str(q.queue_id), str(q.files), str(q.min_offset), str(q.max_offset), humanize.intcomma(q.max_offset - q.min_offset)] for q in r.queues]
+        rows = [
+            [q.topic, str(q.queue_id), str(q.files), str(q.log_start_offset), str(q.log_end_offset), humanize.intcomma(q.log_end_offset - q.log_start_offset)]
+            for q in r.queues
+        ]
         fit_table(console, "consume queues", ["topic", "queue", "files", "min offset", "max offset", "messages"], rows, justify=["left"] + ["right"] * 5)
     if r.index_files:
         rows = []
@@ -105,8 +108,8 @@ def render_info(console: "Console", r: "StoreInfo") -> None:
                         i.name,
                         humanize.naturalsize(i.size, binary=True),
                         humanize.intcomma(max((i.index_count or 1) - 1, 0)),
-                        str(i.begin_phy_offset),
-                        str(i.end_phy_offset),
+                        str(i.begin_commitlog_offset),
+                        str(i.end_commitlog_offset),
                         iso_ms(i.begin_timestamp) or "-",
                         iso_ms(i.end_timestamp) or "-",
                     ]
