@@ -23,27 +23,35 @@ def info(
     Sizes and times are humanized in the table and raw (bytes, ms since epoch) in JSON."""
     from mqtool.cli.common import renderer
     from mqtool.cli.render import render_generic
-    from mqtool.layouts import detect_layout
+    from mqtool.layouts import Layout, detect_layout
     from mqtool.ops.info import store_info
-    from mqtool.ops.info.rocketmq import StoreInfo
 
     out = renderer(fmt, as_json, as_jsonl)
-    result = store_info(path, detect_layout(path, layout))
-    doc = result.to_dict()
-    if isinstance(result, StoreInfo):
-        out.document(doc, lambda console: render_info(console, result))
+    detected = detect_layout(path, layout)
+    result = store_info(path, detected)
+    doc = result.to_dict()  # type: ignore[attr-defined]
+    rocketmq = _rocketmq_info(result) if detected is Layout.ROCKETMQ else None
+    if rocketmq is not None:
+        out.document(doc, lambda console: render_info(console, rocketmq))
     else:
         out.document(doc, lambda console: render_generic(console, doc))
     for problem in doc.get("problems", []):
         out.warn(str(problem))
-    if isinstance(result, StoreInfo):
+    if rocketmq is not None:
         # every gap and damage on info's path, with validate's code and position (a torn tail is
         # a warning: exit 0, as in validate)
-        out.findings(result.findings)
+        out.findings(rocketmq.findings)
     else:
         for error in doc.get("errors", []):  # damaged data met where info reads
             out.error(str(error))
     return ExitCode.FINDINGS if doc.get("errors") else ExitCode.OK
+
+
+def _rocketmq_info(result: object) -> "StoreInfo | None":
+    """``result`` as the RocketMQ report (its module is loaded only for a RocketMQ store)."""
+    from mqtool.ops.info.rocketmq import StoreInfo
+
+    return result if isinstance(result, StoreInfo) else None
 
 
 def _span(first: int | None, last: int | None) -> str:
