@@ -40,7 +40,6 @@ from mqtool.cli import (
     cmd_validate,
     completion,
 )
-from mqtool.cli.coercion import plain_coercion
 from mqtool.cli.exit_codes import ExitCode, exit_code_for
 from mqtool.cli.options import flag
 from mqtool.cli.render import OutputClosed
@@ -105,10 +104,7 @@ class _HelpFlag:
 
 
 class Command(_HelpFlag, TyperCommand):
-    def parse_args(self, ctx: typer.Context, args: list[str]) -> list[str]:
-        # str, Path and enum values coerced without pydantic (~70 ms to load): ``cli/coercion.py``
-        plain_coercion(self.params)
-        return super().parse_args(ctx, args)  # type: ignore[no-any-return]
+    pass
 
 
 class Group(_HelpFlag, TyperGroup):

@@ -51,16 +51,15 @@ def test_help_loads_nothing_heavy(args):
 
 
 #: what ``mqtool info`` must not load for a store of each layout (module name prefixes): numpy
-#: (the column walks: a small store is read record by record), pydantic (typer's coercion:
-#: ``cli/coercion.py``), the other layouts' readers, Spark
+#: (the column walks: a small store is read record by record), the other layouts' readers, Spark
 INFO_MUST_NOT_LOAD = {
     "rocketmq-store": ("numpy", "mqtool.store.kafka", "mqtool.store.jafka", "mqtool.store.metaq", "mqtool.store.legacy", "mqtool.store.model.kafka",
                        "mqtool.store.model.legacy", "mqtool.formats.kafka", "mqtool.formats.jafka", "mqtool.formats.metaq", "mqtool.ops.info.kafka",
-                       "mqtool.ops.info.legacy", "mqtool.ops.log_findings", "crc32c", "pydantic", "pyspark", "pyarrow"),
+                       "mqtool.ops.info.legacy", "mqtool.ops.log_findings", "crc32c", "pyspark", "pyarrow"),
     "kafka-logs": ("numpy", "mqtool.store.jafka", "mqtool.store.metaq", "mqtool.store.legacy", "mqtool.store.model.legacy", "mqtool.formats.jafka",
-                   "mqtool.formats.metaq", "mqtool.ops.info.rocketmq", "mqtool.ops.info.legacy", "pydantic", "pyspark", "pyarrow"),
+                   "mqtool.formats.metaq", "mqtool.ops.info.rocketmq", "mqtool.ops.info.legacy", "pyspark", "pyarrow"),
     # detection asks the RocketMQ and Kafka predicates first, which load their store modules
-    "jafka-data": ("numpy", "mqtool.store.model.kafka", "mqtool.ops.info.rocketmq", "mqtool.ops.info.kafka", "crc32c", "pydantic", "pyspark", "pyarrow"),
+    "jafka-data": ("numpy", "mqtool.store.model.kafka", "mqtool.ops.info.rocketmq", "mqtool.ops.info.kafka", "crc32c", "pyspark", "pyarrow"),
 }
 
 
