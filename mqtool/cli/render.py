@@ -527,3 +527,23 @@ def render_findings_by_cause(console: Console, findings: Iterable[Finding], root
             detail = ", ".join(f"{code} x{n}" for code, n in sorted(by_code.items(), key=lambda kv: -kv[1]))
             console.print(Padding(Text(f"+ {len(under)} knock-on finding(s) caused by it: {detail}", style="dim"), (0, 0, 0, 8), expand=False), overflow="fold")
     return len(causes)
+
+
+def finding_from_dict(d: dict[str, Any]) -> Finding:
+    """A finding an ops document holds as a dict (``Finding.to_dict``), back as a ``Finding``
+    for ``render_findings_by_cause``."""
+    from mqtool.findings import Finding, FindingRef, Severity
+
+    cause = d.get("cause")
+    return Finding(
+        code=str(d["code"]),
+        path=str(d["path"]),
+        position=d.get("position"),
+        message=str(d.get("message", "")),
+        severity=Severity(d["severity"]) if d.get("severity") else None,
+        cause=FindingRef(str(cause["code"]), str(cause["path"]), cause.get("position")) if isinstance(cause, dict) else None,
+    )
+
+
+#: how a log's data may end in a healthy store (anything else: torn, partial, corrupt, unreadable)
+HEALTHY_ENDS = frozenset({"eof", "zeros", "blank", None})
