@@ -4,7 +4,7 @@ import dataclasses
 import inspect
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -152,7 +152,7 @@ def clean(
     return ExitCode.OK
 
 
-def _losing_groups(facts: dict) -> list[str]:
+def _losing_groups(facts: "dict[str, Any]") -> list[str]:
     """The consumer groups whose unconsumed messages the plan deletes (``--allow-unconsumed``):
     RocketMQ names them store-wide, Kafka per partition (as ``group (topic/queue)`` or ``group``)."""
     named = list(facts.get("unconsumed_deleted_for") or [])
@@ -162,7 +162,7 @@ def _losing_groups(facts: dict) -> list[str]:
     return sorted({str(n).split(" (", 1)[0] for n in named})
 
 
-def _protected(facts: dict) -> bool:
+def _protected(facts: "dict[str, Any]") -> bool:
     return bool(facts.get("protected_by")) or any(isinstance(p, dict) and p.get("protected_by") for p in facts.get("partitions") or [])
 
 

@@ -1,6 +1,6 @@
 """``mqtool stats``: per topic/queue (or partition) numbers and a disk forecast."""
 
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -98,7 +98,7 @@ def _print_table(console: "Console", title: str, headers: list[str], rows: list[
     fit_table(console, title, headers, rows, justify=["left"] + ["left" if h in left else "right" for h in headers[1:]])
 
 
-def render_stats(console: "Console", doc: dict, findings: "Iterable[Finding]" = (), *, all_rows: bool = False) -> None:
+def render_stats(console: "Console", doc: "dict[str, Any]", findings: "Iterable[Finding]" = (), *, all_rows: bool = False) -> None:
     """The verdict (OK / DAMAGED and the findings count), the totals and the disk forecast first;
     what is wrong, grouped by cause; then the per-queue (per-partition) and per-topic tables --
     only the rows with findings in a large store, unless ``all_rows`` -- and the largest messages."""

@@ -485,7 +485,7 @@ def rows_left_out(console: Console, shown: int, total: int, what: str) -> None:
 
 def short_path(path: str, root: str) -> str:
     """``path`` relative to the store ``root`` when it lies under it."""
-    return path[len(root) :].lstrip("/") if path.startswith(root) else path
+    return path[len(root) :].lstrip("/") if root and path.startswith(root) else path
 
 
 def render_findings_by_cause(console: Console, findings: Iterable[Finding], root: str, *, heading: str | None = None) -> int:
