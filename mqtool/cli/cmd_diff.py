@@ -134,7 +134,7 @@ def render_diff(console: "Console", doc: "dict[str, Any]", findings: "Iterable[F
     console.print(Text(f"A={doc['a']}", style="dim"), overflow="fold")
     console.print(Text(f"B={doc['b']}", style="dim"), overflow="fold")
     found = list(findings)
-    render_findings_by_cause(console, found, "")
+    render_findings_by_cause(console, found, (str(doc["b"]), str(doc["a"])))
     logs = rows_to_show(doc["logs"], lambda log: log["verdict"] != "identical", all_rows=all_rows)
     for log in logs:
         unit = log["unit"]

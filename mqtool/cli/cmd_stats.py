@@ -114,6 +114,7 @@ def render_stats(console: "Console", doc: "dict[str, Any]", findings: "Iterable[
     tot = doc["totals"]
     word, style = ("DAMAGED", "bold red") if errors or doc["problems"] else ("WARNINGS", "bold yellow") if warnings else ("OK", "bold green")
     console.print(Text.assemble((word, style), f": {errors} error(s), {warnings} warning(s) met while reading; {doc['layout']} store"))
+    console.print(Text(str(doc["root"]), style="dim"), overflow="fold")
     console.print(
         f"{len(doc['topics'])} topic(s), {tot['queues']} {'queue(s)' if queue_key == 'queue_id' else 'partition(s)'}, "
         f"{humanize.intcomma(tot['messages'])} message(s), {_size(tot['bytes'])}",

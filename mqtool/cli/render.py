@@ -488,10 +488,11 @@ def short_path(path: str, root: str) -> str:
     return path[len(root) :].lstrip("/") if root and path.startswith(root) else path
 
 
-def render_findings_by_cause(console: Console, findings: Iterable[Finding], root: str, *, heading: str | None = None) -> int:
+def render_findings_by_cause(console: Console, findings: Iterable[Finding], root: str | tuple[str, ...], *, heading: str | None = None) -> int:
     """What is wrong, grouped by cause: one block per finding that is not a knock-on (a knock-on
     finding -- one whose ``cause`` names another finding of the list -- is folded under its
-    cause, counted by code).  Infos are shown only when there is nothing worse.  Identifiers
+    cause, counted by code).  Infos are shown only when there is nothing worse.  Paths are shown
+    relative to ``root`` (or to the first of several roots they lie under).  Identifiers
     (paths, codes, positions) are folded, never cut.  Returns how many blocks were printed."""
     from rich.padding import Padding
 
@@ -514,7 +515,9 @@ def render_findings_by_cause(console: Console, findings: Iterable[Finding], root
     console.print(Text(heading or ("what is wrong" if bad else "notes"), style="bold"))
     for f in causes:
         style = {"error": "red", "warning": "yellow"}.get(f.level.value, "cyan")
-        where = short_path(f.path, root) + (f":{f.position}" if f.position is not None else "")
+        roots = (root,) if isinstance(root, str) else root
+        path = next((short_path(f.path, r) for r in roots if r and f.path.startswith(r)), f.path)
+        where = path + (f":{f.position}" if f.position is not None else "")
         head = Text.assemble((f"{f.level.value:<8}", style), (f.code, "bold"), "  ", where)
         head.no_wrap = False
         console.print(head, overflow="fold")
