@@ -4,7 +4,7 @@ import dataclasses
 import inspect
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -73,6 +73,7 @@ def clean(
     metrics_file: MetricsFileOpt = None,
     as_json: JsonOpt = False,
     as_jsonl: JsonlOpt = False,
+    all_rows: Annotated[bool, flag("--all", help="List every step of a long plan (by default a plan of more than 20 steps shows its first and last ones).")] = False,
 ) -> int:
     """Apply the store's own retention policy: show what goes, delete only with --apply.
 
@@ -122,7 +123,9 @@ def clean(
     plan: RecoverPlan = plan_fn(path, options, now_ms=now)
     if not apply:
         if not quiet and not as_metrics:
-            out.document(plan.to_dict(), lambda c: render_clean_plan(c, plan))
+            from mqtool.cli.render import paged
+
+            out.document(plan.to_dict(), lambda console: paged(console, lambda c: render_clean_plan(c, plan, all_rows=all_rows)))
         code = ExitCode.FINDINGS if plan.has_work else ExitCode.OK
         report_metrics("clean", plan.to_dict(), code, to_stdout=as_metrics, metrics_file=metrics_file)
         return code
@@ -144,28 +147,70 @@ def clean(
     doc = {"deleted": deleted, "archived": archived, "bytes_freed": plan.bytes_cut, "plan": plan.to_dict()}
     summary = f"deleted {len(deleted)} file(s)" + (f", archived {len(archived)}" if archived else "")
     if not quiet and not as_metrics:
-        out.document(doc, lambda c: c.print(f"{summary}, {humanize.naturalsize(plan.bytes_cut, binary=True)} freed"))
+        out.document(doc, lambda c: c.print(f"DONE: {summary}, {humanize.naturalsize(plan.bytes_cut, binary=True)} freed in {plan.root}", highlight=False))
     report_metrics("clean", doc, ExitCode.OK, to_stdout=as_metrics, metrics_file=metrics_file, store=plan.root)
     return ExitCode.OK
 
 
-def render_clean_plan(console: "Console", plan: "RecoverPlan") -> None:
+def _losing_groups(facts: "dict[str, Any]") -> list[str]:
+    """The consumer groups whose unconsumed messages the plan deletes (``--allow-unconsumed``):
+    RocketMQ names them store-wide, Kafka per partition (as ``group (topic/queue)`` or ``group``)."""
+    named = list(facts.get("unconsumed_deleted_for") or [])
+    for part in facts.get("partitions") or []:
+        if isinstance(part, dict):
+            named.extend(part.get("unconsumed_deleted_for") or [])
+    return sorted({str(n).split(" (", 1)[0] for n in named})
+
+
+def _protected(facts: "dict[str, Any]") -> bool:
+    return bool(facts.get("protected_by")) or any(isinstance(p, dict) and p.get("protected_by") for p in facts.get("partitions") or [])
+
+
+def render_clean_plan(console: "Console", plan: "RecoverPlan", *, all_rows: bool = False) -> None:
+    """``PLAN: delete N file(s) (size) ...`` or ``nothing to clean`` first, with the consumer
+    groups that would lose unconsumed data; then one line per step (the file whole, its size, the
+    reason under it) -- a plan of more than ``ALL_ROWS_UP_TO`` steps shows its first and last
+    ones unless ``all_rows`` -- then the notes."""
     import humanize
-    from rich.table import Table
+    from rich.padding import Padding
+    from rich.text import Text
+
+    from mqtool.cli.render import ALL_ROWS_UP_TO
 
     facts = plan.facts
-    if "disk_used_ratio" in facts:
-        console.print(f"disk {facts['disk_used_ratio']:.0%} used; policy {plan.mode}")
+    losing = _losing_groups(facts)
+    kept = "; files holding unconsumed messages are kept" if _protected(facts) else ""
     if plan.has_work:
-        table = Table(title=f"retention plan for {plan.root}", title_justify="left")
-        for col in ("#", "action", "file", "size", "why"):
-            table.add_column(col, overflow="fold")
-        for i, s in enumerate(plan.steps, 1):
-            size = s.details.get("size", s.expect.get("size"))
-            table.add_row(str(i), s.action, s.path, humanize.naturalsize(size, binary=True) if size is not None else "-", s.reason)
-        console.print(table)
-        console.print(f"{plan.files_deleted} file(s), {humanize.naturalsize(plan.bytes_cut, binary=True)} would be freed; run with --apply to delete")
+        head = Text.assemble(
+            ("PLAN", "bold yellow"),
+            f": delete {plan.files_deleted} file(s) ({humanize.naturalsize(plan.bytes_cut, binary=True)}), keep the rest{kept}; ",
+            (f"{len(losing)} consumer group(s) would lose unconsumed data", "bold red") if losing else "no consumer group loses unconsumed data",
+        )
     else:
-        console.print(f"nothing to delete in {plan.root}")
+        head = Text.assemble(("nothing to clean", "bold green"), kept)
+    console.print(head, overflow="fold")
+    console.print(Text(f"{plan.layout} store {plan.root}; policy {plan.mode}", style="dim"), overflow="fold")
+    if "disk_used_ratio" in facts:
+        console.print(f"disk {facts['disk_used_ratio']:.0%} used")
+    if losing:
+        console.print(Text("losing unconsumed data: " + ", ".join(losing), style="red"), overflow="fold")
+    if plan.has_work:
+        console.print()
+        steps = list(enumerate(plan.steps, 1))
+        if not all_rows and len(steps) > ALL_ROWS_UP_TO:
+            head_steps, tail_steps = steps[:10], steps[-5:]
+        else:
+            head_steps, tail_steps = steps, []
+        for part, chunk in enumerate((head_steps, tail_steps)):
+            if part and chunk:
+                console.print(Text(f"  ... {len(steps) - len(head_steps) - len(tail_steps)} more step(s) (--all lists them)", style="dim"))
+            for i, s in chunk:
+                size = s.details.get("size", s.expect.get("size"))
+                size_text = f"  {humanize.naturalsize(size, binary=True)}" if size is not None else ""
+                console.print(Text.assemble(f"{i:>3}. ", (s.action, "bold"), f"  {s.path}{size_text}"), overflow="fold")
+                console.print(Padding(Text(s.reason), (0, 0, 0, 5), expand=False), overflow="fold")
+        console.print()
     for note in plan.notes:
-        console.print(f"note: {note}")
+        console.print(Text(f"note: {note}"), overflow="fold")
+    if plan.has_work:
+        console.print("run with --apply to delete")

@@ -1,18 +1,25 @@
 """``mqtool diff``: master vs slave, or two replicas of a partition, compared by offset."""
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.text import Text
 
 from mqtool.cli.common import renderer
 from mqtool.cli.exit_codes import ExitCode
-from mqtool.cli.options import FormatOpt, JsonlOpt, JsonOpt, LayoutOpt, OutputFormat
-from mqtool.cli.render import markup, styled
+from mqtool.cli.options import FormatOpt, JsonlOpt, JsonOpt, LayoutOpt, OutputFormat, flag
+from mqtool.cli.render import markup, paged, styled
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable
+
     from rich.console import Console
+
+    from mqtool.findings import Finding
+
+#: verdicts under which the copies agree (identical, or one a clean prefix of the other)
+AGREE = frozenset({"identical", "b-prefix", "a-prefix", "prefixes"})
 
 VERDICTS = {
     "identical": "[green]identical[/green]",
@@ -34,6 +41,7 @@ def diff(
     fmt: FormatOpt = OutputFormat.table,
     as_json: JsonOpt = False,
     as_jsonl: JsonlOpt = False,
+    all_rows: Annotated[bool, flag("--all", help="Detail every log compared, not only those that differ (a store of up to 20 logs always shows all).")] = False,
 ) -> int:
     """Compare two copies of a log by offset: the RocketMQ CommitLog of a master and its HA slave,
     two replicas of a Kafka partition (or of Jafka/MetaQ partitions).
@@ -55,7 +63,8 @@ def diff(
     with out.progress(total, "diff") as advance:
         report = diff_stores(store_a, store_b, layout_a, progress=advance)
     doc = report.to_dict()
-    out.document(doc, lambda console: render_diff(console, doc))
+    found = [f for diffed in report.logs for _side, f in diffed.findings]
+    out.document(doc, lambda console: paged(console, lambda c: render_diff(c, doc, found, all_rows=all_rows)))
     for log in doc["logs"]:
         for problem in log["problems"]:
             out.warn(f"{log['name']}: {problem}")
@@ -91,11 +100,43 @@ def _extra(label: str, extra: dict | None, unit: str) -> str | None:
     return f"{label}: {humanize.intcomma(extra['records'])} record(s), {humanize.naturalsize(extra['bytes'], binary=True)} at {unit}s {span}"
 
 
-def render_diff(console: "Console", doc: dict) -> None:
+def _headline(doc: "dict[str, Any]") -> Text:
+    """``IDENTICAL`` / ``CLEAN PREFIX`` / ``DIFFER at <log> <unit> <offset>``, and the verdict's words."""
     import humanize
 
-    console.print(markup("[bold]{}[/bold] A={}  B={}", doc["layout"], doc["a"], doc["b"]))
-    for log in doc["logs"]:
+    logs = doc["logs"]
+    if doc["verdict"] == "identical":
+        return Text.assemble(("IDENTICAL", "bold green"), f": {len(logs)} log(s) compared, every offset equal")
+    if doc["verdict"] in AGREE:
+        return Text.assemble(("CLEAN PREFIX", "bold green"), ": ", _verdict(doc["verdict"]))
+    where = ""
+    for log in logs:
+        at = (log["divergence"] or {}).get("offset")
+        if at is None and log.get("damage"):
+            at = log["damage"][0]["offset"]
+        if at is not None:
+            where = f" at {log['name']} {log['unit']} {humanize.intcomma(at)}"
+            break
+    return Text.assemble(("DIFFER", "bold red"), f"{where}: ", _verdict(doc["verdict"]))
+
+
+def render_diff(console: "Console", doc: "dict[str, Any]", findings: "Iterable[Finding]" = (), *, all_rows: bool = False) -> None:
+    """The verdict first (``IDENTICAL`` / ``DIFFER at <log> offset ...``), the two copies; then
+    what is wrong, grouped by cause; then each log compared (only those that do not agree in a
+    store of more than ``ALL_ROWS_UP_TO`` logs, unless ``all_rows``)."""
+    import humanize
+
+    from mqtool.cli.render import render_findings_by_cause, rows_left_out, rows_to_show
+
+    console.print(_headline(doc), overflow="fold")
+    disagree = sum(1 for log in doc["logs"] if log["verdict"] not in AGREE)
+    console.print(f"{len(doc['logs'])} {doc['layout']} log(s) compared, {disagree} not in agreement", highlight=False)
+    console.print(Text(f"A={doc['a']}", style="dim"), overflow="fold")
+    console.print(Text(f"B={doc['b']}", style="dim"), overflow="fold")
+    found = list(findings)
+    render_findings_by_cause(console, found, (str(doc["b"]), str(doc["a"])))
+    logs = rows_to_show(doc["logs"], lambda log: log["verdict"] != "identical", all_rows=all_rows)
+    for log in logs:
         unit = log["unit"]
         console.print(Text.assemble("\n", styled(log["name"], "bold"), ": ", _verdict(log["verdict"])))
         if log["a"] or log["b"]:
@@ -120,17 +161,12 @@ def render_diff(console: "Console", doc: dict) -> None:
             if line:
                 console.print(f"  {line}")
         for damage in log.get("damage") or ():
-            console.print(markup("  [red]damaged[/red] {} at {} {}: {}", damage["side"], unit, f"{damage['offset']:,}", damage.get("finding") or damage["error"]))
-        listed = {(d.get("code"), d["file"], d.get("code_position")) for d in log.get("damage") or ()}
-        for finding in log.get("findings") or ():
-            if finding["severity"] == "info" or (finding["code"], finding["path"], finding["position"]) in listed:
-                continue
-            where = finding["path"] if finding["position"] is None else f"{finding['path']}:{finding['position']}"
-            style = "red" if finding["severity"] == "error" else "yellow"
-            console.print(markup("  [" + style + "]{}[/" + style + "] {} {} {}: {}", finding["severity"], finding["side"], finding["code"], where, finding["message"]))
+            text = markup("  [red]damaged[/red] {} at {} {}: {}", damage["side"], unit, f"{damage['offset']:,}", damage.get("finding") or damage["error"])
+            console.print(text, overflow="fold")
         for note in log["notes"]:
-            console.print(f"  note: {note}")
-    console.print(Text.assemble("\nverdict: ", _verdict(doc["verdict"])))
+            console.print(Text(f"  note: {note}"), overflow="fold")
+    console.print()
+    rows_left_out(console, len(logs), len(doc["logs"]), "logs (identical)")
 
 
 def _verdict(verdict: str) -> Text:

@@ -1,13 +1,14 @@
 """``mqtool info``: what a store directory is (layout, files, offsets, time ranges, shutdown)."""
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Annotated, Any
 
 from mqtool.cli.exit_codes import ExitCode
-from mqtool.cli.options import FormatOpt, JsonlOpt, JsonOpt, LayoutOpt, OutputFormat, StorePathArg
+from mqtool.cli.options import FormatOpt, JsonlOpt, JsonOpt, LayoutOpt, OutputFormat, StorePathArg, flag
 
 if TYPE_CHECKING:
     from rich.console import Console
 
+    from mqtool.findings import Finding
     from mqtool.ops.info.rocketmq import StoreInfo
 
 
@@ -17,12 +18,13 @@ def info(
     fmt: FormatOpt = OutputFormat.table,
     as_json: JsonOpt = False,
     as_jsonl: JsonlOpt = False,
+    all_rows: Annotated[bool, flag("--all", help="List every queue / partition / file, not only those with something to report.")] = False,
 ) -> int:
     """Describe a store: layout, version hints, files, offsets, time ranges, queues, shutdown state.
 
     Sizes and times are humanized in the table and raw (bytes, ms since epoch) in JSON."""
     from mqtool.cli.common import renderer
-    from mqtool.cli.render import render_generic
+    from mqtool.cli.render import paged
     from mqtool.layouts import Layout, detect_layout
     from mqtool.ops.info import store_info
 
@@ -32,9 +34,9 @@ def info(
     doc = result.to_dict()  # type: ignore[attr-defined]
     rocketmq = _rocketmq_info(result) if detected is Layout.ROCKETMQ else None
     if rocketmq is not None:
-        out.document(doc, lambda console: render_info(console, rocketmq))
+        out.document(doc, lambda console: paged(console, lambda c: render_info(c, rocketmq, all_rows=all_rows)))
     else:
-        out.document(doc, lambda console: render_generic(console, doc))
+        out.document(doc, lambda console: paged(console, lambda c: render_other(c, doc, all_rows=all_rows)))
     for problem in doc.get("problems", []):
         out.warn(str(problem))
     if rocketmq is not None:
@@ -62,14 +64,56 @@ def _span(first: int | None, last: int | None) -> str:
     return f"{iso_ms(first)} .. {iso_ms(last)}"
 
 
-def render_info(console: "Console", r: "StoreInfo") -> None:
+def _verdict(console: "Console", layout: str, findings: "list[Finding]", problems: list[Any], ends: list[str | None], counts: str) -> None:
+    """The first line: HEALTHY / WARNINGS / DAMAGED as the store model read the store on info's
+    path (its findings, problems and how each log ends), then the counts."""
+    from rich.text import Text
+
+    from mqtool.cli.render import HEALTHY_ENDS
+
+    errors = sum(1 for f in findings if f.level.value == "error")
+    warnings = sum(1 for f in findings if f.level.value == "warning")
+    unhealthy = sum(1 for e in ends if e not in HEALTHY_ENDS)
+    if errors:
+        word, style = "DAMAGED", "bold red"
+    elif warnings or problems or unhealthy:
+        word, style = "WARNINGS", "bold yellow"
+    else:
+        word, style = "HEALTHY", "bold green"
+    said = f"{errors} error(s), {warnings} warning(s)" + (f", {len(problems)} problem(s)" if problems else "")
+    said += f", {unhealthy} log(s) not ending cleanly" if unhealthy else ""
+    console.print(Text.assemble((word, style), f": {said}; {layout} store"), overflow="fold")
+    console.print(counts, highlight=False)
+    console.print(Text("as read on info's path; `mqtool validate` checks every byte", style="dim"))
+
+
+def _mentions(findings: "list[Finding]", *parts: str) -> bool:
+    """Whether a finding's path lies under the store path made of ``parts``."""
+    needle = "/" + "/".join(parts)
+    return any(needle + "/" in f.path or f.path.endswith(needle) for f in findings)
+
+
+def render_info(console: "Console", r: "StoreInfo", *, all_rows: bool = False) -> None:
+    """The verdict and counts; what is wrong, grouped by cause; the store's facts; then the
+    queues and index files (only those with something to report in a large store, unless
+    ``all_rows``)."""
     import humanize
     from rich.table import Table
 
-    from mqtool.cli.render import fit_table
+    from mqtool.cli.render import fit_table, render_findings_by_cause, rows_left_out, rows_to_show
     from mqtool.cli.times import iso_ms
 
     cl = r.commitlog
+    messages = sum(q.log_end_offset - q.log_start_offset for q in r.queues)
+    topics = len({q.topic for q in r.queues})
+    counts = (
+        f"{cl.files + sum(q.files for q in r.queues) + len(r.index_files)} files, "
+        f"{humanize.naturalsize(cl.bytes_on_disk, binary=True)} of CommitLog, {topics} topic(s), {len(r.queues)} queue(s), "
+        f"{humanize.intcomma(messages)} message(s)"
+    )
+    _verdict(console, r.layout, list(r.findings), list(r.problems), [cl.end_kind], counts)
+    render_findings_by_cause(console, r.findings, r.root)
+    console.print()
     facts = Table(show_header=False, box=None, pad_edge=False)
     facts.add_column(style="bold")
     facts.add_column()
@@ -99,15 +143,17 @@ def render_info(console: "Console", r: "StoreInfo") -> None:
     if r.consumer_groups is not None:
         facts.add_row("consumer groups", str(r.consumer_groups))
     console.print(facts)
-    if r.queues:
-        rows = [
-            [q.topic, str(q.queue_id), str(q.files), str(q.log_start_offset), str(q.log_end_offset), humanize.intcomma(q.log_end_offset - q.log_start_offset)]
-            for q in r.queues
-        ]
-        fit_table(console, "consume queues", ["topic", "queue", "files", "min offset", "max offset", "messages"], rows, justify=["left"] + ["right"] * 5)
-    if r.index_files:
+    findings = list(r.findings)
+    queues = rows_to_show(r.queues, lambda q: _mentions(findings, "consumequeue", q.topic, str(q.queue_id)), all_rows=all_rows)
+    if queues:
+        rows = [[q.topic, str(q.queue_id), str(q.files), str(q.log_start_offset), str(q.log_end_offset), humanize.intcomma(q.log_end_offset - q.log_start_offset)] for q in queues]
+        fit_table(console, "consume queues", ["topic", "queue", "files", "log start offset", "log end offset", "messages"], rows, justify=["left"] + ["right"] * 5)
+    rows_left_out(console, len(queues), len(r.queues), "consume queues")
+    index_files = rows_to_show(r.index_files, lambda i: bool(i.error) or _mentions(findings, "index", i.name), all_rows=all_rows)
+    rows_left_out(console, len(index_files), len(r.index_files), "index files")
+    if index_files:
         rows = []
-        for i in r.index_files:
+        for i in index_files:
             if i.error:
                 rows.append([i.name, humanize.naturalsize(i.size, binary=True), "-", "-", "-", "-", "-"])
             else:
@@ -124,6 +170,49 @@ def render_info(console: "Console", r: "StoreInfo") -> None:
                 )
         headers = ["file", "size", "entries", "first offset", "last offset", "first time", "last time"]
         fit_table(console, "index files", headers, rows, justify=["left", "right", "right", "right", "right", "left", "left"])
-        for i in r.index_files:
+        for i in index_files:
             if i.error:
                 console.print(f"{i.name}: {i.error}", overflow="fold", highlight=False)
+
+
+def render_other(console: "Console", doc: dict[str, Any], *, all_rows: bool = False) -> None:
+    """Kafka, Jafka and MetaQ: the verdict and counts, what is wrong grouped by cause, then the
+    document (``render_generic``) with its partition lists cut to the partitions with something
+    to report in a large store, unless ``all_rows``."""
+    import humanize
+
+    from mqtool.cli.render import HEALTHY_ENDS, finding_from_dict, render_findings_by_cause, render_generic, rows_left_out, rows_to_show
+
+    findings = [finding_from_dict(f) for f in doc.get("findings", [])]
+    parts = [p for p in doc.get("partitions", []) if isinstance(p, dict)]
+    if doc["layout"] == "kafka":
+        tot = doc.get("totals", {})
+        messages = sum((p.get("log_end_offset") or 0) - (p.get("log_start_offset") or 0) for p in parts)
+        counts = (
+            f"{tot.get('segments', 0)} segment(s), {humanize.naturalsize(tot.get('log_bytes', 0), binary=True)} of log, "
+            f"{len({p['name'].rsplit('-', 1)[0] for p in parts})} topic(s), {tot.get('partitions', len(parts))} partition(s), "
+            f"{humanize.intcomma(messages)} message(s)"
+        )
+    else:
+        counts = (
+            f"{doc.get('segments', 0)} segment(s), {humanize.naturalsize(doc.get('bytes_on_disk', 0), binary=True)}, "
+            f"{doc.get('topics', 0)} topic(s), {len(parts)} partition(s)"
+        )
+    _verdict(console, doc["layout"], findings, list(doc.get("problems", [])), [p.get("end_kind") for p in parts], counts)
+    render_findings_by_cause(console, findings, str(doc.get("root", "")))
+    console.print()
+
+    def partition_name(p: dict[str, Any]) -> str:
+        return str(p.get("name") or p.get("directory") or "")
+
+    def interesting(p: dict[str, Any]) -> bool:
+        return p.get("end_kind") not in HEALTHY_ENDS or bool(p.get("zero_length_files")) or _mentions(findings, partition_name(p))
+
+    shown = rows_to_show(parts, interesting, all_rows=all_rows)
+    keep = {partition_name(p) for p in shown}
+    trimmed = dict(doc)
+    trimmed["partitions"] = shown
+    if "partition_details" in doc:
+        trimmed["partition_details"] = [p for p in doc["partition_details"] if partition_name(p) in keep]
+    render_generic(console, trimmed)
+    rows_left_out(console, len(shown), len(parts), "partitions")

@@ -1,6 +1,6 @@
 """``mqtool stats``: per topic/queue (or partition) numbers and a disk forecast."""
 
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -10,7 +10,11 @@ from mqtool.cli.options import FLOAT, INT, BrokerConfigOpt, JsonlOpt, JsonOpt, L
 from mqtool.cli.render import markup
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable
+
     from rich.console import Console
+
+    from mqtool.findings import Finding
 
 
 def stats(
@@ -27,6 +31,7 @@ def stats(
     metrics_file: MetricsFileOpt = None,
     as_json: JsonOpt = False,
     as_jsonl: JsonlOpt = False,
+    all_rows: Annotated[bool, flag("--all", help="List every queue / partition and topic, not only those with something to report.")] = False,
 ) -> int:
     """Messages, bytes, first/last store time, write rate, largest messages and distinct tags/keys
     (HyperLogLog estimate, 1.6 % standard error) per topic/queue or partition; disk usage and when
@@ -48,7 +53,9 @@ def stats(
         result = store_stats(path, detected, options, progress=advance)
     doc = result.to_dict()
     if not as_metrics:
-        out.document(doc, lambda console: render_stats(console, doc))
+        from mqtool.cli.render import paged
+
+        out.document(doc, lambda console: paged(console, lambda c: render_stats(c, doc, result.findings, all_rows=all_rows)))
     for problem in doc["problems"]:  # RocketMQ's error findings among them, as CODE path:position: message
         out.error(problem)
     out.findings(f for f in result.findings if f.level is Severity.warning)  # a torn tail: exit 0, as validate
@@ -91,20 +98,42 @@ def _print_table(console: "Console", title: str, headers: list[str], rows: list[
     fit_table(console, title, headers, rows, justify=["left"] + ["left" if h in left else "right" for h in headers[1:]])
 
 
-def render_stats(console: "Console", doc: dict) -> None:
+def render_stats(console: "Console", doc: "dict[str, Any]", findings: "Iterable[Finding]" = (), *, all_rows: bool = False) -> None:
+    """The verdict (OK / DAMAGED and the findings count), the totals and the disk forecast first;
+    what is wrong, grouped by cause; then the per-queue (per-partition) and per-topic tables --
+    only the rows with findings in a large store, unless ``all_rows`` -- and the largest messages."""
     import humanize
+    from rich.text import Text
 
+    from mqtool.cli.render import render_findings_by_cause, rows_left_out, rows_to_show
+
+    found = list(findings)
+    errors = sum(1 for f in found if f.level.value == "error")
+    warnings = sum(1 for f in found if f.level.value == "warning")
     queue_key = "queue_id" if doc["layout"] == "rocketmq" else "partition"
     tot = doc["totals"]
+    word, style = ("DAMAGED", "bold red") if errors or doc["problems"] else ("WARNINGS", "bold yellow") if warnings else ("OK", "bold green")
+    console.print(Text.assemble((word, style), f": {errors} error(s), {warnings} warning(s) met while reading; {doc['layout']} store"))
+    console.print(Text(str(doc["root"]), style="dim"), overflow="fold")
     console.print(
-        markup(
-            "[bold]{}[/bold] {}",
-            doc["layout"],
-            f"{doc['root']}: {humanize.intcomma(tot['messages'])} messages, {_size(tot['bytes'])} "
-            f"in {tot['queues']} {'queues' if queue_key == 'queue_id' else 'partitions'}, "
-            f"{_time(tot['first_timestamp'])} .. {_time(tot['last_timestamp'])} ({doc['time_source']})",
-        )
+        f"{len(doc['topics'])} topic(s), {tot['queues']} {'queue(s)' if queue_key == 'queue_id' else 'partition(s)'}, "
+        f"{humanize.intcomma(tot['messages'])} message(s), {_size(tot['bytes'])}",
+        highlight=False,
     )
+    console.print(f"{_time(tot['first_timestamp'])} .. {_time(tot['last_timestamp'])} ({doc['time_source']})", highlight=False)
+    d = doc["disk"]
+    if d["forecast"]:
+        console.print(markup("[bold]forecast:[/bold] {}", d["forecast"]))
+    render_findings_by_cause(console, found, doc["root"])
+    console.print()
+
+    def has_findings(name: str) -> bool:
+        return any(f"/{name}/" in f.path or f.path.endswith(f"/{name}") for f in found)
+
+    units = rows_to_show(doc["units"], lambda u: has_findings(str(u["name"])), all_rows=all_rows)
+    doc_units = doc["units"]
+    sep = "/" if queue_key == "queue_id" else "-"
+    doc = {**doc, "units": units}
     unit_col = "queue" if queue_key == "queue_id" else "partition"
     rows = [
         [
@@ -119,6 +148,7 @@ def render_stats(console: "Console", doc: dict) -> None:
         ]
         for u in doc["units"]
     ]
+    rows_left_out(console, len(units), len(doc_units), "queues" if queue_key == "queue_id" else "partitions")
     _print_table(
         console, "per queue" if queue_key == "queue_id" else "per partition", [unit_col, "messages", "bytes", "msg/s", "bytes/s", "largest", "tags~", "keys~"], rows
     )
@@ -131,14 +161,13 @@ def render_stats(console: "Console", doc: dict) -> None:
             _time(t["first_timestamp"], short=True),
             _time(t["last_timestamp"], short=True),
         ]
-        for t in doc["topics"]
+        for t in rows_to_show(doc["topics"], lambda t: any(str(u["name"]).rsplit(sep, 1)[0] == str(t["topic"]) for u in units), all_rows=all_rows)
     ]
     _print_table(console, "per topic", ["topic", "queues" if queue_key == "queue_id" else "parts", "messages", "bytes", "first", "last"], rows, left={"first", "last"})
     if doc["largest"]:
         rows = [[_size(m["size"]), m["name"], str(m["offset"]), _time(m["timestamp"])] for m in doc["largest"]]
         headers = ["size", "queue" if queue_key == "queue_id" else "partition", "offset", "time"]
         _print_table(console, "largest messages", headers, rows, left={"queue", "partition", "time"})
-    d = doc["disk"]
     console.print(f"store files: {_size(d['store_bytes'])} ({_size(d['store_allocated_bytes'])} allocated)")
     if d["filesystem_total"] is not None:
         console.print(
@@ -146,7 +175,5 @@ def render_stats(console: "Console", doc: dict) -> None:
             f"last 24 h of data: {_size(d['last_24h_bytes'])} written"
             + (f" ({_size(d['write_rate_bytes_per_hour'])}/h)" if d["write_rate_bytes_per_hour"] else "")
         )
-    if d["forecast"]:
-        console.print(markup("[bold]forecast:[/bold] {}", d["forecast"]))
     card = doc["cardinality"]
     console.print(f"tags~/keys~: distinct values estimated by {card['estimator']} ({card['relative_standard_error']:.1%} standard error)")

@@ -10,7 +10,7 @@ from mqtool.cli.common import broker_settings, pick_format, report_metrics
 from mqtool.cli.completion import complete_check_families, complete_finding_code
 from mqtool.cli.exit_codes import ExitCode
 from mqtool.cli.options import INT, BrokerConfigOpt, IndexNumOpt, IndexSlotsOpt, JsonlOpt, JsonOpt, LayoutOpt, MetricsFileOpt, OutputFormat, StorePathArg, flag
-from mqtool.cli.render import Column, Renderer, dumps, paged, styled
+from mqtool.cli.render import Column, Renderer, dumps, paged, render_findings_by_cause, short_path, styled
 from mqtool.findings import FAMILIES, Severity
 
 if TYPE_CHECKING:
@@ -175,7 +175,6 @@ def render_table(console: "Console", report: "ValidationReport", *, all_files: b
     table drops its least useful columns when the terminal is narrow."""
     import humanize
     from rich import box
-    from rich.padding import Padding
     from rich.table import Table
     from rich.text import Text
 
@@ -193,30 +192,7 @@ def render_table(console: "Console", report: "ValidationReport", *, all_files: b
     if report.ignored:
         ignored = ", ".join(f"{code} x{n}" for code, n in sorted(report.ignored.items()))
         console.print(Text(f"ignored (--ignore): {ignored}", style="dim"), overflow="fold")
-    shown = [f for f in report.findings if f.level.value != "info"] or list(report.findings)
-    known = {f.ref for f in shown}
-    knock_ons: dict[object, list] = {}
-    for f in shown:
-        if f.cause is not None and f.cause in known and f.cause != f.ref:
-            knock_ons.setdefault(f.cause, []).append(f)
-    causes = [f for f in shown if not (f.cause is not None and f.cause in known and f.cause != f.ref)]
-    if causes:
-        console.print()
-        console.print(Text("what is wrong" if report.failed or c["warning"] else "notes", style="bold"))
-    for f in causes:
-        style = {"error": "red", "warning": "yellow"}.get(f.level.value, "cyan")
-        where = _short(f.path, report.root) + (f":{f.position}" if f.position is not None else "")
-        head = Text.assemble((f"{f.level.value:<8}", style), (f.code, "bold"), "  ", where)
-        head.no_wrap = False
-        console.print(head, overflow="fold")
-        console.print(Padding(Text(f.message), (0, 0, 0, 8), expand=False), overflow="fold")
-        folded = knock_ons.get(f.ref, [])
-        if folded:
-            by_code: dict[str, int] = {}
-            for k in folded:
-                by_code[k.code] = by_code.get(k.code, 0) + 1
-            detail = ", ".join(f"{code} x{n}" for code, n in sorted(by_code.items(), key=lambda kv: -kv[1]))
-            console.print(Padding(Text(f"+ {len(folded)} knock-on finding(s) caused by it: {detail}", style="dim"), (0, 0, 0, 8), expand=False), overflow="fold")
+    render_findings_by_cause(console, report.findings, report.root, heading=None if report.failed or c["warning"] else "notes")
     rows = [s for s in report.files if all_files or s.errors or s.warnings]
     if not rows:
         if not all_files and report.files:
@@ -254,8 +230,7 @@ def render_table(console: "Console", report: "ValidationReport", *, all_files: b
     console.print(files)
 
 
-def _short(path: str, root: str) -> str:
-    return path[len(root) :].lstrip("/") if path.startswith(root) else path
+_short = short_path
 
 
 def render_junit(report: "ValidationReport") -> str:

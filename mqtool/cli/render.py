@@ -462,3 +462,91 @@ def paged(console: Console, draw: Callable[[Console], None]) -> None:
         return
     with console.pager(styles=True):
         draw(console)
+
+
+#: a store with at most this many rows (files, queues, partitions) lists every row; a larger one
+#: only the rows with something to say, unless ``--all``
+ALL_ROWS_UP_TO = 20
+
+
+def rows_to_show(rows: list[Any], interesting: Callable[[Any], bool], *, all_rows: bool) -> list[Any]:
+    """Every row with ``--all`` or when there are at most ``ALL_ROWS_UP_TO``; otherwise only
+    those ``interesting`` says have something to say (findings, damage, an unhealthy end)."""
+    if all_rows or len(rows) <= ALL_ROWS_UP_TO:
+        return rows
+    return [r for r in rows if interesting(r)]
+
+
+def rows_left_out(console: Console, shown: int, total: int, what: str) -> None:
+    """The one dim line saying how many healthy rows a table left out (``--all`` lists them)."""
+    if shown < total:
+        console.print(Text(f"{total - shown} of the {total} {what} have nothing to report (--all lists them)", style="dim"), overflow="fold")
+
+
+def short_path(path: str, root: str) -> str:
+    """``path`` relative to the store ``root`` when it lies under it."""
+    return path[len(root) :].lstrip("/") if root and path.startswith(root) else path
+
+
+def render_findings_by_cause(console: Console, findings: Iterable[Finding], root: str | tuple[str, ...], *, heading: str | None = None) -> int:
+    """What is wrong, grouped by cause: one block per finding that is not a knock-on (a knock-on
+    finding -- one whose ``cause`` names another finding of the list -- is folded under its
+    cause, counted by code).  Infos are shown only when there is nothing worse.  Paths are shown
+    relative to ``root`` (or to the first of several roots they lie under).  Identifiers
+    (paths, codes, positions) are folded, never cut.  Returns how many blocks were printed."""
+    from rich.padding import Padding
+
+    every = list(findings)
+    shown = [f for f in every if f.level.value != "info"] or every
+    known = {f.ref for f in shown}
+
+    def folded_under(f: Finding) -> bool:
+        return f.cause is not None and f.cause in known and f.cause != f.ref
+
+    knock_ons: dict[object, list[Finding]] = {}
+    for f in shown:
+        if folded_under(f):
+            knock_ons.setdefault(f.cause, []).append(f)
+    causes = [f for f in shown if not folded_under(f)]
+    if not causes:
+        return 0
+    console.print()
+    bad = any(f.level.value != "info" for f in causes)
+    console.print(Text(heading or ("what is wrong" if bad else "notes"), style="bold"))
+    for f in causes:
+        style = {"error": "red", "warning": "yellow"}.get(f.level.value, "cyan")
+        roots = (root,) if isinstance(root, str) else root
+        path = next((short_path(f.path, r) for r in roots if r and f.path.startswith(r)), f.path)
+        where = path + (f":{f.position}" if f.position is not None else "")
+        head = Text.assemble((f"{f.level.value:<8}", style), (f.code, "bold"), "  ", where)
+        head.no_wrap = False
+        console.print(head, overflow="fold")
+        console.print(Padding(Text(f.message), (0, 0, 0, 8), expand=False), overflow="fold")
+        under = knock_ons.get(f.ref, [])
+        if under:
+            by_code: dict[str, int] = {}
+            for k in under:
+                by_code[k.code] = by_code.get(k.code, 0) + 1
+            detail = ", ".join(f"{code} x{n}" for code, n in sorted(by_code.items(), key=lambda kv: -kv[1]))
+            console.print(Padding(Text(f"+ {len(under)} knock-on finding(s) caused by it: {detail}", style="dim"), (0, 0, 0, 8), expand=False), overflow="fold")
+    return len(causes)
+
+
+def finding_from_dict(d: dict[str, Any]) -> Finding:
+    """A finding an ops document holds as a dict (``Finding.to_dict``), back as a ``Finding``
+    for ``render_findings_by_cause``."""
+    from mqtool.findings import Finding, FindingRef, Severity
+
+    cause = d.get("cause")
+    return Finding(
+        code=str(d["code"]),
+        path=str(d["path"]),
+        position=d.get("position"),
+        message=str(d.get("message", "")),
+        severity=Severity(d["severity"]) if d.get("severity") else None,
+        cause=FindingRef(str(cause["code"]), str(cause["path"]), cause.get("position")) if isinstance(cause, dict) else None,
+    )
+
+
+#: how a log's data may end in a healthy store (anything else: torn, partial, corrupt, unreadable)
+HEALTHY_ENDS = frozenset({"eof", "zeros", "blank", None})

@@ -19,12 +19,12 @@ from tests.conftest import FIXTURES, PROJECT_ROOT
 WIDTHS = (80, 200)
 
 
-def table(width: int, *args: object) -> tuple[int, str]:
+def table(width: int, *args: object, cwd: Path = PROJECT_ROOT) -> tuple[int, str]:
     env = {**os.environ, "COLUMNS": str(width), "TZ": "UTC", "PYTHONPATH": str(PROJECT_ROOT)}
     env.pop("PAGER", None)
     # paths relative to the project, trailing blanks dropped: the goldens hold no checkout's path
     argv = [str(a.relative_to(PROJECT_ROOT)) if isinstance(a, Path) and a.is_relative_to(PROJECT_ROOT) else str(a) for a in args]
-    proc = subprocess.run([sys.executable, "-m", "mqtool", *argv], capture_output=True, text=True, env=env, cwd=PROJECT_ROOT, check=False)
+    proc = subprocess.run([sys.executable, "-m", "mqtool", *argv], capture_output=True, text=True, env=env, cwd=cwd, check=False)
     return proc.returncode, "".join(line.rstrip() + "\n" for line in proc.stdout.splitlines())
 
 
@@ -122,3 +122,116 @@ def test_columns_chooses_and_sizes_the_table():
     lines = out.splitlines()
     assert code == 0 and lines[0].split() == ["OFFSET", "UNIQ", "KEY", "TAGS"]
     assert all(re.fullmatch(r"\s*\d+  [0-9A-F]{32}  \S+", line) for line in lines[1:])
+
+
+VERDICT_FIRST = {
+    "info": r"(HEALTHY|WARNINGS|DAMAGED): \d+ error\(s\), \d+ warning\(s\)",
+    "stats": r"(OK|WARNINGS|DAMAGED): \d+ error\(s\), \d+ warning\(s\) met while reading",
+}
+
+
+def _damaged_kafka(tmp: Path) -> Path:
+    """A copy of the Kafka fixture whose orders-0 segment 30 is cut mid-entry (a torn tail)."""
+    root = tmp / "kafka-logs"
+    shutil.copytree(FIXTURES / "kafka-logs", root)
+    os.truncate(root / "orders-0" / "00000000000000000030.log", 2000)
+    return root
+
+
+def _truncated_rocketmq(tmp: Path) -> Path:
+    """A copy of the RocketMQ fixture whose last CommitLog file is cut short."""
+    root = tmp / "rocketmq-store"
+    shutil.copytree(FIXTURES / "rocketmq-store", root)
+    os.truncate(root / "commitlog" / "00000000000000081920", 3000)
+    return root
+
+
+def _check_table(out: str, width: int, root: Path) -> None:
+    lines = out.splitlines()
+    assert max(map(len, lines)) <= width
+    _identifiers_whole(out, root)
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+@pytest.mark.parametrize("command", ["info", "stats"])
+@pytest.mark.parametrize("store", ["rocketmq-store", "kafka-logs", "jafka-data", "metaq-data"])
+def test_info_and_stats_lead_with_the_verdict(command, store, width):
+    code, out = table(width, command, FIXTURES / store)
+    assert code == 0
+    assert re.match(VERDICT_FIRST[command], out), out.splitlines()[0]
+    assert re.match(r"(HEALTHY|OK): ", out)
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+@pytest.mark.parametrize("command", ["info", "stats"])
+@pytest.mark.parametrize("damage", ["rocketmq", "kafka"])
+def test_damaged_store_verdict_and_what_is_wrong(tmp_path, command, damage, width):
+    root = _truncated_rocketmq(tmp_path) if damage == "rocketmq" else _damaged_kafka(tmp_path)
+    code, out = table(width, command, root.name, cwd=tmp_path)  # relative: the golden holds no temporary path
+    assert code == 1
+    lines = out.splitlines()
+    assert lines[0].startswith("DAMAGED: "), lines[0]
+    assert "what is wrong" in lines[:12]
+    _check_table(out, width, root)
+    text = re.sub(r"\d+(\.\d+)? ?(Bytes|KiB|MiB|GiB|TiB)", "SIZE", out.replace(str(root), "STORE"))
+    if command == "stats":  # disk figures vary with the machine: only the verdict, counts and findings
+        text = text[: text.index("\nper ")]
+        text = re.sub(r"forecast: .*?(?=\n\n)", "forecast: FORECAST", text, flags=re.S)
+    check_golden(f"{command}.{damage}-damaged.table{width}.txt", text)
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_clean_plan_leads_with_plan_line(width):
+    root = FIXTURES / "rocketmq-store"
+    code, out = table(width, "clean", root, "--allow-unconsumed", "--reserved-hours", "0", "--manual", "--now", "1800000000000")
+    assert code == 1
+    lines = out.splitlines()
+    assert re.match(r"PLAN: delete \d+ file\(s\) \(", lines[0])
+    assert "consumer group(s) would lose unconsumed data" in " ".join(lines[:2])
+    _check_table(out, width, root)
+    text = re.sub(r"disk \d+% used\n", "", out)
+    text = re.sub(r"last modified [\d.]+ h ago", "last modified AGE", text)
+    check_golden(f"clean.rocketmq-plan.table{width}.txt", text)
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+@pytest.mark.parametrize("store", ["kafka-logs", "jafka-data", "metaq-data"])
+def test_clean_nothing_or_plan_first(store, width):
+    code, out = table(width, "clean", FIXTURES / store)
+    assert re.match(r"(PLAN: delete \d+ file\(s\)|nothing to clean)", out), out[:200]
+    assert (code == 0) == out.startswith("nothing to clean")
+    _check_table(out, width, FIXTURES / store)
+
+
+def test_clean_long_plan_cut_unless_all():
+    args = ("clean", FIXTURES / "kafka-logs", "--retention-ms", "1", "--now", "1800000000000")
+    _, short = table(200, *args)
+    _, every = table(200, *args, "--all")
+    steps = len(re.findall(r"^ *\d+\. ", every, flags=re.M))
+    assert steps > 20
+    assert len(re.findall(r"^ *\d+\. ", short, flags=re.M)) == 15
+    assert f"... {steps - 15} more step(s) (--all lists them)" in short
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_diff_leads_with_the_verdict(tmp_path, width):
+    code, out = table(width, "diff", FIXTURES / "kafka-logs", FIXTURES / "kafka-logs")
+    assert code == 0 and out.startswith("IDENTICAL: 7 log(s) compared")
+    damaged = _truncated_rocketmq(tmp_path)
+    code, out = table(width, "diff", str(FIXTURES / "rocketmq-store"), damaged.name, cwd=tmp_path)
+    assert code == 1
+    lines = out.splitlines()
+    assert lines[0].startswith("DIFFER"), lines[0]
+    assert "what is wrong" in lines[:8]
+    _check_table(out, width, damaged)
+    check_golden(f"diff.rocketmq-damaged.table{width}.txt", re.sub(r"\d+(\.\d+)? ?(Bytes|KiB)", "SIZE", out.replace(str(FIXTURES), "FIXTURES")))
+
+
+def test_rows_to_show_rule():
+    from mqtool.cli.render import ALL_ROWS_UP_TO, rows_to_show
+
+    small = list(range(ALL_ROWS_UP_TO))
+    assert rows_to_show(small, lambda r: r == 3, all_rows=False) == small  # a small store: every row
+    large = list(range(ALL_ROWS_UP_TO + 5))
+    assert rows_to_show(large, lambda r: r in (3, 7), all_rows=False) == [3, 7]
+    assert rows_to_show(large, lambda r: r in (3, 7), all_rows=True) == large
