@@ -190,7 +190,7 @@ def render_other(console: "Console", doc: dict[str, Any], *, all_rows: bool = Fa
         messages = sum((p.get("log_end_offset") or 0) - (p.get("log_start_offset") or 0) for p in parts)
         counts = (
             f"{tot.get('segments', 0)} segment(s), {humanize.naturalsize(tot.get('log_bytes', 0), binary=True)} of log, "
-            f"{len({p['name'].rsplit('-', 1)[0] for p in parts})} topic(s), {tot.get('partitions', len(parts))} partition(s), "
+            f"{len({p['topic'] for p in parts})} topic(s), {tot.get('partitions', len(parts))} partition(s), "
             f"{humanize.intcomma(messages)} message(s)"
         )
     else:
@@ -203,7 +203,7 @@ def render_other(console: "Console", doc: dict[str, Any], *, all_rows: bool = Fa
     console.print()
 
     def partition_name(p: dict[str, Any]) -> str:
-        return str(p.get("name") or p.get("directory") or "")
+        return str(p.get("directory") or "")
 
     def interesting(p: dict[str, Any]) -> bool:
         return p.get("end_kind") not in HEALTHY_ENDS or bool(p.get("zero_length_files")) or _mentions(findings, partition_name(p))
