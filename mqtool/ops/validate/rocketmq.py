@@ -1072,7 +1072,7 @@ def _validate_rocketmq(path: str | Path, options: ValidateOptions, progress: Pro
     report.facts["max_store_timestamp"] = max_store_ts
 
     # Units and entries pointing past the valid end are knock-ons of the damage that ends it.
-    end_cause = model.valid_end_cause(report.findings, segments, commitlog_end)
+    end_cause = model.valid_end_cause(report.findings, {str(seg.path): seg.base for seg in segments}, commitlog_end)
 
     # phase 3: ConsumeQueues
     queue_ranges: dict[tuple[str, int], tuple[int, int]] = {}

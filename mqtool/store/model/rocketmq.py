@@ -11,7 +11,7 @@ misaligned name, an unexpected entry, a link or a special file.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from mqtool.errors import CorruptDataError, MqError
@@ -521,13 +521,13 @@ def cq_end_finding(path: str, end: cqf.QueueDataEnd) -> Finding | None:
 PAST_END_CODES = frozenset({"RMQ-CQ-PAST-END", "RMQ-IDX-PAST-END"})
 
 
-def valid_end_cause(findings: Iterable[Finding], commitlog: list[rmq.Segment], commitlog_end: int) -> Finding | None:
+def valid_end_cause(findings: Iterable[Finding], bases: Mapping[str, int], commitlog_end: int) -> Finding | None:
     """The CommitLog finding that ends the valid data at commitlog offset ``commitlog_end`` (upstream
     ``CommitLog.recoverNormally`` stops there): among the findings about a CommitLog file (damage,
     not an info-level note such as RMQ-CL-VALID-END) whose commitlog offset (the file's base plus
-    the finding's position) is at or after ``commitlog_end``, the first;
-    None when no damage is there (the data ends cleanly).  Structural: positions only."""
-    bases = {str(seg.path): seg.base for seg in commitlog}
+    the finding's position) is at or after ``commitlog_end``, the first; ``bases`` maps each
+    CommitLog file's path to its base.  None when no damage is there (the data ends cleanly).
+    Structural: positions only."""
     best: tuple[int, Finding] | None = None
     for finding in findings:
         base = bases.get(finding.path)
