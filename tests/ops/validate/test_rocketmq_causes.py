@@ -127,3 +127,31 @@ def test_table_folds_knock_ons_under_the_torn_tail(tmp_path):
     assert out.count("knock-on finding(s) caused by it") == 1
     assert "RMQ-CQ-PAST-END  " not in out  # folded, not listed one by one
     check_golden("validate.rocketmq-truncated-cause.table80.txt", "".join(line.rstrip() + "\n" for line in out.splitlines()))
+
+
+def test_unreadable_file_is_a_root(tmp_path, monkeypatch, capsys):
+    """A ``chmod 000`` CommitLog file, refused at its open as EACCES does for a non-root user
+    (root reads through ``chmod 000``): what points into it is not reported again, and no link
+    dangles."""
+    from mqtool.cli.app import run
+    from mqtool.errors import StoreIOError
+    from mqtool.store import files
+
+    root = _copy(tmp_path)
+    for name in (LAST, "00000000000000049152"):
+        target = root / "commitlog" / name
+        init = files.ReadOnlyFile.__init__
+
+        def refuse(self: files.ReadOnlyFile, path: object, *args: object, _target: Path = target, _init: object = init, **kwargs: object) -> None:
+            if Path(str(path)) == _target:
+                raise StoreIOError("Permission denied", path=Path(str(path)))
+            _init(self, path, *args, **kwargs)  # type: ignore[operator]
+
+        monkeypatch.setattr(files.ReadOnlyFile, "__init__", refuse)
+        assert run(["validate", str(root), "-j", "1", "--json"]) == 1
+        monkeypatch.setattr(files.ReadOnlyFile, "__init__", init)
+        findings = json.loads(capsys.readouterr().out)["findings"]
+        unreadable = [f for f in findings if f["code"] == "RMQ-FILE-UNREADABLE"]
+        assert [f["path"] for f in unreadable] == [str(target)] and "cause" not in unreadable[0]
+        assert not [f for f in findings if f["code"].startswith(("RMQ-CQ-", "RMQ-IDX-")) and "cause" not in f]
+        _links_are_flat(findings)
