@@ -1071,6 +1071,9 @@ def _validate_rocketmq(path: str | Path, options: ValidateOptions, progress: Pro
     report.facts["commitlog_valid_end"] = commitlog_end
     report.facts["max_store_timestamp"] = max_store_ts
 
+    # Units and entries pointing past the valid end are knock-ons of the damage that ends it.
+    end_cause = model.valid_end_cause(report.findings, {str(seg.path): seg.base for seg in segments}, commitlog_end)
+
     # phase 3: ConsumeQueues
     queue_ranges: dict[tuple[str, int], tuple[int, int]] = {}
     if queues and (options.wants("consumequeue") or options.wants("config")):
@@ -1101,7 +1104,7 @@ def _validate_rocketmq(path: str | Path, options: ValidateOptions, progress: Pro
                 file_summaries[fpath] = s
                 report.files.append(s)
             for finding in qres.findings:
-                report.add(finding, file_summaries.get(finding.path))
+                report.add(model.link_knock_on(finding, end_cause), file_summaries.get(finding.path))
     for finding in queue_offsets_model.missing_queue_findings(store, queue_offsets.edges, live=live):
         report.add(finding)
 
@@ -1148,7 +1151,7 @@ def _validate_rocketmq(path: str | Path, options: ValidateOptions, progress: Pro
                 report.files.append(isum)
             index_end_ts = max(index_end_ts, ires.end_timestamp)
             for finding in ires.findings:
-                report.add(finding, isum)
+                report.add(model.link_knock_on(finding, end_cause), isum)
 
     # phase 5: checkpoint, abort, config
     _check_shutdown_state(store, report, max_store_ts, index_end_ts, live)

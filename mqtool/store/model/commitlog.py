@@ -26,7 +26,7 @@ import contextlib
 import os
 import tempfile
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -234,6 +234,26 @@ class DataExtent:
     first: int
     end: int
     damaged: tuple[tuple[int, int], ...] = ()
+    #: The last data file (its path, base and configured size): where the damage that ends the
+    #: valid data is, read only when an entry points past the end (``end_cause``).
+    last: tuple[str, int, int] | None = None
+    _cause: dict[str, Finding | None] = field(default_factory=dict, compare=False, repr=False)
+
+    def end_cause(self) -> Finding | None:
+        """The CommitLog finding that ends the valid data (``model.valid_end_cause`` over how the
+        last data file ends, as validate states it: a torn tail, a broken record, garbage after
+        the valid end); None when the data ends cleanly.  Reads the last file once, on demand."""
+        if self.last is None:
+            return None
+        if "end" not in self._cause:
+            path, base, size = self.last
+            with ReadOnlyFile(Path(path)) as f:
+                walk = rmq.CommitLogFileWalk(f, check_crc=True, last=True, file_size=size, base=base)
+                for _ in walk:
+                    pass
+                found = model.commitlog_file_findings(f, walk, size, last=True)
+            self._cause["end"] = model.valid_end_cause(found, {path: base}, self.end)
+        return self._cause["end"]
 
     def past_end(self, offset: int) -> bool:
         """``offset`` lies past the valid data, outside the damaged bytes: validate's
@@ -246,7 +266,7 @@ class DataExtent:
         when it does not.  Every reader of IndexFile entries (dump index, query by key) asks this."""
         if not self.past_end(offset):
             return None
-        return model.index_past_end_finding(path, position, number, self.end, offset)
+        return model.link_knock_on(model.index_past_end_finding(path, position, number, self.end, offset), self.end_cause())
 
 
 def data_extent(store: rmq.RocketMQStore) -> DataExtent:
@@ -260,7 +280,7 @@ def data_extent(store: rmq.RocketMQStore) -> DataExtent:
     with ReadOnlyFile(seg.path) as f:
         fast = read_file_columns(f, seg.base, file_size=size, is_last=True)
         if fast is not None:
-            return DataExtent(held[0].base, seg.base + fast.end.position)
+            return DataExtent(held[0].base, seg.base + fast.end.position, last=(str(seg.path), seg.base, size))
         walk = rmq.CommitLogFileWalk(f, check_crc=True, last=True, file_size=size, base=seg.base)
         for _ in walk:
             pass
@@ -269,4 +289,4 @@ def data_extent(store: rmq.RocketMQStore) -> DataExtent:
             # a broken record: validate names it and reads on past it (its valid end lies further,
             # where it finds it), so no offset from it on is called past the end here
             damaged += ((seg.base + walk.failed_at, seg.base + max(size, f.size)),)
-        return DataExtent(held[0].base, seg.base + walk.valid_end, damaged)
+        return DataExtent(held[0].base, seg.base + walk.valid_end, damaged, last=(str(seg.path), seg.base, size))

@@ -11,7 +11,7 @@ misaligned name, an unexpected entry, a link or a special file.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from mqtool.errors import CorruptDataError, MqError
@@ -511,3 +511,40 @@ def cq_end_finding(path: str, end: cqf.QueueDataEnd) -> Finding | None:
     if end.kind == "partial":
         return Finding("RMQ-CQ-PARTIAL-UNIT", path, end.position, f"expected whole 20-byte units, found {end.length} trailing byte(s)", length=end.length)
     return None
+
+
+# --- cause links: knock-on findings folded under the CommitLog damage that explains them --------
+
+#: Findings about a ConsumeQueue unit or an IndexFile entry pointing at or past where the
+#: CommitLog's valid data ends: the damage that ends the data there (a torn tail, a broken record,
+#: garbage after the valid end) explains them, so they name it as their ``cause``.
+PAST_END_CODES = frozenset({"RMQ-CQ-PAST-END", "RMQ-IDX-PAST-END"})
+
+
+def valid_end_cause(findings: Iterable[Finding], bases: Mapping[str, int], commitlog_end: int) -> Finding | None:
+    """The CommitLog finding that ends the valid data at commitlog offset ``commitlog_end`` (upstream
+    ``CommitLog.recoverNormally`` stops there): among the findings about a CommitLog file (damage,
+    not an info-level note such as RMQ-CL-VALID-END) whose commitlog offset (the file's base plus
+    the finding's position) is at or after ``commitlog_end``, the first; ``bases`` maps each
+    CommitLog file's path to its base.  None when no damage is there (the data ends cleanly).
+    Structural: positions only."""
+    best: tuple[int, Finding] | None = None
+    for finding in findings:
+        base = bases.get(finding.path)
+        if base is None or finding.position is None or finding.cause is not None or finding.level == Severity.info:
+            continue
+        at = base + finding.position
+        if at < commitlog_end:
+            continue
+        if best is None or at < best[0]:
+            best = (at, finding)
+    return best[1] if best is not None else None
+
+
+def link_knock_on(finding: Finding, end_cause: Finding | None) -> Finding:
+    """``finding`` linked to ``end_cause`` (``valid_end_cause``) when it is a knock-on of it: a
+    unit or entry pointing past the CommitLog's valid end (``PAST_END_CODES``).  Any other finding,
+    or a past-end one with no damage at the end, is returned as it is (its own root)."""
+    if end_cause is not None and finding.cause is None and finding.code in PAST_END_CODES:
+        return finding.caused_by(end_cause)
+    return finding
