@@ -153,6 +153,8 @@ def gather(path: str | Path, layout: str, *, fail_on: Any = None, jobs: int = 1,
         log.total += max(s.size, 1)
         log.segments.append(seg)
         segs[rel] = seg
+    if layout == "rocketmq" and "commitlog" in logs:
+        _place_by_offset(logs["commitlog"])
     known = {f.ref for f in vr.findings}
     for n, f in enumerate(vr.findings):
         rel = relative(f.path, root)
@@ -256,6 +258,30 @@ def gather(path: str | Path, layout: str, *, fail_on: Any = None, jobs: int = 1,
         lag=lag,
         notes=notes,
     )
+
+
+def _place_by_offset(log: Log) -> None:
+    """A CommitLog file is named by its first offset: place each at its offset, and draw a
+    ``missing`` segment where the offsets jump over a file (RocketMQ ``MappedFileQueue``)."""
+    named = [s for s in log.segments if Path(s.path).name.isdigit()]
+    if len(named) != len(log.segments) or not named:
+        return
+    base = int(Path(named[0].path).name)
+    out: list[Segment] = []
+    for seg in named:
+        start = int(Path(seg.path).name)
+        if out:
+            prev = out[-1]
+            expected = base + prev.start + prev.size
+            while prev.size > 0 and expected < start:
+                name = (Path(prev.path).parent / f"{expected:020d}").as_posix()
+                gap = Segment(name, min(prev.size, start - expected), expected - base, "missing")
+                out.append(gap)
+                expected += gap.size
+        seg.start = start - base
+        out.append(seg)
+    log.segments = out
+    log.total = max(s.start + max(s.size, 1) for s in out)
 
 
 def _ordered(logs: list[Log]) -> list[Log]:

@@ -31,7 +31,7 @@ def require() -> tuple[Any, Any]:
 
 def _svg(fig: Any) -> str:
     buf = io.StringIO()
-    fig.savefig(buf, format="svg", bbox_inches="tight", metadata={"Date": None})
+    fig.savefig(buf, format="svg", bbox_inches="tight", metadata={"Date": None, "Creator": None, "Format": None, "Type": None})
     text = buf.getvalue()
     start = text.find("<svg")  # drop the XML prolog and doctype: the SVG is inline
     return text[start:] if start >= 0 else text
