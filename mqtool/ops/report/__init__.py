@@ -114,13 +114,24 @@ def log_name(rel: str, layout: str) -> str:
     return Path(rel).parent.name or parent
 
 
-def end_kind(codes: set[str], status: str) -> str:
+#: How a file ends, by the suffix of a finding code on it (first match wins); a file with none of
+#: them ends healthy (its other findings are drawn as marks, not as its end).
+END_KIND_CODES = (
+    (("-UNREADABLE", "-UNREADABLE-REGION"), "unreadable"),
+    (("KAFKA-LOG-MISSING",), "missing"),
+    (("-TORN-TAIL",), "torn"),
+    (("-GARBAGE",), "garbage"),
+    (("-ZERO-TAIL",), "zeros"),
+    (("-IN-PROGRESS",), "in-progress"),
+)
+
+
+def end_kind(codes: set[str]) -> str:
     """The end kind of a file from its findings' stable codes (never from message text)."""
-    pairs = (("UNREADABLE", "unreadable"), ("MISSING", "missing"), ("TORN", "torn"), ("GARBAGE", "garbage"), ("ZERO", "zeros"))
-    for needle, kind in pairs + (("IN_PROGRESS", "in-progress"),):
-        if any(needle in c for c in codes):
+    for suffixes, kind in END_KIND_CODES:
+        if any(c.endswith(suffixes) for c in codes):
             return kind
-    return "healthy" if status != "error" else "torn"
+    return "healthy"
 
 
 def gather(path: str | Path, layout: str, *, fail_on: Any = None, jobs: int = 1, now_ms: int | None = None, validation: Any = None) -> Report:
@@ -149,7 +160,7 @@ def gather(path: str | Path, layout: str, *, fail_on: Any = None, jobs: int = 1,
         rel = relative(s.path, root)
         log = logs.setdefault(log_name(rel, layout), Log(log_name(rel, layout)))
         codes = {f.code for f in by_file.get(rel, [])}
-        seg = Segment(rel, s.size, log.total, end_kind(codes, s.status))
+        seg = Segment(rel, s.size, log.total, end_kind(codes))
         log.total += max(s.size, 1)
         log.segments.append(seg)
         segs[rel] = seg
@@ -185,6 +196,10 @@ def gather(path: str | Path, layout: str, *, fail_on: Any = None, jobs: int = 1,
     plan_fn, _apply, recover_options = recoverer(layout)
     rplan = plan_fn(path, recover_options())
     recover = [_step(st, root, "recover", segs) for st in rplan.steps]
+    for seg in segs.values():  # a log file whose tail the recover plan cuts past its valid end is torn
+        ends = {f.code for f in by_file.get(seg.path, []) if f.code.endswith("-VALID-END")}
+        if seg.end_kind == "healthy" and ends and any(c.action == "cut" for c in seg.cuts):
+            seg.end_kind = "torn"
     recover_totals = {"steps": len(rplan.steps), "bytes_cut": rplan.bytes_cut, "files_deleted": rplan.files_deleted, "records_dropped": rplan.records_dropped}
 
     # the clean plan with its defaults (never applied)
