@@ -18,6 +18,9 @@ from typing import Any
 #: Finding marks drawn per file at most; the rest are counted in a "+N more" mark.
 MARKS_PER_FILE = 20
 
+#: The log the files at the store root are drawn under.
+ROOT_LOG = "(root)"
+
 END_KINDS = ("healthy", "zeros", "in-progress", "torn", "garbage", "missing", "unreadable")
 
 
@@ -109,9 +112,11 @@ def log_name(rel: str, layout: str) -> str:
     """The log a file belongs to: its directory (RocketMQ's ``commitlog``, ``index``,
     ``consumequeue/<topic>/<queue>``; a Kafka / Jafka / MetaQ partition ``<topic>-<partition>``)."""
     parent = Path(rel).parent.as_posix()
+    if parent == ".":  # a file at the root (checkpoints, meta.properties, RocketMQ's lock)
+        return ROOT_LOG
     if layout == "rocketmq":
-        return parent if parent != "." else rel
-    return Path(rel).parent.name or parent
+        return parent
+    return Path(rel).parent.name
 
 
 #: How a file ends, by the suffix of a finding code on it (first match wins); a file with none of
@@ -301,7 +306,7 @@ def _place_by_offset(log: Log) -> None:
 
 def _ordered(logs: list[Log]) -> list[Log]:
     """commitlog first, then the consume queues, then index; others by name."""
-    rank = {"commitlog": 0, "index": 2}
+    rank = {"commitlog": 0, "index": 2, ROOT_LOG: 3}
     return sorted(logs, key=lambda lg: (rank.get(lg.name, 1), lg.name))
 
 

@@ -70,3 +70,16 @@ def test_clean_plan_keeps_unconsumed_files_and_says_so(store: Path) -> None:
     drawn = {c.path for log in r.logs for s in log.segments for c in s.cuts if c.kind == "clean"}
     assert drawn == {c["path"] for c in r.clean}
     assert r.clean_notes, "consumer protection holds files back and notes it"
+
+
+def test_kafka_torn_tail_is_drawn_torn_and_logs_are_partitions(tmp_path: Path) -> None:
+    store = tmp_path / "kafka"
+    shutil.copytree(FIXTURE.parent / "kafka-logs", store)
+    seg = store / "events-0" / "00000000000000000000.log"
+    seg.write_bytes(seg.read_bytes() + b"\x00" * 7 + b"\x09\x00\x00\x01\x00\x01\x02")  # a header cut short
+    r = gather(store, "kafka")
+    names = [log.name for log in r.logs]
+    assert "events-0" in names and names[-1] == "(root)" and "." not in names
+    drawn = {s.path: s.end_kind for log in r.logs for s in log.segments}
+    assert drawn["events-0/00000000000000000000.log"] == "torn"
+    assert any(g["code"] == "KAFKA-LOG-TORN-TAIL" for g in r.groups)
