@@ -71,3 +71,13 @@ def test_missing_extra_exits_4(argv: list[str], tmp_path: Path, monkeypatch: pyt
     err = capsys.readouterr().err
     assert "pip install 'mqtool[report]'" in err and "Traceback" not in err
     assert not out.exists()
+
+
+def test_config_sets_the_file_sizes_validate_judges_by(tmp_path: Path) -> None:
+    store = str(FIXTURES / "rocketmq-store")
+    good, bad = tmp_path / "good.conf", tmp_path / "bad.conf"
+    good.write_text("mappedFileSizeCommitLog=16384\n")
+    bad.write_text("mappedFileSizeCommitLog=32768\n")
+    assert run(["report", store, "--out", str(tmp_path / "a.html"), "--config", str(good)]) == 0
+    assert run(["report", store, "--out", str(tmp_path / "b.html"), "--config", str(bad)]) == run(["validate", store, "--config", str(bad), "-q"]) == 1
+    assert run(["report", str(FIXTURES / "kafka-logs"), "--out", str(tmp_path / "k.html"), "--config", str(good)]) == 2

@@ -139,9 +139,20 @@ def end_kind(codes: set[str]) -> str:
     return "healthy"
 
 
-def gather(path: str | Path, layout: str, *, fail_on: Any = None, jobs: int = 1, now_ms: int | None = None, validation: Any = None) -> Report:
+def gather(
+    path: str | Path,
+    layout: str,
+    *,
+    fail_on: Any = None,
+    jobs: int = 1,
+    now_ms: int | None = None,
+    validation: Any = None,
+    sizes: dict[str, int | None] | None = None,
+) -> Report:
     """Run validate (unless ``validation`` is validate's report already made), the recover and
-    clean plans, stats and lag on the store at ``path``."""
+    clean plans, stats and lag on the store at ``path``; ``sizes`` are RocketMQ's file sizes and
+    index geometry (``commitlog_file_size``, ``cq_file_size``, ``index_hash_slot_num``,
+    ``index_num``) when not the detected ones (``--config``)."""
     from mqtool.findings import Severity
     from mqtool.ops.clean import cleaner
     from mqtool.ops.lag import store_lag
@@ -150,7 +161,7 @@ def gather(path: str | Path, layout: str, *, fail_on: Any = None, jobs: int = 1,
     from mqtool.ops.validate import ValidateOptions, validate_path
 
     now = now_ms if now_ms is not None else int(time.time() * 1000)
-    options = ValidateOptions(fail_on=fail_on or Severity.error, jobs=jobs)
+    options = ValidateOptions(fail_on=fail_on or Severity.error, jobs=jobs, **(sizes or {}))  # type: ignore[arg-type]
     vr = validation if validation is not None else validate_path(path, options, layout)
     root = vr.root
     notes: list[str] = []
