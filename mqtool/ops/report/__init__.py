@@ -153,6 +153,7 @@ def gather(
     clean plans, stats and lag on the store at ``path``; ``sizes`` are RocketMQ's file sizes and
     index geometry (``commitlog_file_size``, ``cq_file_size``, ``index_hash_slot_num``,
     ``index_num``) when not the detected ones (``--config``)."""
+    from mqtool.errors import MqError
     from mqtool.findings import Severity
     from mqtool.ops.clean import cleaner
     from mqtool.ops.lag import store_lag
@@ -237,7 +238,7 @@ def gather(
     lag: list[dict[str, Any]] = []
     try:
         lr = store_lag(path, layout)
-    except Exception as exc:  # noqa: BLE001 - a store without offsets still has a report
+    except MqError as exc:  # Jafka / MetaQ keep offsets in ZooKeeper (unsupported): the page says so
         notes.append(f"lag: {exc}")
         lr = None
     if lr is not None:
