@@ -22,19 +22,8 @@ from typing import Any
 
 import pytest
 
-CHROMIUM = Path(os.environ.get("MQTOOL_CHROMIUM", "/usr/bin/chromium"))
-#: headless, and no traffic of Chromium's own: without the background-networking flags an
-#: offline machine floods refused connections (updates, sync, field trials, QUIC probes)
-LAUNCH_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
+from tests.browser.chromium import AFTER_LAYOUT, CHROMIUM, foreign, launch
+
 VIEWPORT = {"width": 1280, "height": 900}
 
 
@@ -54,7 +43,7 @@ def browser() -> Iterator[Any]:
     except ImportError:
         _unavailable("Playwright is not installed (pip install '.[test]')")
     with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=str(CHROMIUM), args=LAUNCH_ARGS)
+        b = launch(p)
         try:
             yield b
         finally:
@@ -71,7 +60,7 @@ class Opened:
     errors: list[str] = field(default_factory=list)
 
     def foreign_requests(self) -> list[str]:
-        return [u for u in self.requests if u != self.url and not u.startswith("data:")]
+        return foreign(self.requests, self.url)
 
     def check_offline(self) -> None:
         assert not self.foreign_requests(), f"the page makes network requests: {self.foreign_requests()}"
@@ -94,7 +83,7 @@ class ReportViewer:
         page.on("pageerror", lambda e: opened.errors.append(str(e)))
         page.goto(opened.url, wait_until="load")
         # one frame after layout: what a person sees once the page has painted
-        page.evaluate("() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))")
+        page.evaluate(AFTER_LAYOUT)
         self.opened.append(opened)
         opened.check_offline()
         return opened
