@@ -66,3 +66,36 @@ def test_no_chromium_skips_locally_and_fails_in_ci(monkeypatch):
     monkeypatch.setenv("CI", "true")
     with pytest.raises(pytest.fail.Exception, match="cannot run in CI"):
         conftest._unavailable("no Chromium at /nowhere")
+
+
+MAP = """
+<style>
+  #map .log {{ position: relative; width: 1000px; height: 40px; margin: 10px; }}
+  #map .segment {{ position: absolute; top: 0; height: 40px; background: #9c9; }}
+  #map .finding-mark {{ position: absolute; top: 5px; width: 4px; height: 30px; background: red; }}
+</style>
+<div id="map"><div class="log" data-log="commitlog">
+  <div class="segment" data-path="commitlog/0" style="left: 10%; width: 50%">
+    <div class="finding-mark" id="f-1" data-path="commitlog/0" style="left: {left}%"></div>
+  </div>
+</div></div>
+"""
+
+
+@pytest.mark.parametrize(("left", "good"), [(50, True), (49.5, True), (90, False), (120, False)])
+def test_a_mark_is_checked_where_it_is_drawn(browser, tmp_path, left, good):
+    """The geometry check of the report tests: a mark at byte 500 of a 1000-byte file is drawn
+    half-way along its segment; drawn elsewhere (or outside the segment) it fails."""
+    from tests.browser.test_report import assert_at_position
+
+    viewer = ReportViewer(browser, tmp_path)
+    try:
+        page = viewer.open(_page(tmp_path, MAP.format(left=left))).page
+        mark = page.locator("#f-1")
+        if good:
+            assert_at_position(page, mark, "commitlog/0", 500, 1000)
+        else:
+            with pytest.raises(AssertionError):
+                assert_at_position(page, mark, "commitlog/0", 500, 1000)
+    finally:
+        viewer.close()
