@@ -3,7 +3,8 @@
 ``Layout`` is a ``str`` enum (``Layout.KAFKA == "kafka"``), so reports and JSON keep the plain
 names.  ``DETECTORS`` is the registry of detection: for each layout the store-level predicate
 (``is_<layout>_path(path) -> bool``: a store root, or a directory/file inside one such as a single
-partition), imported plainly from ``store/``.  ``--layout`` skips detection.
+partition) of ``store/``, whose module each predicate here imports plainly when it is first called.
+``--layout`` skips detection.
 
 Each verb in ``ops/`` keeps a plain ``{Layout: function}`` table built from plain imports;
 ``for_layout`` looks a layout up in it.  A layout a verb lacks is absent from its table and is
@@ -21,10 +22,6 @@ from typing import TypeVar
 
 from mqtool.errors import StoreLayoutError, UnsupportedFormatError
 from mqtool.store.files import check_path
-from mqtool.store.jafka import is_jafka_path
-from mqtool.store.kafka import is_kafka_path
-from mqtool.store.metaq import is_metaq_path
-from mqtool.store.rocketmq import is_rocketmq_path
 
 T = TypeVar("T")
 
@@ -50,6 +47,40 @@ class Layout(StrEnum):
 LAYOUTS: tuple[str, ...] = tuple(layout.value for layout in Layout)
 
 Predicate = Callable[[Path], bool]
+
+
+# Each predicate imports its layout's store module when it is first asked: detecting a RocketMQ
+# store loads none of the other layouts' readers (``mqtool info`` starts within 2.5x of importing
+# typer and rich, ``bench/startup.py``).
+
+
+def is_rocketmq_path(path: Path) -> bool:
+    """``store.rocketmq.is_rocketmq_path``: a RocketMQ store root, or a directory/file inside one."""
+    from mqtool.store import rocketmq
+
+    return rocketmq.is_rocketmq_path(path)
+
+
+def is_kafka_path(path: Path) -> bool:
+    """``store.kafka.is_kafka_path``: a Kafka log dir, a partition dir, or a file inside one."""
+    from mqtool.store import kafka
+
+    return kafka.is_kafka_path(path)
+
+
+def is_metaq_path(path: Path) -> bool:
+    """``store.metaq.is_metaq_path``: a MetaQ segment or archive, a partition dir or a data dir."""
+    from mqtool.store import metaq
+
+    return metaq.is_metaq_path(path)
+
+
+def is_jafka_path(path: Path) -> bool:
+    """``store.jafka.is_jafka_path``: a Jafka segment, a partition dir or a data dir."""
+    from mqtool.store import jafka
+
+    return jafka.is_jafka_path(path)
+
 
 #: layout -> store-level predicate, tried in this order: the most specific markers first (a MetaQ
 #: data dir is checked before a Jafka one).

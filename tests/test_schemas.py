@@ -211,3 +211,71 @@ def test_a_schema_refuses_what_the_document_does_not_hold(workdir: Path) -> None
     assert not validator.is_valid({**doc, "findings": [{"code": "RMQ-NO-SUCH", "severity": "error"}]})
     row = json.loads(mqtool("dump", "commitlog", FIXTURES / "rocketmq-store", "--jsonl", "--limit", "1")[1])
     assert not jsonschema.Draft202012Validator(schema("dump-commitlog")).is_valid({**row, "phy_offset": row["commitlog_offset"]})
+
+
+# --- one spelling per field ----------------------------------------------------------------------
+
+#: spellings retired for the stable vocabulary (CHANGELOG "Renamed JSON fields"): a CommitLog
+#: position is ``commitlog_offset``, a log's range is ``log_start_offset`` / ``log_end_offset``
+RETIRED = {
+    "commit_log_offset": "commitlog_offset",
+    "phy_offset": "commitlog_offset",
+    "begin_phy_offset": "begin_commitlog_offset",
+    "end_phy_offset": "end_commitlog_offset",
+    "max_physic_offset": "max_commitlog_offset",
+    "min_offset": "log_start_offset",
+    "max_offset": "log_end_offset",
+    "valid_end_offset": "log_end_offset",
+}
+#: per document: stats is computed for every layout, and only RocketMQ has STORETIMESTAMP
+RETIRED_IN = {
+    "stats": {"first_store_timestamp": "first_timestamp", "last_store_timestamp": "last_timestamp", "store_timestamp": "timestamp"},
+}
+#: report documents on one store: the store is ``root``
+ROOTED = ("validate", "info", "stats", "lag", "plan")
+
+
+def _declared(node: object, where: str = "") -> Iterator[tuple[str, str, object]]:
+    """``(where, property name, its schema)`` for every property any object schema declares."""
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if key == "properties" and isinstance(value, dict):
+                for name, sub in value.items():
+                    yield f"{where}/{name}", name, sub
+            yield from _declared(value, f"{where}/{key}")
+    elif isinstance(node, list):
+        for i, value in enumerate(node):
+            yield from _declared(value, f"{where}/{i}")
+
+
+def test_no_schema_declares_a_retired_spelling() -> None:
+    for name in SCHEMAS:
+        retired = {**RETIRED, **RETIRED_IN.get(name, {})}
+        for where, prop, _ in _declared(schema(name)):
+            assert prop not in retired, f"{name}.json{where}: retired spelling, the field is {retired[prop]!r}"
+
+
+def test_a_partition_is_a_number_and_a_store_is_its_root() -> None:
+    """``partition`` is the partition's number wherever it appears (a directory name is
+    ``directory``), and every report on one store names it ``root``."""
+    seen = 0
+    for name in SCHEMAS:
+        for where, prop, sub in _declared(schema(name)):
+            if prop == "partition":
+                seen += 1
+                types = sub.get("type") if isinstance(sub, dict) else None
+                types = [types] if isinstance(types, str) else types
+                assert types and set(types) <= {"integer", "null"}, f"{name}.json{where}: {sub}"
+    assert seen >= 6, seen
+    for name in ROOTED:
+        top = schema(name)
+        props = top.get("properties", {})
+        layouts = [d for d in top.get("$defs", {}).values() if isinstance(d, dict) and "root" in d.get("properties", {})]
+        assert "root" in props or layouts, f"{name}.json: no root"
+        assert "path" not in props, f"{name}.json: the store is root, not path"
+
+
+def test_the_retired_check_fails_on_a_retired_spelling() -> None:
+    """The vocabulary check is not vacuous: a schema declaring an old spelling is caught."""
+    bad = {"type": "object", "properties": {"rows": {"type": "array", "items": {"type": "object", "properties": {"phy_offset": {"type": "integer"}}}}}}
+    assert [prop for _, prop, _ in _declared(bad) if prop in RETIRED] == ["phy_offset"]

@@ -117,7 +117,7 @@ def dump_kafka_log(
                 if not records_only:
                     yield batch_row(item, decode=mode, table=table)
                 for record in item.records or ():
-                    yield record_row(item.batch, item.target.partition_name, record, decode=mode, table=table)
+                    yield record_row(item.batch, item.target.topic, item.target.partition_id, record, decode=mode, table=table)
                 advance(engine.bytes_done - done)
                 done = engine.bytes_done
 

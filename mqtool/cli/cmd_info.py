@@ -23,27 +23,35 @@ def info(
     Sizes and times are humanized in the table and raw (bytes, ms since epoch) in JSON."""
     from mqtool.cli.common import renderer
     from mqtool.cli.render import render_generic
-    from mqtool.layouts import detect_layout
+    from mqtool.layouts import Layout, detect_layout
     from mqtool.ops.info import store_info
-    from mqtool.ops.info.rocketmq import StoreInfo
 
     out = renderer(fmt, as_json, as_jsonl)
-    result = store_info(path, detect_layout(path, layout))
-    doc = result.to_dict()
-    if isinstance(result, StoreInfo):
-        out.document(doc, lambda console: render_info(console, result))
+    detected = detect_layout(path, layout)
+    result = store_info(path, detected)
+    doc = result.to_dict()  # type: ignore[attr-defined]
+    rocketmq = _rocketmq_info(result) if detected is Layout.ROCKETMQ else None
+    if rocketmq is not None:
+        out.document(doc, lambda console: render_info(console, rocketmq))
     else:
         out.document(doc, lambda console: render_generic(console, doc))
     for problem in doc.get("problems", []):
         out.warn(str(problem))
-    if isinstance(result, StoreInfo):
+    if rocketmq is not None:
         # every gap and damage on info's path, with validate's code and position (a torn tail is
         # a warning: exit 0, as in validate)
-        out.findings(result.findings)
+        out.findings(rocketmq.findings)
     else:
         for error in doc.get("errors", []):  # damaged data met where info reads
             out.error(str(error))
     return ExitCode.FINDINGS if doc.get("errors") else ExitCode.OK
+
+
+def _rocketmq_info(result: object) -> "StoreInfo | None":
+    """``result`` as the RocketMQ report (its module is loaded only for a RocketMQ store)."""
+    from mqtool.ops.info.rocketmq import StoreInfo
+
+    return result if isinstance(result, StoreInfo) else None
 
 
 def _span(first: int | None, last: int | None) -> str:
@@ -73,7 +81,7 @@ def render_info(console: "Console", r: "StoreInfo") -> None:
     facts.add_row("broker lock", f"held by pid {r.broker_lock_pid}" if r.broker_lock_pid is not None else "free")
     size = humanize.naturalsize(cl.file_size, binary=True) if cl.file_size else "-"
     facts.add_row("commitlog", f"{cl.files} files of {size}, {humanize.naturalsize(cl.bytes_on_disk, binary=True)} on disk")
-    facts.add_row("commitlog offsets", f"{cl.min_offset} .. {cl.max_offset} (data ends with: {cl.end_kind or '-'})")
+    facts.add_row("commitlog offsets", f"{cl.log_start_offset} .. {cl.log_end_offset} (data ends with: {cl.end_kind or '-'})")
     facts.add_row("store times", _span(cl.first_store_timestamp, cl.last_store_timestamp))
     if cl.zero_length_files:
         facts.add_row("zero-length files", ", ".join(cl.zero_length_files))
@@ -92,7 +100,10 @@ def render_info(console: "Console", r: "StoreInfo") -> None:
         facts.add_row("consumer groups", str(r.consumer_groups))
     console.print(facts)
     if r.queues:
-        rows = [[q.topic, str(q.queue_id), str(q.files), str(q.min_offset), str(q.max_offset), humanize.intcomma(q.max_offset - q.min_offset)] for q in r.queues]
+        rows = [
+            [q.topic, str(q.queue_id), str(q.files), str(q.log_start_offset), str(q.log_end_offset), humanize.intcomma(q.log_end_offset - q.log_start_offset)]
+            for q in r.queues
+        ]
         fit_table(console, "consume queues", ["topic", "queue", "files", "min offset", "max offset", "messages"], rows, justify=["left"] + ["right"] * 5)
     if r.index_files:
         rows = []
@@ -105,8 +116,8 @@ def render_info(console: "Console", r: "StoreInfo") -> None:
                         i.name,
                         humanize.naturalsize(i.size, binary=True),
                         humanize.intcomma(max((i.index_count or 1) - 1, 0)),
-                        str(i.begin_phy_offset),
-                        str(i.end_phy_offset),
+                        str(i.begin_commitlog_offset),
+                        str(i.end_commitlog_offset),
                         iso_ms(i.begin_timestamp) or "-",
                         iso_ms(i.end_timestamp) or "-",
                     ]

@@ -102,7 +102,7 @@ def render_stats(console: "Console", doc: dict) -> None:
             doc["layout"],
             f"{doc['root']}: {humanize.intcomma(tot['messages'])} messages, {_size(tot['bytes'])} "
             f"in {tot['queues']} {'queues' if queue_key == 'queue_id' else 'partitions'}, "
-            f"{_time(tot['first_store_timestamp'])} .. {_time(tot['last_store_timestamp'])} ({doc['time_source']})",
+            f"{_time(tot['first_timestamp'])} .. {_time(tot['last_timestamp'])} ({doc['time_source']})",
         )
     )
     unit_col = "queue" if queue_key == "queue_id" else "partition"
@@ -128,14 +128,14 @@ def render_stats(console: "Console", doc: dict) -> None:
             str(t["queues"]),
             humanize.intcomma(t["messages"]),
             _size(t["bytes"]),
-            _time(t["first_store_timestamp"], short=True),
-            _time(t["last_store_timestamp"], short=True),
+            _time(t["first_timestamp"], short=True),
+            _time(t["last_timestamp"], short=True),
         ]
         for t in doc["topics"]
     ]
     _print_table(console, "per topic", ["topic", "queues" if queue_key == "queue_id" else "parts", "messages", "bytes", "first", "last"], rows, left={"first", "last"})
     if doc["largest"]:
-        rows = [[_size(m["size"]), m["name"], str(m["offset"]), _time(m["store_timestamp"])] for m in doc["largest"]]
+        rows = [[_size(m["size"]), m["name"], str(m["offset"]), _time(m["timestamp"])] for m in doc["largest"]]
         headers = ["size", "queue" if queue_key == "queue_id" else "partition", "offset", "time"]
         _print_table(console, "largest messages", headers, rows, left={"queue", "partition", "time"})
     d = doc["disk"]

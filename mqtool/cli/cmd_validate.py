@@ -24,6 +24,7 @@ class ValidateFormat(str, enum.Enum):
     json = "json"
     jsonl = "jsonl"
     junit = "junit"
+    html = "html"
     openmetrics = "openmetrics"
 
 
@@ -74,7 +75,7 @@ def validate(
         ),
     ] = False,
     fmt: Annotated[
-        ValidateFormat, typer.Option("--format", "-f", metavar="<format>", help="table, json (one document), jsonl (findings), junit (XML), openmetrics.")
+        ValidateFormat, typer.Option("--format", "-f", metavar="<format>", help="table, json (one document), jsonl (findings), junit (XML), html (report), openmetrics.")
     ] = ValidateFormat.table,
     metrics_file: MetricsFileOpt = None,
     all_files: Annotated[bool, flag("--all", help="List every file in the table, not only those with findings.")] = False,
@@ -98,6 +99,10 @@ def validate(
     from mqtool.ops.validate import ValidateOptions, default_jobs, validate_path
 
     fmt = pick_format(fmt, as_json, as_jsonl)
+    if fmt is ValidateFormat.html:
+        from mqtool.ops.report.html import require
+
+        require()  # before the work: exit 4 naming mqtool[report] when it is not installed
     detected = detect_layout(path, layout)
     chosen = _parse_checks(checks)
     if checks:
@@ -138,7 +143,7 @@ def validate(
     )
     out = Renderer(
         OutputFormat.table
-        if fmt in (ValidateFormat.table, ValidateFormat.junit)
+        if fmt in (ValidateFormat.table, ValidateFormat.junit, ValidateFormat.html)
         else OutputFormat.json
         if fmt is ValidateFormat.openmetrics
         else OutputFormat(fmt.value)
@@ -157,6 +162,12 @@ def validate(
         out.stream((f.to_dict() for f in report.findings), FINDING_COLUMNS)
     elif fmt is ValidateFormat.junit:
         out.out.write(render_junit(report))
+    elif fmt is ValidateFormat.html:
+        from mqtool.cli import settings
+        from mqtool.ops.report import gather
+        from mqtool.ops.report.html import render_html
+
+        out.out.write(render_html(gather(path, str(detected), fail_on=fail_on, jobs=options.jobs, validation=report), utc=settings.utc()))
     elif fmt is ValidateFormat.table:
         paged(out.console, lambda console: render_table(console, report, all_files=all_files))
     out.out.flush()

@@ -89,7 +89,8 @@ def batch_row(item, *, decode: BodyDecode, table: bool) -> dict:
     row = {
         "kind": "batch",
         "file": str(b.file),
-        "partition": item.target.partition_name,
+        "topic": item.target.topic,
+        "partition": item.target.partition_id,
         "position": b.position,
         "base_offset": b.base_offset,
         "last_offset": b.last_offset,
@@ -138,10 +139,11 @@ def batch_row(item, *, decode: BodyDecode, table: bool) -> dict:
     return row
 
 
-def record_row(batch, partition: str | None, record, *, decode: BodyDecode, table: bool) -> dict:
+def record_row(batch, topic: str | None, partition: int | None, record, *, decode: BodyDecode, table: bool) -> dict:
     row = {
         "kind": "record",
         "file": str(batch.file),
+        "topic": topic,
         "partition": partition,
         "batch_position": batch.position,
         "offset": record.offset,
@@ -264,7 +266,7 @@ def snapshot_row(row, *, table: bool) -> dict:
 
 def hit_row(hit, *, decode: BodyDecode, table: bool) -> dict:
     """A query answer: the record row plus its batch's main fields and how it was found."""
-    row = record_row(hit.batch, hit.partition, hit.record, decode=decode, table=False)
+    row = record_row(hit.batch, hit.topic, hit.partition, hit.record, decode=decode, table=False)
     b = hit.batch
     row.update(
         {
@@ -279,13 +281,14 @@ def hit_row(hit, *, decode: BodyDecode, table: bool) -> dict:
     )
     row.pop("kind")
     if table:
+        row["partition_name"] = f"{hit.topic}-{hit.partition}" if hit.topic is not None else None
         row["time"] = iso_ms(hit.record.timestamp) if hit.record.timestamp >= 0 else None
         row["summary"] = record_summary(row)
     return row
 
 
 QUERY_COLUMNS = [
-    Column("partition", "PARTITION", 20),
+    Column("partition_name", "PARTITION", 20),
     Column("offset", "OFFSET", 12, ">"),
     Column("time", "TIME", 29),
     Column("batch_position", "POSITION", 10, ">"),

@@ -13,8 +13,6 @@ from __future__ import annotations
 import hashlib
 import zlib
 
-import crc32c as _crc32c
-
 from mqtool.formats._binary import Buffer
 
 
@@ -30,6 +28,10 @@ def masked_crc32(data: Buffer) -> int:
 
 
 def crc32c(data: Buffer, value: int = 0) -> int:
+    # imported on first use: the crc32c package reads its own metadata (importlib.metadata) and
+    # imports argparse when it loads, which the layouts without CRC-32C (RocketMQ, Jafka, MetaQ) skip
+    import crc32c as _crc32c
+
     return _crc32c.crc32c(data, value) & 0xFFFFFFFF
 
 

@@ -20,11 +20,6 @@ from pathlib import Path
 from mqtool.errors import StoreLayoutError
 from mqtool.findings import Finding, Severity
 from mqtool.layouts import Layout, for_layout
-from mqtool.store import jafka as sj
-from mqtool.store import kafka as ks
-from mqtool.store import metaq as sm
-from mqtool.store.model import kafka as km
-from mqtool.store.model import legacy as lm
 
 #: what a reader of the log reads: the files, the log and its offsets (``KAFKA-LOG-MISSING``, the
 #: log ending below what its checkpoints vouch for, is of the log family); not the checkpoint
@@ -37,18 +32,29 @@ UNREADABLE = frozenset({"KAFKA-FILE-UNREADABLE", "JAFKA-UNREADABLE", "METAQ-UNRE
 
 
 def _kafka(path: Path, families: frozenset[str]) -> Iterator[Finding]:
+    from mqtool.store import kafka as ks
+    from mqtool.store.model import kafka as km
+
     return km.findings(ks.open_kafka(path), checks=families)
 
 
 def _jafka(path: Path, families: frozenset[str]) -> Iterator[Finding]:
+    from mqtool.store import jafka as sj
+    from mqtool.store.model import legacy as lm
+
     return lm.findings(sj.open_jafka(path), "jafka")
 
 
 def _metaq(path: Path, families: frozenset[str]) -> Iterator[Finding]:
+    from mqtool.store import metaq as sm
+    from mqtool.store.model import legacy as lm
+
     return lm.findings(sm.open_metaq(path), "metaq")
 
 
-#: The store model's reading of each layout a reader of logs reads: ``(path, families) -> findings``.
+#: The store model's reading of each layout a reader of logs reads: ``(path, families) -> findings``;
+#: each imports its layout's store and model modules when called (a Kafka reader loads no Jafka or
+#: MetaQ module, and the reverse).
 READINGS: dict[Layout, Callable[[Path, frozenset[str]], Iterator[Finding]]] = {Layout.KAFKA: _kafka, Layout.JAFKA: _jafka, Layout.METAQ: _metaq}
 
 

@@ -298,8 +298,8 @@ class StoreStats:
                     "queues": 0,
                     "messages": 0,
                     "bytes": 0,
-                    "first_store_timestamp": None,
-                    "last_store_timestamp": None,
+                    "first_timestamp": None,
+                    "last_timestamp": None,
                     "max_message_size": 0,
                     "_tags": None,
                     "_keys": None,
@@ -309,8 +309,8 @@ class StoreStats:
             t["messages"] += u.messages
             t["bytes"] += u.bytes
             t["max_message_size"] = max(t["max_message_size"], u.max_size)
-            t["first_store_timestamp"] = _min(t["first_store_timestamp"], u.first_timestamp)
-            t["last_store_timestamp"] = _max(t["last_store_timestamp"], u.last_timestamp)
+            t["first_timestamp"] = _min(t["first_timestamp"], u.first_timestamp)
+            t["last_timestamp"] = _max(t["last_timestamp"], u.last_timestamp)
             for attr, key in (("tags", "_tags"), ("keys", "_keys")):
                 sketch = getattr(u, attr)
                 if sketch is not None:
@@ -385,8 +385,8 @@ class StoreStats:
                     queue_key: u.queue,
                     "messages": u.messages,
                     "bytes": u.bytes,
-                    "first_store_timestamp": u.first_timestamp,
-                    "last_store_timestamp": u.last_timestamp,
+                    "first_timestamp": u.first_timestamp,
+                    "last_timestamp": u.last_timestamp,
                     "messages_per_s": round(mps, 3) if mps is not None else None,
                     "bytes_per_s": round(bps, 1) if bps is not None else None,
                     "max_message_size": u.max_size,
@@ -403,8 +403,8 @@ class StoreStats:
                 "queues": len(self.units),
                 "messages": total_messages,
                 "bytes": total_bytes,
-                "first_store_timestamp": first,
-                "last_store_timestamp": last,
+                "first_timestamp": first,
+                "last_timestamp": last,
                 "messages_per_s": round(total_messages / span, 3) if span else None,
                 "bytes_per_s": round(total_bytes / span, 1) if span else None,
             },
@@ -417,7 +417,7 @@ class StoreStats:
             "units": units,
             "topics": self.topics(),
             "largest": [
-                {"size": m.size, "name": m.unit, "topic": m.topic, queue_key: m.queue, "offset": m.offset, "store_timestamp": m.timestamp}
+                {"size": m.size, "name": m.unit, "topic": m.topic, queue_key: m.queue, "offset": m.offset, "timestamp": m.timestamp}
                 for m in self.largest
             ],
             "disk": self.forecast(),

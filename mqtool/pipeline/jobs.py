@@ -346,7 +346,7 @@ def pointer_checks(
 def consumequeue_findings(units: DataFrame, messages: DataFrame, bounds: DataFrame, ranges: DataFrame) -> DataFrame:
     """Every ConsumeQueue unit against the CommitLog record it points at."""
     units = units.where(F.col("kind") != "filler")
-    expired, past, inside = pointer_checks(units, "commit_log_offset", bounds, ranges)
+    expired, past, inside = pointer_checks(units, "commitlog_offset", bounds, ranges)
     expired_f = expired.groupBy("source", "file").agg(F.count("*").alias("n"), F.first("commitlog_min").alias("min"))
     expired_f = expired_f.withColumn("qdir", F.regexp_replace("file", "/[^/]*$", ""))
     expired_f = expired_f.groupBy("source", "qdir").agg(F.sum("n").alias("n"), F.first("min").alias("min"))
@@ -369,7 +369,7 @@ def consumequeue_findings(units: DataFrame, messages: DataFrame, bounds: DataFra
                 "queue offset %d: expected a commitlog offset below %d (end of valid CommitLog data), found %d",
                 "queue_offset",
                 "commitlog_end",
-                "commit_log_offset",
+                "commitlog_offset",
             ).alias("message"),
         ),
     ]
@@ -384,8 +384,8 @@ def consumequeue_findings(units: DataFrame, messages: DataFrame, bounds: DataFra
         F.col("tags").alias("r_tags"),
         F.col("tags_code").alias("r_tags_code"),
     )
-    j = inside.join(rec, (inside["source"] == rec["source"]) & (inside["commit_log_offset"] == rec["r_offset"]), "left").drop(rec["source"])
-    not_record = j.where(F.col("r_offset").isNull() | (F.col("r_phys") != F.col("commit_log_offset")))
+    j = inside.join(rec, (inside["source"] == rec["source"]) & (inside["commitlog_offset"] == rec["r_offset"]), "left").drop(rec["source"])
+    not_record = j.where(F.col("r_offset").isNull() | (F.col("r_phys") != F.col("commitlog_offset")))
     out.append(
         not_record.select(
             "source",
@@ -395,13 +395,13 @@ def consumequeue_findings(units: DataFrame, messages: DataFrame, bounds: DataFra
             F.lit(None).cast("long").alias("length"),
             F.when(
                 F.col("r_offset").isNull(),
-                F.format_string("queue offset %d: commitlog offset %d is not the start of a valid record", "queue_offset", "commit_log_offset"),
+                F.format_string("queue offset %d: commitlog offset %d is not the start of a valid record", "queue_offset", "commitlog_offset"),
             )
-            .otherwise(F.format_string("queue offset %d: the record at commitlog offset %d says PHYSICALOFFSET %d", "queue_offset", "commit_log_offset", "r_phys"))
+            .otherwise(F.format_string("queue offset %d: the record at commitlog offset %d says PHYSICALOFFSET %d", "queue_offset", "commitlog_offset", "r_phys"))
             .alias("message"),
         )
     )
-    matched = j.where(F.col("r_offset").isNotNull() & (F.col("r_phys") == F.col("commit_log_offset")))
+    matched = j.where(F.col("r_offset").isNotNull() & (F.col("r_phys") == F.col("commitlog_offset")))
     problems = F.concat_ws(
         "; ",
         F.when(F.col("r_size") != F.col("size"), F.format_string("size %d vs record TOTALSIZE %d", "size", "r_size")),
@@ -419,7 +419,7 @@ def consumequeue_findings(units: DataFrame, messages: DataFrame, bounds: DataFra
             F.col("file").alias("path"),
             "position",
             F.lit(None).cast("long").alias("length"),
-            F.format_string("unit at queue offset %d -> commitlog offset %d: %s", "queue_offset", "commit_log_offset", "problems").alias("message"),
+            F.format_string("unit at queue offset %d -> commitlog offset %d: %s", "queue_offset", "commitlog_offset", "problems").alias("message"),
         )
     )
     good = matched.where(F.col("problems") == "")
@@ -455,7 +455,7 @@ def consumequeue_findings(units: DataFrame, messages: DataFrame, bounds: DataFra
 
 def index_findings(entries: DataFrame, messages: DataFrame, bounds: DataFrame, ranges: DataFrame) -> DataFrame:
     """Every IndexFile entry against the record it points at."""
-    expired, past, inside = pointer_checks(entries, "phy_offset", bounds, ranges)
+    expired, past, inside = pointer_checks(entries, "commitlog_offset", bounds, ranges)
     out = [
         expired.groupBy("source", "file").agg(F.count("*").alias("n")).select(
             "source",
@@ -471,14 +471,14 @@ def index_findings(entries: DataFrame, messages: DataFrame, bounds: DataFrame, r
             F.col("file").alias("path"),
             "position",
             F.lit(None).cast("long").alias("length"),
-            F.format_string("entry #%d: expected a commitlog offset below %d, found %d", "number", "commitlog_end", "phy_offset").alias("message"),
+            F.format_string("entry #%d: expected a commitlog offset below %d, found %d", "number", "commitlog_end", "commitlog_offset").alias("message"),
         ),
     ]
     rec = messages.select(
         "source", F.col("commitlog_offset").alias("r_offset"), F.col("physical_offset").alias("r_phys"), F.col("key_hashes").alias("r_hashes")
     )
-    j = inside.join(rec, (inside["source"] == rec["source"]) & (inside["phy_offset"] == rec["r_offset"]), "left").drop(rec["source"])
-    not_record = F.col("r_offset").isNull() | (F.col("r_phys") != F.col("phy_offset"))
+    j = inside.join(rec, (inside["source"] == rec["source"]) & (inside["commitlog_offset"] == rec["r_offset"]), "left").drop(rec["source"])
+    not_record = F.col("r_offset").isNull() | (F.col("r_phys") != F.col("commitlog_offset"))
     wrong_key = F.col("r_hashes").isNotNull() & ~F.array_contains(F.col("r_hashes"), F.col("key_hash"))
     bad = j.where(not_record | wrong_key)
     out.append(
@@ -488,12 +488,12 @@ def index_findings(entries: DataFrame, messages: DataFrame, bounds: DataFrame, r
             F.col("file").alias("path"),
             "position",
             F.lit(None).cast("long").alias("length"),
-            F.when(not_record, F.format_string("entry #%d: commitlog offset %d is not the start of a valid record", "number", "phy_offset"))
+            F.when(not_record, F.format_string("entry #%d: commitlog offset %d is not the start of a valid record", "number", "commitlog_offset"))
             .otherwise(
                 F.format_string(
                     "entry #%d: the record at commitlog offset %d has no key hashing to %d (its keys hash to %s)",
                     "number",
-                    "phy_offset",
+                    "commitlog_offset",
                     "key_hash",
                     F.array_join(F.col("r_hashes").cast("array<string>"), ", "),
                 )

@@ -301,8 +301,8 @@ def test_real_ericpan_crashed_store(capsys):
     doc = json.loads(out)
     assert doc["shutdown"].startswith("unclean")
     assert doc["commitlog"]["zero_length_files"] == ["00000000000000032768"]
-    assert doc["commitlog"]["max_offset"] == 24576 + 6536
-    assert doc["queues"] == [{"topic": "abc", "queue_id": 0, "files": 6, "min_offset": 0, "max_offset": 56, "max_physic_offset": 9740}]
+    assert doc["commitlog"]["log_end_offset"] == 24576 + 6536
+    assert doc["queues"] == [{"topic": "abc", "queue_id": 0, "files": 6, "log_start_offset": 0, "log_end_offset": 56, "max_commitlog_offset": 9740}]
     code, out, _ = mqtool(capsys, "dump", "commitlog", root, "--jsonl")
     assert code == 0 and len(out.splitlines()) == 179
     code, out, _ = mqtool(capsys, "dump", "consumequeue", root, "--jsonl")
@@ -319,7 +319,7 @@ def test_real_index_file(capsys):
     rows = [json.loads(line) for line in out.splitlines()]
     assert rows[0] == {
         "record": "header", "file": str(path), "begin_timestamp": 1679290200025, "end_timestamp": 1679290200025,
-        "begin_phy_offset": 0, "end_phy_offset": 0, "hash_slot_count": 1, "index_count": 2, "hash_slot_num": 100, "index_num": 400,
+        "begin_commitlog_offset": 0, "end_commitlog_offset": 0, "hash_slot_count": 1, "index_count": 2, "hash_slot_num": 100, "index_num": 400,
     }
     assert rows[1]["number"] == 1 and rows[1]["position"] == 460 and rows[1]["key_hash"] == 48 and rows[1]["slot"] == 48
 
@@ -388,7 +388,7 @@ def test_index_file_of_unlisted_geometry_dumps_without_flags(capsys, tmp_path):
     code, out, err = mqtool(capsys, "dump", "index", path, "--jsonl")
     assert code == 0, err
     rows = [json.loads(line) for line in out.splitlines()]
-    assert [r["phy_offset"] for r in rows if r["record"] == "entry"] == [1000, 1100, 1200, 1300, 1400]
+    assert [r["commitlog_offset"] for r in rows if r["record"] == "entry"] == [1000, 1100, 1200, 1300, 1400]
     assert [r["hash_slot_num"] for r in rows if r["record"] != "entry"] == [7]
 
 
@@ -439,7 +439,7 @@ def test_dump_index_header_only_prints_the_headers_on_stdout(capsys):
 def test_dump_index_json_entries_have_the_documented_keys(capsys):
     code, out, _ = mqtool(capsys, "dump", "index", STORE, "--jsonl", "--limit", "1")
     entry = json.loads(out.splitlines()[1])
-    assert list(entry) == ["record", "file", "position", "number", "slot", "key_hash", "phy_offset", "time_diff", "timestamp", "prev_index"]
+    assert list(entry) == ["record", "file", "position", "number", "slot", "key_hash", "commitlog_offset", "time_diff", "timestamp", "prev_index"]
 
 
 def test_dump_consumequeue_invalid_unit_is_an_error_in_upstream_terms(capsys, tmp_path):

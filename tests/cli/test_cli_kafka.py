@@ -85,14 +85,14 @@ def test_dump_log_fields_are_kafka_dump_logs(capsys):
     rows = jsonl(out)
     batch = next(r for r in rows if r["kind"] == "batch")
     assert list(batch) == [
-        "kind", "file", "partition", "position", "base_offset", "last_offset", "count", "base_sequence", "last_sequence",
+        "kind", "file", "topic", "partition", "position", "base_offset", "last_offset", "count", "base_sequence", "last_sequence",
         "producer_id", "producer_epoch", "partition_leader_epoch", "is_transactional", "is_control", "delete_horizon_ms",
         "timestamp_type", "max_timestamp", "base_timestamp", "size", "magic", "compresscodec", "attributes", "crc", "is_valid",
     ]
     record = next(r for r in rows if r["kind"] == "record")
     assert list(record)[:14] == [
-        "kind", "file", "partition", "batch_position", "offset", "timestamp_type", "timestamp", "key_size", "value_size",
-        "sequence", "header_keys", "headers", "key", "payload",
+        "kind", "file", "topic", "partition", "batch_position", "offset", "timestamp_type", "timestamp", "key_size", "value_size",
+        "sequence", "header_keys", "headers", "key",
     ]
     assert record["headers"][1] == {"key": "nullable", "value": None}
     markers = [r["control"] for r in rows if r.get("control")]
@@ -196,7 +196,7 @@ def test_checkpoint_dump_filters_and_errors(capsys, tmp_path):
     code, out, _ = mqtool(capsys, "dump", "kafka-checkpoint", LOGS, "--topic", "orders", "--partition", "1", "--json")
     doc = json.loads(out)
     assert {d["name"] for d in doc["files"]} >= {"recovery-point-offset-checkpoint", "leader-epoch-checkpoint", "meta.properties"}
-    assert all(d.get("partition") in (None, "orders-1") for d in doc["files"])
+    assert all((d.get("topic"), d.get("partition")) in ((None, None), ("orders", 1)) for d in doc["files"])
     rp = next(d for d in doc["files"] if d["name"] == "recovery-point-offset-checkpoint")
     assert rp["entries"] == [{"topic": "orders", "partition": 1, "offset": 96}]
     bad = tmp_path / "replication-offset-checkpoint"
@@ -222,7 +222,7 @@ def test_info_exits_1_on_damaged_data_it_reads(capsys, tmp_path):
     assert code == 1 and error.startswith(f"KAFKA-LOG-SIZE {active}:{end + 8}: ") and error in err
     own = next(p for p in doc["problems"] if p.startswith(f"{active}:{end + 8}: not a torn write"))
     assert own in err
-    assert next(p for p in doc["partitions"] if p["name"] == "orders-0")["end_kind"] == "corrupt"
+    assert next(p for p in doc["partitions"] if p["directory"] == "orders-0")["end_kind"] == "corrupt"
 
 
 def test_info_log_end_offset_agrees_with_validate_on_a_torn_indexed_batch(capsys, tmp_path):
@@ -234,7 +234,7 @@ def test_info_log_end_offset_agrees_with_validate_on_a_torn_indexed_batch(capsys
     last = list(LogWalker(active.read_bytes(), mode="header"))[-1]
     os.truncate(active, last.position + 127)
     code, out, _ = mqtool(capsys, "info", logs, "--json")
-    orders = next(p for p in json.loads(out)["partitions"] if p["name"] == "orders-0")
+    orders = next(p for p in json.loads(out)["partitions"] if p["directory"] == "orders-0")
     code_v, out_v, _ = mqtool(capsys, "validate", logs, "--json")
     # the checkpoints of the clean shutdown vouch for offsets the cut lost: validate's
     # KAFKA-LOG-MISSING, an error info names too (it exited 0)
@@ -249,7 +249,7 @@ def test_info_gives_a_delete_dir_no_checkpoint_values_of_the_live_partition(caps
     shutil.copytree(LOGS, logs)
     shutil.copytree(LOGS / "orders-0", logs / "orders-0.0123456789abcdef0123456789abcdef-delete")
     code, out, _ = mqtool(capsys, "info", logs, "--json")
-    rows = {p["name"]: p for p in json.loads(out)["partitions"]}
+    rows = {p["directory"]: p for p in json.loads(out)["partitions"]}
     gone = rows["orders-0.0123456789abcdef0123456789abcdef-delete"]
     assert code == 0 and gone["recovery_point"] is None and gone["high_watermark"] is None and gone["log_start_offset"] == 0
     assert rows["orders-0"]["recovery_point"] == 110 and rows["orders-0"]["log_start_offset"] == 7
@@ -260,12 +260,12 @@ def test_info_json_shape(capsys):
     doc = json.loads(out)
     assert doc["layout"] == "kafka" and doc["kind"] == "log-dir" and doc["mode"] == "KRaft"
     assert doc["shutdown"].startswith("clean") and doc["broker_epoch"] == 42 and doc["problems"] == []
-    orders = next(p for p in doc["partitions"] if p["name"] == "orders-0")
+    orders = next(p for p in doc["partitions"] if p["directory"] == "orders-0")
     assert orders == {
-        "name": "orders-0", "segments": 4, "log_bytes": orders["log_bytes"], "log_start_offset": 7, "log_end_offset": 110,
+        "directory": "orders-0", "topic": "orders", "partition": 0, "segments": 4, "log_bytes": orders["log_bytes"], "log_start_offset": 7, "log_end_offset": 110,
         "recovery_point": 110, "high_watermark": 110, "max_timestamp": orders["max_timestamp"], "end_kind": "eof",
     }
-    details = {d["name"]: d for d in doc["partition_details"]}
+    details = {d["directory"]: d for d in doc["partition_details"]}
     assert details["events-0"]["leader_epoch"] == 3 and details["orders-0"]["log_start_checkpoint"] == 7
     code, out, _ = mqtool(capsys, "info", LOGS / "orders-1")
     assert code == 0 and "partition" in out and "\x1b[" not in out

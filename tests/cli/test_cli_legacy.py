@@ -122,12 +122,12 @@ def test_info_json_shapes(capsys):
     assert doc["layout"] == "jafka" and doc["kind"] == "data-dir" and doc["clean_shutdown_marker"] is True
     assert doc["topics"] == 2 and doc["problems"] == [] and doc["unexpected"] == []
     orders1 = next(p for p in doc["partitions"] if p["directory"] == "orders-1")
-    assert orders1["min_offset"] == 4294968296 and orders1["end_kind"] == "eof" and "archived" not in orders1
+    assert orders1["log_start_offset"] == 4294968296 and orders1["end_kind"] == "eof" and "archived" not in orders1
     doc = json.loads(mqtool(capsys, "info", METAQ / "trade-0", "--json")[1])
     assert doc["layout"] == "metaq" and doc["kind"] == "partition" and "clean_shutdown_marker" not in doc
     (part,) = doc["partitions"]
-    assert part["archived"] == {"files": 2, "bytes": part["archived"]["bytes"], "min_offset": 0, "max_offset": 1602}
-    assert part["min_offset"] == 1602 and part["max_offset"] == 3162
+    assert part["archived"] == {"files": 2, "bytes": part["archived"]["bytes"], "start_offset": 0, "end_offset": 1602}
+    assert part["log_start_offset"] == 1602 and part["log_end_offset"] == 3162
 
 
 def test_info_and_validate_detect_the_layout(capsys):

@@ -21,7 +21,7 @@ def test_lag_json_rocketmq(capsys):
     code, out, err = mqtool(capsys, "lag", FIXTURES / "rocketmq-store", "--json")
     assert code == 0 and err == ""
     doc = json.loads(out)
-    assert set(doc) == {"layout", "path", "offsets_from", "lag", "totals", "findings"}
+    assert set(doc) == {"layout", "root", "offsets_from", "lag", "totals", "findings"}
     assert doc["offsets_from"].endswith("consumerOffset.json")
     order = [r for r in doc["lag"] if r["group"] == "order-consumer"]
     assert [r["queue_id"] for r in order] == [0, 1, 2, 3] and all(r["lag_messages"] == 5 for r in order)

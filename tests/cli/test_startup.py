@@ -4,6 +4,7 @@
   registers their functions; a command module imports neither the app nor another command module.
 * ``mqtool --help`` (and any command's ``--help``) loads no layout registry, store, format or ops
   module, no numpy, no pydantic: command modules import those inside the command that needs them.
+* ``mqtool info`` loads only the detected layout's modules, and no numpy for a small store.
   ``bench/startup.py`` measures the time; this holds the imports.
 """
 
@@ -47,6 +48,31 @@ def _loaded_after(args: list[str]) -> list[str]:
 def test_help_loads_nothing_heavy(args):
     heavy = [m for m in _loaded_after(args) if m.startswith(NOT_AT_HELP)]
     assert not heavy, f"mqtool {' '.join(args)} imported {heavy[:10]}"
+
+
+#: what ``mqtool info`` must not load for a store of each layout (module name prefixes): numpy
+#: (the column walks: a small store is read record by record), the other layouts' readers, Spark
+INFO_MUST_NOT_LOAD = {
+    "rocketmq-store": ("numpy", "mqtool.store.kafka", "mqtool.store.jafka", "mqtool.store.metaq", "mqtool.store.legacy", "mqtool.store.model.kafka",
+                       "mqtool.store.model.legacy", "mqtool.formats.kafka", "mqtool.formats.jafka", "mqtool.formats.metaq", "mqtool.ops.info.kafka",
+                       "mqtool.ops.info.legacy", "mqtool.ops.log_findings", "crc32c", "pyspark", "pyarrow"),
+    "kafka-logs": ("numpy", "mqtool.store.jafka", "mqtool.store.metaq", "mqtool.store.legacy", "mqtool.store.model.legacy", "mqtool.formats.jafka",
+                   "mqtool.formats.metaq", "mqtool.ops.info.rocketmq", "mqtool.ops.info.legacy", "pyspark", "pyarrow"),
+    # detection asks the RocketMQ and Kafka predicates first, which load their store modules
+    "jafka-data": ("numpy", "mqtool.store.model.kafka", "mqtool.ops.info.rocketmq", "mqtool.ops.info.kafka", "crc32c", "pyspark", "pyarrow"),
+}
+
+
+@pytest.mark.parametrize("store", list(INFO_MUST_NOT_LOAD))
+def test_info_loads_only_its_layout(store):
+    """``mqtool info`` dispatches to its layout's module after detection and reads a small store
+    without numpy: what it must not load is absent from ``sys.modules`` after the run (in a
+    subprocess), while what it does load proves the run read the store."""
+    loaded = _loaded_after(["info", str(PROJECT_ROOT / "fixtures" / store), "--json"])
+    wrong = [m for m in loaded if m.startswith(INFO_MUST_NOT_LOAD[store])]
+    assert not wrong, f"mqtool info {store} imported {wrong[:10]}"
+    module = {"rocketmq-store": "mqtool.ops.info.rocketmq", "kafka-logs": "mqtool.ops.info.kafka", "jafka-data": "mqtool.ops.info.legacy"}[store]
+    assert module in loaded
 
 
 def _imports(tree: ast.AST):

@@ -61,7 +61,7 @@ def test_rocketmq_fixture_matches_dump_jsonl():
     assert set(got) == set(expected)
     for k, e in expected.items():
         u = got[k]
-        assert (u["messages"], u["bytes"], u["first_store_timestamp"], u["last_store_timestamp"], u["max_message_size"]) == (
+        assert (u["messages"], u["bytes"], u["first_timestamp"], u["last_timestamp"], u["max_message_size"]) == (
             e["messages"], e["bytes"], e["first"], e["last"], e["max"]
         ), k
         assert u["tags_estimate"] == len(tags[k])  # small counts are exact
@@ -161,7 +161,7 @@ def test_kafka_partitions(tmp_path):
     items = [r for batch in a for r in batch]
     assert o0["messages"] == 15 and o0["partition"] == 0
     assert o0["bytes"] == os.path.getsize(log_dir / "orders-0" / segnames.kafka_file_name(0, "log"))
-    assert (o0["first_store_timestamp"], o0["last_store_timestamp"]) == (t, t + 14_000)
+    assert (o0["first_timestamp"], o0["last_timestamp"]) == (t, t + 14_000)
     assert o0["max_message_size"] == max(len(k) + len(v) for k, v, _ in items)
     assert o0["keys_estimate"] == 7 and o0["tags_estimate"] == 0
     assert units["orders-1"]["messages"] == 1 and units["orders-1"]["keys_estimate"] == 0
@@ -242,7 +242,7 @@ def test_kafka_fixture_matches_dump_jsonl():
     rows = _cli_jsonl("dump", "kafka-log", str(logs), "--jsonl", "--deep-iteration")
     expected: dict[str, dict] = defaultdict(lambda: {"messages": 0, "bytes": 0, "ts": [], "keys": set(), "max": 0})
     for row in rows:
-        e = expected[row["partition"]]
+        e = expected[f"{row['topic']}-{row['partition']}"]
         if row["kind"] == "batch":
             e["bytes"] += row["size"]
             continue
@@ -262,7 +262,7 @@ def test_kafka_fixture_matches_dump_jsonl():
     for name, e in expected.items():
         u = got[name]
         assert (u["messages"], u["bytes"], u["max_message_size"], u["keys_estimate"]) == (e["messages"], e["bytes"], e["max"], len(e["keys"])), name
-        assert (u["first_store_timestamp"], u["last_store_timestamp"]) == ((min(e["ts"]), max(e["ts"])) if e["ts"] else (None, None)), name
+        assert (u["first_timestamp"], u["last_timestamp"]) == ((min(e["ts"]), max(e["ts"])) if e["ts"] else (None, None)), name
 
 
 def test_jafka_and_metaq_fixtures_match_dump_jsonl():

@@ -257,7 +257,7 @@ def plan_clean_kafka(path: str | Path, options: CleanOptions = CleanOptions(), *
     for link in store.links:
         plan.notes.append(f"{link.name}: a symbolic link: not followed")
     for part in store.partitions:
-        facts = {"partition": part.name}
+        facts = {"topic": part.topic, "partition": part.partition, "directory": part.name}
         plan.facts["partitions"].append(facts)
         if _is_link(part.path) or not _inside(root, part.path):
             plan.notes.append(f"{part.name}: a symbolic link (or outside {root}): not followed")

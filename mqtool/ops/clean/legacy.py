@@ -150,8 +150,9 @@ def _segment_details(part: Partition, seg: Segment, mtime_ms: int) -> dict:
     end = seg.start_offset + (seg.size or 0)
     return {
         "kind": "segment",
-        "partition": part.name,
         "topic": part.topic,
+        "partition": part.partition,
+        "directory": part.name,
         "start_offset": seg.start_offset,
         "end_offset": end,
         "offsets": [seg.start_offset, end],
@@ -207,7 +208,7 @@ def _plan_leftovers(plan: RecoverPlan, part: Partition, layout: str, root: Path)
                     relative(root, leftover),
                     f"{part.name}: temporary file left by an interrupted mqtool run",
                     expect=observe(leftover),
-                    details={"kind": "leftover", "partition": part.name, "size": leftover.stat().st_size},
+                    details={"kind": "leftover", "topic": part.topic, "partition": part.partition, "directory": part.name, "size": leftover.stat().st_size},
                 )
             )
 

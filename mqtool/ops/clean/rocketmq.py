@@ -201,7 +201,7 @@ def plan_clean_rocketmq(path: str | Path, options: CleanOptions = CleanOptions()
                 relative(root, p),
                 f"IndexFile whose entries end at {end}, below the new CommitLog min {new_min}",
                 expect=observe(p),
-                details={"kind": "index", "size": p.stat().st_size, "end_phy_offset": end},
+                details={"kind": "index", "size": p.stat().st_size, "end_commitlog_offset": end},
             )
         )
     return plan

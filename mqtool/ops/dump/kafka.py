@@ -55,8 +55,9 @@ class LogTarget:
         return self.partition.topic if self.partition is not None else None
 
     @property
-    def partition_name(self) -> str | None:
-        return self.partition.name if self.partition is not None and self.partition.topic is not None else None
+    def partition_id(self) -> int | None:
+        """The partition number (``None`` for a lone segment or a directory that names none)."""
+        return self.partition.partition if self.partition is not None and self.partition.topic is not None else None
 
 
 def _select(store: ks.KafkaStore, topic: str | None, partition: int | None) -> list[ks.KafkaPartition]:
@@ -670,7 +671,8 @@ def read_checkpoint_file(path: Path, *, topic: str | None = None, partition: int
     doc: dict = {"file": str(path), "kind": kind, "name": path.name}
     owner = ks.parse_partition_name(path.parent.name)
     if owner is not None and kind in ("leader-epoch-checkpoint", "partition.metadata", "quorum-state"):
-        doc["partition"] = path.parent.name
+        doc["topic"] = owner.topic
+        doc["partition"] = owner.partition
     try:
         raw = read_small_file(path, 256 << 20)
         if kind == "offset-checkpoint":
@@ -712,10 +714,8 @@ def partition_filter(docs: list[dict], topic: str | None, partition: int | None)
     """Keep per-partition files of the selected partitions (log-dir files are filtered by entry)."""
     out = []
     for d in docs:
-        name = d.get("partition")
-        if name is not None:
-            parsed = ks.parse_partition_name(name)
-            if parsed is not None and ((topic is not None and parsed.topic != topic) or (partition is not None and parsed.partition != partition)):
+        if d.get("partition") is not None:
+            if (topic is not None and d["topic"] != topic) or (partition is not None and d["partition"] != partition):
                 continue
         out.append(d)
     return out

@@ -31,7 +31,7 @@ _MAGIC_HINTS = {
 
 @dataclass
 class PartitionInfo:
-    name: str
+    directory: str  # the partition directory's name
     topic: str | None
     partition: int | None
     state: str  # live, delete, future, stray
@@ -79,11 +79,18 @@ class KafkaInfo:
     #: validate's errors and warnings (``ops.log_findings``); the warnings also in ``problems``
     findings: list[dict] = field(default_factory=list)
 
-    #: ``partitions`` rows hold offsets and sizes, ``partition_details`` formats and ids (joined by
-    #: ``name``), so that each renders as a readable table; ``magic``/``compression`` are those seen
-    #: in the first batch and the active segment.
-    DETAILS = ("name", "state", "magic", "compression", "first_timestamp", "leader_epoch", "topic_id", "log_start_checkpoint", "cleaner_offset", "producer_snapshots")
-    OVERVIEW = ("name", "segments", "log_bytes", "log_start_offset", "log_end_offset", "recovery_point", "high_watermark", "max_timestamp", "end_kind")
+    #: ``partitions`` rows hold offsets and sizes, ``partition_details`` formats and ids (both
+    #: carry ``directory``, ``topic`` and ``partition``), so that each renders as a readable table;
+    #: ``magic``/``compression`` are those seen in the first batch and the active segment.
+    #: ``topic`` and ``partition`` come last: the directory's name shows them in a narrow table.
+    DETAILS = (
+        "directory", "state", "magic", "compression", "first_timestamp", "leader_epoch", "topic_id",
+        "log_start_checkpoint", "cleaner_offset", "producer_snapshots", "topic", "partition",
+    )  # fmt: skip
+    OVERVIEW = (
+        "directory", "segments", "log_bytes", "log_start_offset", "log_end_offset", "recovery_point",
+        "high_watermark", "max_timestamp", "end_kind", "topic", "partition",
+    )  # fmt: skip
 
     def to_dict(self) -> dict:
         doc = dataclasses.asdict(self)
@@ -218,7 +225,7 @@ def _partition_info(part: ks.KafkaPartition, checkpoints: dict, hints: set[str],
     if part.leader_epoch_checkpoint is not None:
         hints.add("0.11.0+ (leader-epoch-checkpoint)")
     return PartitionInfo(
-        name=part.name,
+        directory=part.name,
         topic=part.topic,
         partition=part.partition,
         state=part.suffix or "live",

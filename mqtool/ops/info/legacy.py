@@ -40,12 +40,12 @@ class PartitionInfo:
     directory: str  # the partition directory's name (it lives in ``root``, or is ``root``)
     segments: int
     bytes_on_disk: int  # segments and archives
-    min_offset: int | None  # the first live segment's start offset
-    max_offset: int | None  # where valid data ends (the log end offset)
+    log_start_offset: int | None  # the first live segment's start offset
+    log_end_offset: int | None  # where valid data ends: the offset the next message would take
     end_kind: str | None  # how the last segment's data ends: eof, zeros, partial, corrupt, unreadable
     last_segment: str | None
     zero_length_files: list[str] = field(default_factory=list)
-    #: MetaQ: ``{"files", "bytes", "min_offset", "max_offset"}`` of the .meta.arc/.meta.zip archives
+    #: MetaQ: ``{"files", "bytes", "start_offset", "end_offset"}`` of the .meta.arc/.meta.zip archives
     archived: dict | None = None
 
 
@@ -126,8 +126,8 @@ def _partition_info(data: DataDir, part: Partition, problems: list[str], errors:
         directory=part.path.name,
         segments=len(segs),
         bytes_on_disk=sum(s.file_size for s in (*segs, *part.archives)),
-        min_offset=segs[0].start_offset if segs else None,
-        max_offset=max_offset,
+        log_start_offset=segs[0].start_offset if segs else None,
+        log_end_offset=max_offset,
         end_kind=end_kind,
         last_segment=last.name if last is not None else None,
         zero_length_files=[s.name for s in segs if s.size == 0],
@@ -136,8 +136,8 @@ def _partition_info(data: DataDir, part: Partition, problems: list[str], errors:
         info.archived = {
             "files": len(part.archives),
             "bytes": sum(a.file_size for a in part.archives),
-            "min_offset": min(a.start_offset for a in part.archives),
-            "max_offset": max((a.end_offset for a in part.archives if a.end_offset is not None), default=None),
+            "start_offset": min(a.start_offset for a in part.archives),
+            "end_offset": max((a.end_offset for a in part.archives if a.end_offset is not None), default=None),
         }
         for a in part.archives:
             if a.size is None:

@@ -33,8 +33,8 @@ class CommitLogInfo:
     files: int
     file_size: int | None
     bytes_on_disk: int
-    min_offset: int
-    max_offset: int  # where valid data ends (commitlog offset)
+    log_start_offset: int  # the first file's base: the first CommitLog offset the store holds
+    log_end_offset: int  # where valid data ends (exclusive CommitLog offset)
     first_store_timestamp: int | None
     last_store_timestamp: int | None
     end_kind: str | None  # how the last file's data ends: zeros, blank, partial, eof, torn, garbage, corrupt
@@ -47,9 +47,9 @@ class QueueInfo:
     topic: str
     queue_id: int
     files: int
-    min_offset: int
-    max_offset: int
-    max_physic_offset: int | None
+    log_start_offset: int  # the first queue offset the ConsumeQueue holds
+    log_end_offset: int  # the queue offset the next unit would take (exclusive)
+    max_commitlog_offset: int | None  # the last unit's CommitLog offset + size
 
 
 @dataclass
@@ -58,8 +58,8 @@ class IndexInfo:
     size: int
     begin_timestamp: int | None = None
     end_timestamp: int | None = None
-    begin_phy_offset: int | None = None
-    end_phy_offset: int | None = None
+    begin_commitlog_offset: int | None = None
+    end_commitlog_offset: int | None = None
     hash_slot_count: int | None = None
     index_count: int | None = None
     hash_slot_num: int | None = None
@@ -155,8 +155,8 @@ def _commitlog_info(store: rmq.RocketMQStore, hints: set[str], findings: list[Fi
         files=len(segments),
         file_size=store.commitlog_file_size,
         bytes_on_disk=sum(s.size for s in segments),
-        min_offset=store.commitlog_min_offset,
-        max_offset=max_offset,
+        log_start_offset=store.commitlog_min_offset,
+        log_end_offset=max_offset,
         first_store_timestamp=first_ts,
         last_store_timestamp=last_ts,
         end_kind=end_kind,

@@ -39,7 +39,7 @@ class LagRow:
 @dataclass
 class LagReport:
     layout: str
-    path: str
+    root: str  # the store root (RocketMQ) or the path given (Kafka: a log dir)
     #: where the committed offsets were read (consumerOffset.json, the __consumer_offsets dir)
     offsets_from: str | None
     rows: list[LagRow] = field(default_factory=list)
@@ -83,7 +83,7 @@ class LagReport:
     def to_dict(self) -> dict[str, Any]:
         return {
             "layout": self.layout,
-            "path": self.path,
+            "root": self.root,
             "offsets_from": self.offsets_from,
             "lag": [self.row_dict(r) for r in self.rows],
             "totals": self.totals(),

@@ -32,7 +32,8 @@ from mqtool.store.files import ReadOnlyFile, read_small_file
 
 @dataclass(frozen=True)
 class KafkaHit:
-    partition: str
+    topic: str | None
+    partition: int | None
     file: Path
     batch: BatchInfo
     record: RecordInfo
@@ -108,7 +109,7 @@ class _Collector:
             elif not accept(r):
                 continue
             rec = record_info(r, raw[i] if raw is not None and r.is_control else None, decoder)
-            hits.append(KafkaHit(self.part.name, seg.log, info, rec, via))
+            hits.append(KafkaHit(self.part.topic, self.part.partition, seg.log, info, rec, via))
             if self.done:
                 return True
         return False

@@ -128,6 +128,12 @@ class _Scan:
         return self.size - self.valid_bytes
 
 
+def _partition_ids(part: ks.KafkaPartition) -> dict:
+    """How a fact or a step names its partition: ``topic``, ``partition`` (the number; both null
+    when the directory's name names none) and the ``directory``'s name."""
+    return {"topic": part.topic, "partition": part.partition, "directory": part.name}
+
+
 def _records_of(entry) -> int:
     h = entry.header
     if isinstance(h, rb.BatchHeader):
@@ -411,7 +417,9 @@ class _PartFacts:
 
     def to_dict(self) -> dict:
         return {
-            "partition": self.name,
+            "topic": self.key[0] if self.key is not None else None,
+            "partition": self.key[1] if self.key is not None else None,
+            "directory": self.name,
             "recovery_point": self.recovery_point,
             "recovered_from_offset": self.scanned_from,
             "log_end_offset": self.log_end_offset,
@@ -836,7 +844,7 @@ def _plan_cut(planner: _Planner, part: ks.KafkaPartition, seg: _Seg, scan: _Scan
             position=scan.valid_bytes,
             length=scan.cut,
             expect=observe(seg.log, scan.valid_bytes, scan.cut),
-            details={"partition": part.name, "log_end_offset": leo, "valid_records_cut": inside, "later_segments_deleted": later},
+            details={**_partition_ids(part), "log_end_offset": leo, "valid_records_cut": inside, "later_segments_deleted": later},
         )
     )
 
@@ -1085,7 +1093,7 @@ def _plan_indexes(planner: _Planner, part: ks.KafkaPartition, seg: _Seg, scan: _
             f"{len(scan.aborts)} aborted transaction(s))",
             expect={"files": expect_files},
             details={
-                "partition": part.name,
+                **_partition_ids(part),
                 "base_offset": seg.base,
                 "valid_bytes": scan.valid_bytes,
                 "index_interval_bytes": interval,

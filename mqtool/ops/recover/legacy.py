@@ -82,6 +82,12 @@ class _Tail:
     kept_gaps: list[tuple[int, int]] | None = None
 
 
+def _partition_ids(part: Partition) -> dict:
+    """How a fact or a step names its partition: ``topic``, ``partition`` (the number) and the
+    ``directory``'s name."""
+    return {"topic": part.topic, "partition": part.partition, "directory": part.name}
+
+
 def _unresolved(root: Path, path: Path) -> str:
     """``path`` relative to ``root`` without resolving it (a symbolic link is named, not followed)."""
     try:
@@ -277,7 +283,7 @@ def _plan_partition(layout: str, plan: RecoverPlan, part: Partition, root: Path)
     last = segs[-1]
     tail = scan_tail(layout, last)
     fact = {
-        "partition": part.name,
+        **_partition_ids(part),
         "last_segment": relative(root, last.path),
         "size": last.size,
         "valid_end": tail.cut_from,
@@ -330,7 +336,7 @@ def _plan_cut(layout: str, plan: RecoverPlan, part: Partition, seg: Segment, tai
             position=cut,
             length=size - cut,
             expect=observe(seg.path, cut, size - cut),
-            details={"partition": part.name, "start_offset": start, "log_end_offset": start + cut, "valid_records_cut": dropped},
+            details={**_partition_ids(part), "start_offset": start, "log_end_offset": start + cut, "valid_records_cut": dropped},
         )
     )
 
@@ -366,7 +372,7 @@ def _plan_holes(layout: str, plan: RecoverPlan, part: Partition, root: Path) -> 
                     relative(root, seg.path),
                     reason + "; archived",
                     expect={**observe(seg.path), "files": {relative(root, target): observe(target)}},
-                    details={"to": relative(root, target), "partition": part.name, "start_offset": seg.start_offset, "size": seg.size},
+                    details={"to": relative(root, target), **_partition_ids(part), "start_offset": seg.start_offset, "size": seg.size},
                 )
             )
         else:
@@ -376,7 +382,7 @@ def _plan_holes(layout: str, plan: RecoverPlan, part: Partition, root: Path) -> 
                     relative(root, seg.path),
                     reason + ("; an empty segment" if not seg.size else ""),
                     expect=observe(seg.path),
-                    details={"partition": part.name, "start_offset": seg.start_offset, "size": seg.size},
+                    details={**_partition_ids(part), "start_offset": seg.start_offset, "size": seg.size},
                 )
             )
 

@@ -706,7 +706,7 @@ def _plan_index_files(store: rmq.RocketMQStore, plan: RecoverPlan, process_offse
                 "to_commitlog_offset": process_offset,
                 "hash_slot_num": geometry.hash_slot_num,
                 "index_num": geometry.index_num,
-                "prev_end_phy_offset": prev.end_phy_offset if prev is not None else 0,
+                "prev_end_commitlog_offset": prev.end_phy_offset if prev is not None else 0,
                 "prev_end_timestamp": prev.end_timestamp if prev is not None else 0,
             },
         )
@@ -904,7 +904,9 @@ def _apply_rebuild_index(step: Step, ctx: ApplyContext) -> None:
     staging = ctx.root / INDEX_STAGING
     _remove_staging_files(ctx, staging)
     ctx.mutator.mkdir(staging)
-    builder = IndexBuilder(staging, d["hash_slot_num"], d["index_num"], prev_end=(d["prev_end_phy_offset"], d["prev_end_timestamp"]))
+    # a plan file written before the field's rename (``recover --from-plan``) says prev_end_phy_offset
+    prev_end = d["prev_end_commitlog_offset"] if "prev_end_commitlog_offset" in d else d["prev_end_phy_offset"]
+    builder = IndexBuilder(staging, d["hash_slot_num"], d["index_num"], prev_end=(prev_end, d["prev_end_timestamp"]))
     start, stop, skip = d["from_commitlog_offset"], d["to_commitlog_offset"], d.get("skip_keys", 0)
     for seg in store.commitlog:
         if seg.size == 0 or seg.base + seg.size <= start or seg.base >= stop:

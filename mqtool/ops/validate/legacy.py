@@ -45,11 +45,11 @@ def _validate(data: DataDir, layout: str, options: ValidateOptions, progress: Pr
         fact = partitions.setdefault(
             str(part.path),
             {
-                "partition": part.name,
                 "topic": part.topic,
-                "number": part.partition,
+                "partition": part.partition,
+                "directory": part.name,
                 "segments": len(part.segments),
-                "start_offset": part.segments[0].start_offset if part.segments else None,
+                "log_start_offset": part.segments[0].start_offset if part.segments else None,
                 "messages": 0,
             },
         )
@@ -59,7 +59,7 @@ def _validate(data: DataDir, layout: str, options: ValidateOptions, progress: Pr
             fact["archives"] = len(part.archives)
         fact["messages"] += res.records
         if task.is_last:
-            fact["valid_end_offset"] = task.start_offset + res.valid_end
+            fact["log_end_offset"] = task.start_offset + res.valid_end
             fact["recovery_end_offset"] = task.start_offset + (res.recovery_end if res.recovery_end is not None else res.size)
             fact["recovery_truncates"] = res.size - (res.recovery_end if res.recovery_end is not None else res.size)
             if layout == "metaq":

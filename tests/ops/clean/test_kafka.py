@@ -293,7 +293,7 @@ def test_protect_unconsumed_lists_the_groups(work):
     assert [p for p in gone if p.startswith("orders-0/")] == [f"orders-0/{segnames.kafka_file_name(b, 'log', 'deleted')}" for b in (0, 30, 60)]
     # orders-1: billing at 52: segments 0 and 24 (offsets < 48) only
     assert [p for p in gone if p.startswith("orders-1/")] == [f"orders-1/{segnames.kafka_file_name(b, 'log', 'deleted')}" for b in (0, 24)]
-    held = {p["partition"]: p.get("protected_by") for p in plan.facts["partitions"]}
+    held = {p["directory"]: p.get("protected_by") for p in plan.facts["partitions"]}
     assert held["orders-1"] == ["billing"] and held["events-0"] == ["audit", "billing"]
     assert any("not yet consumed by: billing" in n for n in plan.notes)
     # legacy-0 has no committed offsets: not protected
@@ -302,7 +302,7 @@ def test_protect_unconsumed_lists_the_groups(work):
     assert removed_logs(plan_clean_kafka(root, CleanOptions(), now_ms=LATER)) == gone
     allowed = plan_clean_kafka(root, CleanOptions(protect_unconsumed=False), now_ms=LATER)
     assert set(removed_logs(allowed)) > set(gone)
-    lost = {p["partition"]: p.get("unconsumed_deleted_for") for p in allowed.facts["partitions"]}
+    lost = {p["directory"]: p.get("unconsumed_deleted_for") for p in allowed.facts["partitions"]}
     assert lost["orders-1"] == ["billing"] and lost["events-0"] == ["audit", "billing"]
     assert any(n.startswith("--allow-unconsumed: orders-1: ") and n.endswith("not yet consumed by: billing") for n in allowed.notes)
 
@@ -350,7 +350,7 @@ def test_bundled_fixture_has_nothing_to_delete_at_its_own_time():
     assert code == 0, err
     doc = json.loads(out)
     assert not doc["has_work"]
-    skipped = {p["partition"]: p.get("skipped") for p in doc["facts"]["partitions"]}
+    skipped = {p["directory"]: p.get("skipped") for p in doc["facts"]["partitions"]}
     assert "KRaft" in skipped["__cluster_metadata-0"]
 
 

@@ -430,7 +430,7 @@ def test_max_delete_plan_exit_codes_and_report(work, layout):
     report = json.loads(out)
     assert len(report["deleted"]) == 3 and report["bytes_freed"] == sum(s["details"]["size"] for s in report["deleted"])
     for step in report["deleted"]:
-        assert {"start_offset", "end_offset", "offsets", "size", "mtime_ms", "partition"} <= set(step["details"])
+        assert {"start_offset", "end_offset", "offsets", "size", "mtime_ms", "topic", "partition", "directory"} <= set(step["details"])
     code, out, _ = clean_cli(root, "--apply")
     assert code == 0 and "deleted" in out
     code, out, _ = clean_cli(root)

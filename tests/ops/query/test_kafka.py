@@ -85,7 +85,7 @@ def test_internal_records_are_decoded():
 def test_partition_dir_needs_no_topic():
     store = open_kafka(LOGS / "events-0")
     (hit,) = query_offset(store, None, None, 33).hits
-    assert hit.partition == "events-0" and hit.record.offset == 33
+    assert (hit.topic, hit.partition) == ("events", 0) and hit.record.offset == 33
 
 
 def test_broken_index_falls_back_to_a_scan(tmp_path):

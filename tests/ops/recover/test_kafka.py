@@ -205,9 +205,9 @@ def test_bundled_log_dir_needs_nothing():
         plan = plan_kafka(FIXTURES / "kafka-logs", options)
         assert not plan.has_work, [s.to_dict() for s in plan.steps]
         assert plan.mode == ("full" if options.full else "recovery-point")
-        leos = {p["partition"]: p["log_end_offset"] for p in plan.facts["partitions"]}
+        leos = {p["directory"]: p["log_end_offset"] for p in plan.facts["partitions"]}
         assert leos["orders-0"] == 110 and leos["orders-1"] == 96 and leos["events-0"] == 65
-        intervals = {p["partition"]: p["index_interval_bytes"] for p in plan.facts["partitions"]}
+        intervals = {p["directory"]: p["index_interval_bytes"] for p in plan.facts["partitions"]}
         assert intervals["orders-0"] == 512 and intervals["legacy-0"] == 128  # what the fixture was written with
     assert cli("recover", FIXTURES / "kafka-logs")[0] == 0
     # every index of the fixture is what LogSegment.recover builds, but the follower's (multi-batch appends)
@@ -300,7 +300,7 @@ def test_torn_tail_of_every_fixture_partition(work, partition):
     [truncate] = [s for s in plan.steps if s.action == "truncate"]
     assert (truncate.path, truncate.position) == (f"{partition}/{last.name}", ends[-1][0])
     assert plan.records_dropped == 0
-    facts = {p["partition"]: p for p in plan.facts["partitions"]}
+    facts = {p["directory"]: p for p in plan.facts["partitions"]}
     assert facts[partition]["log_end_offset"] == ends[-2][2] + 1
 
 
@@ -398,7 +398,7 @@ def test_a_segment_the_broker_would_split_leaves_its_partition_alone(work):
     patch(seg, 446, (80).to_bytes(8, "big"))  # the batch 93..95 now says 80..82
     before = tree(root)
     plan = plan_kafka(root)
-    orders = next(p for p in plan.facts["partitions"] if p["partition"] == "orders-0")
+    orders = next(p for p in plan.facts["partitions"] if p["directory"] == "orders-0")
     assert orders["left_alone"] == "overflow" and orders["log_end_offset"] is None
     assert not [s for s in plan.steps if "orders-0" in s.path or "orders 0" in json.dumps(s.details)]
     assert plan.facts["unrepaired"] == ["orders-0/00000000000000000090.log"]

@@ -605,6 +605,18 @@ def test_rebuild_index_all(work, pristine):
     assert not (root / INDEX_STAGING).exists()
 
 
+def test_rebuild_index_applies_a_plan_saved_before_the_field_rename(work, pristine):
+    """A plan file written before ``prev_end_phy_offset`` became ``prev_end_commitlog_offset``
+    (``recover --from-plan``) still rebuilds the IndexFiles, byte for byte."""
+    root, q = fresh(work, pristine)
+    before = subtree(tree(root), "index")
+    plan = plan_rocketmq(root, RecoverOptions(rebuild_index=True))
+    step = next(s for s in plan.steps if s.action == "rebuild-index")
+    step.details["prev_end_phy_offset"] = step.details.pop("prev_end_commitlog_offset")
+    apply_rocketmq(plan, quarantine_root=q, jobs=1)
+    assert subtree(tree(root), "index") == before
+
+
 def test_rebuild_index_keeps_an_unlisted_geometry(work):
     """A store written with maxHashSlotNum 500 / maxIndexNum 3000 (a length no known geometry
     has): the IndexFiles are rebuilt with the geometry their bytes show, not the 420 MB

@@ -515,13 +515,13 @@ def test_fixtures_are_clean(name, fn):
 
 def test_fixture_facts():
     report = validate_jafka(FIXTURES / "jafka-data", OPTIONS)
-    facts = {p["partition"]: p for p in report.facts["partitions"]}
+    facts = {p["directory"]: p for p in report.facts["partitions"]}
     assert report.facts["clean_shutdown_marker"] is True
     assert facts["orders-0"]["inner_messages"] == 4 and facts["user-events-0"]["inner_messages"] == 3
-    assert facts["orders-1"]["start_offset"] == 2**32 + 1000
-    assert facts["orders-1"]["valid_end_offset"] == facts["orders-1"]["recovery_end_offset"]
+    assert facts["orders-1"]["log_start_offset"] == 2**32 + 1000
+    assert facts["orders-1"]["log_end_offset"] == facts["orders-1"]["recovery_end_offset"]
     report = validate_metaq(FIXTURES / "metaq-data", OPTIONS)
-    facts = {p["partition"]: p for p in report.facts["partitions"]}
+    facts = {p["directory"]: p for p in report.facts["partitions"]}
     assert facts["trade-0"]["archives"] == 2 and facts["trade-0"]["messages"] == 40
     assert len(report.files) == 8  # the archives are read too
 
@@ -543,7 +543,7 @@ def test_jafka_torn_tail_is_only_a_warning_while_recovery_will_run(tmp_path):
     assert set(codes) == {"JAFKA-TORN-TAIL", "JAFKA-VALID-END", "JAFKA-UNCLEAN-SHUTDOWN"}
     assert not report.failed and s.validate(fail_on=Severity.warning).failed
     (fact,) = report.facts["partitions"]
-    assert fact["recovery_truncates"] == 12 and fact["valid_end_offset"] == 240
+    assert fact["recovery_truncates"] == 12 and fact["log_end_offset"] == 240
 
 
 def test_jafka_damage_in_a_segment_before_the_last_is_never_a_torn_tail(tmp_path):
@@ -684,7 +684,7 @@ def test_metaq_zero_hole_is_kept_by_recovery(tmp_path):
     assert "METAQ-RECOVERY-LOSS" not in codes
     (fact,) = report.facts["partitions"]
     assert fact["recovery_empty_messages"] == 2 and fact["recovery_truncates"] == 0
-    assert fact["valid_end_offset"] == 4 * J + 2 * J
+    assert fact["log_end_offset"] == 4 * J + 2 * J
 
 
 def test_metaq_zeros_then_damage_recovery_stops_after_the_empty_messages(tmp_path):

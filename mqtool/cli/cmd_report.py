@@ -1,0 +1,48 @@
+"""``mqtool report``: one self-contained HTML page of a store -- the verdict, a map of its logs
+with every finding, the recover and clean plans drawn on it, topics with charts, consumer lag."""
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from mqtool.cli.exit_codes import ExitCode
+from mqtool.cli.options import INT, LayoutOpt, StorePathArg, flag
+from mqtool.findings import Severity
+
+
+def report(
+    path: StorePathArg,
+    out: Annotated[Path, typer.Option("--out", "-o", help="The HTML file to write.")],
+    layout: LayoutOpt = None,
+    overwrite: Annotated[bool, flag("--overwrite", help="Replace an existing --out file.")] = False,
+    fail_on: Annotated[Severity, typer.Option("--fail-on", help="Exit 1 when a finding has at least this severity (as validate).")] = Severity.error,
+    jobs: Annotated[int | None, typer.Option("--jobs", "-j", min=1, metavar=INT, help="Parallel processes (default: the number of cores).")] = None,
+) -> int:
+    """Write an HTML report of the store: verdict, map of logs and findings, recover and clean plans
+    (planned, never applied), topics and charts, consumer lag.
+
+    Exit as validate would: 0 when no finding reaches --fail-on, 1 when one does, 3 when PATH is
+    not a store, 4 when mqtool[report] (Jinja2, matplotlib) is not installed."""
+    from mqtool.cli import settings
+    from mqtool.layouts import detect_layout
+    from mqtool.ops.validate import default_jobs
+
+    if out.exists() and not overwrite:
+        raise typer.BadParameter(f"{out} exists: give --overwrite to replace it, or name another file", param_hint="--out")
+    detected = detect_layout(path, layout)
+    html, code = build(path, detected, fail_on=fail_on, jobs=jobs or default_jobs(), utc=settings.utc())
+    out.write_text(html, encoding="utf-8")
+    if not settings.quiet():
+        typer.echo(f"report written to {out}", err=True)
+    return code
+
+
+def build(path: Path, layout: str, *, fail_on: Severity, jobs: int, utc: bool) -> tuple[str, int]:
+    """The page and the exit code validate would give (checks mqtool[report] first)."""
+    from mqtool.ops.report import gather
+    from mqtool.ops.report.html import render_html, require
+
+    require()
+    rep = gather(path, str(layout), fail_on=fail_on, jobs=jobs)
+    return render_html(rep, utc=utc), ExitCode.FINDINGS if rep.exit_code else ExitCode.OK

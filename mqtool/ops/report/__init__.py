@@ -1,0 +1,306 @@
+"""The store report (``mqtool report``, ``mqtool validate --format html``): one plain data model
+gathered from the ops every other command uses -- validate (verdict, findings with their causes,
+files), the recover plan and the clean plan (planned only, never applied), stats (topics, bytes
+written, disk-full forecast) and lag -- and nothing judged from bytes here.
+
+The model is layout-independent: each file belongs to a *log* (RocketMQ ``commitlog``,
+``consumequeue/<topic>/<queue>``, ``index``; Kafka, Jafka and MetaQ ``<topic>-<partition>``) and
+is placed along that log's axis by the cumulative size of the files before it, as percentages
+the HTML template draws (``mqtool.ops.report.html``)."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+#: Finding marks drawn per file at most; the rest are counted in a "+N more" mark.
+MARKS_PER_FILE = 20
+
+END_KINDS = ("healthy", "zeros", "in-progress", "torn", "garbage", "missing", "unreadable")
+
+
+@dataclass
+class Mark:
+    n: int
+    code: str
+    path: str
+    position: int
+    message: str
+    left: float
+    root_cause: bool
+
+
+@dataclass
+class Cut:
+    kind: str  # "recover" or "clean"
+    path: str
+    action: str
+    position: int | None
+    length: int | None
+    left: float
+    width: float
+
+
+@dataclass
+class Segment:
+    path: str
+    size: int
+    start: int
+    end_kind: str
+    left: float = 0.0
+    width: float = 0.0
+    marks: list[Mark] = field(default_factory=list)
+    more_marks: int = 0
+    cuts: list[Cut] = field(default_factory=list)
+
+
+@dataclass
+class Consumer:
+    group: str
+    log: str
+    offset: int
+    left: float
+
+
+@dataclass
+class Log:
+    name: str
+    segments: list[Segment] = field(default_factory=list)
+    consumers: list[Consumer] = field(default_factory=list)
+    total: int = 0
+
+
+@dataclass
+class Report:
+    layout: str
+    root: str
+    generated_ms: int
+    verdict: str
+    exit_code: int
+    counts: dict[str, int]
+    files: int
+    bytes_checked: int
+    logs: list[Log]
+    groups: list[dict[str, Any]]
+    recover: list[dict[str, Any]]
+    recover_totals: dict[str, Any]
+    clean: list[dict[str, Any]]
+    clean_notes: list[str]
+    clean_totals: dict[str, Any]
+    topics: list[dict[str, Any]]
+    hourly: list[tuple[int, int]]
+    forecast: dict[str, Any]
+    lag: list[dict[str, Any]]
+    notes: list[str] = field(default_factory=list)
+
+
+def relative(path: str, root: str) -> str:
+    """``path`` relative to the store root (as the DOM's ``data-path``)."""
+    p = Path(path)
+    try:
+        return p.resolve().relative_to(Path(root).resolve()).as_posix()
+    except ValueError:
+        return path[len(root) :].lstrip("/") if path.startswith(root) else path
+
+
+def log_name(rel: str, layout: str) -> str:
+    """The log a file belongs to: its directory (RocketMQ's ``commitlog``, ``index``,
+    ``consumequeue/<topic>/<queue>``; a Kafka / Jafka / MetaQ partition ``<topic>-<partition>``)."""
+    parent = Path(rel).parent.as_posix()
+    if layout == "rocketmq":
+        return parent if parent != "." else rel
+    return Path(rel).parent.name or parent
+
+
+def end_kind(codes: set[str], status: str) -> str:
+    """The end kind of a file from its findings' stable codes (never from message text)."""
+    pairs = (("UNREADABLE", "unreadable"), ("MISSING", "missing"), ("TORN", "torn"), ("GARBAGE", "garbage"), ("ZERO", "zeros"))
+    for needle, kind in pairs + (("IN_PROGRESS", "in-progress"),):
+        if any(needle in c for c in codes):
+            return kind
+    return "healthy" if status != "error" else "torn"
+
+
+def gather(path: str | Path, layout: str, *, fail_on: Any = None, jobs: int = 1, now_ms: int | None = None, validation: Any = None) -> Report:
+    """Run validate (unless ``validation`` is validate's report already made), the recover and
+    clean plans, stats and lag on the store at ``path``."""
+    from mqtool.findings import Severity
+    from mqtool.ops.clean import cleaner
+    from mqtool.ops.lag import store_lag
+    from mqtool.ops.recover import recoverer
+    from mqtool.ops.stats import store_stats
+    from mqtool.ops.validate import ValidateOptions, validate_path
+
+    now = now_ms if now_ms is not None else int(time.time() * 1000)
+    options = ValidateOptions(fail_on=fail_on or Severity.error, jobs=jobs)
+    vr = validation if validation is not None else validate_path(path, options, layout)
+    root = vr.root
+    notes: list[str] = []
+
+    # logs and segments, in file order, placed by cumulative size
+    by_file: dict[str, list[Any]] = {}
+    for f in vr.findings:
+        by_file.setdefault(relative(f.path, root), []).append(f)
+    logs: dict[str, Log] = {}
+    segs: dict[str, Segment] = {}
+    for s in sorted(vr.files, key=lambda s: relative(s.path, root)):
+        rel = relative(s.path, root)
+        log = logs.setdefault(log_name(rel, layout), Log(log_name(rel, layout)))
+        codes = {f.code for f in by_file.get(rel, [])}
+        seg = Segment(rel, s.size, log.total, end_kind(codes, s.status))
+        log.total += max(s.size, 1)
+        log.segments.append(seg)
+        segs[rel] = seg
+    if layout == "rocketmq" and "commitlog" in logs:
+        _place_by_offset(logs["commitlog"])
+    known = {f.ref for f in vr.findings}
+    for n, f in enumerate(vr.findings):
+        rel = relative(f.path, root)
+        found = segs.get(rel)
+        if found is None or f.position is None:
+            continue
+        seg = found
+        if len(seg.marks) >= MARKS_PER_FILE:
+            seg.more_marks += 1
+            continue
+        root_cause = not (f.cause is not None and f.cause in known and f.cause != f.ref)
+        seg.marks.append(Mark(n, f.code, rel, f.position, f.message, _pct(f.position, seg.size), root_cause))
+
+    # findings grouped by cause, knock-ons folded
+    groups: list[dict[str, Any]] = []
+    index: dict[Any, dict[str, Any]] = {}
+    entries = [(n, f) for n, f in enumerate(vr.findings)]
+    for n, f in entries:
+        if not (f.cause is not None and f.cause in known and f.cause != f.ref):
+            g = {"n": n, "code": f.code, "level": f.level.value, "path": relative(f.path, root), "position": f.position, "message": f.message, "knock_ons": []}
+            groups.append(g)
+            index[f.ref] = g
+    for n, f in entries:
+        if f.cause is not None and f.cause in index and f.cause != f.ref:
+            index[f.cause]["knock_ons"].append({"n": n, "code": f.code, "path": relative(f.path, root), "position": f.position, "message": f.message})
+
+    # the recover plan (never applied)
+    plan_fn, _apply, recover_options = recoverer(layout)
+    rplan = plan_fn(path, recover_options())
+    recover = [_step(st, root, "recover", segs) for st in rplan.steps]
+    recover_totals = {"steps": len(rplan.steps), "bytes_cut": rplan.bytes_cut, "files_deleted": rplan.files_deleted, "records_dropped": rplan.records_dropped}
+
+    # the clean plan with its defaults (never applied)
+    clean_fn, clean_options = cleaner(layout)
+    cplan = clean_fn(path, clean_options(), now_ms=now)
+    clean = [_step(st, root, "clean", segs) for st in cplan.steps if st.action.startswith("delete")]
+    clean_totals = {"files": len(clean), "bytes": sum(c["bytes"] or 0 for c in clean)}
+
+    # stats: topics, bytes per hour, forecast
+    stats = store_stats(path, layout)
+    topics = [{k: v for k, v in t.items() if not k.startswith("_")} for t in stats.topics()]
+    hourly_map: dict[int, int] = {}
+    for minute, b in stats.recent.minutes.items():
+        hourly_map[minute // 60] = hourly_map.get(minute // 60, 0) + b
+    hourly = sorted((h * 3_600_000, b) for h, b in hourly_map.items())
+    forecast = stats.forecast()
+
+    # lag and consumer marks
+    lag: list[dict[str, Any]] = []
+    try:
+        lr = store_lag(path, layout)
+    except Exception as exc:  # noqa: BLE001 - a store without offsets still has a report
+        notes.append(f"lag: {exc}")
+        lr = None
+    if lr is not None:
+        for r in lr.rows:
+            lag.append(
+                {
+                    "group": r.group,
+                    "topic": r.topic,
+                    "queue": r.queue,
+                    "committed": r.committed_offset,
+                    "log_end": r.log_end_offset,
+                    "lag_messages": r.lag_messages,
+                    "lag_bytes": r.lag_bytes,
+                    "oldest": r.oldest_unconsumed_timestamp,
+                }
+            )
+            name = f"consumequeue/{r.topic}/{r.queue}" if layout == "rocketmq" else f"{r.topic}-{r.queue}"
+            target = logs.get(name)
+            if target is not None:
+                end = r.log_end_offset or 0
+                start = r.log_start_offset or 0
+                span = max(end - start, 1)
+                target.consumers.append(Consumer(r.group, name, r.committed_offset, _pct(r.committed_offset - start, span)))
+
+    for log in logs.values():
+        for seg in log.segments:
+            seg.left = _pct(seg.start, log.total)
+            seg.width = max(_pct(max(seg.size, 1), log.total), 0.2)
+    verdict = "FAILED" if vr.failed else "OK"
+    return Report(
+        layout=layout,
+        root=root,
+        generated_ms=now,
+        verdict=verdict,
+        exit_code=1 if vr.failed else 0,
+        counts=dict(vr.counts),
+        files=len(vr.files),
+        bytes_checked=vr.bytes_checked,
+        logs=_ordered(list(logs.values())),
+        groups=groups,
+        recover=recover,
+        recover_totals=recover_totals,
+        clean=clean,
+        clean_notes=list(cplan.notes),
+        clean_totals=clean_totals,
+        topics=topics,
+        hourly=hourly,
+        forecast=forecast,
+        lag=lag,
+        notes=notes,
+    )
+
+
+def _place_by_offset(log: Log) -> None:
+    """A CommitLog file is named by its first offset: place each at its offset, and draw a
+    ``missing`` segment where the offsets jump over a file (RocketMQ ``MappedFileQueue``)."""
+    named = [s for s in log.segments if Path(s.path).name.isdigit()]
+    if len(named) != len(log.segments) or not named:
+        return
+    base = int(Path(named[0].path).name)
+    out: list[Segment] = []
+    for seg in named:
+        start = int(Path(seg.path).name)
+        if out:
+            prev = out[-1]
+            expected = base + prev.start + prev.size
+            while prev.size > 0 and expected < start:
+                name = (Path(prev.path).parent / f"{expected:020d}").as_posix()
+                gap = Segment(name, min(prev.size, start - expected), expected - base, "missing")
+                out.append(gap)
+                expected += gap.size
+        seg.start = start - base
+        out.append(seg)
+    log.segments = out
+    log.total = max(s.start + max(s.size, 1) for s in out)
+
+
+def _ordered(logs: list[Log]) -> list[Log]:
+    """commitlog first, then the consume queues, then index; others by name."""
+    rank = {"commitlog": 0, "index": 2}
+    return sorted(logs, key=lambda lg: (rank.get(lg.name, 1), lg.name))
+
+
+def _pct(part: int, whole: int) -> float:
+    return round(100.0 * max(0, min(part, whole)) / whole, 3) if whole > 0 else 0.0
+
+
+def _step(step: Any, root: str, kind: str, segs: dict[str, Segment]) -> dict[str, Any]:
+    rel = relative(step.path, root) if step.path.startswith("/") else step.path
+    seg = segs.get(rel)
+    size = seg.size if seg is not None else 0
+    pos = step.position if step.position is not None else 0
+    length = step.length if step.length is not None else max(size - pos, 0)
+    if seg is not None:
+        cut = Cut(kind, rel, step.action, step.position, step.length, _pct(pos, size), max(_pct(length, size), 0.5) if size else 100.0)
+        seg.cuts.append(cut)
+    return {"action": step.action, "path": rel, "position": step.position, "bytes": length, "reason": step.reason}

@@ -1,0 +1,73 @@
+"""``mqtool report`` and ``validate --format html``: exit codes, --overwrite, equal pages, and
+exit 4 naming mqtool[report] when Jinja2 / matplotlib cannot be imported."""
+
+import builtins
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from mqtool.cli.main import run
+
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
+
+
+def _page(text: str) -> str:
+    """The page without what changes between two runs: the time it was made, and the disk-full
+    chart (it reads the filesystem's free space, which the first page written changed)."""
+    text = re.sub(r"generated [^<]*</p>", "generated -</p>", text)
+    return re.sub(r'<div class="chart forecast">.*?</svg>', "", text, flags=re.S)
+
+
+@pytest.mark.parametrize("store", ["rocketmq-store", "kafka-logs", "jafka-data", "metaq-data"])
+def test_report_every_layout(store: str, tmp_path: Path) -> None:
+    out = tmp_path / "r.html"
+    assert run(["report", str(FIXTURES / store), "--out", str(out)]) == run(["validate", str(FIXTURES / store), "-f", "json"])
+    html = out.read_text()
+    for hook in ('id="verdict"', 'id="map"', 'id="findings"', 'id="recover"', 'id="clean"', 'id="topics"', 'id="lag"', 'class="segment"'):
+        assert hook in html
+    assert not re.search(r"<script[^>]*\bsrc=|<link\b|(?:src|href)=\"(?!#|data:)|url\((?!#|data:)", html), "no external resources"
+
+
+def test_refuses_existing_out_without_overwrite(tmp_path: Path) -> None:
+    out = tmp_path / "r.html"
+    out.write_text("keep")
+    assert run(["report", str(FIXTURES / "rocketmq-store"), "--out", str(out)]) == 2
+    assert out.read_text() == "keep"
+    assert run(["report", str(FIXTURES / "rocketmq-store"), "--out", str(out), "--overwrite"]) == 0
+    assert 'id="verdict"' in out.read_text()
+
+
+def test_damaged_store_exits_1(tmp_path: Path) -> None:
+    store = tmp_path / "s"
+    shutil.copytree(FIXTURES / "rocketmq-store", store)
+    sorted((store / "commitlog").iterdir())[2].unlink()
+    assert run(["report", str(store), "--out", str(tmp_path / "r.html")]) == 1
+    assert "exit code 1" in (tmp_path / "r.html").read_text()
+
+
+def test_validate_format_html_equals_report(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "r.html"
+    assert run(["report", str(FIXTURES / "rocketmq-store"), "--out", str(out), "--utc"]) == 0
+    capsys.readouterr()
+    assert run(["validate", str(FIXTURES / "rocketmq-store"), "--format", "html", "--utc"]) == 0
+    assert _page(capsys.readouterr().out) == _page(out.read_text())
+
+
+@pytest.mark.parametrize("argv", [["report", "--out", "{out}"], ["validate", "--format", "html"]])
+def test_missing_extra_exits_4(argv: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    real = builtins.__import__
+
+    def no_jinja(name: str, *args: object, **kwargs: object) -> object:
+        if name.split(".")[0] in ("jinja2", "matplotlib"):
+            raise ImportError(name)
+        return real(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_jinja)
+    out = tmp_path / "r.html"
+    args = [a.replace("{out}", str(out)) for a in argv]
+    assert run([args[0], str(FIXTURES / "rocketmq-store"), *args[1:]]) == 4
+    err = capsys.readouterr().err
+    assert "pip install 'mqtool[report]'" in err and "Traceback" not in err
+    assert not out.exists()

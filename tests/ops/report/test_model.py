@@ -1,0 +1,72 @@
+"""The report's data model (mqtool.ops.report.gather) on the fixture store and damaged copies."""
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from mqtool.ops.report import gather
+
+FIXTURE = Path(__file__).resolve().parents[3] / "fixtures" / "rocketmq-store"
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Path:
+    dst = tmp_path / "store"
+    shutil.copytree(FIXTURE, dst)
+    return dst
+
+
+def test_healthy_store_is_ok_with_no_cuts(store: Path) -> None:
+    r = gather(store, "rocketmq")
+    assert r.verdict == "OK" and r.exit_code == 0
+    assert r.recover == []
+    assert all(not s.cuts and s.end_kind != "missing" for log in r.logs for s in log.segments)
+    assert [log.name for log in r.logs][0] == "commitlog" and r.logs[-1].name == "index"
+
+
+def test_torn_tail_gives_a_recover_cut_at_the_valid_end(store: Path) -> None:
+    last = sorted((store / "commitlog").iterdir())[-1]
+    data = bytearray(last.read_bytes())
+    end = len(data.rstrip(b"\0"))
+    data[end - 30 : end] = b"\xff" * 30  # tear the last record
+    last.write_bytes(bytes(data))
+    r = gather(store, "rocketmq")
+    assert r.exit_code == 1
+    rel = f"commitlog/{last.name}"
+    cut = next(c for c in r.recover if c["path"] == rel)
+    assert cut["action"] == "cut"
+    valid_end = next(g["position"] for g in r.groups if g["code"] == "RMQ-CL-VALID-END")
+    assert cut["position"] == valid_end and cut["bytes"] == end - valid_end  # up to the last written byte
+    seg = next(s for s in r.logs[0].segments if s.path == rel)
+    assert seg.end_kind == "torn" and [c.position for c in seg.cuts] == [valid_end]
+
+
+def test_missing_middle_commitlog_file_is_drawn_missing(store: Path) -> None:
+    files = sorted((store / "commitlog").iterdir())
+    gone = files[len(files) // 2]
+    gone.unlink()
+    r = gather(store, "rocketmq")
+    segs = r.logs[0].segments
+    assert [s.path for s in segs] == [f"commitlog/{f.name}" for f in files]
+    missing = [s for s in segs if s.end_kind == "missing"]
+    assert [s.path for s in missing] == [f"commitlog/{gone.name}"]
+    assert missing[0].start == int(gone.name) - int(files[0].name)
+    assert any(g["code"] == "RMQ-FILE-GAP" for g in r.groups)
+
+
+def test_unconsumed_data_gives_consumer_marks_and_lag(store: Path) -> None:
+    r = gather(store, "rocketmq")
+    behind = [row for row in r.lag if row["lag_messages"]]
+    assert behind, "the fixture has groups behind the log end"
+    marks = {(c.group, c.log, c.offset) for log in r.logs for c in log.consumers}
+    for row in behind:
+        assert (row["group"], f"consumequeue/{row['topic']}/{row['queue']}", row["committed"]) in marks
+
+
+def test_clean_plan_keeps_unconsumed_files_and_says_so(store: Path) -> None:
+    r = gather(store, "rocketmq", now_ms=10**13)  # far future: every file is past retention
+    assert r.clean_totals["files"] == len(r.clean)
+    drawn = {c.path for log in r.logs for s in log.segments for c in s.cuts if c.kind == "clean"}
+    assert drawn == {c["path"] for c in r.clean}
+    assert r.clean_notes, "consumer protection holds files back and notes it"
