@@ -214,5 +214,9 @@ def render_other(console: "Console", doc: dict[str, Any], *, all_rows: bool = Fa
     trimmed["partitions"] = shown
     if "partition_details" in doc:
         trimmed["partition_details"] = [p for p in doc["partition_details"] if partition_name(p) in keep]
+    if doc["layout"] == "kafka":  # the directory name says topic and partition: no columns repeating it
+        for key in ("partitions", "partition_details"):
+            if key in trimmed:
+                trimmed[key] = [{k: v for k, v in p.items() if k not in ("topic", "partition")} for p in trimmed[key]]
     render_generic(console, trimmed)
     rows_left_out(console, len(shown), len(parts), "partitions")
