@@ -690,7 +690,7 @@ def run_rocketmq(spark: SparkSession, cfg: ScanConfig, inputs: list[ScanInput], 
     breaks.unpersist()
     ranges = spark.createDataFrame(ranges_rows, range_schema)
     bounds_rows = _rocketmq_bounds(inputs, end_rows)
-    result.facts["rocketmq"] = [{"source": s, "commitlog_min_offset": lo, "commitlog_valid_end": hi} for s, lo, hi in bounds_rows]
+    result.facts["rocketmq"] = [{"source": s, "commitlog": {"log_start_offset": lo, "log_end_offset": hi}} for s, lo, hi in bounds_rows]
     bounds = spark.createDataFrame(bounds_rows, "source string, commitlog_min long, commitlog_end long")
 
     with steps.reading(read_consumequeue) as progress:

@@ -163,7 +163,7 @@ def plan_clean_rocketmq(path: str | Path, options: CleanOptions = CleanOptions()
     # --- ConsumeQueue and IndexFiles follow the CommitLog min offset (also on a run that deletes no
     # CommitLog file: an interrupted earlier run may have left them behind) ----------------------
     new_min = segments[len(deleted)].base
-    plan.facts["new_commitlog_min_offset"] = new_min
+    plan.facts["commitlog"] = {"new_log_start_offset": new_min}
 
     for topic, qid in store.queues():
         segs = store.cq_segments(topic, qid)

@@ -1067,8 +1067,7 @@ def _validate_rocketmq(path: str | Path, options: ValidateOptions, progress: Pro
             with ReadOnlyFile(seg.path) as f:  # a pre-allocated file: the store model's rule
                 for finding in model.commitlog_file_findings(f, None, file_size, last=False, after_last=True):
                     report.add(finding, summary)
-    report.facts["commitlog_min_offset"] = store.commitlog_min_offset
-    report.facts["commitlog_valid_end"] = commitlog_end
+    report.facts["commitlog"] = {"log_start_offset": store.commitlog_min_offset, "log_end_offset": commitlog_end}
     report.facts["max_store_timestamp"] = max_store_ts
 
     # Units and entries pointing past the valid end are knock-ons of the damage that ends it.

@@ -342,7 +342,7 @@ def test_max_delete_report_and_exit_codes(work):
     assert len([s for s in doc["deleted"] if s["path"].endswith(".log.deleted")]) == 2
     assert_clean(root)
     code, out, _ = cli("clean", root, "--now", FIXTURE_NOW)
-    assert code == 0 and "nothing to delete" in out
+    assert code == 0 and "nothing to clean" in out
 
 
 def test_bundled_fixture_has_nothing_to_delete_at_its_own_time():

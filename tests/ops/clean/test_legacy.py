@@ -434,7 +434,7 @@ def test_max_delete_plan_exit_codes_and_report(work, layout):
     code, out, _ = clean_cli(root, "--apply")
     assert code == 0 and "deleted" in out
     code, out, _ = clean_cli(root)
-    assert code == 0 and "nothing to delete" in out
+    assert code == 0 and "nothing to clean" in out
     code, out, _ = clean_cli(root, "--apply", "--quiet")
     assert code == 0 and out == ""
     assert clean_cli(segments(layout, root / "a-0")[-1])[0] == ExitCode.IO  # a segment file is not a store

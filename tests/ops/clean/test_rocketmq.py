@@ -69,7 +69,7 @@ def test_safe_policy_deletes_expired_commitlog_then_cq_and_index(tmp_path):
     # all files are older than 72 h except none: ages 200,190,...; the active (last) file is kept
     assert cl_removed == [f"commitlog/{s.name}" for s in segs[: n - 1]]
     new_min = segs[n - 1].base
-    assert plan.facts["new_commitlog_min_offset"] == new_min
+    assert plan.facts["commitlog"] == {"new_log_start_offset": new_min}
     store = rmq.open_store(tmp_path)
     for topic, qid in store.queues():
         cq = store.cq_segments(topic, qid)
@@ -252,7 +252,7 @@ def test_cli_plan_exit_codes_and_report(tmp_path):
     report = json.loads(proc.stdout)
     assert report["deleted"] and report["bytes_freed"] > 0
     proc = _run("clean", tmp_path, "--now", NOW_MS)
-    assert proc.returncode == 0 and "nothing to delete" in proc.stdout
+    assert proc.returncode == 0 and "nothing to clean" in proc.stdout
 
 
 def test_config_file_settings(tmp_path):
