@@ -55,10 +55,10 @@ Predicate = Callable[[Path], bool]
 
 
 def is_rocketmq_path(path: Path) -> bool:
-    """``store.rocketmq.is_rocketmq_path``: a RocketMQ store root, or a directory/file inside one."""
-    from mqtool.store import rocketmq
+    """``store.root_rocketmq.is_rocketmq_path``: a RocketMQ store root, or a directory/file inside one."""
+    from mqtool.store import root_rocketmq
 
-    return rocketmq.is_rocketmq_path(path)
+    return root_rocketmq.is_rocketmq_path(path)
 
 
 def is_kafka_path(path: Path) -> bool:

@@ -146,7 +146,10 @@ def render_info(console: "Console", r: "StoreInfo", *, all_rows: bool = False) -
     findings = list(r.findings)
     queues = rows_to_show(r.queues, lambda q: _mentions(findings, "consumequeue", q.topic, str(q.queue_id)), all_rows=all_rows)
     if queues:
-        rows = [[q.topic, str(q.queue_id), str(q.files), str(q.log_start_offset), str(q.log_end_offset), humanize.intcomma(q.log_end_offset - q.log_start_offset)] for q in queues]
+        rows = [
+            [q.topic, str(q.queue_id), str(q.files), str(q.log_start_offset), str(q.log_end_offset), humanize.intcomma(q.log_end_offset - q.log_start_offset)]
+            for q in queues
+        ]
         fit_table(console, "consume queues", ["topic", "queue", "files", "log start offset", "log end offset", "messages"], rows, justify=["left"] + ["right"] * 5)
     rows_left_out(console, len(queues), len(r.queues), "consume queues")
     index_files = rows_to_show(r.index_files, lambda i: bool(i.error) or _mentions(findings, "index", i.name), all_rows=all_rows)

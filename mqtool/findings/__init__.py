@@ -12,7 +12,7 @@ from dataclasses import dataclass, field, replace
 from mqtool.findings import codes_kafka, codes_legacy, codes_rocketmq
 from mqtool.findings.base import CodeInfo, Severity
 
-__all__ = ["CODES", "FAMILIES", "CodeInfo", "Finding", "FindingRef", "Severity", "layout_families"]
+__all__ = ["CODES", "FAMILIES", "CodeInfo", "Finding", "FindingRef", "Severity", "finding_location", "finding_text", "layout_families"]
 
 
 def _merge_layout_codes() -> dict[str, CodeInfo]:
@@ -101,3 +101,15 @@ class Finding:
             **({"details": self.details} if self.details else {}),
             **({"cause": self.cause.to_dict()} if self.cause is not None else {}),
         }
+
+
+def finding_location(finding: Finding) -> str:
+    """``path:position: message`` (``path: message`` without a position): where a finding is and
+    what it says, in the wording of every mqtool error."""
+    where = finding.path if finding.position is None else f"{finding.path}:{finding.position}"
+    return f"{where}: {finding.message}"
+
+
+def finding_text(finding: Finding) -> str:
+    """One line for a finding: ``CODE path:position: message``."""
+    return f"{finding.code} {finding_location(finding)}"

@@ -95,7 +95,7 @@ def merged(path: str | os.PathLike[str], layout: str, problems: list[str], error
     may judge otherwise: a zeroed last message is a torn tail, a warning) and validate's
     warnings, each finding as ``CODE path:position: message``.  Returns (problems, errors,
     findings)."""
-    from mqtool.store.model.rocketmq import finding_text
+    from mqtool.findings import finding_text
 
     met = on_path(path, layout)
     own = [str(e) for e in errors]

@@ -570,8 +570,8 @@ def _state_findings(stats: StoreStats, path: Path, layout: str, own: list[tuple[
     position: ``ops.log_findings``), errors also in ``problems`` as ``CODE path:position:
     message``, after the walk's own problems.  With
     ``--no-crc`` (no checksum read) only the walk's own problems."""
+    from mqtool.findings import finding_text
     from mqtool.ops import log_findings
-    from mqtool.store.model.rocketmq import finding_text
 
     met = log_findings.on_path(path, layout) if options.check_crc else []
     stats.findings.extend(met)

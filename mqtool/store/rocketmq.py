@@ -42,7 +42,8 @@ from mqtool.formats.rocketmq.commitlog import (
     topic_length_size,
 )
 from mqtool.formats.rocketmq.properties import CRC32
-from mqtool.store.files import CHUNK_SIZE, Readable, ReadOnlyFile, file_size, is_directory, is_regular_file, nonzero_extent, safe_listdir
+from mqtool.store.files import CHUNK_SIZE, Readable, ReadOnlyFile, file_size, is_regular_file, nonzero_extent, safe_listdir
+from mqtool.store.root_rocketmq import ROOT_MARKERS, find_rocketmq_root, is_rocketmq_path, is_rocketmq_root  # noqa: F401 (re-exported)
 
 #: Largest record mqtool will read (maxMessageSize is 4 MiB by default; the broker allows
 #: body + 64 KiB).  Anything bigger is a corrupt length field, never an allocation.
@@ -51,7 +52,6 @@ MAX_RECORD_SIZE = 64 << 20
 DEFAULT_COMMITLOG_FILE_SIZE = 1 << 30
 DEFAULT_CQ_FILE_SIZE = 6_000_000
 
-ROOT_MARKERS = ("commitlog", "consumequeue", "index", "checkpoint", "config")
 
 
 @dataclass(frozen=True)
@@ -245,24 +245,6 @@ def detect_file_size(segments: list[Segment]) -> int | None:
     if not sizes:
         return None
     return sizes.most_common(1)[0][0]
-
-
-def is_rocketmq_root(path: Path) -> bool:
-    if not is_directory(path):
-        return False
-    if is_directory(path / "commitlog"):
-        return True
-    markers = sum(1 for m in ROOT_MARKERS if (path / m).exists())
-    return markers >= 2 and (is_directory(path / "consumequeue") or is_regular_file(path / "checkpoint"))
-
-
-def find_rocketmq_root(path: Path) -> Path | None:
-    """The store root for ``path``: the root itself, or a root above a family dir or file."""
-    path = Path(path)
-    for candidate in [path, *path.parents][:5]:
-        if is_rocketmq_root(candidate):
-            return candidate
-    return None
 
 
 def open_store(path: str | Path, *, commitlog_file_size: int | None = None) -> RocketMQStore:
@@ -716,11 +698,6 @@ class IndexFileView:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-def is_rocketmq_path(path: Path) -> bool:
-    """A RocketMQ store root, or a directory/file inside one."""
-    return find_rocketmq_root(Path(path)) is not None
 
 
 # --- scanning helpers shared by validate and recover --------------------------------------------

@@ -57,9 +57,11 @@ INFO_MUST_NOT_LOAD = {
                        "mqtool.store.model.legacy", "mqtool.formats.kafka", "mqtool.formats.jafka", "mqtool.formats.metaq", "mqtool.ops.info.kafka",
                        "mqtool.ops.info.legacy", "mqtool.ops.log_findings", "crc32c", "pyspark", "pyarrow"),
     "kafka-logs": ("numpy", "mqtool.store.jafka", "mqtool.store.metaq", "mqtool.store.legacy", "mqtool.store.model.legacy", "mqtool.formats.jafka",
-                   "mqtool.formats.metaq", "mqtool.ops.info.rocketmq", "mqtool.ops.info.legacy", "pyspark", "pyarrow"),
-    # detection asks the RocketMQ and Kafka predicates first, which load their store modules
-    "jafka-data": ("numpy", "mqtool.store.model.kafka", "mqtool.ops.info.rocketmq", "mqtool.ops.info.kafka", "crc32c", "pyspark", "pyarrow"),
+                   "mqtool.formats.metaq", "mqtool.ops.info.rocketmq", "mqtool.ops.info.legacy", "mqtool.store.rocketmq",
+                   "mqtool.store.model.rocketmq", "mqtool.formats.rocketmq", "pyspark", "pyarrow"),
+    # detection asks the RocketMQ predicate (``store.root_rocketmq``: names only) and the Kafka one
+    # (which loads the Kafka store module) first
+    "jafka-data": ("numpy", "mqtool.store.rocketmq", "mqtool.formats.rocketmq", "mqtool.store.model.kafka", "mqtool.ops.info.rocketmq", "mqtool.ops.info.kafka", "crc32c", "pyspark", "pyarrow"),
 }
 
 

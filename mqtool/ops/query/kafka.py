@@ -177,8 +177,8 @@ def with_findings(result: KafkaQueryResult, part: ks.KafkaPartition) -> KafkaQue
     """Every gap and damage of the partition asked -- its log and the indexes a lookup reads -- as
     validate states it (``ops.log_findings``): errors after the problems (exit 1), warnings after
     the notes, each as ``CODE path:position: message``."""
+    from mqtool.findings import finding_text
     from mqtool.ops import log_findings
-    from mqtool.store.model.rocketmq import finding_text
 
     met = log_findings.on_path(part.path, "kafka", [part.path], families=log_findings.INDEX)
     result.problems.extend(finding_text(f) for f in log_findings.errors(met))  # type: ignore[misc]

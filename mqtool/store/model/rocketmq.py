@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from mqtool.errors import CorruptDataError, MqError
-from mqtool.findings import Finding, Severity
+from mqtool.findings import Finding, Severity, finding_location, finding_text  # noqa: F401 (re-exported)
 from mqtool.formats import segment_names as segnames
 from mqtool.formats._binary import Buffer
 from mqtool.formats.rocketmq import consume_queue as cqf
@@ -166,18 +166,6 @@ def commitlog_findings(store: rmq.RocketMQStore, *, live: bool = False) -> list[
 
 # --- damage on the path of a CommitLog read (dump, stats, info, query, diff) ----------------------
 
-
-
-def finding_location(finding: Finding) -> str:
-    """``path:position: message`` (``path: message`` without a position): where a finding is and
-    what it says, in the wording of every mqtool error."""
-    where = finding.path if finding.position is None else f"{finding.path}:{finding.position}"
-    return f"{where}: {finding.message}"
-
-
-def finding_text(finding: Finding) -> str:
-    """One line for a finding: ``CODE path:position: message``."""
-    return f"{finding.code} {finding_location(finding)}"
 
 
 def last_data_file(segments: list[rmq.Segment]) -> int:
