@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from mqtool.formats.segment_names import jafka_file_name, kafka_file_name, metaq_file_name, rocketmq_file_name
+
 #: Finding marks drawn per file at most; the rest are counted in a "+N more" mark.
 MARKS_PER_FILE = 20
 
@@ -29,7 +31,7 @@ class Mark:
     n: int
     code: str
     path: str
-    position: int
+    position: int | None  # None: a finding about the whole file (a gap before it), drawn at its start
     message: str
     left: float
     root_cause: bool
@@ -183,18 +185,21 @@ def gather(
         segs[rel] = seg
     if layout == "rocketmq" and "commitlog" in logs:
         _place_by_offset(logs["commitlog"])
+    elif layout != "rocketmq":
+        for f in vr.findings:
+            _insert_gap(logs, f, relative(f.path, root), layout)
     known = {f.ref for f in vr.findings}
     for n, f in enumerate(vr.findings):
         rel = relative(f.path, root)
         found = segs.get(rel)
-        if found is None or f.position is None:
+        if found is None:
             continue
         seg = found
         if len(seg.marks) >= MARKS_PER_FILE:
             seg.more_marks += 1
             continue
         root_cause = not (f.cause is not None and f.cause in known and f.cause != f.ref)
-        seg.marks.append(Mark(n, f.code, rel, f.position, f.message, _pct(f.position, seg.size), root_cause))
+        seg.marks.append(Mark(n, f.code, rel, f.position, f.message, _pct(f.position or 0, seg.size), root_cause))
 
     # findings grouped by cause, knock-ons folded
     groups: list[dict[str, Any]] = []
@@ -222,7 +227,14 @@ def gather(
     # the clean plan with its defaults (never applied)
     clean_fn, clean_options = cleaner(layout)
     cplan = clean_fn(path, clean_options(), now_ms=now)
-    clean = [_step(st, root, "clean", segs) for st in cplan.steps if st.action.startswith("delete")]
+    # every clean step takes its file away (delete, remove, rename to .deleted, archive): one cut a file
+    clean: list[dict[str, Any]] = []
+    cleaned: set[str] = set()
+    for st in cplan.steps:
+        rel = relative(st.path, root) if st.path.startswith("/") else st.path
+        if rel not in cleaned:
+            cleaned.add(rel)
+            clean.append(_step(st, root, "clean", segs))
     clean_totals = {"files": len(clean), "bytes": sum(c["bytes"] or 0 for c in clean)}
 
     # stats: topics, bytes per hour, forecast
@@ -292,6 +304,42 @@ def gather(
     )
 
 
+#: the findings that say a log's files skip offsets (a missing file), with ``details``
+#: ``missing_from`` / ``missing_to``: the report draws a ``missing`` segment there
+GAP_CODES = {"KAFKA-OFFSET-GAP": "kafka", "JAFKA-SEGMENT-GAP": "jafka", "METAQ-SEGMENT-GAP": "metaq"}
+
+
+def _insert_gap(logs: dict[str, Log], finding: Any, rel: str, layout: str) -> None:
+    """A ``missing`` segment before the file a gap finding names (Kafka, Jafka, MetaQ), named as
+    the broker would have named the file that held ``missing_from``; its size is the gap's bytes
+    (Jafka and MetaQ offsets are byte positions) or, for Kafka, whose offsets count records, the
+    mean size of the log's other segment files."""
+    if GAP_CODES.get(finding.code) != layout or not finding.details:
+        return
+    start, stop = finding.details.get("missing_from"), finding.details.get("missing_to")
+    log = logs.get(log_name(rel, layout))
+    if not isinstance(start, int) or not isinstance(stop, int) or log is None:
+        return
+    at = next((i for i, s in enumerate(log.segments) if s.path == rel), None)
+    if at is None:
+        return
+    suffix = Path(rel).suffix
+    if layout == "kafka":
+        name = kafka_file_name(start, suffix.lstrip("."))
+        same = [s.size for s in log.segments if s.path.endswith(suffix) and s.end_kind != "missing"]
+        size = max(sum(same) // max(len(same), 1), 1)
+    else:
+        name = jafka_file_name(start) if layout == "jafka" else metaq_file_name(start)
+        size = max(stop - start, 1)
+    gap = Segment((Path(rel).parent / name).as_posix(), size, 0, "missing")
+    log.segments.insert(at, gap)
+    total = 0
+    for seg in log.segments:  # placed again by cumulative size
+        seg.start = total
+        total += max(seg.size, 1)
+    log.total = total
+
+
 def _place_by_offset(log: Log) -> None:
     """A CommitLog file is named by its first offset: place each at its offset, and draw a
     ``missing`` segment where the offsets jump over a file (RocketMQ ``MappedFileQueue``)."""
@@ -306,7 +354,7 @@ def _place_by_offset(log: Log) -> None:
             prev = out[-1]
             expected = base + prev.start + prev.size
             while prev.size > 0 and expected < start:
-                name = (Path(prev.path).parent / f"{expected:020d}").as_posix()
+                name = (Path(prev.path).parent / rocketmq_file_name(expected)).as_posix()
                 gap = Segment(name, min(prev.size, start - expected), expected - base, "missing")
                 out.append(gap)
                 expected += gap.size

@@ -1263,6 +1263,7 @@ def _check_continuity(state: _PartitionState, out: Sink) -> None:
                         None,
                         f"offsets {prev.last_offset + 1}..{r.base_offset - 1} are in no segment (after {Path(prev.path).name}); "
                         "compaction (or a deleted segment) leaves such gaps",
+                        details={"missing_from": prev.last_offset + 1, "missing_to": r.base_offset},
                     ),
                     r.path,
                 )

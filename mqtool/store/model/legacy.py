@@ -620,6 +620,7 @@ def _check_partition(part: Partition, out: list[Finding], prefix: str) -> None:
                         f"expected the segment after {prev.name} ({prev.start_offset} + {prev.size} bytes) to start at offset {expected}, "
                         f"found {seg.name}: {what}; the broker refuses to load the partition (\"The following segments don't validate\")",
                         length=abs(seg.start_offset - expected),
+                        details={"missing_from": expected, "missing_to": seg.start_offset} if seg.start_offset > expected else {},
                     )
                 )
     if prefix == "METAQ":
