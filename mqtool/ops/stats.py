@@ -225,15 +225,42 @@ class _Top:
         return [item for _, _, item in sorted(self.heap, key=lambda t: (-t[0], -t[1]))]
 
 
+class _LifetimeBytes:
+    """Bytes written per bucket over the whole span of times seen: hours, widened (doubled) while
+    more than ``MAX_BUCKETS`` buckets would be kept, so memory stays flat whatever the timestamps."""
+
+    MAX_BUCKETS = 20_000
+
+    def __init__(self) -> None:
+        self.bucket_ms = HOUR_MS
+        self.buckets: dict[int, int] = {}
+
+    def add(self, timestamp: int, size: int) -> None:
+        key = timestamp // self.bucket_ms
+        self.buckets[key] = self.buckets.get(key, 0) + size
+        if len(self.buckets) > self.MAX_BUCKETS:
+            self.bucket_ms *= 2
+            merged: dict[int, int] = {}
+            for k, b in self.buckets.items():
+                merged[k // 2] = merged.get(k // 2, 0) + b
+            self.buckets = merged
+
+    def to_dict(self) -> dict:
+        return {"bucket_ms": self.bucket_ms, "buckets": [[k * self.bucket_ms, b] for k, b in sorted(self.buckets.items())]}
+
+
 class _RecentBytes:
-    """Bytes per minute for the 24 h before the newest time seen (bounded: at most ~1441 keys)."""
+    """Bytes per minute for the 24 h before the newest time seen (bounded: at most ~1441 keys),
+    and bytes per hour over the whole lifetime (``lifetime``)."""
 
     def __init__(self) -> None:
         self.minutes: dict[int, int] = {}
         self.newest: int | None = None
         self.oldest: int | None = None
+        self.lifetime = _LifetimeBytes()
 
     def add(self, timestamp: int, size: int) -> None:
+        self.lifetime.add(timestamp, size)
         if self.oldest is None or timestamp < self.oldest:
             self.oldest = timestamp
         minute = timestamp // MINUTE_MS
@@ -420,6 +447,7 @@ class StoreStats:
                 {"size": m.size, "name": m.unit, "topic": m.topic, queue_key: m.queue, "offset": m.offset, "timestamp": m.timestamp}
                 for m in self.largest
             ],
+            "bytes_written": self.recent.lifetime.to_dict(),
             "disk": self.forecast(),
             "problems": list(self.problems),
             "findings": [f.to_dict() for f in self.findings],

@@ -304,3 +304,34 @@ def test_hyperloglog_hash_is_the_64_bit_blake2b_of_the_utf8_bytes():
 
     expected = int.from_bytes(hashlib.blake2b("ké\udcff".encode("utf-8", "surrogatepass"), digest_size=8).digest(), "big")
     assert HyperLogLog.hash("ké\udcff") == HyperLogLog.hash("ké\udcff".encode("utf-8", "surrogatepass")) == expected
+
+
+def test_bytes_written_covers_the_whole_lifetime_hourly():
+    """``bytes_written``: every byte stats counts, in hourly buckets over the whole span of store
+    times (not only the last 24 h the forecast uses)."""
+    from pathlib import Path
+
+    from mqtool.ops.stats import store_stats
+
+    doc = store_stats(Path(__file__).resolve().parents[2] / "fixtures" / "rocketmq-store", "rocketmq").to_dict()
+    written = doc["bytes_written"]
+    assert written["bucket_ms"] == 3_600_000
+    assert sum(b for _, b in written["buckets"]) == doc["totals"]["bytes"]
+    starts = [s for s, _ in written["buckets"]]
+    assert starts == sorted(starts) and all(s % 3_600_000 == 0 for s in starts)
+    assert starts[0] <= doc["totals"]["first_timestamp"] < starts[0] + 3_600_000
+
+
+def test_bytes_written_buckets_widen_instead_of_growing():
+    """Timestamps spread over centuries keep at most MAX_BUCKETS buckets, with every byte kept."""
+    from mqtool.ops.stats import _LifetimeBytes
+
+    life = _LifetimeBytes()
+    life.MAX_BUCKETS = 50
+    total = 0
+    for i in range(1000):
+        life.add(i * 7 * 3_600_000 * 24, 10 + i)
+        total += 10 + i
+    assert len(life.buckets) <= 50 and life.bucket_ms > 3_600_000
+    doc = life.to_dict()
+    assert sum(b for _, b in doc["buckets"]) == total and doc["bucket_ms"] == life.bucket_ms

@@ -17,6 +17,8 @@ from typing import Any
 
 from mqtool.formats.segment_names import jafka_file_name, kafka_file_name, metaq_file_name, rocketmq_file_name
 
+DAY_MS = 86_400_000
+
 #: Finding marks drawn per file at most; the rest are counted in a "+N more" mark.
 MARKS_PER_FILE = 20
 
@@ -95,7 +97,9 @@ class Report:
     clean_notes: list[str]
     clean_totals: dict[str, Any]
     topics: list[dict[str, Any]]
-    hourly: list[tuple[int, int]]
+    hourly: list[tuple[int, int]]  # (bucket start ms, bytes written) over the store's lifetime
+    bucket_ms: int
+    time_source: str
     forecast: dict[str, Any]
     lag: list[dict[str, Any]]
     notes: list[str] = field(default_factory=list)
@@ -240,10 +244,17 @@ def gather(
     # stats: topics, bytes per hour, forecast
     stats = store_stats(path, layout)
     topics = [{k: v for k, v in t.items() if not k.startswith("_")} for t in stats.topics()]
-    hourly_map: dict[int, int] = {}
-    for minute, b in stats.recent.minutes.items():
-        hourly_map[minute // 60] = hourly_map.get(minute // 60, 0) + b
-    hourly = sorted((h * 3_600_000, b) for h, b in hourly_map.items())
+    # bytes written over the store's whole lifetime: hourly, daily when that is over 60 days of hours
+    lifetime = stats.recent.lifetime
+    bucket_ms = lifetime.bucket_ms
+    buckets = dict(lifetime.buckets)
+    if bucket_ms < DAY_MS and len(buckets) > 60 * 24:
+        widen = DAY_MS // bucket_ms
+        merged: dict[int, int] = {}
+        for k, b in buckets.items():
+            merged[k // widen] = merged.get(k // widen, 0) + b
+        buckets, bucket_ms = merged, bucket_ms * widen
+    hourly = sorted((k * bucket_ms, b) for k, b in buckets.items())
     forecast = stats.forecast()
 
     # lag and consumer marks
@@ -298,6 +309,8 @@ def gather(
         clean_totals=clean_totals,
         topics=topics,
         hourly=hourly,
+        bucket_ms=bucket_ms,
+        time_source=stats.time_source,
         forecast=forecast,
         lag=lag,
         notes=notes,

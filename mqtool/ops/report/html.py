@@ -38,7 +38,7 @@ def _svg(fig: Any) -> str:
 
 
 def charts(report: Report, matplotlib: Any) -> dict[str, str]:
-    """Inline SVG charts: bytes written per hour, the disk-full forecast."""
+    """Inline SVG charts: bytes written per hour (or day) over the store's lifetime, the disk-full forecast."""
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
@@ -50,11 +50,12 @@ def charts(report: Report, matplotlib: Any) -> dict[str, str]:
             ax.bar(
                 hours,  # type: ignore[arg-type]
                 [b for _, b in report.hourly],
-                width=1 / 24,
+                width=report.bucket_ms / 86_400_000,
                 color="#4a78b5",
             )
-        ax.set_ylabel("bytes / hour")
-        ax.set_title("bytes written per hour (store timestamps, UTC)")
+        per = "hour" if report.bucket_ms == 3_600_000 else "day" if report.bucket_ms == 86_400_000 else f"{report.bucket_ms // 3_600_000} h"
+        ax.set_ylabel(f"bytes / {per}")
+        ax.set_title(f"bytes written per {per} over the store's lifetime ({report.time_source}, UTC)")
         fig.autofmt_xdate()
         out["hourly"] = _svg(fig)
         plt.close(fig)
