@@ -61,6 +61,8 @@ class Segment:
     marks: list[Mark] = field(default_factory=list)
     more_marks: int = 0
     cuts: list[Cut] = field(default_factory=list)
+    #: a file ending in pre-allocated zeros: the share of it that holds data (drawn as such)
+    data_pct: float | None = None
 
 
 @dataclass
@@ -226,6 +228,11 @@ def gather(
         ends = {f.code for f in by_file.get(seg.path, []) if f.code.endswith("-VALID-END")}
         if seg.end_kind == "healthy" and ends and any(c.action == "cut" for c in seg.cuts):
             seg.end_kind = "torn"
+    # the last CommitLog file ends in the zeros the broker pre-allocates after its valid end
+    for f in vr.findings:
+        last = segs.get(relative(f.path, root))
+        if f.code == "RMQ-CL-VALID-END" and last is not None and last.end_kind == "healthy" and f.position is not None and f.position < last.size:
+            last.end_kind, last.data_pct = "zeros", _pct(f.position, last.size)
     recover_totals = {"steps": len(rplan.steps), "bytes_cut": rplan.bytes_cut, "files_deleted": rplan.files_deleted, "records_dropped": rplan.records_dropped}
 
     # the clean plan with its defaults (never applied)

@@ -83,3 +83,22 @@ def test_kafka_torn_tail_is_drawn_torn_and_logs_are_partitions(tmp_path: Path) -
     drawn = {s.path: s.end_kind for log in r.logs for s in log.segments}
     assert drawn["events-0/00000000000000000000.log"] == "torn"
     assert any(g["code"] == "KAFKA-LOG-TORN-TAIL" for g in r.groups)
+
+
+def test_the_last_commitlog_file_ends_in_preallocated_zeros() -> None:
+    """The healthy fixture's last CommitLog file holds data up to validate's RMQ-CL-VALID-END and
+    the broker's pre-allocated zeros after it: drawn as ``zeros`` with its data share."""
+    import json
+    import subprocess
+    import sys
+
+    from mqtool.ops.report import gather
+
+    fixture = Path(__file__).resolve().parents[3] / "fixtures" / "rocketmq-store"
+    report = gather(fixture, "rocketmq")
+    commitlog = next(log for log in report.logs if log.name == "commitlog")
+    last = commitlog.segments[-1]
+    doc = json.loads(subprocess.run([sys.executable, "-m", "mqtool", "validate", str(fixture), "--json"], capture_output=True, text=True).stdout)
+    end = next(f for f in doc["findings"] if f["code"] == "RMQ-CL-VALID-END")
+    assert last.end_kind == "zeros" and last.data_pct == round(100.0 * end["position"] / last.size, 3)
+    assert all(s.end_kind == "healthy" for s in commitlog.segments[:-1])
