@@ -25,7 +25,7 @@ def report(
     (planned, never applied), topics and charts, consumer lag.
 
     Exit as validate would: 0 when no finding reaches --fail-on, 1 when one does, 3 when PATH is
-    not a store, 4 when mqtool[report] (Jinja2, matplotlib) is not installed."""
+    not a store, 4 when the report extra (Jinja2, matplotlib) is not installed."""
     from mqtool.cli import settings
     from mqtool.layouts import detect_layout
     from mqtool.ops.validate import default_jobs
