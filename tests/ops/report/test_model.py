@@ -83,3 +83,18 @@ def test_kafka_torn_tail_is_drawn_torn_and_logs_are_partitions(tmp_path: Path) -
     drawn = {s.path: s.end_kind for log in r.logs for s in log.segments}
     assert drawn["events-0/00000000000000000000.log"] == "torn"
     assert any(g["code"] == "KAFKA-LOG-TORN-TAIL" for g in r.groups)
+
+
+def test_a_recover_step_on_a_log_directory_is_drawn_over_its_files(store: Path) -> None:
+    last = sorted((store / "commitlog").iterdir())[-1]
+    data = bytearray(last.read_bytes())
+    end = len(data.rstrip(b"\0"))
+    data[end - 30 : end] = b"\xff" * 30  # torn: the index holds keys past the valid end, so recover rebuilds the index directory
+    last.write_bytes(bytes(data))
+    r = gather(store, "rocketmq")
+    steps = [s for s in r.recover if s["action"] == "rebuild-index"]
+    assert steps and steps[0]["path"] == "index"
+    index = next(log for log in r.logs if log.name == "index")
+    assert index.segments and all(
+        [(c.kind, c.action, c.left, c.width) for c in s.cuts] == [("recover", "rebuild-index", 0.0, 100.0)] for s in index.segments
+    )
