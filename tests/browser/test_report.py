@@ -290,3 +290,20 @@ def test_a_damaged_copy(viewer, tmp_path, capsys, layout, kind):
         assert consumers >= 1
     if exp.root_causes():
         check_finding_link(page)
+
+
+def test_validate_format_html(viewer, tmp_path, capsys):
+    """``validate --format html`` writes the same page to stdout, with validate's exit code."""
+    root = copy_fixture("kafka", tmp_path / "store")
+    damaged_path = damage("kafka", root, "torn-tail")
+    exp = expected(root, "kafka", capsys)
+    code = run(["validate", str(root), "--format", "html"])
+    html = capsys.readouterr().out
+    assert code == exp.validate_exit
+    report = tmp_path / "validate.html"
+    report.write_text(html, encoding="utf-8")
+    page = viewer.open(report).page
+    check_verdict(page, exp)
+    assert page.locator(f"#map .segment[data-path={css(damaged_path)}]").is_visible()
+    check_findings(page, exp)
+    assert check_recover_cuts(page, exp) >= 1

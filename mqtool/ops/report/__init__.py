@@ -223,7 +223,7 @@ def gather(
     # the recover plan (never applied)
     plan_fn, _apply, recover_options = recoverer(layout)
     rplan = plan_fn(path, recover_options())
-    recover = [_step(st, root, "recover", segs) for st in rplan.steps]
+    recover = [_step(st, root, "recover", segs, logs) for st in rplan.steps]
     for seg in segs.values():  # a log file whose tail the recover plan cuts past its valid end is torn
         ends = {f.code for f in by_file.get(seg.path, []) if f.code.endswith("-VALID-END")}
         if seg.end_kind == "healthy" and ends and any(c.action == "cut" for c in seg.cuts):
@@ -394,9 +394,18 @@ def _pct(part: int, whole: int) -> float:
     return round(100.0 * max(0, min(part, whole)) / whole, 3) if whole > 0 else 0.0
 
 
-def _step(step: Any, root: str, kind: str, segs: dict[str, Segment]) -> dict[str, Any]:
+def _step(step: Any, root: str, kind: str, segs: dict[str, Segment], logs: dict[str, Log] | None = None) -> dict[str, Any]:
+    """A plan step as a row of its table, and as a cut on the file it acts on; a step on a
+    directory that is a log (``rebuild-index`` on ``index``, a ConsumeQueue rebuilt from the
+    CommitLog) is drawn over every file of that log."""
     rel = relative(step.path, root) if step.path.startswith("/") else step.path
     seg = segs.get(rel)
+    whole = logs.get(rel.rstrip("/")) if logs is not None and seg is None else None
+    if whole is not None:
+        for each in whole.segments:
+            if each.end_kind != "missing":
+                each.cuts.append(Cut(kind, each.path, step.action, None, None, 0.0, 100.0))
+        return {"action": step.action, "path": rel, "position": step.position, "bytes": step.length, "reason": step.reason}
     size = seg.size if seg is not None else 0
     pos = step.position if step.position is not None else 0
     length = step.length if step.length is not None else max(size - pos, 0)

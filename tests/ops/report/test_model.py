@@ -102,3 +102,18 @@ def test_the_last_commitlog_file_ends_in_preallocated_zeros() -> None:
     end = next(f for f in doc["findings"] if f["code"] == "RMQ-CL-VALID-END")
     assert last.end_kind == "zeros" and last.data_pct == round(100.0 * end["position"] / last.size, 3)
     assert all(s.end_kind == "healthy" for s in commitlog.segments[:-1])
+
+
+def test_a_recover_step_on_a_log_directory_is_drawn_over_its_files(store: Path) -> None:
+    last = sorted((store / "commitlog").iterdir())[-1]
+    data = bytearray(last.read_bytes())
+    end = len(data.rstrip(b"\0"))
+    data[end - 30 : end] = b"\xff" * 30  # torn: the index holds keys past the valid end, so recover rebuilds the index directory
+    last.write_bytes(bytes(data))
+    r = gather(store, "rocketmq")
+    steps = [s for s in r.recover if s["action"] == "rebuild-index"]
+    assert steps and steps[0]["path"] == "index"
+    index = next(log for log in r.logs if log.name == "index")
+    assert index.segments and all(
+        [(c.kind, c.action, c.left, c.width) for c in s.cuts] == [("recover", "rebuild-index", 0.0, 100.0)] for s in index.segments
+    )
