@@ -80,12 +80,7 @@ def recover(
             if not topic or not qid.isdigit():
                 raise typer.BadParameter(f"expected TOPIC/QUEUE_ID (e.g. TopicTest/0), found {q!r}", param_hint="--queue")
         cfg = broker_settings(config)
-        sizes = {
-            "commitlog_file_size": cfg.commitlog_file_size,
-            "cq_file_size": cfg.cq_file_size,
-            "index_hash_slot_num": cfg.index_hash_slot_num,
-            "index_num": cfg.index_num,
-        }
+        sizes = cfg.store_sizes()
         wanted.update({k: v for k, v in sizes.items() if v is not None and k in fields})
         plan = plan_fn(path, options_cls(**{k: v for k, v in wanted.items() if k in fields}))
     if quarantine is not None and quarantine.resolve().is_relative_to(Path(plan.root).resolve()):

@@ -38,12 +38,7 @@ def report(
         if detected != "rocketmq":
             raise typer.BadParameter(f"--config reads a RocketMQ broker.conf, not a {detected} store's settings", param_hint="--config")
         cfg = broker_settings(config)
-        sizes = {
-            "commitlog_file_size": cfg.commitlog_file_size,
-            "cq_file_size": cfg.cq_file_size,
-            "index_hash_slot_num": cfg.index_hash_slot_num,
-            "index_num": cfg.index_num,
-        }
+        sizes = cfg.store_sizes()
     html, code = build(path, detected, fail_on=fail_on, jobs=jobs or default_jobs(), utc=settings.utc(), sizes=sizes)
     out.write_text(html, encoding="utf-8")
     if not settings.quiet():

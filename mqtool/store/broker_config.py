@@ -44,6 +44,16 @@ class BrokerSettings:
     log_dirs: tuple[str, ...] = field(default_factory=tuple)
     segment_bytes: int | None = None
 
+    def store_sizes(self) -> dict[str, int | None]:
+        """The file sizes and IndexFile geometry, by the names of validate's and recover's
+        options (None: not set in the file)."""
+        return {
+            "commitlog_file_size": self.commitlog_file_size,
+            "cq_file_size": self.cq_file_size,
+            "index_hash_slot_num": self.index_hash_slot_num,
+            "index_num": self.index_num,
+        }
+
 
 def _positive(value: str) -> int:
     number = int(value)
