@@ -77,6 +77,16 @@ def test_info_loads_only_its_layout(store):
     assert module in loaded
 
 
+@pytest.mark.parametrize("args", [["--help"], ["info", "--help"], ["info", "fixtures/rocketmq-store", "--json"], ["info", "fixtures/kafka-logs", "--json"]], ids=" ".join)
+def test_no_pydantic_and_no_rich_help_panels(args):
+    """typer 0.29 coerces every option value through pydantic (~75 ms to load) and typer's rich help
+    panels load rich's Markdown and traceback modules (~60 ms): the typer pin (< 0.29) and plain help
+    (``rich_markup_mode=None``) keep both out; this fails on a typer that brings them back."""
+    loaded = _loaded_after(args)
+    wrong = [m for m in loaded if m.startswith(("pydantic", "typer.rich_utils", "rich.markdown", "markdown_it", "rich.traceback"))]
+    assert not wrong, f"mqtool {' '.join(args)} imported {wrong[:10]}"
+
+
 def _imports(tree: ast.AST):
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
