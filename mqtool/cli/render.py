@@ -549,4 +549,4 @@ def finding_from_dict(d: dict[str, Any]) -> Finding:
 
 
 #: how a log's data may end in a healthy store (anything else: torn, partial, corrupt, unreadable)
-HEALTHY_ENDS = frozenset({"eof", "zeros", "blank", None})
+HEALTHY_ENDS = frozenset({"eof", "zeros", "blank", "in-progress", None})  # in-progress: a live writer's tail, not damage

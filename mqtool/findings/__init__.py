@@ -10,9 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 
 from mqtool.findings import codes_kafka, codes_legacy, codes_rocketmq
-from mqtool.findings.base import CodeInfo, Severity
+from mqtool.findings.base import END_KINDS, CodeInfo, Severity
 
-__all__ = ["CODES", "FAMILIES", "CodeInfo", "Finding", "FindingRef", "Severity", "finding_location", "finding_text", "layout_families"]
+__all__ = ["CODES", "END_KINDS", "FAMILIES", "CodeInfo", "Finding", "FindingRef", "Severity", "end_kind", "finding_location", "finding_text", "layout_families"]
 
 
 def _merge_layout_codes() -> dict[str, CodeInfo]:
@@ -27,6 +27,14 @@ def _merge_layout_codes() -> dict[str, CodeInfo]:
 
 #: Every finding code of every layout: default severity, check family, one-line meaning.
 CODES: dict[str, CodeInfo] = _merge_layout_codes()
+
+
+def end_kind(codes: set[str] | frozenset[str]) -> str | None:
+    """How a file ends by the codes of the findings on it (``CodeInfo.ends``, strongest first:
+    ``END_KINDS``), or None when none of them says: the one rule info, the report and every other
+    reader use, from the stable codes and never from message text."""
+    said = {CODES[c].ends for c in codes if c in CODES}
+    return next((kind for kind in END_KINDS if kind in said), None)
 
 #: Check families; every code's family is one of these (``--checks`` selects them).
 FAMILIES = ("files", "commitlog", "consumequeue", "index", "checkpoint", "config", "log", "offsets")

@@ -16,8 +16,21 @@ class Severity(str, enum.Enum):
         return {"info": 0, "warning": 1, "error": 2}[self.value]
 
 
+#: How a file ends, as a finding on it says (``CodeInfo.ends``), strongest first: a file with
+#: findings of several of these ends as the first of them.
+END_KINDS = ("unreadable", "missing", "torn", "garbage", "zeros", "in-progress")
+
+
 @dataclass(frozen=True)
 class CodeInfo:
     severity: Severity
     family: str
     summary: str
+    #: how the file a finding of this code is on ends (one of ``END_KINDS``), when the code says
+    #: so: a torn tail, garbage after the data, an unreadable file or region, ...; None for the
+    #: codes that say nothing of a file's end
+    ends: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.ends is not None and self.ends not in END_KINDS:
+            raise ValueError(f"unknown end kind {self.ends!r}: expected one of {', '.join(END_KINDS)}")

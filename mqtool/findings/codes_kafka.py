@@ -17,7 +17,7 @@ E, W, I = Severity.error, Severity.warning, Severity.info  # noqa: E741 (I: info
 
 CODES: dict[str, CodeInfo] = {
     # files
-    "KAFKA-FILE-UNREADABLE": CodeInfo(E, "files", "a file that cannot be read (permissions, I/O error, not a regular file)"),
+    "KAFKA-FILE-UNREADABLE": CodeInfo(E, "files", "a file that cannot be read (permissions, I/O error, not a regular file)", ends="unreadable"),
     "KAFKA-FILE-NAME": CodeInfo(W, "files", "a file the broker does not know in a log dir or partition dir"),
     "KAFKA-FILE-LINK": CodeInfo(W, "files", "a symbolic link in the log dir or a partition directory: not followed (Kafka would follow it)"),
     "KAFKA-DIR-NAME": CodeInfo(
@@ -37,15 +37,16 @@ CODES: dict[str, CodeInfo] = {
     "KAFKA-LOG-SIZE": CodeInfo(E, "log", "an entry size below the minimum (14; 61 for v2), or a message whose lengths disagree with its size"),
     "KAFKA-LOG-CRC": CodeInfo(E, "log", "a batch CRC-32C (v2) or message CRC-32 (v0/v1) that does not match"),
     "KAFKA-LOG-CONTROL": CodeInfo(E, "log", "a control batch with a producer id whose end-transaction marker cannot be read (recovery fails on it)"),
-    "KAFKA-LOG-TORN-TAIL": CodeInfo(W, "log", "a segment ending in a partially written entry (error when it is not the last segment)"),
-    "KAFKA-LOG-IN-PROGRESS": CodeInfo(I, "log", "the active segment of a running broker (.lock held) ends in an entry being written"),
-    "KAFKA-LOG-ZERO-TAIL": CodeInfo(W, "log", "zero bytes after the last entry (a pre-allocated segment; error when it is not the last segment)"),
-    "KAFKA-LOG-GARBAGE": CodeInfo(E, "log", "bytes after a broken entry that do not start a valid entry"),
+    "KAFKA-LOG-TORN-TAIL": CodeInfo(W, "log", "a segment ending in a partially written entry (error when it is not the last segment)", ends="torn"),
+    "KAFKA-LOG-IN-PROGRESS": CodeInfo(I, "log", "the active segment of a running broker (.lock held) ends in an entry being written", ends="in-progress"),
+    "KAFKA-LOG-ZERO-TAIL": CodeInfo(W, "log", "zero bytes after the last entry (a pre-allocated segment; error when it is not the last segment)", ends="zeros"),
+    "KAFKA-LOG-GARBAGE": CodeInfo(E, "log", "bytes after a broken entry that do not start a valid entry", ends="garbage"),
     "KAFKA-LOG-MISSING": CodeInfo(
         E,
         "log",
         "a partition whose log ends (or has no segment) below the offset its recovery point, "
         "high watermark or producer snapshot vouches for: data it held is gone",
+        ends="missing",
     ),
     "KAFKA-LOG-VALID-END": CodeInfo(I, "log", "where valid data ends in the last segment (the log end offset)"),
     "KAFKA-LOG-EPOCH": CodeInfo(E, "log", "a partition leader epoch lower than an earlier batch's"),
@@ -62,7 +63,7 @@ CODES: dict[str, CodeInfo] = {
     # index
     "KAFKA-INDEX-SIZE": CodeInfo(E, "index", "an index file whose size is not a multiple of its entry size"),
     "KAFKA-INDEX-ORDER": CodeInfo(E, "index", "index entries not strictly increasing (or negative)"),
-    "KAFKA-INDEX-ZERO-TAIL": CodeInfo(I, "index", "unused pre-allocated (zero) index slots (warning when not the last segment)"),
+    "KAFKA-INDEX-ZERO-TAIL": CodeInfo(I, "index", "unused pre-allocated (zero) index slots (warning when not the last segment)", ends="zeros"),
     "KAFKA-INDEX-POSITION": CodeInfo(E, "index", "an .index entry whose position is not the start of a batch, or past the valid data"),
     "KAFKA-INDEX-OFFSET": CodeInfo(
         E,

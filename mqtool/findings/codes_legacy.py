@@ -16,7 +16,7 @@ CODES: dict[str, CodeInfo] = {
     "JAFKA-SEGMENT-OVERLAP": CodeInfo(E, "files", "a segment starts before the previous one's start + size: the partition does not load"),
     "JAFKA-FILE-LINK": CodeInfo(W, "files", "a symbolic link in the data dir or a partition directory: not followed (Jafka would follow it)"),
     "JAFKA-NO-SEGMENTS": CodeInfo(W, "files", "a partition directory without segments: Jafka restarts it at offset 0"),
-    "JAFKA-UNREADABLE": CodeInfo(E, "files", "a file that cannot be read (permissions, I/O error, a FIFO or device named like a segment)"),
+    "JAFKA-UNREADABLE": CodeInfo(E, "files", "a file that cannot be read (permissions, I/O error, a FIFO or device named like a segment)", ends="unreadable"),
     # --- Jafka: shutdown state ---
     "JAFKA-UNCLEAN-SHUTDOWN": CodeInfo(
         W, "checkpoint", "no .jafka_cleanshutdown: the broker runs or did not stop cleanly; recovery runs on each last segment"
@@ -38,11 +38,12 @@ CODES: dict[str, CodeInfo] = {
         "log",
         "the last segment ends in a partially written message (then zeros or the end, "
         "no valid message in the bytes its LENGTH claims): recovery truncates it",
+        ends="torn",
     ),
-    "JAFKA-ZERO-TAIL": CodeInfo(W, "log", "zero bytes after the last message of the last segment: recovery truncates them"),
-    "JAFKA-GARBAGE": CodeInfo(E, "log", "non-zero bytes after the end of valid data that are not a torn message"),
+    "JAFKA-ZERO-TAIL": CodeInfo(W, "log", "zero bytes after the last message of the last segment: recovery truncates them", ends="zeros"),
+    "JAFKA-GARBAGE": CodeInfo(E, "log", "non-zero bytes after the end of valid data that are not a torn message", ends="garbage"),
     "JAFKA-SEGMENT-TAIL": CodeInfo(E, "log", "a segment before the last ends in zeros or a partial message (no valid message after it): Jafka never repairs it"),
-    "JAFKA-UNREADABLE-REGION": CodeInfo(E, "log", "bytes between a broken message and the next valid message (or the end)"),
+    "JAFKA-UNREADABLE-REGION": CodeInfo(E, "log", "bytes between a broken message and the next valid message (or the end)", ends="unreadable"),
     "JAFKA-RECOVERY-LOSS": CodeInfo(E, "log", "valid messages after the point where recovery truncates the last segment (they will be lost)"),
     "JAFKA-RECOVERY-CRASH": CodeInfo(
         E, "log", "recovery meets a magic byte other than 1 and throws UnknownMagicByteException: the broker does not start"
@@ -66,7 +67,7 @@ CODES: dict[str, CodeInfo] = {
     "METAQ-ZIP-CRC": CodeInfo(E, "files", "a .meta.zip entry whose bytes do not match its CRC-32"),
     "METAQ-FILE-LINK": CodeInfo(W, "files", "a symbolic link in the data dir or a partition directory: not followed (MetaQ would follow it)"),
     "METAQ-NO-SEGMENTS": CodeInfo(W, "files", "a partition without a live .meta segment: MetaQ creates one at offsetIfCreate (offsets restart)"),
-    "METAQ-UNREADABLE": CodeInfo(E, "files", "a file that cannot be read (permissions, I/O error, a FIFO or device named like a segment)"),
+    "METAQ-UNREADABLE": CodeInfo(E, "files", "a file that cannot be read (permissions, I/O error, a FIFO or device named like a segment)", ends="unreadable"),
     # --- MetaQ: log content ---
     "METAQ-SIZE": CodeInfo(E, "log", "a negative msgLen, one larger than mqtool reads (64 MiB), or one running past the end of the file over valid messages"),
     "METAQ-CRC": CodeInfo(E, "log", "the stored checksum differs from CRC-32(data) & 0x7FFFFFFF"),
@@ -78,11 +79,12 @@ CODES: dict[str, CodeInfo] = {
         "log",
         "the last segment ends in a partially written message (then zeros or the end, "
         "no valid message in the bytes its msgLen claims): recovery truncates it",
+        ends="torn",
     ),
-    "METAQ-ZERO-TAIL": CodeInfo(W, "log", "zero bytes after the last message of the last segment: recovery keeps them as empty messages (id 0)"),
-    "METAQ-GARBAGE": CodeInfo(E, "log", "non-zero bytes after the end of valid data that are not a torn message"),
+    "METAQ-ZERO-TAIL": CodeInfo(W, "log", "zero bytes after the last message of the last segment: recovery keeps them as empty messages (id 0)", ends="zeros"),
+    "METAQ-GARBAGE": CodeInfo(E, "log", "non-zero bytes after the end of valid data that are not a torn message", ends="garbage"),
     "METAQ-SEGMENT-TAIL": CodeInfo(E, "log", "a segment before the last (or an archive) ends in zeros or a partial message (no valid message after it)"),
-    "METAQ-UNREADABLE-REGION": CodeInfo(E, "log", "bytes between a broken message and the next valid message (or the end)"),
+    "METAQ-UNREADABLE-REGION": CodeInfo(E, "log", "bytes between a broken message and the next valid message (or the end)", ends="unreadable"),
     "METAQ-RECOVERY-LOSS": CodeInfo(E, "log", "valid messages after the point where recovery truncates the last segment (they will be lost)"),
     "METAQ-VALID-END": CodeInfo(I, "log", "where the valid data of a partition ends, and what recovery keeps"),
 }

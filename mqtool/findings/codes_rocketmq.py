@@ -25,7 +25,12 @@ CODES: dict[str, CodeInfo] = {
     "RMQ-FILE-GAP": CodeInfo(E, "files", "consecutive segment names differ by more than the file size (a missing file)"),
     "RMQ-FILE-OVERLAP": CodeInfo(E, "files", "consecutive segment names differ by less than the file size"),
     "RMQ-FILE-ALIGN": CodeInfo(W, "files", "a segment name that is not a multiple of the file size"),
-    "RMQ-FILE-UNREADABLE": CodeInfo(E, "files", "a file that cannot be read (permissions, I/O error, not a regular file: a FIFO or device is never opened)"),
+    "RMQ-FILE-UNREADABLE": CodeInfo(
+        E,
+        "files",
+        "a file that cannot be read (permissions, I/O error, not a regular file: a FIFO or device is never opened)",
+        ends="unreadable",
+    ),
     "RMQ-FILE-LINK": CodeInfo(
         W, "files", "a segment name, IndexFile or topic/queue directory that is a symbolic link: not followed (they must be regular files and directories)"
     ),
@@ -44,11 +49,16 @@ CODES: dict[str, CodeInfo] = {
         I, "commitlog", "bytes after the END_OF_FILE header are not zero (4.x fills them from its reused encode buffer: harmless)"
     ),
     "RMQ-CL-NO-BLANK": CodeInfo(E, "commitlog", "a file before the last one whose records stop without an END_OF_FILE record"),
-    "RMQ-CL-TORN-TAIL": CodeInfo(W, "commitlog", "the last file ends in a partially written record (a crash while writing)"),
-    "RMQ-CL-GARBAGE": CodeInfo(E, "commitlog", "non-zero bytes after the end of valid data in the last file"),
-    "RMQ-CL-UNREADABLE-REGION": CodeInfo(E, "commitlog", "bytes between a broken record and the next valid record"),
+    "RMQ-CL-TORN-TAIL": CodeInfo(W, "commitlog", "the last file ends in a partially written record (a crash while writing)", ends="torn"),
+    "RMQ-CL-GARBAGE": CodeInfo(E, "commitlog", "non-zero bytes after the end of valid data in the last file", ends="garbage"),
+    "RMQ-CL-UNREADABLE-REGION": CodeInfo(E, "commitlog", "bytes between a broken record and the next valid record", ends="unreadable"),
     "RMQ-CL-VALID-END": CodeInfo(I, "commitlog", "where valid data ends in the CommitLog (the first broken record of the last file, where recover stops)"),
-    "RMQ-CL-IN-PROGRESS": CodeInfo(I, "commitlog", "the tail is being written (a writer holds the lock and more valid data appeared while validating)"),
+    "RMQ-CL-IN-PROGRESS": CodeInfo(
+        I,
+        "commitlog",
+        "the tail is being written (a writer holds the lock and more valid data appeared while validating)",
+        ends="in-progress",
+    ),
     # consumequeue
     "RMQ-CQ-PAST-END": CodeInfo(E, "consumequeue", "a unit pointing at or past the end of valid CommitLog data"),
     "RMQ-CQ-EXPIRED": CodeInfo(I, "consumequeue", "units pointing below the CommitLog's first file (expired by retention)"),
@@ -67,7 +77,7 @@ CODES: dict[str, CodeInfo] = {
     "RMQ-IDX-SLOT": CodeInfo(E, "index", "an entry whose key hash belongs to another slot than the chain holding it"),
     "RMQ-IDX-ENTRY": CodeInfo(E, "index", "an entry pointing at no record, or at a record without a key of that hash"),
     "RMQ-IDX-EXPIRED": CodeInfo(I, "index", "entries pointing below the CommitLog's first file (expired by retention)"),
-    "RMQ-IDX-IN-PROGRESS": CodeInfo(I, "index", "the IndexFile a live writer is filling: header and chains not checked"),
+    "RMQ-IDX-IN-PROGRESS": CodeInfo(I, "index", "the IndexFile a live writer is filling: header and chains not checked", ends="in-progress"),
     "RMQ-IDX-PAST-END": CodeInfo(E, "index", "an entry pointing at or past the end of valid CommitLog data"),
     # checkpoint / shutdown / config
     "RMQ-ABORT": CodeInfo(W, "checkpoint", "the abort file is present: the last shutdown was not clean"),

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from mqtool.errors import MqError
 from mqtool.findings import Finding, Severity
+from mqtool.findings import end_kind as end_kind_of
 from mqtool.formats.rocketmq import checkpoint as cpf
 from mqtool.formats.rocketmq import config as cfgf
 from mqtool.formats.rocketmq.commitlog import MAGIC_V2, SYSFLAG_BORNHOST_V6, SYSFLAG_COMPRESSION_MASK, SYSFLAG_STOREHOST_V6, MessageRecord
@@ -37,7 +38,7 @@ class CommitLogInfo:
     log_end_offset: int  # where valid data ends (exclusive CommitLog offset)
     first_store_timestamp: int | None
     last_store_timestamp: int | None
-    end_kind: str | None  # how the last file's data ends: zeros, blank, partial, eof, torn, garbage, corrupt
+    end_kind: str | None  # how the last file's data ends: zeros, blank, partial, eof, torn, garbage, in-progress, unreadable, corrupt
     zero_length_files: list[str]
     preallocated_files: list[str]  # files after the valid end that hold only zeros (not checked byte-wise)
 
@@ -138,14 +139,10 @@ def _commitlog_info(store: rmq.RocketMQStore, hints: set[str], findings: list[Fi
             before = queue_offsets_before(store, last_index, offsets.queues)
             findings.extend(before.add_file(offsets, seg.base, store.commitlog_file_size))
             max_offset = seg.base + walk.valid_end
-            end_kind = walk.end.kind if walk.end is not None else "corrupt"
-            codes = {x.code for x in end}
-            if "RMQ-CL-TORN-TAIL" in codes:
-                end_kind = "torn"
-            elif "RMQ-CL-GARBAGE" in codes:
-                end_kind = "garbage"
-            elif any(x.level is Severity.error for x in end):
-                end_kind = "corrupt"
+            # how it ends: as its findings say (the finding vocabulary's rule), else as the walk stopped
+            end_kind = end_kind_of({x.code for x in end})
+            if end_kind is None:
+                end_kind = "corrupt" if walk.end is None or any(x.level is Severity.error for x in end) else walk.end.kind
             if last_record is not None:
                 last_ts = last_record.store_timestamp
         # the pre-allocated files after it hold only zeros, or validate's RMQ-CL-GARBAGE

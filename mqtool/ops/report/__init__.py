@@ -127,24 +127,13 @@ def log_name(rel: str, layout: str) -> str:
     return Path(rel).parent.name
 
 
-#: How a file ends, by the suffix of a finding code on it (first match wins); a file with none of
-#: them ends healthy (its other findings are drawn as marks, not as its end).
-END_KIND_CODES = (
-    (("-UNREADABLE", "-UNREADABLE-REGION"), "unreadable"),
-    (("KAFKA-LOG-MISSING",), "missing"),
-    (("-TORN-TAIL",), "torn"),
-    (("-GARBAGE",), "garbage"),
-    (("-ZERO-TAIL",), "zeros"),
-    (("-IN-PROGRESS",), "in-progress"),
-)
-
-
 def end_kind(codes: set[str]) -> str:
-    """The end kind of a file from its findings' stable codes (never from message text)."""
-    for suffixes, kind in END_KIND_CODES:
-        if any(c.endswith(suffixes) for c in codes):
-            return kind
-    return "healthy"
+    """The end kind of a file from its findings' stable codes: the finding vocabulary's rule
+    (``mqtool.findings.end_kind``); a file none of them speaks for ends healthy (its other
+    findings are drawn as marks, not as its end)."""
+    from mqtool.findings import end_kind as said
+
+    return said(codes) or "healthy"
 
 
 def gather(
