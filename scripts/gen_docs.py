@@ -147,7 +147,7 @@ def render_cli() -> str:
 
 def render_findings() -> str:
     """``docs/reference/findings.md``: every code, by layout, in the order the code tables hold them."""
-    from mqtool.findings import CODES, FAMILIES
+    from mqtool.findings import CODES, END_KINDS, FAMILIES
 
     lines = [
         GENERATED.format(source="mqtool.findings.CODES"),
@@ -160,14 +160,18 @@ def render_findings() -> str:
         "meaning; new checks get new codes. `validate --fail-on` chooses the severity that fails a run,",
         "`--checks` the families checked, `--ignore CODE` leaves a code out.",
         "",
+        "*File ends* is how a file a finding of that code is on ends, for the codes that say so: the",
+        "end `info` reports (`end_kind`) and the report's map draws; a file with findings of several",
+        "ends as the first of " + ", ".join(f"`{k}`" for k in END_KINDS) + ".",
+        "",
         "Families: " + ", ".join(f"`{f}`" for f in FAMILIES) + ".",
         "",
     ]
     for prefix, name, page in LAYOUTS:
         codes = [(code, info) for code, info in CODES.items() if code.startswith(prefix)]
         lines += [f"## {name}", "", f"{len(codes)} codes; what is checked: [{name}]({page}).", ""]
-        lines += ["| code | severity | family | meaning |", "|---|---|---|---|"]
-        lines += [f"| `{code}` | {info.severity.value} | {info.family} | {cell(info.summary)} |" for code, info in codes]
+        lines += ["| code | severity | family | file ends | meaning |", "|---|---|---|---|---|"]
+        lines += [f"| `{code}` | {info.severity.value} | {info.family} | {info.ends or ''} | {cell(info.summary)} |" for code, info in codes]
         lines.append("")
     rest = [code for code in CODES if not code.startswith(tuple(prefix for prefix, _, _ in LAYOUTS))]
     if rest:
