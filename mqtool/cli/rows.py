@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import binascii
-from collections.abc import Callable
 from functools import partial
 from itertools import repeat
 from json.encoder import encode_basestring
@@ -13,7 +12,7 @@ import numpy as np
 
 from mqtool.cli.render import BodyDecode, dumps, encode_bytes
 from mqtool.errors import hexint
-from mqtool.ops.dump.rocketmq import NAME_VALUE_SEPARATOR, PROPERTY_SEPARATOR, ColumnChunk, RecordFields, body_bytes, header_record, span_texts
+from mqtool.ops.dump.rocketmq import ColumnChunk, Located, MessageRecord, RecordFields, body_bytes, header_record
 
 
 def message_row(
@@ -54,44 +53,44 @@ def message_row(
 
 # --- the same rows as JSON text, straight from the lean reading ------------------------------------
 #
-# ``message_lines`` writes, for the rows of a ``RecordChunk``, exactly the text ``dumps`` writes for
-# ``message_row`` of the same record (json's separators, ``ensure_ascii=False``, the key order
-# above): strings go through ``json.encoder.encode_basestring``, the function json itself escapes
-# them with; integers print as json prints them.  A test holds the two to each other.
+# ``column_lines`` writes, for the rows of a ``ColumnChunk``, exactly the text ``dumps`` writes
+# for ``message_row`` of the same record (json's separators, ``ensure_ascii=False``, the key order
+# above), encoded as UTF-8, a line each: strings go through ``json.encoder.encode_basestring``,
+# the function json itself escapes them with; integers print as json prints them.  A test holds
+# the two to each other.
+#
+# The text of a whole chunk is built a field at a time with numpy, not a row at a time: each
+# field becomes a matrix of one row per record, its text left in place and the rest of the row
+# filled with 0xFF (a byte UTF-8 text never holds); the fields' matrices side by side, less their
+# 0xFF bytes, are the rows' text up to the body.  Only the bodies (base64 or hex by binascii, one
+# call each) and the join of the rows with them are per row.
 
 _JSON_STR = encode_basestring
+_PAD = 0xFF
+#: "0000" .. "9999" as ASCII digits, one row each.
+_DIGITS4 = (np.arange(10000)[:, None] // np.array([1000, 100, 10, 1]) % 10 + 48).astype(np.uint8)
+_TEN_THOUSAND = np.uint64(10000)
+_MINUS = ord("-")
 
 
 def _json_str_or_null(value: str | None) -> str:
     return "null" if value is None else _JSON_STR(value)
 
 
-def _body_text(decode: BodyDecode) -> Callable[[bytes], str]:
-    """``encode_bytes(body, decode)`` as JSON text."""
-    if decode is BodyDecode.base64:
-        b2a = binascii.b2a_base64
-        return lambda body: f'"{b2a(body, newline=False).decode("ascii")}"'
-    if decode is BodyDecode.hex:
-        return lambda body: f'"{body.hex()}"'
-    if decode is BodyDecode.utf8:
-        return lambda body: _JSON_STR(body.decode("utf-8", "backslashreplace"))
-    return lambda body: "null"
+_MAGIC_TEXT: dict[int, bytes] = {}
+_SYSFLAG_TEXT: dict[int, bytes] = {}
 
 
-_MAGIC_TEXT: dict[int, str] = {}
-_SYSFLAG_TEXT: dict[int, str] = {}
-
-
-def _magic_text(magic: int) -> str:
+def _magic_text(magic: int) -> bytes:
     """``"magic_code": ..., "version": ...`` for a MAGICCODE."""
     text = _MAGIC_TEXT.get(magic)
     if text is None:
         record = header_record(magic, 0)
-        text = _MAGIC_TEXT[magic] = f'"magic_code": {_JSON_STR(hexint(record.magic_code))}, "version": {record.version}'
+        text = _MAGIC_TEXT[magic] = f'"magic_code": {_JSON_STR(hexint(record.magic_code))}, "version": {record.version}'.encode()
     return text
 
 
-def _sys_flag_text(sys_flag: int) -> str:
+def _sys_flag_text(sys_flag: int) -> bytes:
     """``"sys_flag": ..., "transaction_type": ..., "compression": ...`` for a SYSFLAG."""
     text = _SYSFLAG_TEXT.get(sys_flag)
     if text is None:
@@ -101,7 +100,7 @@ def _sys_flag_text(sys_flag: int) -> str:
         text = _SYSFLAG_TEXT[sys_flag] = (
             f'"sys_flag": {sys_flag}, "transaction_type": {_JSON_STR(record.transaction_type)}, '
             f'"compression": {_json_str_or_null(record.compression_type)}'
-        )
+        ).encode()
     return text
 
 
@@ -113,93 +112,227 @@ _ESCAPED[:0x20] = True
 _ESCAPED[[0x22, 0x5C]] = True
 _ESCAPED[[1, 2]] = False
 
-_ROW = (
-    '{"file": %s, "position": %d, "commitlog_offset": %d, "total_size": %d, %s, "body_crc": %d, "queue_id": %d, '
-    '"flag": %d, "queue_offset": %d, "physical_offset": %d, %s, "born_timestamp": %d, "born_host": "%s", '
-    '"store_timestamp": %d, "store_host": "%s", "reconsume_times": %d, "prepared_transaction_offset": %d, '
-    '"topic": %s, "tags": %s, "keys": [%s], "uniq_key": %s, "msg_id": "%s", "properties": {%s}, "body_size": %d, '
-    '"body": %s}'
-)
+
+def _literal(count: int, text: bytes) -> np.ndarray:
+    """``text`` on each of ``count`` rows."""
+    return np.broadcast_to(np.frombuffer(text, dtype=np.uint8), (count, len(text)))
 
 
-def _quoted_or_null(count: int, which: np.ndarray, values: list[str]) -> list[str]:
-    out = np.full(count, "null", dtype=object)
-    out[which] = list(map('"%s"'.__mod__, values))
-    return list(out)
+def _spans(data: np.ndarray, starts: np.ndarray, lengths: np.ndarray, width: int = 0) -> np.ndarray:
+    """The byte ranges ``[starts[i], starts[i] + lengths[i])`` of ``data``, a row each, padded
+    (to at least ``width``)."""
+    width = max(width, int(lengths.max()) if len(lengths) else 0)
+    columns = np.arange(width)
+    index = starts[:, None] + columns
+    out = data[np.minimum(index, max(len(data) - 1, 0))] if len(data) else np.full(index.shape, _PAD, dtype=np.uint8)
+    out[columns >= lengths[:, None]] = _PAD
+    return out
 
 
-def _bodies(chunk: ColumnChunk, fields: RecordFields, decode: BodyDecode) -> list[str]:
-    """``encode_bytes(body, decode)`` of each row as JSON text."""
-    if decode is BodyDecode.none:
-        return ["null"] * len(chunk)
+def _table(texts: list[bytes]) -> np.ndarray:
+    """A padded row for each of ``texts``."""
+    lengths = np.fromiter(map(len, texts), dtype=np.int64, count=len(texts))
+    return _spans(np.frombuffer(b"".join(texts), dtype=np.uint8), _offsets(lengths), lengths)
+
+
+def _offsets(lengths: np.ndarray) -> np.ndarray:
+    return np.concatenate(([0], np.cumsum(lengths)[:-1])).astype(np.int64)
+
+
+def _decimals(values: np.ndarray) -> np.ndarray:
+    """The decimal text of each integer, as ``%d`` prints it, a padded row each."""
+    count = len(values)
+    v = np.asarray(values, dtype=np.int64)
+    negative = v < 0
+    magnitude = v.astype(np.uint64)
+    np.negative(magnitude, out=magnitude, where=negative)  # two's complement: |v|, INT64_MIN too
+    groups = []
+    while True:  # four digits at a time
+        magnitude, low = np.divmod(magnitude, _TEN_THOUSAND)
+        groups.append(low)
+        if not magnitude.any():
+            break
+    width = 4 * len(groups) + 1
+    text = np.empty((count, width), dtype=np.uint8)
+    text[:, 0] = _PAD
+    text[:, 1:] = _DIGITS4[np.stack(groups[::-1], axis=1).astype(np.intp)].reshape(count, -1)
+    # the first digit shown: the first non-zero one (the last for zero); a sign just before it
+    first = np.where(v == 0, width - 1, np.argmax(text[:, 1:] != 48, axis=1) + 1)
+    text[np.arange(width) < first[:, None]] = _PAD
+    signed = np.flatnonzero(negative)
+    text[signed, first[signed] - 1] = _MINUS
+    return text[:, int((first - negative).min()) :]
+
+
+def _quoted_or_null(values: np.ndarray, starts: np.ndarray, lengths: np.ndarray, present: np.ndarray) -> np.ndarray:
+    """``"value"`` for the rows ``present`` (their spans in ``values``), ``null`` for the others."""
+    count = len(present)
+    which = np.flatnonzero(present)
+    inner = _spans(values, starts[which], lengths[which], 2)
+    out = np.full((count, inner.shape[1] + 2), _PAD, dtype=np.uint8)
+    out[~present, :4] = np.frombuffer(b"null", dtype=np.uint8)
+    out[which, 0] = out[which, -1] = ord('"')
+    out[which, 1:-1] = inner
+    return out
+
+
+_PROPERTY_OPEN = np.frombuffer(b'": "', dtype=np.uint8)
+_PROPERTY_NEXT = np.frombuffer(b'", "', dtype=np.uint8)
+_CLOSE = np.frombuffer(b'"\xff\xff\xff', dtype=np.uint8)
+
+
+def _properties(data: np.ndarray, starts: np.ndarray, stops: np.ndarray) -> np.ndarray:
+    """PROPERTIES ``n1 0x01 v1 0x02 n2 0x01 v2 0x02`` as ``"n1": "v1", "n2": "v2"``."""
+    lengths = stops - starts
+    raw = _spans(data, starts, lengths)
+    count, width = raw.shape
+    out = np.full((count, width + 1, 4), _PAD, dtype=np.uint8)
+    out[lengths > 0, 0, 0] = ord('"')
+    body = out[:, 1:]
+    body[:, :, 0] = raw
+    body[raw == 1] = _PROPERTY_OPEN
+    body[raw == 2] = _PROPERTY_NEXT
+    full = np.flatnonzero(lengths > 0)
+    body[full, lengths[full] - 1] = _CLOSE  # the last 0x02 closes the last value
+    return out.reshape(count, -1)
+
+
+def _keys(data: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """The non-empty tokens of KEYS (split on a space) as ``"k1", "k2"``."""
+    raw = _spans(data, starts, lengths)
+    count, width = raw.shape
+    token = (raw != 0x20) & (raw != _PAD)
+    after = np.logical_or.accumulate(token[:, ::-1], axis=1)[:, ::-1]  # a token here or further on
+    out = np.full((count, width + 2, 4), _PAD, dtype=np.uint8)
+    inner = out[:, 1:-1]
+    inner[:, :, 0] = np.where(token, raw, _PAD)
+    # the first space of a run between two tokens separates them
+    between = np.zeros_like(token)
+    between[:, 1:] = ~token[:, 1:] & token[:, :-1] & after[:, 1:]
+    inner[between] = _PROPERTY_NEXT
+    held = token.any(axis=1)
+    out[held, 0, 0] = out[held, -1, 0] = ord('"')
+    return out.reshape(count, -1)
+
+
+def _body_texts(chunk: ColumnChunk, fields: RecordFields, decode: BodyDecode) -> list[bytes]:
+    """``encode_bytes(body, decode)`` of each row: base64 or hex digits (quoted by the row), or
+    (utf8) a JSON string."""
     bodies = chunk.bodies(fields)
     if decode is BodyDecode.base64:
-        return list(map('"%s"'.__mod__, map(bytes.decode, map(partial(binascii.b2a_base64, newline=False), bodies))))
+        return list(map(partial(binascii.b2a_base64, newline=False), bodies))
     if decode is BodyDecode.hex:
-        return list(map('"%s"'.__mod__, map(bytes.hex, bodies)))
-    return [_JSON_STR(body.decode("utf-8", "backslashreplace")) for body in bodies]
+        return list(map(binascii.hexlify, bodies))
+    return [_JSON_STR(body.decode("utf-8", "backslashreplace")).encode() for body in bodies]
 
 
-def column_lines(chunk: ColumnChunk, decode: BodyDecode) -> list[str]:
+def column_lines(chunk: ColumnChunk, decode: BodyDecode) -> bytes:
     """``dumps(message_row(...))`` of the rows of ``chunk`` (``decode`` as given, bodies as
-    stored: ``--uncompress`` needs the precise rows), built a column at a time; a row whose
-    properties need JSON escapes or repeat a name takes the precise path."""
+    stored: ``--uncompress`` needs the precise rows), as UTF-8, each followed by a newline, built
+    a column at a time; a row whose properties need JSON escapes or repeat a name takes the
+    precise path."""
     cols, rows = chunk.walk.columns, chunk.rows
     count = len(rows)
     if not count:
-        return []
+        return b""
     fields = chunk.fields()
+    data = np.frombuffer(chunk.buf, dtype=np.uint8)
+    path = _JSON_STR(str(chunk.path)).encode("utf-8", "surrogateescape")
+    if _PAD in path:  # a file name that is not UTF-8 holds the byte the text is padded with
+        return b"".join(_precise_line(chunk, r, decode) for r in range(count))
     at = cols.position[rows]
-    # PROPERTIES "n1\x01v1\x02n2\x01v2\x02" as '"n1": "v1", "n2": "v2"'
-    props = chunk.texts(fields.props_at, fields.props_end)
-    props = [f'"{p[:-1]}"'.replace(NAME_VALUE_SEPARATOR, '": "').replace(PROPERTY_SEPARATOR, '", "') if p else "" for p in props]
-    # KEYS: its non-empty tokens
-    with_keys = np.flatnonzero(fields.keys_pair >= 0)
-    keys = np.full(count, "", dtype=object)
-    tokens = span_texts(fields.key_tokens)
-    token_offsets = fields.token_offsets.tolist()
-    keys[with_keys] = [", ".join(map('"%s"'.__mod__, tokens[token_offsets[r] : token_offsets[r + 1]])) for r in with_keys.tolist()]
-    tags = np.flatnonzero(fields.tags_pair >= 0)
-    uniq = np.flatnonzero(fields.uniq_pair >= 0)
-    topics = [_JSON_STR(t) for t in cols.topics]
-    hosts = fields.hosts
-    sys_flags = cols.sys_flag[rows].tolist()
-    magics = fields.magic.tolist()
-    lines = list(
-        map(
-            _ROW.__mod__,
-            zip(
-                repeat(_JSON_STR(str(chunk.path))),
-                (at + chunk.offset).tolist(),
-                (at + chunk.base).tolist(),
-                cols.size[rows].tolist(),
-                [_MAGIC_TEXT.get(m) or _magic_text(m) for m in magics],
-                fields.body_crc.tolist(),
-                cols.queue_id[rows].tolist(),
-                fields.flag.tolist(),
-                cols.queue_offset[rows].tolist(),
-                fields.physical_offset.tolist(),
-                [_SYSFLAG_TEXT.get(f) or _sys_flag_text(f) for f in sys_flags],
-                fields.born_timestamp.tolist(),
-                map(hosts.__getitem__, fields.born_host.tolist()),
-                cols.store_timestamp[rows].tolist(),
-                map(hosts.__getitem__, fields.store_host.tolist()),
-                fields.reconsume_times.tolist(),
-                fields.prepared_transaction_offset.tolist(),
-                map(topics.__getitem__, cols.topic[rows].tolist()),
-                _quoted_or_null(count, tags, span_texts(fields.values, fields.tags_pair[tags])),
-                keys,
-                _quoted_or_null(count, uniq, span_texts(fields.values, fields.uniq_pair[uniq])),
-                span_texts(fields.msg_id),
-                props,
-                fields.body_size.tolist(),
-                _bodies(chunk, fields, decode),
-            ),
-        )
-    )
+    has_body = decode is not BodyDecode.none
+    quoted = decode in (BodyDecode.base64, BodyDecode.hex)
+    lit = partial(_literal, count)
+    magics, magic_of = np.unique(fields.magic, return_inverse=True)
+    flags, flag_of = np.unique(cols.sys_flag[rows], return_inverse=True)
+    hosts = _table([h.encode() for h in fields.hosts])
+    values, value_offsets = fields.values.values, fields.values.offsets.astype(np.int64)
+    value_at, value_len = value_offsets[:-1], np.diff(value_offsets)
+
+    def value(pair: np.ndarray) -> np.ndarray:
+        """The value of each row's pair (``-1``: none)."""
+        return _quoted_or_null(values, value_at[np.maximum(pair, 0)], value_len[np.maximum(pair, 0)], pair >= 0) if len(value_at) else _literal(count, b"null")
+
+    has_keys = fields.keys_pair >= 0
+    keys_pair = np.maximum(fields.keys_pair, 0)
+    msg_offsets = fields.msg_id.offsets.astype(np.int64)
+    blocks = [
+        lit(b'{"file": ' + path + b', "position": '),
+        _decimals(at + chunk.offset),
+        lit(b', "commitlog_offset": '),
+        _decimals(at + chunk.base),
+        lit(b', "total_size": '),
+        _decimals(cols.size[rows]),
+        lit(b", "),
+        _table([_magic_text(int(m)) for m in magics])[magic_of.ravel()],
+        lit(b', "body_crc": '),
+        _decimals(fields.body_crc),
+        lit(b', "queue_id": '),
+        _decimals(cols.queue_id[rows]),
+        lit(b', "flag": '),
+        _decimals(fields.flag),
+        lit(b', "queue_offset": '),
+        _decimals(cols.queue_offset[rows]),
+        lit(b', "physical_offset": '),
+        _decimals(fields.physical_offset),
+        lit(b", "),
+        _table([_sys_flag_text(int(f)) for f in flags])[flag_of.ravel()],
+        lit(b', "born_timestamp": '),
+        _decimals(fields.born_timestamp),
+        lit(b', "born_host": "'),
+        hosts[fields.born_host],
+        lit(b'", "store_timestamp": '),
+        _decimals(cols.store_timestamp[rows]),
+        lit(b', "store_host": "'),
+        hosts[fields.store_host],
+        lit(b'", "reconsume_times": '),
+        _decimals(fields.reconsume_times),
+        lit(b', "prepared_transaction_offset": '),
+        _decimals(fields.prepared_transaction_offset),
+        lit(b', "topic": '),
+        _table([_JSON_STR(t).encode() for t in cols.topics])[cols.topic[rows]],
+        lit(b', "tags": '),
+        value(fields.tags_pair),
+        lit(b', "keys": ['),
+        _keys(values, np.where(has_keys, value_at[keys_pair], 0), np.where(has_keys, value_len[keys_pair], 0)) if len(value_at) else lit(b""),
+        lit(b'], "uniq_key": '),
+        value(fields.uniq_pair),
+        lit(b', "msg_id": "'),
+        _spans(fields.msg_id.values, msg_offsets[:-1], np.diff(msg_offsets)),
+        lit(b'", "properties": {'),
+        _properties(data, fields.props_at, fields.props_end),
+        lit(b'}, "body_size": '),
+        _decimals(fields.body_size),
+        lit(b', "body": "' if quoted else b', "body": ' if has_body else b', "body": null}\n'),
+    ]
+    text = np.concatenate(blocks, axis=1)
+    shown = text != _PAD
+    heads = text[shown]
+    held = chunk.rows_holding(fields, _ESCAPED).tolist()
+    if not has_body and not held:
+        return heads.tobytes()
+    ends = np.cumsum(shown.sum(axis=1)).tolist()
+    view = memoryview(heads)
+    parts: list[bytes | memoryview] = [b""] * (3 * count)
+    parts[0::3] = map(view.__getitem__, map(slice, [0, *ends[:-1]], ends))
+    parts[1::3] = _body_texts(chunk, fields, decode) if has_body else repeat(b"", count)
+    parts[2::3] = repeat(b'"}\n' if quoted else b"}\n" if has_body else b"", count)
     # the rows the text above would get wrong: escapes, a repeated name (the map keeps the last
     # value at the first name's place), read and printed the precise way
-    for r in chunk.rows_holding(fields, _ESCAPED).tolist():
-        loc, record = chunk.record(r)
-        lines[r] = dumps(message_row(record, file=str(loc.path), position=loc.position, address=loc.address, decode=decode))
-    return lines
+    for r in held:
+        parts[3 * r] = _precise_line(chunk, r, decode)
+        parts[3 * r + 1] = parts[3 * r + 2] = b""
+    return b"".join(parts)
+
+
+def _precise_line(chunk: ColumnChunk, row: int, decode: BodyDecode) -> bytes:
+    """Row ``row`` of ``chunk`` read by the precise decoder, as a JSON line."""
+    return record_line(*chunk.record(row), decode)
+
+
+def record_line(loc: Located, record: MessageRecord, decode: BodyDecode) -> bytes:
+    """``dumps(message_row(...))`` of a record the precise decoder read, as a UTF-8 line (a file
+    name that is not UTF-8 as its bytes)."""
+    line = dumps(message_row(record, file=str(loc.path), position=loc.position, address=loc.address, decode=decode))
+    return (line + "\n").encode("utf-8", "surrogateescape")

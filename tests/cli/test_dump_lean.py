@@ -31,11 +31,17 @@ def _precise(engine: ops_dump.CommitLogDump, decode: BodyDecode) -> list[str]:
     ]
 
 
+def _split(text: bytes) -> list[str]:
+    """JSON lines as the rows' texts (a JSON text holds no raw newline)."""
+    assert text == b"" or text.endswith(b"\n")
+    return text.decode("utf-8").split("\n")[:-1]
+
+
 def _lean(engine: ops_dump.CommitLogDump, decode: BodyDecode) -> list[str]:
     lines: list[str] = []
     for item in engine.lean():
         if isinstance(item, ops_dump.ColumnChunk):
-            lines += column_lines(item.part(0, 3), decode) + column_lines(item.part(3, len(item)), decode)  # batches join up
+            lines += _split(column_lines(item.part(0, 3), decode) + column_lines(item.part(3, len(item)), decode))  # batches join up
         else:
             loc, rec = item
             lines.append(dumps(message_row(rec, file=str(loc.path), position=loc.position, address=loc.address, decode=decode)))
