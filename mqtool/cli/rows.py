@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import binascii
 from functools import partial
-from itertools import repeat
 from json.encoder import encode_basestring
 
 import numpy as np
@@ -71,6 +70,8 @@ _PAD = 0xFF
 _DIGITS4 = (np.arange(10000)[:, None] // np.array([1000, 100, 10, 1]) % 10 + 48).astype(np.uint8)
 _TEN_THOUSAND = np.uint64(10000)
 _MINUS = ord("-")
+_PAD_BYTE = bytes([_PAD])
+_BODY = b"\xfe"
 
 
 def _json_str_or_null(value: str | None) -> str:
@@ -139,10 +140,25 @@ def _offsets(lengths: np.ndarray) -> np.ndarray:
     return np.concatenate(([0], np.cumsum(lengths)[:-1])).astype(np.int64)
 
 
-def _decimals(values: np.ndarray) -> np.ndarray:
-    """The decimal text of each integer, as ``%d`` prints it, a padded row each."""
-    count = len(values)
-    v = np.asarray(values, dtype=np.int64)
+def _decimals(columns: list[np.ndarray]) -> list[np.ndarray]:
+    """The decimal text of each integer of each column, as ``%d`` prints it, a padded row each
+    (one pass over all the columns: numpy's cost is per call more than per value)."""
+    count = len(columns[0])
+    stacked = np.stack(columns, axis=1).astype(np.int64)
+    # a column of one value (FLAG, RECONSUMETIMES, ... are often all 0) is printed once
+    lowest, highest = stacked.min(axis=0).tolist(), stacked.max(axis=0).tolist()
+    varying = [c for c in range(len(columns)) if lowest[c] != highest[c]]
+    out = [_literal(count, b"%d" % lowest[c]) for c in range(len(columns))]
+    if varying:
+        for c, text in zip(varying, _decimal_text(stacked[:, varying])):
+            out[c] = text
+    return out
+
+
+def _decimal_text(stacked: np.ndarray) -> list[np.ndarray]:
+    """``_decimals`` of the columns of ``stacked`` (int64, a row per record)."""
+    count, columns = stacked.shape
+    v = stacked.ravel()
     negative = v < 0
     magnitude = v.astype(np.uint64)
     np.negative(magnitude, out=magnitude, where=negative)  # two's complement: |v|, INT64_MIN too
@@ -153,15 +169,17 @@ def _decimals(values: np.ndarray) -> np.ndarray:
         if not magnitude.any():
             break
     width = 4 * len(groups) + 1
-    text = np.empty((count, width), dtype=np.uint8)
+    text = np.empty((len(v), width), dtype=np.uint8)
     text[:, 0] = _PAD
-    text[:, 1:] = _DIGITS4[np.stack(groups[::-1], axis=1).astype(np.intp)].reshape(count, -1)
+    text[:, 1:] = _DIGITS4[np.stack(groups[::-1], axis=1).astype(np.intp)].reshape(len(v), -1)
     # the first digit shown: the first non-zero one (the last for zero); a sign just before it
     first = np.where(v == 0, width - 1, np.argmax(text[:, 1:] != 48, axis=1) + 1)
     text[np.arange(width) < first[:, None]] = _PAD
     signed = np.flatnonzero(negative)
     text[signed, first[signed] - 1] = _MINUS
-    return text[:, int((first - negative).min()) :]
+    starts = (first - negative).reshape(count, columns).min(axis=0).tolist()
+    text = text.reshape(count, columns, width)
+    return [text[:, c, start:] for c, start in enumerate(starts)]
 
 
 def _quoted_or_null(values: np.ndarray, starts: np.ndarray, lengths: np.ndarray, present: np.ndarray) -> np.ndarray:
@@ -218,12 +236,13 @@ def _keys(data: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> np.ndarr
 def _body_texts(chunk: ColumnChunk, fields: RecordFields, decode: BodyDecode) -> list[bytes]:
     """``encode_bytes(body, decode)`` of each row: base64 or hex digits (quoted by the row), or
     (utf8) a JSON string."""
-    bodies = chunk.bodies(fields)
+    view = memoryview(chunk.buf)  # the bodies as views: no copy before the encoding's
+    bodies = map(view.__getitem__, map(slice, fields.body_at.tolist(), (fields.body_at + fields.body_size).tolist()))
     if decode is BodyDecode.base64:
         return list(map(partial(binascii.b2a_base64, newline=False), bodies))
     if decode is BodyDecode.hex:
         return list(map(binascii.hexlify, bodies))
-    return [_JSON_STR(body.decode("utf-8", "backslashreplace")).encode() for body in bodies]
+    return [_JSON_STR(bytes(body).decode("utf-8", "backslashreplace")).encode() for body in bodies]
 
 
 def column_lines(chunk: ColumnChunk, decode: BodyDecode) -> bytes:
@@ -257,39 +276,50 @@ def column_lines(chunk: ColumnChunk, decode: BodyDecode) -> bytes:
     has_keys = fields.keys_pair >= 0
     keys_pair = np.maximum(fields.keys_pair, 0)
     msg_offsets = fields.msg_id.offsets.astype(np.int64)
+    (
+        position, commitlog_offset, total_size, body_crc, queue_id, flag, queue_offset, physical_offset,
+        born_timestamp, store_timestamp, reconsume_times, prepared_transaction_offset, body_size,
+    ) = _decimals([
+        at + chunk.offset, at + chunk.base, cols.size[rows], fields.body_crc, cols.queue_id[rows], fields.flag,
+        cols.queue_offset[rows], fields.physical_offset, fields.born_timestamp, cols.store_timestamp[rows],
+        fields.reconsume_times, fields.prepared_transaction_offset, fields.body_size,
+    ])  # fmt: skip
+    # each row's text up to its body, then 0xFE (never in UTF-8 text either) where the body goes;
+    # a row opens with the end of the row before it (dropped before the first)
+    tail = b'"}\n' if quoted else b"}\n"
     blocks = [
-        lit(b'{"file": ' + path + b', "position": '),
-        _decimals(at + chunk.offset),
+        lit(tail + b'{"file": ' + path + b', "position": '),
+        position,
         lit(b', "commitlog_offset": '),
-        _decimals(at + chunk.base),
+        commitlog_offset,
         lit(b', "total_size": '),
-        _decimals(cols.size[rows]),
+        total_size,
         lit(b", "),
         _table([_magic_text(int(m)) for m in magics])[magic_of.ravel()],
         lit(b', "body_crc": '),
-        _decimals(fields.body_crc),
+        body_crc,
         lit(b', "queue_id": '),
-        _decimals(cols.queue_id[rows]),
+        queue_id,
         lit(b', "flag": '),
-        _decimals(fields.flag),
+        flag,
         lit(b', "queue_offset": '),
-        _decimals(cols.queue_offset[rows]),
+        queue_offset,
         lit(b', "physical_offset": '),
-        _decimals(fields.physical_offset),
+        physical_offset,
         lit(b", "),
         _table([_sys_flag_text(int(f)) for f in flags])[flag_of.ravel()],
         lit(b', "born_timestamp": '),
-        _decimals(fields.born_timestamp),
+        born_timestamp,
         lit(b', "born_host": "'),
         hosts[fields.born_host],
         lit(b'", "store_timestamp": '),
-        _decimals(cols.store_timestamp[rows]),
+        store_timestamp,
         lit(b', "store_host": "'),
         hosts[fields.store_host],
         lit(b'", "reconsume_times": '),
-        _decimals(fields.reconsume_times),
+        reconsume_times,
         lit(b', "prepared_transaction_offset": '),
-        _decimals(fields.prepared_transaction_offset),
+        prepared_transaction_offset,
         lit(b', "topic": '),
         _table([_JSON_STR(t).encode() for t in cols.topics])[cols.topic[rows]],
         lit(b', "tags": '),
@@ -303,26 +333,24 @@ def column_lines(chunk: ColumnChunk, decode: BodyDecode) -> bytes:
         lit(b'", "properties": {'),
         _properties(data, fields.props_at, fields.props_end),
         lit(b'}, "body_size": '),
-        _decimals(fields.body_size),
-        lit(b', "body": "' if quoted else b', "body": ' if has_body else b', "body": null}\n'),
+        body_size,
+        lit((b', "body": "' if quoted else b', "body": ' if has_body else b', "body": null') + _BODY),
     ]
-    text = np.concatenate(blocks, axis=1)
-    shown = text != _PAD
-    heads = text[shown]
-    held = chunk.rows_holding(fields, _ESCAPED).tolist()
-    if not has_body and not held:
-        return heads.tobytes()
-    ends = np.cumsum(shown.sum(axis=1)).tolist()
-    view = memoryview(heads)
-    parts: list[bytes | memoryview] = [b""] * (3 * count)
-    parts[0::3] = map(view.__getitem__, map(slice, [0, *ends[:-1]], ends))
-    parts[1::3] = _body_texts(chunk, fields, decode) if has_body else repeat(b"", count)
-    parts[2::3] = repeat(b'"}\n' if quoted else b"}\n" if has_body else b"", count)
+    heads = np.concatenate(blocks, axis=1).tobytes().translate(None, _PAD_BYTE).split(_BODY)
+    heads[0] = heads[0][len(tail) :]
+    heads[-1] = tail
+    parts: list[bytes] = [b""] * (2 * count + 1)
+    parts[0::2] = heads
+    if has_body:
+        parts[1::2] = _body_texts(chunk, fields, decode)
     # the rows the text above would get wrong: escapes, a repeated name (the map keeps the last
     # value at the first name's place), read and printed the precise way
+    held = chunk.rows_holding(fields, _ESCAPED).tolist()
+    precise = set(held)
     for r in held:
-        parts[3 * r] = _precise_line(chunk, r, decode)
-        parts[3 * r + 1] = parts[3 * r + 2] = b""
+        parts[2 * r] = (tail if r and r - 1 not in precise else b"") + _precise_line(chunk, r, decode)
+        parts[2 * r + 1] = b""
+        parts[2 * r + 2] = parts[2 * r + 2][len(tail) :]  # the end of row r, opening the next
     return b"".join(parts)
 
 

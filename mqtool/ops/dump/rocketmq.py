@@ -128,10 +128,6 @@ class ColumnChunk:
         """The text of byte ranges of the chunk that the walk found to be UTF-8."""
         return texts(self.buf, starts, stops)
 
-    def bodies(self, fields: RecordFields) -> Iterator[bytes]:
-        """The body of each row, as stored."""
-        return map(self.buf.__getitem__, map(slice, fields.body_at.tolist(), (fields.body_at + fields.body_size).tolist()))
-
     def rows_holding(self, fields: RecordFields, forbidden: np.ndarray) -> np.ndarray:
         """The rows (numbers in ``rows``) whose PROPERTIES hold a byte marked in ``forbidden``
         or repeat a name (their map is not their list of pairs)."""
