@@ -199,8 +199,9 @@ _PROPERTY_NEXT = np.frombuffer(b'", "', dtype=np.uint8)
 _CLOSE = np.frombuffer(b'"\xff\xff\xff', dtype=np.uint8)
 
 
-def _properties(data: np.ndarray, starts: np.ndarray, stops: np.ndarray) -> np.ndarray:
-    """PROPERTIES ``n1 0x01 v1 0x02 n2 0x01 v2 0x02`` as ``"n1": "v1", "n2": "v2"``."""
+def _properties(data: np.ndarray, starts: np.ndarray, stops: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """PROPERTIES ``n1 0x01 v1 0x02 n2 0x01 v2 0x02`` as ``"n1": "v1", "n2": "v2"``, and which
+    rows hold a byte JSON escapes (their text is not this)."""
     lengths = stops - starts
     raw = _spans(data, starts, lengths)
     count, width = raw.shape
@@ -212,7 +213,7 @@ def _properties(data: np.ndarray, starts: np.ndarray, stops: np.ndarray) -> np.n
     body[raw == 2] = _PROPERTY_NEXT
     full = np.flatnonzero(lengths > 0)
     body[full, lengths[full] - 1] = _CLOSE  # the last 0x02 closes the last value
-    return out.reshape(count, -1)
+    return out.reshape(count, -1), _ESCAPED[raw].any(axis=1)
 
 
 def _keys(data: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
@@ -273,6 +274,7 @@ def column_lines(chunk: ColumnChunk, decode: BodyDecode) -> bytes:
         """The value of each row's pair (``-1``: none)."""
         return _quoted_or_null(values, value_at[np.maximum(pair, 0)], value_len[np.maximum(pair, 0)], pair >= 0) if len(value_at) else _literal(count, b"null")
 
+    properties, escaped = _properties(data, fields.props_at, fields.props_end)
     has_keys = fields.keys_pair >= 0
     keys_pair = np.maximum(fields.keys_pair, 0)
     msg_offsets = fields.msg_id.offsets.astype(np.int64)
@@ -331,7 +333,7 @@ def column_lines(chunk: ColumnChunk, decode: BodyDecode) -> bytes:
         lit(b', "msg_id": "'),
         _spans(fields.msg_id.values, msg_offsets[:-1], np.diff(msg_offsets)),
         lit(b'", "properties": {'),
-        _properties(data, fields.props_at, fields.props_end),
+        properties,
         lit(b'}, "body_size": '),
         body_size,
         lit((b', "body": "' if quoted else b', "body": ' if has_body else b', "body": null') + _BODY),
@@ -345,7 +347,7 @@ def column_lines(chunk: ColumnChunk, decode: BodyDecode) -> bytes:
         parts[1::2] = _body_texts(chunk, fields, decode)
     # the rows the text above would get wrong: escapes, a repeated name (the map keeps the last
     # value at the first name's place), read and printed the precise way
-    held = chunk.rows_holding(fields, _ESCAPED).tolist()
+    held = np.union1d(np.flatnonzero(escaped), chunk.rows_repeating_names(fields)).tolist()
     precise = set(held)
     for r in held:
         parts[2 * r] = (tail if r and r - 1 not in precise else b"") + _precise_line(chunk, r, decode)
