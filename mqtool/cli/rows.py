@@ -114,9 +114,22 @@ _ESCAPED[[0x22, 0x5C]] = True
 _ESCAPED[[1, 2]] = False
 
 
-def _literal(count: int, text: bytes) -> np.ndarray:
-    """``text`` on each of ``count`` rows."""
-    return np.broadcast_to(np.frombuffer(text, dtype=np.uint8), (count, len(text)))
+def _assemble(count: int, blocks: list[bytes | np.ndarray]) -> np.ndarray:
+    """The blocks side by side, a row per record: a ``bytes`` block is the same on every row."""
+    merged: list[bytes | np.ndarray] = []
+    for block in blocks:  # neighbouring texts as one
+        if isinstance(block, bytes) and merged and isinstance(merged[-1], bytes):
+            merged[-1] += block
+        else:
+            merged.append(block)
+    blocks = merged
+    widths = [len(b) if isinstance(b, bytes) else b.shape[1] for b in blocks]
+    out = np.empty((count, sum(widths)), dtype=np.uint8)
+    at = 0
+    for block, width in zip(blocks, widths):
+        out[:, at : at + width] = np.frombuffer(block, dtype=np.uint8) if isinstance(block, bytes) else block
+        at += width
+    return out
 
 
 def _spans(data: np.ndarray, starts: np.ndarray, lengths: np.ndarray, width: int = 0) -> np.ndarray:
@@ -140,15 +153,15 @@ def _offsets(lengths: np.ndarray) -> np.ndarray:
     return np.concatenate(([0], np.cumsum(lengths)[:-1])).astype(np.int64)
 
 
-def _decimals(columns: list[np.ndarray]) -> list[np.ndarray]:
+def _decimals(columns: list[np.ndarray]) -> list[bytes | np.ndarray]:
     """The decimal text of each integer of each column, as ``%d`` prints it, a padded row each
-    (one pass over all the columns: numpy's cost is per call more than per value)."""
-    count = len(columns[0])
+    (one pass over all the columns: numpy's cost is per call more than per value), or the text
+    itself when the column holds one value."""
     stacked = np.stack(columns, axis=1).astype(np.int64)
     # a column of one value (FLAG, RECONSUMETIMES, ... are often all 0) is printed once
     lowest, highest = stacked.min(axis=0).tolist(), stacked.max(axis=0).tolist()
     varying = [c for c in range(len(columns)) if lowest[c] != highest[c]]
-    out = [_literal(count, b"%d" % lowest[c]) for c in range(len(columns))]
+    out: list[bytes | np.ndarray] = [b"%d" % lowest[c] for c in range(len(columns))]
     if varying:
         for c, text in zip(varying, _decimal_text(stacked[:, varying])):
             out[c] = text
@@ -263,82 +276,82 @@ def column_lines(chunk: ColumnChunk, decode: BodyDecode) -> bytes:
     at = cols.position[rows]
     has_body = decode is not BodyDecode.none
     quoted = decode in (BodyDecode.base64, BodyDecode.hex)
-    lit = partial(_literal, count)
     magics, magic_of = np.unique(fields.magic, return_inverse=True)
     flags, flag_of = np.unique(cols.sys_flag[rows], return_inverse=True)
     hosts = _table([h.encode() for h in fields.hosts])
     values, value_offsets = fields.values.values, fields.values.offsets.astype(np.int64)
     value_at, value_len = value_offsets[:-1], np.diff(value_offsets)
 
-    def value(pair: np.ndarray) -> np.ndarray:
+    def value(pair: np.ndarray) -> bytes | np.ndarray:
         """The value of each row's pair (``-1``: none)."""
-        return _quoted_or_null(values, value_at[np.maximum(pair, 0)], value_len[np.maximum(pair, 0)], pair >= 0) if len(value_at) else _literal(count, b"null")
+        return _quoted_or_null(values, value_at[np.maximum(pair, 0)], value_len[np.maximum(pair, 0)], pair >= 0) if len(value_at) else b"null"
 
     properties, escaped = _properties(data, fields.props_at, fields.props_end)
     has_keys = fields.keys_pair >= 0
     keys_pair = np.maximum(fields.keys_pair, 0)
     msg_offsets = fields.msg_id.offsets.astype(np.int64)
+    # PHYSICALOFFSET is the record's commitlog offset: the walk takes no record where it is not
     (
-        position, commitlog_offset, total_size, body_crc, queue_id, flag, queue_offset, physical_offset,
+        position, commitlog_offset, total_size, body_crc, queue_id, flag, queue_offset,
         born_timestamp, store_timestamp, reconsume_times, prepared_transaction_offset, body_size,
     ) = _decimals([
         at + chunk.offset, at + chunk.base, cols.size[rows], fields.body_crc, cols.queue_id[rows], fields.flag,
-        cols.queue_offset[rows], fields.physical_offset, fields.born_timestamp, cols.store_timestamp[rows],
+        cols.queue_offset[rows], fields.born_timestamp, cols.store_timestamp[rows],
         fields.reconsume_times, fields.prepared_transaction_offset, fields.body_size,
     ])  # fmt: skip
     # each row's text up to its body, then 0xFE (never in UTF-8 text either) where the body goes;
     # a row opens with the end of the row before it (dropped before the first)
     tail = b'"}\n' if quoted else b"}\n"
-    blocks = [
-        lit(tail + b'{"file": ' + path + b', "position": '),
+    blocks: list[bytes | np.ndarray] = [
+        tail + b'{"file": ' + path + b', "position": ',
         position,
-        lit(b', "commitlog_offset": '),
+        b', "commitlog_offset": ',
         commitlog_offset,
-        lit(b', "total_size": '),
+        b', "total_size": ',
         total_size,
-        lit(b", "),
+        b", ",
         _table([_magic_text(int(m)) for m in magics])[magic_of.ravel()],
-        lit(b', "body_crc": '),
+        b', "body_crc": ',
         body_crc,
-        lit(b', "queue_id": '),
+        b', "queue_id": ',
         queue_id,
-        lit(b', "flag": '),
+        b', "flag": ',
         flag,
-        lit(b', "queue_offset": '),
+        b', "queue_offset": ',
         queue_offset,
-        lit(b', "physical_offset": '),
-        physical_offset,
-        lit(b", "),
+        b', "physical_offset": ',
+        commitlog_offset,
+        b", ",
         _table([_sys_flag_text(int(f)) for f in flags])[flag_of.ravel()],
-        lit(b', "born_timestamp": '),
+        b', "born_timestamp": ',
         born_timestamp,
-        lit(b', "born_host": "'),
+        b', "born_host": "',
         hosts[fields.born_host],
-        lit(b'", "store_timestamp": '),
+        b'", "store_timestamp": ',
         store_timestamp,
-        lit(b', "store_host": "'),
+        b', "store_host": "',
         hosts[fields.store_host],
-        lit(b'", "reconsume_times": '),
+        b'", "reconsume_times": ',
         reconsume_times,
-        lit(b', "prepared_transaction_offset": '),
+        b', "prepared_transaction_offset": ',
         prepared_transaction_offset,
-        lit(b', "topic": '),
+        b', "topic": ',
         _table([_JSON_STR(t).encode() for t in cols.topics])[cols.topic[rows]],
-        lit(b', "tags": '),
+        b', "tags": ',
         value(fields.tags_pair),
-        lit(b', "keys": ['),
-        _keys(values, np.where(has_keys, value_at[keys_pair], 0), np.where(has_keys, value_len[keys_pair], 0)) if len(value_at) else lit(b""),
-        lit(b'], "uniq_key": '),
+        b', "keys": [',
+        _keys(values, np.where(has_keys, value_at[keys_pair], 0), np.where(has_keys, value_len[keys_pair], 0)) if len(value_at) else b"",
+        b'], "uniq_key": ',
         value(fields.uniq_pair),
-        lit(b', "msg_id": "'),
+        b', "msg_id": "',
         _spans(fields.msg_id.values, msg_offsets[:-1], np.diff(msg_offsets)),
-        lit(b'", "properties": {'),
+        b'", "properties": {',
         properties,
-        lit(b'}, "body_size": '),
+        b'}, "body_size": ',
         body_size,
-        lit((b', "body": "' if quoted else b', "body": ' if has_body else b', "body": null') + _BODY),
+        (b', "body": "' if quoted else b', "body": ' if has_body else b', "body": null') + _BODY,
     ]
-    heads = np.concatenate(blocks, axis=1).tobytes().translate(None, _PAD_BYTE).split(_BODY)
+    heads = _assemble(count, blocks).tobytes().translate(None, _PAD_BYTE).split(_BODY)
     heads[0] = heads[0][len(tail) :]
     heads[-1] = tail
     parts: list[bytes] = [b""] * (2 * count + 1)
