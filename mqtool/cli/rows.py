@@ -65,6 +65,10 @@ def message_row(
 # call each) and the join of the rows with them are per row.
 
 _JSON_STR = encode_basestring
+#: Bytes the widest matrix of a call may take (PROPERTIES, four bytes for each byte of the
+#: longest): a chunk with a longer one is done in halves, so memory stays bounded whatever a
+#: record holds.
+MATRIX_BUDGET = 16 << 20
 _PAD = 0xFF
 #: "0000" .. "9999" as ASCII digits, one row each.
 _DIGITS4 = (np.arange(10000)[:, None] // np.array([1000, 100, 10, 1]) % 10 + 48).astype(np.uint8)
@@ -269,6 +273,10 @@ def column_lines(chunk: ColumnChunk, decode: BodyDecode) -> bytes:
     if not count:
         return b""
     fields = chunk.fields()
+    widest = int((fields.props_end - fields.props_at).max())
+    if count > 1 and 4 * widest * count > MATRIX_BUDGET:  # one long PROPERTIES pads every row to it
+        half = count // 2
+        return column_lines(chunk.part(0, half), decode) + column_lines(chunk.part(half, count), decode)
     data = np.frombuffer(chunk.buf, dtype=np.uint8)
     path = _JSON_STR(str(chunk.path)).encode("utf-8", "surrogateescape")
     if _PAD in path:  # a file name that is not UTF-8 holds the byte the text is padded with

@@ -191,3 +191,29 @@ def test_column_lines_are_the_precise_lines(tmp_path_factory, records, keys, tag
     root = _write_store(tmp_path_factory.mktemp("store"), bytes(data))
     precise, _, lean, _ = _both(root, decode)
     assert lean == precise
+
+
+def test_a_long_properties_value_splits_the_batch(tmp_path, monkeypatch):
+    """A record whose PROPERTIES are long would pad every row of its batch to their width: the
+    batch is done in parts, and the text is the same."""
+    from mqtool.cli import rows
+
+    data = bytearray()
+    for i in range(9):
+        props = {"KEYS": f"k{i} x", "TAGS": "T"} | ({"LONG": "v" * 3000} if i == 4 else {})
+        data += cl.encode_message(cl.with_offsets(cl.MessageRecord(topic="T", body=b"b" * i, properties=props), queue_offset=i, physical_offset=len(data)))
+    root = _write_store(tmp_path, bytes(data))
+    whole = _same(root)
+    calls: list[int] = []
+    real = rows.column_lines
+
+    def counted(chunk, decode):
+        calls.append(len(chunk))
+        return real(chunk, decode)
+
+    monkeypatch.setattr(rows, "MATRIX_BUDGET", 4 * 3100 * 2)
+    monkeypatch.setattr(rows, "column_lines", counted)
+    engine = ops_dump.CommitLogDump(ops_dump.commitlog_files(root), ops_dump.RecordFilter(), None)
+    (chunk,) = list(engine.lean())
+    assert _split(rows.column_lines(chunk, BodyDecode.base64)) == whole
+    assert calls[0] == 9 and 2 in calls  # split down to the long record's part
