@@ -65,10 +65,9 @@ def message_row(
 # call each) and the join of the rows with them are per row.
 
 _JSON_STR = encode_basestring
-#: Bytes the widest matrix of a call may take (PROPERTIES, four bytes for each byte of the
-#: longest): a chunk with a longer one is done in halves, so memory stays bounded whatever a
-#: record holds.
-MATRIX_BUDGET = 16 << 20
+#: Bytes the widest matrix of a call may take (PROPERTIES, a byte for each byte of the longest):
+#: a chunk with a longer one is done in halves, so memory stays bounded whatever a record holds.
+MATRIX_BUDGET = 8 << 20
 _PAD = 0xFF
 #: "0000" .. "9999" as ASCII digits, one row each.
 _DIGITS4 = (np.arange(10000)[:, None] // np.array([1000, 100, 10, 1]) % 10 + 48).astype(np.uint8)
@@ -211,44 +210,45 @@ def _quoted_or_null(values: np.ndarray, starts: np.ndarray, lengths: np.ndarray,
     return out
 
 
-_PROPERTY_OPEN = np.frombuffer(b'": "', dtype=np.uint8)
-_PROPERTY_NEXT = np.frombuffer(b'", "', dtype=np.uint8)
-_CLOSE = np.frombuffer(b'"\xff\xff\xff', dtype=np.uint8)
+#: In the rows' text before its last step, 0x01 and 0x02 stand for what goes between a property's
+#: name and value and between two values (or two KEYS tokens): JSON text never holds them raw
+#: (rows whose strings hold control characters take the precise path), so one ``bytes.replace``
+#: each puts them in for the whole batch, instead of four bytes of matrix for every byte.
+_NAME_VALUE, _NEXT = b"\x01", b"\x02"
+_NAME_VALUE_TEXT, _NEXT_TEXT = b'": "', b'", "'
 
 
 def _properties(data: np.ndarray, starts: np.ndarray, stops: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """PROPERTIES ``n1 0x01 v1 0x02 n2 0x01 v2 0x02`` as ``"n1": "v1", "n2": "v2"``, and which
-    rows hold a byte JSON escapes (their text is not this)."""
+    """PROPERTIES ``n1 0x01 v1 0x02 n2 0x01 v2 0x02`` as ``"n1 0x01 v1 0x02 n2 0x01 v2"`` (the
+    separators as they are: see ``_NAME_VALUE``), and which rows hold a byte JSON escapes (their
+    text is not this)."""
     lengths = stops - starts
     raw = _spans(data, starts, lengths)
     count, width = raw.shape
-    out = np.full((count, width + 1, 4), _PAD, dtype=np.uint8)
-    out[lengths > 0, 0, 0] = ord('"')
-    body = out[:, 1:]
-    body[:, :, 0] = raw
-    body[raw == 1] = _PROPERTY_OPEN
-    body[raw == 2] = _PROPERTY_NEXT
+    out = np.empty((count, width + 1), dtype=np.uint8)
+    out[:, 0] = np.where(lengths > 0, ord('"'), _PAD)
+    out[:, 1:] = raw
     full = np.flatnonzero(lengths > 0)
-    body[full, lengths[full] - 1] = _CLOSE  # the last 0x02 closes the last value
-    return out.reshape(count, -1), _ESCAPED[raw].any(axis=1)
+    out[full, lengths[full]] = ord('"')  # the last 0x02 closes the last value
+    return out, _ESCAPED[raw].any(axis=1)
 
 
 def _keys(data: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
-    """The non-empty tokens of KEYS (split on a space) as ``"k1", "k2"``."""
+    """The non-empty tokens of KEYS (split on a space) as ``"k1 0x02 k2"`` (see ``_NEXT``)."""
     raw = _spans(data, starts, lengths)
     count, width = raw.shape
     token = (raw != 0x20) & (raw != _PAD)
     after = np.logical_or.accumulate(token[:, ::-1], axis=1)[:, ::-1]  # a token here or further on
-    out = np.full((count, width + 2, 4), _PAD, dtype=np.uint8)
+    out = np.full((count, width + 2), _PAD, dtype=np.uint8)
     inner = out[:, 1:-1]
-    inner[:, :, 0] = np.where(token, raw, _PAD)
+    inner[token] = raw[token]
     # the first space of a run between two tokens separates them
     between = np.zeros_like(token)
     between[:, 1:] = ~token[:, 1:] & token[:, :-1] & after[:, 1:]
-    inner[between] = _PROPERTY_NEXT
+    inner[between] = _NEXT[0]
     held = token.any(axis=1)
-    out[held, 0, 0] = out[held, -1, 0] = ord('"')
-    return out.reshape(count, -1)
+    out[held, 0] = out[held, -1] = ord('"')
+    return out
 
 
 def _body_texts(chunk: ColumnChunk, fields: RecordFields, decode: BodyDecode) -> list[bytes]:
@@ -274,7 +274,7 @@ def column_lines(chunk: ColumnChunk, decode: BodyDecode) -> bytes:
         return b""
     fields = chunk.fields()
     widest = int((fields.props_end - fields.props_at).max())
-    if count > 1 and 4 * widest * count > MATRIX_BUDGET:  # one long PROPERTIES pads every row to it
+    if count > 1 and widest * count > MATRIX_BUDGET:  # one long PROPERTIES pads every row to it
         half = count // 2
         return column_lines(chunk.part(0, half), decode) + column_lines(chunk.part(half, count), decode)
     data = np.frombuffer(chunk.buf, dtype=np.uint8)
@@ -359,7 +359,8 @@ def column_lines(chunk: ColumnChunk, decode: BodyDecode) -> bytes:
         body_size,
         (b', "body": "' if quoted else b', "body": ' if has_body else b', "body": null') + _BODY,
     ]
-    heads = _assemble(count, blocks).tobytes().translate(None, _PAD_BYTE).split(_BODY)
+    text = _assemble(count, blocks).tobytes().translate(None, _PAD_BYTE)
+    heads = text.replace(_NAME_VALUE, _NAME_VALUE_TEXT).replace(_NEXT, _NEXT_TEXT).split(_BODY)
     heads[0] = heads[0][len(tail) :]
     heads[-1] = tail
     parts: list[bytes] = [b""] * (2 * count + 1)

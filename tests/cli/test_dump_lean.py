@@ -211,7 +211,7 @@ def test_a_long_properties_value_splits_the_batch(tmp_path, monkeypatch):
         calls.append(len(chunk))
         return real(chunk, decode)
 
-    monkeypatch.setattr(rows, "MATRIX_BUDGET", 4 * 3100 * 2)
+    monkeypatch.setattr(rows, "MATRIX_BUDGET", 3100 * 2)
     monkeypatch.setattr(rows, "column_lines", counted)
     engine = ops_dump.CommitLogDump(ops_dump.commitlog_files(root), ops_dump.RecordFilter(), None)
     (chunk,) = list(engine.lean())
