@@ -72,6 +72,10 @@ _PAD = 0xFF
 #: "0000" .. "9999" as ASCII digits, one row each.
 _DIGITS4 = (np.arange(10000)[:, None] // np.array([1000, 100, 10, 1]) % 10 + 48).astype(np.uint8)
 _TEN_THOUSAND = np.uint64(10000)
+#: The same four digits as one 32-bit word each (a quarter of the elements to gather).
+_DIGITS4_WORDS = _DIGITS4.view(np.uint32).ravel()
+#: 10**1 .. 10**19: how many of them a magnitude reaches is its number of digits less one.
+_POWERS_OF_TEN = np.array([10**k for k in range(1, 20)], dtype=np.uint64)
 _MINUS = ord("-")
 _PAD_BYTE = bytes([_PAD])
 _BODY = b"\xfe"
@@ -178,6 +182,9 @@ def _decimal_text(stacked: np.ndarray) -> list[np.ndarray]:
     negative = v < 0
     magnitude = v.astype(np.uint64)
     np.negative(magnitude, out=magnitude, where=negative)  # two's complement: |v|, INT64_MIN too
+    # the first digit shown: as many from the end as the magnitude has (one for zero); a sign
+    # just before it
+    shown = np.searchsorted(_POWERS_OF_TEN, magnitude, side="right") + 1
     groups = []
     while True:  # four digits at a time
         magnitude, low = np.divmod(magnitude, _TEN_THOUSAND)
@@ -187,9 +194,8 @@ def _decimal_text(stacked: np.ndarray) -> list[np.ndarray]:
     width = 4 * len(groups) + 1
     text = np.empty((len(v), width), dtype=np.uint8)
     text[:, 0] = _PAD
-    text[:, 1:] = _DIGITS4[np.stack(groups[::-1], axis=1).astype(np.intp)].reshape(len(v), -1)
-    # the first digit shown: the first non-zero one (the last for zero); a sign just before it
-    first = np.where(v == 0, width - 1, np.argmax(text[:, 1:] != 48, axis=1) + 1)
+    text[:, 1:] = _DIGITS4_WORDS[np.stack(groups[::-1], axis=1).astype(np.intp)].view(np.uint8).reshape(len(v), -1)
+    first = width - shown
     text[np.arange(width) < first[:, None]] = _PAD
     signed = np.flatnonzero(negative)
     text[signed, first[signed] - 1] = _MINUS
