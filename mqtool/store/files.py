@@ -185,6 +185,23 @@ class Readable(Protocol):
 _ZEROS = bytes(CHUNK_SIZE)
 
 
+def _next_data(f: Readable, pos: int, end: int) -> int:
+    """Where data may lie from ``pos`` on: the file system's next data extent
+    (``lseek(SEEK_DATA)``; a hole reads as zeros, so it is skipped unread: a pre-allocated
+    CommitLog file is mostly hole), ``end`` when only holes remain, or ``pos`` itself when the
+    file is no ``ReadOnlyFile`` or its file system does not say."""
+    fd = getattr(f, "_fd", None) if isinstance(f, ReadOnlyFile) else None
+    seek_data = getattr(os, "SEEK_DATA", None)
+    if fd is None or seek_data is None:
+        return pos
+    try:
+        return min(os.lseek(fd, pos, seek_data), end)
+    except OSError as exc:
+        if exc.errno == errno.ENXIO:  # no data at or after pos: holes up to the end of the file
+            return end
+        return pos  # EINVAL and the like: SEEK_DATA not supported here, read on
+
+
 def nonzero_extent(f: Readable, start: int, stop: int | None = None) -> tuple[int, int] | None:
     """``(first, last + 1)`` of the non-zero bytes in ``[start, stop)`` of ``f`` (``stop``: its
     size), or None when they are all zeros: the one rule for "only zeros follow" (a pre-allocated
@@ -194,6 +211,9 @@ def nonzero_extent(f: Readable, start: int, stop: int | None = None) -> tuple[in
     last = start
     pos = start
     while pos < end:
+        pos = _next_data(f, pos, end)
+        if pos >= end:
+            break
         data = f.pread(pos, min(CHUNK_SIZE, end - pos))
         if not data:
             break

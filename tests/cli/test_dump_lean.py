@@ -5,6 +5,7 @@ the same findings and file ends, on the fixture and on generated CommitLogs with
 from __future__ import annotations
 
 import shutil
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -31,11 +32,17 @@ def _precise(engine: ops_dump.CommitLogDump, decode: BodyDecode) -> list[str]:
     ]
 
 
+def _split(text: bytes) -> list[str]:
+    """JSON lines as the rows' texts (a JSON text holds no raw newline)."""
+    assert text == b"" or text.endswith(b"\n")
+    return text.decode("utf-8").split("\n")[:-1]
+
+
 def _lean(engine: ops_dump.CommitLogDump, decode: BodyDecode) -> list[str]:
     lines: list[str] = []
     for item in engine.lean():
         if isinstance(item, ops_dump.ColumnChunk):
-            lines += column_lines(item.part(0, 3), decode) + column_lines(item.part(3, len(item)), decode)  # batches join up
+            lines += _split(column_lines(item.part(0, 3), decode) + column_lines(item.part(3, len(item)), decode))  # batches join up
         else:
             loc, rec = item
             lines.append(dumps(message_row(rec, file=str(loc.path), position=loc.position, address=loc.address, decode=decode)))
@@ -149,3 +156,64 @@ def test_cli_output_errors_and_exit_code_are_the_precise_ones(capsys, tmp_path):
             results.append((fmt, code, out, err))
     assert results[0][1] == 1 and "RMQ-" in results[0][3]
     assert results[:2] == results[2:]
+
+
+# KEYS-like values: tokens (some empty: runs of spaces) joined by a space, with spaces around
+_KEY_TEXT = st.tuples(
+    st.sampled_from(["", " ", "  "]),
+    st.lists(st.sampled_from(["", "a", "b1", "\u00e9\u4e2d", 'q"', "t\\", "\t"]), min_size=1, max_size=4).map(" ".join),
+    st.sampled_from(["", " "]),
+).map("".join).filter(bool)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    records=st.lists(message_records(max_body=64), min_size=1, max_size=12),
+    keys=st.lists(st.one_of(st.none(), _KEY_TEXT), min_size=1, max_size=12),
+    tags=st.lists(st.one_of(st.none(), _KEY_TEXT), min_size=1, max_size=3),
+    decode=st.sampled_from(list(BodyDecode)),
+)
+def test_column_lines_are_the_precise_lines(tmp_path_factory, records, keys, tags, decode):
+    """The text ``column_lines`` builds a column at a time is ``dumps(message_row(...))`` for
+    every field: integers over their whole range (negative, INT64_MIN), columns of one value and
+    of many, KEYS split on runs of spaces (leading, trailing, only spaces), values with bytes JSON
+    escapes (those rows take the precise path), non-ASCII text."""
+    data = bytearray()
+    for i, rec in enumerate(records):
+        props = dict(rec.properties) if i % 4 == 3 else {}  # (their random text is mostly escapes)
+        for name, values in (("KEYS", keys), ("TAGS", tags)):
+            if values[i % len(values)] is not None:
+                props[name] = values[i % len(values)]
+        if i == 0:
+            rec = replace(rec, flag=-(1 << 31), born_timestamp=-(1 << 63), queue_id=0)
+        rec = replace(rec, properties=props)
+        data += cl.encode_message(cl.with_offsets(rec, queue_offset=rec.queue_offset, physical_offset=len(data)))
+    root = _write_store(tmp_path_factory.mktemp("store"), bytes(data))
+    precise, _, lean, _ = _both(root, decode)
+    assert lean == precise
+
+
+def test_a_long_properties_value_splits_the_batch(tmp_path, monkeypatch):
+    """A record whose PROPERTIES are long would pad every row of its batch to their width: the
+    batch is done in parts, and the text is the same."""
+    from mqtool.cli import rows
+
+    data = bytearray()
+    for i in range(9):
+        props = {"KEYS": f"k{i} x", "TAGS": "T"} | ({"LONG": "v" * 3000} if i == 4 else {})
+        data += cl.encode_message(cl.with_offsets(cl.MessageRecord(topic="T", body=b"b" * i, properties=props), queue_offset=i, physical_offset=len(data)))
+    root = _write_store(tmp_path, bytes(data))
+    whole = _same(root)
+    calls: list[int] = []
+    real = rows.column_lines
+
+    def counted(chunk, decode):
+        calls.append(len(chunk))
+        return real(chunk, decode)
+
+    monkeypatch.setattr(rows, "MATRIX_BUDGET", 3100 * 2)
+    monkeypatch.setattr(rows, "column_lines", counted)
+    engine = ops_dump.CommitLogDump(ops_dump.commitlog_files(root), ops_dump.RecordFilter(), None)
+    (chunk,) = list(engine.lean())
+    assert _split(rows.column_lines(chunk, BodyDecode.base64)) == whole
+    assert calls[0] == 9 and 2 in calls  # split down to the long record's part

@@ -235,10 +235,13 @@ def _frame(buf: bytes, start: int) -> tuple[array[int], ColumnStop]:
         pos += total
 
 
-def walk_columns(buf: bytes, base: int, *, start: int = 0) -> ColumnWalk:
+def walk_columns(buf: bytes, base: int, *, start: int = 0, keys_and_tags: bool = True) -> ColumnWalk:
     """Frame the records of ``buf`` from ``start`` into columns until a clean end or the first
     anomaly.  ``base`` is the commitlog offset of ``buf[0]`` (PHYSICALOFFSET must equal
-    ``base + position``).
+    ``base + position``).  ``keys_and_tags=False`` leaves the ``tags_code``, ``key_record`` and
+    ``key_hash`` columns empty (for a reader that neither checks ConsumeQueue units or IndexFile
+    entries against the records nor selects records by key or tag: ``dump``); the walk, its
+    checks and its stop are the same.
 
     One Python loop frames the records (TOTALSIZE, MAGICCODE) and a second computes their body
     CRCs (``zlib.crc32`` over views of the buffer); every other check and field is computed for
@@ -294,7 +297,11 @@ def walk_columns(buf: bytes, base: int, *, start: int = 0) -> ColumnWalk:
     props.keep(count)
     at, topic_id, store_timestamp = at[:count], topic_id[:count], store_timestamp[:count]
     topics = topics[: int(topic_id.max()) + 1] if count else []
-    key_record, key_hash = props.key_hashes(topics, topic_id)
+    if keys_and_tags:
+        key_record, key_hash = props.key_hashes(topics, topic_id)
+        tags_codes = props.tags_codes(topics, topic_id, store_timestamp)
+    else:
+        key_record, key_hash, tags_codes = np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
     columns = CommitLogColumns(
         position=at.copy(),
         size=total[:count].astype(np.int32),
@@ -303,7 +310,7 @@ def walk_columns(buf: bytes, base: int, *, start: int = 0) -> ColumnWalk:
         store_timestamp=store_timestamp,
         sys_flag=sys_flag[:count],
         topic=topic_id.astype(np.int32),
-        tags_code=props.tags_codes(topics, topic_id, store_timestamp),
+        tags_code=tags_codes,
         topics=topics,
         key_record=key_record,
         key_hash=key_hash,
@@ -760,11 +767,12 @@ def _key_tokens(values: Spans, keys_pair: np.ndarray) -> tuple[Spans, np.ndarray
     return Spans(chars[token], offsets.astype(np.int32)), token_offsets.astype(np.int32)
 
 
-def record_fields(buf: bytes, columns: CommitLogColumns, rows: np.ndarray, *, with_body: bool = True) -> RecordFields:
+def record_fields(buf: bytes, columns: CommitLogColumns, rows: np.ndarray, *, with_body: bool = True, with_key_tokens: bool = True) -> RecordFields:
     """The fields of records ``rows`` (numbers in ``columns``, ascending) of a walk of ``buf``
     that its columns leave out, read from ``buf`` in bulk.  Records whose properties repeat a
     name are found by :func:`repeated_property_names` (the caller reads those with the precise
-    decoders: the pairs are not their map)."""
+    decoders: the pairs are not their map).  ``with_key_tokens=False`` leaves ``key_tokens``
+    empty (no record has a token) for a caller that splits the KEYS value itself."""
     data = np.frombuffer(buf, dtype=np.uint8)
     at = columns.position[rows]
     sys_flag = columns.sys_flag[rows]
@@ -782,7 +790,10 @@ def record_fields(buf: bytes, columns: CommitLogColumns, rows: np.ndarray, *, wi
     names, values, pair_offsets, record_of_pair = _property_pairs(buf, props_at, at + columns.size[rows])
     hosts, numbers = _hosts(data, np.concatenate([born_at, store_at]), np.concatenate([born_v6, store_v6]))
     keys_pair = _pair_named(names, record_of_pair, len(rows), b"KEYS")
-    key_tokens, token_offsets = _key_tokens(values, keys_pair)
+    if with_key_tokens:
+        key_tokens, token_offsets = _key_tokens(values, keys_pair)
+    else:
+        key_tokens, token_offsets = Spans(np.zeros(0, dtype=np.uint8), np.zeros(1, dtype=np.int32)), np.zeros(len(rows) + 1, dtype=np.int32)
     return RecordFields(
         magic=magic,
         body_crc=_gather(data, at + 8, ">u4").astype(np.int64),

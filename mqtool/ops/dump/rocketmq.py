@@ -26,7 +26,6 @@ from mqtool.formats.rocketmq.columns import (
     records_with_key,
     records_with_tag,
     repeated_property_names,
-    spans_free_of,
     texts,
     walk_columns,
 )
@@ -121,22 +120,17 @@ class ColumnChunk:
         return replace(self, rows=self.rows[start:stop])
 
     def fields(self) -> RecordFields:
-        """The fields of the rows the columns leave out (bodies as positions)."""
-        return record_fields(self.buf, self.walk.columns, self.rows, with_body=False)
+        """The fields of the rows the columns leave out (bodies as positions, KEYS not split)."""
+        return record_fields(self.buf, self.walk.columns, self.rows, with_body=False, with_key_tokens=False)
 
     def texts(self, starts: np.ndarray, stops: np.ndarray) -> list[str]:
         """The text of byte ranges of the chunk that the walk found to be UTF-8."""
         return texts(self.buf, starts, stops)
 
-    def bodies(self, fields: RecordFields) -> Iterator[bytes]:
-        """The body of each row, as stored."""
-        return map(self.buf.__getitem__, map(slice, fields.body_at.tolist(), (fields.body_at + fields.body_size).tolist()))
-
-    def rows_holding(self, fields: RecordFields, forbidden: np.ndarray) -> np.ndarray:
-        """The rows (numbers in ``rows``) whose PROPERTIES hold a byte marked in ``forbidden``
-        or repeat a name (their map is not their list of pairs)."""
-        held = np.flatnonzero(~spans_free_of(self.buf, fields.props_at, fields.props_end, forbidden))
-        return np.union1d(held, repeated_property_names(fields.names, fields.pair_offsets))
+    def rows_repeating_names(self, fields: RecordFields) -> np.ndarray:
+        """The rows (numbers in ``rows``, ascending) whose PROPERTIES repeat a name: their map
+        is not their list of pairs."""
+        return repeated_property_names(fields.names, fields.pair_offsets)
 
     def record(self, row: int) -> tuple[Located, MessageRecord]:
         """Row ``row`` read by the precise decoder."""
@@ -280,6 +274,7 @@ class CommitLogDump:
         start_at = self.filter.from_offset
         flt = self.filter
         last_index = model.last_data_file(self.files)
+        selects_by_key_or_tag = flt.key is not None or flt.tag is not None  # the only users of key hashes and tagsCodes here
         for i, seg in self._files_to_walk(read):
             is_last = i == last_index
             offsets = FileQueueOffsets(str(seg.path)) if i <= last_index else None
@@ -293,7 +288,7 @@ class CommitLogDump:
                     more = offset + len(data) < f.size
                     at = 0
                     while True:  # runs of healthy records, each odd record decoded precisely
-                        walk = walk_columns(data, seg.base + offset, start=at)
+                        walk = walk_columns(data, seg.base + offset, start=at, keys_and_tags=selects_by_key_or_tag)
                         stop = walk.stop
                         cols = walk.columns
                         if len(cols):
