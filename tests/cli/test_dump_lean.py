@@ -141,6 +141,22 @@ def test_generated_commitlog_rows_are_the_precise_rows(tmp_path_factory, monkeyp
     _same(root, decode, limit=2, from_offset=100)
 
 
+def test_a_finding_inside_the_last_row_of_a_limit_is_named(tmp_path):
+    """The limit's last row breaks its queue's QUEUEOFFSET sequence: the finding's position is the
+    field inside the record (+20), past the record's start, and both readings name it (the lean one
+    used to cut its findings at the row's start).  Found by hypothesis."""
+    data = bytearray()
+    for i, (topic, properties) in enumerate([("", {}), ("0", {}), ("", {}), ("0", {"0": "0"})]):
+        rec = cl.with_offsets(cl.MessageRecord(topic=topic, body=b"", properties=properties), queue_offset=i, physical_offset=len(data))
+        data += cl.encode_message(rec)
+    data += bytes(FILE_SIZE - len(data))
+    root = _write_store(tmp_path / "s", bytes(data))
+    _, engine, _, _ = _both(root, limit=2, from_offset=100)
+    assert [(x.code, x.details) for x in engine.findings][-1] == ("RMQ-CL-QUEUE-OFFSET", {"topic": "0", "queue_id": 0})
+    _same(root, limit=2, from_offset=100)
+    _same(root, limit=2, from_offset=1)
+
+
 def test_cli_output_errors_and_exit_code_are_the_precise_ones(capsys, tmp_path):
     """``--uncompress`` takes the precise path (the fixture has no compressed body)."""
     shutil.copytree(STORE, tmp_path / "s")

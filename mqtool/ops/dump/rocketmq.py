@@ -305,9 +305,12 @@ class CommitLogDump:
                                 if limit is not None and emitted >= limit:
                                     # the chunk's columns hold records past the last row: name only
                                     # what the records up to it show, as the precise walk stops there
-                                    upto = offset + int(cols.position[rows[-1]])
+                                    # (a finding's position may be a field inside its record, e.g.
+                                    # QUEUEOFFSET at +20: the bound is the end of the last row)
+                                    last_row = rows[-1]
+                                    upto = offset + int(cols.position[last_row]) + int(cols.size[last_row])
                                     found = offsets.findings if offsets is not None else []
-                                    self.findings.extend(x for x in found if x.position is None or x.position <= upto)
+                                    self.findings.extend(x for x in found if x.position is None or x.position < upto)
                                     return
                         if stop.kind != "anomaly" or (more and len(data) - stop.position < 8):
                             break
