@@ -1,7 +1,6 @@
 """``mqtool dump``: every field of every record of one file family, streamed."""
 
-import codecs
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -25,7 +24,7 @@ from mqtool.cli.options import (
     TopicOpt,
     flag,
 )
-from mqtool.cli.render import Column, OutputClosed, Renderer, markup, styled
+from mqtool.cli.render import Column, Renderer, markup, styled
 from mqtool.cli.times import iso_ms, parse_time
 
 if TYPE_CHECKING:
@@ -87,7 +86,7 @@ def dump_commitlog(
     body_mode = decode if not table or decode is not BodyDecode.base64 else BodyDecode.utf8
 
     if not table and not uncompress:  # the lean reading: the same rows, written as JSON text
-        _write_lines(out, _commitlog_json(out, engine, body_mode))
+        out.stream_encoded(_commitlog_json(out, engine, body_mode))
         return _finish_commitlog(out, engine)
 
     def rows():
@@ -127,43 +126,6 @@ def _commitlog_json(out: Renderer, engine: "ops_dump.CommitLogDump", decode: Bod
                     yield column_lines(item.part(start, start + JSON_BATCH), decode)
             else:
                 yield record_line(*item, decode)
-
-
-def _write_lines(out: Renderer, batches: Iterable[bytes]) -> None:
-    """Write JSON lines already encoded (UTF-8, each line ending in a newline), a batch per
-    write: as JSON lines, or (``--format json``) as the elements of one array, exactly as
-    ``Renderer.stream`` writes the same rows.  The bytes go to the binary stream under stdout
-    when it encodes UTF-8 (no decode and encode again of every row); otherwise through it."""
-    stream = out.out
-    binary = getattr(stream, "buffer", None)
-    encoding = getattr(stream, "encoding", None)
-    try:
-        if binary is not None and encoding and codecs.lookup(encoding).name == "utf-8":
-            stream.flush()
-            _write_batches(out.fmt, batches, binary.write)
-            binary.flush()
-        else:
-            _write_batches(out.fmt, batches, lambda data: stream.write(data.decode("utf-8", "surrogateescape")))
-        stream.flush()
-    except BrokenPipeError:
-        raise OutputClosed() from None
-
-
-def _write_batches(fmt: OutputFormat, batches: Iterable[bytes], write: Callable[[bytes], object]) -> None:
-    if fmt is OutputFormat.jsonl:
-        for batch in batches:
-            write(batch)
-        return
-    # --format json: the rows as the elements of one array, ",\n " between them (a JSON text
-    # holds no raw newline: each line's newline is where a separator goes)
-    count = 0
-    write(b"[")
-    for batch in batches:
-        if batch:
-            write(b",\n " if count else b"\n ")
-            write(batch[:-1].replace(b"\n", b",\n "))
-            count += 1
-    write(b"\n]\n" if count else b"]\n")
 
 
 def _finish_commitlog(out: Renderer, engine: "ops_dump.CommitLogDump") -> int:

@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import base64
+import codecs
 import enum
 import json
 import os
@@ -178,36 +179,26 @@ class Renderer:
         self.out.flush()
         return count
 
-    def stream_encoded(self, batches: Iterable[list[str]]) -> int:
-        """Write rows already encoded as ``dumps`` encodes them (one JSON text each, no newline),
-        a batch per write: as JSON lines, or (``--format json``) as the elements of one array,
-        exactly as :meth:`stream` writes the same rows.  Returns how many were written."""
+    def stream_encoded(self, batches: Iterable[bytes]) -> None:
+        """Write JSON lines already encoded (UTF-8, each line ending in a newline), a batch per
+        write: as JSON lines, or (``--format json``) as the elements of one array, exactly as
+        :meth:`stream` writes the same rows.  The bytes go to the binary stream under stdout when
+        it encodes UTF-8 (no decode and encode again of every row); otherwise through it."""
+        if self.fmt not in (OutputFormat.jsonl, OutputFormat.json):
+            raise ValueError("a table is streamed from rows (stream), not from JSON text")
+        stream = self.out
+        binary = getattr(stream, "buffer", None)
+        encoding = getattr(stream, "encoding", None)
         try:
-            return self._stream_encoded(batches)
+            if binary is not None and encoding and codecs.lookup(encoding).name == "utf-8":
+                stream.flush()
+                _write_batches(self.fmt, batches, binary.write)
+                binary.flush()
+            else:
+                _write_batches(self.fmt, batches, lambda data: stream.write(data.decode("utf-8", "surrogateescape")))
+            stream.flush()
         except BrokenPipeError:
             raise OutputClosed() from None
-
-    def _stream_encoded(self, batches: Iterable[list[str]]) -> int:
-        count = 0
-        write = self.out.write
-        if self.fmt is OutputFormat.jsonl:
-            for batch in batches:
-                if batch:
-                    write("\n".join(batch))
-                    write("\n")
-                    count += len(batch)
-        elif self.fmt is OutputFormat.json:
-            write("[")
-            for batch in batches:
-                if batch:
-                    write(",\n " if count else "\n ")
-                    write(",\n ".join(batch))
-                    count += len(batch)
-            write("\n]\n" if count else "]\n")
-        else:
-            raise ValueError("a table is streamed from rows (stream), not from JSON text")
-        self.out.flush()
-        return count
 
     def chosen_columns(self, columns: list[Column]) -> list[Column]:
         """``--columns`` (``self.columns``: row keys, in the order given) or the table's own."""
@@ -550,3 +541,20 @@ def finding_from_dict(d: dict[str, Any]) -> Finding:
 
 #: how a log's data may end in a healthy store (anything else: torn, partial, corrupt, unreadable)
 HEALTHY_ENDS = frozenset({"eof", "zeros", "blank", "in-progress", None})  # in-progress: a live writer's tail, not damage
+
+
+def _write_batches(fmt: OutputFormat, batches: Iterable[bytes], write: Callable[[bytes], object]) -> None:
+    """``Renderer.stream_encoded``'s writes: JSON lines as they are, or ``--format json``'s array
+    (a JSON text holds no raw newline: each line's newline is where a separator goes)."""
+    if fmt is OutputFormat.jsonl:
+        for batch in batches:
+            write(batch)
+        return
+    count = 0
+    write(b"[")
+    for batch in batches:
+        if batch:
+            write(b",\n " if count else b"\n ")
+            write(batch[:-1].replace(b"\n", b",\n "))
+            count += 1
+    write(b"\n]\n" if count else b"]\n")
