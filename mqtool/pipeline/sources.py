@@ -696,7 +696,7 @@ def _fast_stretch(f, part: FilePart, opts: ReadOptions, schema: pa.Schema, pos: 
         # up to a chunk, no further past the range's stop than a record needs to be seen whole
         data = f.pread(pos, want or min(CHUNK_SIZE, max(part.stop - pos, 0) + _PAST_STOP))
         want = 0
-        walk = rcols.walk_columns(data, part.base + pos)
+        walk = rcols.walk_columns(data, part.base + pos, key_hashes=opts.with_key_hashes)
         cols = walk.columns
         count = int(np.searchsorted(cols.position, part.stop - pos))  # the records before the range's stop
         done = count < len(cols)
@@ -706,13 +706,13 @@ def _fast_stretch(f, part: FilePart, opts: ReadOptions, schema: pa.Schema, pos: 
             if opts.topics is not None:
                 keep = np.array([opts.wants(t) for t in cols.topics] or [False], dtype=bool)
                 wanted = wanted[keep[cols.topic[:count]]]
-            fields = rcols.record_fields(data, cols, wanted, with_body=opts.with_body)
+            fields = rcols.record_fields(data, cols, wanted, with_body=opts.with_body, properties=walk.properties)
             repeated = rcols.repeated_property_names(fields.names, fields.pair_offsets)
             if len(repeated):  # a map that is not its list of pairs: the per-record path reads it
                 count = int(wanted[repeated[0]])
                 done, refused = False, pos + int(cols.position[count])
                 wanted = wanted[: repeated[0]]
-                fields = rcols.record_fields(data, cols, wanted, with_body=opts.with_body)
+                fields = rcols.record_fields(data, cols, wanted, with_body=opts.with_body, properties=walk.properties)
             if len(wanted):
                 batch = _column_batch(part, opts, schema, pos, cols, wanted, fields)
                 for at in range(0, batch.num_rows, BATCH_ROWS):
