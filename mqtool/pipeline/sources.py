@@ -34,7 +34,9 @@ Rows are built by the same ``formats`` decoders as the CLI and shipped as Arrow 
 from __future__ import annotations
 
 import json
+import queue
 import struct
+import threading
 from collections.abc import Generator, Iterator
 from dataclasses import dataclass
 from typing import cast
@@ -770,6 +772,58 @@ def read_commitlog(part: FilePart, opts: ReadOptions, schema: pa.Schema) -> Iter
             last = out.flush()
             if last is not None:
                 yield last
+
+
+def _ahead(batches: Iterator[pa.RecordBatch], depth: int = 1) -> Iterator[pa.RecordBatch]:
+    """``batches``, built by a thread up to ``depth`` batches ahead of the consumer.
+
+    The Python worker ships each batch to the JVM over a socket, and that write waits while the
+    JVM turns the batch before into rows: building the next batch meanwhile keeps the decode
+    going through the wait (the write waits without the GIL).  An error in ``batches`` is raised
+    again in the consumer; a consumer that stops early (``limit``) stops the thread, which then
+    closes ``batches`` (its files)."""
+    slots: queue.Queue[tuple[bool, pa.RecordBatch | BaseException | None]] = queue.Queue(maxsize=depth)
+    abandoned = threading.Event()
+
+    def put(item: tuple[bool, pa.RecordBatch | BaseException | None]) -> bool:
+        while not abandoned.is_set():
+            try:
+                slots.put(item, timeout=0.05)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def produce() -> None:
+        try:
+            for batch in batches:
+                if not put((True, batch)):
+                    return
+            put((False, None))
+        except BaseException as exc:  # noqa: BLE001 - handed to the consumer, raised there
+            put((False, exc))
+        finally:
+            close = getattr(batches, "close", None)
+            if close is not None:
+                close()
+
+    threading.Thread(target=produce, name="mqtool-read-ahead", daemon=True).start()
+    try:
+        while True:
+            more, item = slots.get()
+            if more:
+                yield cast("pa.RecordBatch", item)
+            elif item is None:
+                return
+            else:
+                raise cast(BaseException, item)
+    finally:
+        abandoned.set()
+
+
+def read_commitlog_ahead(part: FilePart, opts: ReadOptions, schema: pa.Schema) -> Iterator[pa.RecordBatch]:
+    """:func:`read_commitlog`, one batch built ahead (:func:`_ahead`): what the source reads."""
+    return _ahead(read_commitlog(part, opts, schema))
 
 
 # ConsumeQueue ------------------------------------------------------------------------------
@@ -1538,7 +1592,7 @@ PLANNERS = {
 }
 
 READERS = {
-    "commitlog": read_commitlog,
+    "commitlog": read_commitlog_ahead,
     "consumequeue": read_consumequeue,
     "index": read_index,
     "kafka": lambda p, o, s: read_framed(p, o, s, KAFKA_FRAMING, kafka_rows),
