@@ -34,7 +34,9 @@ Rows are built by the same ``formats`` decoders as the CLI and shipped as Arrow 
 from __future__ import annotations
 
 import json
+import queue
 import struct
+import threading
 from collections.abc import Generator, Iterator
 from dataclasses import dataclass
 from typing import cast
@@ -696,7 +698,7 @@ def _fast_stretch(f, part: FilePart, opts: ReadOptions, schema: pa.Schema, pos: 
         # up to a chunk, no further past the range's stop than a record needs to be seen whole
         data = f.pread(pos, want or min(CHUNK_SIZE, max(part.stop - pos, 0) + _PAST_STOP))
         want = 0
-        walk = rcols.walk_columns(data, part.base + pos)
+        walk = rcols.walk_columns(data, part.base + pos, key_hashes=opts.with_key_hashes)
         cols = walk.columns
         count = int(np.searchsorted(cols.position, part.stop - pos))  # the records before the range's stop
         done = count < len(cols)
@@ -706,13 +708,13 @@ def _fast_stretch(f, part: FilePart, opts: ReadOptions, schema: pa.Schema, pos: 
             if opts.topics is not None:
                 keep = np.array([opts.wants(t) for t in cols.topics] or [False], dtype=bool)
                 wanted = wanted[keep[cols.topic[:count]]]
-            fields = rcols.record_fields(data, cols, wanted, with_body=opts.with_body)
+            fields = rcols.record_fields(data, cols, wanted, with_body=opts.with_body, properties=walk.properties)
             repeated = rcols.repeated_property_names(fields.names, fields.pair_offsets)
             if len(repeated):  # a map that is not its list of pairs: the per-record path reads it
                 count = int(wanted[repeated[0]])
                 done, refused = False, pos + int(cols.position[count])
                 wanted = wanted[: repeated[0]]
-                fields = rcols.record_fields(data, cols, wanted, with_body=opts.with_body)
+                fields = rcols.record_fields(data, cols, wanted, with_body=opts.with_body, properties=walk.properties)
             if len(wanted):
                 batch = _column_batch(part, opts, schema, pos, cols, wanted, fields)
                 for at in range(0, batch.num_rows, BATCH_ROWS):
@@ -770,6 +772,58 @@ def read_commitlog(part: FilePart, opts: ReadOptions, schema: pa.Schema) -> Iter
             last = out.flush()
             if last is not None:
                 yield last
+
+
+def _ahead(batches: Iterator[pa.RecordBatch], depth: int = 1) -> Iterator[pa.RecordBatch]:
+    """``batches``, built by a thread up to ``depth`` batches ahead of the consumer.
+
+    The Python worker ships each batch to the JVM over a socket, and that write waits while the
+    JVM turns the batch before into rows: building the next batch meanwhile keeps the decode
+    going through the wait (the write waits without the GIL).  An error in ``batches`` is raised
+    again in the consumer; a consumer that stops early (``limit``) stops the thread, which then
+    closes ``batches`` (its files)."""
+    slots: queue.Queue[tuple[bool, pa.RecordBatch | BaseException | None]] = queue.Queue(maxsize=depth)
+    abandoned = threading.Event()
+
+    def put(item: tuple[bool, pa.RecordBatch | BaseException | None]) -> bool:
+        while not abandoned.is_set():
+            try:
+                slots.put(item, timeout=0.05)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def produce() -> None:
+        try:
+            for batch in batches:
+                if not put((True, batch)):
+                    return
+            put((False, None))
+        except BaseException as exc:  # noqa: BLE001 - handed to the consumer, raised there
+            put((False, exc))
+        finally:
+            close = getattr(batches, "close", None)
+            if close is not None:
+                close()
+
+    threading.Thread(target=produce, name="mqtool-read-ahead", daemon=True).start()
+    try:
+        while True:
+            more, item = slots.get()
+            if more:
+                yield cast("pa.RecordBatch", item)
+            elif item is None:
+                return
+            else:
+                raise cast(BaseException, item)
+    finally:
+        abandoned.set()
+
+
+def read_commitlog_ahead(part: FilePart, opts: ReadOptions, schema: pa.Schema) -> Iterator[pa.RecordBatch]:
+    """:func:`read_commitlog`, one batch built ahead (:func:`_ahead`): what the source reads."""
+    return _ahead(read_commitlog(part, opts, schema))
 
 
 # ConsumeQueue ------------------------------------------------------------------------------
@@ -1538,7 +1592,7 @@ PLANNERS = {
 }
 
 READERS = {
-    "commitlog": read_commitlog,
+    "commitlog": read_commitlog_ahead,
     "consumequeue": read_consumequeue,
     "index": read_index,
     "kafka": lambda p, o, s: read_framed(p, o, s, KAFKA_FRAMING, kafka_rows),

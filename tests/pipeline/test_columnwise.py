@@ -9,11 +9,13 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 pa = pytest.importorskip("pyarrow")
 pytest.importorskip("pyspark")
 
+from mqtool.formats.rocketmq import columns as rcols
 from mqtool.formats.rocketmq.commitlog import (
     MAGIC_V2,
     SYSFLAG_BORNHOST_V6,
@@ -145,3 +147,45 @@ def test_damage_in_a_generated_store(tmp_path):
     for options in OPTIONS:
         assert assert_same_rows(root, options) > 0
     shutil.rmtree(root)
+
+
+def _fields_dict(fields) -> dict:
+    """The values of a ``RecordFields`` as plain lists (Spans as their bytes and offsets)."""
+    out = {}
+    for name, value in vars(fields).items():
+        if isinstance(value, rcols.Spans):
+            out[name] = (value.values.tobytes(), value.offsets.tolist())
+        elif isinstance(value, np.ndarray):
+            out[name] = value.tolist()
+        else:
+            out[name] = value
+    return out
+
+
+def test_the_walks_properties_give_the_fields_split_again(tmp_path):
+    """What the source takes from the walk instead of doing it twice: ``record_fields`` with the
+    walk's split properties gives what it gives splitting them again (for all the records and
+    for a subset, as a topic filter asks), and a walk without key hashes judges the bytes alike."""
+    root = _mixed_store(tmp_path / "mixed")
+    checked = hashes = 0
+    for path in sorted((root / "commitlog").iterdir()):
+        data = path.read_bytes()
+        start = 0
+        while start < len(data):  # each healthy stretch (the walk refuses some records of this store)
+            walk = rcols.walk_columns(data, int(path.name), start=start)
+            lean = rcols.walk_columns(data, int(path.name), start=start, key_hashes=False)
+            assert lean.stop == walk.stop and len(lean.columns) == len(walk.columns)
+            for name in ("position", "size", "queue_id", "queue_offset", "store_timestamp", "sys_flag", "topic", "tags_code"):
+                assert getattr(lean.columns, name).tolist() == getattr(walk.columns, name).tolist(), name
+            assert lean.columns.topics == walk.columns.topics and not len(lean.columns.key_hash)
+            hashes += len(walk.columns.key_hash)
+            for rows in (np.arange(len(walk.columns)), np.arange(1, len(walk.columns), 3)):
+                split_again = rcols.record_fields(data, walk.columns, rows)
+                taken = rcols.record_fields(data, walk.columns, rows, properties=walk.properties)
+                assert _fields_dict(taken) == _fields_dict(split_again)
+                checked += len(rows)
+            size = int.from_bytes(data[walk.stop.position : walk.stop.position + 4], "big", signed=True)
+            if walk.stop.kind != "anomaly" or size <= 0:
+                break
+            start = walk.stop.position + size  # past the refused record
+    assert checked > 400 and hashes > 400

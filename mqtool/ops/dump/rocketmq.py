@@ -121,7 +121,7 @@ class ColumnChunk:
 
     def fields(self) -> RecordFields:
         """The fields of the rows the columns leave out (bodies as positions, KEYS not split)."""
-        return record_fields(self.buf, self.walk.columns, self.rows, with_body=False, with_key_tokens=False)
+        return record_fields(self.buf, self.walk.columns, self.rows, with_body=False, with_key_tokens=False, properties=self.walk.properties)
 
     def texts(self, starts: np.ndarray, stops: np.ndarray) -> list[str]:
         """The text of byte ranges of the chunk that the walk found to be UTF-8."""
@@ -288,7 +288,7 @@ class CommitLogDump:
                     more = offset + len(data) < f.size
                     at = 0
                     while True:  # runs of healthy records, each odd record decoded precisely
-                        walk = walk_columns(data, seg.base + offset, start=at, keys_and_tags=selects_by_key_or_tag)
+                        walk = walk_columns(data, seg.base + offset, start=at, key_hashes=selects_by_key_or_tag, tags_codes=selects_by_key_or_tag)
                         stop = walk.stop
                         cols = walk.columns
                         if len(cols):
