@@ -89,10 +89,10 @@ def test_jafka_and_metaq_code_tables_match_the_code() -> None:
     from mqtool.findings.codes_legacy import CODES
 
     rows = {
-        m[0]: (m[1], m[2], m[3].replace("&lt;", "<").replace("\\|", "|"))
-        for m in re.findall(r"^\| `((?:JAFKA|METAQ)-[A-Z0-9-]+)` \| (\w+) \| (\w+) \| (.*) \|$", FINDINGS_REFERENCE, re.MULTILINE)
+        m[0]: (m[1], m[2], m[3] or None, m[4].replace("&lt;", "<").replace("\\|", "|"))
+        for m in re.findall(r"^\| `((?:JAFKA|METAQ)-[A-Z0-9-]+)` \| (\w+) \| (\w+) \| ([a-z-]*) \| (.*) \|$", FINDINGS_REFERENCE, re.MULTILINE)
     }
-    assert rows == {code: (info.severity.value, info.family, info.summary) for code, info in CODES.items()}
+    assert rows == {code: (info.severity.value, info.family, info.ends, info.summary) for code, info in CODES.items()}
 
 
 def test_the_readme_cites_nothing_outside_the_repository() -> None:
