@@ -74,8 +74,13 @@ def report_metrics(command: str, doc: dict, exit_status: int, *, to_stdout: bool
 
     registry = metrics.build(command, doc, int(exit_status), store=store)
     if to_stdout:
-        sys.stdout.write(metrics.openmetrics(registry))
-        sys.stdout.flush()
+        try:
+            sys.stdout.write(metrics.openmetrics(registry))
+            sys.stdout.flush()
+        except BrokenPipeError:  # the reader closed stdout: the run keeps its exit status
+            from mqtool.cli.render import silence_stdout
+
+            silence_stdout(sys.stdout)
     if metrics_file is not None:
         metrics.write_file(metrics_file, registry)
 

@@ -43,7 +43,7 @@ from mqtool.cli import (
 )
 from mqtool.cli.exit_codes import ExitCode, exit_code_for
 from mqtool.cli.options import flag
-from mqtool.cli.render import OutputClosed
+from mqtool.cli.render import OutputClosed, silence_stdout
 from mqtool.errors import MqError
 
 try:  # typer < 0.26 depends on click; newer releases vendor it
@@ -266,7 +266,7 @@ def run(args: list[str]) -> int:
         exc.show()
         return ExitCode.USAGE
     except (OutputClosed, BrokenPipeError):
-        _silence_stdout()
+        silence_stdout()
         return ExitCode.OK
     except KeyboardInterrupt:
         sys.stderr.write("mqtool: interrupted\n")
@@ -303,14 +303,4 @@ def _report(message: str) -> None:
         sys.stderr.write(f"mqtool: error: {message}\n")
         sys.stderr.flush()
     except (BrokenPipeError, ValueError):
-        pass
-
-
-def _silence_stdout() -> None:
-    """After EPIPE, point stdout at /dev/null so the interpreter's final flush stays quiet."""
-    try:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        os.close(devnull)
-    except (OSError, ValueError):
         pass

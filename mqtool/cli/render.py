@@ -118,10 +118,20 @@ class Renderer:
 
     # --- documents (report commands) ---------------------------------------------------
     def document(self, doc: Any, table: Callable[[Console], None]) -> None:
-        try:
+        """Write the command's whole answer (its verdict is known by now): see :meth:`whole_answer`."""
+        with self.whole_answer():
             self._document(doc, table)
-        except BrokenPipeError:
-            raise OutputClosed() from None
+
+    @contextmanager
+    def whole_answer(self) -> Iterator[None]:
+        """Around the output of a command whose verdict is known before it writes: a reader that
+        closes stdout early (``mqtool validate ... | head``) silences the rest of it, and the
+        command still returns its verdict's exit code (streamed output -- ``dump`` -- stops
+        instead: ``OutputClosed`` ends the command with exit 0)."""
+        try:
+            yield
+        except (BrokenPipeError, OutputClosed):
+            silence_stdout(self.out)
 
     def _document(self, doc: Any, table: Callable[[Console], None]) -> None:
         if self.fmt is OutputFormat.json:
@@ -558,3 +568,14 @@ def _write_batches(fmt: OutputFormat, batches: Iterable[bytes], write: Callable[
             write(batch[:-1].replace(b"\n", b",\n "))
             count += 1
     write(b"\n]\n" if count else b"]\n")
+
+
+def silence_stdout(stream: Any = None) -> None:
+    """After EPIPE, point stdout at /dev/null so later writes and the interpreter's final flush
+    stay quiet."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, (stream or sys.stdout).fileno())
+        os.close(devnull)
+    except (OSError, ValueError):
+        pass

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
@@ -118,3 +119,33 @@ def test_readme_table_lists_exactly_the_codes():
     readme = (PROJECT_ROOT / "README.md").read_text()
     table = readme[readme.index("## Exit codes") :].split("\n## ", 1)[0]
     assert {int(m) for m in re.findall(r"^\| (\d+) \|", table, re.M)} == {int(c) for c in ExitCode}
+
+
+def _closed_reader(*args: object) -> subprocess.CompletedProcess[bytes]:
+    """``mqtool ARGS | head -0``: the reader has gone before the first byte is written."""
+    read, write = os.pipe()
+    os.close(read)
+    try:
+        proc = subprocess.run([sys.executable, "-m", "mqtool", *map(str, args)], stdout=write, stderr=subprocess.PIPE, timeout=120, cwd=PROJECT_ROOT, check=False)
+    finally:
+        os.close(write)
+    return proc
+
+
+@pytest.mark.parametrize(
+    ("command", "fmt"),
+    [(c, f) for c in ("validate", "info", "stats") for f in ("table", "json", "jsonl", "openmetrics") if (c, f) != ("info", "openmetrics")],
+)
+def test_a_closed_pipe_keeps_the_verdict(command, fmt, tmp_path):
+    """A reader that closes stdout (``| head``) silences the rest of a report, not its verdict:
+    a damaged store still exits 1 (with ``set -o pipefail`` a CI job sees it), a healthy one 0."""
+    damaged = _closed_reader(command, _torn_store(tmp_path), "--format", fmt, "--all")
+    assert damaged.returncode == ExitCode.FINDINGS, damaged.stderr[-2000:]
+    assert b"Traceback" not in damaged.stderr
+    healthy = _closed_reader(command, FIXTURES / "rocketmq-store", "--format", fmt, "--all")
+    assert healthy.returncode == ExitCode.OK, healthy.stderr[-2000:]
+
+
+def test_a_closed_pipe_stops_a_dump_quietly():
+    proc = _closed_reader("dump", "commitlog", FIXTURES / "rocketmq-store", "--jsonl")
+    assert proc.returncode == ExitCode.OK and not proc.stderr
