@@ -2,6 +2,7 @@
 
 import dataclasses
 import json
+import shlex
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -172,7 +173,9 @@ def render_plan(console: "Console", plan: "RecoverPlan") -> None:
 def render_result(console: "Console", result) -> None:
     console.print(f"applied {len(result.applied)} step(s) to {result.plan.root}")
     if result.manifest:
-        console.print(f"quarantine manifest: {result.manifest}  (undo: mqtool recover --undo {result.manifest})")
+        # each on a line of its own, never wrapped: a path and a command to copy whole
+        console.print(f"quarantine manifest: {result.manifest}", soft_wrap=True, markup=False, highlight=False)
+        console.print(f"undo: mqtool recover --undo {shlex.quote(str(result.manifest))}", soft_wrap=True, markup=False, highlight=False)
     if result.verification is not None:
         counts = result.verification.counts
         verdict = "FAILED" if result.verification.failed else "OK"

@@ -483,3 +483,29 @@ def test_validate_checks_are_the_layouts_families(capsys):
     assert code == 2 and "commitlog: no such check for a kafka store (its families: files, index, checkpoint, log, offsets)" in " ".join(err.split())
     assert mqtool(capsys, "validate", FIXTURES / "kafka-logs", "--checks", "log,index", "-j", "1")[0] == 0
     assert mqtool(capsys, "validate", STORE, "--checks", "commitlog,consumequeue", "-j", "1")[0] == 0
+
+
+def test_recover_prints_its_undo_command_whole_and_it_runs(tmp_path):
+    """At COLUMNS=80 with a quarantine path far longer than a line, the undo command is one line
+    (never wrapped: a path and a command to copy whole) and running it as printed restores the
+    store byte for byte."""
+    import shlex
+
+    root = tmp_path / "store"
+    shutil.copytree(STORE, root)
+    last = sorted((root / "commitlog").iterdir())[-1]
+    with open(last, "r+b") as f:
+        f.truncate(4000)
+    before = {p.relative_to(root): p.read_bytes() for p in root.rglob("*") if p.is_file()}
+    quarantine = tmp_path / ("a-quarantine-directory-with-a-long-name-" * 3) / "q"
+    env = {**os.environ, "COLUMNS": "80"}
+    proc = _run_cli("recover", root, "--apply", "--quarantine", quarantine, env=env, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    undo = [line for line in proc.stdout.splitlines() if line.startswith("undo: ")]
+    assert len(undo) == 1 and len(undo[0]) > 80
+    argv = shlex.split(undo[0].removeprefix("undo: "))
+    assert argv[:3] == ["mqtool", "recover", "--undo"] and os.path.isfile(argv[3])
+    restored = _run_cli(*argv[1:], env=env, timeout=120)
+    assert restored.returncode == 0, restored.stderr
+    after = {p.relative_to(root): p.read_bytes() for p in root.rglob("*") if p.is_file()}
+    assert after == before
