@@ -1148,10 +1148,6 @@ class _Adapt:
         return self.walker.end
 
 
-def _candidates_all(chunk: bytes) -> Iterator[int]:
-    return iter(range(len(chunk)))
-
-
 # Kafka
 
 

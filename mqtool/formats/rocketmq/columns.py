@@ -651,16 +651,6 @@ def span_texts(spans: Spans, which: np.ndarray | None = None) -> list[str]:
     return texts(spans.values.tobytes(), offsets[picked], offsets[picked + 1])
 
 
-def spans_free_of(buf: bytes, starts: np.ndarray, stops: np.ndarray, forbidden: np.ndarray) -> np.ndarray:
-    """Which byte ranges of ``buf`` hold none of the byte values marked in ``forbidden`` (a
-    256-entry bool table)."""
-    chars = _joined(buf, starts, stops)
-    hits = np.flatnonzero(forbidden[chars])
-    free = np.ones(len(starts), dtype=bool)
-    free[np.searchsorted(_offsets(stops - starts), hits, side="right") - 1] = False
-    return free
-
-
 def gather_spans(buf: bytes, starts: np.ndarray, lengths: np.ndarray) -> Spans:
     """The byte ranges ``[starts[i], starts[i] + lengths[i])`` of ``buf`` packed end to end."""
     return Spans(_joined(buf, starts, starts + lengths), _offsets(lengths).astype(np.int32))

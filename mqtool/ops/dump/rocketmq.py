@@ -26,13 +26,9 @@ from mqtool.formats.rocketmq.columns import (
     records_with_key,
     records_with_tag,
     repeated_property_names,
-    texts,
     walk_columns,
 )
-from mqtool.formats.rocketmq.columns import span_texts as span_texts  # for the CLI's JSON lines
 from mqtool.formats.rocketmq.commitlog import DataEnd, MessageRecord, decode_message, decompress_body
-from mqtool.formats.rocketmq.properties import NAME_VALUE_SEPARATOR as NAME_VALUE_SEPARATOR  # for the CLI's JSON lines
-from mqtool.formats.rocketmq.properties import PROPERTY_SEPARATOR as PROPERTY_SEPARATOR
 from mqtool.formats.rocketmq.properties import TAGS, UNIQ_KEY, split_keys
 from mqtool.store import rocketmq as rmq
 from mqtool.store.files import CHUNK_SIZE, ReadOnlyFile, check_path, is_directory, is_regular_file, read_small_file
@@ -53,13 +49,6 @@ class RecordFilter:
 
     def accepts(self, record: MessageRecord) -> bool:
         return self.accepts_fields(record.topic, record.queue_id, record.store_timestamp, record.properties)
-
-    @property
-    def selects_records(self) -> bool:
-        """Whether some record can fail :meth:`accepts` (``from_offset`` is a position, not a test)."""
-        return not (
-            self.topic is None and self.queue_id is None and self.since_ms is None and self.until_ms is None and self.key is None and self.tag is None
-        )
 
     def accepts_fields(self, topic: str, queue_id: int, store_timestamp: int, properties: dict[str, str]) -> bool:
         """:meth:`accepts` on a record's decoded fields (the lean reading has no ``MessageRecord``)."""
@@ -122,10 +111,6 @@ class ColumnChunk:
     def fields(self) -> RecordFields:
         """The fields of the rows the columns leave out (bodies as positions, KEYS not split)."""
         return record_fields(self.buf, self.walk.columns, self.rows, with_body=False, with_key_tokens=False, properties=self.walk.properties)
-
-    def texts(self, starts: np.ndarray, stops: np.ndarray) -> list[str]:
-        """The text of byte ranges of the chunk that the walk found to be UTF-8."""
-        return texts(self.buf, starts, stops)
 
     def rows_repeating_names(self, fields: RecordFields) -> np.ndarray:
         """The rows (numbers in ``rows``, ascending) whose PROPERTIES repeat a name: their map
