@@ -224,6 +224,18 @@ def test_bad_meta_properties(raw, error, position):
     assert info.value.position == position
 
 
+def test_empty_cluster_id_is_present_not_missing():
+    # Kafka's MetaProperties.Builder keeps `cluster.id=` as Optional.of(""): a v1 file with it
+    # builds (only a missing key fails, see test_bad_meta_properties); keep "" apart from None.
+    raw = b"#\n#Mon Apr 13 08:19:15 GMT 2026\ncluster.id=\ndirectory.id=gIODMx0B20PHQLXVLoRD7w\nnode.id=1\nversion=1\n"
+    meta = cf.decode_meta_properties(raw)
+    assert meta == cf.MetaProperties(1, 1, "", "gIODMx0B20PHQLXVLoRD7w")
+    encoded = cf.encode_meta_properties(meta)
+    assert b"\ncluster.id=\n" in encoded and cf.decode_meta_properties(encoded) == meta
+    assert cf.decode_meta_properties(b"version=0\ncluster.id=\nbroker.id=0\n").cluster_id == ""
+    assert cf.decode_meta_properties(b"version=0\nbroker.id=0\n").cluster_id is None
+
+
 def test_version_is_trimmed_like_java():
     assert cf.decode_meta_properties(b"version = 1 \t\nnode.id=2\ncluster.id=c\n").version == 1
 
@@ -411,22 +423,44 @@ def test_every_real_partition_metadata_decodes_and_re_encodes():
 
 
 def test_every_real_meta_properties_decodes():
+    # cluster.id may be missing or empty in real files, and Kafka accepts both:
+    # MetaProperties.Builder reads it as Optional.ofNullable(getProperty("cluster.id")), so only a
+    # missing key is absent; build() and MetaPropertiesEnsemble.verify() require it to be present
+    # in a v1 file, never non-empty.  userchic-MyMicroservices (cp-kafka KRaft) has v1 with an empty
+    # `cluster.id=`; iechenyb-data, mscaldas2012 (Kafka 2.1) and xpxwo100 (0.10.1) are v0 files
+    # written before brokers stored cluster.id (2.4), so they have none.
     files = _real(lambda n: n == cf.META_PROPERTIES)
     assert len(files) >= 20
     versions = set()
     for path in files:
-        meta = cf.decode_meta_properties(path.read_bytes())
+        data = path.read_bytes()
+        meta = cf.decode_meta_properties(data)
         versions.add(meta.version)
-        assert meta.node_id is not None and meta.cluster_id and not meta.extra
+        assert meta.node_id is not None and not meta.extra, path
+        if meta.cluster_id is None:
+            # truly absent (not an empty value), and only a v0 file may lack it
+            assert meta.version == 0, path
+            assert cf.CLUSTER_ID_PROP not in {p.key for p in cf.load_java_properties(data)}, path
         assert cf.decode_meta_properties(cf.encode_meta_properties(meta)) == meta
     assert versions == {0, 1}
 
 
 def test_every_real_clean_shutdown_decodes():
+    # Both formats occur in real log dirs: the 0-byte marker (Kafka <= 3.6, rjmfernandes-flink-on-prem
+    # is CP 7.6.0) and the JSON one, with brokerEpoch -1 from Kafka's own test brokers
+    # (apache-kafka/) and real epochs from production brokers (e.g. 6326 from apache/kafka:4.0.0).
     files = _real(lambda n: n == cf.CLEAN_SHUTDOWN)
-    assert len(files) == 3
+    assert len(files) >= 3
     for path in files:
-        assert cf.decode_clean_shutdown(path.read_bytes()) == cf.CleanShutdown(0, -1)
+        data = path.read_bytes()
+        content = cf.decode_clean_shutdown(data)
+        if not data:
+            assert content == cf.CleanShutdown(), path
+        else:
+            assert content.version == 0 and content.broker_epoch is not None, path
+        if "apache-kafka" in path.parts:
+            assert content == cf.CleanShutdown(0, -1), path
+        assert cf.encode_clean_shutdown(content) == data, path
 
 
 def test_every_real_directory_name_parses():
