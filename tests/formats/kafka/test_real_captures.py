@@ -32,6 +32,13 @@ def _segments() -> list[str]:
 
 SEGMENTS = _segments() or ["(no real fixtures)"]
 
+# Torn by design: tulios-kafkajs/SOURCE.md says its carved record sets include "four 1,024-byte
+# record sets that are ONE PARTIAL message each (fetch max-bytes cut: a real torn tail)"; they are
+# the ones carved from the v2_response_partial_messages_* fixture, whose names hold "partial".
+TORN_CAPTURE = "tulios-kafkajs/carved/"
+TORN_BY_DESIGN = frozenset(rel for rel in SEGMENTS if rel.startswith(TORN_CAPTURE) and "partial" in Path(rel).name)
+CLEAN_SEGMENTS = [rel for rel in SEGMENTS if rel not in TORN_BY_DESIGN]
+
 
 def _verify_facts() -> dict[str, dict]:
     path = KAFKA / "VERIFY.txt"
@@ -62,7 +69,7 @@ def _read(rel: str) -> bytes:
     return data
 
 
-@pytest.mark.parametrize("rel", SEGMENTS)
+@pytest.mark.parametrize("rel", CLEAN_SEGMENTS)
 def test_every_segment_walks_to_a_clean_end(rel):
     data = _read(rel)
     walker = LogWalker(data, mode="full")
@@ -78,6 +85,33 @@ def test_every_segment_walks_to_a_clean_end(rel):
     # the fast walk sees the same entries
     framing = [(e.position, e.offset, e.size, e.magic) for e in LogWalker(data, mode="framing")]
     assert framing == [(e.position, e.offset, e.size, e.magic) for e in entries]
+
+
+def test_torn_by_design_set_is_what_source_md_describes():
+    source = real_path("kafka", "tulios-kafkajs", "SOURCE.md").read_text()
+    m = re.search(r"(\w+) ([\d,]+)-byte record sets that are ONE PARTIAL message each", source)
+    assert m is not None, "tulios-kafkajs/SOURCE.md no longer documents the torn record sets"
+    count = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6}[m.group(1).lower()]
+    size = int(m.group(2).replace(",", ""))
+    assert len(TORN_BY_DESIGN) == count
+    assert all((KAFKA / rel).stat().st_size == size for rel in TORN_BY_DESIGN)
+
+
+@pytest.mark.parametrize("rel", sorted(TORN_BY_DESIGN) or ["(no torn captures)"])
+def test_torn_by_design_captures_end_in_a_partial_entry(rel):
+    """Each is one message cut by the fetch size: no complete entry, then a partial tail whose
+    claimed size reaches past the end of the data (what the broker's reader stops at)."""
+    data = _read(rel)
+    walker = LogWalker(data, mode="full")
+    entries = list(walker)
+    assert walker.end.kind == "partial"
+    # the entries before the tear (decoded, CRC-checked in full mode) are contiguous and the tear
+    # starts right after them; SOURCE.md: each set is ONE partial message, so there are none
+    assert walker.valid_bytes == walker.end.position == sum(e.size for e in entries)
+    assert entries == []
+    assert walker.end.length > len(data) - walker.end.position
+    framing = LogWalker(data, mode="framing")
+    assert list(framing) == [] and framing.end == walker.end
 
 
 def test_verify_txt_lists_segments_we_walk():
