@@ -36,6 +36,7 @@ from mqtool.store.lock import MQTOOL_LOCK_NAME
 MAX_ENTRY_SIZE = 64 << 20
 #: ``Integer.MAX_VALUE``: the largest ``.log`` the broker opens (``FileRecords``).
 MAX_SEGMENT_SIZE = 2**31 - 1
+_ZERO_FRAMING = bytes(LOG_OVERHEAD)
 #: Chunk used to stream index files (a multiple of 8, 12 and 34 bytes).
 INDEX_CHUNK = 8 * 12 * 34 * 1024
 
@@ -510,13 +511,24 @@ class LogFileWalk:
                     self.last_offset_is = "starts" if entry.header is None and entry.magic == 2 else "ends"
                     yield base + entry.position, entry
             except MqError as exc:
-                self.failed_at = base + (walker.failed_at or 0)
+                rel = walker.failed_at or 0
+                if not self.limited and data[rel : rel + LOG_OVERHEAD] == _ZERO_FRAMING:
+                    # a zero run that other bytes follow, seen whole: the same end as below
+                    self._zeros_then_data(base + rel, stop)
+                    return
+                self.failed_at = base + rel
                 self.error = exc.at(f.path, base)
                 return
             end = walker.end
             assert end is not None
             at = base + end.position
             more = base + len(data) < stop
+            if end.kind == "zeros" and more and base + len(data) - at < LOG_OVERHEAD:
+                # Fewer zero bytes than an entry's framing before the end of this piece: the
+                # start of an entry the piece cuts (its offset's high bytes are zeros), or a
+                # zero run the next piece goes on with.  Read on from there.
+                base = at
+                continue
             if end.kind == "eof" and more:
                 base = at
                 continue
@@ -536,9 +548,8 @@ class LogFileWalk:
                 base = at
                 continue
             if end.kind == "zeros" and more:
-                extent = nonzero_extent(f, base + len(data), stop)
-                if extent is not None:
-                    self.garbage_after_zeros = extent
+                self._zeros_then_data(at, stop)
+                return
             if self.limited and end.kind in ("partial", "zeros"):
                 # the --max-bytes window cuts the entry: not a property of the file
                 self.end = DataEnd("eof", at)
@@ -551,6 +562,17 @@ class LogFileWalk:
                     return
             self.end = DataEnd(end.kind, at, end.length)
             return
+
+    def _zeros_then_data(self, at: int, stop: int) -> None:
+        """The end at ``at``, where a zero run of at least an entry's framing starts (an entry of
+        size 0): a ``zeros`` end, with the extent of whatever non-zero bytes follow the run --
+        decided from the file, so the answer is the same wherever a piece of the read ends (a
+        ``--max-bytes`` window that ends in it ends at ``at``)."""
+        if self.limited:
+            self.end = DataEnd("eof", at)
+            return
+        self.garbage_after_zeros = nonzero_extent(self.f, at, stop)
+        self.end = DataEnd("zeros", at)
 
     def _not_a_torn_write(self, data: bytes, rel: int, length: int) -> CorruptDataError | None:
         return not_a_torn_write(data[rel : rel + HEADER_SIZE_UP_TO_MAGIC], length, self.last_offset, self.last_offset_is, self.max_entry_size)

@@ -142,6 +142,8 @@ class SegmentTask:
     #: --deep: record checks only for entries at or after this position (the ones before are
     #: shared out to ``DeepRangeTask``s when a big segment is split for ``--jobs``).
     deep_from: int = 0
+    #: Bytes of ``.log`` read at a time (``WALK_CHUNK``): the answer never depends on it.
+    piece: int = WALK_CHUNK
 
 
 @dataclass(frozen=True)
@@ -391,7 +393,7 @@ class _SegmentChecker:
         res = self.res
         start = 0
         while True:
-            walk = ks.LogFileWalk(f, start, mode="framing", chunk=WALK_CHUNK)
+            walk = ks.LogFileWalk(f, start, mode="framing", chunk=self.t.piece)
             for pos, entry in walk:
                 self._entry(pos, entry, walk.buffer, pos - walk.buffer_start)
             if walk.error is not None:
