@@ -76,7 +76,7 @@ from mqtool.pipeline.progress import record_done, record_plan
 from mqtool.pipeline.walk import Framing, Problem, walk_commitlog, walk_framed
 from mqtool.store import kafka as kstore
 from mqtool.store import rocketmq as rmq
-from mqtool.store.files import CHUNK_SIZE
+from mqtool.store.files import piece_size
 from mqtool.store.model import kafka as kmodel
 from mqtool.store.model import legacy as lmodel
 from mqtool.store.rocketmq import MAX_RECORD_SIZE, find_next_record
@@ -694,9 +694,10 @@ def _fast_stretch(f, part: FilePart, opts: ReadOptions, schema: pa.Schema, pos: 
     the fast walk frames them (chunks continue exactly as ``walk_commitlog``'s do)."""
     last: int | None = None
     want = 0
+    piece = piece_size()
     while True:
-        # up to a chunk, no further past the range's stop than a record needs to be seen whole
-        data = f.pread(pos, want or min(CHUNK_SIZE, max(part.stop - pos, 0) + _PAST_STOP))
+        # up to a piece, no further past the range's stop than a record needs to be seen whole
+        data = f.pread(pos, want or min(piece, max(part.stop - pos, 0) + _PAST_STOP))
         want = 0
         walk = rcols.walk_columns(data, part.base + pos, key_hashes=opts.with_key_hashes)
         cols = walk.columns
@@ -726,9 +727,11 @@ def _fast_stretch(f, part: FilePart, opts: ReadOptions, schema: pa.Schema, pos: 
         if refused is not None:
             return _FastEnd(False, last, refused)
         stop = walk.stop
-        if stop.kind in ("partial", "eof") and pos + len(data) < f.size and not (stop.kind == "partial" and stop.length > MAX_RECORD_SIZE):
+        if rmq.piece_goes_on(stop.kind, stop.position, len(data), pos + len(data) < f.size) and not (
+            stop.kind == "partial" and stop.length > MAX_RECORD_SIZE
+        ):
             if stop.kind == "partial" and stop.position == 0:
-                want = max(stop.length, CHUNK_SIZE)
+                want = max(stop.length, piece)
             pos += stop.position
             continue
         return _FastEnd(False, last, pos + stop.position)
@@ -1187,6 +1190,7 @@ KAFKA_FRAMING = Framing(
     classify=kmodel.entry_error_code,
     region_code="KAFKA-LOG-GARBAGE",
     torn_check=lambda head, length, last: kstore.not_a_torn_write(head, length, last.last_offset if last is not None else None),
+    judged=kstore.HEADER_SIZE_UP_TO_MAGIC,
 )
 
 
@@ -1263,6 +1267,7 @@ JAFKA_FRAMING = Framing(
     candidates=_jafka_candidates,
     classify=lmodel.jafka_error_code,
     region_code="JAFKA-UNREADABLE-REGION",
+    judged=jf.MIN_HEADER_SIZE,
 )
 
 
@@ -1352,6 +1357,7 @@ METAQ_FRAMING = Framing(
     candidates=_metaq_candidates,
     classify=lmodel.metaq_error_code,
     region_code="METAQ-UNREADABLE-REGION",
+    judged=mq.HEADER_LEN,
 )
 
 

@@ -28,7 +28,7 @@ from mqtool.errors import CorruptDataError, MqError
 from mqtool.formats.rocketmq.commitlog import RecordWalker
 from mqtool.pipeline.files import AnyFile
 from mqtool.store import rocketmq as rmq
-from mqtool.store.files import CHUNK_SIZE
+from mqtool.store.files import CHUNK_SIZE, piece_size
 from mqtool.store.rocketmq import MAX_RECORD_SIZE, find_next_record, nonzero_extent
 
 
@@ -112,10 +112,10 @@ def walk_commitlog(
         pos = first
     else:
         pos = 0
-    want = CHUNK_SIZE
+    piece = want = piece_size()
     while True:
         data = f.pread(pos, want)
-        want = CHUNK_SIZE
+        want = piece
         walker = RecordWalker(data, 0, check_crc=True)
         try:
             for p, rec in walker:
@@ -150,9 +150,9 @@ def walk_commitlog(
                 return
             pos = resume
             continue
-        if end.kind in ("partial", "eof") and more:
+        if rmq.piece_goes_on(end.kind, end.position, len(data), more):
             if end.kind == "partial" and end.position == 0:
-                want = max(end.length, CHUNK_SIZE)
+                want = max(end.length, piece)
             pos = end_pos
             continue
         break
@@ -183,6 +183,9 @@ class Framing:
     #: ``torn_check(head, length, last_item)``: why a record cut by the end of the file cannot be a
     #: torn write (an ``MqError`` positioned in the record), or None; None: every cut record is one
     torn_check: Callable[[bytes, int, object], MqError | None] | None = None
+    #: Bytes of a record the walker needs in hand to judge a stop (its header up to the magic):
+    #: a stop fewer bytes than that before a piece's end is the piece's, not the data's.
+    judged: int = 8
 
 
 def is_sync(framing: Framing, f: AnyFile, pos: int) -> bool:
@@ -222,11 +225,11 @@ def walk_framed(framing: Framing, f: AnyFile, start: int, stop: int) -> Iterator
         pos = first
     else:
         pos = 0
-    want = CHUNK_SIZE
+    piece = want = piece_size()
     last_item = None
     while True:
         data = f.pread(pos, want)
-        want = CHUNK_SIZE
+        want = piece
         walker = framing.walker(data)
         try:
             for p, item, _size in walker:
@@ -254,14 +257,15 @@ def walk_framed(framing: Framing, f: AnyFile, start: int, stop: int) -> Iterator
             continue
         end = walker.end
         assert end is not None
-        if end.kind in ("partial", "eof") and pos + len(data) < f.size:
+        more = pos + len(data) < f.size
+        if more and (end.kind in ("partial", "eof") or len(data) - end.position < framing.judged):
             if end.kind == "partial" and end.position == 0:
                 if end.length > framing.max_record:
                     too_big = f"a record of {end.length} bytes: more than mqtool reads ({framing.max_record})"
                     yield "problem", pos, Problem(framing.classify(CorruptDataError(kind="size")), pos, too_big)
                     yield "end", pos, "size"
                     return
-                want = max(end.length, CHUNK_SIZE)
+                want = max(end.length, piece)
             pos += end.position
             continue
         at = pos + end.position

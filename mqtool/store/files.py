@@ -16,6 +16,8 @@ import errno
 import os
 import stat
 from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Protocol
 
@@ -23,6 +25,28 @@ from mqtool.errors import StoreIOError, StoreLayoutError
 
 #: Default chunk for streaming reads.
 CHUNK_SIZE = 8 << 20
+
+#: The piece size a reading in progress was given (``read_in_pieces``); None: each walker's default.
+_PIECE: ContextVar[int | None] = ContextVar("mqtool_read_piece", default=None)
+
+
+def piece_size(default: int = CHUNK_SIZE) -> int:
+    """Bytes a walker reads of a log file at a time: ``default``, or the size given to the reading
+    in progress by ``read_in_pieces``.  No answer may depend on it: a record, batch or message
+    that a piece boundary cuts is read again from its start with the next piece."""
+    given = _PIECE.get()
+    return default if given is None else given
+
+
+@contextmanager
+def read_in_pieces(size: int) -> Iterator[None]:
+    """Every walk started inside the block reads log files ``size`` bytes at a time (at least 64:
+    a piece holds any header a walker judges).  For tests that put piece boundaries everywhere."""
+    token = _PIECE.set(max(int(size), 64))
+    try:
+        yield
+    finally:
+        _PIECE.reset(token)
 
 
 class ReadOnlyFile:

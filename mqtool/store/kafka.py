@@ -28,7 +28,7 @@ from mqtool.formats.kafka import checkpoint_file as cpf
 from mqtool.formats.kafka import index as kidx
 from mqtool.formats.kafka import txn_index as ktxn
 from mqtool.formats.kafka.log import HEADER_SIZE_UP_TO_MAGIC, LOG_OVERHEAD, DataEnd, LogEntry, LogWalker, Mode, decode_entry, peek_entry
-from mqtool.store.files import CHUNK_SIZE, ReadOnlyFile, is_directory, is_regular_file, nonzero_extent, safe_listdir
+from mqtool.store.files import ReadOnlyFile, is_directory, is_regular_file, nonzero_extent, piece_size, safe_listdir
 from mqtool.store.lock import MQTOOL_LOCK_NAME
 
 #: Largest log entry mqtool reads into memory.  Kafka's default ``max.message.bytes`` is 1 MiB;
@@ -464,7 +464,7 @@ class LogFileWalk:
         mode: Mode = "header",
         check_crc: bool = True,
         limit: int | None = None,
-        chunk: int = CHUNK_SIZE,
+        chunk: int | None = None,
         max_entry_size: int = MAX_ENTRY_SIZE,
     ) -> None:
         self.f = f
@@ -473,7 +473,7 @@ class LogFileWalk:
         self.check_crc = check_crc
         self.stop = f.size if limit is None else min(limit, f.size)
         self.limited = limit is not None and limit < f.size
-        self.chunk = chunk
+        self.chunk = chunk or piece_size()
         self.max_entry_size = max_entry_size
         self.end: DataEnd | None = None
         self.error: MqError | None = None

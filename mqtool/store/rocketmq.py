@@ -42,7 +42,7 @@ from mqtool.formats.rocketmq.commitlog import (
     topic_length_size,
 )
 from mqtool.formats.rocketmq.properties import CRC32
-from mqtool.store.files import CHUNK_SIZE, Readable, ReadOnlyFile, file_size, is_regular_file, nonzero_extent, safe_listdir
+from mqtool.store.files import CHUNK_SIZE, Readable, ReadOnlyFile, file_size, is_regular_file, nonzero_extent, piece_size, safe_listdir
 from mqtool.store.root_rocketmq import ROOT_MARKERS, find_rocketmq_root, is_rocketmq_path, is_rocketmq_root  # noqa: F401 (re-exported)
 
 #: Largest record mqtool will read (maxMessageSize is 4 MiB by default; the broker allows
@@ -285,11 +285,18 @@ def open_store(path: str | Path, *, commitlog_file_size: int | None = None) -> R
 # --- streaming reads ------------------------------------------------------------------------
 
 
-def header_cut(kind: str, position: int, length: int, more: bool) -> bool:
-    """A chunk read from a CommitLog file ended fewer than 8 bytes into a record header whose
-    bytes so far are zero (a TOTALSIZE's high bytes): the walk said ``zeros``, but more of the
-    file follows and the header goes on there -- read again from ``position``."""
-    return kind == "zeros" and more and position > length - 8
+#: Bytes of a record a CommitLog walk needs in hand to judge where it stands: TOTALSIZE and MAGICCODE.
+JUDGED_HEADER = 8
+
+
+def piece_goes_on(kind: str, position: int, piece_len: int, more: bool) -> bool:
+    """Whether a walk over one piece of a CommitLog file (``piece_len`` bytes, more of the file
+    after it when ``more``) stopped at ``position`` only because the piece ended, so the reading
+    goes on from ``position`` with the next piece: a record cut by the piece (``partial``), the
+    piece's end between records (``eof``), and any stop fewer than ``JUDGED_HEADER`` bytes before
+    the piece's end -- a header cut there reads as ``zeros`` (TOTALSIZE's high bytes are zeros)
+    or as an ``anomaly`` (its low bytes), and is neither.  The one rule of every CommitLog walk."""
+    return more and (kind in ("partial", "eof") or piece_len - position < JUDGED_HEADER)
 
 
 class CommitLogFileWalk:
@@ -318,7 +325,7 @@ class CommitLogFileWalk:
         start: int = 0,
         *,
         check_crc: bool = True,
-        chunk: int = CHUNK_SIZE,
+        chunk: int | None = None,
         max_record_size: int = MAX_RECORD_SIZE,
         last: bool = False,
         file_size: int | None = None,
@@ -337,7 +344,7 @@ class CommitLogFileWalk:
         self.last = last
         self.torn: TornTail | None = None
         self.check_crc = check_crc
-        self.chunk = chunk
+        self.chunk = chunk or piece_size()
         self.max_record_size = max_record_size
         self.end: DataEnd | None = None
         self.error: MqError | None = None
@@ -384,7 +391,7 @@ class CommitLogFileWalk:
             end = walker.end
             assert end is not None
             more_in_file = base + len(data) < f.size
-            if end.kind in ("partial", "eof") and more_in_file or header_cut(end.kind, end.position, len(data), more_in_file):
+            if piece_goes_on(end.kind, end.position, len(data), more_in_file):
                 if end.kind == "partial" and end.position == 0:
                     if end.length > self.max_record_size:
                         self.failed_at = base

@@ -18,6 +18,7 @@ from mqtool.cli.rows import column_lines, message_row
 from mqtool.formats import segment_names as segnames
 from mqtool.formats.rocketmq import commitlog as cl
 from mqtool.ops.dump import rocketmq as ops_dump
+from mqtool.store.files import read_in_pieces
 from tests.strategies import message_records
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
@@ -97,13 +98,13 @@ def test_fixture_filters_select_the_precise_rows(options):
     _same(STORE, **options)
 
 
-def test_small_chunks_read_the_same(monkeypatch):
-    """Records cut by the chunk's end (headers cut within their first 8 bytes too) are read
+def test_small_chunks_read_the_same():
+    """Records cut by the piece's end (headers cut within their first 8 bytes too) are read
     again from their start, never taken for the end of the data."""
     expected = _same(STORE)
     for chunk in (97, 300, 1000, 4099):
-        monkeypatch.setattr(ops_dump, "CHUNK_SIZE", chunk)
-        assert _same(STORE) == expected
+        with read_in_pieces(chunk):
+            assert _same(STORE) == expected
 
 
 def _write_store(root: Path, data: bytes) -> Path:
@@ -120,7 +121,7 @@ def _write_store(root: Path, data: bytes) -> Path:
     chunk=st.sampled_from([None, 64, 150, 512]),
     decode=st.sampled_from(list(BodyDecode)),
 )
-def test_generated_commitlog_rows_are_the_precise_rows(tmp_path_factory, monkeypatch, records, odd, flip, chunk, decode):
+def test_generated_commitlog_rows_are_the_precise_rows(tmp_path_factory, records, odd, flip, chunk, decode):
     data = bytearray()
     for i, rec in enumerate(records):
         kind = odd[i % len(odd)]
@@ -134,11 +135,10 @@ def test_generated_commitlog_rows_are_the_precise_rows(tmp_path_factory, monkeyp
     if flip is not None:
         data[flip[0]] ^= flip[1]
     root = _write_store(tmp_path_factory.mktemp("store"), bytes(data))
-    if chunk is not None:
-        monkeypatch.setattr(ops_dump, "CHUNK_SIZE", chunk)
-    _same(root, decode)
-    _same(root, decode, check_crc=False)
-    _same(root, decode, limit=2, from_offset=100)
+    with read_in_pieces(chunk or (1 << 30)):
+        _same(root, decode)
+        _same(root, decode, check_crc=False)
+        _same(root, decode, limit=2, from_offset=100)
 
 
 def test_a_finding_inside_the_last_row_of_a_limit_is_named(tmp_path):

@@ -31,7 +31,7 @@ from mqtool.formats.rocketmq.columns import (
 from mqtool.formats.rocketmq.commitlog import DataEnd, MessageRecord, decode_message, decompress_body
 from mqtool.formats.rocketmq.properties import TAGS, UNIQ_KEY, split_keys
 from mqtool.store import rocketmq as rmq
-from mqtool.store.files import CHUNK_SIZE, ReadOnlyFile, check_path, is_directory, is_regular_file, read_small_file
+from mqtool.store.files import ReadOnlyFile, check_path, is_directory, is_regular_file, piece_size, read_small_file
 from mqtool.store.model import commitlog as model_cl
 from mqtool.store.model import rocketmq as model
 from mqtool.store.model.queue_offsets import FileQueueOffsets, QueueOffsets
@@ -266,10 +266,10 @@ class CommitLogDump:
             with ReadOnlyFile(seg.path) as f:
                 count = 0
                 offset = 0  # file position of the chunk in hand
-                want = CHUNK_SIZE
-                while True:  # chunk by chunk, as CommitLogFileWalk reads them
+                piece = want = piece_size()
+                while True:  # piece by piece, as CommitLogFileWalk reads them
                     data = f.pread(offset, want)
-                    want = CHUNK_SIZE
+                    want = piece
                     more = offset + len(data) < f.size
                     at = 0
                     while True:  # runs of healthy records, each odd record decoded precisely
@@ -297,7 +297,7 @@ class CommitLogDump:
                                     found = offsets.findings if offsets is not None else []
                                     self.findings.extend(x for x in found if x.position is None or x.position < upto)
                                     return
-                        if stop.kind != "anomaly" or (more and len(data) - stop.position < 8):
+                        if stop.kind != "anomaly" or rmq.piece_goes_on(stop.kind, stop.position, len(data), more):
                             break
                         try:  # a record the lean walk does not take: the precise decoder reads it, or says why not
                             record = decode_message(data, stop.position, check_crc=self.check_crc)
@@ -320,14 +320,13 @@ class CommitLogDump:
                             if limit is not None and emitted >= limit:
                                 self.findings.extend(offsets.findings if offsets is not None else [])
                                 return
-                    # a record cut by the chunk's end (or a header cut within its first 8
-                    # bytes) is read again from its start with the next chunk
-                    cut = stop.kind in ("partial", "eof") or (stop.kind == "anomaly" and len(data) - stop.position < 8)
-                    if cut and more:
+                    # a record cut by the piece's end (or a header cut within its first 8
+                    # bytes) is read again from its start with the next piece
+                    if rmq.piece_goes_on(stop.kind, stop.position, len(data), more):
                         if stop.kind == "partial" and stop.position == 0:
                             if stop.length > rmq.MAX_RECORD_SIZE:
                                 break
-                            want = max(stop.length, CHUNK_SIZE)
+                            want = max(stop.length, piece)
                         offset += stop.position
                         continue
                     break

@@ -50,7 +50,7 @@ from mqtool.formats.rocketmq.hashing import index_key_hash
 from mqtool.formats.rocketmq.properties import split_keys
 from mqtool.ops.validate import FileSummary, Progress, ValidateOptions, ValidationReport, run_tasks
 from mqtool.store import rocketmq as rmq
-from mqtool.store.files import CHUNK_SIZE, ReadOnlyFile, nonzero_extent, read_small_file
+from mqtool.store.files import ReadOnlyFile, nonzero_extent, piece_size, read_small_file
 from mqtool.store.lock import probe_record_lock
 from mqtool.store.model import commitlog as model_cl
 from mqtool.store.model import consumers as model_consumers
@@ -215,11 +215,11 @@ def _walk_commitlog_file(f: ReadOnlyFile, task: CommitLogTask, res: CommitLogFil
     base = task.base  # becomes the records' base for a misnamed file
     offsets = res.offsets
     pos = 0
-    want = CHUNK_SIZE
+    piece = want = piece_size()
     end = None
     while True:
         data = f.pread(pos, want)
-        want = CHUNK_SIZE
+        want = piece
         res.bytes_read += len(data)
         walker = RecordWalker(data, 0, check_crc=True)
         try:
@@ -265,9 +265,9 @@ def _walk_commitlog_file(f: ReadOnlyFile, task: CommitLogTask, res: CommitLogFil
                 return
             pos = resume
             continue
-        if end.kind in ("partial", "eof") and more or rmq.header_cut(end.kind, end.position, len(data), more):
+        if rmq.piece_goes_on(end.kind, end.position, len(data), more):
             if end.kind == "partial" and end.position == 0:
-                want = max(end.length, CHUNK_SIZE)
+                want = max(end.length, piece)
             pos = end_pos
             continue
         break

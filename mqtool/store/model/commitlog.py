@@ -45,7 +45,7 @@ from mqtool.formats.rocketmq.columns import (
     walk_columns,
 )
 from mqtool.store import rocketmq as rmq
-from mqtool.store.files import CHUNK_SIZE, ReadOnlyFile, nonzero_extent
+from mqtool.store.files import ReadOnlyFile, nonzero_extent, piece_size
 from mqtool.store.model import rocketmq as model
 
 
@@ -68,22 +68,22 @@ def read_file_columns(f: ReadOnlyFile, base: int, *, file_size: int, is_last: bo
         return None
     parts: list[tuple[int, CommitLogColumns]] = []
     pos = 0
-    want = CHUNK_SIZE
+    piece = want = piece_size()
     bytes_read = 0
     while True:
         data = f.pread(pos, want)
         bytes_read += len(data)
-        want = CHUNK_SIZE
+        want = piece
         walk = walk_columns(data, base + pos)
         if len(walk.columns):
             parts.append((pos, walk.columns))
         stop = walk.stop
         more = pos + len(data) < f.size
-        if stop.kind in ("partial", "eof") and more or rmq.header_cut(stop.kind, stop.position, len(data), more):
+        if rmq.piece_goes_on(stop.kind, stop.position, len(data), more):
             if stop.kind == "partial" and stop.position == 0:
                 if stop.length > rmq.MAX_RECORD_SIZE:
                     return None
-                want = max(stop.length, CHUNK_SIZE)
+                want = max(stop.length, piece)
             pos += stop.position
             continue
         break

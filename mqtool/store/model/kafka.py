@@ -60,7 +60,7 @@ from mqtool.formats.kafka import snapshot as ksnap
 from mqtool.formats.kafka import txn_index as ktxn
 from mqtool.formats.kafka.log import LogEntry, decode_entry, records_of_message
 from mqtool.store import kafka as ks
-from mqtool.store.files import CHUNK_SIZE, ReadOnlyFile, nonzero_extent, read_small_file
+from mqtool.store.files import CHUNK_SIZE, ReadOnlyFile, nonzero_extent, piece_size, read_small_file
 from mqtool.store.lock import probe_record_lock
 
 _V2_MIN_LENGTH = rb.RECORD_BATCH_OVERHEAD - rb.LOG_OVERHEAD  # 49
@@ -1036,7 +1036,7 @@ class _DeepRangeChecker(_SegmentChecker):
 
     def run_range(self, task: DeepRangeTask) -> None:
         self.prev_last = task.prior
-        walk = ks.LogFileWalk(self.f, task.start, mode="framing", limit=task.stop, chunk=WALK_CHUNK)
+        walk = ks.LogFileWalk(self.f, task.start, mode="framing", limit=task.stop, chunk=piece_size(WALK_CHUNK))
         for pos, entry in walk:
             buf, rel = walk.buffer, pos - walk.buffer_start
             prior = self.prev_last
@@ -1661,6 +1661,7 @@ def _tasks(store: ks.KafkaStore, *, deep: bool, jobs: int, indexes: bool) -> tup
                     deep=deep,
                     indexes=indexes,
                     deep_from=ranges[-1].stop if ranges else 0,
+                    piece=piece_size(WALK_CHUNK),
                 )
             )
             tasks.extend(ranges)
