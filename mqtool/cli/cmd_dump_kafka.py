@@ -110,6 +110,10 @@ def dump_kafka_log(
     table = out.fmt is OutputFormat.table
     mode = BodyDecode.utf8 if table and decode is BodyDecode.base64 else decode
 
+    if deep and not table:  # the lean reading: the same rows, written as JSON text
+        out.stream_encoded(_limited_lines(_log_json(out, engine, mode, records_only), limit))
+        return _finish_log(out, engine, path, topic, partition, no_crc, max_bytes)
+
     def rows():
         with out.progress(engine.total_bytes, "dump kafka-log", streaming=True) as advance:
             done = 0
@@ -122,6 +126,51 @@ def dump_kafka_log(
                 done = engine.bytes_done
 
     out.stream(_limited(rows(), limit), LOG_COLUMNS)
+    return _finish_log(out, engine, path, topic, partition, no_crc, max_bytes)
+
+
+def _log_json(out, engine, decode: BodyDecode, records_only: bool):
+    """The JSON lines of every row of ``engine.lean()`` (UTF-8), a run or an entry at a time:
+    healthy runs through ``run_lines``, entries of the precise reading through ``item_lines``."""
+    from mqtool.cli.rows_kafka_columns import item_lines, run_lines
+    from mqtool.ops.dump import kafka as ops
+
+    with out.progress(engine.total_bytes, "dump kafka-log", streaming=True) as advance:
+        done = 0
+        for item in engine.lean():
+            if isinstance(item, ops.RecordRun):
+                yield run_lines(item, decode=decode, records_only=records_only)
+            else:
+                yield item_lines(item, decode=decode, records_only=records_only)
+            advance(engine.bytes_done - done)
+            done = engine.bytes_done
+
+
+def _limited_lines(texts, limit: int | None):
+    """The first ``limit`` lines of the texts (JSON lines: a JSON text holds no raw newline);
+    stops taking texts as soon as it has them, as ``_limited`` stops taking rows."""
+    if limit is None:
+        yield from texts
+        return
+    left = limit
+    if left == 0:
+        return
+    for text in texts:
+        lines = text.count(b"\n")
+        if lines < left:
+            yield text
+            left -= lines
+            continue
+        end = -1
+        for _ in range(left):
+            end = text.index(b"\n", end + 1)
+        yield text[: end + 1]
+        return
+
+
+def _finish_log(out, engine, path, topic, partition, no_crc: bool, max_bytes) -> int:
+    from mqtool.ops.dump import kafka as ops
+
     # every gap and damage in the partitions read, as validate states it (CODE path:position:
     # message), after the walk's own lines (with --no-crc, as stats --no-crc, only the walk's)
     findings = [] if no_crc else ops.findings_on_path(path, topic=topic, partition=partition)
