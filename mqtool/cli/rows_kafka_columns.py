@@ -31,11 +31,8 @@ _QUOTE = b'"'
 #: timestamp type and timestamp, sizes, sequence, headers, key and payload (each key, payload and
 #: header value between the quote or nothing either side of it: null has none).
 _RECORD_HEAD = b'%s%d, "timestamp_type": %s, "timestamp": %d, "key_size": %d, "value_size": %d, "sequence": %d, '
-_RECORD_TAIL = b', "key": %s%s%s, "payload": %s%s%s}\n'
 _NO_HEADERS = b'"header_keys": [], "headers": []'
-_ONE_HEADER = b'"header_keys": [%s], "headers": [{"key": %s, "value": %s%s%s}]'
 _HEADERS = b'"header_keys": [%s], "headers": [%s]'
-_HEADER = b'{"key": %s, "value": %s%s%s}'
 
 
 def _utf8(data: bytes) -> bytes:
@@ -53,20 +50,24 @@ def _encoder(decode: BodyDecode):
     return None, b""
 
 
-def _values(data: bytes, at: np.ndarray, length: np.ndarray, decode: BodyDecode) -> tuple[list[bytes], list[bytes]]:
-    """The JSON text of each span (``null`` where its length is -1), and the quote either side
-    of it (none for null)."""
+def _values(data: bytes, at: np.ndarray, length: np.ndarray, decode: BodyDecode) -> tuple[bytes, list[list[bytes]]]:
+    """The format of a value's JSON text and the columns that fill it: the text of each span
+    (``null`` where its length is -1) between the quote or nothing either side (none for null;
+    in the format itself when no span is null)."""
     encode, quote = _encoder(decode)
     count = len(at)
     if encode is None:
-        return [b"null"] * count, [b""] * count
+        return b"null", []
     ends = at + np.maximum(length, 0)
     texts = list(map(encode, map(data.__getitem__, map(slice, at.tolist(), ends.tolist()))))
+    nulls = np.flatnonzero(length < 0).tolist()
+    if not nulls:
+        return quote + b"%s" + quote, [texts]
     quotes = [quote] * count
-    for i in np.flatnonzero(length < 0).tolist():
+    for i in nulls:
         texts[i] = b"null"
         quotes[i] = b""
-    return texts, quotes
+    return b"%s%s%s", [quotes, texts, quotes]
 
 
 class _HeaderKeys(dict):
@@ -100,10 +101,11 @@ def _headers(run: RecordRun, decode: BodyDecode) -> tuple[bytes, list[list[bytes
     if not len(run.header_key_at):
         return _NO_HEADERS, []
     keys = _header_keys(run)
-    values, quotes = _values(run.data, run.header_value_at, run.header_value_len, decode)
+    value_format, value_columns = _values(run.data, run.header_value_at, run.header_value_len, decode)
+    header = b'{"key": %s, "value": ' + value_format + b"}"
     if (counts == 1).all():
-        return _ONE_HEADER, [keys, keys, quotes, values, quotes]
-    texts = list(map(_HEADER.__mod__, zip(keys, quotes, values, quotes)))
+        return b'"header_keys": [%s], "headers": [' + header + b"]", [keys, keys, *value_columns]
+    texts = list(map(header.__mod__, zip(keys, *value_columns))) if value_columns else [header % k for k in keys]
     key_rows, text_rows = [b""] * count, [b""] * count
     starts = (np.cumsum(counts) - counts).tolist()
     for r in np.flatnonzero(counts).tolist():
@@ -131,14 +133,15 @@ def run_lines(run: RecordRun, *, decode: BodyDecode, records_only: bool) -> byte
     prefixes = np.repeat(np.array([head + b'%d, "offset": ' % b.position for b in run.batches], dtype=object), counts).tolist()
     types = np.repeat(np.array([_text(b.timestamp_type) for b in run.batches], dtype=object), counts).tolist()
     data = run.data
-    keys, key_quotes = _values(data, run.key_at, run.key_len, decode)
-    values, value_quotes = _values(data, run.value_at, run.value_len, decode)
+    key_format, key_columns = _values(data, run.key_at, run.key_len, decode)
+    value_format, value_columns = _values(data, run.value_at, run.value_len, decode)
     header_format, header_columns = _headers(run, decode)
     columns = [
         prefixes, run.offset.tolist(), types, run.timestamp.tolist(), run.key_len.tolist(), run.value_len.tolist(), run.sequence.tolist(),
-        *header_columns, key_quotes, keys, key_quotes, value_quotes, values, value_quotes,
+        *header_columns, *key_columns, *value_columns,
     ]  # fmt: skip
-    lines = list(map((_RECORD_HEAD + header_format + _RECORD_TAIL).__mod__, zip(*columns)))
+    record = _RECORD_HEAD + header_format + b', "key": ' + key_format + b', "payload": ' + value_format + b"}\n"
+    lines = list(map(record.__mod__, zip(*columns)))
     if records_only:
         return b"".join(lines)
     out: list[bytes] = []
