@@ -44,6 +44,7 @@ from mqtool.store.files import (
     is_directory,
     is_regular_file,
     nonzero_extent,
+    piece_size,
     safe_listdir,
 )
 from mqtool.store.lock import MQTOOL_LOCK_NAME
@@ -670,13 +671,13 @@ class SegmentWalk:
     """
 
     def __init__(
-        self, reader: SegmentReader, framing: Framing, start: int = 0, *, check_crc: bool = True, chunk: int = CHUNK_SIZE
+        self, reader: SegmentReader, framing: Framing, start: int = 0, *, check_crc: bool = True, chunk: int | None = None
     ) -> None:
         self.reader = reader
         self.framing = framing
         self.start = start
         self.check_crc = check_crc
-        self.chunk = chunk
+        self.chunk = chunk or piece_size()
         self.end: WalkEnd | None = None
         self.error: MqError | None = None
         self.failed_at: int | None = None

@@ -337,7 +337,7 @@ class LogDump:
             if not opts.deep:
                 yield DumpItem(target, info)
                 continue
-            records, error = self._records(target, entry, walk.buffer, pos - walk.buffer_start, decoder)
+            records, error = self._records(target, entry, walk.buffer, pos - walk.buffer_start, pos, decoder)
             if error is not None:
                 self.problems.append(CorruptDataError(error, path=target.path, position=pos))
             yield DumpItem(target, info, records, error)
@@ -412,7 +412,7 @@ class LogDump:
                 continue
             if not self._batch_in_time(info):
                 continue
-            records, error = self._records(target, entry, walk.buffer, rel, decoder)
+            records, error = self._records(target, entry, walk.buffer, rel, pos, decoder)
             if error is not None:
                 self.problems.append(CorruptDataError(error, path=target.path, position=pos))
             yield DumpItem(target, info, records, error)
@@ -437,16 +437,21 @@ class LogDump:
                 return False
         return True
 
-    def _records(self, target: LogTarget, entry: LogEntry, buf: bytes, rel: int, decoder: str | None):
+    def _records(self, target: LogTarget, entry: LogEntry, buf: bytes, rel: int, at: int, decoder: str | None):
+        """The records of the entry at ``buf[rel:]``, which is at ``at`` in its file (an error's
+        byte is a file position, whatever piece of the file ``buf`` holds)."""
         opts = self.options
         h = entry.header
         try:
             if isinstance(h, rb.BatchHeader):
-                batch = rb.decode_batch(buf, rel, check_crc=False, max_decompressed_size=opts.max_decompressed_size)
+                try:
+                    batch = rb.decode_batch(buf, rel, check_crc=False, max_decompressed_size=opts.max_decompressed_size)
+                except MqError as exc:
+                    raise exc.at(target.path, at - rel) from None
                 logical = records_of_batch(batch)
                 raw = batch.records
             else:
-                logical = records_of_message(h, 0, check_crc=opts.check_crc, max_size=opts.max_decompressed_size)
+                logical = records_of_message(h, at, check_crc=opts.check_crc, max_size=opts.max_decompressed_size)
                 raw = None
         except UnsupportedFormatError as exc:
             return None, f"records not decoded: {exc.reason}"
