@@ -15,6 +15,10 @@ matters (its first error, else its first warning of the damaged family); then, t
 * after ``recover --apply`` of a damage it can fix, ``validate`` exits 0 and every CommitLog and
   ConsumeQueue file has its configured size.
 
+Each example also draws the piece size every walk reads files in (``read_in_pieces``): one whole
+piece, or pieces that put boundaries inside records and headers; validate's findings must not
+depend on it, and the readers run with the same pieces.
+
 Where a command does not read the damaged bytes at all, ``OFF_PATH`` says so with the reason;
 damage validate itself does not see is in ``NOT_SEEN`` (checked: validate still says nothing).
 ``tests/ops/test_readers_agree.py`` holds the fixed-offset cases this matrix generalises.
@@ -46,12 +50,17 @@ from mqtool.formats.rocketmq.commitlog import (
 )
 from mqtool.ops.dump.rocketmq import CommitLogDump, commitlog_files
 from mqtool.ops.validate import ValidateOptions, validate_path
+from mqtool.store.files import read_in_pieces
 from tests.conftest import FIXTURES
 
 FIXTURE = FIXTURES / "rocketmq-store"
 CL_FILE_SIZE = 16384
 CQ_FILE_SIZE = 1000
 CQ_UNIT = 20
+#: Piece sizes the walks read files in: one piece holding each whole file, and pieces of a few
+#: hundred bytes to a few KiB, whose boundaries fall inside records of the 16 KiB files.
+WHOLE = 1 << 30
+PIECES = [WHOLE, 97, 700, 4099]
 
 
 @dataclass(frozen=True)
@@ -348,6 +357,9 @@ def _damaged(pristine: Path, where: Path, kind: str, damage: Damage, data: st.Da
     shutil.copytree(pristine, root)
     query = damage(data, root)
     report = validate_path(root, ValidateOptions(jobs=1), "rocketmq")
+    with read_in_pieces(WHOLE):
+        whole = validate_path(root, ValidateOptions(jobs=1), "rocketmq")
+    assert [f.to_dict() for f in report.findings] == [f.to_dict() for f in whole.findings], f"{kind}: validate depends on the piece size"
     family = DAMAGES[kind][0] if kind in DAMAGES else ""
     families = {"commitlog": ("files", "commitlog"), "consumequeue": ("files", "consumequeue"), "index": ("files", "index")}[family]
     errors = [f for f in report.findings if f.level.value == "error"]
@@ -416,7 +428,8 @@ MATRIX = settings(
 @MATRIX
 @given(data=st.data())
 def test_every_command_names_validates_first_damage(kind, pristine, data):
-    with tempfile.TemporaryDirectory() as where:
+    piece = data.draw(st.sampled_from(PIECES), label="piece")
+    with tempfile.TemporaryDirectory() as where, read_in_pieces(piece):
         case = _damaged(pristine, Path(where), kind, DAMAGES[kind][1], data)
         readers = commands(kind) if case.first.code not in OPEN_CODES else []
         problems = [p for c in readers if (p := _reader_disagrees(c, case, pristine)) is not None]
