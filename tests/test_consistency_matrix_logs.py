@@ -31,6 +31,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from mqtool.cli.app import run
+from mqtool.store.files import read_in_pieces
 from tests import matrix_logs_kit as kit
 
 LAYOUTS = {"kafka": kit.kafka(), "jafka": kit.jafka(), "metaq": kit.metaq()}
@@ -80,7 +81,19 @@ def pristine(tmp_path_factory):
 def _damaged(data, pristine, tmp_path_factory, layout: str, kind: str):
     dest = kit.copy(pristine[layout], tmp_path_factory.mktemp(f"{layout}-{kind}") / "store")
     target = kit.damages(layout)[kind](LAYOUTS[layout], dest, lambda lo, hi: data.draw(st.integers(lo, hi)))
-    return dest, target, kit.first_finding(dest, layout)
+    with read_in_pieces(WHOLE):
+        verdict = kit.first_finding(dest, layout)
+    for piece in PIECES[1:]:
+        with read_in_pieces(piece):
+            assert kit.first_finding(dest, layout) == verdict, f"{layout} {kind}: validate depends on the piece size ({piece})"
+    return dest, target, verdict
+
+
+#: Piece sizes the walks read files in (``read_in_pieces``): one piece holding each whole file, and
+#: pieces whose boundaries fall inside the fixtures' records, batches and messages.  Every example
+#: runs with each (no draw: the damage hypothesis places is the same for all of them).
+WHOLE = 1 << 30
+PIECES = [WHOLE, 97, 700]
 
 
 CASES = [(layout, kind) for layout in LAYOUTS for kind in kit.damages(layout) if (layout, kind) not in NOT_SEEN]
@@ -121,7 +134,9 @@ def test_reader_names_validates_first_finding(data, reader, layout, kind, pristi
     root, target, verdict = _damaged(data, pristine, tmp_path_factory, layout, kind)
     assert verdict is not None, f"{layout} {kind}: validate names nothing (list it in NOT_SEEN with the reason)"
     try:
-        _check(reader, layout, kind, root, target, verdict, pristine, capsys)
+        for piece in PIECES:
+            with read_in_pieces(piece):
+                _check(reader, layout, kind, root, target, verdict, pristine, capsys)
     finally:
         shutil.rmtree(root.parent, ignore_errors=True)
 

@@ -399,11 +399,15 @@ class _Scan:
         if length is None or length < minimum or length > self.framing.max_message_size:
             return None
         entry_end = b + overhead + length
-        if entry_end < self.size:
-            if nonzero_extent(self.reader, entry_end) is not None:
+        if entry_end <= self.size:
+            if entry_end < self.size and nonzero_extent(self.reader, entry_end) is not None:
                 return None
             extent = nonzero_extent(self.reader, b, entry_end)
             written = (extent[1] if extent else b) - b
+            if written == overhead + length:
+                # its last byte holds data: the message was written whole, and its damage is no
+                # torn write (``store.legacy.is_torn_message``, the rule every reader applies)
+                return None
             how = f"only {written} of its bytes hold data, the rest are zeros"
             length_out = self.size - b
         else:
