@@ -94,10 +94,18 @@ def dump_commitlog(
             done = 0
             for loc, record in engine:
                 row = message_row(
-                    record, file=str(loc.path), position=loc.position, address=loc.address, decode=body_mode, uncompress=uncompress
+                    record,
+                    file=str(loc.path),
+                    position=loc.position,
+                    address=loc.address,
+                    decode=body_mode,
+                    uncompress=uncompress,
+                    finding=loc.finding,
                 )
                 if table:
                     row["store_time"] = iso_ms(record.store_timestamp)
+                    if loc.finding is not None:  # a record kept despite damage: marked, its code first
+                        row["body"] = f"[{loc.finding}] {row['body']}"
                 advance(engine.bytes_done - done)
                 done = engine.bytes_done
                 yield row

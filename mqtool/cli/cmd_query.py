@@ -158,10 +158,14 @@ def query(
 
     def rows():
         for hit in result.hits:
-            row = message_row(hit.record, file=str(hit.path), position=hit.position, address=hit.commitlog_offset, decode=body_mode)
+            row = message_row(
+                hit.record, file=str(hit.path), position=hit.position, address=hit.commitlog_offset, decode=body_mode, finding=hit.finding
+            )
             row["found_via"] = hit.via
             if table:
                 row["store_time"] = iso_ms(hit.record.store_timestamp)
+                if hit.finding is not None:  # a record found despite damage: marked, its code first
+                    row["body"] = f"[{hit.finding}] {row['body']}"
             yield row
 
     out.stream(rows(), QUERY_COLUMNS)

@@ -117,7 +117,9 @@ def render_stats(console: "Console", doc: "dict[str, Any]", findings: "Iterable[
     console.print(Text(str(doc["root"]), style="dim"), overflow="fold")
     console.print(
         f"{len(doc['topics'])} topic(s), {tot['queues']} {'queue(s)' if queue_key == 'queue_id' else 'partition(s)'}, "
-        f"{humanize.intcomma(tot['messages'])} message(s), {_size(tot['bytes'])}",
+        f"{humanize.intcomma(tot['messages'])} message(s)"
+        + (f" ({humanize.intcomma(tot['damaged_messages'])} damaged)" if tot.get("damaged_messages") else "")
+        + f", {_size(tot['bytes'])}",
         highlight=False,
     )
     console.print(f"{_time(tot['first_timestamp'])} .. {_time(tot['last_timestamp'])} ({doc['time_source']})", highlight=False)

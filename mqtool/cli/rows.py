@@ -15,10 +15,13 @@ from mqtool.ops.dump.rocketmq import ColumnChunk, Located, MessageRecord, Record
 
 
 def message_row(
-    record, *, file: str, position: int, address: int, decode: BodyDecode, uncompress: bool = False
+    record, *, file: str, position: int, address: int, decode: BodyDecode, uncompress: bool = False, finding: str | None = None
 ) -> dict:
+    """A record's row; ``finding``: the code of the finding a record the walk kept despite
+    frame-intact damage carries (``Located.finding``), written as a last ``finding`` field of
+    that row only (a healthy record's row has none)."""
     body = body_bytes(record, uncompress)
-    return {
+    row = {
         "file": file,
         "position": position,
         "commitlog_offset": address,
@@ -48,6 +51,9 @@ def message_row(
         "body_size": len(record.body),
         "body": encode_bytes(body, decode),
     }
+    if finding is not None:
+        row["finding"] = finding
+    return row
 
 
 # --- the same rows as JSON text, straight from the lean reading ------------------------------------
@@ -392,5 +398,5 @@ def _precise_line(chunk: ColumnChunk, row: int, decode: BodyDecode) -> bytes:
 def record_line(loc: Located, record: MessageRecord, decode: BodyDecode) -> bytes:
     """``dumps(message_row(...))`` of a record the precise decoder read, as a UTF-8 line (a file
     name that is not UTF-8 as its bytes)."""
-    line = dumps(message_row(record, file=str(loc.path), position=loc.position, address=loc.address, decode=decode))
+    line = dumps(message_row(record, file=str(loc.path), position=loc.position, address=loc.address, decode=decode, finding=loc.finding))
     return (line + "\n").encode("utf-8", "surrogateescape")

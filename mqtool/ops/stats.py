@@ -313,6 +313,10 @@ class StoreStats:
     #: RocketMQ: every gap and damage the pass met, as validate states them (errors are in
     #: ``problems`` too, as ``CODE path:position: message``)
     findings: list[Finding] = field(default_factory=list)
+    #: RocketMQ: messages counted although validate states a finding about their bytes (a frame
+    #: that holds around a body CRC mismatch, a wrong PHYSICALOFFSET, dropped properties: the
+    #: walk keeps them, as the broker serves them); they are among ``messages`` too
+    damaged_messages: int = 0
 
     # --- derived -----------------------------------------------------------------------------
     def topics(self) -> list[dict]:
@@ -429,6 +433,7 @@ class StoreStats:
             "totals": {
                 "queues": len(self.units),
                 "messages": total_messages,
+                "damaged_messages": self.damaged_messages,
                 "bytes": total_bytes,
                 "first_timestamp": first,
                 "last_timestamp": last,
@@ -485,9 +490,12 @@ def _max(a: int | None, b: int | None) -> int | None:
 
 def _rocketmq(path: Path, stats: StoreStats, top: _Top, options: StatsOptions, progress) -> Path:
     """Every record of every CommitLog file; the gaps and damage met are stated as validate states
-    them (``store.model.rocketmq``): a broken record ends its file's walk, as upstream
+    them (``store.model.rocketmq``): a broken frame ends its file's walk, as upstream
     ``CommitLog.recoverNormally`` stops there, and a missing file's records are not counted; a
-    record that breaks its queue's QUEUEOFFSET sequence is named by ``store.model.queue_offsets``."""
+    record whose frame holds but whose bytes are damaged (a body CRC mismatch) is counted, and
+    counted apart in ``damaged_messages`` (``CommitLogFileWalk(keep_damaged=True)``); a record
+    that breaks its queue's QUEUEOFFSET sequence is named by ``store.model.queue_offsets``."""
+    from mqtool.ops.dump.rocketmq import walk_findings
     from mqtool.store import rocketmq as rmq
     from mqtool.store.model import rocketmq as model
     from mqtool.store.model.queue_offsets import FileQueueOffsets, QueueOffsets
@@ -503,11 +511,15 @@ def _rocketmq(path: Path, stats: StoreStats, top: _Top, options: StatsOptions, p
             continue
         offsets = FileQueueOffsets(str(seg.path)) if i <= last_index else None  # the files after it are pre-allocated
         with ReadOnlyFile(seg.path) as f:
-            walk = rmq.CommitLogFileWalk(f, check_crc=options.check_crc, last=i == last_index, file_size=store.commitlog_file_size, base=seg.base)
+            walk = rmq.CommitLogFileWalk(
+                f, check_crc=options.check_crc, last=i == last_index, file_size=store.commitlog_file_size, base=seg.base, keep_damaged=True
+            )
             done = 0
             for pos, record in walk:
                 if offsets is not None:
                     offsets.record(pos, record)
+                if walk.finding_code(pos) is not None:
+                    stats.damaged_messages += 1
                 key = (record.topic, record.queue_id)
                 unit = units.get(key)
                 if unit is None:
@@ -528,7 +540,7 @@ def _rocketmq(path: Path, stats: StoreStats, top: _Top, options: StatsOptions, p
                     progress(end - done)
                     done = end
             progress(f.size - done)
-            met.extend(model.commitlog_file_findings(f, walk, store.commitlog_file_size, last=i == last_index, after_last=i > last_index))
+            met.extend(walk_findings(f, walk, store.commitlog_file_size, last=i == last_index, after_last=i > last_index))
             if offsets is not None:
                 offsets.walk_end(walk, store.commitlog_file_size)
                 met.extend(offsets.findings)

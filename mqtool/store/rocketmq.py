@@ -317,6 +317,14 @@ class CommitLogFileWalk:
     property; and with ``last`` it ends, as ``DataEnd("stale", position)``, at a record that is
     a copy of the record at the offset it claims with no record at its own place after it
     (``is_stale_copy``: data left after a truncation, or copied there).
+
+    With ``keep_damaged`` a record whose frame is intact -- TOTALSIZE, MAGICCODE and every length
+    agree, so the next record is where its frame says -- but whose body CRC fails is yielded too,
+    and the walk goes on after it: ``damaged`` maps its file position to the error (located in
+    the file; ``broken_record_code`` names its finding, RMQ-CL-BODY-CRC).  The broker serves such
+    a record (it dispatches it with its bad CRC).  Without it (recover, validate's model) the walk
+    stops there, as upstream ``CommitLog.recoverNormally`` with ``checkCRCOnRecover`` does.
+    Only a broken frame ends (or, in validate, resyncs) the walk.
     """
 
     def __init__(
@@ -330,9 +338,13 @@ class CommitLogFileWalk:
         last: bool = False,
         file_size: int | None = None,
         base: int | None = None,
+        keep_damaged: bool = False,
     ) -> None:
         self.f = f
         self.base = base
+        self.keep_damaged = keep_damaged
+        #: ``keep_damaged``: file position -> error of each frame-intact record yielded despite it
+        self.damaged: dict[int, MqError] = {}
         #: ``(position, record, its bytes)`` of each record ``model.record_findings`` judges
         self.odd: list[tuple[int, MessageRecord, bytes]] = []
         #: end kind ``stale``: the commitlog offset the first stale record claims
@@ -368,15 +380,9 @@ class CommitLogFileWalk:
             walker = RecordWalker(data, 0, check_crc=self.check_crc)
             try:
                 for pos, record in walker:
-                    if self.last:
-                        ending = data_ends_at(f, base + pos, record, data[pos + record.total_size - 1], self.file_size, self.base)
-                        if ending is not None:
-                            self.end, self.torn = ending.end, ending.torn
-                            self.stale_claim = record.physical_offset
-                            return
-                    if self.base is not None and has_record_findings(record, self.base + base + pos):
-                        self.odd.append((base + pos, record, bytes(data[pos : pos + record.total_size])))
-                    self.count += 1
+                    if self.last and self._ends_at(data, base, pos, record):
+                        return
+                    self._note(data, base, pos, record)
                     yield base + pos, record
             except MqError as exc:
                 self.failed_at = base + (walker.failed_at or 0)
@@ -386,6 +392,17 @@ class CommitLogFileWalk:
                     self.end = DataEnd("torn", self.failed_at, torn.total)
                     self.failed_at = None
                     return
+                kept = self.framed_record(data, walker.failed_at or 0, exc) if self.keep_damaged else None
+                if kept is not None:  # the frame holds: the record is served, the walk reads on after it
+                    pos = walker.failed_at or 0
+                    self.failed_at = None
+                    if self.last and self._ends_at(data, base, pos, kept):
+                        return
+                    self.damaged[base + pos] = exc.at(f.path, base)
+                    self._note(data, base, pos, kept)
+                    yield base + pos, kept
+                    base += pos + kept.total_size
+                    continue
                 self.error = exc.at(f.path, base)
                 return
             end = walker.end
@@ -407,6 +424,49 @@ class CommitLogFileWalk:
                 continue
             self.end = DataEnd(end.kind, base + end.position, end.length)
             return
+
+    def _ends_at(self, data: bytes, base: int, pos: int, record: MessageRecord) -> bool:
+        """The newest file's data ends at this record (a torn tail or stale data): ``end`` says so."""
+        ending = data_ends_at(self.f, base + pos, record, data[pos + record.total_size - 1], self.file_size, self.base)
+        if ending is None:
+            return False
+        self.end, self.torn = ending.end, ending.torn
+        self.stale_claim = record.physical_offset
+        return True
+
+    def _note(self, data: bytes, base: int, pos: int, record: MessageRecord) -> None:
+        """Count a record the walk yields, keeping it in ``odd`` when validate has more to say."""
+        if self.base is not None and has_record_findings(record, self.base + base + pos):
+            self.odd.append((base + pos, record, bytes(data[pos : pos + record.total_size])))
+        self.count += 1
+
+    def finding_code(self, position: int) -> str | None:
+        """The code of the first finding validate states about the record the walk has just
+        yielded at file ``position``: its frame-intact damage (``damaged``: RMQ-CL-BODY-CRC), else
+        what ``model.record_findings`` says of it (with ``base``: RMQ-CL-PHYS-OFFSET,
+        RMQ-CL-PROPERTIES, RMQ-CL-PROP-CRC); None for a healthy record."""
+        exc = self.damaged.get(position)
+        if exc is not None:
+            return broken_record_code(exc)
+        if self.base is None or not self.odd or self.odd[-1][0] != position:
+            return None
+        from mqtool.store.model.rocketmq import record_findings  # the model builds on this module
+
+        at, record, raw = self.odd[-1]
+        found = record_findings(str(self.f.path), self.base, at, record, raw)
+        return found[0].code if found else None
+
+    @staticmethod
+    def framed_record(data: bytes, pos: int, exc: MqError) -> MessageRecord | None:
+        """The record at ``pos`` of ``data`` that failed with ``exc``, when only its body CRC is
+        wrong: its frame (TOTALSIZE, MAGICCODE, every length) decodes, so the next record is where
+        the frame says.  None for any other damage (the frame itself is broken)."""
+        if exc.kind != "crc":
+            return None
+        try:
+            return decode_message(data, pos, check_crc=False)
+        except MqError:
+            return None
 
 
 def has_record_findings(record: MessageRecord, address: int) -> bool:

@@ -69,11 +69,15 @@ class RecordFilter:
 
 @dataclass(frozen=True)
 class Located:
-    """Where an item sits: file, byte position, and the global (commitlog/queue) address."""
+    """Where an item sits: file, byte position, and the global (commitlog/queue) address;
+    ``finding``: the code of the finding validate states about the record there, for a record
+    whose frame is intact but whose bytes are damaged (``CommitLogFileWalk.finding_code``:
+    RMQ-CL-BODY-CRC, RMQ-CL-PHYS-OFFSET, RMQ-CL-PROPERTIES, RMQ-CL-PROP-CRC); None when healthy."""
 
     path: Path
     position: int
     address: int
+    finding: str | None = None
 
 
 @dataclass(frozen=True)
@@ -121,6 +125,28 @@ class ColumnChunk:
         """Row ``row`` read by the precise decoder."""
         pos = int(self.walk.columns.position[self.rows[row]])
         return Located(self.path, self.offset + pos, self.base + pos), decode_message(self.buf, pos)
+
+
+def walk_findings(f: ReadOnlyFile, walk: rmq.CommitLogFileWalk, file_size: int | None, *, last: bool, after_last: bool = False) -> list[Finding]:
+    """``model.commitlog_file_findings`` of a walk run to its end, with, among the findings about
+    its records (in position order), those of the frame-intact records it kept (``keep_damaged``:
+    ``walk.damaged``, stated as validate states a broken record, ``model.broken_record_finding``)."""
+    records = model.walk_record_findings(walk)
+    whole = model.commitlog_file_findings(f, walk, file_size, last=last, after_last=after_last)
+    return _with_damaged(f, walk, file_size, last, records) + whole[len(records) :]
+
+
+def walk_findings_so_far(f: ReadOnlyFile, walk: rmq.CommitLogFileWalk, file_size: int | None, *, last: bool) -> list[Finding]:
+    """The findings about the records a walk has read so far (a dump that stops at its limit)."""
+    return _with_damaged(f, walk, file_size, last, model.walk_record_findings(walk))
+
+
+def _with_damaged(f: ReadOnlyFile, walk: rmq.CommitLogFileWalk, file_size: int | None, last: bool, records: list[Finding]) -> list[Finding]:
+    if not walk.damaged:
+        return records
+    path = str(f.path)
+    kept = [model.broken_record_finding(f, path, pos, exc, file_size or f.size, last) for pos, exc in walk.damaged.items()]
+    return sorted(kept + records, key=lambda x: x.position or 0)
 
 
 @dataclass
@@ -206,7 +232,7 @@ class CommitLogDump:
         for i, seg in self._files_to_walk(read):
             offsets = FileQueueOffsets(str(seg.path)) if i <= last_index else None
             with ReadOnlyFile(seg.path) as f:
-                walk = rmq.CommitLogFileWalk(f, check_crc=self.check_crc, last=i == last_index, file_size=file_size, base=seg.base)
+                walk = rmq.CommitLogFileWalk(f, check_crc=self.check_crc, last=i == last_index, file_size=file_size, base=seg.base, keep_damaged=True)
                 last = 0
                 for pos, record in walk:
                     self.bytes_done += pos + record.total_size - last
@@ -217,14 +243,14 @@ class CommitLogDump:
                         continue
                     if not self.filter.accepts(record):
                         continue
-                    yield Located(seg.path, pos, seg.base + pos), record
+                    yield Located(seg.path, pos, seg.base + pos, walk.finding_code(pos)), record
                     emitted += 1
                     if self.limit is not None and emitted >= self.limit:
-                        self.findings.extend(model.walk_record_findings(walk))  # the records read so far
+                        self.findings.extend(walk_findings_so_far(f, walk, file_size, last=i == last_index))  # the records read so far
                         self.findings.extend(offsets.findings if offsets is not None else [])
                         return
                 self.bytes_done += f.size - last
-                self.findings.extend(model.commitlog_file_findings(f, walk, file_size, last=i == last_index, after_last=i > last_index))
+                self.findings.extend(walk_findings(f, walk, file_size, last=i == last_index, after_last=i > last_index))
                 self.ends.append(FileEnd(seg.path, walk.end, walk.count, walk.error, walk.torn))
                 if offsets is not None:
                     offsets.walk_end(walk, file_size)
@@ -309,13 +335,14 @@ class CommitLogDump:
                         address = seg.base + offset + stop.position
                         at = stop.position + record.total_size
                         # what validate says about the record itself (PHYSICALOFFSET, properties, __CRC32#)
-                        self.findings.extend(model.record_findings(str(seg.path), seg.base, offset + stop.position, record, data[stop.position : at]))
+                        said = model.record_findings(str(seg.path), seg.base, offset + stop.position, record, data[stop.position : at])
+                        self.findings.extend(said)
                         if offsets is not None:
                             offsets.record(offset + stop.position, record)
                         count += 1
                         self.bytes_done += record.total_size
                         if (start_at is None or address >= start_at) and flt.accepts(record):
-                            yield Located(seg.path, offset + stop.position, address), record
+                            yield Located(seg.path, offset + stop.position, address, said[0].code if said else None), record
                             emitted += 1
                             if limit is not None and emitted >= limit:
                                 self.findings.extend(offsets.findings if offsets is not None else [])
@@ -332,7 +359,7 @@ class CommitLogDump:
                     break
                 # where the data ends or breaks, the precise walk names it (and reads on)
                 handover = offset + stop.position
-                precise = rmq.CommitLogFileWalk(f, handover, check_crc=self.check_crc, last=is_last, file_size=file_size, base=seg.base)
+                precise = rmq.CommitLogFileWalk(f, handover, check_crc=self.check_crc, last=is_last, file_size=file_size, base=seg.base, keep_damaged=True)
                 done = handover
                 for pos, record in precise:
                     self.bytes_done += pos + record.total_size - done
@@ -344,14 +371,14 @@ class CommitLogDump:
                         continue
                     if not flt.accepts(record):
                         continue
-                    yield Located(seg.path, pos, seg.base + pos), record
+                    yield Located(seg.path, pos, seg.base + pos, precise.finding_code(pos)), record
                     emitted += 1
                     if limit is not None and emitted >= limit:
-                        self.findings.extend(model.walk_record_findings(precise))  # the records read so far
+                        self.findings.extend(walk_findings_so_far(f, precise, file_size, last=is_last))  # the records read so far
                         self.findings.extend(offsets.findings if offsets is not None else [])
                         return
                 self.bytes_done += f.size - done
-                self.findings.extend(model.commitlog_file_findings(f, precise, file_size, last=is_last, after_last=i > last_index))
+                self.findings.extend(walk_findings(f, precise, file_size, last=is_last, after_last=i > last_index))
                 self.ends.append(FileEnd(seg.path, precise.end, count, precise.error, precise.torn))
                 if offsets is not None:
                     offsets.walk_end(precise, file_size)

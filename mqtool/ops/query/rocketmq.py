@@ -23,7 +23,7 @@ from mqtool.formats.rocketmq import index_file as idxf
 from mqtool.formats.rocketmq.commitlog import MessageRecord, decode_offset_msg_id
 from mqtool.formats.rocketmq.config import parse_topics
 from mqtool.formats.rocketmq.hashing import SCHEDULE_TOPIC, tags_code
-from mqtool.ops.dump.rocketmq import CommitLogDump, RecordFilter
+from mqtool.ops.dump.rocketmq import CommitLogDump, RecordFilter, walk_findings_so_far
 from mqtool.store import rocketmq as rmq
 from mqtool.store.files import ReadOnlyFile, read_small_file
 from mqtool.store.lock import probe_record_lock
@@ -42,6 +42,9 @@ class Hit:
     record: MessageRecord
     via: str  # "index", "msg-id", "consumequeue", "scan"
     queue_offset_checked: bool = False
+    #: the code of the first finding validate states about the record itself (``Located.finding``):
+    #: a record whose frame is intact is found and served with it (RMQ-CL-BODY-CRC, ...); None: healthy
+    finding: str | None = None
 
 
 @dataclass
@@ -151,22 +154,28 @@ def _read_hit(reader: rmq.CommitLogReader, offset: int, via: str, result: QueryR
         if finding.code != "RMQ-FILE-GAP" and finding not in result.findings:
             result.findings.append(finding)
     last = store.commitlog.index(seg) == model.last_data_file(store.commitlog)
+    said: list[Finding] = []
     try:
         record = reader.read(offset)
     except StoreIOError as exc:
         result.problems.append(exc)
         return None
     except MqError as exc:
-        for finding in model.unreadable_record_findings(store, seg, pos, exc):
-            if finding not in result.findings:
-                result.findings.append(finding)
-        return None
-    if rmq.has_record_findings(record, offset):  # what validate says of the record itself
-        with ReadOnlyFile(seg.path) as f:
-            raw = f.pread(pos, record.total_size)
-        for finding in model.record_findings(str(seg.path), seg.base, pos, record, raw):
-            if finding not in result.findings:
-                result.findings.append(finding)
+        kept = _kept_record(store, seg, pos, last)
+        if kept is None:
+            for finding in model.unreadable_record_findings(store, seg, pos, exc):
+                if finding not in result.findings:
+                    result.findings.append(finding)
+            return None
+        record, said = kept
+    else:
+        if rmq.has_record_findings(record, offset):  # what validate says of the record itself
+            with ReadOnlyFile(seg.path) as f:
+                raw = f.pread(pos, record.total_size)
+            said = model.record_findings(str(seg.path), seg.base, pos, record, raw)
+    for finding in said:
+        if finding not in result.findings:
+            result.findings.append(finding)
     if last:  # a record of the newest file that decodes may still be its torn tail (validate's rule)
         with ReadOnlyFile(seg.path) as f:
             torn = model.torn_record_finding(f, str(seg.path), pos, record, store.commitlog_file_size or f.size)
@@ -174,7 +183,21 @@ def _read_hit(reader: rmq.CommitLogReader, offset: int, via: str, result: QueryR
             if torn not in result.findings:
                 result.findings.append(torn)
             return None
-    return Hit(offset, seg.path, pos, record, via)
+    return Hit(offset, seg.path, pos, record, via, finding=said[0].code if said else None)
+
+
+def _kept_record(store: rmq.RocketMQStore, seg: rmq.Segment, pos: int, last: bool) -> tuple[MessageRecord, list[Finding]] | None:
+    """The record at ``pos`` of ``seg`` that does not decode, when the walk keeps it: its frame is
+    intact and only its bytes are damaged (``CommitLogFileWalk(keep_damaged=True)``, a body CRC
+    mismatch: the broker serves it), with what validate states about it; None otherwise."""
+    size = store.commitlog_file_size
+    with ReadOnlyFile(seg.path) as f:
+        walk = rmq.CommitLogFileWalk(f, pos, last=last, file_size=size, base=seg.base, keep_damaged=True)
+        for at, record in walk:
+            if at == pos and at in walk.damaged:
+                return record, walk_findings_so_far(f, walk, size, last=last)
+            break
+    return None
 
 
 def query_by_key(
@@ -208,7 +231,7 @@ def query_by_key(
         engine = CommitLogDump(store.commitlog, RecordFilter(topic=topic), directory=store.commitlog_dir)
         for loc, record in engine:
             if matches(record):
-                result.hits.append(Hit(loc.address, loc.path, loc.position, record, "scan"))
+                result.hits.append(Hit(loc.address, loc.path, loc.position, record, "scan", finding=loc.finding))
         result.problems.extend(engine.problems)
         result.findings.extend(engine.findings)
         result.hits.sort(key=lambda h: (-h.record.store_timestamp, -h.commitlog_offset))
@@ -373,5 +396,5 @@ def query_by_queue_offset(store: rmq.RocketMQStore, topic: str, queue_id: int, q
             for finding in offsets.findings_of({(topic, queue_id), (rec.topic, rec.queue_id)}):
                 if finding not in result.findings:
                     result.findings.append(finding)
-    result.hits.append(Hit(hit.commitlog_offset, hit.path, hit.position, rec, "consumequeue", not mismatches))
+    result.hits.append(Hit(hit.commitlog_offset, hit.path, hit.position, rec, "consumequeue", not mismatches, hit.finding))
     return result
