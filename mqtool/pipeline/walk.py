@@ -9,7 +9,10 @@ and stops at the first sync point at or after ``stop``: exactly where the next r
 Records met after ``stop`` that are *not* sync points (a RocketMQ record with a stale
 PHYSICALOFFSET) are still this range's, since the next range skips them.
 
-After a broken record the walk resynchronises like ``validate``: at the end of the broken
+A record whose frame holds but whose body CRC fails (``CommitLogFileWalk.framed_record``) is
+yielded as a record after its problem, and the walk goes on where its frame says, as the
+store's walk does with ``keep_damaged`` (the broker serves such a record).  After a broken
+frame the walk resynchronises like ``validate``: at the end of the broken
 record when the data goes on cleanly there, else at the next sync point (the bytes in between
 are an unreadable region).  A clean end of data (zeros, a RocketMQ END_OF_FILE record, a
 partial last record) ends the walk.
@@ -131,7 +134,17 @@ def walk_commitlog(
                         return
                 yield "record", at, rec
         except MqError as exc:
-            resume = yield from _after_broken_record(f, base, pos + (walker.failed_at or 0), exc.at(f.path, pos), is_last, file_size)
+            bad = pos + (walker.failed_at or 0)
+            kept = rmq.CommitLogFileWalk.framed_record(data, walker.failed_at or 0, exc)
+            if kept is not None and not (is_last and rmq.torn_tail_at(f, bad, file_size) is not None):
+                # the frame holds (a body CRC mismatch): the record is stated as validate states
+                # it and exported too, as the broker serves it; the walk reads on where the frame says
+                code, located, _frames = rmq.classify_broken_record(f, bad, exc.at(f.path, pos))
+                yield "problem", bad, Problem(code, located.position, located.reason, None, (base + bad, base + bad + kept.total_size))
+                yield "record", bad, kept
+                pos = bad + kept.total_size
+                continue
+            resume = yield from _after_broken_record(f, base, bad, exc.at(f.path, pos), is_last, file_size)
             if resume is None:
                 return
             pos = resume
