@@ -12,6 +12,7 @@ import pytest
 
 from mqtool.cli.app import run
 from mqtool.formats.rocketmq import index_file as idxf
+from mqtool.formats.rocketmq.commitlog import RecordWalker
 from tests.conftest import FIXTURES, PROJECT_ROOT, real_path
 
 STORE = FIXTURES / "rocketmq-store"
@@ -225,7 +226,10 @@ def test_corrupt_record_is_reported_with_position(capsys, tmp_path):
     target.write_bytes(bytes(data))
     code, out, err = mqtool(capsys, "dump", "commitlog", target, "--jsonl")
     assert code == 1
-    assert len(out.splitlines()) == 1
+    # the record's frame holds: it is listed with its finding and the file is read on (issue 30)
+    rows = [json.loads(line) for line in out.splitlines()]
+    assert len(rows) == len(list(RecordWalker(STORE.joinpath("commitlog", "00000000000000000000").read_bytes())))
+    assert [(r["position"], r["finding"]) for r in rows if "finding" in r] == [(284, "RMQ-CL-BODY-CRC")]
     assert f"{target}:292: body CRC mismatch" in err and "expected BODYCRC" in err
 
 

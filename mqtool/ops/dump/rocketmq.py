@@ -1,8 +1,10 @@
 """dump: stream every record of a file family, with filters.
 
 Each ``iter_*`` engine yields ``(location, item)`` pairs lazily and collects the problems it met
-(``problems``) instead of printing: the CLI decides how to show them.  A broken record ends the
-walk of *its file* (where the broker's own recovery would stop too) and the next file is read.
+(``problems``) instead of printing: the CLI decides how to show them.  A broken frame ends the
+walk of *its file* (where the broker's own recovery would stop too) and the next file is read; a
+record whose frame holds around damaged bytes (a body CRC mismatch) is listed with its finding
+(``Located.finding``) and the walk goes on after it (``CommitLogFileWalk(keep_damaged=True)``).
 """
 
 from __future__ import annotations
@@ -157,8 +159,9 @@ class CommitLogDump:
     walk met: each file's first broken record or how it ends wrong, the records that break their
     queue's QUEUEOFFSET sequence (``store.model.queue_offsets``, over the files walked), and, when
     ``directory`` is the CommitLog directory the files came from, the continuity facts (a missing
-    file, a wrong size) of the files read.  A broken record ends the walk of its file, as the broker's own
-    recovery (``CommitLog.recoverNormally``) stops there."""
+    file, a wrong size) of the files read.  A broken frame ends the walk of its file, as the broker's own
+    recovery (``CommitLog.recoverNormally``) stops there; a record whose frame holds but whose body
+    CRC fails is yielded, its ``Located.finding`` naming the finding, and the walk goes on."""
 
     files: list[rmq.Segment]
     filter: RecordFilter = field(default_factory=RecordFilter)
