@@ -61,6 +61,7 @@ WALKING_TODAY: dict[str, frozenset[str]] = {
     "ops/info/legacy.py": frozenset({"SegmentWalk"}),
     "ops/info/rocketmq.py": frozenset({"CommitLogFileWalk"}),
     "ops/query/kafka.py": frozenset({"LogFileWalk", "decode_batch", "read_entry_at"}),
+    "ops/query/rocketmq.py": frozenset({"CommitLogFileWalk"}),
     "ops/recover/legacy.py": frozenset({"SegmentWalk", "decode_message"}),
     "ops/recover/rocketmq.py": frozenset({"CommitLogFileWalk", "decode_message", "find_next_record", "peek_record"}),
     "ops/stats.py": frozenset({"CommitLogFileWalk", "LogFileWalk", "SegmentWalk"}),
@@ -68,7 +69,7 @@ WALKING_TODAY: dict[str, frozenset[str]] = {
     "pipeline/sources.py": frozenset(
         {"LogWalker", "MessageWalker", "decode_entry", "decode_message", "find_next_record", "peek_entry", "walk_columns", "walk_commitlog", "walk_framed"}
     ),
-    "pipeline/walk.py": frozenset({"RecordWalker", "find_next_record"}),
+    "pipeline/walk.py": frozenset({"CommitLogFileWalk", "RecordWalker", "find_next_record"}),
 }
 
 
