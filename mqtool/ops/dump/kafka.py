@@ -320,27 +320,9 @@ class LogDump:
         walk = ks.LogFileWalk(f, start, mode="header", check_crc=False, limit=opts.max_bytes)
         for pos, entry in walk:
             info = batch_info(target.path, pos, entry, walk.buffer, pos - walk.buffer_start)
-            if not info.is_valid and opts.check_crc:
-                self.problems.append(
-                    ChecksumError(
-                        "CRC mismatch",
-                        path=target.path,
-                        position=pos + (rb.CRC_POSITION if info.magic == 2 else 12),
-                        expected=f"{'CRC-32C' if info.magic == 2 else 'CRC-32'} {info.computed_crc}",
-                        found=str(info.crc),
-                    )
-                )
-            if opts.from_offset is not None and info.last_offset < opts.from_offset:
-                continue
-            if not self._batch_in_time(info):
-                continue
-            if not opts.deep:
-                yield DumpItem(target, info)
-                continue
-            records, error = self._records(target, entry, walk.buffer, pos - walk.buffer_start, pos, decoder)
-            if error is not None:
-                self.problems.append(CorruptDataError(error, path=target.path, position=pos))
-            yield DumpItem(target, info, records, error)
+            item = self._precise(target, pos, entry, info, walk.buffer, pos - walk.buffer_start, decoder)
+            if item is not None:
+                yield item
         if walk.error is not None:
             self.problems.append(walk.error)
         kind = "corrupt" if walk.error is not None else walk.end.kind
@@ -398,24 +380,9 @@ class LogDump:
             if run.batches:
                 yield run.take()
             # the precise reading of this entry, as ``_walk`` has it
-            if not info.is_valid and opts.check_crc:
-                self.problems.append(
-                    ChecksumError(
-                        "CRC mismatch",
-                        path=target.path,
-                        position=pos + (rb.CRC_POSITION if info.magic == 2 else 12),
-                        expected=f"{'CRC-32C' if info.magic == 2 else 'CRC-32'} {info.computed_crc}",
-                        found=str(info.crc),
-                    )
-                )
-            if opts.from_offset is not None and info.last_offset < opts.from_offset:
-                continue
-            if not self._batch_in_time(info):
-                continue
-            records, error = self._records(target, entry, walk.buffer, rel, pos, decoder)
-            if error is not None:
-                self.problems.append(CorruptDataError(error, path=target.path, position=pos))
-            yield DumpItem(target, info, records, error)
+            item = self._precise(target, pos, entry, info, walk.buffer, rel, decoder)
+            if item is not None:
+                yield item
         if run.batches:
             yield run.take()
         if walk.error is not None:
@@ -424,6 +391,31 @@ class LogDump:
         if walk.end is not None and walk.limited and kind == "eof" and walk.end.position < f.size:
             kind = "limit"
         self.ends.append(FileEnd(target.path, walk.count, walk.valid_end, kind, f.size, walk.error))
+
+    def _precise(self, target: LogTarget, pos: int, entry: LogEntry, info: BatchInfo, buf: bytes, rel: int, decoder: str | None) -> DumpItem | None:
+        """The entry at ``pos`` read precisely: its CRC mismatch (a problem), the filters, and with
+        ``--deep`` its records; None when a filter leaves it out."""
+        opts = self.options
+        if not info.is_valid and opts.check_crc:
+            self.problems.append(
+                ChecksumError(
+                    "CRC mismatch",
+                    path=target.path,
+                    position=pos + (rb.CRC_POSITION if info.magic == 2 else 12),
+                    expected=f"{'CRC-32C' if info.magic == 2 else 'CRC-32'} {info.computed_crc}",
+                    found=str(info.crc),
+                )
+            )
+        if opts.from_offset is not None and info.last_offset < opts.from_offset:
+            return None
+        if not self._batch_in_time(info):
+            return None
+        if not opts.deep:
+            return DumpItem(target, info)
+        records, error = self._records(target, entry, buf, rel, pos, decoder)
+        if error is not None:
+            self.problems.append(CorruptDataError(error, path=target.path, position=pos))
+        return DumpItem(target, info, records, error)
 
     def _batch_in_time(self, info: BatchInfo) -> bool:
         since, until = self.options.since_ms, self.options.until_ms
