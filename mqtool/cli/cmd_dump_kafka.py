@@ -5,7 +5,7 @@ from typing import Annotated
 
 import typer
 
-from mqtool.cli.common import finish_dump, renderer
+from mqtool.cli.common import finish_dump, not_stated, renderer
 from mqtool.cli.exit_codes import ExitCode
 from mqtool.cli.options import INT, BodyDecode, DecodeOpt, FormatOpt, JsonlOpt, JsonOpt, LimitOpt, OutputFormat, PartitionOpt, flag
 from mqtool.cli.render import render_generic
@@ -182,7 +182,7 @@ def _finish_log(out, engine, path, topic, partition, no_crc: bool, max_bytes) ->
         elif end.kind == "limit":
             out.warn(f"{end.path}: stopped at {end.valid_end} (--max-bytes {max_bytes}); {end.size - end.valid_end} bytes not read")
     damaged = out.findings(findings)
-    return finish_dump(out, engine.problems, extra_failures=damaged, hint=KAFKA_HINT)
+    return finish_dump(out, not_stated(engine.problems, findings), extra_failures=damaged, hint=KAFKA_HINT)
 
 
 def _index_family(kind: str, path: Path, topic, partition, verify: bool, limit, fmt, as_json, as_jsonl) -> int:

@@ -5,7 +5,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from mqtool.cli.common import finish_dump, renderer
+from mqtool.cli.common import finish_dump, not_stated, renderer
 from mqtool.cli.options import INT, BodyDecode, DecodeOpt, FormatOpt, JsonlOpt, JsonOpt, LimitOpt, OutputFormat, PartitionOpt, TopicOpt, flag
 from mqtool.cli.render import Renderer
 
@@ -115,5 +115,9 @@ def _finish(out: Renderer, path: Path, engine: "ops.JafkaDump | ops.MetaqDump") 
     findings = ops.findings_on_path(path, engine.data, engine.partitions)
     damaged = out.findings(findings)
     return finish_dump(
-        out, engine.problems, notes=engine.notes, extra_failures=damaged, hint="the data is damaged at the position(s) above; `mqtool validate` explains the damage"
+        out,
+        not_stated(engine.problems, findings),
+        notes=engine.notes,
+        extra_failures=damaged,
+        hint="the data is damaged at the position(s) above; `mqtool validate` explains the damage",
     )

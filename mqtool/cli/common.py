@@ -42,6 +42,22 @@ def metrics_renderer(fmt: MetricsFormat, as_json: bool, as_jsonl: bool, *, quiet
 
 
 MAX_LISTED_PROBLEMS = 20
+
+
+def not_stated(problems: list, findings: list) -> list:
+    """The problems a reader met that the store model's findings (printed already, one line each)
+    do not state: a problem in the same file at the same position as a finding is that finding,
+    seen again by the reader's own walk, and is not printed a second time."""
+    stated = {(str(Path(f.path).resolve()), f.position) for f in findings if f.path is not None and f.position is not None}
+    if not stated:
+        return problems
+    kept = []
+    for problem in problems:
+        path, position = getattr(problem, "path", None), getattr(problem, "position", None)
+        if path is not None and position is not None and (str(Path(path).resolve()), position) in stated:
+            continue
+        kept.append(problem)
+    return kept
 DAMAGE_HINT = "the data stops being valid at the position(s) above; `mqtool validate` explains the damage"
 
 
@@ -56,7 +72,7 @@ def finish_dump(out: Renderer, problems: list, *, notes: list[str] | tuple = (),
     if len(problems) > MAX_LISTED_PROBLEMS:
         out.error(f"... and {len(problems) - MAX_LISTED_PROBLEMS} more problem(s)")
     codes = {exit_code_for(p) for p in problems}
-    if ExitCode.FINDINGS in codes:
+    if ExitCode.FINDINGS in codes or extra_failures:
         out.warn(hint)
     if codes - {ExitCode.FINDINGS}:
         return max(codes - {ExitCode.FINDINGS})
