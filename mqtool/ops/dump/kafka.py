@@ -323,12 +323,7 @@ class LogDump:
             item = self._precise(target, pos, entry, info, walk.buffer, pos - walk.buffer_start, decoder)
             if item is not None:
                 yield item
-        if walk.error is not None:
-            self.problems.append(walk.error)
-        kind = "corrupt" if walk.error is not None else walk.end.kind
-        if walk.end is not None and walk.limited and kind == "eof" and walk.end.position < f.size:
-            kind = "limit"
-        self.ends.append(FileEnd(target.path, walk.count, walk.valid_end, kind, f.size, walk.error))
+        self._file_end(target, f, walk)
 
     # --- the lean reading: healthy batches' records as columns ---------------------------------
 
@@ -385,6 +380,11 @@ class LogDump:
                 yield item
         if run.batches:
             yield run.take()
+        self._file_end(target, f, walk)
+
+    def _file_end(self, target: LogTarget, f: ReadOnlyFile, walk: ks.LogFileWalk) -> None:
+        """How the file's walk ended: its broken entry (a problem), or its end kind (``limit``
+        where ``--max-bytes`` stopped it before the end of the file)."""
         if walk.error is not None:
             self.problems.append(walk.error)
         kind = "corrupt" if walk.error is not None else walk.end.kind
