@@ -3,6 +3,7 @@ the renderer, and the end of every ``dump``.  The options themselves are in ``op
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -48,13 +49,13 @@ def not_stated(problems: list, findings: list) -> list:
     """The problems a reader met that the store model's findings (printed already, one line each)
     do not state: a problem in the same file at the same position as a finding is that finding,
     seen again by the reader's own walk, and is not printed a second time."""
-    stated = {(str(Path(f.path).resolve()), f.position) for f in findings if f.path is not None and f.position is not None}
+    stated = {(os.path.abspath(f.path), f.position) for f in findings if f.path is not None and f.position is not None}
     if not stated:
         return problems
     kept = []
     for problem in problems:
         path, position = getattr(problem, "path", None), getattr(problem, "position", None)
-        if path is not None and position is not None and (str(Path(path).resolve()), position) in stated:
+        if path is not None and position is not None and (os.path.abspath(path), position) in stated:
             continue
         kept.append(problem)
     return kept
