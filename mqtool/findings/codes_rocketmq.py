@@ -4,8 +4,9 @@ Families: ``files`` (segment names, sizes, continuity, links), ``commitlog`` (wh
 ``CommitLog.recoverNormally``/``recoverAbnormally`` check record by record, and what
 ``checkMessageAndReturnSize`` would refuse), ``consumequeue`` (``ConsumeQueue`` units against the
 CommitLog), ``index`` (``IndexFile`` header, slots and entry chains against the CommitLog),
-``checkpoint`` (``StoreCheckpoint``, the ``abort`` file) and ``config`` (the JSON files the
-broker loads at start, consumer offsets against the queues).
+``checkpoint`` (``StoreCheckpoint``, the ``abort`` file), ``config`` (the JSON files the
+broker loads at start, consumer offsets against the queues) and ``timer`` (the 5.x timer store:
+``TimerWheel`` slots, ``TimerLog`` units and the records they point at, ``TimerCheckpoint``).
 """
 
 from __future__ import annotations
@@ -79,6 +80,35 @@ CODES: dict[str, CodeInfo] = {
     "RMQ-IDX-EXPIRED": CodeInfo(I, "index", "entries pointing below the CommitLog's first file (expired by retention)"),
     "RMQ-IDX-IN-PROGRESS": CodeInfo(I, "index", "the IndexFile a live writer is filling: header and chains not checked", ends="in-progress"),
     "RMQ-IDX-PAST-END": CodeInfo(E, "index", "an entry pointing at or past the end of valid CommitLog data"),
+    # timer (the 5.x timer store: timerwheel, timerlog/, config/timercheck)
+    "RMQ-TIMER-WHEEL-SIZE": CodeInfo(
+        E, "timer", "a timerwheel file whose size is not slotsTotal * 2 * 32 bytes (the broker refuses to start), or missing beside TimerLog units"
+    ),
+    "RMQ-TIMER-SLOT": CodeInfo(E, "timer", "a used wheel slot holding the time of another slot, firstPos/lastPos out of order, or a magic that is not 0"),
+    "RMQ-TIMER-SLOT-CHAIN": CodeInfo(
+        E, "timer", "a slot's chain (lastPos back through prevPos to firstPos) reaches no unit, a unit of another delivery time, or never reaches firstPos"
+    ),
+    "RMQ-TIMER-SLOT-PAST-END": CodeInfo(E, "timer", "a slot pointing at or past the TimerLog's valid end (recovery rescans from there)"),
+    "RMQ-TIMER-SLOT-NUM": CodeInfo(I, "timer", "a slot's num differs from the units of its chain (statistics only; recovery does not revise it)"),
+    "RMQ-TIMER-LOG-UNIT": CodeInfo(
+        E, "timer", "a TimerLog unit whose size is not 52 or whose magic fails isMagicOK, or cut by the end of its file (recovery truncates the TimerLog there)"
+    ),
+    "RMQ-TIMER-LOG-BLANK": CodeInfo(E, "timer", "a TimerLog BLANK record whose size is not the rest of its file"),
+    "RMQ-TIMER-LOG-NO-BLANK": CodeInfo(E, "timer", "a TimerLog file before the last one whose units stop without a BLANK record (recovery deletes the later files)"),
+    "RMQ-TIMER-LOG-GARBAGE": CodeInfo(E, "timer", "non-zero bytes after the valid end of the last TimerLog file", ends="garbage"),
+    "RMQ-TIMER-UNIT-PREV": CodeInfo(E, "timer", "a unit whose prevPos is not the previous unit of its slot"),
+    "RMQ-TIMER-UNIT-ORPHAN": CodeInfo(E, "timer", "a unit due after the checkpoint's read time that its wheel slot does not reach: it will never be delivered"),
+    "RMQ-TIMER-UNIT-FIELD": CodeInfo(
+        W, "timer", "a unit field the broker always writes one way holds another value (reserved not 0, magic without MAGIC_DEFAULT or with bit 8)"
+    ),
+    "RMQ-TIMER-PAST-END": CodeInfo(E, "timer", "a TimerLog unit pointing at or past the end of valid CommitLog data (a cut CommitLog: timer dequeue gets stuck)"),
+    "RMQ-TIMER-EXPIRED": CodeInfo(I, "timer", "TimerLog units pointing below the CommitLog's first file (expired by retention)"),
+    "RMQ-TIMER-NOT-A-RECORD": CodeInfo(E, "timer", "a TimerLog unit pointing at a commitlog offset where no record starts"),
+    "RMQ-TIMER-MISMATCH": CodeInfo(
+        E, "timer", "the record a TimerLog unit points at is not a timer message, or has another size, real-topic hash, delivery time or delete mark"
+    ),
+    "RMQ-TIMER-CHECKPOINT": CodeInfo(W, "timer", "timercheck positions past the TimerLog's valid end or the timer queue's end, or out of order"),
+    "RMQ-TIMER-CHECKPOINT-FORMAT": CodeInfo(E, "timer", "the timercheck file is shorter than its four longs or unreadable"),
     # checkpoint / shutdown / config
     "RMQ-ABORT": CodeInfo(W, "checkpoint", "the abort file is present: the last shutdown was not clean"),
     "RMQ-CHECKPOINT": CodeInfo(W, "checkpoint", "checkpoint timestamps later than the newest record they describe"),

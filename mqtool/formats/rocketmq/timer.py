@@ -302,15 +302,21 @@ def encode_unit(unit: TimerUnit) -> bytes:
         ("reserved", 64),
     ):
         _check_range(name, getattr(unit, name), bits)
-    return UNIT.pack(
-        unit.size, unit.prev_pos, unit.magic, unit.curr_write_time, unit.delay_time, unit.offset_py, unit.size_py, unit.hash_topic, unit.reserved
-    )
+    return UNIT.pack(unit.size, unit.prev_pos, unit.magic, unit.curr_write_time, unit.delay_time, unit.offset_py, unit.size_py, unit.hash_topic, unit.reserved)
 
 
 def encode_blank(rest: int) -> bytes:
     """The BLANK record that ends a file with ``rest`` bytes left (``TimerLog.append``)."""
     _check_range("rest", rest, 32)
     return UNIT_HEAD.pack(rest, 0, BLANK_MAGIC_CODE)
+
+
+def is_blank_head(buf: Buffer, position: int) -> bool:
+    """Whether the bytes at ``position`` are a BLANK record's head: its magic, whatever its size
+    says (recovery tests the magic first)."""
+    if len(buf) - position < MIN_BLANK_LEN:
+        return False
+    return bool(UNIT_HEAD.unpack_from(buf, position)[2] == BLANK_MAGIC_CODE)
 
 
 def unit_check(buf: Buffer, position: int) -> CorruptDataError | None:
@@ -353,6 +359,8 @@ class UnitWalker:
     start: int = 0
     rest: int | None = None
     end: TimerLogEnd | None = field(default=None, init=False)
+    #: Where the walk stands: the unit (or BLANK) it stopped at, when it ends or raises.
+    stopped_at: int = field(default=0, init=False)
 
     def __iter__(self) -> Iterator[tuple[int, TimerUnit]]:
         buf = self.buf
@@ -360,19 +368,19 @@ class UnitWalker:
         rest = n if self.rest is None else self.rest
         pos = self.start
         while True:
+            self.stopped_at = pos
             left = n - pos
             if left <= 0:
                 self.end = TimerLogEnd("eof", pos)
                 return
-            if left >= MIN_BLANK_LEN:
-                size, _prev, magic = UNIT_HEAD.unpack_from(buf, pos)
-                if magic == BLANK_MAGIC_CODE and not (left >= UNIT_SIZE and size == UNIT_SIZE):
-                    if size != rest - pos:
-                        raise CorruptDataError(
-                            position=pos, expected=f"a TimerLog BLANK record of size {rest - pos} (the rest of the file)", found=f"size {size}", kind="size"
-                        )
-                    self.end = TimerLogEnd("blank", pos)
-                    return
+            if is_blank_head(buf, pos):
+                size = UNIT_HEAD.unpack_from(buf, pos)[0]
+                if size != rest - pos:
+                    raise CorruptDataError(
+                        position=pos, expected=f"a TimerLog BLANK record of size {rest - pos} (the rest of the file)", found=f"size {size}", kind="size"
+                    )
+                self.end = TimerLogEnd("blank", pos)
+                return
             if left < UNIT_SIZE:
                 self.end = TimerLogEnd("zeros" if is_zero(buf, pos, n) else "partial", pos)
                 return
@@ -477,9 +485,10 @@ def _int_field(obj: Mapping[Any, Any], name: str, where: str) -> int:
     return value
 
 
-def parse_timer_metrics(source: str | bytes | bytearray | memoryview) -> TimerMetrics:
-    """``config/timermetrics`` as data: ``timingCount`` (topic -> count, timeStamp) and ``dataVersion``."""
-    doc = parse_fastjson(source)
+def parse_timer_metrics(source: str | bytes | bytearray | memoryview | Mapping[Any, Any]) -> TimerMetrics:
+    """``config/timermetrics`` (its text, or the document parsed) as data: ``timingCount``
+    (topic -> count, timeStamp) and ``dataVersion``."""
+    doc = source if isinstance(source, Mapping) else parse_fastjson(source)
     if not isinstance(doc, Mapping):
         raise CorruptDataError(expected="a JSON object at the top level", found=type(doc).__name__)
     raw = doc.get("timingCount")
@@ -541,6 +550,7 @@ __all__ = [
     "decode_unit",
     "encode_unit",
     "encode_blank",
+    "is_blank_head",
     "unit_check",
     "TimerLogEnd",
     "UnitWalker",

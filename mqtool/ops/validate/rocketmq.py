@@ -49,6 +49,7 @@ from mqtool.formats.rocketmq.commitlog import (
 from mqtool.formats.rocketmq.hashing import index_key_hash
 from mqtool.formats.rocketmq.properties import split_keys
 from mqtool.ops.validate import FileSummary, Progress, ValidateOptions, ValidationReport, run_tasks
+from mqtool.ops.validate import timer as validate_timer
 from mqtool.store import rocketmq as rmq
 from mqtool.store.files import ReadOnlyFile, nonzero_extent, piece_size, read_small_file
 from mqtool.store.lock import probe_record_lock
@@ -1155,6 +1156,14 @@ def _validate_rocketmq(path: str | Path, options: ValidateOptions, progress: Pro
     # phase 5: checkpoint, abort, config
     _check_shutdown_state(store, report, max_store_ts, index_end_ts, live)
     _check_config(store, report, queue_ranges)
+
+    # phase 6: the 5.x timer store (wheel slots -> TimerLog units -> CommitLog records, timercheck)
+    if options.wants("timer"):
+        timer = validate_timer.check_timer(store, commitlog_end=commitlog_end, damaged=damaged_ranges, end_cause=end_cause, live=live)
+        for finding in timer.findings:
+            report.add(finding)
+        if timer.facts:
+            report.facts["timer"] = timer.facts
     return report
 
 

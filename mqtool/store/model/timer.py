@@ -1,0 +1,375 @@
+"""The RocketMQ 5.x timer store in the store model: ``timerwheel``, ``timerlog/``, ``config/timercheck``
+and ``config/timermetrics`` read once, for every command, as typed items and findings.
+
+* The TimerLog (``TimerLog``, a ``MappedFileQueue``) is walked file by file in pieces
+  (``store.files.piece_size``, 8 MiB by default): a unit a piece cuts, or a stop fewer than 52
+  bytes before a piece's end (a unit, a BLANK head or a zero run not yet whole), is read again from
+  its start with the next piece, so no answer depends on where a piece ends.  Each file's walk stops
+  where ``TimerMessageStore.recoverAndRevise`` stops in it: a BLANK record (the file is full), the
+  zeros of its unwritten tail, or a unit recovery refuses (``RMQ-TIMER-LOG-UNIT``: its size is not
+  52 or its magic fails ``isMagicOK``; recovery truncates the TimerLog there).  A BLANK of the
+  wrong size is ``RMQ-TIMER-LOG-BLANK``; a file before the last that stops without a BLANK is
+  ``RMQ-TIMER-LOG-NO-BLANK`` (recovery stops there and cuts every later file); bytes that are not
+  zero after the valid end of the last file are ``RMQ-TIMER-LOG-GARBAGE``.  The file names and sizes
+  follow the CommitLog's rules (``store.model.rocketmq.segment_findings``).  The TimerLog's valid
+  end is where recovery stops.
+* The wheel (``TimerWheel``) is read in pieces of whole slots; its size must be
+  ``slotsTotal * 2 * 32`` (``RMQ-TIMER-WHEEL-SIZE``: the broker refuses to start otherwise) and
+  every used slot must hold a time of its own number, ``0 <= firstPos <= lastPos`` and magic 0
+  (``RMQ-TIMER-SLOT``).
+* ``timercheck`` decodes (``RMQ-TIMER-CHECKPOINT-FORMAT`` when it is shorter than its four longs);
+  ``timermetrics`` is a config JSON file (``RMQ-CONFIG-PARSE``, as the other config files).
+
+What ties them together (slots to units, units to CommitLog records, the checkpoint to the files)
+is checked by ``ops/validate/timer.py`` from what this module reads.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from mqtool.errors import CorruptDataError, MqError, StoreLayoutError
+from mqtool.findings import Finding
+from mqtool.formats import segment_names as segnames
+from mqtool.formats.rocketmq import timer as tf
+from mqtool.store import rocketmq as rmq
+from mqtool.store.files import ReadOnlyFile, check_path, is_directory, is_regular_file, nonzero_extent, piece_size, read_small_file
+from mqtool.store.model import rocketmq as model
+from mqtool.store.root_rocketmq import is_rocketmq_root
+
+#: The file names of the timer store, by ``dump`` family.
+FAMILY_NAMES = {"timerwheel": "timerwheel", "timerlog": "timerlog", "timercheck": "timercheck", "timermetrics": "timermetrics"}
+
+
+@dataclass(frozen=True)
+class TimerPaths:
+    """Where a store root keeps its timer files (``TimerMessageStore.getTimerWheelPath`` and
+    ``getTimerLogPath``, ``BrokerPathConfigHelper.getTimerCheckPath`` and ``getTimerMetricsPath``)."""
+
+    root: Path
+
+    @property
+    def wheel(self) -> Path:
+        return self.root / "timerwheel"
+
+    @property
+    def timerlog_dir(self) -> Path:
+        return self.root / "timerlog"
+
+    @property
+    def checkpoint(self) -> Path:
+        return self.root / "config" / "timercheck"
+
+    @property
+    def metrics(self) -> Path:
+        return self.root / "config" / "timermetrics"
+
+    def present(self) -> bool:
+        """Whether the store has any timer file (a 4.x store has none)."""
+        return any(p.exists() for p in (self.wheel, self.timerlog_dir, self.checkpoint, self.metrics))
+
+
+def timer_family(path: Path) -> str | None:
+    """The ``dump`` family of a timer file by its name (``timercheck``, ``timermetrics`` and its
+    ``.bak``, ``timerwheel``, a file of ``timerlog/`` or the directory), or None for another file."""
+    name = path.name
+    if name in ("timercheck", "timerwheel", "timerlog"):
+        return name
+    if name in ("timermetrics", "timermetrics.bak"):
+        return "timermetrics"
+    if path.parent.name == "timerlog" and segnames.ROCKETMQ_FILE_NAME.match(name):
+        return "timerlog"
+    return None
+
+
+def _root_of(path: Path) -> Path | None:
+    return next((p for p in [path, *path.parents][:3] if is_rocketmq_root(p)), None)
+
+
+def resolve(path: Path, family: str) -> Path:
+    """The file (or ``timerlog/`` directory) of ``family`` that ``path`` names: the path itself, or
+    the family's place in the store root ``path`` is; a clear error for a file of another family."""
+    path = Path(path)
+    check_path(path)
+    if is_directory(path) and is_rocketmq_root(path):
+        paths = TimerPaths(path)
+        target = {"timerwheel": paths.wheel, "timerlog": paths.timerlog_dir, "timercheck": paths.checkpoint, "timermetrics": paths.metrics}[family]
+        if not target.exists():
+            raise StoreLayoutError(expected=f"the store's {family} ({target.relative_to(path)})", found="none: the store has no timer messages of that kind", path=path)
+        return target
+    found = timer_family(path)
+    if found is not None and found != family:
+        raise StoreLayoutError(expected=f"a {family} file", found=f"the {found} of the timer store: read it with `mqtool dump {found}`", path=path)
+    return path
+
+
+# --- timerlog ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class UnitAt:
+    """A TimerLog unit and where it is: its file, its position there, its TimerLog offset."""
+
+    path: Path
+    position: int
+    offset: int
+    unit: tf.TimerUnit
+
+
+@dataclass(frozen=True)
+class TimerLogFileEnd:
+    """How one TimerLog file's walk ended: ``end`` (a clean stop) or ``error`` (a unit recovery
+    refuses), and how many units it held."""
+
+    path: Path
+    units: int
+    end: tf.TimerLogEnd | None
+    error: MqError | None
+
+
+def timerlog_files(path: Path) -> tuple[Path, list[rmq.Segment]]:
+    """The TimerLog directory and files for PATH: a store root, the ``timerlog/`` dir, or one file."""
+    path = Path(path)
+    if is_regular_file(path):
+        st = path.stat()
+        base = int(path.name) if segnames.ROCKETMQ_FILE_NAME.match(path.name) else 0
+        return path.parent, [rmq.Segment(path, base, st.st_size, st.st_mtime)]
+    directory = path / "timerlog" if is_rocketmq_root(path) else path
+    if not is_directory(directory):
+        raise StoreLayoutError(expected="a store root, a timerlog/ directory or a TimerLog file", found="none of them", path=path)
+    return directory, rmq.list_segments(directory)
+
+
+@dataclass
+class TimerLogWalk:
+    """Every unit of the TimerLog files ``segments`` in order (``__iter__``), with the findings
+    about them (``findings``, in file and position order), how each file ended (``ends``) and the
+    TimerLog offset where recovery stops (``valid_end``).  ``directory`` given: its files'
+    continuity (names, sizes, gaps) comes first among the findings."""
+
+    segments: list[rmq.Segment]
+    directory: Path | None = None
+    file_size: int | None = None
+    findings: list[Finding] = field(default_factory=list)
+    ends: list[TimerLogFileEnd] = field(default_factory=list)
+    valid_end: int | None = None
+    units: int = 0
+
+    def __post_init__(self) -> None:
+        if self.file_size is None:
+            self.file_size = rmq.detect_file_size(self.segments)
+
+    @property
+    def start(self) -> int:
+        """The TimerLog's first offset (older files are deleted once the CommitLog no longer holds their messages)."""
+        return self.segments[0].base if self.segments else 0
+
+    def __iter__(self) -> Iterator[UnitAt]:
+        if self.directory is not None:
+            self.findings.extend(model.segment_findings(self.directory, self.segments, self.file_size, "timerlog"))
+        data_files = [i for i, s in enumerate(self.segments) if s.size > 0]
+        last = data_files[-1] if data_files else -1
+        # the last file holding a unit: files after it are pre-created (all zeros)
+        for i, seg in enumerate(self.segments):
+            if seg.size == 0:
+                continue
+            with ReadOnlyFile(seg.path) as f:
+                yield from self._walk_file(f, seg, is_last=i == last)
+        if self.valid_end is None:  # every file ends in a BLANK: the data ends at the last one's
+            tail = self.ends[-1].end if self.ends else None
+            self.valid_end = self.segments[last].base + tail.position if tail is not None and last >= 0 else self.start
+
+    def _walk_file(self, f: ReadOnlyFile, seg: rmq.Segment, *, is_last: bool) -> Iterator[UnitAt]:
+        piece = max(piece_size(), 2 * tf.UNIT_SIZE)
+        offset = 0
+        count = 0
+        path = str(seg.path)
+        end: tf.TimerLogEnd | None = None
+        error: MqError | None = None
+        while True:
+            data = f.pread(offset, piece)
+            more = offset + len(data) < f.size
+            walk = tf.walk_units(data, 0, rest=f.size - offset)
+            try:
+                for pos, unit in walk:
+                    count += 1
+                    yield UnitAt(seg.path, offset + pos, seg.base + offset + pos, unit)
+            except CorruptDataError as exc:
+                error = exc.at(seg.path, offset)
+                at = offset + walk.stopped_at
+                # a BLANK head (its magic) whose size is not the rest of the file, or a unit
+                blank = tf.is_blank_head(data, walk.stopped_at)
+                self.findings.append(
+                    Finding(
+                        "RMQ-TIMER-LOG-BLANK" if blank else "RMQ-TIMER-LOG-UNIT",
+                        path,
+                        error.position,
+                        f"{error.reason}: recovery stops here and truncates the TimerLog",
+                        length=tf.MIN_BLANK_LEN if blank else tf.UNIT_SIZE,
+                    )
+                )
+                self._stop(seg.base + at)
+                break
+            stop = walk.end
+            assert stop is not None
+            if more and (stop.kind == "eof" or len(data) - stop.position < tf.UNIT_SIZE):
+                offset += stop.position
+                continue
+            end = tf.TimerLogEnd(stop.kind, offset + stop.position)
+            self._file_end(f, seg, end, is_last)
+            break
+        self.units += count
+        self.ends.append(TimerLogFileEnd(seg.path, count, end, error))
+
+    def _stop(self, at: int) -> None:
+        if self.valid_end is None:
+            self.valid_end = at
+
+    def _file_end(self, f: ReadOnlyFile, seg: rmq.Segment, end: tf.TimerLogEnd, is_last: bool) -> None:
+        path = str(seg.path)
+        if end.kind == "blank":
+            return
+        if end.kind == "partial":
+            self.findings.append(
+                Finding(
+                    "RMQ-TIMER-LOG-UNIT",
+                    path,
+                    end.position,
+                    f"expected a {tf.UNIT_SIZE}-byte TimerLog unit, a BLANK record or zeros, found {f.size - end.position} byte(s) cut by the end of the file",
+                    length=f.size - end.position,
+                )
+            )
+            self._stop(seg.base + end.position)
+            return
+        # zeros or the end of the file: the unwritten tail
+        if not is_last:
+            self.findings.append(
+                Finding(
+                    "RMQ-TIMER-LOG-NO-BLANK",
+                    path,
+                    end.position,
+                    "expected a BLANK record ending a TimerLog file before the last one, found the units stopping: "
+                    "recovery stops here and deletes every later TimerLog file",
+                )
+            )
+            self._stop(seg.base + end.position)
+            return
+        self._stop(seg.base + end.position)
+        extent = nonzero_extent(f, end.position)
+        if extent is not None:
+            first, stop = extent
+            self.findings.append(
+                Finding(
+                    "RMQ-TIMER-LOG-GARBAGE",
+                    path,
+                    first,
+                    f"expected zeros after the TimerLog's valid end at {end.position}, found non-zero bytes up to {stop}",
+                    length=stop - first,
+                )
+            )
+
+
+# --- timerwheel -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SlotAt:
+    """A used wheel slot: its number, its position in the file, what it holds."""
+
+    index: int
+    position: int
+    slot: tf.Slot
+
+
+def slot_problem(index: int, slot: tf.Slot, slots: int = tf.WHEEL_SLOTS) -> str | None:
+    """What is wrong with a used slot by itself, or None."""
+    if not slot.belongs_at(index, slots):
+        return f"expected a slot time whose slot number is {index}, found time {slot.time} (slot {slot.time % slots})"
+    if not 0 <= slot.first_pos <= slot.last_pos:
+        return f"expected 0 <= firstPos <= lastPos, found firstPos {slot.first_pos}, lastPos {slot.last_pos}"
+    if slot.magic != 0:
+        return f"expected slot magic 0 (unused), found {slot.magic}"
+    return None
+
+
+@dataclass
+class WheelWalk:
+    """The used slots of a wheel file, in order, read in pieces of whole slots; ``findings``: its
+    size (``RMQ-TIMER-WHEEL-SIZE``) and the slots wrong by themselves (``RMQ-TIMER-SLOT``)."""
+
+    path: Path
+    findings: list[Finding] = field(default_factory=list)
+    size: int = 0
+
+    def __iter__(self) -> Iterator[SlotAt]:
+        with ReadOnlyFile(self.path) as f:
+            self.size = f.size
+            if f.size not in (0, tf.WHEEL_SIZE):
+                self.findings.append(
+                    Finding(
+                        "RMQ-TIMER-WHEEL-SIZE",
+                        str(self.path),
+                        None,
+                        f"expected a timer wheel of {tf.WHEEL_SIZE} bytes ({tf.WHEEL_SLOTS} slots of {tf.SLOT_SIZE}), found {f.size} bytes: "
+                        "the broker refuses to start (Timer wheel length != expected)",
+                    )
+                )
+            stop = min(f.size, tf.WHEEL_SIZE) // tf.SLOT_SIZE * tf.SLOT_SIZE
+            piece = max(piece_size() // tf.SLOT_SIZE, 2) * tf.SLOT_SIZE
+            offset = 0
+            while offset < stop:
+                data = f.pread(offset, min(piece, stop - offset))
+                for index, slot in tf.used_slots(data, offset // tf.SLOT_SIZE):
+                    at = SlotAt(index, tf.slot_position(index), slot)
+                    problem = slot_problem(index, slot)
+                    if problem is not None:
+                        self.findings.append(Finding("RMQ-TIMER-SLOT", str(self.path), at.position, problem, length=tf.SLOT_SIZE))
+                    yield at
+                offset += len(data)
+
+
+# --- timercheck and timermetrics --------------------------------------------------------------
+
+
+def read_timer_checkpoint(path: Path) -> tf.TimerCheckpoint:
+    """The timer checkpoint file decoded; its errors located in it."""
+    try:
+        return tf.decode_timer_checkpoint(read_small_file(path, 1 << 20))
+    except MqError as exc:
+        raise exc.at(path) from None
+
+
+def timer_checkpoint_finding(path: Path) -> tuple[tf.TimerCheckpoint | None, Finding | None]:
+    """The checkpoint, or the finding that it cannot be read (``RMQ-TIMER-CHECKPOINT-FORMAT``)."""
+    try:
+        return read_timer_checkpoint(path), None
+    except MqError as exc:
+        return None, Finding("RMQ-TIMER-CHECKPOINT-FORMAT", str(path), exc.position, exc.reason)
+
+
+def read_timer_metrics(path: Path) -> tf.TimerMetrics:
+    """``timermetrics`` parsed; its errors located in it."""
+    try:
+        return tf.parse_timer_metrics(read_small_file(path, 256 << 20))
+    except MqError as exc:
+        raise exc.at(path) from None
+
+
+__all__ = [
+    "FAMILY_NAMES",
+    "TimerPaths",
+    "timer_family",
+    "resolve",
+    "UnitAt",
+    "TimerLogFileEnd",
+    "timerlog_files",
+    "TimerLogWalk",
+    "SlotAt",
+    "slot_problem",
+    "WheelWalk",
+    "read_timer_checkpoint",
+    "timer_checkpoint_finding",
+    "read_timer_metrics",
+]
