@@ -36,6 +36,7 @@ from mqtool.store import rocketmq as rmq
 from mqtool.store.files import ReadOnlyFile, check_path, is_directory, is_regular_file, piece_size, read_small_file
 from mqtool.store.model import commitlog as model_cl
 from mqtool.store.model import rocketmq as model
+from mqtool.store.model import timer as model_timer
 from mqtool.store.model.queue_offsets import FileQueueOffsets, QueueOffsets
 
 
@@ -624,6 +625,11 @@ def read_checkpoint(path: Path) -> tuple[Path, cpf.Checkpoint]:
     check_path(path)  # a missing path reads as every other command words it
     if rmq.is_rocketmq_root(path):
         path = path / "checkpoint"
+    family = model_timer.timer_family(path)
+    if family is not None:  # the timer store's checkpoint is another file of another layout
+        raise StoreLayoutError(
+            expected="the store's checkpoint (StoreCheckpoint)", found=f"the {family} of the timer store: read it with `mqtool dump {family}`", path=path
+        )
     try:
         return path, cpf.decode_checkpoint(read_small_file(path, 1 << 20))
     except MqError as exc:
@@ -643,6 +649,11 @@ def config_files(path: Path) -> list[Path]:
 
 def read_config(path: Path) -> object:
     """A config JSON file as data (fastjson's unquoted integer keys accepted)."""
+    family = model_timer.timer_family(Path(path))
+    if family in ("timercheck", "timerwheel", "timerlog"):  # binary files of the timer store
+        raise StoreLayoutError(
+            expected="a config JSON file", found=f"the {family} of the timer store (binary): read it with `mqtool dump {family}`", path=path
+        )
     raw = read_small_file(path, 256 << 20)
     try:
         text = raw.decode("utf-8")

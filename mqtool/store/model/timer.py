@@ -97,7 +97,7 @@ def resolve(path: Path, family: str) -> Path:
         paths = TimerPaths(path)
         target = {"timerwheel": paths.wheel, "timerlog": paths.timerlog_dir, "timercheck": paths.checkpoint, "timermetrics": paths.metrics}[family]
         if not target.exists():
-            raise StoreLayoutError(expected=f"the store's {family} ({target.relative_to(path)})", found="none: the store has no timer messages of that kind", path=path)
+            raise StoreLayoutError(expected=f"the store's {family} ({target.relative_to(path)})", found="none (the timer store writes it once it is used)", path=path)
         return target
     found = timer_family(path)
     if found is not None and found != family:
