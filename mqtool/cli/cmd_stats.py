@@ -75,6 +75,24 @@ def _time(ms: int | None, *, short: bool = False) -> str:
         return str(ms)
 
 
+def _timer_text(timer: "dict[str, Any]") -> str:
+    """The 5.x timer store's pending messages in one line: how many, when due, by due time ahead."""
+    import humanize
+
+    spans = []
+    low = 0
+    for bucket in timer["by_due"]:
+        limit = bucket["due_within_s"]
+        if bucket["count"]:
+            span = f">= {humanize.naturaldelta(low)}" if limit is None else f"< {humanize.naturaldelta(limit)}"
+            spans.append(f"{span}: {humanize.intcomma(bucket['count'])}")
+        low = limit or low
+    due = f", due {_time(timer['first_due_ms'])} .. {_time(timer['last_due_ms'])}" if timer["pending"] else ""
+    ahead = f" ({'; '.join(spans)} after {_time(timer['read_time_ms'])})" if spans else ""
+    deletes = f", {humanize.intcomma(timer['deletes'])} delete mark(s)" if timer["deletes"] else ""
+    return f"timer messages: {humanize.intcomma(timer['pending'])} pending{due}{ahead}{deletes}"
+
+
 def _size(n: int | float | None) -> str:
     import humanize
 
@@ -123,6 +141,8 @@ def render_stats(console: "Console", doc: "dict[str, Any]", findings: "Iterable[
         highlight=False,
     )
     console.print(f"{_time(tot['first_timestamp'])} .. {_time(tot['last_timestamp'])} ({doc['time_source']})", highlight=False)
+    if doc.get("timer"):
+        console.print(_timer_text(doc["timer"]), highlight=False)
     d = doc["disk"]
     if d["forecast"]:
         console.print(markup("[bold]forecast:[/bold] {}", d["forecast"]))

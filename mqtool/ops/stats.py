@@ -317,6 +317,8 @@ class StoreStats:
     #: that holds around a body CRC mismatch, a wrong PHYSICALOFFSET, dropped properties: the
     #: walk keeps them, as the broker serves them); they are among ``messages`` too
     damaged_messages: int = 0
+    #: RocketMQ 5.x: the timer messages not delivered yet, by due time (``store.model.timer.TimerPending``)
+    timer: dict | None = None
 
     # --- derived -----------------------------------------------------------------------------
     def topics(self) -> list[dict]:
@@ -456,6 +458,7 @@ class StoreStats:
             "disk": self.forecast(),
             "problems": list(self.problems),
             "findings": [f.to_dict() for f in self.findings],
+            **({"timer": self.timer} if self.timer is not None else {}),
         }
 
 
@@ -498,6 +501,7 @@ def _rocketmq(path: Path, stats: StoreStats, top: _Top, options: StatsOptions, p
     from mqtool.ops.dump.rocketmq import walk_findings
     from mqtool.store import rocketmq as rmq
     from mqtool.store.model import rocketmq as model
+    from mqtool.store.model import timer as model_timer
     from mqtool.store.model.queue_offsets import FileQueueOffsets, QueueOffsets
 
     root = rmq.find_rocketmq_root(path) or path
@@ -545,6 +549,10 @@ def _rocketmq(path: Path, stats: StoreStats, top: _Top, options: StatsOptions, p
                 offsets.walk_end(walk, store.commitlog_file_size)
                 met.extend(offsets.findings)
                 met.extend(joined.add_file(offsets, seg.base, store.commitlog_file_size))
+    pending = model_timer.timer_pending(root)  # the 5.x timer store, when there is one
+    if pending is not None:
+        stats.timer = pending.to_dict()
+        met.extend(pending.findings)
     stats.findings.extend(met)
     stats.problems.extend(model.finding_text(x) for x in met if x.level is Severity.error)
     stats.units = [units[k] for k in sorted(units)]
