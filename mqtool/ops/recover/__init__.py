@@ -14,6 +14,7 @@ Generic actions (every layout):
 * ``truncate``: keep ``[position, size)`` then shrink the file to ``position`` (Kafka, Jafka, MetaQ);
 * ``delete``: keep the whole file, then delete it;
 * ``rename``: rename ``path`` to ``details["to"]`` (keeping the replaced target, if any);
+* ``patch``: keep ``[position, position+length)`` then write ``details["hex"]`` (as many bytes) there;
 * ``remove``: delete without keeping (``clean``: retention is the point; the plan lists it).
 
 Layout actions (e.g. RocketMQ ``dispatch-cq``, ``rebuild-index``, ``write-checkpoint``,
@@ -290,6 +291,9 @@ def run_step(step: Step, ctx: ApplyContext, custom: Callable[[Step, ApplyContext
     elif step.action == "remove":
         # retention: the file goes without a copy (the plan and report say exactly what went)
         ctx.mutator.delete(path)
+    elif step.action == "patch":  # bytes rewritten in place (a field recomputed): the old ones kept first
+        ctx.quarantine.keep_range(path, step.position, step.length)
+        ctx.mutator.write_at(path, step.position, bytes.fromhex(step.details["hex"]))
     elif step.action == "rename":
         target = resolve(ctx.root, step.details["to"])
         if target.exists():

@@ -52,6 +52,7 @@ from mqtool.formats.rocketmq.commitlog import (
 )
 from mqtool.formats.rocketmq.properties import split_keys
 from mqtool.ops.recover import ApplyContext, ApplyResult, RecoverPlan, Step, apply_plan, observe, relative, resolve
+from mqtool.ops.recover.timer import plan_timer
 from mqtool.store import rocketmq as rmq
 from mqtool.store.files import ReadOnlyFile, read_small_file
 from mqtool.store.model import queue_offsets
@@ -237,6 +238,9 @@ def plan_rocketmq(path: str | Path, options: RecoverOptions = RecoverOptions()) 
 
     # --- 4. IndexFiles ------------------------------------------------------------------------------
     _plan_index(store, plan, process_offset, options)
+
+    # --- 4b. the 5.x timer store: TimerLog units and wheel slots the CommitLog's end leaves stale
+    plan_timer(store, plan, process_offset)
 
     # --- 5. checkpoint, abort ---------------------------------------------------------------------
     _plan_checkpoint(store, plan, last_store_ts)
