@@ -69,8 +69,11 @@ with ``BrowserCompatible``: non-ASCII characters as ``\\uXXXX``)::
 No checksums anywhere.  Partial writes: the wheel and the checkpoint are mapped pages written
 field by field and forced; a crash can leave a mix of old and new values, each long written
 whole.  TimerLog files are mapped at their full size, so their unwritten tail is zeros, and a
-unit lost in a crash reads as zeros (its size is then 0, which ends the TimerLog).  ``timermetrics``
-is renamed to ``timermetrics.bak`` and rewritten (a crash can leave it missing or cut).
+unit lost in a crash reads as zeros (its size is then 0, which ends the TimerLog).
+``timermetrics``: [5.0.0 … 5.3.3] written to ``timermetrics.tmp``, the old file copied to
+``timermetrics.bak`` and the new one renamed into place (a crash leaves the ``.tmp``, or no
+``timermetrics`` beside a whole ``.bak``); [after 5.3.3] the file is moved to ``.bak`` and
+written anew in place (a crash can leave it missing or cut); the broker then loads the ``.bak``.
 """
 
 from __future__ import annotations
@@ -179,6 +182,13 @@ def slot_index(time_ms: int, precision_ms: int = DEFAULT_PRECISION_MS, slots: in
     if precision_ms <= 0:
         raise ValueError(f"precision must be positive, found {precision_ms}")
     return _java_int(_java_rem(_java_div(time_ms, precision_ms), slots))
+
+
+def slot_time(time_ms: int, precision_ms: int = DEFAULT_PRECISION_MS) -> int:
+    """The slot time of delivery time ``time_ms``: ``timeMs / precisionMs`` (Java division)."""
+    if precision_ms <= 0:
+        raise ValueError(f"precision must be positive, found {precision_ms}")
+    return _java_div(time_ms, precision_ms)
 
 
 def slot_position(index: int) -> int:
@@ -530,6 +540,7 @@ __all__ = [
     "NO_POS",
     "Slot",
     "slot_index",
+    "slot_time",
     "slot_position",
     "decode_slot",
     "encode_slot",

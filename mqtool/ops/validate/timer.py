@@ -122,7 +122,7 @@ def check_timer(
             continue  # after a unit recovery stops at: truncated at restart, reported there
         u = at.unit
         path, pos = str(at.path), at.position
-        t = _java_div(u.delayed_time, precision_ms)
+        t = tf.slot_time(u.delayed_time, precision_ms)
         expected = last_of.get(t)
         if u.prev_pos != (tf.NO_POS if expected is None else expected) and not (expected is None and 0 <= u.prev_pos < walk.start):
             want = "-1 (the first unit of its delivery time)" if expected is None else f"{expected} (the previous unit of delivery time {t * precision_ms})"
@@ -210,11 +210,6 @@ def check_timer(
         **({"checkpoint": {"last_read_time_ms": checkpoint.last_read_time_ms, "last_timer_log_flush_pos": checkpoint.last_timer_log_flush_pos}} if checkpoint else {}),
     }
     return out
-
-
-def _java_div(a: int, b: int) -> int:
-    q = abs(a) // abs(b)
-    return q if (a >= 0) == (b > 0) else -q
 
 
 def _walk_chain(
@@ -327,7 +322,7 @@ class _RecordCheck:
             )
             return [f.caused_by(self.end_cause) if self.end_cause is not None else f]
         try:
-            record = self.reader.read(off, size_hint=max(u.size_py, 64))
+            record = self.reader.read(off, size_hint=min(max(u.size_py, 64), 1 << 16))  # a bigger record is read again whole
         except MqError as exc:
             return [Finding("RMQ-TIMER-NOT-A-RECORD", path, at, f"expected a CommitLog record at offsetPy {off}, found none: {exc.reason}", length=8)]
         if record.physical_offset != off:

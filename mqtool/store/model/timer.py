@@ -39,9 +39,6 @@ from mqtool.store.files import ReadOnlyFile, check_path, is_directory, is_regula
 from mqtool.store.model import rocketmq as model
 from mqtool.store.root_rocketmq import is_rocketmq_root
 
-#: The file names of the timer store, by ``dump`` family.
-FAMILY_NAMES = {"timerwheel": "timerwheel", "timerlog": "timerlog", "timercheck": "timercheck", "timermetrics": "timermetrics"}
-
 
 @dataclass(frozen=True)
 class TimerPaths:
@@ -438,7 +435,6 @@ def timer_pending(root: Path) -> TimerPending | None:
 
 
 __all__ = [
-    "FAMILY_NAMES",
     "DUE_BUCKETS_S",
     "TimerPending",
     "timer_pending",
