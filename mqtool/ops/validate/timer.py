@@ -44,6 +44,7 @@ from mqtool.findings import Finding
 from mqtool.formats.rocketmq import timer as tf
 from mqtool.store import rocketmq as rmq
 from mqtool.store.model import consumers as model_consumers
+from mqtool.store.model import rocketmq as model_rocketmq
 from mqtool.store.model import timer as model_timer
 
 
@@ -102,8 +103,16 @@ def check_timer(
     if not paths.present():
         return out
     # the checkpoint
+    kinds = {p: rmq.entry_kind(p) for p in (paths.wheel, paths.timerlog_dir, paths.checkpoint)}  # links are never followed
+    wanted = {paths.wheel: ("a regular file", "the timer wheel as a regular file"), paths.timerlog_dir: ("a directory", "the TimerLog directory")}
+    wanted[paths.checkpoint] = ("a regular file", "the timer checkpoint as a regular file")
+    for p, kind in kinds.items():
+        if kind is not None and kind != wanted[p][0]:
+            out.findings.extend(model_rocketmq.irregular_findings([(p, kind)], wanted[p][1]))
+    has_wheel = kinds[paths.wheel] == "a regular file"
+    has_timerlog = kinds[paths.timerlog_dir] == "a directory"
     checkpoint: tf.TimerCheckpoint | None = None
-    if paths.checkpoint.exists():
+    if kinds[paths.checkpoint] == "a regular file":
         checkpoint, problem = model_timer.timer_checkpoint_finding(paths.checkpoint)
         if problem is not None:
             out.findings.append(problem)
@@ -111,8 +120,8 @@ def check_timer(
     out.findings.extend(model_consumers.config_findings(model_consumers.load_config(store, paths.metrics.name, tf.parse_timer_metrics)))
 
     # the TimerLog
-    segments = rmq.list_segments(paths.timerlog_dir) if paths.timerlog_dir.is_dir() else []
-    walk = model_timer.TimerLogWalk(segments, directory=paths.timerlog_dir if paths.timerlog_dir.is_dir() else None)
+    segments = rmq.list_segments(paths.timerlog_dir) if has_timerlog else []
+    walk = model_timer.TimerLogWalk(segments, directory=paths.timerlog_dir if has_timerlog else None)
     locate = _Locator(segments)
     units = _Units()
     records = _RecordCheck(store, commitlog_end, damaged, end_cause, live)
@@ -150,14 +159,14 @@ def check_timer(
 
     # the wheel
     slots: list[model_timer.SlotAt] = []
-    if paths.wheel.exists():
+    if has_wheel:
         wheel = model_timer.WheelWalk(paths.wheel)
         try:
             slots = list(wheel)
         except MqError as exc:
             out.findings.append(Finding("RMQ-FILE-UNREADABLE", str(paths.wheel), exc.position, exc.reason))
         out.findings.extend(wheel.findings)
-    elif units.offset:
+    elif units.offset and kinds[paths.wheel] is None:
         out.findings.append(
             Finding("RMQ-TIMER-WHEEL-SIZE", str(paths.wheel), None, f"expected the timer wheel beside {len(units.offset)} TimerLog unit(s), found no timerwheel file")
         )
@@ -179,7 +188,7 @@ def check_timer(
     flush_pos = checkpoint.last_timer_log_flush_pos if checkpoint is not None else 0
     file_size = walk.file_size or tf.DEFAULT_TIMERLOG_FILE_SIZE
     relinked_from = max(0, flush_pos - file_size)
-    if paths.wheel.exists() and len(col_offset):
+    if has_wheel and len(col_offset):
         for i in np.flatnonzero(~reached & (col_offset < relinked_from) & (col_time * precision_ms >= read_ms)).tolist():
             t = int(col_time[i])
             slot = by_index.get(t % tf.WHEEL_SLOTS)

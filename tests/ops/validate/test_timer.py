@@ -98,7 +98,8 @@ def test_a_commitlog_cut_leaves_units_past_its_end(copy):
     size = cl.stat().st_size
     _patch(cl, cut, bytes(size - cut))  # the CommitLog ends (zeros) before the 4th timer message
     found = [f for f in timer_findings(root) if f.code == "RMQ-TIMER-PAST-END"]
-    assert [(Path(f.path).name, f.position) for f in found] == [(f"{0:020d}", e.position + 28) for e in sorted(timer.enqueued, key=lambda e: e.position) if e.commitlog_offset >= cut]
+    expected = [(f"{0:020d}", e.position + 28) for e in sorted(timer.enqueued, key=lambda e: e.position) if e.commitlog_offset >= cut]
+    assert [(Path(f.path).name, f.position) for f in found] == expected
 
 
 def test_a_unit_pointing_at_a_plain_message(copy):
@@ -265,3 +266,18 @@ def test_real_531_volume_timer_files_validate_clean():
     assert [f for f in report.findings if f.family == "timer" or "timer" in f.path] == []
     assert report.facts["timer"]["timerlog"]["units"] == 0
     assert report.facts["timer"]["checkpoint"]["last_read_time_ms"] == 1_778_241_104_000
+
+
+def test_timer_files_that_are_links_or_fifos_are_never_followed_or_opened(copy):
+    root, _ = copy
+    wheel = root / "timerwheel"
+    wheel.rename(root / "elsewhere")
+    wheel.symlink_to(root / "elsewhere")
+    os.mkfifo(root / "config" / "timercheck.fifo")
+    (root / "config" / "timercheck").unlink()
+    (root / "config" / "timercheck.fifo").rename(root / "config" / "timercheck")
+    report = validate_rocketmq(root, ValidateOptions())  # a FIFO opened for reading would block here
+    got = {(f.code, Path(f.path).name) for f in report.findings}
+    assert ("RMQ-FILE-LINK", "timerwheel") in got
+    assert ("RMQ-FILE-UNREADABLE", "timercheck") in got
+    assert not any(f.code.startswith("RMQ-TIMER-SLOT") for f in report.findings)
