@@ -60,7 +60,7 @@ WALKING_TODAY: dict[str, frozenset[str]] = {
     "ops/info/kafka.py": frozenset({"LogFileWalk"}),
     "ops/info/legacy.py": frozenset({"SegmentWalk"}),
     "ops/info/rocketmq.py": frozenset({"CommitLogFileWalk"}),
-    "ops/query/kafka.py": frozenset({"LogFileWalk", "decode_batch", "read_entry_at"}),
+    "ops/query/kafka.py": frozenset({"LogFileWalk", "decode_batch"}),
     "ops/query/rocketmq.py": frozenset({"CommitLogFileWalk"}),
     "ops/recover/legacy.py": frozenset({"SegmentWalk", "decode_message"}),
     "ops/recover/rocketmq.py": frozenset({"CommitLogFileWalk", "decode_message", "find_next_record", "peek_record"}),

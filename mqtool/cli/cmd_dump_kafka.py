@@ -5,11 +5,12 @@ from typing import Annotated
 
 import typer
 
-from mqtool.cli.common import finish_dump, not_stated, renderer
+from mqtool.cli.common import finish_dump, renderer
 from mqtool.cli.exit_codes import ExitCode
 from mqtool.cli.options import INT, BodyDecode, DecodeOpt, FormatOpt, JsonlOpt, JsonOpt, LimitOpt, OutputFormat, PartitionOpt, flag
 from mqtool.cli.render import render_generic
 from mqtool.cli.times import parse_time
+from mqtool.findings import not_stated
 
 KafkaPathArg = Annotated[Path, typer.Argument(help="A Kafka log dir, a partition dir, or one file.")]
 TopicOpt = Annotated[str | None, typer.Option("--topic", help="Only partitions of this topic (PATH a log dir).")]
@@ -121,7 +122,7 @@ def dump_kafka_log(
                 if not records_only:
                     yield batch_row(item, decode=mode, table=table)
                 for record in item.records or ():
-                    yield record_row(item.batch, item.target.topic, item.target.partition_id, record, decode=mode, table=table)
+                    yield record_row(item.batch, item.target.topic, item.target.partition_id, record, decode=mode, table=table, finding=item.finding)
                 advance(engine.bytes_done - done)
                 done = engine.bytes_done
 

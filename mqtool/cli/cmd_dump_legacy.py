@@ -5,9 +5,10 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from mqtool.cli.common import finish_dump, not_stated, renderer
+from mqtool.cli.common import finish_dump, renderer
 from mqtool.cli.options import INT, BodyDecode, DecodeOpt, FormatOpt, JsonlOpt, JsonOpt, LimitOpt, OutputFormat, PartitionOpt, TopicOpt, flag
 from mqtool.cli.render import Renderer
+from mqtool.findings import not_stated
 
 if TYPE_CHECKING:
     from mqtool.ops.dump import legacy as ops

@@ -3,7 +3,6 @@ the renderer, and the end of every ``dump``.  The options themselves are in ``op
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -45,20 +44,6 @@ def metrics_renderer(fmt: MetricsFormat, as_json: bool, as_jsonl: bool, *, quiet
 MAX_LISTED_PROBLEMS = 20
 
 
-def not_stated(problems: list, findings: list) -> list:
-    """The problems a reader met that the store model's findings (printed already, one line each)
-    do not state: a problem in the same file at the same position as a finding is that finding,
-    seen again by the reader's own walk, and is not printed a second time."""
-    stated = {(os.path.abspath(f.path), f.position) for f in findings if f.path is not None and f.position is not None}
-    if not stated:
-        return problems
-    kept = []
-    for problem in problems:
-        path, position = getattr(problem, "path", None), getattr(problem, "position", None)
-        if path is not None and position is not None and (os.path.abspath(path), position) in stated:
-            continue
-        kept.append(problem)
-    return kept
 DAMAGE_HINT = "the data stops being valid at the position(s) above; `mqtool validate` explains the damage"
 
 

@@ -115,6 +115,8 @@ def batch_row(item, *, decode: BodyDecode, table: bool) -> dict:
     }
     if item.records_error is not None:
         row["records_error"] = item.records_error
+    if item.finding is not None:  # an entry the walk kept despite damage: the finding it carries
+        row["finding"] = item.finding
     if table:
         first = b.base_offset if b.base_offset is not None else "…"
         row["offsets"] = f"{first}..{b.last_offset}" if first != b.last_offset else str(b.last_offset)
@@ -135,11 +137,15 @@ def batch_row(item, *, decode: BodyDecode, table: bool) -> dict:
             parts.append(f"delete-horizon={b.delete_horizon_ms}")
         if item.records_error is not None:
             parts.append(f"RECORDS: {item.records_error}")
+        if item.finding is not None:  # marked, its code first
+            parts.insert(0, f"[{item.finding}]")
         row["summary"] = " ".join(parts)
     return row
 
 
-def record_row(batch, topic: str | None, partition: int | None, record, *, decode: BodyDecode, table: bool) -> dict:
+def record_row(batch, topic: str | None, partition: int | None, record, *, decode: BodyDecode, table: bool, finding: str | None = None) -> dict:
+    """A record's row; ``finding``: the code of the finding its batch carries (a batch the walk
+    kept despite damage), written as a last ``finding`` field and, in a table, first."""
     row = {
         "kind": "record",
         "file": str(batch.file),
@@ -161,12 +167,14 @@ def record_row(batch, topic: str | None, partition: int | None, record, *, decod
         row["control"] = jsonable(record.control, decode)
     if record.decoded is not None:
         row["decoded"] = jsonable(record.decoded, decode)
+    if finding is not None:
+        row["finding"] = finding
     if table:
         row["position"] = None
         row["offsets"] = str(record.offset)
         row["time"] = iso_ms(record.timestamp) if record.timestamp >= 0 else None
         row["size"] = None
-        row["summary"] = "| " + record_summary(row)
+        row["summary"] = "| " + (f"[{finding}] " if finding is not None else "") + record_summary(row)
     return row
 
 
@@ -266,7 +274,7 @@ def snapshot_row(row, *, table: bool) -> dict:
 
 def hit_row(hit, *, decode: BodyDecode, table: bool) -> dict:
     """A query answer: the record row plus its batch's main fields and how it was found."""
-    row = record_row(hit.batch, hit.topic, hit.partition, hit.record, decode=decode, table=False)
+    row = record_row(hit.batch, hit.topic, hit.partition, hit.record, decode=decode, table=False, finding=hit.finding)
     b = hit.batch
     row.update(
         {
@@ -283,7 +291,7 @@ def hit_row(hit, *, decode: BodyDecode, table: bool) -> dict:
     if table:
         row["partition_name"] = f"{hit.topic}-{hit.partition}" if hit.topic is not None else None
         row["time"] = iso_ms(hit.record.timestamp) if hit.record.timestamp >= 0 else None
-        row["summary"] = record_summary(row)
+        row["summary"] = (f"[{hit.finding}] " if hit.finding is not None else "") + record_summary(row)
     return row
 
 

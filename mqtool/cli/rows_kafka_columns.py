@@ -163,5 +163,5 @@ def item_lines(item: DumpItem, *, decode: BodyDecode, records_only: bool) -> byt
     lines = [] if records_only else [dumps(batch_row(item, decode=decode, table=False))]
     target = item.target
     for record in item.records or ():
-        lines.append(dumps(record_row(item.batch, target.topic, target.partition_id, record, decode=decode, table=False)))
+        lines.append(dumps(record_row(item.batch, target.topic, target.partition_id, record, decode=decode, table=False, finding=item.finding)))
     return "".join(line + "\n" for line in lines).encode("utf-8", "surrogateescape")

@@ -53,7 +53,14 @@ def jafka_row(item: ops.JafkaItem, decode: BodyDecode) -> dict:
         "crc_valid": item.crc_valid,
         "payload_size": len(m.payload),
         "payload": encode_bytes(m.payload, decode),
+        **_finding(item.finding),
     }
+
+
+def _finding(code: str | None) -> dict:
+    """A message the walk kept despite damage that leaves its frame intact carries its finding's
+    code as a last ``finding`` field; a healthy one has no such field."""
+    return {"finding": code} if code is not None else {}
 
 
 def metaq_row(item: ops.MetaqItem, decode: BodyDecode) -> dict:
@@ -81,6 +88,7 @@ def metaq_row(item: ops.MetaqItem, decode: BodyDecode) -> dict:
         "attribute_error": item.attribute_error,
         "payload_size": len(item.payload),
         "payload": encode_bytes(item.payload, decode),
+        **_finding(item.finding),
     }
 
 
@@ -90,6 +98,8 @@ def table_row(row: dict, layout: str) -> dict:
     row["partition_name"] = f"{row['topic']}-{row['partition']}" if row["topic"] is not None else "-"
     crc_key = "crc_valid" if layout == "jafka" else "checksum_valid"
     row[crc_key.replace("_valid", "_ok")] = "ok" if row[crc_key] else "BAD"
+    if row.get("finding") is not None and isinstance(row.get("payload"), str):  # marked, its code first
+        row["payload"] = f"[{row['finding']}] {row['payload']}"
     if layout == "metaq":
         row["id"] = hexint(row["id"], 16)
     return row

@@ -7,12 +7,16 @@ Codes never change meaning; new checks get new codes.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field, replace
 
 from mqtool.findings import codes_kafka, codes_legacy, codes_rocketmq
 from mqtool.findings.base import END_KINDS, CodeInfo, Severity
 
-__all__ = ["CODES", "END_KINDS", "FAMILIES", "CodeInfo", "Finding", "FindingRef", "Severity", "end_kind", "finding_location", "finding_text", "layout_families"]
+__all__ = [
+    "CODES", "END_KINDS", "FAMILIES", "CodeInfo", "Finding", "FindingRef", "Severity",
+    "end_kind", "finding_location", "finding_text", "layout_families", "not_stated",
+]  # fmt: skip
 
 
 def _merge_layout_codes() -> dict[str, CodeInfo]:
@@ -121,3 +125,19 @@ def finding_location(finding: Finding) -> str:
 def finding_text(finding: Finding) -> str:
     """One line for a finding: ``CODE path:position: message``."""
     return f"{finding.code} {finding_location(finding)}"
+
+
+def not_stated(problems: list[object], findings: list[Finding]) -> list[object]:
+    """The problems a reader met that the store model's findings (printed already, one line each)
+    do not state: a problem in the same file at the same position as a finding is that finding,
+    seen again by the reader's own walk, and is not printed a second time."""
+    stated = {(os.path.abspath(f.path), f.position) for f in findings if f.path is not None and f.position is not None}
+    if not stated:
+        return problems
+    kept: list[object] = []
+    for problem in problems:
+        path, position = getattr(problem, "path", None), getattr(problem, "position", None)
+        if path is not None and position is not None and (os.path.abspath(path), position) in stated:
+            continue
+        kept.append(problem)
+    return kept

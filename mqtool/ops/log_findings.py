@@ -93,12 +93,13 @@ def merged(path: str | os.PathLike[str], layout: str, problems: list[str], error
     text) judged by validate's findings for ``path`` (``on_path``): the errors are validate's
     errors, the problems the reader's own notices, its own lines on the damage (which validate
     may judge otherwise: a zeroed last message is a torn tail, a warning) and validate's
-    warnings, each finding as ``CODE path:position: message``.  Returns (problems, errors,
+    warnings, each finding as ``CODE path:position: message``; an own line at the file and
+    position of a finding is that finding, stated once, by it.  Returns (problems, errors,
     findings)."""
-    from mqtool.findings import finding_text
+    from mqtool.findings import finding_text, not_stated
 
     met = on_path(path, layout)
-    own = [str(e) for e in errors]
+    own = [str(e) for e in not_stated(list(errors), met)]
     warnings = [finding_text(f) for f in met if f.level is Severity.warning]
     return problems + own + warnings, [finding_text(f) for f in met if f.level is Severity.error], met
 

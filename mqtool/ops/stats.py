@@ -561,6 +561,10 @@ def _rocketmq(path: Path, stats: StoreStats, top: _Top, options: StatsOptions, p
 
 
 def _kafka(path: Path, stats: StoreStats, top: _Top, options: StatsOptions, progress) -> Path:
+    """Every record of every ``.log`` segment; the records of a batch whose frame holds but whose
+    CRC fails are counted, and counted apart in ``damaged_messages`` (``LogFileWalk(keep_damaged=
+    True)``; kafka-dump-log lists them too); a broken frame ends its segment's walk.  The gaps and
+    damage met are stated as validate states them."""
     from mqtool.store import kafka as kstore
 
     store = kstore.open_kafka(path)
@@ -572,14 +576,17 @@ def _kafka(path: Path, stats: StoreStats, top: _Top, options: StatsOptions, prog
         for seg in segments:
             assert seg.log is not None
             with ReadOnlyFile(seg.log) as f:
-                walk = kstore.LogFileWalk(f, mode="full", check_crc=options.check_crc)
+                walk = kstore.LogFileWalk(f, mode="full", check_crc=options.check_crc, keep_damaged=True)
                 done = 0
                 for pos, entry in walk:
                     unit.bytes += entry.size
                     share = entry.size
+                    damaged = walk.finding_code(pos) is not None
                     for rec in entry.records or ():
                         if rec.is_control:
                             continue
+                        if damaged:
+                            stats.damaged_messages += 1
                         size = len(rec.key or b"") + len(rec.value or b"") + sum(len(h.key) + len(h.value or b"") for h in rec.headers)
                         keys = (rec.key,) if rec.key is not None else ()
                         unit.add(size, rec.timestamp, (), keys)
@@ -623,7 +630,9 @@ def _state_findings(stats: StoreStats, path: Path, layout: str, own: list[tuple[
 
     met = log_findings.on_path(path, layout) if options.check_crc else []
     stats.findings.extend(met)
-    stats.problems.extend(text for _where, _position, text in own)
+    # a problem of the walk's own at the file and position of a finding is that finding: stated once
+    stated = {(os.path.abspath(f.path), f.position) for f in met if f.path is not None and f.position is not None}
+    stats.problems.extend(text for where, position, text in own if (os.path.abspath(where), position) not in stated)
     stats.problems.extend(finding_text(f) for f in met if f.level is Severity.error)
 
 
@@ -640,6 +649,10 @@ def _jafka_messages(message, depth: int = 0) -> Iterator:
 
 
 def _legacy(path: Path, stats: StoreStats, top: _Top, options: StatsOptions, progress, layout: str) -> Path:
+    """Every message of every segment; a message whose frame holds but whose checksum fails is
+    counted, and counted apart in ``damaged_messages`` (``SegmentWalk(keep_damaged=True)``); a
+    broken frame ends its segment's walk.  The gaps and damage met are stated as validate
+    states them."""
     from mqtool.store.legacy import SegmentWalk, end_damage
 
     if layout == "jafka":
@@ -658,14 +671,23 @@ def _legacy(path: Path, stats: StoreStats, top: _Top, options: StatsOptions, pro
             mtime_ms = int(os.stat(seg.path).st_mtime * 1000)
             seg_bytes = 0
             with mod.open_segment(seg) as reader:
-                walk = SegmentWalk(reader, mod.FRAMING, check_crc=options.check_crc)
+                walk = SegmentWalk(reader, mod.FRAMING, check_crc=options.check_crc, keep_damaged=True)
                 try:
                     for pos, message in walk:
+                        damaged = walk.finding_code(pos) is not None
                         if layout == "jafka":
                             size_on_disk = message.serialized_size
                             unit.bytes += size_on_disk
                             seg_bytes += size_on_disk
-                            for inner in _jafka_messages(message):
+                            try:
+                                inner_messages = list(_jafka_messages(message))
+                            except MqError:
+                                if not damaged:
+                                    raise
+                                inner_messages = []  # a damaged wrapper that does not inflate: its finding says so
+                            for inner in inner_messages:
+                                if damaged:
+                                    stats.damaged_messages += 1
                                 size = len(inner.payload)
                                 unit.add(size, None)
                                 top.offer(
@@ -675,6 +697,8 @@ def _legacy(path: Path, stats: StoreStats, top: _Top, options: StatsOptions, pro
                                     ),
                                 )
                         else:
+                            if damaged:
+                                stats.damaged_messages += 1
                             unit.bytes += message.size
                             seg_bytes += message.size
                             size = len(message.payload)

@@ -669,7 +669,7 @@ def run_rocketmq(spark: SparkSession, cfg: ScanConfig, inputs: list[ScanInput], 
     ends = file_ends(raw)
     end_rows = [r.asDict() for r in ends.collect()]
     ends_df = spark.createDataFrame(end_rows, "source string, file string, end_position long") if end_rows else ends
-    problem_cols = [c for c, _, _ in src.PROBLEM_COLUMNS]
+    problem_cols = [c for c, _, _ in src.PROBLEM_COLUMNS if c not in src.RECORD_PROBLEM_COLUMNS]
     messages = _write(records_before_end(raw, ends_df).drop(*problem_cols), f"{out}/messages", ("source", "topic"))
     problems = problem_findings(raw, ends_df)
     ranges_rows = [r.asDict() for r in problem_ranges(raw).collect()] + _missing_ranges(inputs)
@@ -738,7 +738,7 @@ def run_framed(spark: SparkSession, cfg: ScanConfig, layout: str, inputs: list[S
     ends = file_ends(raw)
     end_rows = [r.asDict() for r in ends.collect()]
     ends_df = spark.createDataFrame(end_rows, "source string, file string, end_position long") if end_rows else ends
-    problem_cols = [c for c, _, _ in src.PROBLEM_COLUMNS]
+    problem_cols = [c for c, _, _ in src.PROBLEM_COLUMNS if c not in src.RECORD_PROBLEM_COLUMNS]
     records = _write(records_before_end(raw, ends_df).drop(*problem_cols).withColumnRenamed("position", position), f"{out}/{name}", ("source", "topic"))
     problems = problem_findings(raw, ends_df)
     problem_rows = problems.collect()

@@ -74,11 +74,12 @@ from mqtool.formats.rocketmq.properties import split_keys
 from mqtool.pipeline import files as fs
 from mqtool.pipeline.progress import record_done, record_plan
 from mqtool.pipeline.walk import Framing, Problem, walk_commitlog, walk_framed
+from mqtool.store import jafka as sjafka
 from mqtool.store import kafka as kstore
+from mqtool.store import metaq as smetaq
 from mqtool.store import rocketmq as rmq
 from mqtool.store.files import piece_size
-from mqtool.store.model import kafka as kmodel
-from mqtool.store.model import legacy as lmodel
+from mqtool.store.legacy import framed_message
 from mqtool.store.rocketmq import MAX_RECORD_SIZE, find_next_record
 from mqtool.store.writer import cq_tags_code
 
@@ -109,7 +110,10 @@ PROBLEM_COLUMNS = [
     _col("damaged_from", "long"),
     _col("damaged_to", "long"),
     _col("problem_at", "long"),  # where the walk met it (the record's start; ``position`` is the finding's)
+    _col("finding", "string"),  # record rows: the code of the finding a record kept despite its damage carries
 ]
+#: the problem columns a record row keeps in the datasets ``mqtool scan`` writes
+RECORD_PROBLEM_COLUMNS = ("finding",)
 
 COMMITLOG_COLUMNS = [
     _col("source", "string"),
@@ -552,13 +556,15 @@ def commitlog_row(part: FilePart, pos: int, rec, opts: ReadOptions) -> tuple:
 _RECORD_KIND = ("record",) + (None,) * (len(PROBLEM_COLUMNS) - 1)
 
 
-def _precise_row(part: FilePart, opts: ReadOptions, kind: str, pos: int, item: object) -> tuple | dict | None:
+def _precise_row(part: FilePart, opts: ReadOptions, kind: str, pos: int, item: object, finding: str | None = None) -> tuple | dict | None:
     """The row of one item of ``walk_commitlog`` (None: none, a record of another topic or a
-    problem without ``withProblems``): a tuple in schema order for a record, else a dict."""
+    problem without ``withProblems``): a tuple in schema order for a record, else a dict.
+    ``finding``: the code a record kept despite its damage carries (its ``finding`` column)."""
     if kind == "record":
         if not opts.wants(item.topic):  # type: ignore[attr-defined]
             return None
-        return commitlog_row(part, pos, item, opts)
+        row = commitlog_row(part, pos, item, opts)
+        return row[:-1] + (finding,) if finding is not None and opts.with_problems else row
     if not opts.with_problems:
         return None
     if kind == "problem":
@@ -579,14 +585,24 @@ def _add(out: Batches, row: tuple | dict | None) -> pa.RecordBatch | None:
     return out.add_tuple(row) if isinstance(row, tuple) else out.add(row)
 
 
+def _with_findings(walk: Iterator[tuple[str, int, object]]) -> Iterator[tuple[str, int, object, str | None]]:
+    """The items of a walk, each record with the code of the problem it was kept despite (the
+    ``kept`` problem just before it, at its position), else None."""
+    kept: tuple[int, str] | None = None
+    for kind, pos, item in walk:
+        if kind == "problem" and item.kept:  # type: ignore[attr-defined]
+            kept = (pos, item.code)  # type: ignore[attr-defined]
+        yield kind, pos, item, (kept[1] if kind == "record" and kept is not None and kept[0] == pos else None)
+
+
 def read_commitlog_records(part: FilePart, opts: ReadOptions, schema: pa.Schema) -> Iterator[pa.RecordBatch]:
     """The per-record reading of a partition: every item of ``walk_commitlog`` decoded and turned
     into a row on its own (what :func:`read_commitlog` falls back to where the fast walk stops)."""
     out = Batches(schema)
     with fs.open_file(part.path) as f:
         walk = walk_commitlog(f, part.base, part.start, part.stop, part.meta.get("is_last", False), part.meta.get("file_size"))
-        for kind, pos, item in walk:
-            batch = _add(out, _precise_row(part, opts, kind, pos, item))
+        for kind, pos, item, finding in _with_findings(walk):
+            batch = _add(out, _precise_row(part, opts, kind, pos, item, finding))
             if batch is not None:
                 yield batch
     last = out.flush()
@@ -761,7 +777,7 @@ def read_commitlog(part: FilePart, opts: ReadOptions, schema: pa.Schema) -> Iter
             restart = end.last if end.last is not None else pos
             pos = None
             seen = 0
-            for kind, at, item in walk_commitlog(f, part.base, restart, part.stop, is_last, file_size):
+            for kind, at, item, finding in _with_findings(walk_commitlog(f, part.base, restart, part.stop, is_last, file_size)):
                 if kind == "record":
                     if at == end.last:  # the fast stretch's row
                         continue
@@ -769,7 +785,7 @@ def read_commitlog(part: FilePart, opts: ReadOptions, schema: pa.Schema) -> Iter
                         pos = at  # a sync point: the fast walk again
                         break
                     seen += 1
-                batch = _add(out, _precise_row(part, opts, kind, at, item))
+                batch = _add(out, _precise_row(part, opts, kind, at, item, finding))
                 if batch is not None:
                     yield batch
             last = out.flush()
@@ -1183,11 +1199,17 @@ def _kafka_candidates(chunk: bytes) -> Iterator[int]:
             yield i
 
 
+def _kafka_framed(data: bytes, rel: int, exc: MqError) -> tuple[object, int] | None:
+    entry = kstore.framed_entry(data, rel, exc, "full")
+    return (entry, entry.size) if entry is not None else None
+
+
 KAFKA_FRAMING = Framing(
     walker=lambda data: _Adapt(LogWalker(data, 0, mode="full"), lambda e: (e.position, e, e.size)),
+    framed=_kafka_framed,
     decodes=_kafka_decodes,
     candidates=_kafka_candidates,
-    classify=kmodel.entry_error_code,
+    classify=kstore.entry_error_code,
     region_code="KAFKA-LOG-GARBAGE",
     torn_check=lambda head, length, last: kstore.not_a_torn_write(head, length, last.last_offset if last is not None else None),
     judged=kstore.HEADER_SIZE_UP_TO_MAGIC,
@@ -1261,11 +1283,20 @@ def _jafka_candidates(chunk: bytes) -> Iterator[int]:
             yield i
 
 
+def _legacy_framed(framing):
+    def framed(data: bytes, rel: int, exc: MqError) -> tuple[object, int] | None:
+        message = framed_message(framing, data, rel, exc)
+        return (message, framing.overhead + framing.peek_length(data, rel)) if message is not None else None
+
+    return framed
+
+
 JAFKA_FRAMING = Framing(
     walker=lambda data: _Adapt(jf.MessageWalker(data), lambda t: (t[0], t[1], t[1].serialized_size)),
+    framed=_legacy_framed(sjafka.FRAMING),
     decodes=_jafka_decodes,
     candidates=_jafka_candidates,
-    classify=lmodel.jafka_error_code,
+    classify=sjafka.error_code,
     region_code="JAFKA-UNREADABLE-REGION",
     judged=jf.MIN_HEADER_SIZE,
 )
@@ -1353,9 +1384,10 @@ def _metaq_candidates(chunk: bytes) -> Iterator[int]:
 
 METAQ_FRAMING = Framing(
     walker=lambda data: _Adapt(mq.MessageWalker(data), lambda t: (t[0], t[1], t[1].size)),
+    framed=_legacy_framed(smetaq.FRAMING),
     decodes=_metaq_decodes,
     candidates=_metaq_candidates,
-    classify=lmodel.metaq_error_code,
+    classify=smetaq.error_code,
     region_code="METAQ-UNREADABLE-REGION",
     judged=mq.HEADER_LEN,
 )
@@ -1425,15 +1457,20 @@ def read_framed(part: FilePart, opts: ReadOptions, schema: pa.Schema, framing: F
         return
     with f:
         stop = part.stop if part.stop < f.size else f.size
+        finding: tuple[int, str] | None = None  # (position, code) of the record kept next despite its damage
         for kind, pos, item in walk_framed(framing, f, part.start, stop):
             if kind == "record":
+                code = finding[1] if finding is not None and finding[0] == pos else None
                 for row in rows(part, pos, item, opts):
                     if opts.with_problems:
                         row["row_kind"] = "record"
+                        row["finding"] = code
                     batch = out.add(row)
                     if batch is not None:
                         yield batch
                 continue
+            if kind == "problem" and item.kept:  # type: ignore[attr-defined]
+                finding = (pos, item.code)  # type: ignore[attr-defined]
             if not opts.with_problems:
                 continue
             row = _problem_row(part, pos, item) if kind == "problem" else _end_row(part, pos, item)  # type: ignore[arg-type]

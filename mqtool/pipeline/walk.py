@@ -44,6 +44,9 @@ class Problem:
     message: str
     length: int | None = None
     damaged: tuple[int, int] | None = None  # global [from, to) (commitlog offsets for RocketMQ)
+    #: the record that fails here is yielded next all the same (its frame holds: only its
+    #: checksum failed); its rows carry this problem's code as their ``finding``
+    kept: bool = False
 
 
 # --- RocketMQ CommitLog ------------------------------------------------------------------------
@@ -140,7 +143,7 @@ def walk_commitlog(
                 # the frame holds (a body CRC mismatch): the record is stated as validate states
                 # it and exported too, as the broker serves it; the walk reads on where the frame says
                 code, located, _frames = rmq.classify_broken_record(f, bad, exc.at(f.path, pos))
-                yield "problem", bad, Problem(code, located.position, located.reason, None, (base + bad, base + bad + kept.total_size))
+                yield "problem", bad, Problem(code, located.position, located.reason, None, (base + bad, base + bad + kept.total_size), kept=True)
                 yield "record", bad, kept
                 pos = bad + kept.total_size
                 continue
@@ -199,6 +202,10 @@ class Framing:
     #: Bytes of a record the walker needs in hand to judge a stop (its header up to the magic):
     #: a stop fewer bytes than that before a piece's end is the piece's, not the data's.
     judged: int = 8
+    #: ``framed(data, position, exc)``: the record at ``data[position:]`` that ``exc`` rejected
+    #: and its size, when its frame holds and only its checksum failed (the store's rule:
+    #: ``store.kafka.framed_entry``, ``store.legacy.framed_message``); None otherwise
+    framed: Callable[[bytes, int, MqError], tuple[object, int] | None] | None = None
 
 
 def is_sync(framing: Framing, f: AnyFile, pos: int) -> bool:
@@ -254,6 +261,16 @@ def walk_framed(framing: Framing, f: AnyFile, start: int, stop: int) -> Iterator
         except MqError as exc:
             bad = pos + (walker.failed_at or 0)
             located = exc.at(f.path, pos)
+            kept = framing.framed(data, walker.failed_at or 0, exc) if framing.framed is not None else None
+            if kept is not None:
+                # the frame holds (a checksum mismatch): stated as validate states it and exported
+                # too, as every reader lists it; the walk reads on where the frame says
+                item, size = kept
+                yield "problem", bad, Problem(framing.classify(exc), located.position, located.reason, kept=True)
+                last_item = item
+                yield "record", bad, item
+                pos = bad + size
+                continue
             resume = find_sync(framing, f, bad + 1)
             yield "problem", bad, Problem(framing.classify(exc), located.position, located.reason)
             if resume is None:

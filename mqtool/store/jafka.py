@@ -44,6 +44,17 @@ NAMES = LayoutNames(
     description="<20-digit offset>.jafka",
 )
 
+#: The code of a Jafka message the broker's ``MessageSet`` reader rejects, by its error's
+#: ``kind`` (``Message.crcOffset`` throws ``UnknownMagicByteException`` for a magic other than
+#: 1); anything else (a LENGTH that does not fit, a wrapper that does not inflate) is JAFKA-SIZE.
+ERROR_CODES: dict[str | None, str] = {"crc": "JAFKA-CRC", "magic": "JAFKA-MAGIC"}
+
+
+def error_code(exc: MqError) -> str:
+    """The code of a Jafka message a decode rejects (``ERROR_CODES``)."""
+    return ERROR_CODES.get(exc.kind, "JAFKA-SIZE")
+
+
 FRAMING = Framing(
     walker=jf.MessageWalker,
     header_size=jf.LOG_OVERHEAD,
@@ -55,6 +66,7 @@ FRAMING = Framing(
     candidate=re.compile(rb"(?=[\x00-\x7f][\x00-\xff]{3}\x01)"),
     candidate_min_length=jf.MIN_HEADER_SIZE,
     decode=jf.decode_message,
+    error_code=error_code,
 )
 
 CLEAN_SHUTDOWN_FILE = jf.CLEAN_SHUTDOWN_FILE

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from mqtool.errors import CorruptDataError, MqError, StoreLayoutError, UnsupportedFormatError
+from mqtool.errors import ChecksumError, CorruptDataError, MqError, StoreLayoutError, UnsupportedFormatError
 from mqtool.formats import segment_names as segnames
 from mqtool.formats.kafka import checkpoint_file as cpf
 from mqtool.formats.kafka import index as kidx
@@ -441,6 +441,23 @@ def open_kafka(path: str | Path) -> KafkaStore:
 # --- streaming reads -----------------------------------------------------------------------------
 
 
+#: The finding code of an entry a decode rejects, by what its error says broke (``MqError.kind``;
+#: never by its wording).
+ENTRY_CODES: dict[str | None, str] = {
+    "crc": "KAFKA-LOG-CRC",
+    "unsupported": "KAFKA-LOG-UNSUPPORTED",
+    "magic": "KAFKA-LOG-MAGIC",
+    "offset-order": "KAFKA-OFFSET-ORDER",
+    "compression": "KAFKA-LOG-COMPRESSION",
+    "size": "KAFKA-LOG-SIZE",
+}
+
+
+def entry_error_code(exc: MqError) -> str:
+    """The code of an entry a full decode rejects (``ENTRY_CODES``)."""
+    return ENTRY_CODES.get(exc.kind, "KAFKA-LOG-RECORDS")
+
+
 class LogFileWalk:
     """Stream ``(position, LogEntry)`` from one ``.log`` file in bounded chunks.
 
@@ -454,6 +471,15 @@ class LogFileWalk:
     After iteration: ``end`` is the clean end (a ``DataEnd`` in file positions: ``eof``,
     ``zeros`` -- zeros from there to the end of the file -- or ``partial``), or ``error`` is the
     ``MqError`` (located in the file) of the first broken entry, at ``failed_at``.
+
+    With ``keep_damaged`` an entry whose frame is intact -- its size and magic hold, so the next
+    entry is where its size says -- but whose CRC fails (a v2 batch's CRC-32C, a v0/v1 message's
+    CRC-32) is yielded too, decoded without the check, and the walk goes on after it: ``damaged``
+    maps its file position to the error (located in the file; ``finding_code`` names its finding,
+    KAFKA-LOG-CRC).  In ``full`` mode such an entry whose records do not decode comes with
+    ``records`` None.  This is how ``kafka-dump-log`` (upstream ``DumpLogSegments``) lists such a
+    batch, ``isValid: false``; Kafka's own recovery (``LogSegment.recover``) truncates the segment
+    there instead, which the store model states as the finding.  Without it the walk stops there.
     """
 
     def __init__(
@@ -466,10 +492,14 @@ class LogFileWalk:
         limit: int | None = None,
         chunk: int | None = None,
         max_entry_size: int = MAX_ENTRY_SIZE,
+        keep_damaged: bool = False,
     ) -> None:
         self.f = f
         self.start = start
         self.mode = mode
+        self.keep_damaged = keep_damaged
+        #: ``keep_damaged``: file position -> error of each frame-intact entry yielded despite it
+        self.damaged: dict[int, MqError] = {}
         self.check_crc = check_crc
         self.stop = f.size if limit is None else min(limit, f.size)
         self.limited = limit is not None and limit < f.size
@@ -503,22 +533,30 @@ class LogFileWalk:
             want = self.chunk
             self.buffer = data
             self.buffer_start = base
-            walker = LogWalker(data, 0, mode=self.mode, check_crc=self.check_crc)
-            try:
-                for entry in walker:
-                    self.count += 1
-                    self.last_offset = entry.last_offset
-                    self.last_offset_is = "starts" if entry.header is None and entry.magic == 2 else "ends"
-                    yield base + entry.position, entry
-            except MqError as exc:
-                rel = walker.failed_at or 0
-                if not self.limited and data[rel : rel + LOG_OVERHEAD] == _ZERO_FRAMING:
-                    # a zero run that other bytes follow, seen whole: the same end as below
-                    self._zeros_then_data(base + rel, stop)
+            resume = 0
+            while True:  # once, and again after each damaged entry kept (in the same piece)
+                walker = LogWalker(data, resume, mode=self.mode, check_crc=self.check_crc)
+                try:
+                    for entry in walker:
+                        self._note(entry)
+                        yield base + entry.position, entry
+                except MqError as exc:
+                    rel = walker.failed_at or 0
+                    if not self.limited and data[rel : rel + LOG_OVERHEAD] == _ZERO_FRAMING:
+                        # a zero run that other bytes follow, seen whole: the same end as below
+                        self._zeros_then_data(base + rel, stop)
+                        return
+                    kept = self._framed_entry(data, rel, exc) if self.keep_damaged else None
+                    if kept is not None:  # the frame holds: listed, and the walk reads on after it
+                        self.damaged[base + rel] = exc.at(f.path, base)
+                        self._note(kept)
+                        yield base + rel, kept
+                        resume = rel + kept.size
+                        continue
+                    self.failed_at = base + rel
+                    self.error = exc.at(f.path, base)
                     return
-                self.failed_at = base + rel
-                self.error = exc.at(f.path, base)
-                return
+                break
             end = walker.end
             assert end is not None
             at = base + end.position
@@ -563,6 +601,20 @@ class LogFileWalk:
             self.end = DataEnd(end.kind, at, end.length)
             return
 
+    def _note(self, entry: LogEntry) -> None:
+        self.count += 1
+        self.last_offset = entry.last_offset
+        self.last_offset_is = "starts" if entry.header is None and entry.magic == 2 else "ends"
+
+    def _framed_entry(self, data: bytes, rel: int, exc: MqError) -> LogEntry | None:
+        return framed_entry(data, rel, exc, self.mode)
+
+    def finding_code(self, position: int) -> str | None:
+        """The code of the finding validate states about the entry the walk yielded at file
+        ``position`` despite its damage (``damaged``), None for a healthy entry."""
+        exc = self.damaged.get(position)
+        return entry_error_code(exc) if exc is not None else None
+
     def _zeros_then_data(self, at: int, stop: int) -> None:
         """The end at ``at``, where a zero run of at least an entry's framing starts (an entry of
         size 0): a ``zeros`` end, with the extent of whatever non-zero bytes follow the run --
@@ -576,6 +628,25 @@ class LogFileWalk:
 
     def _not_a_torn_write(self, data: bytes, rel: int, length: int) -> CorruptDataError | None:
         return not_a_torn_write(data[rel : rel + HEADER_SIZE_UP_TO_MAGIC], length, self.last_offset, self.last_offset_is, self.max_entry_size)
+
+
+def framed_entry(data: bytes, rel: int, exc: MqError, mode: Mode = "full") -> LogEntry | None:
+    """The entry at ``data[rel:]`` that ``exc`` rejected, when only its checksum failed (its size
+    and magic, checked before the CRC, hold, so the next entry is where its size says): decoded
+    without the check -- in ``full`` mode without its records when they do not decode either.
+    None when anything but the checksum is broken.  The one rule of every walk that keeps such
+    an entry (``LogFileWalk(keep_damaged=True)``, the Spark walk)."""
+    if not isinstance(exc, ChecksumError):
+        return None
+    try:
+        return decode_entry(data, rel, mode=mode, check_crc=False)
+    except MqError:
+        if mode != "full":
+            return None
+    try:
+        return decode_entry(data, rel, mode="header", check_crc=False)
+    except MqError:
+        return None
 
 
 def not_a_torn_write(head: bytes, length: int, last_offset: int | None, last_offset_is: str = "ends", max_entry_size: int = MAX_ENTRY_SIZE) -> CorruptDataError | None:

@@ -650,6 +650,9 @@ class Framing:
     candidate: re.Pattern[bytes] | None = None
     candidate_min_length: int = 1
     decode: Callable[..., object] | None = None
+    #: the finding code of a message a decode rejects, by what its error says broke
+    #: (``MqError.kind``, never its wording); None: the layout's walkers name no code
+    error_code: Callable[[MqError], str] | None = None
 
 
 @dataclass(frozen=True)
@@ -668,15 +671,32 @@ class SegmentWalk:
     After iteration either ``end`` is set (a clean end, file positions) or ``error`` is the
     located ``MqError`` of the first broken message at ``failed_at``.  Errors of the reader
     itself (I/O, a damaged zip) propagate.
+
+    With ``keep_damaged`` a message whose frame is intact -- its length field holds, so the next
+    message is where it says -- but whose checksum fails (Jafka's CRC-32 of the payload, MetaQ's
+    masked CRC-32 of DATA) is yielded too, decoded without the check, and the walk goes on after
+    it: ``damaged`` maps its file position to the error (located in the file; ``finding_code``
+    names its finding, JAFKA-CRC / METAQ-CRC).  Jafka's and MetaQ's own recovery truncate the
+    segment there; a reader that lists what is on disk lists it, with its finding.
     """
 
     def __init__(
-        self, reader: SegmentReader, framing: Framing, start: int = 0, *, check_crc: bool = True, chunk: int | None = None
+        self,
+        reader: SegmentReader,
+        framing: Framing,
+        start: int = 0,
+        *,
+        check_crc: bool = True,
+        chunk: int | None = None,
+        keep_damaged: bool = False,
     ) -> None:
         self.reader = reader
         self.framing = framing
         self.start = start
         self.check_crc = check_crc
+        self.keep_damaged = keep_damaged
+        #: ``keep_damaged``: file position -> error of each frame-intact message yielded despite it
+        self.damaged: dict[int, MqError] = {}
         self.chunk = chunk or piece_size()
         self.end: WalkEnd | None = None
         self.error: MqError | None = None
@@ -690,6 +710,17 @@ class SegmentWalk:
             return self.end.position
         return self.failed_at if self.failed_at is not None else self.start
 
+    def finding_code(self, position: int) -> str | None:
+        """The code of the finding validate states about the message the walk yielded at file
+        ``position`` despite its damage (``damaged``), None for a healthy message."""
+        exc = self.damaged.get(position)
+        if exc is None:
+            return None
+        return self.framing.error_code(exc) if self.framing.error_code is not None else None
+
+    def _framed_message(self, data: bytes, rel: int, exc: MqError) -> object | None:
+        return framed_message(self.framing, data, rel, exc)
+
     def __iter__(self) -> Iterator[tuple[int, object]]:
         reader = self.reader
         framing = self.framing
@@ -702,15 +733,26 @@ class SegmentWalk:
             data = reader.pread(base, want)
             self.bytes_read += len(data)
             want = self.chunk
-            walker = framing.walker(data, check_crc=self.check_crc)
-            try:
-                for pos, message in walker:  # type: ignore[attr-defined]
-                    self.count += 1
-                    yield base + pos, message
-            except MqError as exc:
-                self.failed_at = base + (walker.failed_at or 0)  # type: ignore[attr-defined]
-                self.error = exc.at(reader.path, base)
-                return
+            resume = 0
+            while True:  # once, and again after each damaged message kept (in the same piece)
+                walker = framing.walker(data, resume, check_crc=self.check_crc)
+                try:
+                    for pos, message in walker:  # type: ignore[attr-defined]
+                        self.count += 1
+                        yield base + pos, message
+                except MqError as exc:
+                    rel = walker.failed_at or 0  # type: ignore[attr-defined]
+                    kept = self._framed_message(data, rel, exc) if self.keep_damaged else None
+                    if kept is not None:  # the frame holds: listed, and the walk reads on after it
+                        self.damaged[base + rel] = exc.at(reader.path, base)
+                        self.count += 1
+                        yield base + rel, kept
+                        resume = rel + framing.overhead + framing.peek_length(data, rel)
+                        continue
+                    self.failed_at = base + rel
+                    self.error = exc.at(reader.path, base)
+                    return
+                break
             end = walker.end  # type: ignore[attr-defined]
             assert end is not None
             more = base + len(data) < reader.size
@@ -734,6 +776,19 @@ class SegmentWalk:
                 continue
             self.end = WalkEnd(end.kind, base + end.position, end.length)
             return
+
+
+def framed_message(framing: Framing, data: bytes, rel: int, exc: MqError) -> object | None:
+    """The message at ``data[rel:]`` that ``exc`` rejected, when only its checksum failed (its
+    length field holds, so the next message is where it says): decoded without the check (None
+    when anything else is broken too).  The one rule of every walk that keeps such a message
+    (``SegmentWalk(keep_damaged=True)``, the Spark walk)."""
+    if not isinstance(exc, ChecksumError) or framing.decode is None:
+        return None
+    try:
+        return framing.decode(data, rel, check_crc=False)
+    except MqError:
+        return None
 
 
 def is_torn_message(reader: SegmentReader, position: int, framing: Framing) -> bool:

@@ -48,6 +48,12 @@ NAMES = LayoutNames(
     description="<20-digit offset>.meta (or .meta.arc / .meta.zip)",
 )
 
+def error_code(exc: MqError) -> str:
+    """The code of a message MetaQ's ``MessageUtils`` rejects: a checksum mismatch is METAQ-CRC,
+    anything else (msgLen) METAQ-SIZE."""
+    return "METAQ-CRC" if exc.kind == "crc" else "METAQ-SIZE"
+
+
 FRAMING = Framing(
     walker=mq.MessageWalker,
     header_size=mq.HEADER_LEN,
@@ -58,6 +64,7 @@ FRAMING = Framing(
     candidate=re.compile(rb"(?=\x00(?!\x00\x00\x00)[\x00-\xff]{3}[\x00-\x7f])"),
     candidate_min_length=1,
     decode=mq.decode_message,
+    error_code=error_code,
 )
 
 #: The transaction journal directory in the data dir (``<dataLogPath>/transactions``).

@@ -47,3 +47,17 @@ def test_a_metaq_checksum_mismatch_is_stated_once(tmp_path, capsys):
     assert len(lines) == 1 and "METAQ-CRC" in lines[0], err
     code, _out, err = _mqtool(capsys, "validate", root)
     assert code == 1 and "METAQ-CRC" in err + _out
+
+
+def test_a_cut_older_segment_is_stated_once_by_stats_and_info(tmp_path, capsys):
+    """stats and info read every segment's end themselves: a segment before the last cut inside a
+    message is stated once, by the model's METAQ-SEGMENT-TAIL, not again in their own words."""
+    root = tmp_path / "metaq"
+    shutil.copytree(FIXTURES / "metaq-data", root)
+    segment = root / "trade-1" / "00000000000000000000.meta"
+    with open(segment, "r+b") as f:
+        f.truncate(600)  # inside the message at 556
+    for args in (("stats", root, "--json"), ("info", root), ("info", root, "--json")):
+        code, _out, err = _mqtool(capsys, *args)
+        lines = [line for line in err.splitlines() if f"{segment.name}:556" in line]
+        assert code == 1 and len(lines) == 1 and "METAQ-SEGMENT-TAIL" in lines[0], (args, err)

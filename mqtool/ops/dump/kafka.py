@@ -17,7 +17,7 @@ from typing import Literal
 
 import numpy as np
 
-from mqtool.errors import ChecksumError, CorruptDataError, MqError, StoreLayoutError, UnsupportedFormatError
+from mqtool.errors import CorruptDataError, MqError, StoreLayoutError, UnsupportedFormatError
 from mqtool.findings import Finding
 from mqtool.formats import segment_names as segnames
 from mqtool.formats.checksums import crc32, crc32c
@@ -192,6 +192,9 @@ class DumpItem:
     batch: BatchInfo
     records: tuple[RecordInfo, ...] | None = None  # deep iteration
     records_error: str | None = None
+    #: the code of the finding validate states about an entry the walk kept despite damage that
+    #: leaves its frame intact (``LogFileWalk.finding_code``: KAFKA-LOG-CRC); None when healthy
+    finding: str | None = None
 
 
 @dataclass(frozen=True)
@@ -204,10 +207,12 @@ class FileEnd:
     error: MqError | None = None
 
 
-def batch_info(path: Path, position: int, entry: LogEntry, raw: bytes | memoryview, rel: int) -> BatchInfo:
+def batch_info(path: Path, position: int, entry: LogEntry, raw: bytes | memoryview, rel: int, *, checked: bool = False) -> BatchInfo:
+    """The fields kafka-dump-log prints of the entry at ``raw[rel:]``; ``checked``: the walk has
+    verified its CRC already (the stored CRC is the computed one, not computed again)."""
     h = entry.header
     if isinstance(h, rb.BatchHeader):
-        computed = crc32c(memoryview(raw)[rel + rb.ATTRIBUTES_POSITION : rel + h.size])
+        computed = h.crc if checked else crc32c(memoryview(raw)[rel + rb.ATTRIBUTES_POSITION : rel + h.size])
         codec = compression.CODEC_NAMES.get(h.compression_type, f"unknown({h.compression_type})")
         return BatchInfo(
             path, position, 2, h.base_offset, h.last_offset, h.records_count, h.base_sequence, h.last_sequence, h.producer_id,
@@ -215,7 +220,7 @@ def batch_info(path: Path, position: int, entry: LogEntry, raw: bytes | memoryvi
             h.timestamp_type_name, h.max_timestamp, h.base_timestamp, h.size, codec, h.attributes, h.crc, computed,
         )
     assert isinstance(h, LegacyRecord)
-    computed = crc32(memoryview(raw)[rel + 16 : rel + entry.size])
+    computed = h.crc if checked else crc32(memoryview(raw)[rel + 16 : rel + entry.size])
     codec = compression.CODEC_NAMES.get(h.compression_type, f"unknown({h.compression_type})")
     return BatchInfo(
         path, position, h.magic, None if h.is_compressed else h.offset, h.offset, None if h.is_compressed else 1, -1, -1, -1, -1, -1,
@@ -317,13 +322,20 @@ class LogDump:
         opts = self.options
         decoder = decoder_for(target, opts.decoder)
         start = self._start_position(target)
-        walk = ks.LogFileWalk(f, start, mode="header", check_crc=False, limit=opts.max_bytes)
+        walk = self._log_walk(f, start)
         for pos, entry in walk:
-            info = batch_info(target.path, pos, entry, walk.buffer, pos - walk.buffer_start)
-            item = self._precise(target, pos, entry, info, walk.buffer, pos - walk.buffer_start, decoder)
+            rel = pos - walk.buffer_start
+            info = batch_info(target.path, pos, entry, walk.buffer, rel, checked=opts.check_crc and pos not in walk.damaged)
+            item = self._precise(target, pos, entry, info, walk.buffer, rel, decoder, walk)
             if item is not None:
                 yield item
         self._file_end(target, f, walk)
+
+    def _log_walk(self, f: ReadOnlyFile, start: int) -> ks.LogFileWalk:
+        """The store's walk of one ``.log``: it checks each entry's CRC (unless ``--no-crc``) and
+        keeps an entry whose CRC fails but whose frame holds, as kafka-dump-log lists it."""
+        opts = self.options
+        return ks.LogFileWalk(f, start, mode="header", check_crc=opts.check_crc, limit=opts.max_bytes, keep_damaged=True)
 
     # --- the lean reading: healthy batches' records as columns ---------------------------------
 
@@ -356,11 +368,11 @@ class LogDump:
             yield from self._walk(target, f)
             return
         start = self._start_position(target)
-        walk = ks.LogFileWalk(f, start, mode="header", check_crc=False, limit=opts.max_bytes)
+        walk = self._log_walk(f, start)
         run = _RunBuilder(target, opts)
         for pos, entry in walk:
             rel = pos - walk.buffer_start
-            info = batch_info(target.path, pos, entry, walk.buffer, rel)
+            info = batch_info(target.path, pos, entry, walk.buffer, rel, checked=opts.check_crc and pos not in walk.damaged)
             h = entry.header
             if isinstance(h, rb.BatchHeader) and info.is_valid and not info.is_control:
                 if opts.from_offset is not None and info.last_offset < opts.from_offset:
@@ -375,7 +387,7 @@ class LogDump:
             if run.batches:
                 yield run.take()
             # the precise reading of this entry, as ``_walk`` has it
-            item = self._precise(target, pos, entry, info, walk.buffer, rel, decoder)
+            item = self._precise(target, pos, entry, info, walk.buffer, rel, decoder, walk)
             if item is not None:
                 yield item
         if run.batches:
@@ -392,30 +404,27 @@ class LogDump:
             kind = "limit"
         self.ends.append(FileEnd(target.path, walk.count, walk.valid_end, kind, f.size, walk.error))
 
-    def _precise(self, target: LogTarget, pos: int, entry: LogEntry, info: BatchInfo, buf: bytes, rel: int, decoder: str | None) -> DumpItem | None:
-        """The entry at ``pos`` read precisely: its CRC mismatch (a problem), the filters, and with
-        ``--deep`` its records; None when a filter leaves it out."""
+    def _precise(
+        self, target: LogTarget, pos: int, entry: LogEntry, info: BatchInfo, buf: bytes, rel: int, decoder: str | None, walk: ks.LogFileWalk
+    ) -> DumpItem | None:
+        """The entry at ``pos`` read precisely: the damage the walk kept it despite (a problem, the
+        walk's error; the item names its finding), the filters, and with ``--deep`` its records;
+        None when a filter leaves it out."""
         opts = self.options
-        if not info.is_valid and opts.check_crc:
-            self.problems.append(
-                ChecksumError(
-                    "CRC mismatch",
-                    path=target.path,
-                    position=pos + (rb.CRC_POSITION if info.magic == 2 else 12),
-                    expected=f"{'CRC-32C' if info.magic == 2 else 'CRC-32'} {info.computed_crc}",
-                    found=str(info.crc),
-                )
-            )
+        damage = walk.damaged.get(pos)
+        if damage is not None:
+            self.problems.append(damage)
+        finding = walk.finding_code(pos)
         if opts.from_offset is not None and info.last_offset < opts.from_offset:
             return None
         if not self._batch_in_time(info):
             return None
         if not opts.deep:
-            return DumpItem(target, info)
+            return DumpItem(target, info, finding=finding)
         records, error = self._records(target, entry, buf, rel, pos, decoder)
-        if error is not None:
+        if error is not None and damage is None:  # records of a damaged entry: the same damage
             self.problems.append(CorruptDataError(error, path=target.path, position=pos))
-        return DumpItem(target, info, records, error)
+        return DumpItem(target, info, records, error, finding)
 
     def _batch_in_time(self, info: BatchInfo) -> bool:
         since, until = self.options.since_ms, self.options.until_ms

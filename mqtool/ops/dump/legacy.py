@@ -29,7 +29,7 @@ from mqtool.errors import (
     StoreLayoutError,
     hexint,
 )
-from mqtool.findings import Finding, Severity
+from mqtool.findings import Finding, Severity, not_stated
 from mqtool.formats import jafka as jf
 from mqtool.formats import metaq as mq
 from mqtool.formats import segment_names as segnames
@@ -149,6 +149,10 @@ class JafkaItem:
     depth: int = 0
     inner_index: int | None = None
     inner_position: int | None = None
+    #: the code of the finding validate states about a message the walk kept despite damage that
+    #: leaves its frame intact (JAFKA-CRC, JAFKA-MAGIC; the inner messages of such a wrapper carry
+    #: it too); None when healthy
+    finding: str | None = None
 
     @property
     def crc_valid(self) -> bool:
@@ -207,7 +211,7 @@ class JafkaDump:
             start, note = _start_position(reader, seg, self.from_offset, jafka_starts_at)
             if note:
                 self.notes.append(note)
-            walk = SegmentWalk(reader, sj.FRAMING, start, check_crc=False)
+            walk = SegmentWalk(reader, sj.FRAMING, start, keep_damaged=True)
             done = 0
             try:
                 for pos, message in walk:
@@ -216,37 +220,42 @@ class JafkaDump:
                     offset = seg.start_offset + pos
                     if self.from_offset is not None and offset < self.from_offset:
                         continue
-                    yield from self._items(Where(part, seg, pos, offset), message)
+                    yield from self._items(Where(part, seg, pos, offset), message, walk.damaged.get(pos))
             except MqError as exc:  # the reader failed (I/O)
                 self.problems.append(exc)
                 return
             self.bytes_done += max(0, (seg.size or 0) - start - done)
             record_end(part, seg, reader, sj.FRAMING, walk, self.problems, self.notes)
 
-    def _items(self, where: Where, message: jf.Message) -> Iterator[JafkaItem]:
-        computed = crc32(message.payload)
+    def _items(self, where: Where, message: jf.Message, damage: MqError | None) -> Iterator[JafkaItem]:
+        """The rows of the message the store's walk yielded at ``where``; ``damage``: the error it
+        kept the message despite (its CRC fails, its frame holds), None for a healthy one."""
+        computed = message.crc if damage is None else crc32(message.payload)  # the walk checked it
         after = where.offset + message.serialized_size
-        magic = jf.magic_error(message.magic, where.position + jf.LOG_OVERHEAD, crc_mismatch=computed != message.crc)
-        if magic is not None and computed != message.crc:
+        magic = jf.magic_error(message.magic, where.position + jf.LOG_OVERHEAD, crc_mismatch=damage is not None)
+        finding = None
+        if damage is not None:
             # Jafka reads the magic before the CRC: the same error validate reports (JAFKA-MAGIC)
-            self.problems.append(magic.at(where.segment.path))
-        elif computed != message.crc:
-            self.problems.append(_jafka_crc_error(where, message, computed))
+            problem = magic.at(where.segment.path) if magic is not None else damage
+            self.problems.append(problem)
+            finding = sj.error_code(problem)
         elif magic is not None and where.segment.path not in self._magic0_noted:
             # a whole Kafka 0.7 magic-0 message: shown (Kafka 0.7 files are read), but Jafka cannot read it
             self._magic0_noted.add(where.segment.path)
             self.notes.append(f"{magic.at(where.segment.path)} (the first of this file; `mqtool validate` lists them)")
         if not message.compressed:
-            yield JafkaItem(where, "message", message, computed, after)
+            yield JafkaItem(where, "message", message, computed, after, finding=finding)
             return
-        yield JafkaItem(where, "wrapper", message, computed, after)
-        if not self.deep or computed != message.crc:
+        yield JafkaItem(where, "wrapper", message, computed, after, finding=finding)
+        if not self.deep:
             return
         inner: list[jf.InnerMessage] = []
         try:
             for m in jf.iter_wrapper(message):
                 inner.append(m)
         except MqError as exc:
+            if damage is not None:  # the wrapper's own damage: stated once, by its finding
+                return
             self.problems.append(
                 CorruptDataError(
                     f"compressed wrapper: {exc.message}" if exc.message else "compressed wrapper",
@@ -263,7 +272,7 @@ class JafkaDump:
                 nxt = None
             else:
                 nxt = after if m.index == last_leaf else where.offset
-            if m.crc_computed != m.message.crc:
+            if m.crc_computed != m.message.crc and damage is None:
                 self.problems.append(
                     ChecksumError(
                         f"inner message #{m.index} of the wrapper: CRC mismatch",
@@ -273,17 +282,8 @@ class JafkaDump:
                         found=hexint(m.message.crc),
                     )
                 )
-            yield JafkaItem(where, "wrapper" if m.message.compressed else "inner", m.message, m.crc_computed, nxt, m.depth, m.index, m.position)
-
-
-def _jafka_crc_error(where: Where, message: jf.Message, computed: int) -> ChecksumError:
-    return ChecksumError(
-        "message CRC mismatch",
-        path=where.segment.path,
-        position=where.position + jf.LOG_OVERHEAD + message.header_size - 4,
-        expected=f"CRC {hexint(computed)} (CRC-32 of the {len(message.payload)}-byte payload)",
-        found=hexint(message.crc),
-    )
+            kind = "wrapper" if m.message.compressed else "inner"
+            yield JafkaItem(where, kind, m.message, m.crc_computed, nxt, m.depth, m.index, m.position, finding)
 
 
 # --- MetaQ ----------------------------------------------------------------------------------------------
@@ -299,6 +299,9 @@ class MetaqItem:
     attribute: bytes | None
     payload: bytes
     attribute_error: str | None = None
+    #: the code of the finding validate states about a message the walk kept despite damage that
+    #: leaves its frame intact (METAQ-CRC); None when healthy
+    finding: str | None = None
 
     @property
     def checksum_valid(self) -> bool:
@@ -377,7 +380,7 @@ class MetaqDump:
             start, note = _start_position(reader, seg, self.from_offset, metaq_starts_at)
             if note:
                 self.notes.append(note)
-            walk = SegmentWalk(reader, sm.FRAMING, start, check_crc=False)
+            walk = SegmentWalk(reader, sm.FRAMING, start, keep_damaged=True)
             done = 0
             try:
                 for pos, message in walk:
@@ -386,7 +389,7 @@ class MetaqDump:
                     offset = seg.start_offset + pos
                     if self.from_offset is not None and offset < self.from_offset:
                         continue
-                    yield self._item(Where(part, seg, pos, offset), message)
+                    yield self._item(Where(part, seg, pos, offset), message, walk.damaged.get(pos))
                 if walk.error is None and walk.end is not None and walk.end.kind == "eof":
                     reader.verify()  # a zip's CRC is checked once its entry has been read to the end
             except MqError as exc:  # the reader failed (I/O, a damaged archive)
@@ -395,18 +398,14 @@ class MetaqDump:
             self.bytes_done += max(0, (seg.size or 0) - start - done)
             record_end(part, seg, reader, sm.FRAMING, walk, self.problems, self.notes)
 
-    def _item(self, where: Where, message: mq.Message) -> MetaqItem:
-        computed = masked_crc32(message.data)
-        if computed != message.checksum:
-            self.problems.append(
-                ChecksumError(
-                    "message checksum mismatch",
-                    path=where.segment.path,
-                    position=where.position + mq.CHECKSUM_POSITION,
-                    expected=f"checksum {hexint(computed)} (CRC-32 & 0x7FFFFFFF of the {len(message.data)}-byte data)",
-                    found=hexint(message.checksum),
-                )
-            )
+    def _item(self, where: Where, message: mq.Message, damage: MqError | None) -> MetaqItem:
+        """The row of the message the store's walk yielded at ``where``; ``damage``: the error it
+        kept the message despite (its checksum fails, its frame holds), None for a healthy one."""
+        computed = message.checksum if damage is None else masked_crc32(message.data)  # the walk checked it
+        finding = None
+        if damage is not None:
+            self.problems.append(damage)
+            finding = sm.error_code(damage)
         attribute, payload, error = split_metaq(message)
         if error is not None:
             self.problems.append(
@@ -418,7 +417,9 @@ class MetaqDump:
                     found=error.found,
                 )
             )
-        return MetaqItem(where, message, computed, attribute, payload, None if error is None else f"expected {error.expected}, found {error.found}")
+        return MetaqItem(
+            where, message, computed, attribute, payload, None if error is None else f"expected {error.expected}, found {error.found}", finding
+        )
 
 
 # --- read by offset (``mqtool query --offset``) ----------------------------------------------------------
@@ -481,7 +482,7 @@ def _lookup_offset(data: DataDir, partition: Partition, offset: int) -> OffsetLo
     with (sj.open_segment(seg) if jafka else sm.open_segment(seg)) as reader:
         starts = jafka_starts_at if jafka else metaq_starts_at
         direct = seg.archive != "zip" and starts(reader, position)
-        walk = SegmentWalk(reader, framing, position if direct else 0, check_crc=False)
+        walk = SegmentWalk(reader, framing, position if direct else 0, keep_damaged=True)
         for pos, message in walk:
             if pos < position:
                 result.previous_offset = seg.start_offset + pos
@@ -491,9 +492,9 @@ def _lookup_offset(data: DataDir, partition: Partition, offset: int) -> OffsetLo
                 break
             where = Where(partition, seg, pos, offset)
             if isinstance(dump, JafkaDump):
-                result.items.extend(dump._items(where, message))
+                result.items.extend(dump._items(where, message, walk.damaged.get(pos)))
             else:
-                result.items.append(dump._item(where, message))
+                result.items.append(dump._item(where, message, walk.damaged.get(pos)))
             break
     if not result.items:
         result.reason = f"offset {offset} is not the start of a valid message in {seg.path}"
@@ -506,7 +507,9 @@ def _lookup_offset(data: DataDir, partition: Partition, offset: int) -> OffsetLo
 def name_findings(result: OffsetLookup, findings: list[Finding]) -> OffsetLookup:
     """A lookup's problems and reason with validate's findings: its errors after the problems,
     its warnings after the reason, each as ``CODE path:position: message``."""
-    result.problems = [*result.problems, *(finding_text(f) for f in log_findings.errors(findings))]  # type: ignore[list-item]
+    errors = log_findings.errors(findings)
+    kept = not_stated(list(result.problems), errors)  # a problem a finding states is stated once, by it
+    result.problems = [*(p for p in kept if isinstance(p, MqError)), *(finding_text(f) for f in errors)]  # type: ignore[list-item]
     warnings = [finding_text(f) for f in findings if f.level is Severity.warning]
     if warnings:
         result.reason = "; ".join(([result.reason] if result.reason else []) + warnings)

@@ -24,7 +24,7 @@ def kafka_lag(path: str | Path) -> LagReport:
     offsets_dir = next((p.path for p in store.partitions if p.topic == ks.CONSUMER_OFFSETS and p.suffix is None), None)
     report = LagReport(Layout.KAFKA.value, str(path), str(offsets_dir) if offsets_dir is not None else None)
     for exc in committed.problems:
-        report.findings.append(Finding(model_kafka.entry_error_code(exc), exc.path or "", exc.position, exc.reason))
+        report.findings.append(Finding(ks.entry_error_code(exc), exc.path or "", exc.position, exc.reason))
     by_key = {p.key: p for p in store.partitions if p.key is not None and p.suffix is None}
     wanted = {by_key[k].name for k in committed.table if k in by_key}
     ends: dict[str, tuple[int, int]] = {}
@@ -60,7 +60,7 @@ def _unconsumed(part: ks.KafkaPartition, offset: int, valid: dict[str, int], rep
     try:
         first = model_consumers.kafka_first_record(part, offset)
     except MqError as exc:
-        report.findings.append(Finding(model_kafka.entry_error_code(exc), exc.path or "", exc.position, exc.reason))
+        report.findings.append(Finding(ks.entry_error_code(exc), exc.path or "", exc.position, exc.reason))
         return None, None
     if first is None:
         return 0, None

@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from mqtool.errors import ChecksumError, MqError
+from mqtool.errors import MqError
 from mqtool.formats.kafka import checkpoint_file as cpf
 from mqtool.formats.kafka import record_batch as rb
 from mqtool.formats.kafka.log import records_of_batch, records_of_message
@@ -38,6 +38,9 @@ class KafkaHit:
     batch: BatchInfo
     record: RecordInfo
     via: str  # "index", "timeindex", "scan"
+    #: the code of the finding the record's batch carries: a batch the walk kept despite damage
+    #: that leaves its frame intact (``LogFileWalk.finding_code``: KAFKA-LOG-CRC); None when healthy
+    finding: str | None = None
 
 
 @dataclass
@@ -82,26 +85,36 @@ class _Collector:
     def done(self) -> bool:
         return len(self.result.hits) >= self.max_results
 
-    def _collect(self, seg, pos: int, entry, buffer: bytes, rel: int, accept, via: str, decoder, batch_filter) -> bool:
-        """Add the accepted records of one batch; True once ``max_results`` are in."""
+    def _collect(self, seg, pos: int, entry, walk: ks.LogFileWalk, accept, via: str, decoder, batch_filter) -> bool:
+        """Add the accepted records of one batch; True once ``max_results`` are in.  A batch the
+        walk kept despite its CRC (its frame holds) gives its records with its finding."""
         hits = self.result.hits
         if hits and entry.last_offset <= hits[-1].record.offset:
             return False
         if not hits and batch_filter is not None and not batch_filter(entry):
             return False
-        info = batch_info(seg.log, pos, entry, buffer, rel)
+        buffer, rel = walk.buffer, pos - walk.buffer_start
+        damage = walk.damaged.get(pos)
+        finding = walk.finding_code(pos)
+        if damage is not None:
+            self.result.problems.append(damage)
+        info = batch_info(seg.log, pos, entry, buffer, rel, checked=damage is None)
         try:
             if entry.magic == 2:
-                batch = rb.decode_batch(buffer, rel)
+                batch = rb.decode_batch(buffer, rel, check_crc=damage is None)
                 logical = records_of_batch(batch)
                 raw = batch.records
             else:
-                logical = records_of_message(entry.header, 0)
+                logical = records_of_message(entry.header, 0, check_crc=damage is None)
                 raw = None
         except MqError as exc:
-            self.result.problems.append(exc.at(seg.log, pos - rel))  # positions in ``buffer``
-            self.damaged.append((_first_offset(entry), entry.last_offset, f"{seg.log}:{pos}", "whose records cannot be read"))
+            if damage is None:
+                self.result.problems.append(exc.at(seg.log, pos - rel))  # positions in ``buffer``
+            why = "whose CRC fails and whose records cannot be read" if damage is not None else "whose records cannot be read"
+            self.damaged.append((_first_offset(entry), entry.last_offset, f"{seg.log}:{pos}", why))
             return False
+        if damage is not None:
+            self.damaged.append((_first_offset(entry), entry.last_offset, f"{seg.log}:{pos}", "whose CRC fails"))
         for i, r in enumerate(logical):
             if hits:
                 if r.offset <= hits[-1].record.offset:
@@ -109,59 +122,37 @@ class _Collector:
             elif not accept(r):
                 continue
             rec = record_info(r, raw[i] if raw is not None and r.is_control else None, decoder)
-            hits.append(KafkaHit(self.part.topic, self.part.partition, seg.log, info, rec, via))
+            hits.append(KafkaHit(self.part.topic, self.part.partition, seg.log, info, rec, via, finding))
             if self.done:
                 return True
         return False
-
-    @staticmethod
-    def _damaged_batch(f: ReadOnlyFile, walk: ks.LogFileWalk):
-        """The header of the batch a walk stopped at when only its CRC failed (its framing holds)."""
-        if not isinstance(walk.error, ChecksumError) or walk.failed_at is None:
-            return None
-        try:
-            return ks.read_entry_at(f, walk.failed_at, mode="header", check_crc=False)
-        except MqError:
-            return None
 
     def scan(
         self, seg: ks.KafkaSegment, position: int, accept, via: str, *, batch_filter=None, indexed_offset: int | None = None
     ) -> tuple[int, bool]:
         """Scan ``seg`` from ``position``; returns (batches read, whether the position was a valid
         entry).  ``indexed_offset``: the offset the index gave for ``position``; the entry there
-        must not start after it (else the index is wrong and the caller scans from 0)."""
+        must not start after it (else the index is wrong and the caller scans from 0).  A batch
+        whose CRC fails but whose frame holds is read (``keep_damaged``): its records come with
+        their finding, and the batches after it are read on (the broker's consumers stop there;
+        an operator wants the rest)."""
         read = 0
         target = LogTarget(seg.log, seg.base_offset, self.part, seg)
         decoder = decoder_for(target, self.decoder)
         with ReadOnlyFile(seg.log) as f:
             if position >= f.size:
                 return 0, position == f.size
-            start = position
-            while True:
-                walk = ks.LogFileWalk(f, start, mode="header", check_crc=True)
-                for pos, entry in walk:
-                    read += 1
-                    if read == 1 and indexed_offset is not None and position and _first_offset(entry) > indexed_offset:
-                        return 0, False
-                    if self._collect(seg, pos, entry, walk.buffer, pos - walk.buffer_start, accept, via, decoder, batch_filter):
-                        self.result.steps.append(f"{seg.log.name}: read {read} batch(es) from position {position}")
-                        return read, True
-                bad = self._damaged_batch(f, walk)
-                if bad is None:
-                    break
-                # a batch whose CRC fails but whose framing holds: its records cannot be trusted, the
-                # batches after it can (the broker's consumers stop here; an operator wants the rest)
+            walk = ks.LogFileWalk(f, position, mode="header", check_crc=True, keep_damaged=True)
+            for pos, entry in walk:
                 read += 1
-                if read == 1 and indexed_offset is not None and position and _first_offset(bad) > indexed_offset:
+                if read == 1 and indexed_offset is not None and position and _first_offset(entry) > indexed_offset:
                     return 0, False
-                self.result.problems.append(walk.error)
-                self.damaged.append((_first_offset(bad), bad.last_offset, f"{seg.log}:{walk.failed_at}", "whose CRC fails"))
-                start = walk.failed_at + bad.size
-                if start >= f.size:
-                    break
+                if self._collect(seg, pos, entry, walk, accept, via, decoder, batch_filter):
+                    self.result.steps.append(f"{seg.log.name}: read {read} batch(es) from position {position}")
+                    return read, True
             if read == 0 and position:
                 return 0, False  # an index never points at the end of the data or at garbage
-            if walk.error is not None and (not self.damaged or self.damaged[-1][2] != f"{seg.log}:{walk.failed_at}"):
+            if walk.error is not None:
                 self.result.problems.append(walk.error)
         self.result.steps.append(f"{seg.log.name}: read {read} batch(es) from position {position}")
         return read, True
@@ -177,11 +168,13 @@ def with_findings(result: KafkaQueryResult, part: ks.KafkaPartition) -> KafkaQue
     """Every gap and damage of the partition asked -- its log and the indexes a lookup reads -- as
     validate states it (``ops.log_findings``): errors after the problems (exit 1), warnings after
     the notes, each as ``CODE path:position: message``."""
-    from mqtool.findings import finding_text
+    from mqtool.findings import finding_text, not_stated
     from mqtool.ops import log_findings
 
     met = log_findings.on_path(part.path, "kafka", [part.path], families=log_findings.INDEX)
-    result.problems.extend(finding_text(f) for f in log_findings.errors(met))  # type: ignore[misc]
+    errors = log_findings.errors(met)
+    result.problems = [p for p in not_stated(list(result.problems), errors) if isinstance(p, (MqError, str))]  # stated once: by the finding
+    result.problems.extend(finding_text(f) for f in errors)
     result.notes.extend(finding_text(f) for f in met if f not in log_findings.errors(met))
     return result
 
@@ -241,7 +234,12 @@ def _query_offset(store: ks.KafkaStore, part: ks.KafkaPartition, offset: int, *,
         if collector.done:
             break
     damaged = next((d for d in collector.damaged if d[0] <= offset <= d[1]), None)
-    if damaged is not None:
+    if damaged is not None and result.hits and result.hits[0].finding is not None and result.hits[0].record.offset == offset:
+        result.notes.append(
+            f"offset {offset} is in the batch at {damaged[2]} (offsets {damaged[0]}..{damaged[1]}), {damaged[3]}: "
+            f"its record is listed with the finding {result.hits[0].finding}, its bytes cannot be trusted"
+        )
+    elif damaged is not None:
         nxt = f"; the next readable record is at offset {result.hits[0].record.offset}" if result.hits else ""
         result.notes.append(f"offset {offset} is in the batch at {damaged[2]} (offsets {damaged[0]}..{damaged[1]}), {damaged[3]}: its records cannot be trusted{nxt}")
     elif not result.hits:

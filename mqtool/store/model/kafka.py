@@ -106,20 +106,6 @@ class Sink:
 #: The code of a Kafka log entry a full decode (``LogWalker``, ``FileRecords.batchIterator``
 #: upstream) rejects, by its error's ``kind``; any other kind (a record inside the entry, a cut
 #: inner structure) is KAFKA-LOG-RECORDS.  The Spark scan's walk names its problems with it.
-ENTRY_CODES: dict[str | None, str] = {
-    "crc": "KAFKA-LOG-CRC",
-    "unsupported": "KAFKA-LOG-UNSUPPORTED",
-    "magic": "KAFKA-LOG-MAGIC",
-    "offset-order": "KAFKA-OFFSET-ORDER",
-    "compression": "KAFKA-LOG-COMPRESSION",
-    "size": "KAFKA-LOG-SIZE",
-}
-
-
-def entry_error_code(exc: MqError) -> str:
-    """The code of an entry a full decode rejects (``ENTRY_CODES``)."""
-    return ENTRY_CODES.get(exc.kind, "KAFKA-LOG-RECORDS")
-
 # --- phase 2: one segment ---------------------------------------------------------------------
 
 

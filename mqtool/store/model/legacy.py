@@ -60,22 +60,6 @@ from mqtool.store.legacy import (
     zero_run,
 )
 
-#: The code of a Jafka message the broker's ``MessageSet`` reader rejects, by its error's
-#: ``kind`` (``Message.crcOffset`` throws ``UnknownMagicByteException`` for a magic other than
-#: 1); anything else (a LENGTH that does not fit, a wrapper that does not inflate) is JAFKA-SIZE.
-JAFKA_CODES: dict[str | None, str] = {"crc": "JAFKA-CRC", "magic": "JAFKA-MAGIC"}
-
-
-def jafka_error_code(exc: MqError) -> str:
-    """The code of a Jafka message a decode rejects (``JAFKA_CODES``)."""
-    return JAFKA_CODES.get(exc.kind, "JAFKA-SIZE")
-
-
-def metaq_error_code(exc: MqError) -> str:
-    """The code of a message MetaQ's ``MessageUtils`` rejects: a checksum mismatch is METAQ-CRC,
-    anything else (msgLen) METAQ-SIZE."""
-    return "METAQ-CRC" if exc.kind == "crc" else "METAQ-SIZE"
-
 # --- phase 2: one segment file ------------------------------------------------------------------------
 
 

@@ -170,7 +170,7 @@ def _precise_lines(engine: ops.LogDump, decode: BodyDecode, records_only: bool) 
         if not records_only:
             lines.append(dumps(batch_row(item, decode=decode, table=False)))
         for record in item.records or ():
-            lines.append(dumps(record_row(item.batch, item.target.topic, item.target.partition_id, record, decode=decode, table=False)))
+            lines.append(dumps(record_row(item.batch, item.target.topic, item.target.partition_id, record, decode=decode, table=False, finding=item.finding)))
     return lines
 
 

@@ -111,21 +111,40 @@ def test_a_batch_whose_crc_fails_is_stepped_over_not_the_end_of_the_answer(tmp_p
     raw = bytearray(log.read_bytes())
     entries = list(LogWalker(bytes(raw), mode="header"))
     bad = next(e for e in entries if e.header.base_offset == 96)  # offsets 96..99, indexed as 99
-    raw[bad.position + 100] ^= 0xFF
+    raw[bad.position + 61] ^= 0x40  # its first record's length: its CRC fails and its records do not decode
     log.write_bytes(bytes(raw))
     store = open_kafka(root)
     for offset in (100, 97):  # through the index entry pointing at the damaged batch; by a scan
         result = query_offset(store, "orders", 0, offset, max_results=2)
         assert [h.record.offset for h in result.hits] == [100, 101]
-        # the lookup's own problem, then validate's finding for the partition (the query named
-        # the CRC without its code)
-        problem, *validated = result.problems
-        assert problem.path == str(log) and "CRC" in str(problem)
-        assert validated and validated[0].startswith(f"KAFKA-LOG-CRC {log}:{bad.position + 17}: "), validated
+        # the damage is stated once, by validate's finding for the partition (the lookup's own
+        # reading of the same CRC is not printed again)
+        (validated,) = result.problems
+        assert validated.startswith(f"KAFKA-LOG-CRC {log}:{bad.position + 17}: "), validated
         assert not any("no record" in n or "no valid batch" in n for n in result.notes)
-    assert any(f"offset 97 is in the batch at {log}:{bad.position} (offsets 96..99), whose CRC fails" in n for n in result.notes)
+    assert any(f"offset 97 is in the batch at {log}:{bad.position} (offsets 96..99), whose CRC fails and whose records cannot be read" in n for n in result.notes)
     (ts_hit,) = query_timestamp(store, "orders", 0, bad.header.max_timestamp).hits  # max_timestamp of the bad batch
     assert ts_hit.record.offset == 100
+
+
+def test_a_batch_whose_crc_fails_but_whose_records_decode_gives_them_with_its_finding(tmp_path):
+    """Issue 30: the frame holds and the records decode (a flipped payload byte): the record
+    asked is found, carrying KAFKA-LOG-CRC, as dump lists it; the finding is stated once."""
+    root = tmp_path / "logs"
+    shutil.copytree(LOGS, root)
+    log = root / "orders-0" / "00000000000000000090.log"
+    raw = bytearray(log.read_bytes())
+    entries = list(LogWalker(bytes(raw), mode="header"))
+    bad = next(e for e in entries if e.header.base_offset == 96)
+    raw[bad.position + bad.size - 5] ^= 0x01  # a byte of the last record's value (its headers follow: none)
+    log.write_bytes(bytes(raw))
+    assert len(list(LogWalker(bytes(raw), mode="full", check_crc=False))) == len(entries)  # the records decode
+    store = open_kafka(root)
+    result = query_offset(store, "orders", 0, 97, max_results=4)
+    assert [(h.record.offset, h.finding) for h in result.hits] == [(97, "KAFKA-LOG-CRC"), (98, "KAFKA-LOG-CRC"), (99, "KAFKA-LOG-CRC"), (100, None)]
+    (validated,) = result.problems
+    assert validated.startswith(f"KAFKA-LOG-CRC {log}:{bad.position + 17}: "), validated
+    assert any("its record is listed with the finding KAFKA-LOG-CRC" in n for n in result.notes)
 
 
 def test_a_batch_whose_records_do_not_decode_is_named_at_its_real_position(tmp_path):
