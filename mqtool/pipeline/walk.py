@@ -26,13 +26,18 @@ from __future__ import annotations
 
 from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass
+from typing import Protocol
 
 from mqtool.errors import CorruptDataError, MqError
 from mqtool.formats.rocketmq.commitlog import RecordWalker
 from mqtool.pipeline.files import AnyFile
 from mqtool.store import rocketmq as rmq
-from mqtool.store.files import CHUNK_SIZE, piece_size
-from mqtool.store.rocketmq import MAX_RECORD_SIZE, find_next_record, nonzero_extent
+from mqtool.store.files import CHUNK_SIZE, nonzero_extent, piece_size
+from mqtool.store.rocketmq import MAX_RECORD_SIZE, find_next_record
+
+#: What a walk yields: ``("record", position, item)``, ``("problem", position, Problem)``,
+#: ``("end", position, kind)`` and, for the CommitLog, ``("damaged", position, (from, to))``.
+Event = tuple[str, int, object]
 
 
 @dataclass(frozen=True)
@@ -58,7 +63,7 @@ class Problem:
 
 def _after_broken_record(
     f: AnyFile, base: int, bad: int, exc: MqError, is_last: bool, file_size: int
-) -> Generator[tuple[str, int, object], None, int | None]:
+) -> Generator[Event, None, int | None]:
     """Report the record that fails at ``bad`` (or the torn tail it is) and return where the walk
     goes on (None: it stops) -- validate's ``_after_broken_record``."""
     if is_last:
@@ -71,7 +76,9 @@ def _after_broken_record(
     resume = next((bad + n for n in sorted(frames) if rmq.clean_at(f, base, bad + n)), None)
     region = None
     if resume is None:
-        resume = find_next_record(f, base, bad + 1)
+        # find_next_record reads only ``size`` and ``pread`` (store.files.Readable), which an
+        # ArrowFile has; its signature names ReadOnlyFile alone
+        resume = find_next_record(f, base, bad + 1)  # type: ignore[arg-type]
         if resume is None:
             extent = nonzero_extent(f, bad)
             end = extent[1] if extent else bad
@@ -90,7 +97,12 @@ def _after_broken_record(
                 resume - bad,
                 (base + bad, base + resume),
             )
-    damaged = (base + bad, base + resume) if resume is not None else region.damaged  # type: ignore[union-attr]
+    damaged: tuple[int, int] | None
+    if resume is not None:
+        damaged = (base + bad, base + resume)
+    else:
+        assert region is not None  # no record after the broken one: the unreadable region is stated
+        damaged = region.damaged
     yield "problem", bad, Problem(code, located.position, located.reason, None, damaged)
     if region is not None:
         yield "problem", bad, region
@@ -101,7 +113,7 @@ def _after_broken_record(
 
 def walk_commitlog(
     f: AnyFile, base: int, start: int, stop: int, is_last: bool, file_size: int | None = None
-) -> Iterator[tuple[str, int, object]]:
+) -> Iterator[Event]:
     """The records of ``f`` (a CommitLog file named ``base``) owned by the range ``[start, stop)``.
 
     ``is_last``: the last file holding data (a record cut by a crash there is a torn tail);
@@ -112,7 +124,7 @@ def walk_commitlog(
     """
     file_size = file_size or f.size
     if start:
-        first = find_next_record(f, base, start)
+        first = find_next_record(f, base, start)  # type: ignore[arg-type]  # reads size and pread only, as above
         if first is None:
             return
         pos = first
@@ -180,6 +192,32 @@ def walk_commitlog(
 # --- formats without a magic code: Kafka, Jafka, MetaQ ------------------------------------------
 
 
+class WalkEnd(Protocol):
+    """Where a walker's valid records stop (the ``DataEnd`` of each ``formats`` walker)."""
+
+    @property
+    def kind(self) -> str: ...
+
+    @property
+    def position(self) -> int: ...
+
+    @property
+    def length(self) -> int: ...
+
+
+class FramedWalker(Protocol):
+    """A walker over one buffer: ``(position, item, size)`` per record, then ``failed_at`` (where
+    a broken record stopped it) or ``end`` (where the data stopped)."""
+
+    def __iter__(self) -> Iterator[tuple[int, object, int]]: ...
+
+    @property
+    def failed_at(self) -> int | None: ...
+
+    @property
+    def end(self) -> WalkEnd | None: ...
+
+
 @dataclass(frozen=True)
 class Framing:
     """How to walk one family: a walker over a buffer, and the checks a sync point needs.
@@ -190,7 +228,7 @@ class Framing:
     the validate code of a broken record; ``region_code`` the code of skipped bytes.
     """
 
-    walker: Callable[[bytes], object]
+    walker: Callable[[bytes], FramedWalker]
     decodes: Callable[[AnyFile, int], int | None]
     candidates: Callable[[bytes], Iterator[int]]
     classify: Callable[[MqError], str]
@@ -237,7 +275,7 @@ def find_sync(framing: Framing, f: AnyFile, start: int) -> int | None:
     return None
 
 
-def walk_framed(framing: Framing, f: AnyFile, start: int, stop: int) -> Iterator[tuple[str, int, object]]:
+def walk_framed(framing: Framing, f: AnyFile, start: int, stop: int) -> Iterator[Event]:
     if start:
         first = find_sync(framing, f, start)
         if first is None:
@@ -246,7 +284,7 @@ def walk_framed(framing: Framing, f: AnyFile, start: int, stop: int) -> Iterator
     else:
         pos = 0
     piece = want = piece_size()
-    last_item = None
+    last_item: object = None
     while True:
         data = f.pread(pos, want)
         want = piece
@@ -275,8 +313,10 @@ def walk_framed(framing: Framing, f: AnyFile, start: int, stop: int) -> Iterator
             yield "problem", bad, Problem(framing.classify(exc), located.position, located.reason)
             if resume is None:
                 extent = nonzero_extent(f, bad)
-                end = extent[1] if extent else bad
-                yield "problem", bad, Problem(framing.region_code, bad, f"no valid record after the broken one: {end - bad} bytes cannot be read", end - bad)
+                data_end = extent[1] if extent else bad
+                yield "problem", bad, Problem(
+                    framing.region_code, bad, f"no valid record after the broken one: {data_end - bad} bytes cannot be read", data_end - bad
+                )
                 yield "end", bad, "unreadable"
                 return
             if resume > bad:
@@ -300,9 +340,9 @@ def walk_framed(framing: Framing, f: AnyFile, start: int, stop: int) -> Iterator
             continue
         at = pos + end.position
         if end.kind == "partial" and framing.torn_check is not None:
-            exc = framing.torn_check(data[end.position : end.position + 64], end.length, last_item)
-            if exc is not None:
-                located = exc.at(f.path, at)
+            not_torn = framing.torn_check(data[end.position : end.position + 64], end.length, last_item)
+            if not_torn is not None:
+                located = not_torn.at(f.path, at)
                 yield "problem", at, Problem(framing.classify(located), located.position, located.reason)
                 yield "problem", at, Problem(framing.region_code, at, f"no valid record after the broken one: {f.size - at} bytes cannot be read", f.size - at)
                 yield "end", at, "unreadable"
