@@ -18,14 +18,16 @@ in ``notes``).  ``max_results`` records are returned from the one found onwards.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from mqtool.errors import MqError
 from mqtool.formats.kafka import checkpoint_file as cpf
 from mqtool.formats.kafka import record_batch as rb
-from mqtool.formats.kafka.log import records_of_batch, records_of_message
-from mqtool.ops.dump.kafka import BatchInfo, LogTarget, RecordInfo, batch_info, decoder_for, record_info
+from mqtool.formats.kafka.legacy import LegacyRecord
+from mqtool.formats.kafka.log import LogEntry, LogRecord, records_of_batch, records_of_message
+from mqtool.ops.dump.kafka import BatchInfo, Decoder, LogTarget, RecordInfo, batch_info, decoder_for, record_info
 from mqtool.store import kafka as ks
 from mqtool.store.files import ReadOnlyFile, read_small_file
 
@@ -69,10 +71,14 @@ def _log_start(store: ks.KafkaStore, part: ks.KafkaPartition) -> int:
     return start
 
 
+#: Whether a record is one the query asks for.
+Accept = Callable[[LogRecord], bool]
+
+
 class _Collector:
     """Walks forward from a position collecting ``max_results`` records >= a start condition."""
 
-    def __init__(self, part: ks.KafkaPartition, result: KafkaQueryResult, max_results: int, decoder: str) -> None:
+    def __init__(self, part: ks.KafkaPartition, result: KafkaQueryResult, max_results: int, decoder: Decoder) -> None:
         self.part = part
         self.result = result
         self.max_results = max_results
@@ -85,7 +91,17 @@ class _Collector:
     def done(self) -> bool:
         return len(self.result.hits) >= self.max_results
 
-    def _collect(self, seg, pos: int, entry, walk: ks.LogFileWalk, accept, via: str, decoder, batch_filter) -> bool:
+    def _collect(
+        self,
+        log: Path,
+        pos: int,
+        entry: LogEntry,
+        walk: ks.LogFileWalk,
+        accept: Accept,
+        via: str,
+        decoder: str | None,
+        batch_filter: Callable[[LogEntry], bool] | None,
+    ) -> bool:
         """Add the accepted records of one batch; True once ``max_results`` are in.  A batch the
         walk kept despite its CRC (its frame holds) gives its records with its finding."""
         hits = self.result.hits
@@ -98,23 +114,25 @@ class _Collector:
         finding = walk.finding_code(pos)
         if damage is not None:
             self.result.problems.append(damage)
-        info = batch_info(seg.log, pos, entry, buffer, rel, checked=damage is None)
+        info = batch_info(log, pos, entry, buffer, rel, checked=damage is None)
+        raw: tuple[rb.Record, ...] | None
         try:
             if entry.magic == 2:
                 batch = rb.decode_batch(buffer, rel, check_crc=damage is None)
                 logical = records_of_batch(batch)
                 raw = batch.records
             else:
+                assert isinstance(entry.header, LegacyRecord)  # a v0/v1 entry of a "header" walk
                 logical = records_of_message(entry.header, 0, check_crc=damage is None)
                 raw = None
         except MqError as exc:
             if damage is None:
-                self.result.problems.append(exc.at(seg.log, pos - rel))  # positions in ``buffer``
+                self.result.problems.append(exc.at(log, pos - rel))  # positions in ``buffer``
             why = "whose CRC fails and whose records cannot be read" if damage is not None else "whose records cannot be read"
-            self.damaged.append((_first_offset(entry), entry.last_offset, f"{seg.log}:{pos}", why))
+            self.damaged.append((_first_offset(entry), entry.last_offset, f"{log}:{pos}", why))
             return False
         if damage is not None:
-            self.damaged.append((_first_offset(entry), entry.last_offset, f"{seg.log}:{pos}", "whose CRC fails"))
+            self.damaged.append((_first_offset(entry), entry.last_offset, f"{log}:{pos}", "whose CRC fails"))
         for i, r in enumerate(logical):
             if hits:
                 if r.offset <= hits[-1].record.offset:
@@ -122,13 +140,20 @@ class _Collector:
             elif not accept(r):
                 continue
             rec = record_info(r, raw[i] if raw is not None and r.is_control else None, decoder)
-            hits.append(KafkaHit(self.part.topic, self.part.partition, seg.log, info, rec, via, finding))
+            hits.append(KafkaHit(self.part.topic, self.part.partition, log, info, rec, via, finding))
             if self.done:
                 return True
         return False
 
     def scan(
-        self, seg: ks.KafkaSegment, position: int, accept, via: str, *, batch_filter=None, indexed_offset: int | None = None
+        self,
+        seg: ks.KafkaSegment,
+        position: int,
+        accept: Accept,
+        via: str,
+        *,
+        batch_filter: Callable[[LogEntry], bool] | None = None,
+        indexed_offset: int | None = None,
     ) -> tuple[int, bool]:
         """Scan ``seg`` from ``position``; returns (batches read, whether the position was a valid
         entry).  ``indexed_offset``: the offset the index gave for ``position``; the entry there
@@ -137,9 +162,11 @@ class _Collector:
         their finding, and the batches after it are read on (the broker's consumers stop there;
         an operator wants the rest)."""
         read = 0
-        target = LogTarget(seg.log, seg.base_offset, self.part, seg)
+        log = seg.log
+        assert log is not None  # the partition's log_segments() only
+        target = LogTarget(log, seg.base_offset, self.part, seg)
         decoder = decoder_for(target, self.decoder)
-        with ReadOnlyFile(seg.log) as f:
+        with ReadOnlyFile(log) as f:
             if position >= f.size:
                 return 0, position == f.size
             walk = ks.LogFileWalk(f, position, mode="header", check_crc=True, keep_damaged=True)
@@ -147,21 +174,33 @@ class _Collector:
                 read += 1
                 if read == 1 and indexed_offset is not None and position and _first_offset(entry) > indexed_offset:
                     return 0, False
-                if self._collect(seg, pos, entry, walk, accept, via, decoder, batch_filter):
-                    self.result.steps.append(f"{seg.log.name}: read {read} batch(es) from position {position}")
+                if self._collect(log, pos, entry, walk, accept, via, decoder, batch_filter):
+                    self.result.steps.append(f"{log.name}: read {read} batch(es) from position {position}")
                     return read, True
             if read == 0 and position:
                 return 0, False  # an index never points at the end of the data or at garbage
             if walk.error is not None:
                 self.result.problems.append(walk.error)
-        self.result.steps.append(f"{seg.log.name}: read {read} batch(es) from position {position}")
+        self.result.steps.append(f"{log.name}: read {read} batch(es) from position {position}")
         return read, True
 
 
-def _first_offset(entry) -> int:
+def _first_offset(entry: LogEntry) -> int:
     """The first offset of an entry (a v0/v1 wrapper's is not known without decompressing: its last)."""
     h = entry.header
-    return h.base_offset if entry.magic == 2 else -1 if h.is_compressed else h.offset
+    if isinstance(h, rb.BatchHeader):
+        return h.base_offset
+    assert isinstance(h, LegacyRecord)  # a v0/v1 entry of a "header" walk
+    return -1 if h.is_compressed else h.offset
+
+
+def _max_timestamp(entry: LogEntry) -> int:
+    """The largest timestamp of an entry: a v2 batch's ``max_timestamp``, a v0/v1 message's own."""
+    h = entry.header
+    if isinstance(h, rb.BatchHeader):
+        return h.max_timestamp
+    assert isinstance(h, LegacyRecord)  # a v0/v1 entry of a "header" walk
+    return h.timestamp
 
 
 def with_findings(result: KafkaQueryResult, part: ks.KafkaPartition) -> KafkaQueryResult:
@@ -180,7 +219,7 @@ def with_findings(result: KafkaQueryResult, part: ks.KafkaPartition) -> KafkaQue
 
 
 def query_offset(
-    store: ks.KafkaStore, topic: str | None, partition: int | None, offset: int, *, max_results: int = 1, decoder: str = "auto"
+    store: ks.KafkaStore, topic: str | None, partition: int | None, offset: int, *, max_results: int = 1, decoder: Decoder = "auto"
 ) -> KafkaQueryResult:
     """The record at ``offset`` (and the ``max_results - 1`` after it), with the partition's
     gaps and damage as validate names them (``with_findings``)."""
@@ -188,7 +227,7 @@ def query_offset(
     return with_findings(_query_offset(store, part, offset, max_results=max_results, decoder=decoder), part)
 
 
-def _query_offset(store: ks.KafkaStore, part: ks.KafkaPartition, offset: int, *, max_results: int, decoder: str) -> KafkaQueryResult:
+def _query_offset(store: ks.KafkaStore, part: ks.KafkaPartition, offset: int, *, max_results: int, decoder: Decoder) -> KafkaQueryResult:
     result = KafkaQueryResult(part.name)
     segments = part.log_segments()
     if not segments:
@@ -220,10 +259,10 @@ def _query_offset(store: ks.KafkaStore, part: ks.KafkaPartition, offset: int, *,
             else:
                 result.steps.append(f"{seg.name}: no .index, scanning from position 0")
 
-        def accept(r):
+        def accept(r: LogRecord) -> bool:
             return r.offset >= offset
 
-        def batch_ok(e):
+        def batch_ok(e: LogEntry) -> bool:
             return e.last_offset >= offset
 
         indexed = entry.offset if i == 0 and entry is not None and slot >= 0 else None
@@ -259,17 +298,17 @@ def segment_largest_timestamp(seg: ks.KafkaSegment) -> int:
         start = None
     largest = last.timestamp
     position = start.position if start is not None else 0
+    assert seg.log is not None  # a segment of log_segments()
     with ReadOnlyFile(seg.log) as f:
         if position >= f.size:
             position = 0
         for _pos, entry in ks.LogFileWalk(f, position, mode="header", check_crc=False):
-            ts = entry.header.max_timestamp if entry.magic == 2 else entry.header.timestamp
-            largest = max(largest, ts)
+            largest = max(largest, _max_timestamp(entry))
     return largest
 
 
 def query_timestamp(
-    store: ks.KafkaStore, topic: str | None, partition: int | None, timestamp: int, *, max_results: int = 1, decoder: str = "auto"
+    store: ks.KafkaStore, topic: str | None, partition: int | None, timestamp: int, *, max_results: int = 1, decoder: Decoder = "auto"
 ) -> KafkaQueryResult:
     """ListOffsets: the first record with timestamp >= ``timestamp`` (and the ones after it), with
     the partition's gaps and damage as validate names them (``with_findings``)."""
@@ -277,7 +316,7 @@ def query_timestamp(
     return with_findings(_query_timestamp(store, part, timestamp, max_results=max_results, decoder=decoder), part)
 
 
-def _query_timestamp(store: ks.KafkaStore, part: ks.KafkaPartition, timestamp: int, *, max_results: int, decoder: str) -> KafkaQueryResult:
+def _query_timestamp(store: ks.KafkaStore, part: ks.KafkaPartition, timestamp: int, *, max_results: int, decoder: Decoder) -> KafkaQueryResult:
     result = KafkaQueryResult(part.name)
     segments = part.log_segments()
     start = _log_start(store, part)
@@ -301,12 +340,11 @@ def _query_timestamp(store: ks.KafkaStore, part: ks.KafkaPartition, timestamp: i
                 else f"{seg.name}.timeindex: no entry <= {timestamp}; .index entry #{oslot} at position {position}"
             )
 
-            def accept(r):
+            def accept(r: LogRecord) -> bool:
                 return r.timestamp >= timestamp and r.offset >= start
 
-            def batch_ok(e):
-                ts = e.header.max_timestamp if e.magic == 2 else e.header.timestamp
-                return ts >= timestamp and e.last_offset >= start
+            def batch_ok(e: LogEntry) -> bool:
+                return _max_timestamp(e) >= timestamp and e.last_offset >= start
 
             _read, ok = collector.scan(
                 seg, position, accept, "timeindex", batch_filter=batch_ok, indexed_offset=position_entry.offset if oslot >= 0 else None
