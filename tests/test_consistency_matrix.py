@@ -48,6 +48,7 @@ from mqtool.formats.rocketmq.commitlog import (
     MessageRecord,
     body_position,
 )
+from mqtool.formats.rocketmq.index_file import decode_index_header
 from mqtool.ops.dump.rocketmq import CommitLogDump, commitlog_files
 from mqtool.ops.validate import ValidateOptions, validate_path
 from mqtool.store.files import read_in_pieces
@@ -86,6 +87,8 @@ FILES = sorted(p.name for p in (FIXTURE / "commitlog").iterdir())
 ACTIVE = len(FILES) - 1
 QUEUES = sorted((p.parent.name, int(p.name)) for p in (FIXTURE / "consumequeue").glob("*/*"))
 INDEX_FILES = sorted(p.name for p in (FIXTURE / "index").iterdir())
+#: the commitlog offset the first IndexFile ends and the second begins at (the record both hold keys of)
+INDEX_SPLIT = decode_index_header((FIXTURE / "index" / INDEX_FILES[0]).read_bytes()[:40]).end_phy_offset
 
 
 def _in(index: int) -> list[Rec]:
@@ -254,7 +257,12 @@ def _missing_first_cq_file(data: st.DataObject, root: Path) -> list[object] | No
 def _missing_index_file(data: st.DataObject, root: Path) -> list[object] | None:
     name = data.draw(st.sampled_from(INDEX_FILES), label="IndexFile")
     (root / "index" / name).unlink()
-    return None
+    # a record only the deleted file indexed: the first file ends, and the second begins, at the
+    # record both hold keys of
+    first = INDEX_FILES.index(name) == 0
+    pool = [r for r in RECORDS if r.record.uniq_key and (int(r.name) + r.position < INDEX_SPLIT if first else int(r.name) + r.position > INDEX_SPLIT)]
+    rec = data.draw(st.sampled_from(pool), label="record")
+    return ["--uniq-key", rec.record.uniq_key, "--topic", rec.record.topic]
 
 
 DAMAGES: dict[str, tuple[str, Damage]] = {  # kind -> (dump family, damage)
@@ -272,25 +280,16 @@ DAMAGES: dict[str, tuple[str, Damage]] = {  # kind -> (dump family, damage)
     "missing-last-consumequeue-file": ("consumequeue", _missing_last_cq_file),
     "short-consumequeue-file": ("consumequeue", _short_cq_file),
     "stale-indexfile": ("index", _stale_index),
+    "missing-first-consumequeue-file": ("consumequeue", _missing_first_cq_file),
+    "missing-indexfile": ("index", _missing_index_file),
 }
 
 #: damage validate does not report (so there is no first finding for the others to name);
 #: ``test_not_seen_by_validate`` checks it still does not, so this table is kept true
-NOT_SEEN: dict[str, tuple[Damage, str]] = {
-    "missing-first-consumequeue-file": (
-        _missing_first_cq_file,
-        "validate has no rule for CommitLog records below a queue's first ConsumeQueue file: it reads that as retention "
-        "(the queue's min offset moves up), and no finding code says otherwise",
-    ),
-    "missing-indexfile": (
-        _missing_index_file,
-        "validate checks the entries IndexFiles hold, not that every keyed record has one: nothing in the store says an "
-        "IndexFile should exist (no finding code for keys missing from the index)",
-    ),
-}
+NOT_SEEN: dict[str, tuple[Damage, str]] = {}
 
-_CQ = {"missing-consumequeue-dir", "missing-last-consumequeue-file", "short-consumequeue-file"}
-_IDX = {"stale-indexfile"}
+_CQ = {"missing-consumequeue-dir", "missing-last-consumequeue-file", "short-consumequeue-file", "missing-first-consumequeue-file"}
+_IDX = {"stale-indexfile", "missing-indexfile"}
 
 #: (command, kind) -> why the command does not read the damaged bytes
 OFF_PATH: dict[tuple[str, str], str] = {
@@ -301,9 +300,13 @@ OFF_PATH: dict[tuple[str, str], str] = {
     **{
         (cmd, k): f"{cmd} reads the ConsumeQueue files that exist; that records lack units is known only from a scan of the whole CommitLog"
         for cmd in ("info", "dump")
-        for k in ("missing-consumequeue-dir", "missing-last-consumequeue-file")
+        for k in ("missing-consumequeue-dir", "missing-last-consumequeue-file", "missing-first-consumequeue-file")
     },
     ("info", "stale-indexfile"): "info reads IndexFile headers, not their entries",
+    **{
+        (cmd, "missing-indexfile"): f"{cmd} reads the IndexFiles that exist; that keyed records lack entries is known only from a scan of the CommitLog"
+        for cmd in ("info", "dump")
+    },
 }
 
 READERS = ("dump", "stats", "info", "query", "diff")

@@ -71,6 +71,12 @@ CODES: dict[str, CodeInfo] = {
     "RMQ-CQ-PARTIAL-UNIT": CodeInfo(W, "consumequeue", "trailing bytes shorter than a 20-byte unit"),
     "RMQ-CQ-AFTER-END": CodeInfo(E, "consumequeue", "units after the end of a queue (after an invalid or zero unit)"),
     "RMQ-CQ-MISSING-QUEUE": CodeInfo(W, "consumequeue", "CommitLog records of a topic/queue that has no ConsumeQueue directory"),
+    "RMQ-CQ-MISSING-HEAD": CodeInfo(
+        E,
+        "consumequeue",
+        "a queue's first ConsumeQueue file starts after the first queue offset the CommitLog holds of it (its head files are missing): "
+        "the broker's min offset is the first file's, consumers never reach the records before it; recover rebuilds the files",
+    ),
     # index
     "RMQ-IDX-GEOMETRY": CodeInfo(E, "index", "an IndexFile whose size fits no slot/entry geometry, or a header that does not fit it"),
     "RMQ-IDX-HEADER": CodeInfo(E, "index", "header counts or ranges inconsistent with the entries"),
@@ -80,6 +86,12 @@ CODES: dict[str, CodeInfo] = {
     "RMQ-IDX-EXPIRED": CodeInfo(I, "index", "entries pointing below the CommitLog's first file (expired by retention)"),
     "RMQ-IDX-IN-PROGRESS": CodeInfo(I, "index", "the IndexFile a live writer is filling: header and chains not checked", ends="in-progress"),
     "RMQ-IDX-PAST-END": CodeInfo(E, "index", "an entry pointing at or past the end of valid CommitLog data"),
+    "RMQ-IDX-MISSING": CodeInfo(
+        W,
+        "index",
+        "records with keys (UNIQ_KEY, KEYS) that no IndexFile covers (index/ absent, a file deleted, or the index ends early): a query "
+        "by key misses them and the broker re-indexes none on a normal start; recover rebuilds the IndexFiles",
+    ),
     # timer (the 5.x timer store: timerwheel, timerlog/, config/timercheck)
     "RMQ-TIMER-WHEEL-SIZE": CodeInfo(
         E, "timer", "a timerwheel file whose size is not slotsTotal * 2 * 32 bytes (the broker refuses to start), or missing beside TimerLog units"

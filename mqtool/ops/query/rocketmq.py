@@ -28,7 +28,7 @@ from mqtool.store import rocketmq as rmq
 from mqtool.store.files import ReadOnlyFile, read_small_file
 from mqtool.store.lock import probe_record_lock
 from mqtool.store.model import commitlog as model_cl
-from mqtool.store.model import queue_offsets
+from mqtool.store.model import derived, queue_offsets
 from mqtool.store.model import rocketmq as model
 
 LONG_MAX = (1 << 63) - 1
@@ -241,6 +241,7 @@ def query_by_key(
 
     if not store.index_files():
         result.notes.append("the store has no IndexFiles; use --scan to search the CommitLog")
+        result.findings.extend(_unindexed_findings(store, hash_slot_num, index_num))
         return result
     topics = [topic] if topic is not None else known_topics(store)
     if not topics:
@@ -265,7 +266,19 @@ def query_by_key(
             if max_results is not None and len(result.hits) >= max_results:
                 break
     result.hits.sort(key=lambda h: (-h.record.store_timestamp, -h.commitlog_offset))
+    if not result.hits:
+        result.findings.extend(_unindexed_findings(store, hash_slot_num, index_num))
     return result
+
+
+def _unindexed_findings(store: rmq.RocketMQStore, hash_slot_num: int | None, index_num: int | None) -> list[Finding]:
+    """Why a key may be in no IndexFile, as validate says it: keyed records the IndexFiles do not
+    cover (RMQ-IDX-MISSING, ``store.model.derived``: only the uncovered runs of the CommitLog
+    are read).  Asked when the index found nothing."""
+    live = probe_record_lock(store.lock_path) is not None
+    coverage = derived.index_coverage(store, hash_slot_num=hash_slot_num, index_num=index_num)
+    finding = derived.index_missing_finding(store, coverage, derived.unindexed_records(store, coverage, model_cl.data_extent(store).end), live=live)
+    return [finding] if finding is not None else []
 
 
 def query_by_topic(
@@ -357,6 +370,19 @@ def _queue_end_findings(store: rmq.RocketMQStore, topic: str, queue_id: int, qr:
     return [lag] if lag is not None else []
 
 
+def _queue_head_findings(store: rmq.RocketMQStore, topic: str, queue_id: int) -> list[Finding]:
+    """Why a queue has no unit below its min offset, as validate says it: the CommitLog holds its
+    records from a lower queue offset than its first ConsumeQueue file (RMQ-CQ-MISSING-HEAD,
+    ``store.model.derived.queue_heads``, over the whole CommitLog's queue offsets); nothing when
+    the records are gone too (retention)."""
+    segments = store.cq_segments(topic, queue_id)
+    if not segments:
+        return []
+    live = probe_record_lock(store.lock_path) is not None
+    edges = queue_offsets.commitlog_queue_offsets(store).edges
+    return [derived.queue_head_finding(store, head, live=live) for head in derived.queue_heads(edges, {(topic, queue_id): segments})]
+
+
 def query_by_queue_offset(store: rmq.RocketMQStore, topic: str, queue_id: int, queue_offset: int) -> QueryResult:
     """The record behind ConsumeQueue unit ``queue_offset`` of ``topic``/``queue_id``."""
     result = QueryResult()
@@ -371,6 +397,8 @@ def query_by_queue_offset(store: rmq.RocketMQStore, topic: str, queue_id: int, q
         )
         if queue_offset >= qr.max_offset:
             result.findings.extend(_queue_end_findings(store, topic, queue_id, qr))
+        elif queue_offset < qr.min_offset:
+            result.findings.extend(_queue_head_findings(store, topic, queue_id))
         return result
     if unit.unit.is_filler:
         result.notes.append(f"queue offset {queue_offset} is a filler unit (before the queue's first message)")

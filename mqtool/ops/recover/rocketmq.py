@@ -55,10 +55,10 @@ from mqtool.ops.recover import ApplyContext, ApplyResult, RecoverPlan, Step, app
 from mqtool.ops.recover.timer import plan_timer
 from mqtool.store import rocketmq as rmq
 from mqtool.store.files import ReadOnlyFile, read_small_file
-from mqtool.store.model import queue_offsets
+from mqtool.store.model import derived, queue_offsets
 from mqtool.store.model import rocketmq as model
 from mqtool.store.quarantine import region_crc
-from mqtool.store.writer import IndexBuilder, cq_tags_code, index_keys
+from mqtool.store.writer import IndexBuilder, cq_tags_code
 
 MODES = ("auto", "normal", "abnormal")
 
@@ -234,6 +234,7 @@ def plan_rocketmq(path: str | Path, options: RecoverOptions = RecoverOptions()) 
     first_cq_step = len(plan.steps)
     queues = _plan_queues(store, plan, process_offset, options, journal)
     _plan_dispatch(store, plan, queues, segments, start, process_offset, options, offsets)
+    _plan_queue_heads(store, plan, queues, process_offset, options, offsets)
     _plan_cq_journal(store, plan, queues, first_cq_step, journal, options)
 
     # --- 4. IndexFiles ------------------------------------------------------------------------------
@@ -584,6 +585,45 @@ def _plan_dispatch(
         )
 
 
+def _plan_queue_heads(
+    store: rmq.RocketMQStore,
+    plan: RecoverPlan,
+    queues: dict[tuple[str, int], _QueueState],
+    process_offset: int,
+    options: RecoverOptions,
+    offsets: queue_offsets.QueueOffsets,
+) -> None:
+    """A queue whose head ConsumeQueue files are missing while the CommitLog holds their records
+    (RMQ-CQ-MISSING-HEAD, ``derived.queue_heads``): the units of those queue offsets are written
+    again from the CommitLog, in new files before the queue's first (the units of expired records
+    before the first one are fillers, as ``ConsumeQueue.fillPreBlank`` writes them).  The broker
+    never rebuilds them: its min offset of the queue stays the first file's."""
+    rebuilt = {k for k in queues if options.rebuild_cq and (not options.queues or f"{k[0]}/{k[1]}" in options.queues)}
+    # the files the plan keeps: a zero-length file is deleted above (RMQ-FILE-ZERO-LENGTH)
+    segments = {key: [s for s in store.cq_segments(*key) if s.size > 0] for key in queues if key not in rebuilt}
+    for head in derived.queue_heads(offsets.edges, segments):
+        state = queues[(head.topic, head.queue_id)]
+        plan.add(
+            Step(
+                "dispatch-cq",
+                relative(store.root, state.directory),
+                f"{head.count} record(s) of {head.topic}/{head.queue_id} (queue offsets {head.first}..{head.stop - 1}) are in the CommitLog but in no "
+                f"ConsumeQueue file: the queue's first file {head.first_file.name} starts at queue offset {head.stop} (RMQ-CQ-MISSING-HEAD); "
+                "the broker would never serve them (its min offset is the first file's); mqtool writes their units in new files before it",
+                details={
+                    "topic": head.topic,
+                    "queue_id": head.queue_id,
+                    "from_queue_offset": head.first,
+                    "to_queue_offset": head.stop,
+                    "count": head.count,
+                    "from_commitlog_offset": store.commitlog_min_offset,
+                    "to_commitlog_offset": process_offset,
+                    "cq_file_size": state.file_size,
+                },
+            )
+        )
+
+
 def _scan_undispatched(
     store: rmq.RocketMQStore, queues: dict, segments: list[rmq.Segment], scan_from: int, process_offset: int, options: RecoverOptions
 ) -> dict:
@@ -671,19 +711,26 @@ def _plan_index_files(store: rmq.RocketMQStore, plan: RecoverPlan, process_offse
     rebuild_from = None  # index of the first file to rebuild
     if options.rebuild_index:
         rebuild_from = 0
-    elif not files:
-        return  # no IndexFiles (messageIndexEnable=false, or never written): nothing to keep in step
     else:
         for i, (_path, header, _geo) in enumerate(headers):
             if header is None or header.end_phy_offset >= process_offset:
                 rebuild_from = i
                 break
         if rebuild_from is None:
-            last_indexed = max((h.end_phy_offset for _, h, _ in headers if h is not None and h.effective_index_count > 1), default=-1)
-            last_keyed = _last_keyed_record(store, process_offset, last_indexed)
-            if last_keyed is not None and last_keyed > last_indexed:
-                rebuild_from = max(len(headers) - 1, 0) if headers else 0
-                plan.facts["index_missing_from"] = last_keyed
+            # keyed records no IndexFile covers (RMQ-IDX-MISSING: index/ absent, a file deleted, the
+            # index ending early): rebuilt from the first file that starts after the first of them
+            # (the files before it cover what they hold), else from the last file
+            coverage = derived.index_coverage(store, hash_slot_num=options.index_hash_slot_num, index_num=options.index_num)
+            unindexed = derived.unindexed_records(store, coverage, process_offset)
+            if unindexed.first is not None and not coverage.expected:
+                plan.notes.append(
+                    f"{unindexed.count} record(s) with keys are in no IndexFile, and the broker never wrote one (no index/, indexMsgTimestamp 0 "
+                    "in the checkpoint: most likely messageIndexEnable=false): not built; --rebuild-index builds them"
+                )
+            elif unindexed.first is not None:
+                after = [i for i, (_p, h, _g) in enumerate(headers) if h is not None and h.entry_count and h.begin_phy_offset > unindexed.first]
+                rebuild_from = after[0] if after else max(len(headers) - 1, 0)
+                plan.facts["index_missing_from"] = unindexed.first
     if rebuild_from is None:
         return
     # Files before ``rebuild_from`` are readable (an unreadable one would be rebuilt itself).
@@ -726,24 +773,6 @@ def _trailing_entries_at(path: Path, geometry: idxf.IndexGeometry, header: idxf.
                 break
             count += 1
     return count
-
-
-def _last_keyed_record(store: rmq.RocketMQStore, process_offset: int, after: int) -> int | None:
-    """Offset of the last record before the valid end that has index keys, scanning only the
-    files after ``after`` (None when there is none)."""
-    last = None
-    for seg in store.commitlog:
-        if seg.size == 0 or seg.base + seg.size <= after or seg.base >= process_offset:
-            continue
-        with ReadOnlyFile(seg.path) as f:
-            walk = rmq.CommitLogFileWalk(f, check_crc=False)
-            for pos, rec in walk:
-                off = seg.base + pos
-                if off >= process_offset:
-                    break
-                if off > after and (rec.sys_flag & SYSFLAG_TRANSACTION_MASK) != SYSFLAG_TRANSACTION_ROLLBACK and index_keys(rec):
-                    last = off
-    return last
 
 
 def _plan_checkpoint(store: rmq.RocketMQStore, plan: RecoverPlan, last_store_ts: int) -> None:
@@ -842,6 +871,7 @@ def _apply_dispatch(step: Step, ctx: ApplyContext) -> None:
     start = d["from_commitlog_offset"]
     stop = d["to_commitlog_offset"]
     from_qoff = d["from_queue_offset"]
+    to_qoff = d.get("to_queue_offset")  # a queue's missing head: the units below its first file
     pending: _PendingRun | None = None
 
     def flush() -> None:
@@ -865,7 +895,7 @@ def _apply_dispatch(step: Step, ctx: ApplyContext) -> None:
                     break
                 if rec.topic != d["topic"] or rec.queue_id != d["queue_id"] or not _is_dispatched(rec.sys_flag):
                     continue
-                if rec.queue_offset < from_qoff:
+                if rec.queue_offset < from_qoff or (to_qoff is not None and rec.queue_offset >= to_qoff):
                     continue
                 byte_offset = rec.queue_offset * cqf.CQ_UNIT_SIZE
                 base = byte_offset - byte_offset % file_size
@@ -873,7 +903,7 @@ def _apply_dispatch(step: Step, ctx: ApplyContext) -> None:
                 if not path.exists():
                     flush()
                     ctx.quarantine.record_created(path)
-                    ctx.mutator.create_file(path, b"", size=file_size)
+                    ctx.mutator.create_file(path, _lead_fillers(qdir, base, byte_offset), size=file_size)
                 unit = cqf.encode_cq_unit(cqf.CqUnit(off, rec.total_size, cq_tags_code(rec)))
                 position = byte_offset - base
                 if pending is not None and pending.path == path and pending.position + len(pending.data) == position and len(pending.data) < (1 << 20):
@@ -882,6 +912,15 @@ def _apply_dispatch(step: Step, ctx: ApplyContext) -> None:
                     flush()
                     pending = _PendingRun(path, position, bytearray(unit))
     flush()
+
+
+def _lead_fillers(qdir: Path, base: int, byte_offset: int) -> bytes:
+    """The units before ``byte_offset`` of a new ConsumeQueue file named ``base``: filler units
+    when it becomes the queue's first file (``ConsumeQueue.fillPreBlank``: a queue whose first
+    record is not at the file's start; a zero unit would end the queue there), else none."""
+    if any(seg.base < base for seg in rmq.list_segments(qdir)):
+        return b""
+    return cqf.encode_cq_unit(cqf.FILLER_UNIT) * ((byte_offset - base) // cqf.CQ_UNIT_SIZE)
 
 
 def _make_dirs(ctx: ApplyContext, directory: Path) -> None:

@@ -55,6 +55,7 @@ from mqtool.store.files import ReadOnlyFile, nonzero_extent, piece_size, read_sm
 from mqtool.store.lock import probe_record_lock
 from mqtool.store.model import commitlog as model_cl
 from mqtool.store.model import consumers as model_consumers
+from mqtool.store.model import derived
 from mqtool.store.model import index as model_idx
 from mqtool.store.model import queue_offsets as queue_offsets_model
 from mqtool.store.model import rocketmq as model
@@ -1107,6 +1108,9 @@ def _validate_rocketmq(path: str | Path, options: ValidateOptions, progress: Pro
                 report.add(model.link_knock_on(finding, end_cause), file_summaries.get(finding.path))
     for finding in queue_offsets_model.missing_queue_findings(store, queue_offsets.edges, live=live):
         report.add(finding)
+    if options.wants("consumequeue"):
+        for head in derived.queue_heads(queue_offsets.edges, cq_segments):
+            report.add(derived.queue_head_finding(store, head, live=live))
 
     # phase 4: IndexFiles
     index_end_ts = 0
@@ -1152,6 +1156,10 @@ def _validate_rocketmq(path: str | Path, options: ValidateOptions, progress: Pro
             index_end_ts = max(index_end_ts, ires.end_timestamp)
             for finding in ires.findings:
                 report.add(model.link_knock_on(finding, end_cause), isum)
+        coverage = derived.index_coverage(store, hash_slot_num=options.index_hash_slot_num, index_num=options.index_num)
+        unindexed = derived.index_missing_finding(store, coverage, derived.unindexed_records(store, coverage, commitlog_end), live=live)
+        if unindexed is not None:
+            report.add(unindexed)
 
     # phase 5: checkpoint, abort, config
     _check_shutdown_state(store, report, max_store_ts, index_end_ts, live)

@@ -1303,8 +1303,10 @@ def _levels(report: ValidationReport, *levels: Severity) -> list[str]:
 def test_real_pr3535_store_is_healthy():
     report = validate(real_path("rocketmq", "apache-rocketmq", "pr3535-4e25b979", "store"))
     assert _levels(report, Severity.error, Severity.warning) == []
-    (end,) = report.findings
+    end, unindexed = report.findings
     assert (end.code, end.position) == ("RMQ-CL-VALID-END", 8084)
+    # a unit test store's CommitLog alone: no index/, no checkpoint (messageIndexEnable=false)
+    assert (unindexed.code, unindexed.level, unindexed.details["unindexed_records"]) == ("RMQ-IDX-MISSING", Severity.info, 47)
 
 
 def test_real_shaoxubao_store_only_lacks_a_clean_shutdown():
