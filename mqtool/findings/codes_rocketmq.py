@@ -36,9 +36,22 @@ CODES: dict[str, CodeInfo] = {
         W, "files", "a segment name, IndexFile or topic/queue directory that is a symbolic link: not followed (they must be regular files and directories)"
     ),
     # commitlog
-    "RMQ-CL-MAGIC": CodeInfo(E, "commitlog", "a record header whose magic code is not a message or BLANK magic"),
-    "RMQ-CL-SIZE": CodeInfo(E, "commitlog", "TOTALSIZE out of bounds or not equal to the size computed from the record's lengths"),
-    "RMQ-CL-TRUNCATED": CodeInfo(E, "commitlog", "a record field reaches past the record or the file"),
+    "RMQ-CL-MAGIC": CodeInfo(
+        E,
+        "commitlog",
+        "a record header whose magic code is not a message or BLANK magic (checkMessageAndReturnSize refuses it: the broker's recovery "
+        "drops it and all after it); a warning at the valid end of the newest file when no record follows and nothing points there: "
+        "bytes its next append overwrites",
+    ),
+    "RMQ-CL-SIZE": CodeInfo(
+        E,
+        "commitlog",
+        "TOTALSIZE out of bounds or not equal to the size computed from the record's lengths (the broker's recovery drops the record "
+        "and all after it); a warning where RMQ-CL-MAGIC's is",
+    ),
+    "RMQ-CL-TRUNCATED": CodeInfo(
+        E, "commitlog", "a record field reaches past the record or the file (the broker's recovery drops it and all after it); a warning where RMQ-CL-MAGIC's is"
+    ),
     "RMQ-CL-BODY-CRC": CodeInfo(E, "commitlog", "BODYCRC does not match the masked CRC-32 of the body"),
     "RMQ-CL-PROP-CRC": CodeInfo(E, "commitlog", "the __CRC32# whole-record CRC property does not match"),
     "RMQ-CL-PROPERTIES": CodeInfo(W, "commitlog", "malformed property segments the broker silently drops"),
@@ -51,8 +64,17 @@ CODES: dict[str, CodeInfo] = {
     ),
     "RMQ-CL-NO-BLANK": CodeInfo(E, "commitlog", "a file before the last one whose records stop without an END_OF_FILE record"),
     "RMQ-CL-TORN-TAIL": CodeInfo(W, "commitlog", "the last file ends in a partially written record (a crash while writing)", ends="torn"),
-    "RMQ-CL-GARBAGE": CodeInfo(E, "commitlog", "non-zero bytes after the end of valid data in the last file", ends="garbage"),
-    "RMQ-CL-UNREADABLE-REGION": CodeInfo(E, "commitlog", "bytes between a broken record and the next valid record", ends="unreadable"),
+    "RMQ-CL-GARBAGE": CodeInfo(
+        E,
+        "commitlog",
+        "non-zero bytes after the end of valid data in the last file: an error when records decode in them or a ConsumeQueue unit or "
+        "IndexFile points there (the broker's recovery stops before them and drops them); a warning otherwise (not a record: its next "
+        "append overwrites them, nothing is lost)",
+        ends="garbage",
+    ),
+    "RMQ-CL-UNREADABLE-REGION": CodeInfo(
+        E, "commitlog", "bytes between a broken record and the next valid record (the broker drops them); a warning with its broken record's", ends="unreadable"
+    ),
     "RMQ-CL-VALID-END": CodeInfo(I, "commitlog", "where valid data ends in the CommitLog (the first broken record of the last file, where recover stops)"),
     "RMQ-CL-IN-PROGRESS": CodeInfo(
         I,

@@ -339,7 +339,8 @@ def _rocketmq_log(path: Path, problems: list[str]) -> _ByteLog:
     """The CommitLog of the store at ``path``, ending where its data ends (in
     ``store.model.rocketmq.last_data_file``, the broker's last mapped file).  How that file ends is
     stated as validate states it (``commitlog_file_findings``): a torn tail is the end (noted, a
-    warning); garbage after the valid end is a finding; a broken record is damage, and the log then
+    warning); garbage after the valid end is a finding, and so is a broken "record" there that is
+    bytes the broker overwrites (a warning, ``ignored_tail``); a broken record is damage, and the log then
     goes on to the file's last non-zero byte, so the damaged bytes are compared too.  The
     directory's gaps and wrong sizes (``commitlog_findings``) and the records that break their
     queue's QUEUEOFFSET sequence (``store.model.queue_offsets``: diff reads every byte of the
@@ -367,8 +368,9 @@ def _rocketmq_log(path: Path, problems: list[str]) -> _ByteLog:
                 if x.code == "RMQ-CL-TORN-TAIL":
                     torn = _torn_note(seg.path, walk.valid_end, walk.torn.what if walk.torn is not None else x.message)
                     findings.append(x)
-                elif x.code in ("RMQ-CL-GARBAGE", "RMQ-CL-BLANK"):
-                    findings.append(x)  # after the data: not compared
+                elif x.code in ("RMQ-CL-GARBAGE", "RMQ-CL-BLANK") or x.level is not Severity.error:
+                    # after the data: not compared (a warning: bytes the broker overwrites, ``ignored_tail``)
+                    findings.append(x)
                 else:
                     bad = walk.valid_end
                     error = walk.error if walk.error is not None else model.finding_location(x)

@@ -288,7 +288,8 @@ def _walk_commitlog_file(f: ReadOnlyFile, task: CommitLogTask, res: CommitLogFil
     if end.kind == "zeros":
         extent = nonzero_extent(f, end_pos)
         if extent is not None:
-            res.findings.append(model.garbage_finding(path, end_pos, extent))
+            ignored = res.first_broken is None and model.ignored_tail(f, base, end_pos)
+            res.findings.append(model.garbage_finding(path, end_pos, extent, ignored=ignored))
     if res.first_broken is not None:  # where recover and the broker stop, not only where the records end
         bad = res.first_broken
         res.findings.append(
@@ -316,7 +317,10 @@ def _after_broken_record(f: ReadOnlyFile, task: CommitLogTask, bad: int, exc: Mq
     if res.first_broken is None:
         res.first_broken = bad
     code, located, frames = rmq.classify_broken_record(f, bad, exc)
-    res.findings.append(Finding(code, task.path, located.position, located.reason))
+    # at the valid end of the newest file, bytes the broker overwrites (the store model's rule): a warning
+    ignored = task.is_last and res.first_broken == bad and model.ignored_tail(f, base, bad)
+    level = Severity.warning if ignored else None
+    res.findings.append(Finding(code, task.path, located.position, located.reason + (f"; {model.IGNORED_TAIL.format(end=bad)}" if ignored else ""), severity=level))
     res.max_store_timestamp = max(res.max_store_timestamp, _header_store_timestamp(f, base, bad))
     resume = next((bad + n for n in sorted(frames) if rmq.clean_at(f, base, bad + n)), None)
     if resume is None:
@@ -331,6 +335,7 @@ def _after_broken_record(f: ReadOnlyFile, task: CommitLogTask, bad: int, exc: Mq
                     bad,
                     f"no valid record after the broken one: {stop - bad} bytes up to position {stop} cannot be read",
                     length=stop - bad,
+                    severity=level,
                 )
             )
             res.damaged.append((base + bad, base + max(stop, bad + 1)))
@@ -343,6 +348,7 @@ def _after_broken_record(f: ReadOnlyFile, task: CommitLogTask, bad: int, exc: Mq
                 bad,
                 f"{resume - bad} bytes between the broken record and the next valid record at {resume} were skipped",
                 length=resume - bad,
+                severity=level,
             )
         )
     res.damaged.append((base + bad, base + resume))

@@ -19,7 +19,16 @@ from mqtool.findings import Finding, Severity, finding_location, finding_text  #
 from mqtool.formats import segment_names as segnames
 from mqtool.formats._binary import Buffer
 from mqtool.formats.rocketmq import consume_queue as cqf
-from mqtool.formats.rocketmq.commitlog import PHYSICAL_OFFSET_POSITION, MessageRecord, check_crc_property
+from mqtool.formats.rocketmq import index_file as idxf
+from mqtool.formats.rocketmq.commitlog import (
+    BLANK_MAGIC,
+    MESSAGE_MAGICS,
+    MIN_MESSAGE_SIZE,
+    PHYSICAL_OFFSET_POSITION,
+    MessageRecord,
+    check_crc_property,
+    peek_record,
+)
 from mqtool.formats.rocketmq.properties import CRC32
 from mqtool.store import rocketmq as rmq
 from mqtool.store.files import ReadOnlyFile, link_target, nonzero_extent
@@ -209,17 +218,89 @@ def blank_size_finding(path: str, position: int, total: int, file_size: int) -> 
     return Finding("RMQ-CL-BLANK", path, position, f"expected END_OF_FILE TOTALSIZE {rest} (the rest of the file), found {total}")
 
 
-def garbage_finding(path: str, end: int, extent: tuple[int, int]) -> Finding:
-    """RMQ-CL-GARBAGE: non-zero bytes ``extent`` after the valid end ``end`` of the last file."""
+def garbage_finding(path: str, end: int, extent: tuple[int, int], *, ignored: bool = False) -> Finding:
+    """RMQ-CL-GARBAGE: non-zero bytes ``extent`` after the valid end ``end`` of the last file; a
+    warning when they are bytes the broker overwrites (``ignored``: ``ignored_tail``)."""
     first, stop = extent
     return Finding(
         "RMQ-CL-GARBAGE",
         path,
         first,
         f"expected zeros after the end of valid data at {end}, found {stop - first} bytes of other data "
-        f"(from {first} to {stop}); stale data left by a truncation, or damage",
+        f"(from {first} to {stop}); " + (IGNORED_TAIL.format(end=end) if ignored else "stale data left by a truncation, or damage"),
         length=stop - first,
+        severity=Severity.warning if ignored else None,
     )
+
+
+#: What the broker does with bytes ``ignored_tail`` accepts (the tail of a finding's message).
+IGNORED_TAIL = (
+    "not a record, no record follows and nothing points there: the broker's recovery stops at {end} "
+    "and its next append overwrites these bytes (nothing is lost); `mqtool recover` zeroes them"
+)
+
+
+def ignored_tail(f: ReadOnlyFile, base: int | None, end: int) -> bool:
+    """Whether the bytes of the newest CommitLog file from ``end`` on -- where its valid data ends
+    and the broker's recovery stops -- are bytes the broker loses nothing by.
+
+    Upstream ``CommitLog.checkMessageAndReturnSize`` refuses a header whose magic code is neither a
+    message's nor BLANK's, or whose TOTALSIZE reaches past the file, and
+    ``recoverNormally``/``recoverAbnormally`` stop there: ``MappedFileQueue.truncateDirtyFiles``
+    sets the file's write position to ``end`` (it zeroes nothing) and the next append overwrites
+    the bytes.  That loses a record only if one is there, so this is True when
+
+    * the bytes at ``end`` are no record header the broker wrote: a TOTALSIZE the broker never
+      writes (below the smallest record, past the file or ``MAX_RECORD_SIZE``; zeros included), or
+      a magic code that is not a message's with length fields that do not give TOTALSIZE
+      (``computed_record_size``: a record whose magic alone is damaged still frames);
+    * no record decodes after ``end`` at its own PHYSICALOFFSET (``find_next_record``);
+    * nothing of the store points at or past ``end``: no ConsumeQueue's last unit, no IndexFile's
+      ``endPhyOffset`` (a dispatched record was there).
+
+    ``base``: the file's commitlog offset (its name when None; False when it has none)."""
+    if base is None:
+        try:
+            base = segnames.parse_rocketmq_file_name(f.path.name)
+        except (MqError, ValueError):
+            return False
+    head = f.pread(end, 8)
+    if len(head) == 8:
+        total, magic = peek_record(head)
+        if MIN_MESSAGE_SIZE <= total <= min(f.size - end, rmq.MAX_RECORD_SIZE) and (
+            magic in MESSAGE_MAGICS or magic == BLANK_MAGIC or rmq.computed_record_size(f, end) == total
+        ):
+            return False
+    if rmq.find_next_record(f, base, end + 1) is not None:
+        return False
+    return not _referenced_from(f.path.parent.parent, base + end)
+
+
+def _referenced_from(root: Path, offset: int) -> bool:
+    """Whether the ConsumeQueues (each queue's last unit) or the IndexFiles (their headers'
+    ``endPhyOffset``) of the store at ``root`` point at commitlog ``offset`` or past it; True
+    when the store cannot be read (nothing can be ruled out)."""
+    try:
+        store = rmq.open_store(root)
+        for topic, queue_id in store.queues():
+            segments = [s for s in store.cq_segments(topic, queue_id) if s.size > 0]
+            for seg in reversed(segments):
+                with ReadOnlyFile(seg.path) as q:
+                    walker = cqf.CqWalker(q.read_all())
+                walker.scan()
+                last = walker.last
+                if last is not None:
+                    if not last.is_filler and last.commit_log_offset >= offset:
+                        return True
+                    break
+        for path in store.index_files():
+            with ReadOnlyFile(path) as i:
+                raw = i.pread(0, idxf.INDEX_HEADER_SIZE)
+            if len(raw) == idxf.INDEX_HEADER_SIZE and idxf.decode_index_header(raw).end_phy_offset >= offset:
+                return True
+    except MqError:
+        return True
+    return False
 
 
 def broken_record_finding(f: ReadOnlyFile, path: str, bad: int, exc: MqError | None, file_size: int, last: bool) -> Finding:
@@ -236,6 +317,8 @@ def broken_record_finding(f: ReadOnlyFile, path: str, bad: int, exc: MqError | N
         except MqError as err:
             exc = err
     code, located, _frames = rmq.classify_broken_record(f, bad, exc)
+    if last and ignored_tail(f, None, bad):
+        return Finding(code, path, located.position, f"{located.reason}; {IGNORED_TAIL.format(end=bad)}", severity=Severity.warning)
     return Finding(code, path, located.position, located.reason)
 
 
@@ -304,7 +387,7 @@ def _file_end_findings(f: ReadOnlyFile, walk: rmq.CommitLogFileWalk, path: str, 
                 # zeros when the walk got there, a valid record now: a writer appended since (the
                 # file is growing), not garbage -- a file at rest cannot be both
                 return []
-            return [garbage_finding(path, end.position, extent)]
+            return [garbage_finding(path, end.position, extent, ignored=ignored_tail(f, walk.base, end.position))]
     return []
 
 
