@@ -66,14 +66,22 @@ def render_lag(console: "Console", doc: dict[str, Any]) -> None:
     from mqtool.cli.render import markup
 
     rows, totals = doc["lag"], doc["totals"]
-    behind = sum(t["lag_messages"] for t in totals)
-    size = sum(t["lag_bytes"] for t in totals)
+    # an unknown lag (a queue not in the store) is said so, never counted as 0
+    known = [t for t in totals if t["lag_messages"] is not None]
+    behind = sum(t["lag_messages"] for t in known)
+    size = sum(t["lag_bytes"] or 0 for t in known)
+    unknown = sum(t.get("unknown_queues", 0) for t in totals)
     oldest = min((t["oldest_unconsumed_timestamp"] for t in totals if t["oldest_unconsumed_timestamp"] is not None), default=None)
     groups = len({r["group"] for r in rows})
     if doc["offsets_from"] is None:
         console.print("no consumer offsets in this store")
         return
-    head = f"{groups} group(s), {behind:,} message(s) behind ({humanize.naturalsize(size, binary=True)})"
+    if known:
+        head = f"{groups} group(s), {behind:,} message(s) behind ({humanize.naturalsize(size, binary=True)})"
+        if unknown:
+            head += f"; lag unknown for {unknown} queue(s)"
+    else:
+        head = f"{groups} group(s), lag unknown: none of their {unknown} queue(s) is in the store"
     if oldest is not None:
         head += f", oldest unconsumed {_time(oldest)}"
     expired = sum(t["expired_messages"] for t in totals)
@@ -86,8 +94,12 @@ def render_lag(console: "Console", doc: dict[str, Any]) -> None:
     # a section per group and topic (names whole on their own line), a narrow table of its queues
     for t in totals:
         console.print()
-        size = humanize.naturalsize(t["lag_bytes"], binary=True)
-        console.print(markup("[bold]{}[/bold] on [bold]{}[/bold]: {} behind ({})", t["group"], t["topic"], f"{t['lag_messages']:,}", size))
+        if t["lag_messages"] is None:
+            console.print(markup("[bold]{}[/bold] on [bold]{}[/bold]: lag unknown (no queue of it in the store)", t["group"], t["topic"]))
+        else:
+            size = humanize.naturalsize(t["lag_bytes"] or 0, binary=True)
+            more = f"; lag unknown for {t['unknown_queues']} queue(s)" if t.get("unknown_queues") else ""
+            console.print(markup("[bold]{}[/bold] on [bold]{}[/bold]: {} behind ({}){}", t["group"], t["topic"], f"{t['lag_messages']:,}", size, more))
         table = Table(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False)
         table.add_column("partition" if queue == "partition" else "queue", justify="right", no_wrap=True)
         for name in ("committed", "end", "lag", "bytes"):

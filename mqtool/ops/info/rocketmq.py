@@ -215,6 +215,22 @@ def _index_info(store: rmq.RocketMQStore) -> list[IndexInfo]:
     return out
 
 
+def _shutdown_findings(store: rmq.RocketMQStore, commitlog: CommitLogInfo) -> list[Finding]:
+    """What the abort file and the checkpoint say, as validate states it (``model.shutdown_findings``;
+    the table shows both, the headline counts them): RMQ-ABORT, and RMQ-CHECKPOINT where info's
+    reading is validate's -- the IndexFile headers, and a store without CommitLog data; a
+    physicMsgTimestamp against records would need every record's store time (info reads two
+    files), and an unreadable checkpoint is one of info's problems already."""
+    newest = max(commitlog.first_store_timestamp or 0, commitlog.last_store_timestamp or 0)
+    live = probe_record_lock(store.lock_path) is not None
+    held = any(seg.size > 0 for seg in store.commitlog)
+    return [
+        x
+        for x in model.shutdown_findings(store, max_store_ts=newest, live=live)
+        if x.code != "RMQ-CHECKPOINT-FORMAT" and not (x.code == "RMQ-CHECKPOINT" and x.position in (0, 8) and held)
+    ]
+
+
 def rocketmq_info(path: str | Path) -> StoreInfo:
     store = rmq.open_store(path)
     hints: set[str] = set()
@@ -256,6 +272,7 @@ def rocketmq_info(path: str | Path) -> StoreInfo:
                 hints.add("5.0.0+ (abort file holds the broker pid)")
         except MqError as exc:
             problems.append(str(exc.at(store.abort_path)))
+    findings.extend(_shutdown_findings(store, commitlog))
 
     config_files = sorted(p.name for p in store.config_dir.iterdir()) if is_directory(store.config_dir) else []
     topics_count = groups = None

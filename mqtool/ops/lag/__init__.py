@@ -50,16 +50,31 @@ class LagReport:
         return "partition" if self.layout == Layout.KAFKA.value else "queue_id"
 
     def totals(self) -> list[dict[str, Any]]:
-        """Per group and topic: the summed lag in messages and bytes, the oldest unconsumed time."""
+        """Per group and topic: the summed lag in messages and bytes of the queues whose lag is
+        known, how many queues it is unknown for (``unknown_queues``: not in the store), the
+        oldest unconsumed time.  An unknown lag is never counted as 0: with no queue's lag known,
+        ``lag_messages`` and ``lag_bytes`` are None."""
         out: dict[tuple[str, str], dict[str, Any]] = {}
         for r in self.rows:
             t = out.setdefault(
                 (r.group, r.topic),
-                {"group": r.group, "topic": r.topic, "lag_messages": 0, "expired_messages": 0, "lag_bytes": 0, "oldest_unconsumed_timestamp": None},
+                {
+                    "group": r.group,
+                    "topic": r.topic,
+                    "lag_messages": None,
+                    "unknown_queues": 0,
+                    "expired_messages": 0,
+                    "lag_bytes": None,
+                    "oldest_unconsumed_timestamp": None,
+                },
             )
-            t["lag_messages"] += r.lag_messages or 0
+            if r.lag_messages is None:
+                t["unknown_queues"] += 1
+            else:
+                t["lag_messages"] = (t["lag_messages"] or 0) + r.lag_messages
             t["expired_messages"] += r.expired_messages
-            t["lag_bytes"] += r.lag_bytes or 0
+            if r.lag_bytes is not None:
+                t["lag_bytes"] = (t["lag_bytes"] or 0) + r.lag_bytes
             if r.oldest_unconsumed_timestamp is not None:
                 old = t["oldest_unconsumed_timestamp"]
                 t["oldest_unconsumed_timestamp"] = r.oldest_unconsumed_timestamp if old is None else min(old, r.oldest_unconsumed_timestamp)

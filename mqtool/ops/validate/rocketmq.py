@@ -1182,56 +1182,18 @@ def _validate_rocketmq(path: str | Path, options: ValidateOptions, progress: Pro
 
 
 def _check_shutdown_state(store: rmq.RocketMQStore, report: ValidationReport, max_store_ts: int, index_end_ts: int, live: bool = False) -> None:
-    if store.has_abort:
-        report.add(
-            Finding(
-                "RMQ-ABORT",
-                str(store.abort_path),
-                None,
-                "the abort file is present and a writer holds the store's lock: the broker is running"
-                if live
-                else "the abort file is present: the broker did not shut down cleanly (or is running); it will recover abnormally at start",
-                severity=Severity.info if live else None,
-            )
-        )
-    if not store.checkpoint_path.exists():
-        return
+    for finding in model.shutdown_findings(store, max_store_ts=max_store_ts, index_end_ts=index_end_ts, live=live):
+        report.add(finding)
     try:
-        cp = cpf.decode_checkpoint(read_small_file(store.checkpoint_path, 1 << 20))
-    except MqError as exc:
-        report.add(Finding("RMQ-CHECKPOINT-FORMAT", str(store.checkpoint_path), exc.position, exc.reason))
-        return
-    report.facts["checkpoint"] = {
-        "physic_msg_timestamp": cp.physic_msg_timestamp,
-        "logics_msg_timestamp": cp.logics_msg_timestamp,
-        "index_msg_timestamp": cp.index_msg_timestamp,
-    }
-    for name, value, pos in (
-        ("physicMsgTimestamp", cp.physic_msg_timestamp, 0),
-        ("logicsMsgTimestamp", cp.logics_msg_timestamp, 8),
-    ):
-        if value > max_store_ts and store.commitlog:
-            report.add(
-                Finding(
-                    "RMQ-CHECKPOINT",
-                    str(store.checkpoint_path),
-                    pos,
-                    f"expected {name} <= the newest record's store time {max_store_ts}, found {value}: records flushed before the "
-                    "checkpoint was written are missing" + (" (or were written after this run read them: the store is live)" if live else ""),
-                    severity=Severity.info if live else None,
-                )
-            )
-    if cp.index_msg_timestamp > max(index_end_ts, 0) and store.index_files():
-        report.add(
-            Finding(
-                "RMQ-CHECKPOINT",
-                str(store.checkpoint_path),
-                16,
-                f"expected indexMsgTimestamp <= the newest IndexFile end time {index_end_ts}, found {cp.index_msg_timestamp}"
-                + (" (the store is live: files may have changed while this run read them)" if live else ""),
-                severity=Severity.info if live else None,
-            )
-        )
+        cp = cpf.decode_checkpoint(read_small_file(store.checkpoint_path, 1 << 20)) if store.checkpoint_path.exists() else None
+    except MqError:
+        cp = None  # RMQ-CHECKPOINT-FORMAT
+    if cp is not None:
+        report.facts["checkpoint"] = {
+            "physic_msg_timestamp": cp.physic_msg_timestamp,
+            "logics_msg_timestamp": cp.logics_msg_timestamp,
+            "index_msg_timestamp": cp.index_msg_timestamp,
+        }
 
 
 #: The config JSON files validate reads (``BrokerPathConfigHelper`` names) and the parser that

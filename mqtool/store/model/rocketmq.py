@@ -18,6 +18,7 @@ from mqtool.errors import CorruptDataError, MqError
 from mqtool.findings import Finding, Severity, finding_location, finding_text  # noqa: F401 (re-exported)
 from mqtool.formats import segment_names as segnames
 from mqtool.formats._binary import Buffer
+from mqtool.formats.rocketmq import checkpoint as cpf
 from mqtool.formats.rocketmq import consume_queue as cqf
 from mqtool.formats.rocketmq import index_file as idxf
 from mqtool.formats.rocketmq.commitlog import (
@@ -31,7 +32,7 @@ from mqtool.formats.rocketmq.commitlog import (
 )
 from mqtool.formats.rocketmq.properties import CRC32
 from mqtool.store import rocketmq as rmq
-from mqtool.store.files import ReadOnlyFile, link_target, nonzero_extent
+from mqtool.store.files import ReadOnlyFile, link_target, nonzero_extent, read_small_file
 
 
 def irregular_findings(entries: Iterable[tuple[Path, str]], expected: str) -> list[Finding]:
@@ -389,6 +390,76 @@ def _file_end_findings(f: ReadOnlyFile, walk: rmq.CommitLogFileWalk, path: str, 
                 return []
             return [garbage_finding(path, end.position, extent, ignored=ignored_tail(f, walk.base, end.position))]
     return []
+
+
+def shutdown_findings(store: rmq.RocketMQStore, *, max_store_ts: int, index_end_ts: int | None = None, live: bool = False) -> list[Finding]:
+    """What the ``abort`` file and the checkpoint (``StoreCheckpoint``) say against the data, as
+    validate states it and every reader showing them (info) does: RMQ-ABORT (the broker will
+    recover abnormally; info while a writer holds the lock), RMQ-CHECKPOINT-FORMAT, and
+    RMQ-CHECKPOINT for a physicMsgTimestamp or logicsMsgTimestamp later than the newest record's
+    store time ``max_store_ts`` (0: no record) -- in a store with no CommitLog data at all too:
+    the checkpoint says records were flushed and none is there -- or an indexMsgTimestamp later
+    than the newest IndexFile's end time (``index_end_ts``; read from the IndexFile headers when
+    None).  ``live``: a writer holds the store's lock (what changes while read is info)."""
+    out: list[Finding] = []
+    if store.has_abort:
+        out.append(
+            Finding(
+                "RMQ-ABORT",
+                str(store.abort_path),
+                None,
+                "the abort file is present and a writer holds the store's lock: the broker is running"
+                if live
+                else "the abort file is present: the broker did not shut down cleanly (or is running); it will recover abnormally at start",
+                severity=Severity.info if live else None,
+            )
+        )
+    if not store.checkpoint_path.exists():
+        return out
+    try:
+        cp = cpf.decode_checkpoint(read_small_file(store.checkpoint_path, 1 << 20))
+    except MqError as exc:
+        out.append(Finding("RMQ-CHECKPOINT-FORMAT", str(store.checkpoint_path), exc.position, exc.reason))
+        return out
+    held = any(seg.size > 0 for seg in store.commitlog)
+    for name, value, pos in (
+        ("physicMsgTimestamp", cp.physic_msg_timestamp, 0),
+        ("logicsMsgTimestamp", cp.logics_msg_timestamp, 8),
+    ):
+        if value > max_store_ts:
+            expected = f"expected {name} <= the newest record's store time {max_store_ts}" if held else f"expected {name} 0 (the store has no CommitLog data)"
+            out.append(
+                Finding(
+                    "RMQ-CHECKPOINT",
+                    str(store.checkpoint_path),
+                    pos,
+                    f"{expected}, found {value}: records flushed before the checkpoint was written are missing"
+                    + (" (or were written after this run read them: the store is live)" if live else ""),
+                    severity=Severity.info if live else None,
+                )
+            )
+    index_files = store.index_files()
+    if index_end_ts is None:
+        index_end_ts = 0
+        for path in index_files:
+            try:
+                with ReadOnlyFile(path) as f:
+                    raw = f.pread(0, idxf.INDEX_HEADER_SIZE)
+                index_end_ts = max(index_end_ts, idxf.decode_index_header(raw).end_timestamp)
+            except MqError:
+                continue
+    if cp.index_msg_timestamp > max(index_end_ts, 0) and index_files:
+        out.append(
+            Finding(
+                "RMQ-CHECKPOINT",
+                str(store.checkpoint_path),
+                16,
+                f"expected indexMsgTimestamp <= the newest IndexFile end time {index_end_ts}, found {cp.index_msg_timestamp}"
+                + (" (the store is live: files may have changed while this run read them)" if live else ""),
+                severity=Severity.info if live else None,
+            )
+        )
+    return out
 
 
 def record_findings(path: str, base: int, pos: int, rec: MessageRecord, raw: Buffer, *, check_properties: bool = True) -> list[Finding]:

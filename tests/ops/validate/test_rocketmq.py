@@ -1309,11 +1309,14 @@ def test_real_pr3535_store_is_healthy():
     assert (unindexed.code, unindexed.level, unindexed.details["unindexed_records"]) == ("RMQ-IDX-MISSING", Severity.info, 47)
 
 
-def test_real_shaoxubao_store_only_lacks_a_clean_shutdown():
+def test_real_shaoxubao_store_lacks_a_clean_shutdown_and_its_commitlog():
+    """abort present, and a checkpoint saying records were flushed up to 2019 while the store holds
+    no CommitLog (its unit test store's CommitLog lies in a directory of its own)."""
     root = real_path("rocketmq", "Shaoxubao-rocketmq-study", "store")
     report = validate(root)
-    assert _levels(report, Severity.error, Severity.warning) == ["RMQ-ABORT"]
-    assert report.counts["info"] == len(report.findings) - 1
+    assert _levels(report, Severity.error, Severity.warning) == ["RMQ-ABORT", "RMQ-CHECKPOINT", "RMQ-CHECKPOINT"]
+    assert [f.position for f in report.findings if f.code == "RMQ-CHECKPOINT"] == [0, 8]
+    assert report.counts["info"] == len(report.findings) - 3
 
 
 def test_real_crashed_store_shows_exactly_what_a_crash_leaves():
