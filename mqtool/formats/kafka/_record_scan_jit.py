@@ -13,26 +13,16 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from mqtool.formats.kafka.record_scan import raw_uvarint
+
 _INT32_RAW_LIMIT = 1 << 32  # a zig-zag varint whose raw value is below this fits int32
 _INT64_MIN = -(1 << 63)
 
 
-@numba.njit(cache=True, nogil=True)
-def _uvarint(data: np.ndarray, p: int, limit: int, max_bytes: int) -> tuple[int, int]:
-    """The raw (un-zig-zagged) varint at ``p`` of at most ``max_bytes`` bytes, all before
-    ``limit``, and the position after it; ``(-1, -1)`` when it is not that."""
-    raw = 0
-    shift = 0
-    for _ in range(max_bytes):
-        if p >= limit:
-            return -1, -1
-        b = int(data[p])
-        p += 1
-        raw |= (b & 0x7F) << shift
-        if b < 0x80:
-            return raw, p
-        shift += 7
-    return -1, -1
+#: The raw (un-zig-zagged) varint at ``p`` of at most ``max_bytes`` bytes, all before ``limit``,
+#: and the position after it; ``(-1, -1)`` when it is not that: ``record_scan.raw_uvarint``,
+#: the Python walks' reader, compiled.
+_uvarint = numba.njit(cache=True, nogil=True)(raw_uvarint)
 
 
 @numba.njit(cache=True, nogil=True)

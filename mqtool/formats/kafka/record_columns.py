@@ -27,6 +27,7 @@ import numpy as np
 import numpy.typing as npt
 
 from mqtool.formats._binary import Buffer
+from mqtool.formats.kafka.record_scan import raw_uvarint as _uvarint
 
 __all__ = ["RecordColumns", "compiled_available", "frame_records", "frame_records_py"]
 
@@ -96,23 +97,6 @@ def frame_records(buf: Buffer, pos: int, end: int, count: int, *, compiled: bool
     if not ok:
         return None
     return RecordColumns(*records, *headers[:, :header_total])
-
-
-def _uvarint(buf: Buffer, p: int, limit: int, max_bytes: int) -> tuple[int, int]:
-    """The raw (un-zig-zagged) varint at ``p``, all its bytes before ``limit``; ``(-1, -1)``
-    when it is longer than ``max_bytes`` or cut by ``limit``."""
-    raw = 0
-    shift = 0
-    for _ in range(max_bytes):
-        if p >= limit:
-            return -1, -1
-        b = buf[p]
-        p += 1
-        raw |= (b & 0x7F) << shift
-        if b < 0x80:
-            return raw, p
-        shift += 7
-    return -1, -1
 
 
 def frame_records_py(buf: Buffer, pos: int, end: int, count: int) -> RecordColumns | None:

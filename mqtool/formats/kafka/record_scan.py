@@ -16,11 +16,15 @@ Two implementations of that contract: a compiled one (``_record_scan_jit``, numb
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mqtool.formats._binary import Buffer
 
-__all__ = ["RecordScanUnsure", "compiled_available", "scan_records", "scan_records_py"]
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+__all__ = ["RecordScanUnsure", "compiled_available", "raw_uvarint", "scan_records", "scan_records_py"]
 
 _Kernel = Callable[[Any, int, int, int], tuple[bool, int, int, int, bool]]
 _kernel: _Kernel | None = None
@@ -68,17 +72,29 @@ class RecordScanUnsure(Exception):
     (``record_batch.iter_records``) decides."""
 
 
-def _uvarint(buf: Buffer, p: int, max_bytes: int) -> tuple[int, int]:
+def raw_uvarint(buf: Buffer | npt.NDArray[np.uint8], p: int, limit: int, max_bytes: int) -> tuple[int, int]:
+    """The raw (un-zig-zagged) varint at ``p``, all its bytes before ``limit``, and the position
+    after it; ``(-1, -1)`` when it is longer than ``max_bytes`` or cut by ``limit``.
+
+    The one varint reader of the fast record walks: ``scan_records_py`` and
+    ``record_columns.frame_records_py`` call it, and the compiled walks (``_record_scan_jit``,
+    ``_record_columns_jit``) compile this same function with numba.  The precise walk
+    (``record_batch``) reads its varints with its own errors.  numba's on-disk cache of the
+    compiled walks is keyed on their own files, not on this one: after changing this function,
+    delete their cache files (``__pycache__/_record_*_jit.*.nb[ci]``).
+    """
     raw = 0
     shift = 0
     for _ in range(max_bytes):
+        if p >= limit:
+            return -1, -1
         b = buf[p]
         p += 1
         raw |= (b & 0x7F) << shift
         if b < 0x80:
             return raw, p
         shift += 7
-    raise RecordScanUnsure
+    return -1, -1
 
 
 def scan_records_py(buf: Buffer, pos: int, end: int, count: int) -> tuple[int, int, int, bool]:
@@ -88,7 +104,8 @@ def scan_records_py(buf: Buffer, pos: int, end: int, count: int) -> tuple[int, i
     Raises ``RecordScanUnsure`` for anything unusual (a structure error, or a rare encoding this fast
     path leaves to ``record_batch.iter_records``, which then gives the exact answer); it never
     accepts bytes the exact decoder would reject.  Written for speed: one- and two-byte varints
-    inline, the rest through ``_uvarint``.
+    inline, the rest through ``raw_uvarint`` (bounded by ``end``: a varint reaching past it
+    is refused here, where a record reaching past it was refused anyway).
     """
     first = last = 0
     increasing = True
@@ -105,8 +122,8 @@ def scan_records_py(buf: Buffer, pos: int, end: int, count: int) -> tuple[int, i
                     b = (b & 0x7F) | (c << 7)
                     p = pos + 2
                 else:
-                    b, p = _uvarint(buf, pos, 5)
-            if b & 1 or b >= 1 << 32:
+                    b, p = raw_uvarint(buf, pos, end, 5)
+            if p < 0 or b & 1 or b >= 1 << 32:
                 raise RecordScanUnsure
             rec_end = p + (b >> 1)
             b = buf[p + 1]  # timestamp delta, after the attributes byte
@@ -118,8 +135,8 @@ def scan_records_py(buf: Buffer, pos: int, end: int, count: int) -> tuple[int, i
                     b = (b & 0x7F) | (c << 7)
                     p += 3
                 else:
-                    b, p = _uvarint(buf, p + 1, 10)
-                    if b >= 1 << 64:
+                    b, p = raw_uvarint(buf, p + 1, end, 10)
+                    if p < 0 or b >= 1 << 64:
                         raise RecordScanUnsure
             ts = (b >> 1) ^ -(b & 1)
             if ts > max_ts:
@@ -133,8 +150,8 @@ def scan_records_py(buf: Buffer, pos: int, end: int, count: int) -> tuple[int, i
                     b = (b & 0x7F) | (c << 7)
                     p += 2
                 else:
-                    b, p = _uvarint(buf, p, 5)
-                    if b >= 1 << 32:
+                    b, p = raw_uvarint(buf, p, end, 5)
+                    if p < 0 or b >= 1 << 32:
                         raise RecordScanUnsure
             if b & 1:
                 increasing = False
@@ -155,8 +172,8 @@ def scan_records_py(buf: Buffer, pos: int, end: int, count: int) -> tuple[int, i
                     b = (b & 0x7F) | (c << 7)
                     p += 2
                 else:
-                    b, p = _uvarint(buf, p, 5)
-                    if b >= 1 << 32:
+                    b, p = raw_uvarint(buf, p, end, 5)
+                    if p < 0 or b >= 1 << 32:
                         raise RecordScanUnsure
             if not b & 1:
                 p += b >> 1
@@ -169,8 +186,8 @@ def scan_records_py(buf: Buffer, pos: int, end: int, count: int) -> tuple[int, i
                     b = (b & 0x7F) | (c << 7)
                     p += 2
                 else:
-                    b, p = _uvarint(buf, p, 5)
-                    if b >= 1 << 32:
+                    b, p = raw_uvarint(buf, p, end, 5)
+                    if p < 0 or b >= 1 << 32:
                         raise RecordScanUnsure
             if not b & 1:
                 p += b >> 1
@@ -187,8 +204,8 @@ def scan_records_py(buf: Buffer, pos: int, end: int, count: int) -> tuple[int, i
                     if b < 0x80:
                         p += 1
                     else:
-                        b, p = _uvarint(buf, p, 5)
-                        if b >= 1 << 32:
+                        b, p = raw_uvarint(buf, p, end, 5)
+                        if p < 0 or b >= 1 << 32:
                             raise RecordScanUnsure
                     if b & 1:
                         raise RecordScanUnsure
@@ -197,8 +214,8 @@ def scan_records_py(buf: Buffer, pos: int, end: int, count: int) -> tuple[int, i
                     if b < 0x80:
                         p += 1
                     else:
-                        b, p = _uvarint(buf, p, 5)
-                        if b >= 1 << 32:
+                        b, p = raw_uvarint(buf, p, end, 5)
+                        if p < 0 or b >= 1 << 32:
                             raise RecordScanUnsure
                     if not b & 1:
                         p += b >> 1
