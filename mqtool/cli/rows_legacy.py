@@ -7,6 +7,10 @@ from mqtool.cli.render import BodyDecode, Column, encode_bytes
 from mqtool.errors import hexint
 from mqtool.ops.dump import legacy as ops
 
+#: A message as a row: JSON-able values by column key.  It stays open: a command adds keys of its
+#: own (``found_via``) and ``table_row`` the columns only tables show.
+Row = dict[str, object]
+
 JAFKA_COLUMNS = [
     Column("offset", "OFFSET", 20, ">"),
     Column("partition_name", "PARTITION", 16),
@@ -29,7 +33,7 @@ METAQ_COLUMNS = [
 ]
 
 
-def jafka_row(item: ops.JafkaItem, decode: BodyDecode) -> dict:
+def jafka_row(item: ops.JafkaItem, decode: BodyDecode) -> Row:
     where = item.where
     m = item.message
     return {
@@ -57,13 +61,13 @@ def jafka_row(item: ops.JafkaItem, decode: BodyDecode) -> dict:
     }
 
 
-def _finding(code: str | None) -> dict:
+def _finding(code: str | None) -> dict[str, str]:
     """A message the walk kept despite damage that leaves its frame intact carries its finding's
     code as a last ``finding`` field; a healthy one has no such field."""
     return {"finding": code} if code is not None else {}
 
 
-def metaq_row(item: ops.MetaqItem, decode: BodyDecode) -> dict:
+def metaq_row(item: ops.MetaqItem, decode: BodyDecode) -> Row:
     where = item.where
     m = item.message
     return {
@@ -92,7 +96,7 @@ def metaq_row(item: ops.MetaqItem, decode: BodyDecode) -> dict:
     }
 
 
-def table_row(row: dict, layout: str) -> dict:
+def table_row(row: Row, layout: str) -> Row:
     """The columns only tables show (``JAFKA_COLUMNS``/``METAQ_COLUMNS``), for dump and query alike:
     ``topic-partition``, the checksum verdict, a MetaQ id in hex."""
     row["partition_name"] = f"{row['topic']}-{row['partition']}" if row["topic"] is not None else "-"
@@ -101,5 +105,7 @@ def table_row(row: dict, layout: str) -> dict:
     if row.get("finding") is not None and isinstance(row.get("payload"), str):  # marked, its code first
         row["payload"] = f"[{row['finding']}] {row['payload']}"
     if layout == "metaq":
-        row["id"] = hexint(row["id"], 16)
+        message_id = row["id"]
+        assert isinstance(message_id, int)  # metaq_row's ``id``
+        row["id"] = hexint(message_id, 16)
     return row
