@@ -10,9 +10,18 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+from typing import TYPE_CHECKING
 
 from mqtool.cli.render import BodyDecode, Column, encode_bytes
 from mqtool.cli.times import iso_ms
+from mqtool.ops.dump.kafka import AbortedTxn, BatchInfo, DumpItem, IndexRow, OffsetPosition, RecordInfo, SnapshotRow, TimestampOffset
+
+if TYPE_CHECKING:
+    from mqtool.ops.query.kafka import KafkaHit
+
+#: An item as a row: JSON-able values by column key.  It stays open: tables add the columns only
+#: they show, a query row adds its batch's fields.
+Row = dict[str, object]
 
 LOG_COLUMNS = [
     Column("position", "POSITION", 10, ">"),
@@ -62,11 +71,11 @@ SNAPSHOT_COLUMNS = [
 _NAMED_PROPERTIES = ("name", "state", "type_name")
 
 
-def jsonable(value, decode: BodyDecode):
+def jsonable(value: object, decode: BodyDecode) -> object:
     """Decoded structures (frozen dataclasses, tuples, bytes) as JSON values; dataclasses get
     their type name under ``type``."""
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        out = {"type": type(value).__name__}
+        out: dict[str, object] = {"type": type(value).__name__}
         for f in dataclasses.fields(value):
             out[f.name] = jsonable(getattr(value, f.name), decode)
         for name in _NAMED_PROPERTIES:  # e.g. MetadataRecord.name "TopicRecord", the transaction state
@@ -84,9 +93,9 @@ def jsonable(value, decode: BodyDecode):
     return value
 
 
-def batch_row(item, *, decode: BodyDecode, table: bool) -> dict:
+def batch_row(item: DumpItem, *, decode: BodyDecode, table: bool) -> Row:
     b = item.batch
-    row = {
+    row: Row = {
         "kind": "batch",
         "file": str(b.file),
         "topic": item.target.topic,
@@ -118,7 +127,7 @@ def batch_row(item, *, decode: BodyDecode, table: bool) -> dict:
     if item.finding is not None:  # an entry the walk kept despite damage: the finding it carries
         row["finding"] = item.finding
     if table:
-        first = b.base_offset if b.base_offset is not None else "…"
+        first: int | str = b.base_offset if b.base_offset is not None else "…"
         row["offsets"] = f"{first}..{b.last_offset}" if first != b.last_offset else str(b.last_offset)
         row["time"] = iso_ms(b.max_timestamp) if b.max_timestamp >= 0 else None
         parts = [f"magic={b.magic}", f"count={b.count if b.count is not None else '?'}", b.compresscodec]
@@ -143,10 +152,12 @@ def batch_row(item, *, decode: BodyDecode, table: bool) -> dict:
     return row
 
 
-def record_row(batch, topic: str | None, partition: int | None, record, *, decode: BodyDecode, table: bool, finding: str | None = None) -> dict:
+def record_row(
+    batch: BatchInfo, topic: str | None, partition: int | None, record: RecordInfo, *, decode: BodyDecode, table: bool, finding: str | None = None
+) -> Row:
     """A record's row; ``finding``: the code of the finding its batch carries (a batch the walk
     kept despite damage), written as a last ``finding`` field and, in a table, first."""
-    row = {
+    row: Row = {
         "kind": "record",
         "file": str(batch.file),
         "topic": topic,
@@ -178,8 +189,8 @@ def record_row(batch, topic: str | None, partition: int | None, record, *, decod
     return row
 
 
-def record_summary(row: dict) -> str:
-    parts = []
+def record_summary(row: Row) -> str:
+    parts: list[str] = []
     if "control" in row:
         control = row["control"]
         value = control.get("value") if isinstance(control, dict) else None
@@ -192,20 +203,22 @@ def record_summary(row: dict) -> str:
     else:
         if row["key"] is not None:
             parts.append(f"key={row['key']}")
-        if row["headers"]:
-            parts.append("headers=[" + ",".join(f"{h['key']}={'null' if h['value'] is None else h['value']}" for h in row["headers"]) + "]")
+        headers = row["headers"]
+        if headers:
+            assert isinstance(headers, list)  # record_row's list of {"key", "value"}
+            parts.append("headers=[" + ",".join(f"{h['key']}={'null' if h['value'] is None else h['value']}" for h in headers) + "]")
         if "control" not in row:
             parts.append(f"payload={row['payload']}" if row["payload"] is not None else "payload=null")
     return " ".join(parts)
 
 
-def _decoded_summary(decoded) -> str:
+def _decoded_summary(decoded: object) -> str:
     if not isinstance(decoded, dict):
         return str(decoded)
     if "error" in decoded:
         return f"undecodable: {decoded['error']}"
 
-    def brief(obj) -> str:
+    def brief(obj: object) -> str:
         if obj is None:
             return "null (tombstone)"
         if isinstance(obj, dict):
@@ -220,16 +233,19 @@ def _decoded_summary(decoded) -> str:
     return " -> ".join(parts)
 
 
-def index_row(row, kind: str, *, table: bool) -> dict:
-    out = {"file": str(row.file), "position": row.position, "entry": row.number}
+def index_row(row: IndexRow, kind: str, *, table: bool) -> Row:
+    out: Row = {"file": str(row.file), "position": row.position, "entry": row.number}
     e = row.entry
     if kind == "index":
+        assert isinstance(e, OffsetPosition)  # IndexDump yields the entries of its kind
         out.update({"offset": e.offset, "relative_offset": row.relative_offset, "log_position": e.position})
     elif kind == "timeindex":
+        assert isinstance(e, TimestampOffset)
         out.update({"timestamp": e.timestamp, "offset": e.offset, "relative_offset": row.relative_offset})
         if table:
             out["time"] = iso_ms(e.timestamp) if e.timestamp >= 0 else str(e.timestamp)
     else:
+        assert isinstance(e, AbortedTxn)
         out.update(
             {
                 "version": e.version,
@@ -248,9 +264,9 @@ def index_row(row, kind: str, *, table: bool) -> dict:
     return out
 
 
-def snapshot_row(row, *, table: bool) -> dict:
+def snapshot_row(row: SnapshotRow, *, table: bool) -> Row:
     e = row.entry
-    out = {
+    out: Row = {
         "file": str(row.file),
         "snapshot_offset": row.offset,
         "version": row.version,
@@ -272,7 +288,7 @@ def snapshot_row(row, *, table: bool) -> dict:
     return out
 
 
-def hit_row(hit, *, decode: BodyDecode, table: bool) -> dict:
+def hit_row(hit: KafkaHit, *, decode: BodyDecode, table: bool) -> Row:
     """A query answer: the record row plus its batch's main fields and how it was found."""
     row = record_row(hit.batch, hit.topic, hit.partition, hit.record, decode=decode, table=False, finding=hit.finding)
     b = hit.batch

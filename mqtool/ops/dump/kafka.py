@@ -667,15 +667,23 @@ def index_targets(path: Path, kind: str, *, topic: str | None = None, partition:
     return out
 
 
+#: The entries of the index families (``.index``, ``.timeindex``, ``.txnindex``), named here for
+#: the CLI, which reads ``IndexRow.entry`` and does not import ``formats``.
+OffsetPosition = kidx.OffsetPosition
+TimestampOffset = kidx.TimestampOffset
+AbortedTxn = ktxn.AbortedTxn
+IndexEntry = OffsetPosition | TimestampOffset | AbortedTxn
+
+
 @dataclass(frozen=True)
 class IndexRow:
     file: Path
     position: int
     number: int
-    entry: object  # OffsetPosition, TimestampOffset or AbortedTxn
+    entry: IndexEntry  # OffsetPosition (.index), TimestampOffset (.timeindex) or AbortedTxn (.txnindex)
     relative_offset: int | None
     #: ``--verify``: how the entry relates to the log (see ``verify_offset_entry``)
-    verify: dict | None = None
+    verify: dict[str, object] | None = None
 
 
 @dataclass
