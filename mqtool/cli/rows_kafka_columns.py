@@ -14,6 +14,7 @@ The text is built a column at a time: the bytes of each key, value and header va
 from __future__ import annotations
 
 import binascii
+from collections.abc import Callable
 from functools import partial
 from json.encoder import encode_basestring
 
@@ -21,7 +22,7 @@ import numpy as np
 
 from mqtool.cli.render import BodyDecode, dumps
 from mqtool.cli.rows_kafka import batch_row, record_row
-from mqtool.ops.dump.kafka import DumpItem, RecordRun
+from mqtool.ops.dump.kafka import BatchInfo, DumpItem, LogTarget, RecordRun
 
 _JSON_STR = encode_basestring
 _B64 = partial(binascii.b2a_base64, newline=False)
@@ -39,7 +40,7 @@ def _utf8(data: bytes) -> bytes:
     return _JSON_STR(data.decode("utf-8", "backslashreplace")).encode("utf-8")
 
 
-def _encoder(decode: BodyDecode):
+def _encoder(decode: BodyDecode) -> tuple[Callable[[bytes], bytes] | None, bytes]:
     """(encode the bytes of one value, the quote around the result): ``encode_bytes`` as JSON."""
     if decode is BodyDecode.base64:
         return _B64, _QUOTE
@@ -70,7 +71,7 @@ def _values(data: bytes, at: np.ndarray, length: np.ndarray, decode: BodyDecode)
     return b"%s%s%s", [quotes, texts, quotes]
 
 
-class _HeaderKeys(dict):
+class _HeaderKeys(dict[bytes, bytes]):
     """Header key bytes -> their JSON string (as ``RecordHeader.key`` decodes them)."""
 
     def __missing__(self, raw: bytes) -> bytes:
@@ -153,7 +154,7 @@ def run_lines(run: RecordRun, *, decode: BodyDecode, records_only: bool) -> byte
     return b"".join(out)
 
 
-def _batch_line(target, batch, decode: BodyDecode) -> bytes:
+def _batch_line(target: LogTarget, batch: BatchInfo, decode: BodyDecode) -> bytes:
     return (dumps(batch_row(DumpItem(target, batch), decode=decode, table=False)) + "\n").encode("utf-8", "surrogateescape")
 
 
