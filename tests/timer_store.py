@@ -91,15 +91,20 @@ class TimerWriter:
             return (-1, -1, -1, 0, 0)
         return s
 
+    def _file(self, base: int) -> bytearray:
+        if base not in self.files:  # a mapped file, created whole (zeros) when first written
+            self.files[base] = bytearray(self.file_size)
+        return self.files[base]
+
     def _append(self, data: bytes) -> int:
         base = self.wrote - self.wrote % self.file_size
         pos = self.wrote - base
-        buf = self.files.setdefault(base, bytearray(self.file_size))
+        buf = self._file(base)
         if len(data) + MIN_BLANK > self.file_size - pos:
             buf[pos : pos + MIN_BLANK] = struct.pack(BLANK_FMT, self.file_size - pos, 0, BLANK_MAGIC)
             base += self.file_size
             pos = 0
-            buf = self.files.setdefault(base, bytearray(self.file_size))
+            buf = self._file(base)
         buf[pos : pos + len(data)] = data
         self.wrote = base + pos + len(data)
         return base + pos
@@ -170,7 +175,7 @@ def make_timer_store(
         placed = []
         for i, delay in enumerate(delays):
             topic = f"Real{i % 3}"
-            res = w.append(timer_record(topic, T0 + delay, body=b"x" * (i + 1)))
+            res = w.append(timer_record(topic, T0 + delay, body=b"x" * (i % 64 + 1)))
             placed.append((res, T0 + delay, topic))
     for i, (res, deliver, topic) in enumerate(placed):
         timer.enqueue(res.commitlog_offset, res.size, deliver, T0 + 100 + i, topic)

@@ -82,6 +82,7 @@ import json
 import struct
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any, Literal
 
 import numpy as np
@@ -127,6 +128,7 @@ def _check_range(name: str, value: int, bits: int) -> None:
         raise ValueError(f"{name} {value!r} does not fit a signed {bits}-bit field")
 
 
+@lru_cache(maxsize=4096)  # a store has few real topics and many units of each
 def java_string_hash(text: str) -> int:
     """``String.hashCode`` (UTF-16 code units, 32-bit wrap-around): the TimerLog's ``hashTopic``."""
     h = 0
