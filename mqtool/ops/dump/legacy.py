@@ -18,7 +18,7 @@ offset order with the live segments; a ``.meta.zip`` dumps exactly like the segm
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -29,7 +29,7 @@ from mqtool.errors import (
     StoreLayoutError,
     hexint,
 )
-from mqtool.findings import Finding, Severity, not_stated
+from mqtool.findings import Finding, Severity, finding_text, not_stated
 from mqtool.formats import jafka as jf
 from mqtool.formats import metaq as mq
 from mqtool.formats import segment_names as segnames
@@ -50,7 +50,6 @@ from mqtool.store.legacy import (
 )
 from mqtool.store.metaq import split_message as split_metaq
 from mqtool.store.metaq import starts_at as metaq_starts_at
-from mqtool.store.model.rocketmq import finding_text
 
 # --- common -----------------------------------------------------------------------------------------
 
@@ -70,7 +69,7 @@ def select_partitions(data: DataDir, topic: str | None, partition: int | None) -
     are (a typo printed nothing and exited 0)."""
     chosen = [p for p in data.partitions if (topic is None or p.topic == topic) and (partition is None or p.partition == partition)]
     if not chosen and (topic is not None or partition is not None):
-        topics = sorted({p.topic for p in data.partitions})
+        topics = sorted({p.topic for p in data.partitions if p.topic is not None})
         raise StoreLayoutError(
             path=data.root,
             expected=f"a partition {topic or '*'}-{'*' if partition is None else partition}",
@@ -88,7 +87,9 @@ def findings_on_path(path: str | Path, data: DataDir, partitions: list[Partition
     return log_findings.on_path(path, data.layout, within)
 
 
-def _start_position(reader: SegmentReader, segment: Segment, from_offset: int | None, check) -> tuple[int, str | None]:
+def _start_position(
+    reader: SegmentReader, segment: Segment, from_offset: int | None, check: Callable[[SegmentReader, int], bool]
+) -> tuple[int, str | None]:
     """Where to start reading ``segment`` for ``--from-offset``: the exact position when a valid
     message starts there (what a consumer fetch does), else 0 with a note."""
     if from_offset is None or from_offset <= segment.start_offset:
@@ -101,7 +102,9 @@ def _start_position(reader: SegmentReader, segment: Segment, from_offset: int | 
     return 0, f"{segment.path}: offset {from_offset} is not the start of a valid message; starting at the next message after it"
 
 
-def record_end(part: Partition, seg: Segment, reader: SegmentReader, framing: Framing, walk: SegmentWalk, problems: list, notes: list) -> None:
+def record_end(
+    part: Partition, seg: Segment, reader: SegmentReader, framing: Framing, walk: SegmentWalk, problems: list[MqError], notes: list[str]
+) -> None:
     """After a walk: its broken message, or an end that is damage (``store.legacy.end_damage``: a
     length running past the end of a segment before the last, or over valid messages), goes to
     ``problems``; a tail the broker's recovery repairs (torn message, zeros) to ``notes``."""
@@ -175,7 +178,7 @@ class JafkaDump:
     problems: list[MqError] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     bytes_done: int = 0
-    _magic0_noted: set = field(default_factory=set, repr=False)
+    _magic0_noted: set[Path] = field(default_factory=set, repr=False)
 
     @property
     def partitions(self) -> list[Partition]:
@@ -220,6 +223,7 @@ class JafkaDump:
                     offset = seg.start_offset + pos
                     if self.from_offset is not None and offset < self.from_offset:
                         continue
+                    assert isinstance(message, jf.Message)  # a walk with Jafka's framing
                     yield from self._items(Where(part, seg, pos, offset), message, walk.damaged.get(pos))
             except MqError as exc:  # the reader failed (I/O)
                 self.problems.append(exc)
@@ -317,7 +321,7 @@ class MetaqItem:
         return segnames.metaq_live_segment_name(self.where.segment)
 
 
-def id_parts(message_id: int) -> dict:
+def id_parts(message_id: int) -> dict[str, int]:
     """``IdWorker`` fields of a message id: time (ms since a nanoTime-based epoch, not wall-clock),
     worker (= brokerId) and sequence."""
     value = message_id & 0xFFFFFFFFFFFFFFFF
@@ -389,6 +393,7 @@ class MetaqDump:
                     offset = seg.start_offset + pos
                     if self.from_offset is not None and offset < self.from_offset:
                         continue
+                    assert isinstance(message, mq.Message)  # a walk with MetaQ's framing
                     yield self._item(Where(part, seg, pos, offset), message, walk.damaged.get(pos))
                 if walk.error is None and walk.end is not None and walk.end.kind == "eof":
                     reader.verify()  # a zip's CRC is checked once its entry has been read to the end
@@ -436,11 +441,12 @@ class OffsetLookup:
     partition: Partition
     offset: int
     segment: Segment | None = None
-    items: list = field(default_factory=list)
+    items: list[JafkaItem | MetaqItem] = field(default_factory=list)
     reason: str | None = None
     previous_offset: int | None = None
     next_offset: int | None = None
-    problems: list[MqError] = field(default_factory=list)
+    #: damage met (``MqError``) and validate's errors on the partition (``CODE path:position: message``)
+    problems: list[MqError | str] = field(default_factory=list)
 
 
 def find_partition(data: DataDir, topic: str | None, partition: int | None) -> Partition:
@@ -492,8 +498,10 @@ def _lookup_offset(data: DataDir, partition: Partition, offset: int) -> OffsetLo
                 break
             where = Where(partition, seg, pos, offset)
             if isinstance(dump, JafkaDump):
+                assert isinstance(message, jf.Message)  # a walk with Jafka's framing
                 result.items.extend(dump._items(where, message, walk.damaged.get(pos)))
             else:
+                assert isinstance(message, mq.Message)  # a walk with MetaQ's framing
                 result.items.append(dump._item(where, message, walk.damaged.get(pos)))
             break
     if not result.items:
@@ -509,7 +517,7 @@ def name_findings(result: OffsetLookup, findings: list[Finding]) -> OffsetLookup
     its warnings after the reason, each as ``CODE path:position: message``."""
     errors = log_findings.errors(findings)
     kept = not_stated(list(result.problems), errors)  # a problem a finding states is stated once, by it
-    result.problems = [*(p for p in kept if isinstance(p, MqError)), *(finding_text(f) for f in errors)]  # type: ignore[list-item]
+    result.problems = [*(p for p in kept if isinstance(p, MqError)), *(finding_text(f) for f in errors)]
     warnings = [finding_text(f) for f in findings if f.level is Severity.warning]
     if warnings:
         result.reason = "; ".join(([result.reason] if result.reason else []) + warnings)
