@@ -8,6 +8,12 @@ process with SIGBUS, and bounded ``pread`` keeps memory flat whatever the file s
 A ``ReadOnlyFile`` snapshots the file size when opened; bytes appended later are not read (a
 file that grows while we read it is reported as it was), and a file that shrinks turns into a
 short read reported as ``StoreIOError`` naming the position.
+
+It keeps the last large piece it read (``KEEP_PIECE`` bytes or more): a read that falls inside
+it -- a walk that judges the bytes after the end of the data it just read in one piece, the tail
+of a file checked for zeros -- takes them from there, so a reading reads each byte from disk once.
+``count_reads`` counts the bytes read from disk per file, for the tests that hold a command to
+reading each log byte once.
 """
 
 from __future__ import annotations
@@ -15,6 +21,7 @@ from __future__ import annotations
 import errno
 import os
 import stat
+from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -28,6 +35,26 @@ CHUNK_SIZE = 8 << 20
 
 #: The piece size a reading in progress was given (``read_in_pieces``); None: each walker's default.
 _PIECE: ContextVar[int | None] = ContextVar("mqtool_read_piece", default=None)
+
+#: A read of at least this many bytes is kept by its ``ReadOnlyFile`` (one per file) for the
+#: reads that fall inside it; smaller reads (headers, index slots) are neither kept nor evict it.
+KEEP_PIECE = 64 << 10
+
+#: Bytes read from disk per file path while ``count_reads`` is active.
+_READS: ContextVar[Counter[str] | None] = ContextVar("mqtool_reads", default=None)
+
+
+@contextmanager
+def count_reads() -> Iterator[Counter[str]]:
+    """Count, per file path, the bytes ``ReadOnlyFile`` reads from disk inside the block (a read
+    answered from the piece a file keeps is not counted: it costs no I/O).  In this thread and
+    the ones it starts with its context; not in child processes."""
+    counter: Counter[str] = Counter()
+    token = _READS.set(counter)
+    try:
+        yield counter
+    finally:
+        _READS.reset(token)
 
 
 def piece_size(default: int = CHUNK_SIZE) -> int:
@@ -69,6 +96,8 @@ class ReadOnlyFile:
         self.size = st.st_size
         self.mtime = st.st_mtime
         self.stat = st
+        #: ``(position, bytes)`` of the last read of at least ``KEEP_PIECE`` bytes
+        self._kept: tuple[int, bytes] | None = None
 
     def pread(self, position: int, size: int) -> bytes:
         """Up to ``size`` bytes at ``position`` (fewer only at the snapshot's end)."""
@@ -77,6 +106,10 @@ class ReadOnlyFile:
         size = max(0, min(size, self.size - position))
         if size == 0:
             return b""
+        kept = self._kept
+        if kept is not None and kept[0] <= position and position + size <= kept[0] + len(kept[1]):
+            at = position - kept[0]
+            return kept[1][at : at + size]
         try:
             data = os.pread(self._fd, size, position)
         except OSError as exc:
@@ -90,6 +123,11 @@ class ReadOnlyFile:
                 expected=f"{size} bytes (size at open {self.size})",
                 found=f"{len(data)} bytes",
             )
+        if size >= KEEP_PIECE:
+            self._kept = (position, data)
+        reads = _READS.get()
+        if reads is not None:
+            reads[str(self.path)] += size
         return data
 
     def read_all(self, limit: int = 64 << 20) -> bytes:
@@ -108,6 +146,7 @@ class ReadOnlyFile:
             pos += len(data)
 
     def close(self) -> None:
+        self._kept = None
         if self._fd is not None:
             os.close(self._fd)
             self._fd = None

@@ -325,6 +325,10 @@ class CommitLogFileWalk:
     a record (it dispatches it with its bad CRC).  Without it (recover, validate's model) the walk
     stops there, as upstream ``CommitLog.recoverNormally`` with ``checkCRCOnRecover`` does.
     Only a broken frame ends (or, in validate, resyncs) the walk.
+
+    ``stop`` bounds the reading: no byte at or after it is read (a position where a record starts,
+    or where the data ends), and the walk ends there as ``eof`` -- a reader that wants the records
+    of a range does not read the rest of the file (its zero tail) again.
     """
 
     def __init__(
@@ -339,8 +343,10 @@ class CommitLogFileWalk:
         file_size: int | None = None,
         base: int | None = None,
         keep_damaged: bool = False,
+        stop: int | None = None,
     ) -> None:
         self.f = f
+        self.limit = f.size if stop is None else max(start, min(stop, f.size))
         self.base = base
         self.keep_damaged = keep_damaged
         #: ``keep_damaged``: file position -> error of each frame-intact record yielded despite it
@@ -375,7 +381,7 @@ class CommitLogFileWalk:
         base = self.start
         want = self.chunk
         while True:
-            data = f.pread(base, want)
+            data = f.pread(base, min(want, self.limit - base))
             want = self.chunk
             walker = RecordWalker(data, 0, check_crc=self.check_crc)
             try:
@@ -407,7 +413,7 @@ class CommitLogFileWalk:
                 return
             end = walker.end
             assert end is not None
-            more_in_file = base + len(data) < f.size
+            more_in_file = base + len(data) < self.limit
             if piece_goes_on(end.kind, end.position, len(data), more_in_file):
                 if end.kind == "partial" and end.position == 0:
                     if end.length > self.max_record_size:

@@ -264,10 +264,8 @@ def _keyed_in_file(seg: rmq.Segment, start: int, stop: int, file_size: int, *, l
                 return [seg.base + int(p) for p in columns.position[rows].tolist()]
         out: list[int] = []
         try:
-            walk = rmq.CommitLogFileWalk(f, start, check_crc=True, last=last, file_size=file_size, keep_damaged=True)
+            walk = rmq.CommitLogFileWalk(f, start, check_crc=True, last=last, file_size=file_size, keep_damaged=True, stop=stop)
             for pos, record in walk:
-                if pos >= stop:
-                    break
                 if is_indexed(record):
                     out.append(seg.base + pos)
         except MqError:  # unreadable: its own finding

@@ -1,0 +1,176 @@
+"""A command reads each log byte once (issue 27, point 3): measured, per layout and command.
+
+Each command runs in-process through the CLI on a generated store of a few MiB -- RocketMQ
+CommitLog files, a Kafka partition of two segments, Jafka and MetaQ partitions of two segments --
+while ``store.files.count_reads`` counts the bytes ``ReadOnlyFile`` reads from disk per file.  The
+log bytes read (CommitLog, ``.log``, ``.jafka``, ``.meta`` files), less a fixed cost per log file
+(headers peeked at, a record re-read where a read piece cuts it), must be at most ``TARGET`` times
+the log bytes there are (twice that for ``diff``, which reads two stores).  ``validate`` runs with
+``-j 1``: the counting does not reach child processes.
+
+The commands that read more today are listed in ``READ_TODAY`` with the ratio they may not
+exceed: the debt issue 27 pays off.  The test fails when a command reads more than that, and
+when a listed command has come down to the target (remove it from the list, so it only shrinks)
+or well below its bound (lower the bound to what it reads now).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+from pathlib import Path
+
+import pytest
+
+from mqtool.cli.app import run
+from mqtool.formats import jafka as jf
+from mqtool.formats import metaq as mq
+from mqtool.formats import segment_names as segnames
+from mqtool.formats.kafka import record_batch as rb
+from mqtool.formats.rocketmq import commitlog as cl
+from mqtool.store.files import count_reads
+from mqtool.store.kafka_writer import PartitionConfig, PartitionWriter
+from mqtool.store.writer import StoreWriter, WriterConfig
+
+TARGET = 1.1
+#: bytes a command may read of each log file beyond the target (headers peeked at, a record a
+#: piece boundary cuts read again)
+FIXED_PER_FILE = 4096
+
+#: (layout, command): the ratio it reads today, above ``TARGET`` -- why, in a word each:
+#: ``model``: the command's own walk, then the store model's findings read the bytes again;
+#: ``sides``: diff reads each side twice (its walk, then validate's findings);
+#: ``verbs``: report runs validate, recover's plan, clean's plan and stats, each its own reading.
+READ_TODAY: dict[tuple[str, str], float] = {
+    ("rocketmq", "diff"): 2.05,  # sides
+    ("rocketmq", "recover"): 2.8,  # model: the plan's walks, then validate's findings
+    ("rocketmq", "report"): 3.8,  # verbs
+    ("kafka", "dump"): 2.05,  # model
+    ("kafka", "stats"): 2.05,  # model
+    ("kafka", "info"): 1.7,  # model: the last segment's walk, then validate's findings
+    ("kafka", "diff"): 2.05,  # sides
+    ("kafka", "recover"): 3.05,  # model: recover's scan, validate's findings before and after
+    ("kafka", "report"): 6.4,  # verbs
+    ("jafka", "dump"): 2.05,  # model
+    ("jafka", "stats"): 2.05,  # model
+    ("jafka", "info"): 2.05,  # model
+    ("jafka", "diff"): 2.55,  # sides
+    ("jafka", "recover"): 1.55,  # model
+    ("jafka", "report"): 3.55,  # verbs
+    ("metaq", "dump"): 2.05,  # model
+    ("metaq", "stats"): 2.05,  # model
+    ("metaq", "info"): 2.05,  # model
+    ("metaq", "diff"): 2.55,  # sides
+    ("metaq", "recover"): 1.55,  # model
+    ("metaq", "report"): 3.55,  # verbs
+}
+
+
+def _rocketmq(root: Path) -> Path:
+    body = bytes(range(256)) * 4
+    with StoreWriter(root, WriterConfig(commitlog_file_size=1 << 20)) as writer:
+        end = count = 0
+        while end < 3 << 20:  # three full files and part of a fourth
+            res = writer.append(
+                cl.MessageRecord(
+                    topic=f"Topic{count % 2}", queue_id=count % 4, body=body, properties={"KEYS": f"key-{count}", "TAGS": "TagA", "UNIQ_KEY": f"{count:032X}"}
+                )
+            )
+            end, count = res.commitlog_offset + res.size, count + 1
+    return root
+
+
+def _kafka(root: Path) -> Path:
+    part = root / "orders-0"
+    part.mkdir(parents=True)
+    writer = PartitionWriter(part, PartitionConfig(segment_bytes=2 << 20), snapshots=False)
+    value = bytes(range(256)) * 2
+    offset = 0
+    while offset < 6000:
+        records = [rb.Record(offset_delta=i, timestamp_delta=i, key=b"key-%d" % (offset + i), value=value) for i in range(20)]
+        writer.append(rb.build_batch(records, base_timestamp=1_700_000_000_000 + offset))
+        offset += 20
+    writer.close()
+    return root
+
+
+def _legacy_segments(directory: Path, name, encoded: list[bytes], per_segment: int) -> None:
+    directory.mkdir(parents=True)
+    start = 0
+    for i in range(0, len(encoded), per_segment):
+        blob = b"".join(encoded[i : i + per_segment])
+        (directory / name(start)).write_bytes(blob)
+        start += len(blob)
+
+
+def _jafka(root: Path) -> Path:
+    messages = [jf.encode_message(jf.Message(b"jafka message %06d " % i * 20)) for i in range(6000)]
+    _legacy_segments(root / "orders-0", segnames.jafka_file_name, messages, 3000)
+    return root
+
+
+def _metaq(root: Path) -> Path:
+    messages = [mq.encode_message(mq.make_message(1000 + i, b"metaq payload %06d " % i * 20, None)) for i in range(6000)]
+    _legacy_segments(root / "trade-0", segnames.metaq_file_name, messages, 3000)
+    return root
+
+
+STORES = {"rocketmq": (_rocketmq, ("dump", "commitlog")), "kafka": (_kafka, ("dump", "kafka-log")), "jafka": (_jafka, ("dump", "jafka")), "metaq": (_metaq, ("dump", "metaq"))}
+COMMANDS = ("validate", "dump", "stats", "info", "diff", "recover", "report")
+
+
+def _is_log(path: str) -> bool:
+    return "/commitlog/" in path or path.endswith((".log", ".jafka", ".meta"))
+
+
+@pytest.fixture(scope="module")
+def stores(tmp_path_factory) -> dict[str, Path]:
+    return {layout: make(tmp_path_factory.mktemp(layout) / "store") for layout, (make, _dump) in STORES.items()}
+
+
+def _args(layout: str, command: str, root: Path, out: Path) -> tuple[object, ...]:
+    if command == "validate":
+        return ("validate", root, "-j", "1")
+    if command == "dump":
+        return (*STORES[layout][1], root, "--jsonl")
+    if command == "diff":
+        return ("diff", root, root)
+    if command == "report":
+        return ("report", root, "--out", out / "report.html", "--overwrite")
+    return (command, root)
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+@pytest.mark.parametrize("layout", list(STORES))
+def test_a_command_reads_each_log_byte_once(layout: str, command: str, stores, tmp_path) -> None:
+    root = stores[layout]
+    logs = [p for p in root.rglob("*") if p.is_file() and _is_log(str(p))]
+    sides = 2 if command == "diff" else 1
+    total = sides * sum(p.stat().st_size for p in logs)
+    assert total > 2 << 20
+    with count_reads() as reads, contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        code = run([str(a) for a in _args(layout, command, root, tmp_path)])
+    assert code == 0, (layout, command)
+    read = sum(n for path, n in reads.items() if _is_log(path))
+    ratio = max(0, read - sides * FIXED_PER_FILE * len(logs)) / total
+    bound = READ_TODAY.get((layout, command))
+    if bound is None:
+        assert ratio <= TARGET, f"{command} reads {ratio:.2f}x the log bytes of a {layout} store (at most {TARGET}x)"
+        return
+    assert ratio <= bound, f"{command} reads {ratio:.2f}x the log bytes of a {layout} store, more than the {bound}x it read before"
+    assert ratio > TARGET, f"{command} on {layout} reads {ratio:.2f}x now: remove it from READ_TODAY"
+    assert ratio > bound - 0.25, f"{command} on {layout} reads {ratio:.2f}x now: lower its bound in READ_TODAY"
+
+
+def test_a_read_inside_the_kept_piece_costs_no_io(tmp_path) -> None:
+    """The piece a file keeps answers the reads inside it; a read outside it reads the disk."""
+    from mqtool.store.files import KEEP_PIECE, ReadOnlyFile
+
+    path = tmp_path / "f"
+    data = bytes(range(256)) * (KEEP_PIECE // 128)
+    path.write_bytes(data)
+    with count_reads() as reads, ReadOnlyFile(path) as f:
+        assert f.pread(0, KEEP_PIECE) == data[:KEEP_PIECE]
+        assert f.pread(100, 1000) == data[100:1100]  # inside: kept
+        assert f.pread(KEEP_PIECE - 10, 20) == data[KEEP_PIECE - 10 : KEEP_PIECE + 10]  # crosses its end: read
+    assert reads[str(path)] == KEEP_PIECE + 20
