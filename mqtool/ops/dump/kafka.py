@@ -69,7 +69,7 @@ def _select(store: ks.KafkaStore, topic: str | None, partition: int | None) -> l
     parts = [p for p in store.partitions if (topic is None or p.topic == topic) and (partition is None or p.partition == partition)]
     if not parts and (topic is not None or partition is not None):
         wanted = f"{topic if topic is not None else '<any topic>'}-{partition if partition is not None else '<any partition>'}"
-        topics = sorted({p.topic for p in store.partitions})
+        topics = sorted({p.topic for p in store.partitions if p.topic is not None})
         raise StoreLayoutError(
             path=store.root,
             expected=f"partition {wanted}",
@@ -111,6 +111,7 @@ def log_targets(path: Path, *, topic: str | None = None, partition: int | None =
     targets = []
     for part in _select(store, topic, partition):
         for seg in part.log_segments():
+            assert seg.log is not None  # log_segments() are the segments with a .log
             targets.append(LogTarget(seg.log, seg.base_offset, part, seg))
     return targets
 
@@ -183,7 +184,7 @@ class RecordInfo:
     #: control records: ``{"type": "COMMIT", ...}``; decoded internal-topic records:
     #: ``{"key": obj, "value": obj}`` (dataclasses, None for a tombstone) or ``{"error": str}``
     control: object | None = None
-    decoded: dict | None = None
+    decoded: dict[str, object] | None = None
 
 
 @dataclass(frozen=True)
@@ -236,7 +237,7 @@ def _control_of(record: rb.Record) -> object:
     return {"type": key.type_name, "version": key.version, "value": value}
 
 
-def decode_internal(decoder: str | None, key: bytes | None, value: bytes | None) -> dict | None:
+def decode_internal(decoder: str | None, key: bytes | None, value: bytes | None) -> dict[str, object] | None:
     """The key and value of an internal-topic record as data (``{"error": ...}`` if they do not decode)."""
     if decoder is None:
         return None
@@ -245,8 +246,8 @@ def decode_internal(decoder: str | None, key: bytes | None, value: bytes | None)
             k, v = it.decode_consumer_offsets_record(key, value)
             return {"key": k, "value": v}
         if decoder == "transaction-log":
-            k = it.decode_transaction_log_key(key)
-            return {"key": k, "value": it.decode_transaction_log_value(value) if value is not None else None}
+            txn_key = it.decode_transaction_log_key(key)
+            return {"key": txn_key, "value": it.decode_transaction_log_value(value) if value is not None else None}
         if decoder == "metadata":
             record = it.decode_metadata_record(value)
             payload = it.decode_metadata_payload(record)
@@ -301,8 +302,9 @@ class LogDump:
         if start is None or target.kind != "log":
             return False
         nxt = self.targets[i + 1] if i + 1 < len(self.targets) else None
-        same_partition = nxt is not None and nxt.partition is target.partition and nxt.segment is not None and nxt.segment.named
-        return same_partition and nxt.base_offset <= start
+        if nxt is None or nxt.partition is not target.partition or nxt.segment is None or not nxt.segment.named:
+            return False  # not a next segment of the same partition
+        return nxt.base_offset <= start
 
     def __iter__(self) -> Iterator[DumpItem]:
         for i, target in enumerate(self.targets):
@@ -399,7 +401,10 @@ class LogDump:
         where ``--max-bytes`` stopped it before the end of the file)."""
         if walk.error is not None:
             self.problems.append(walk.error)
-        kind = "corrupt" if walk.error is not None else walk.end.kind
+            kind = "corrupt"
+        else:
+            assert walk.end is not None  # a walk stops at a broken entry or at its end
+            kind = walk.end.kind
         if walk.end is not None and walk.limited and kind == "eof" and walk.end.position < f.size:
             kind = "limit"
         self.ends.append(FileEnd(target.path, walk.count, walk.valid_end, kind, f.size, walk.error))
@@ -438,7 +443,9 @@ class LogDump:
                 return False
         return True
 
-    def _records(self, target: LogTarget, entry: LogEntry, buf: bytes, rel: int, at: int, decoder: str | None):
+    def _records(
+        self, target: LogTarget, entry: LogEntry, buf: bytes, rel: int, at: int, decoder: str | None
+    ) -> tuple[tuple[RecordInfo, ...] | None, str | None]:
         """The records of the entry at ``buf[rel:]``, which is at ``at`` in its file (an error's
         byte is a file position, whatever piece of the file ``buf`` holds)."""
         opts = self.options
@@ -450,15 +457,15 @@ class LogDump:
                 except MqError as exc:
                     raise exc.at(target.path, at - rel) from None
                 logical = records_of_batch(batch)
-                raw = batch.records
+                raw: tuple[rb.Record, ...] | None = batch.records
             else:
-                logical = records_of_message(h, at, check_crc=opts.check_crc, max_size=opts.max_decompressed_size)
+                logical = records_of_message(_legacy_header(entry), at, check_crc=opts.check_crc, max_size=opts.max_decompressed_size)
                 raw = None
         except UnsupportedFormatError as exc:
             return None, f"records not decoded: {exc.reason}"
         except MqError as exc:
             return None, f"records do not decode: {_plain(exc)}"
-        out = []
+        out: list[RecordInfo] = []
         for i, r in enumerate(logical):
             if opts.from_offset is not None and r.offset < opts.from_offset:
                 continue
@@ -655,7 +662,7 @@ def index_targets(path: Path, kind: str, *, topic: str | None = None, partition:
             seg = next((s for s in ks.list_partition(path.parent).segments if s.base_offset == base), None)
         return [IndexTarget(path, base, seg)]
     store = ks.open_kafka(path)
-    out = []
+    out: list[IndexTarget] = []
     for part in _select(store, topic, partition):
         if kind == "snapshot":
             out.extend(IndexTarget(s.path, s.offset, None) for s in part.snapshots)
@@ -726,14 +733,17 @@ class IndexDump:
         n = 0
         while cur is not None:
             pos, entry = cur
-            relative = entry.offset - target.base_offset if self.kind != "txnindex" else None
-            check = None
+            assert isinstance(entry, (OffsetPosition, TimestampOffset, AbortedTxn))  # the walk of an index family
+            relative = entry.offset - target.base_offset if not isinstance(entry, AbortedTxn) else None
+            check: dict[str, object] | None = None
             if self.verify:
                 if log is None:
                     check = {"status": "no-log"}
-                elif self.kind == "index":
-                    check = verify_offset_entry(log, entry, nxt[1].position if nxt is not None else None)
-                elif self.kind == "timeindex":
+                elif isinstance(entry, OffsetPosition):
+                    following = nxt[1] if nxt is not None else None
+                    assert following is None or isinstance(following, OffsetPosition)  # the next entry of the same .index
+                    check = verify_offset_entry(log, entry, following.position if following is not None else None)
+                elif isinstance(entry, TimestampOffset):
                     check = verify_time_entry(log, target, entry)
                 else:
                     check = verify_txn_entry(log, target, entry)
@@ -747,16 +757,30 @@ class IndexDump:
         self.ends.append((target.path, n, kidx.DataEnd("zeros", 0, f.size) if zero_slot else walk.end))
 
 
+def _legacy_header(entry: LogEntry) -> LegacyRecord:
+    """The message of a v0/v1 entry (a walk in ``header`` or ``full`` mode gives each entry its header)."""
+    h = entry.header
+    assert isinstance(h, LegacyRecord)
+    return h
+
+
+def entry_max_timestamp(entry: LogEntry) -> int:
+    """The largest timestamp of an entry: a v2 batch's ``max_timestamp``, a v0/v1 message's own."""
+    h = entry.header
+    return h.max_timestamp if isinstance(h, rb.BatchHeader) else _legacy_header(entry).timestamp
+
+
 def _entry_span(entry: LogEntry, prev_last: int | None) -> tuple[int, int]:
     h = entry.header
     if isinstance(h, rb.BatchHeader):
         return h.base_offset, h.last_offset
+    h = _legacy_header(entry)
     if h.is_compressed:
         return (prev_last + 1 if prev_last is not None else h.offset), h.offset
     return h.offset, h.offset
 
 
-def verify_offset_entry(log: ReadOnlyFile, entry: kidx.OffsetPosition, next_position: int | None) -> dict:
+def verify_offset_entry(log: ReadOnlyFile, entry: kidx.OffsetPosition, next_position: int | None) -> dict[str, object]:
     """Check one ``.index`` entry against the log, the way validate does:
 
     ``exact`` (the offset is the last offset of the batch at the position), ``within`` (inside
@@ -771,7 +795,8 @@ def verify_offset_entry(log: ReadOnlyFile, entry: kidx.OffsetPosition, next_posi
     except MqError as exc:
         return {"status": "not-a-batch", "error": str(exc)}
     lower, last = _entry_span(first, None)
-    out = {"batch_base_offset": lower if first.magic == 2 or not first.header.is_compressed else None, "batch_last_offset": last}
+    wrapper = not isinstance(first.header, rb.BatchHeader) and _legacy_header(first).is_compressed
+    out = {"batch_base_offset": lower if not wrapper else None, "batch_last_offset": last}
     if entry.offset == last:
         return {"status": "exact", **out}
     if lower <= entry.offset < last:
@@ -792,7 +817,7 @@ def verify_offset_entry(log: ReadOnlyFile, entry: kidx.OffsetPosition, next_posi
     return {"status": "mismatch", **out}
 
 
-def verify_time_entry(log: ReadOnlyFile, target: IndexTarget, entry: kidx.TimestampOffset) -> dict:
+def verify_time_entry(log: ReadOnlyFile, target: IndexTarget, entry: kidx.TimestampOffset) -> dict[str, object]:
     """The batch holding the entry's offset (found through the ``.index``) must have the entry's
     timestamp as its max timestamp: ``ok``, ``timestamp-mismatch`` or ``offset-not-found``."""
     seg = target.segment
@@ -808,13 +833,13 @@ def verify_time_entry(log: ReadOnlyFile, target: IndexTarget, entry: kidx.Timest
             continue
         if lower > entry.offset:
             break
-        ts = e.header.max_timestamp if e.magic == 2 else e.header.timestamp
+        ts = entry_max_timestamp(e)
         status = "ok" if ts == entry.timestamp else "timestamp-mismatch"
         return {"status": status, "batch_position": pos, "batch_max_timestamp": ts}
     return {"status": "offset-not-found"}
 
 
-def verify_txn_entry(log: ReadOnlyFile, target: IndexTarget, entry: ktxn.AbortedTxn) -> dict:
+def verify_txn_entry(log: ReadOnlyFile, target: IndexTarget, entry: ktxn.AbortedTxn) -> dict[str, object]:
     """The entry's last offset must be an ABORT control record of its producer."""
     seg = target.segment
     try:
@@ -825,7 +850,7 @@ def verify_txn_entry(log: ReadOnlyFile, target: IndexTarget, entry: ktxn.Aborted
         if e.last_offset < entry.last_offset:
             continue
         h = e.header
-        if e.magic == 2 and h.base_offset == entry.last_offset and h.is_control_batch and e.batch.records:
+        if isinstance(h, rb.BatchHeader) and e.batch is not None and h.base_offset == entry.last_offset and h.is_control_batch and e.batch.records:
             try:
                 key, _ = rb.decode_control_record(e.batch.records[0])
             except MqError:
@@ -904,10 +929,10 @@ def checkpoint_files(path: Path) -> list[Path]:
     return files
 
 
-def read_checkpoint_file(path: Path, *, topic: str | None = None, partition: int | None = None) -> dict:
+def read_checkpoint_file(path: Path, *, topic: str | None = None, partition: int | None = None) -> dict[str, object]:
     """One state file as data: ``{"file", "kind", ...content}``; ``error`` when it does not parse."""
     kind = _classify(path.name)
-    doc: dict = {"file": str(path), "kind": kind, "name": path.name}
+    doc: dict[str, object] = {"file": str(path), "kind": kind, "name": path.name}
     owner = ks.parse_partition_name(path.parent.name)
     if owner is not None and kind in ("leader-epoch-checkpoint", "partition.metadata", "quorum-state"):
         doc["topic"] = owner.topic
@@ -922,8 +947,8 @@ def read_checkpoint_file(path: Path, *, topic: str | None = None, partition: int
                 if (topic is None or e.topic == topic) and (partition is None or e.partition == partition)
             ]
         elif kind == "leader-epoch-checkpoint":
-            cp = cpf.decode_leader_epoch_checkpoint(raw)
-            doc["entries"] = [{"epoch": e.epoch, "start_offset": e.start_offset} for e in cp.entries]
+            epochs = cpf.decode_leader_epoch_checkpoint(raw)
+            doc["entries"] = [{"epoch": e.epoch, "start_offset": e.start_offset} for e in epochs.entries]
         elif kind == "partition.metadata":
             md = cpf.decode_partition_metadata(raw)
             doc["version"] = md.version
@@ -949,7 +974,7 @@ def read_checkpoint_file(path: Path, *, topic: str | None = None, partition: int
     return doc
 
 
-def partition_filter(docs: list[dict], topic: str | None, partition: int | None) -> list[dict]:
+def partition_filter(docs: list[dict[str, object]], topic: str | None, partition: int | None) -> list[dict[str, object]]:
     """Keep per-partition files of the selected partitions (log-dir files are filtered by entry)."""
     out = []
     for d in docs:

@@ -27,7 +27,7 @@ from mqtool.formats.kafka import checkpoint_file as cpf
 from mqtool.formats.kafka import record_batch as rb
 from mqtool.formats.kafka.legacy import LegacyRecord
 from mqtool.formats.kafka.log import LogEntry, LogRecord, records_of_batch, records_of_message
-from mqtool.ops.dump.kafka import BatchInfo, Decoder, LogTarget, RecordInfo, batch_info, decoder_for, record_info
+from mqtool.ops.dump.kafka import BatchInfo, Decoder, LogTarget, RecordInfo, batch_info, decoder_for, entry_max_timestamp, record_info
 from mqtool.store import kafka as ks
 from mqtool.store.files import ReadOnlyFile, read_small_file
 
@@ -194,15 +194,6 @@ def _first_offset(entry: LogEntry) -> int:
     return -1 if h.is_compressed else h.offset
 
 
-def _max_timestamp(entry: LogEntry) -> int:
-    """The largest timestamp of an entry: a v2 batch's ``max_timestamp``, a v0/v1 message's own."""
-    h = entry.header
-    if isinstance(h, rb.BatchHeader):
-        return h.max_timestamp
-    assert isinstance(h, LegacyRecord)  # a v0/v1 entry of a "header" walk
-    return h.timestamp
-
-
 def with_findings(result: KafkaQueryResult, part: ks.KafkaPartition) -> KafkaQueryResult:
     """Every gap and damage of the partition asked -- its log and the indexes a lookup reads -- as
     validate states it (``ops.log_findings``): errors after the problems (exit 1), warnings after
@@ -303,7 +294,7 @@ def segment_largest_timestamp(seg: ks.KafkaSegment) -> int:
         if position >= f.size:
             position = 0
         for _pos, entry in ks.LogFileWalk(f, position, mode="header", check_crc=False):
-            largest = max(largest, _max_timestamp(entry))
+            largest = max(largest, entry_max_timestamp(entry))
     return largest
 
 
@@ -344,7 +335,7 @@ def _query_timestamp(store: ks.KafkaStore, part: ks.KafkaPartition, timestamp: i
                 return r.timestamp >= timestamp and r.offset >= start
 
             def batch_ok(e: LogEntry) -> bool:
-                return _max_timestamp(e) >= timestamp and e.last_offset >= start
+                return entry_max_timestamp(e) >= timestamp and e.last_offset >= start
 
             _read, ok = collector.scan(
                 seg, position, accept, "timeindex", batch_filter=batch_ok, indexed_offset=position_entry.offset if oslot >= 0 else None
