@@ -192,7 +192,7 @@ def walk_commitlog(
 # --- formats without a magic code: Kafka, Jafka, MetaQ ------------------------------------------
 
 
-class WalkEnd(Protocol):
+class DataEndLike(Protocol):
     """Where a walker's valid records stop (the ``DataEnd`` of each ``formats`` walker)."""
 
     @property
@@ -215,7 +215,7 @@ class FramedWalker(Protocol):
     def failed_at(self) -> int | None: ...
 
     @property
-    def end(self) -> WalkEnd | None: ...
+    def end(self) -> DataEndLike | None: ...
 
 
 @dataclass(frozen=True)
