@@ -602,6 +602,10 @@ def _kafka(path: Path, stats: StoreStats, top: _Top, options: StatsOptions, prog
                         progress(end - done)
                         done = end
                 progress(f.size - done)
+                for pos, exc in walk.undecoded.items():  # a codec not installed: no damage, but not counted
+                    stats.findings.append(
+                        Finding(kstore.entry_error_code(exc), str(seg.log), pos, f"records not counted: {exc.reason}")
+                    )
                 if walk.error is not None:
                     own.append((str(walk.error.path), walk.error.position, str(walk.error)))
                 elif seg is not segments[-1] and walk.end is not None and walk.end.kind in ("partial", "zeros") and walk.end.position < f.size:

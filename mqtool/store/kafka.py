@@ -479,7 +479,10 @@ class LogFileWalk:
     KAFKA-LOG-CRC).  In ``full`` mode such an entry whose records do not decode comes with
     ``records`` None.  This is how ``kafka-dump-log`` (upstream ``DumpLogSegments``) lists such a
     batch, ``isValid: false``; Kafka's own recovery (``LogSegment.recover``) truncates the segment
-    there instead, which the store model states as the finding.  Without it the walk stops there.
+    there instead, which the store model states as the finding.  Likewise, in ``full`` mode, an
+    entry whose records need a codec that is not installed (no damage: the broker reads it) comes
+    with ``records`` None, its position mapped to the error in ``undecoded`` (KAFKA-LOG-UNSUPPORTED,
+    a warning).  Without ``keep_damaged`` the walk stops at either.
     """
 
     def __init__(
@@ -500,6 +503,9 @@ class LogFileWalk:
         self.keep_damaged = keep_damaged
         #: ``keep_damaged``: file position -> error of each frame-intact entry yielded despite it
         self.damaged: dict[int, MqError] = {}
+        #: ``keep_damaged``: file position -> why the records of an entry yielded without them were
+        #: not decoded (a codec not installed)
+        self.undecoded: dict[int, MqError] = {}
         self.check_crc = check_crc
         self.stop = f.size if limit is None else min(limit, f.size)
         self.limited = limit is not None and limit < f.size
@@ -548,7 +554,7 @@ class LogFileWalk:
                         return
                     kept = self._framed_entry(data, rel, exc) if self.keep_damaged else None
                     if kept is not None:  # the frame holds: listed, and the walk reads on after it
-                        self.damaged[base + rel] = exc.at(f.path, base)
+                        (self.undecoded if isinstance(exc, UnsupportedFormatError) else self.damaged)[base + rel] = exc.at(f.path, base)
                         self._note(kept)
                         yield base + rel, kept
                         resume = rel + kept.size
@@ -635,7 +641,13 @@ def framed_entry(data: bytes, rel: int, exc: MqError, mode: Mode = "full") -> Lo
     and magic, checked before the CRC, hold, so the next entry is where its size says): decoded
     without the check -- in ``full`` mode without its records when they do not decode either.
     None when anything but the checksum is broken.  The one rule of every walk that keeps such
-    an entry (``LogFileWalk(keep_damaged=True)``, the Spark walk)."""
+    an entry (``LogFileWalk(keep_damaged=True)``, the Spark walk).  An entry whose records need a
+    codec that is not installed (``UnsupportedFormatError``: its CRC held) comes without them."""
+    if isinstance(exc, UnsupportedFormatError) and mode == "full":
+        try:
+            return decode_entry(data, rel, mode="header", check_crc=False)
+        except MqError:
+            return None
     if not isinstance(exc, ChecksumError):
         return None
     try:

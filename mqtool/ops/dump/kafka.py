@@ -426,9 +426,12 @@ class LogDump:
             return None
         if not opts.deep:
             return DumpItem(target, info, finding=finding)
-        records, error = self._records(target, entry, buf, rel, pos, decoder)
+        records, error, unsupported = self._records(target, entry, buf, rel, pos, decoder)
         if error is not None and damage is None:  # records of a damaged entry: the same damage
-            self.problems.append(CorruptDataError(error, path=target.path, position=pos))
+            # a codec that is not installed is no damage: exit 4 (unsupported), as validate's
+            # KAFKA-LOG-UNSUPPORTED is a warning
+            kind = UnsupportedFormatError if unsupported else CorruptDataError
+            self.problems.append(kind(error, path=target.path, position=pos))
         return DumpItem(target, info, records, error, finding)
 
     def _batch_in_time(self, info: BatchInfo) -> bool:
@@ -445,9 +448,10 @@ class LogDump:
 
     def _records(
         self, target: LogTarget, entry: LogEntry, buf: bytes, rel: int, at: int, decoder: str | None
-    ) -> tuple[tuple[RecordInfo, ...] | None, str | None]:
+    ) -> tuple[tuple[RecordInfo, ...] | None, str | None, bool]:
         """The records of the entry at ``buf[rel:]``, which is at ``at`` in its file (an error's
-        byte is a file position, whatever piece of the file ``buf`` holds)."""
+        byte is a file position, whatever piece of the file ``buf`` holds); else why not, and
+        whether that is a codec not installed (no damage)."""
         opts = self.options
         h = entry.header
         try:
@@ -462,9 +466,9 @@ class LogDump:
                 logical = records_of_message(_legacy_header(entry), at, check_crc=opts.check_crc, max_size=opts.max_decompressed_size)
                 raw = None
         except UnsupportedFormatError as exc:
-            return None, f"records not decoded: {exc.reason}"
+            return None, f"records not decoded: {exc.reason}", True
         except MqError as exc:
-            return None, f"records do not decode: {_plain(exc)}"
+            return None, f"records do not decode: {_plain(exc)}", False
         out: list[RecordInfo] = []
         for i, r in enumerate(logical):
             if opts.from_offset is not None and r.offset < opts.from_offset:
@@ -474,7 +478,7 @@ class LogDump:
             if opts.until_ms is not None and r.timestamp > opts.until_ms:
                 continue
             out.append(record_info(r, raw[i] if raw is not None and r.is_control else None, decoder))
-        return tuple(out), None
+        return tuple(out), None, False
 
 
 def _plain(exc: MqError) -> str:
