@@ -3,7 +3,7 @@
 from typing import TYPE_CHECKING, Annotated, Any
 
 from mqtool.cli.exit_codes import ExitCode
-from mqtool.cli.options import FormatOpt, JsonlOpt, JsonOpt, LayoutOpt, OutputFormat, StorePathArg, flag
+from mqtool.cli.options import BrokerConfigOpt, BrokerVersionOpt, FormatOpt, JsonlOpt, JsonOpt, LayoutOpt, OutputFormat, StorePathArg, flag
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -19,6 +19,8 @@ def info(
     as_json: JsonOpt = False,
     as_jsonl: JsonlOpt = False,
     all_rows: Annotated[bool, flag("--all", help="List every queue / partition / file, not only those with something to report.")] = False,
+    config: BrokerConfigOpt = None,
+    broker_version: BrokerVersionOpt = None,
 ) -> int:
     """Describe a store: layout, version hints, files, offsets, time ranges, queues, shutdown state.
 
@@ -30,7 +32,20 @@ def info(
 
     out = renderer(fmt, as_json, as_jsonl)
     detected = detect_layout(path, layout)
-    result = store_info(path, detected)
+    # only what was given: the broker.conf reader (and its Java properties parser) loads for --config alone
+    options: dict[str, object] = {}
+    if detected is Layout.ROCKETMQ:
+        if config is not None:
+            from mqtool.cli.common import broker_settings
+
+            options.update(version_hints=broker_settings(config).version_hints, config_path=str(config))
+        if broker_version is not None:
+            options["broker_version"] = broker_version
+    elif config is not None or broker_version is not None:
+        import typer
+
+        raise typer.BadParameter(f"--config and --broker-version model a RocketMQ broker, not a {detected} store's")
+    result = store_info(path, detected, **options)
     doc = result.to_dict()  # type: ignore[attr-defined]
     rocketmq = _rocketmq_info(result) if detected is Layout.ROCKETMQ else None
     if rocketmq is not None:
@@ -47,6 +62,39 @@ def info(
         for error in doc.get("errors", []):  # damaged data met where info reads
             out.error(str(error))
     return ExitCode.FINDINGS if doc.get("errors") else ExitCode.OK
+
+
+def _restart_rows(facts: Any, restart: dict[str, Any]) -> None:
+    """The restart preview: the broker modelled, where its recovery starts, what it scans and drops."""
+    import humanize
+
+    more = f"; {', '.join(restart['evidence'])}" if restart.get("evidence") else ""
+    facts.add_row("broker modelled", f"RocketMQ {restart['broker_version']} ({restart['source']}{more})")
+    start = restart["starts_at"]
+    seconds = restart.get("estimated_seconds")
+    # the measured speed itself is in the JSON: it changes from run to run
+    took = "" if seconds is None else (" (under a second" if seconds < 1 else f" (about {humanize.naturaldelta(seconds)}") + " at this disk's read speed)"
+    facts.add_row(
+        "restart",
+        f"{restart['recovery']} recovery from {start['file'] or '-'} (commitlog offset {start['commitlog_offset']}), "
+        f"scans {humanize.naturalsize(restart['scan_bytes'], binary=True)} to {restart['valid_end']}{took}",
+    )
+    drops = restart["drops"]
+    dropped = "nothing" if not drops["bytes"] else (
+        f"{humanize.naturalsize(drops['bytes'], binary=True)}, {drops['records']} decodable record(s)"
+        + (f", {len(drops['files_deleted'])} file(s) deleted" if drops["files_deleted"] else "")
+    )
+    facts.add_row("restart drops", dropped)
+    rebuilds = restart["rebuilds"]
+    redo = []
+    if rebuilds["dispatch_bytes"]:
+        redo.append(f"dispatches {humanize.naturalsize(rebuilds['dispatch_bytes'], binary=True)} from commitlog offset {rebuilds['dispatch_from_commitlog_offset']}")
+    if rebuilds["index_files_destroyed"]:
+        redo.append(f"destroys {len(rebuilds['index_files_destroyed'])} IndexFile(s) and re-indexes what it re-dispatches")
+    if redo:
+        facts.add_row("restart rebuilds", "; ".join(redo))
+    if restart["refuses_to_start"]:
+        facts.add_row("restart refused", f"{len(restart['refuses_to_start'])} CommitLog file(s) of the wrong size (MappedFileQueue.load)")
 
 
 def _rocketmq_info(result: object) -> "StoreInfo | None":
@@ -142,6 +190,8 @@ def render_info(console: "Console", r: "StoreInfo", *, all_rows: bool = False) -
         facts.add_row("topics (config)", str(r.topics_in_config))
     if r.consumer_groups is not None:
         facts.add_row("consumer groups", str(r.consumer_groups))
+    if r.restart:
+        _restart_rows(facts, r.restart)
     console.print(facts)
     findings = list(r.findings)
     queues = rows_to_show(r.queues, lambda q: _mentions(findings, "consumequeue", q.topic, str(q.queue_id)), all_rows=all_rows)

@@ -4,19 +4,19 @@ import dataclasses
 import json
 import shlex
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from mqtool.cli.common import broker_settings, renderer
 from mqtool.cli.exit_codes import ExitCode
-from mqtool.cli.options import INT, BrokerConfigOpt, FormatOpt, JsonlOpt, JsonOpt, LayoutOpt, OutputFormat, flag
+from mqtool.cli.options import INT, BrokerConfigOpt, BrokerVersionOpt, FormatOpt, JsonlOpt, JsonOpt, LayoutOpt, OutputFormat, flag
 from mqtool.cli.render import markup
 
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from mqtool.ops.recover import RecoverPlan
+    from mqtool.ops.recover import ApplyResult, RecoverPlan
 
 
 def recover(
@@ -38,6 +38,7 @@ def recover(
     from_plan: Annotated[Path | None, typer.Option("--from-plan", help="Apply this saved plan (re-checked) instead of planning.")] = None,
     undo: Annotated[Path | None, typer.Option("--undo", help="Restore what a run quarantined: the run's manifest.json.")] = None,
     config: BrokerConfigOpt = None,
+    broker_version: BrokerVersionOpt = None,
     jobs: Annotated[int | None, typer.Option("--jobs", "-j", min=1, metavar=INT, help="Parallel processes for the verification.")] = None,
     layout: LayoutOpt = None,
     fmt: FormatOpt = OutputFormat.table,
@@ -68,8 +69,15 @@ def recover(
     plan_fn, apply_fn, options_cls = recoverer(layout_name)
     if from_plan is None:
         fields = {f.name for f in dataclasses.fields(options_cls)}
-        wanted = {"mode": mode, "full": full, "rebuild_cq": rebuild_cq, "queues": tuple(queue or ()), "rebuild_index": rebuild_index}
-        unsupported = [name for name, value in wanted.items() if value not in (False, (), "auto") and name not in fields]
+        wanted = {
+            "mode": mode,
+            "full": full,
+            "rebuild_cq": rebuild_cq,
+            "queues": tuple(queue or ()),
+            "rebuild_index": rebuild_index,
+            "broker_version": broker_version,
+        }
+        unsupported = [name for name, value in wanted.items() if value not in (False, (), "auto", None) and name not in fields]
         if unsupported:
             raise typer.BadParameter(f"{', '.join('--' + u.replace('_', '-') for u in unsupported)} do not apply to the {layout_name} layout")
         if "mode" in fields and mode not in ("auto", "normal", "abnormal"):
@@ -83,6 +91,7 @@ def recover(
         cfg = broker_settings(config)
         sizes = cfg.store_sizes()
         wanted.update({k: v for k, v in sizes.items() if v is not None and k in fields})
+        wanted.update({"version_hints": cfg.version_hints, "config_path": str(config) if config is not None else None})
         plan = plan_fn(path, options_cls(**{k: v for k, v in wanted.items() if k in fields}))
     if quarantine is not None and quarantine.resolve().is_relative_to(Path(plan.root).resolve()):
         # the broker would load it as data: RocketMQ refuses a commitlog/ holding a directory,
@@ -113,7 +122,7 @@ def _render_nothing(console: "Console", plan: "RecoverPlan") -> None:
     _render_unfixable(console, plan)
 
 
-def _finding_line(f: dict) -> str:
+def _finding_line(f: dict[str, Any]) -> str:
     position = f.get("position")
     return f"{f['severity']} {f['code']} {f['path']}:{position if position is not None else '-'}: {f['message']}"
 
@@ -127,6 +136,26 @@ def _render_unfixable(console: "Console", plan: "RecoverPlan") -> None:
         console.print(markup("  {}", _finding_line(f)))
 
 
+def _render_broker(console: "Console", plan: "RecoverPlan") -> None:
+    """The broker version the plan models, and where its recovery starts."""
+    broker = plan.facts.get("broker")
+    if not broker:
+        return
+    more = f"; {', '.join(broker['evidence'])}" if broker.get("evidence") else ""
+    start = plan.facts.get("scan_start_file")
+    console.print(
+        markup(
+            "broker modelled: RocketMQ {} ({}{}); its {} recovery starts at {}",
+            broker["broker_version"],
+            broker["source"],
+            more,
+            plan.mode,
+            f"commitlog/{start} (commitlog offset {plan.facts.get('scan_start_offset')})" if start else "no CommitLog file",
+        ),
+        overflow="fold",
+    )
+
+
 def render_plan(console: "Console", plan: "RecoverPlan") -> None:
     import humanize
 
@@ -135,6 +164,7 @@ def render_plan(console: "Console", plan: "RecoverPlan") -> None:
         console.print(f"{plan.layout} store {plan.root}: nothing to recover{ends}")
         for note in plan.notes:
             console.print(f"note: {note}")
+        _render_broker(console, plan)
         _render_unfixable(console, plan)
         return
     from rich.padding import Padding
@@ -163,6 +193,7 @@ def render_plan(console: "Console", plan: "RecoverPlan") -> None:
         console.print(Padding(Text(s.reason), (0, 0, 0, 5), expand=False), overflow="fold")
     for note in plan.notes:
         console.print(f"note: {note}")
+    _render_broker(console, plan)
     _render_unfixable(console, plan)
     if plan.needs_force:
         console.print(markup("[bold]--force required[/bold]: {}", "; ".join(plan.needs_force)))
@@ -170,18 +201,19 @@ def render_plan(console: "Console", plan: "RecoverPlan") -> None:
     console.print("run again with --apply" + (" --force" if force else "") + " to execute this plan")
 
 
-def render_result(console: "Console", result) -> None:
+def render_result(console: "Console", result: "ApplyResult") -> None:
     console.print(f"applied {len(result.applied)} step(s) to {result.plan.root}")
     if result.manifest:
         # each on a line of its own, never wrapped: a path and a command to copy whole
         console.print(f"quarantine manifest: {result.manifest}", soft_wrap=True, markup=False, highlight=False)
         console.print(f"undo: mqtool recover --undo {shlex.quote(str(result.manifest))}", soft_wrap=True, markup=False, highlight=False)
-    if result.verification is not None:
-        counts = result.verification.counts
-        verdict = "FAILED" if result.verification.failed else "OK"
+    report: Any = result.verification  # validate's report (ApplyResult holds it untyped)
+    if report is not None:
+        counts = report.counts
+        verdict = "FAILED" if report.failed else "OK"
         console.print(f"verification: {verdict} ({counts['error']} error(s), {counts['warning']} warning(s))")
-        for finding in result.verification.findings:
+        for finding in report.findings:
             if finding.level.value in ("error", "warning"):
                 console.print(markup("  {}", _finding_line(finding.to_dict())))
-        if getattr(result.verification, "truncated", False):
+        if getattr(report, "truncated", False):
             console.print("  (more findings: see `mqtool validate`)")

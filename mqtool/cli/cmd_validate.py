@@ -9,13 +9,27 @@ import typer
 from mqtool.cli.common import broker_settings, pick_format, report_metrics
 from mqtool.cli.completion import complete_check_families, complete_finding_code
 from mqtool.cli.exit_codes import ExitCode
-from mqtool.cli.options import INT, BrokerConfigOpt, IndexNumOpt, IndexSlotsOpt, JsonlOpt, JsonOpt, LayoutOpt, MetricsFileOpt, OutputFormat, StorePathArg, flag
+from mqtool.cli.options import (
+    INT,
+    BrokerConfigOpt,
+    BrokerVersionOpt,
+    IndexNumOpt,
+    IndexSlotsOpt,
+    JsonlOpt,
+    JsonOpt,
+    LayoutOpt,
+    MetricsFileOpt,
+    OutputFormat,
+    StorePathArg,
+    flag,
+)
 from mqtool.cli.render import Column, Renderer, dumps, paged, render_findings_by_cause, short_path, styled
 from mqtool.findings import FAMILIES, Severity
 
 if TYPE_CHECKING:
     from rich.console import Console
 
+    from mqtool.findings import Finding
     from mqtool.ops.validate import ValidationReport
 
 
@@ -67,6 +81,7 @@ def validate(
     index_slots: IndexSlotsOpt = None,
     index_num: IndexNumOpt = None,
     config: BrokerConfigOpt = None,
+    broker_version: BrokerVersionOpt = None,
     deep: Annotated[
         bool,
         flag(
@@ -116,6 +131,8 @@ def validate(
     given = [flag for flag, value in rocketmq_only.items() if value is not None]
     if given and detected != "rocketmq":  # accepted and ignored, they read as if they had been applied
         raise typer.BadParameter(f"{', '.join(given)} apply to RocketMQ stores, not to a {detected} store")
+    if broker_version is not None and detected != "rocketmq":
+        raise typer.BadParameter(f"--broker-version models a RocketMQ broker, not a {detected} store's")
     if deep and detected != "kafka":
         raise typer.BadParameter(f"--deep decodes Kafka records; a {detected} store's records are always decoded")
     cfg = broker_settings(config)
@@ -140,6 +157,9 @@ def validate(
         index_hash_slot_num=index_slots,
         index_num=index_num,
         deep=deep,
+        broker_version=broker_version,
+        version_hints=cfg.version_hints,
+        config_path=str(config) if config is not None else None,
     )
     out = Renderer(
         OutputFormat.table
@@ -201,6 +221,16 @@ def render_table(console: "Console", report: "ValidationReport", *, all_files: b
         )
     )
     console.print(Text(f"{report.layout} store {report.root}", style="dim"))
+    broker = report.facts.get("broker")
+    if broker:  # RocketMQ: the broker whose recovery the findings speak of
+        start = broker.get("recovery_starts_at") or {}
+        console.print(
+            Text(
+                f"broker modelled: RocketMQ {broker['broker_version']} ({broker['source']}); its {broker['recovery']} recovery starts at {start.get('file', '-')}",
+                style="dim",
+            ),
+            overflow="fold",
+        )
     if report.ignored:
         ignored = ", ".join(f"{code} x{n}" for code, n in sorted(report.ignored.items()))
         console.print(Text(f"ignored (--ignore): {ignored}", style="dim"), overflow="fold")
@@ -230,7 +260,7 @@ def render_table(console: "Console", report: "ValidationReport", *, all_files: b
     for s in rows:
         style = {"error": "red", "warning": "yellow"}.get(s.status, "green")
         n = s.errors + s.warnings + s.infos
-        cells = [_short(s.path, report.root), styled(s.status, style)]
+        cells: list[str | Text] = [_short(s.path, report.root), styled(s.status, style)]
         if "records" in keep:
             cells.append(humanize.intcomma(s.records))
         if "valid bytes" in keep:
@@ -250,7 +280,7 @@ def render_junit(report: "ValidationReport") -> str:
     --fail-on are failures, the rest go to system-out."""
     from xml.sax.saxutils import escape, quoteattr
 
-    by_case: dict[tuple[str, str], list] = {}
+    by_case: dict[tuple[str, str], list[Finding]] = {}
     for s in report.files:
         by_case.setdefault((s.family if s.family in FAMILIES else "files", s.path), [])
     for f in report.findings:

@@ -88,6 +88,28 @@ BrokerConfigOpt = Annotated[
         help="The broker's config file (broker.conf / server.properties): file sizes, IndexFile geometry and the disk threshold; flags win.",
     ),
 ]
+
+
+def check_broker_version(value: str | None) -> str | None:
+    """``--broker-version`` takes X.Y.Z (or X.Y): anything else is a usage error (exit 2)."""
+    if value is None:
+        return None
+    parts = value.strip().split(".")
+    if not 2 <= len(parts) <= 3 or not all(p.isdigit() for p in parts):
+        raise typer.BadParameter(f"expected a RocketMQ version X.Y.Z (e.g. 4.9.8 or 5.3.3), found {value!r}")
+    return value.strip()
+
+
+BrokerVersionOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--broker-version",
+        metavar="<X.Y.Z>",
+        callback=check_broker_version,
+        help="RocketMQ: the broker version whose restart to model (4.x-5.3.1 recover from the third-last CommitLog file, 5.3.2+ from the "
+        "ConsumeQueue maximum); default: from --config, else the store's 5.x marks, else the newest.",
+    ),
+]
 ColumnsOpt = Annotated[
     str | None,
     typer.Option("--columns", metavar="<key,...>", help="Table columns to show: keys of the JSON rows, comma-separated (e.g. commitlog_offset,topic,keys,body)."),

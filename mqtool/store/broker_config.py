@@ -13,12 +13,17 @@ file sizes, IndexFile geometry or the disk threshold: RocketMQ ``broker.conf`` (
 | ``storePathCommitLog`` | ``commitlog_dir`` |
 | Kafka ``log.dirs`` / ``log.dir`` | ``log_dirs`` |
 | Kafka ``log.segment.bytes`` | ``segment_bytes`` |
+| ``rocketmqHome`` naming a release (``.../rocketmq-all-5.3.1-bin-release``) | ``version_hints``: that exact version |
+| ``configManagerVersion``, ``rocksdbCQDoubleWriteEnable``, ``storeType``, ``timerWheelEnable``, ... | ``version_hints``: the version the key first exists in |
 
 Command-line flags win over the file; unknown keys are ignored (a broker.conf holds many more).
+The version hints choose the broker model (``store.model.rocketmq_broker.resolve_broker``) when
+``--broker-version`` is not given.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,6 +31,7 @@ from pathlib import Path
 from mqtool.errors import CorruptDataError, MqError
 from mqtool.formats.kafka.checkpoint_file import load_java_properties
 from mqtool.store.files import read_small_file
+from mqtool.store.model.rocketmq_broker import VersionHint
 
 #: ``ConsumeQueue.CQ_STORE_UNIT_SIZE``
 _CQ_UNIT = 20
@@ -43,6 +49,8 @@ class BrokerSettings:
     commitlog_dir: str | None = None
     log_dirs: tuple[str, ...] = field(default_factory=tuple)
     segment_bytes: int | None = None
+    #: what the file says of the broker's version (``rocketmqHome``'s release, keys of a version on)
+    version_hints: tuple[VersionHint, ...] = field(default_factory=tuple)
 
     def store_sizes(self) -> dict[str, int | None]:
         """The file sizes and IndexFile geometry, by the names of validate's and recover's
@@ -83,6 +91,29 @@ _KEYS: dict[str, tuple[str, Callable[[str], object]]] = {
 }
 
 
+#: broker.conf keys that exist from a RocketMQ version on (``MessageStoreConfig``, ``BrokerConfig``)
+_VERSION_KEYS: dict[str, tuple[int, int, int]] = {
+    "configManagerVersion": (5, 3, 2),
+    "rocksdbCQDoubleWriteEnable": (5, 3, 1),
+    "storeType": (5, 1, 4),
+    "timerWheelEnable": (5, 0, 0),
+    "enableControllerMode": (5, 0, 0),
+}
+#: a release directory: rocketmq-all-5.3.1-bin-release, rocketmq-5.3.3, ...
+_RELEASE_DIR = re.compile(r"rocketmq(?:-all)?-(\d+\.\d+\.\d+)(?![\d.])")
+
+
+def _version_hints(key: str, value: str) -> list[VersionHint]:
+    if key == "rocketmqHome":
+        m = _RELEASE_DIR.search(value)
+        if m is None:
+            return []
+        major, minor, patch = (int(x) for x in m.group(1).split("."))
+        return [VersionHint(f"rocketmqHome={value}", (major, minor, patch), exact=True)]
+    since = _VERSION_KEYS.get(key)
+    return [VersionHint(key, since)] if since is not None else []
+
+
 def read_broker_settings(path: Path) -> BrokerSettings:
     """The settings of a broker.conf / server.properties (CorruptDataError naming the key and
     the value when a value is not what the broker would accept)."""
@@ -91,7 +122,9 @@ def read_broker_settings(path: Path) -> BrokerSettings:
     except MqError as exc:
         raise exc.at(path) from None
     values: dict[str, object] = {}
+    hints: list[VersionHint] = []
     for prop in props:
+        hints += _version_hints(prop.key, prop.value.strip())
         known = _KEYS.get(prop.key)
         if known is None:
             continue
@@ -102,7 +135,7 @@ def read_broker_settings(path: Path) -> BrokerSettings:
             values[name] = convert(prop.value.strip())
         except ValueError:
             raise CorruptDataError(path=path, expected=f"a valid value for {prop.key}", found=repr(prop.value)) from None
-    return BrokerSettings(str(path), **values)  # type: ignore[arg-type]
+    return BrokerSettings(str(path), **values, version_hints=tuple(hints))  # type: ignore[arg-type]
 
 
 __all__ = ["BrokerSettings", "read_broker_settings"]

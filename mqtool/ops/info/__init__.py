@@ -14,7 +14,8 @@ from pathlib import Path
 
 from mqtool.layouts import Layout, for_layout
 
-InfoFunction = Callable[[str | Path], object]
+#: function(path, **options) -> report; only RocketMQ's takes options (the broker modelled)
+InfoFunction = Callable[..., object]
 
 
 def _rocketmq() -> InfoFunction:
@@ -50,6 +51,7 @@ def info_functions() -> dict[Layout, InfoFunction]:
     return {layout: load() for layout, load in LOADERS.items()}
 
 
-def store_info(path: str | Path, layout: str) -> object:
-    """What the store at ``path`` is, read by the module of ``layout`` alone."""
-    return for_layout(LOADERS, layout, "info")()(path)
+def store_info(path: str | Path, layout: str, **options: object) -> object:
+    """What the store at ``path`` is, read by the module of ``layout`` alone (``options``: the
+    RocketMQ broker modelled for the restart preview)."""
+    return for_layout(LOADERS, layout, "info")()(path, **options)

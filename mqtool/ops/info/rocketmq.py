@@ -14,18 +14,21 @@ import dataclasses
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from mqtool.errors import MqError
-from mqtool.findings import Finding, Severity
+from mqtool.findings import Finding, Severity, finding_location
 from mqtool.findings import end_kind as end_kind_of
 from mqtool.formats.rocketmq import checkpoint as cpf
 from mqtool.formats.rocketmq import config as cfgf
 from mqtool.formats.rocketmq.commitlog import MAGIC_V2, SYSFLAG_BORNHOST_V6, SYSFLAG_COMPRESSION_MASK, SYSFLAG_STOREHOST_V6, MessageRecord
+from mqtool.ops.recover.rocketmq import RecoverOptions, restart_preview
 from mqtool.store import rocketmq as rmq
 from mqtool.store.files import ReadOnlyFile, is_directory, read_small_file
 from mqtool.store.lock import probe_record_lock
 from mqtool.store.model import rocketmq as model
 from mqtool.store.model.queue_offsets import FileQueueOffsets, queue_offsets_before
+from mqtool.store.model.rocketmq_broker import VersionHint
 
 
 @dataclass
@@ -79,7 +82,7 @@ class StoreInfo:
     commitlog: CommitLogInfo
     queues: list[QueueInfo]
     index_files: list[IndexInfo]
-    checkpoint: dict | None
+    checkpoint: dict[str, Any] | None
     config_files: list[str]
     topics_in_config: int | None
     consumer_groups: int | None
@@ -89,8 +92,12 @@ class StoreInfo:
     #: every gap and damage on info's path as validate states them (``store.model.rocketmq``): the
     #: CommitLog directory's continuity and how the active file ends; ``errors`` holds the errors
     findings: list[Finding] = field(default_factory=list)
+    #: what the modelled broker's restart would do (``ops.recover.rocketmq.restart_preview``): the
+    #: version, normal or abnormal recovery, where it starts, the bytes it scans, what it drops,
+    #: re-dispatches and re-indexes, and about how long it takes at this disk's read speed
+    restart: dict[str, Any] | None = None
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         doc = dataclasses.asdict(self)
         doc["findings"] = [f.to_dict() for f in self.findings]
         return doc
@@ -179,7 +186,7 @@ def _walk_active(
         return walk, last_record, model.commitlog_file_findings(f, walk, file_size, last=True), offsets
 
 
-def _hints_from_record(record, hints: set[str]) -> None:
+def _hints_from_record(record: MessageRecord, hints: set[str]) -> None:
     if record.magic_code == MAGIC_V2:
         hints.add("5.1.0+ (magic v2 record for a topic longer than 127 characters)")
     if record.sys_flag & (SYSFLAG_BORNHOST_V6 | SYSFLAG_STOREHOST_V6):
@@ -231,7 +238,11 @@ def _shutdown_findings(store: rmq.RocketMQStore, commitlog: CommitLogInfo) -> li
     ]
 
 
-def rocketmq_info(path: str | Path) -> StoreInfo:
+def rocketmq_info(
+    path: str | Path, *, broker_version: str | None = None, version_hints: tuple[VersionHint, ...] = (), config_path: str | None = None
+) -> StoreInfo:
+    """The store's cheap facts, and the restart preview of the broker modelled for it
+    (``--broker-version``, else ``version_hints`` from ``--config``, else the store's marks)."""
     store = rmq.open_store(path)
     hints: set[str] = set()
     problems: list[str] = []
@@ -241,7 +252,7 @@ def rocketmq_info(path: str | Path) -> StoreInfo:
     # as validate states them
     for topic, qid in store.queues():
         findings.extend(model.queue_segment_findings(store, topic, qid))
-    errors = [model.finding_location(x) for x in findings if x.level is Severity.error]
+    errors = [finding_location(x) for x in findings if x.level is Severity.error]
 
     queues = []
     for topic, qid in store.queues():
@@ -293,6 +304,11 @@ def rocketmq_info(path: str | Path) -> StoreInfo:
         except (MqError, UnicodeDecodeError) as exc:
             problems.append(f"{offsets_path}: {exc}")
 
+    restart = None
+    try:
+        restart = restart_preview(path, RecoverOptions(broker_version=broker_version, version_hints=version_hints, config_path=config_path))
+    except MqError as exc:
+        problems.append(f"restart preview: {exc}")
     return StoreInfo(
         layout="rocketmq",
         root=str(store.root),
@@ -310,4 +326,5 @@ def rocketmq_info(path: str | Path) -> StoreInfo:
         problems=problems,
         errors=errors,
         findings=findings,
+        restart=restart,
     )

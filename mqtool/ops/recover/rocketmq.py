@@ -1,10 +1,16 @@
 """recover for RocketMQ stores (``DefaultMessageStore.recover``, ``CommitLog.recoverAbnormally``): the state the broker reaches on a clean start, safely.
 
-Planning follows the broker's own recovery:
+Planning follows the recovery of the broker version modelled (``store.model.rocketmq_broker``:
+``--broker-version``, else ``--config``'s broker.conf, else the store's marks, else the newest;
+the plan's ``facts["broker"]`` names it):
 
-* mode ``normal`` (no ``abort``): scan from the third-last CommitLog file; ``abnormal`` (``abort``
-  present): from the newest file whose first record is older than the checkpoint's
-  ``min_timestamp()``; ``auto`` picks by the ``abort`` file;
+* mode ``normal`` (no ``abort``, ``CommitLog.recoverNormally``): RocketMQ 4.x-5.3.1 scan from the
+  third-last CommitLog file, 5.3.2+ (apache/rocketmq 9a891f1d49, #8915) from the newest file at
+  or below the highest CommitLog offset any ConsumeQueue unit points to (``ConsumeQueue.recover``);
+  damage in the files before the start stays, as the broker keeps it (a plan note says so);
+  ``abnormal`` (``abort`` present, ``recoverAbnormally``, the same in both): from the newest file
+  whose first record is older than the checkpoint's ``min_timestamp()``; ``auto`` picks by the
+  ``abort`` file;
 * the scan ends at the first record that fails (BLANK goes to the next file): that is the valid
   end (``processOffset``).  What follows it is cut: the rest of that file is zeroed (files keep
   their pre-allocated size, as the broker requires) and later files are deleted
@@ -25,7 +31,13 @@ Planning follows the broker's own recovery:
   when a validation of the result finds no errors.
 
 Where the broker would silently drop valid records (a broken record followed by good ones), the
-plan counts them and needs ``--force``; they are quarantined either way.
+plan counts them and needs ``--force``; they are quarantined either way.  Where mqtool
+deliberately does more than the broker, the step says so ("the broker would ...; mqtool ..."):
+after a crash ``IndexService.load`` destroys the IndexFiles that end after the checkpoint's
+``indexMsgTimestamp``, while mqtool keeps those it verified (``remove-abort``); records before
+the ConsumeQueues' highest offset that their queue lacks (a deleted last ConsumeQueue file) are
+never dispatched by the broker, which would hand their queue offsets out again, while mqtool
+writes their units (``dispatch-cq``).
 """
 
 from __future__ import annotations
@@ -34,6 +46,7 @@ import dataclasses
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from mqtool.errors import MqError, PlanChangedError, StoreLayoutError
 from mqtool.findings import Finding, Severity
@@ -42,21 +55,18 @@ from mqtool.formats.rocketmq import checkpoint as cpf
 from mqtool.formats.rocketmq import consume_queue as cqf
 from mqtool.formats.rocketmq import index_file as idxf
 from mqtool.formats.rocketmq.commitlog import (
-    MESSAGE_MAGICS,
     SYSFLAG_TRANSACTION_MASK,
     SYSFLAG_TRANSACTION_PREPARED,
     SYSFLAG_TRANSACTION_ROLLBACK,
     MessageRecord,
-    decode_message,
-    peek_record,
 )
 from mqtool.formats.rocketmq.properties import split_keys
 from mqtool.ops.recover import ApplyContext, ApplyResult, RecoverPlan, Step, apply_plan, observe, relative, resolve
-from mqtool.ops.recover.timer import plan_timer
 from mqtool.store import rocketmq as rmq
-from mqtool.store.files import ReadOnlyFile, read_small_file
-from mqtool.store.model import derived, queue_offsets
+from mqtool.store.files import ReadOnlyFile, nonzero_extent, read_small_file
+from mqtool.store.model import queue_offsets
 from mqtool.store.model import rocketmq as model
+from mqtool.store.model import rocketmq_broker as brokers
 from mqtool.store.quarantine import region_crc
 from mqtool.store.writer import IndexBuilder, cq_tags_code
 
@@ -77,6 +87,9 @@ class RecoverOptions:
     cq_file_size: int | None = None
     index_hash_slot_num: int | None = None
     index_num: int | None = None
+    broker_version: str | None = None  # --broker-version X.Y.Z
+    version_hints: tuple[brokers.VersionHint, ...] = ()  # what --config's broker.conf says of the version
+    config_path: str | None = None
 
 
 @dataclass
@@ -90,6 +103,7 @@ class _QueueState:
     missing_from: int | None = None  # commitlog offset of the first record to dispatch
     dispatch: int = 0
     first_dispatch_qoff: int | None = None
+    before_cq_max: int = 0  # records to dispatch before the ConsumeQueues' highest offset (the broker never does)
 
 
 def _is_dispatched(sys_flag: int) -> bool:
@@ -97,46 +111,152 @@ def _is_dispatched(sys_flag: int) -> bool:
     return tx != SYSFLAG_TRANSACTION_PREPARED and tx != SYSFLAG_TRANSACTION_ROLLBACK
 
 
-def _first_record_timestamp(seg: rmq.Segment) -> int | None:
-    """STORETIMESTAMP of the file's first record when it is a message (abnormal recovery's test)."""
-    try:
-        with ReadOnlyFile(seg.path) as f:
-            head = f.pread(0, 4096)
-        total, magic = peek_record(head)  # fewer than 8 bytes: TruncatedDataError, None below
-        if magic not in MESSAGE_MAGICS or total <= 0:
-            return None
-        if total > len(head):
-            with ReadOnlyFile(seg.path) as f:
-                head = f.pread(0, total)
-        return decode_message(head, 0, check_crc=False).store_timestamp
-    except MqError:
-        return None
+def _start_index(store: rmq.RocketMQStore, segments: list[rmq.Segment], mode: str, broker: brokers.BrokerModel, cq_max: int) -> int:
+    return brokers.recovery_start_index(store, segments, mode, broker, cq_max)
 
 
-def _start_index(store: rmq.RocketMQStore, segments: list[rmq.Segment], mode: str) -> int:
-    if mode == "normal":
-        return max(0, len(segments) - 3)
-    cp = None
-    if store.checkpoint_path.exists():
-        try:
-            cp = cpf.decode_checkpoint(read_small_file(store.checkpoint_path, 1 << 20))
-        except MqError:
-            cp = None
-    bound = cp.min_timestamp() if cp is not None else 0
-    for i in range(len(segments) - 1, -1, -1):
-        ts = _first_record_timestamp(segments[i])
-        if ts is not None and ts != 0 and ts <= bound:
-            return i
-    return 0
+@dataclass
+class _Scan:
+    """What the CommitLog part of a plan established: the broker modelled, the ConsumeQueues'
+    highest CommitLog offset, and where that broker's recovery reads."""
+
+    broker: brokers.BrokerModel
+    cq_max: int
+    segments: list[rmq.Segment]
+    start: int
+    last_store_ts: int = 0
+    kept_damage: list[Finding] = field(default_factory=list)
 
 
 def plan_rocketmq(path: str | Path, options: RecoverOptions = RecoverOptions()) -> RecoverPlan:
     store = rmq.open_store(path, commitlog_file_size=options.commitlog_file_size)
+    plan, scan = _plan_commitlog(store, options)
+    root, mode, broker, segments, start, cq_max = store.root, plan.mode, scan.broker, scan.segments, scan.start, scan.cq_max
+    process_offset = plan.valid_end if plan.valid_end is not None else store.commitlog_min_offset
+    last_store_ts, kept_damage = scan.last_store_ts, scan.kept_damage
+    _estimate_restart(plan.facts["restart"], segments[start:])
+
+    # --- 3. ConsumeQueues -----------------------------------------------------------------------------
+    # every queue's QUEUEOFFSETs in the whole CommitLog (the store model's continuity rule, the
+    # column walk for healthy files): the queues that have records and no ConsumeQueue, and the
+    # records that break their queue's sequence
+    offsets = queue_offsets.commitlog_queue_offsets(store)
+    journal = _read_cq_journal(store)
+    first_cq_step = len(plan.steps)
+    queues = _plan_queues(store, plan, process_offset, options, journal)
+    _plan_dispatch(store, plan, queues, segments, start, process_offset, options, offsets, cq_max)
+    _plan_queue_heads(store, plan, queues, process_offset, options, offsets)
+    _plan_cq_journal(store, plan, queues, first_cq_step, journal, options)
+
+    # --- 4. IndexFiles ------------------------------------------------------------------------------
+    _plan_index(store, plan, process_offset, options)
+
+    # --- 4b. the 5.x timer store: TimerLog units and wheel slots the CommitLog's end leaves stale
+    # (imported here: its formats load numpy, which info's restart preview, built on this module, must not)
+    from mqtool.ops.recover.timer import plan_timer
+
+    plan_timer(store, plan, process_offset)
+
+    # --- 5. checkpoint, abort ---------------------------------------------------------------------
+    _plan_checkpoint(store, plan, last_store_ts)
+    if store.has_abort:
+        plan.add(
+            Step(
+                "remove-abort",
+                relative(root, store.abort_path),
+                "unclean-shutdown marker; removed last, only when the recovered store validates without errors" + _index_kept_text(store, plan, broker),
+                expect=observe(store.abort_path),
+            )
+        )
+    # a record the recovery keeps that breaks its queue's QUEUEOFFSET sequence stays as it is (the
+    # broker keeps it too): recover cannot rewrite it
+    bases = {str(seg.path): seg.base for seg in store.commitlog}
+    kept_damage += [x for x in offsets.findings if x.path in bases and bases[x.path] + (x.position or 0) < process_offset]
+    _plan_unfixable(store, plan, store.commitlog.index(segments[start]) if segments else 0, kept_damage)
+    _note_unscanned_damage(plan, broker, mode, segments[start] if segments else None)
+    return plan
+
+
+def restart_preview(path: str | Path, options: RecoverOptions = RecoverOptions()) -> dict[str, Any]:
+    """What the modelled broker's restart does to the store at ``path`` (``info``'s ``restart``,
+    and ``facts["restart"]`` of a plan, from the same code): which recovery (``abort``), where it
+    starts (file and CommitLog offset: ``store.model.rocketmq_broker``), how many bytes it scans
+    (from there to the valid end), what its ``truncateDirtyFiles`` drops (records, bytes, files),
+    what it re-dispatches and re-indexes, whether a file's size stops it from starting
+    (``MappedFileQueue.load``), and about how long the scan takes at this disk's measured read speed."""
+    store = rmq.open_store(path, commitlog_file_size=options.commitlog_file_size)
+    plan, scan = _plan_commitlog(store, options)
+    restart: dict[str, Any] = plan.facts["restart"]
+    _estimate_restart(restart, scan.segments[scan.start :])
+    return restart
+
+
+def _estimate_restart(restart: dict[str, Any], scanned: list[rmq.Segment]) -> None:
+    speed = brokers.read_speed([s.path for s in scanned])
+    restart["read_bytes_per_second"] = round(speed) if speed else None
+    restart["estimated_seconds"] = round(restart["scan_bytes"] / speed, 3) if speed else None
+
+
+def _restart_facts(store: rmq.RocketMQStore, plan: RecoverPlan, scan: _Scan) -> dict[str, Any]:
+    """The broker's restart as the CommitLog part of ``plan`` models it (before mqtool's own
+    ConsumeQueue and IndexFile steps, which the broker does not take)."""
+    start_offset = int(plan.facts["scan_start_offset"])
+    valid_end = plan.valid_end if plan.valid_end is not None else start_offset
+    steps = [s for s in plan.steps if s.path.startswith("commitlog/")]
+    cuts: list[dict[str, Any]] = [{"file": s.path, "position": s.position, "length": s.length} for s in steps if s.action == "cut"]
+    deleted = [s for s in steps if s.action == "delete" and "valid_records_cut" in s.details]
+    if plan.mode == "abnormal":
+        dispatch_from = start_offset  # recoverAbnormally dispatches every record it reads
+    else:
+        dispatch_from = max(scan.cq_max, store.commitlog_min_offset)
+    index_ts, destroyed = _index_files_destroyed(store) if plan.mode == "abnormal" else (None, [])
+    return {
+        **scan.broker.to_dict(),
+        "recovery": plan.mode,
+        "starts_at": {
+            "file": f"commitlog/{plan.facts['scan_start_file']}" if plan.facts.get("scan_start_file") else None,
+            "commitlog_offset": start_offset,
+            "rule": _start_rule(scan.broker, plan.mode),
+        },
+        "valid_end": valid_end,
+        "stops_at": plan.facts.get("valid_end_reason"),
+        "scan_bytes": max(0, valid_end - start_offset),
+        "drops": {
+            "records": plan.records_dropped,
+            "bytes": sum(c["length"] or 0 for c in cuts) + sum(s.expect.get("size", 0) or 0 for s in deleted),
+            "cut": cuts,
+            "files_deleted": [s.path for s in deleted],
+        },
+        "rebuilds": {
+            "dispatch_from_commitlog_offset": dispatch_from,
+            "dispatch_bytes": max(0, valid_end - dispatch_from),
+            "index_msg_timestamp": index_ts,
+            "index_files_destroyed": destroyed,
+        },
+        "refuses_to_start": [s.reason for s in steps if s.action in ("extend", "truncate")],
+    }
+
+
+def _start_rule(broker: brokers.BrokerModel, mode: str) -> str:
+    if mode == "abnormal":
+        return "CommitLog.recoverAbnormally: the newest file whose first record is at or before the checkpoint's min timestamp"
+    if broker.starts_at_cq_max:
+        return "CommitLog.recoverNormally (5.3.2+): the newest file at or below the ConsumeQueues' highest CommitLog offset"
+    return "CommitLog.recoverNormally (4.x-5.3.1): the third-last file"
+
+
+def _plan_commitlog(store: rmq.RocketMQStore, options: RecoverOptions) -> tuple[RecoverPlan, _Scan]:
+    """Steps 0-2 of a plan: the broker modelled, where its recovery starts and ends, and the
+    CommitLog cuts and deletions (``truncateDirtyFiles``); ``facts["restart"]`` describes them."""
     root = store.root
     mode = options.mode
     if mode == "auto":
         mode = "abnormal" if store.has_abort else "normal"
     plan = RecoverPlan("rocketmq", str(root), mode)
+    broker = brokers.resolve_broker(root, options.broker_version, options.version_hints, options.config_path)
+    cq_max = brokers.consume_queue_max_physic_offset(store)
+    plan.facts["broker"] = broker.to_dict()
+    plan.facts["consume_queue_max_commitlog_offset"] = cq_max
     segments = [s for s in store.commitlog if s.size > 0]
     # zero-length files after the last one holding bytes (5.1.3+ deletes a zero-length last file);
     # one before it is a file whose data is gone: deleting it would leave a gap, so it stays and
@@ -144,12 +264,19 @@ def plan_rocketmq(path: str | Path, options: RecoverOptions = RecoverOptions()) 
     for seg in store.commitlog:
         if seg.size == 0 and (not segments or seg.base > segments[-1].base):
             plan.add(
-                Step("delete", relative(root, seg.path), "zero-length CommitLog file (RocketMQ 4.x refuses to start with it)", expect=observe(seg.path))
+                Step(
+                    "delete",
+                    relative(root, seg.path),
+                    "zero-length CommitLog file after the last one holding data (RocketMQ 4.x-5.1.2 refuse to start with it; "
+                    "5.1.3+ delete it at load, MappedFileQueue.load, as this step does)",
+                    expect=observe(seg.path),
+                )
             )
 
     # --- 1. where valid data ends --------------------------------------------------------------
-    start = _start_index(store, segments, mode)
+    start = _start_index(store, segments, mode, broker, cq_max)
     plan.facts["scan_start_file"] = segments[start].name if segments else None
+    plan.facts["scan_start_offset"] = segments[start].base if segments else store.commitlog_min_offset
     process_offset = segments[start].base if segments else store.commitlog_min_offset
     end_seg_index = None
     last_store_ts = 0
@@ -185,7 +312,7 @@ def plan_rocketmq(path: str | Path, options: RecoverOptions = RecoverOptions()) 
         # bytes past the configured file size go with the excess (``_plan_commitlog_sizes``)
         limit = file_size if file_size and seg.size > file_size and cut_from <= file_size else seg.size
         with ReadOnlyFile(seg.path) as f:
-            extent = rmq.nonzero_extent(f, cut_from)
+            extent = nonzero_extent(f, cut_from)
             walk_blank = cut_from < f.size and f.pread(cut_from + 4, 4) == (0xCBD43194).to_bytes(4, "big")
             length = 0
             if extent is not None and not walk_blank:
@@ -208,7 +335,7 @@ def plan_rocketmq(path: str | Path, options: RecoverOptions = RecoverOptions()) 
                 )
         for later in segments[end_seg_index + 1 :]:
             with ReadOnlyFile(later.path) as f:
-                extent = rmq.nonzero_extent(f, 0)
+                extent = nonzero_extent(f, 0)
                 dropped = _count_valid_from(f, later.base, rmq.find_next_record(f, later.base, 0)) if extent else 0
             plan.records_dropped += dropped
             plan.add(
@@ -223,43 +350,69 @@ def plan_rocketmq(path: str | Path, options: RecoverOptions = RecoverOptions()) 
             )
     _plan_commitlog_sizes(store, plan, segments, start, end_seg_index, process_offset, stop_kind)
     if plan.records_dropped:
-        plan.needs_force.append(f"{plan.records_dropped} decodable record(s) after the valid end would be cut (the broker drops them too)")
-
-    # --- 3. ConsumeQueues -----------------------------------------------------------------------------
-    # every queue's QUEUEOFFSETs in the whole CommitLog (the store model's continuity rule, the
-    # column walk for healthy files): the queues that have records and no ConsumeQueue, and the
-    # records that break their queue's sequence
-    offsets = queue_offsets.commitlog_queue_offsets(store)
-    journal = _read_cq_journal(store)
-    first_cq_step = len(plan.steps)
-    queues = _plan_queues(store, plan, process_offset, options, journal)
-    _plan_dispatch(store, plan, queues, segments, start, process_offset, options, offsets)
-    _plan_queue_heads(store, plan, queues, process_offset, options, offsets)
-    _plan_cq_journal(store, plan, queues, first_cq_step, journal, options)
-
-    # --- 4. IndexFiles ------------------------------------------------------------------------------
-    _plan_index(store, plan, process_offset, options)
-
-    # --- 4b. the 5.x timer store: TimerLog units and wheel slots the CommitLog's end leaves stale
-    plan_timer(store, plan, process_offset)
-
-    # --- 5. checkpoint, abort ---------------------------------------------------------------------
-    _plan_checkpoint(store, plan, last_store_ts)
-    if store.has_abort:
-        plan.add(
-            Step(
-                "remove-abort",
-                relative(root, store.abort_path),
-                "unclean-shutdown marker; removed last, only when the recovered store validates without errors",
-                expect=observe(store.abort_path),
-            )
+        recovery = "recoverNormally" if mode == "normal" else "recoverAbnormally"
+        plan.needs_force.append(
+            f"{plan.records_dropped} decodable record(s) after the valid end would be cut "
+            f"(RocketMQ {broker.version}'s {mode} recovery, CommitLog.{recovery}, scanning from {plan.facts['scan_start_file']}, drops them too on restart)"
         )
-    # a record the recovery keeps that breaks its queue's QUEUEOFFSET sequence stays as it is (the
-    # broker keeps it too): recover cannot rewrite it
-    bases = {str(seg.path): seg.base for seg in store.commitlog}
-    kept_damage += [x for x in offsets.findings if x.path in bases and bases[x.path] + (x.position or 0) < process_offset]
-    _plan_unfixable(store, plan, store.commitlog.index(segments[start]) if segments else 0, kept_damage)
-    return plan
+    scan = _Scan(broker, cq_max, segments, start, last_store_ts, kept_damage)
+    plan.facts["restart"] = _restart_facts(store, plan, scan)
+    return plan, scan
+
+
+def _note_unscanned_damage(plan: RecoverPlan, broker: brokers.BrokerModel, mode: str, start: rmq.Segment | None) -> None:
+    """Say why damage before the scan's first file stays: the broker does not re-read it."""
+    if start is None:
+        return
+    before = [f for f in plan.unfixable if f.get("path") and Path(f["path"]).parent.name == "commitlog" and Path(f["path"]).name < start.name]
+    if not before:
+        return
+    rule = (
+        "the newest CommitLog file at or below the ConsumeQueues' highest offset"
+        if mode == "normal" and broker.starts_at_cq_max
+        else "the third-last CommitLog file"
+        if mode == "normal"
+        else "the newest CommitLog file older than the checkpoint"
+    )
+    plan.notes.append(
+        f"RocketMQ {broker.version}'s {mode} recovery starts at {start.name} ({rule}): it does not re-read the {len(before)} damaged "
+        "place(s) before it and keeps their records (a record with a bad body CRC is served as it is); mqtool leaves them as the broker does"
+    )
+
+
+def _index_kept_text(store: rmq.RocketMQStore, plan: RecoverPlan, broker: brokers.BrokerModel) -> str:
+    """What ``IndexService.load`` would destroy on the broker's abnormal start (IndexFiles whose
+    end timestamp is after the checkpoint's ``indexMsgTimestamp``) that mqtool keeps, verified:
+    removing ``abort`` spares them."""
+    rebuilt = {Path(name).name for s in plan.steps if s.action == "rebuild-index" for name in s.details.get("replace", [])}
+    index_ts, destroyed = _index_files_destroyed(store)
+    newer = [name for name in destroyed if name not in rebuilt]
+    if not newer:
+        return ""
+    return (
+        f"; the broker would start abnormally and destroy {len(newer)} IndexFile(s) ending after the checkpoint's indexMsgTimestamp {index_ts} "
+        f"({', '.join(newer)}: IndexService.load in RocketMQ {broker.version}), re-indexing only what it re-dispatches; "
+        "mqtool keeps them: it checked them against the CommitLog"
+    )
+
+
+def _index_files_destroyed(store: rmq.RocketMQStore) -> tuple[int, list[str]]:
+    """The checkpoint's ``indexMsgTimestamp`` and the IndexFiles whose end timestamp is later:
+    those ``IndexService.load`` destroys on an abnormal start (unreadable files are left out)."""
+    try:
+        cp = cpf.decode_checkpoint(read_small_file(store.checkpoint_path, 1 << 20)) if store.checkpoint_path.exists() else None
+    except MqError:
+        cp = None
+    index_ts = cp.index_msg_timestamp if cp is not None else 0
+    newer = []
+    for path in store.index_files():
+        try:
+            with rmq.IndexFileView(path) as view:
+                if view.header.end_timestamp > index_ts:
+                    newer.append(path.name)
+        except MqError:
+            continue
+    return index_ts, newer
 
 
 def _plan_commitlog_sizes(
@@ -331,7 +484,7 @@ def _plan_commitlog_sizes(
                 continue
             length = seg.size - file_size
             with ReadOnlyFile(seg.path) as f:
-                zeros = rmq.nonzero_extent(f, file_size) is None
+                zeros = nonzero_extent(f, file_size) is None
             plan.add(
                 Step(
                     "truncate",
@@ -405,7 +558,14 @@ def _read_cq_journal(store: rmq.RocketMQStore) -> int | None:
     return size if isinstance(size, int) and size > 0 and size % cqf.CQ_UNIT_SIZE == 0 else None
 
 
-def _plan_cq_journal(store: rmq.RocketMQStore, plan: RecoverPlan, queues: dict, first_cq_step: int, journal: int | None, options: RecoverOptions) -> None:
+def _plan_cq_journal(
+    store: rmq.RocketMQStore,
+    plan: RecoverPlan,
+    queues: dict[tuple[str, int], _QueueState],
+    first_cq_step: int,
+    journal: int | None,
+    options: RecoverOptions,
+) -> None:
     """Bracket ConsumeQueue work that deletes files with a journal naming their file size.
 
     Removing a queue's files and dispatching it again is not atomic: a run killed after the
@@ -435,7 +595,9 @@ def _plan_cq_journal(store: rmq.RocketMQStore, plan: RecoverPlan, queues: dict, 
     plan.add(Step("end-cq-rebuild", path, "the ConsumeQueue rebuild is complete: its journal goes"))
 
 
-def _plan_queues(store: rmq.RocketMQStore, plan: RecoverPlan, process_offset: int, options: RecoverOptions, journal: int | None = None) -> dict:
+def _plan_queues(
+    store: rmq.RocketMQStore, plan: RecoverPlan, process_offset: int, options: RecoverOptions, journal: int | None = None
+) -> dict[tuple[str, int], _QueueState]:
     root = store.root
     queues: dict[tuple[str, int], _QueueState] = {}
     wanted = {q for q in options.queues}
@@ -523,12 +685,13 @@ def _plan_extend(root: Path, plan: RecoverPlan, seg: rmq.Segment, file_size: int
 def _plan_dispatch(
     store: rmq.RocketMQStore,
     plan: RecoverPlan,
-    queues: dict,
+    queues: dict[tuple[str, int], _QueueState],
     segments: list[rmq.Segment],
     start: int,
     process_offset: int,
     options: RecoverOptions,
     offsets: queue_offsets.QueueOffsets,
+    cq_max: int = -1,
 ) -> None:
     """Records before the valid end that their queue lacks: dispatch them (one CommitLog scan,
     a second one from the start when a queue has no files at all).  A queue validate calls
@@ -545,10 +708,10 @@ def _plan_dispatch(
     )
     if rebuilt or any(q.max_physic_offset < 0 for q in queues.values()) or queue_offsets.missing_queue_findings(store, offsets.edges):
         scan_from = store.commitlog_min_offset
-    missing_queues = _scan_undispatched(store, queues, segments, scan_from, process_offset, options)
+    missing_queues = _scan_undispatched(store, queues, segments, scan_from, process_offset, options, cq_max)
     if missing_queues and scan_from > store.commitlog_min_offset:
         # a queue without any file lacks its records before ``scan_from`` too
-        missing_queues = _scan_undispatched(store, queues, segments, store.commitlog_min_offset, process_offset, options)
+        missing_queues = _scan_undispatched(store, queues, segments, store.commitlog_min_offset, process_offset, options, cq_max)
     root = store.root
     # a topic or queue directory that is a symbolic link is never followed: nor written through
     linked = {path: kind for path, kind in store.irregular_queue_dirs()}
@@ -571,7 +734,8 @@ def _plan_dispatch(
             Step(
                 "dispatch-cq",
                 relative(root, state.directory),
-                f"{state.dispatch} record(s) of {state.topic}/{state.queue_id} have no ConsumeQueue unit (dispatch behind the CommitLog)",
+                f"{state.dispatch} record(s) of {state.topic}/{state.queue_id} have no ConsumeQueue unit (dispatch behind the CommitLog)"
+                + _dispatch_text(state, cq_max),
                 details={
                     "topic": state.topic,
                     "queue_id": state.queue_id,
@@ -601,6 +765,8 @@ def _plan_queue_heads(
     rebuilt = {k for k in queues if options.rebuild_cq and (not options.queues or f"{k[0]}/{k[1]}" in options.queues)}
     # the files the plan keeps: a zero-length file is deleted above (RMQ-FILE-ZERO-LENGTH)
     segments = {key: [s for s in store.cq_segments(*key) if s.size > 0] for key in queues if key not in rebuilt}
+    from mqtool.store.model import derived  # numpy: not loaded by info's restart preview, built on this module
+
     for head in derived.queue_heads(offsets.edges, segments):
         state = queues[(head.topic, head.queue_id)]
         plan.add(
@@ -624,14 +790,33 @@ def _plan_queue_heads(
         )
 
 
+def _dispatch_text(state: _QueueState, cq_max: int) -> str:
+    """What the broker would do with these records: it dispatches only those after the highest
+    CommitLog offset any ConsumeQueue points to (``recoverNormally`` 5.3.2+, ``ReputMessageService``)."""
+    before, after = state.before_cq_max, state.dispatch - state.before_cq_max
+    if before == 0:
+        return f"; the broker dispatches them too (they follow the ConsumeQueues' highest CommitLog offset {cq_max})"
+    return (
+        f"; the broker would dispatch {f'only the {after}' if after else 'none'} of them after the ConsumeQueues' highest CommitLog offset {cq_max}, "
+        f"and would hand out the queue offsets of the {before} before it again (recoverTopicQueueTable takes the queue's next offset "
+        "from its ConsumeQueue); mqtool writes all their units"
+    )
+
+
 def _scan_undispatched(
-    store: rmq.RocketMQStore, queues: dict, segments: list[rmq.Segment], scan_from: int, process_offset: int, options: RecoverOptions
-) -> dict:
+    store: rmq.RocketMQStore,
+    queues: dict[tuple[str, int], _QueueState],
+    segments: list[rmq.Segment],
+    scan_from: int,
+    process_offset: int,
+    options: RecoverOptions,
+    cq_max: int = -1,
+) -> dict[tuple[str, int], _QueueState]:
     """Count the records of ``[scan_from, process_offset)`` past their queue's end (``dispatch``,
     ``missing_from`` of each state); returns the states of queues that have no files at all."""
-    for state in queues.values():
-        state.missing_from = state.first_dispatch_qoff = None
-        state.dispatch = 0
+    for queue in queues.values():
+        queue.missing_from = queue.first_dispatch_qoff = None
+        queue.dispatch = queue.before_cq_max = 0
     missing_queues: dict[tuple[str, int], _QueueState] = {}
     for seg in segments:
         if seg.base + seg.size <= scan_from or seg.base >= process_offset:
@@ -658,10 +843,12 @@ def _scan_undispatched(
                         state.missing_from = off
                         state.first_dispatch_qoff = rec.queue_offset
                     state.dispatch += 1
+                    if off + rec.total_size <= cq_max:
+                        state.before_cq_max += 1
     return missing_queues
 
 
-def _default_cq_size(queues: dict, journal: int | None = None) -> int:
+def _default_cq_size(queues: dict[tuple[str, int], _QueueState], journal: int | None = None) -> int:
     if journal:
         return journal
     sizes = [q.file_size for q in queues.values()]
@@ -720,6 +907,8 @@ def _plan_index_files(store: rmq.RocketMQStore, plan: RecoverPlan, process_offse
             # keyed records no IndexFile covers (RMQ-IDX-MISSING: index/ absent, a file deleted, the
             # index ending early): rebuilt from the first file that starts after the first of them
             # (the files before it cover what they hold), else from the last file
+            from mqtool.store.model import derived  # numpy: see _plan_queue_heads
+
             coverage = derived.index_coverage(store, hash_slot_num=options.index_hash_slot_num, index_num=options.index_num)
             unindexed = derived.unindexed_records(store, coverage, process_offset)
             if unindexed.first is not None and not coverage.expected:

@@ -136,6 +136,12 @@ def end_kind(codes: set[str]) -> str:
     return said(codes) or "healthy"
 
 
+def _took(seconds: float | None) -> str:
+    if seconds is None:
+        return ""
+    return ", under a second at this disk's read speed" if seconds < 1 else f", about {round(seconds)} s at this disk's read speed"
+
+
 def gather(
     path: str | Path,
     layout: str,
@@ -145,11 +151,14 @@ def gather(
     now_ms: int | None = None,
     validation: Any = None,
     sizes: dict[str, int | None] | None = None,
+    broker: dict[str, Any] | None = None,
 ) -> Report:
     """Run validate (unless ``validation`` is validate's report already made), the recover and
     clean plans, stats and lag on the store at ``path``; ``sizes`` are RocketMQ's file sizes and
     index geometry (``commitlog_file_size``, ``cq_file_size``, ``index_hash_slot_num``,
-    ``index_num``) when not the detected ones (``--config``)."""
+    ``index_num``) when not the detected ones (``--config``); ``broker``: RocketMQ's broker
+    modelled (``broker_version``, ``version_hints``, ``config_path``) for validate and the recover
+    plan, whose restart preview the notes give."""
     from mqtool.errors import MqError
     from mqtool.findings import Severity
     from mqtool.ops.clean import cleaner
@@ -159,7 +168,7 @@ def gather(
     from mqtool.ops.validate import ValidateOptions, validate_path
 
     now = now_ms if now_ms is not None else int(time.time() * 1000)
-    options = ValidateOptions(fail_on=fail_on or Severity.error, jobs=jobs, **(sizes or {}))  # type: ignore[arg-type]
+    options = ValidateOptions(fail_on=fail_on or Severity.error, jobs=jobs, **(sizes or {}), **(broker or {}))  # type: ignore[arg-type]
     vr = validation if validation is not None else validate_path(path, options, layout)
     root = vr.root
     notes: list[str] = []
@@ -211,7 +220,15 @@ def gather(
 
     # the recover plan (never applied)
     plan_fn, _apply, recover_options = recoverer(layout)
-    rplan = plan_fn(path, recover_options())
+    rplan = plan_fn(path, recover_options(**(broker or {})))
+    restart = rplan.facts.get("restart")
+    if restart:  # RocketMQ: the broker modelled and what its restart would do
+        notes.append(
+            f"broker modelled: RocketMQ {restart['broker_version']} ({restart['source']}); its restart runs a {restart['recovery']} recovery from "
+            f"{restart['starts_at']['file']}, scans {restart['scan_bytes']} bytes to commitlog offset {restart['valid_end']} "
+            f"and drops {restart['drops']['records']} decodable record(s) in {restart['drops']['bytes']} bytes"
+            + _took(restart.get("estimated_seconds"))
+        )
     recover = [_step(st, root, "recover", segs, logs) for st in rplan.steps]
     for seg in segs.values():  # a log file whose tail the recover plan cuts past its valid end is torn
         ends = {f.code for f in by_file.get(seg.path, []) if f.code.endswith("-VALID-END")}

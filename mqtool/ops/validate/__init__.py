@@ -41,6 +41,11 @@ class ValidateOptions:
     #: Read healthy bytes through the fast columnar path (the precise decoders still name every
     #: finding); False reads everything with the precise decoders (tests compare the two).
     fast: bool = True
+    #: RocketMQ: the broker modelled (``--broker-version``, else ``--config``'s hints, else the
+    #: store's marks): what findings say of "the broker's recovery" is true for it
+    broker_version: str | None = None
+    version_hints: tuple[Any, ...] = ()
+    config_path: str | None = None
 
     def wants(self, family: str) -> bool:
         return family in self.checks

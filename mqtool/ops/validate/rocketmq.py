@@ -59,6 +59,7 @@ from mqtool.store.model import derived
 from mqtool.store.model import index as model_idx
 from mqtool.store.model import queue_offsets as queue_offsets_model
 from mqtool.store.model import rocketmq as model
+from mqtool.store.model import rocketmq_broker as brokers
 from mqtool.store.model.queue_offsets import FileQueueOffsets, QueueOffsets
 from mqtool.store.writer import cq_tags_code
 
@@ -983,7 +984,12 @@ def _in_ranges(ranges: tuple[tuple[int, int], ...], offset: int) -> bool:
 
 def validate_rocketmq(path: str | Path, options: ValidateOptions, progress: Progress | None = None) -> ValidationReport:
     with model_cl.key_table_directory() as keys_dir:
-        return _validate_rocketmq(path, options, progress, keys_dir if options.fast and options.wants("index") else None)
+        report = _validate_rocketmq(path, options, progress, keys_dir if options.fast and options.wants("index") else None)
+    # the broker modelled, and what the findings say of its recovery made true for it
+    store = rmq.open_store(path, commitlog_file_size=options.commitlog_file_size)
+    broker = brokers.resolve_broker(store.root, options.broker_version, options.version_hints, options.config_path)
+    report.facts["broker"], report.findings = brokers.as_the_broker_sees_it(store, broker, report.findings)
+    return report
 
 
 def _validate_rocketmq(path: str | Path, options: ValidateOptions, progress: Progress | None, keys_dir: str | None) -> ValidationReport:

@@ -999,13 +999,13 @@ def _flip_first_body_byte(root: Path, recs: list[Rec], base: int) -> Rec:
 
 @pytest.mark.parametrize("damaged_file", [0, 2, 3, 5])
 def test_normal_mode_scans_from_the_third_last_file(work, long_store, damaged_file):
-    """--mode normal starts at the third-last file: damage before it is not the broker's concern
-    (the plan leaves it alone), damage from there on ends the valid data."""
+    """--mode normal of RocketMQ 4.x-5.3.1 starts at the third-last file: damage before it is not
+    the broker's concern (the plan leaves it alone), damage from there on ends the valid data."""
     source, recs, files = long_store
     root = work.mktemp("normal") / "store"
     shutil.copytree(source, root)
     victim = _flip_first_body_byte(root, recs, files[damaged_file].base)
-    plan = plan_rocketmq(root, RecoverOptions(mode="normal"))
+    plan = plan_rocketmq(root, RecoverOptions(mode="normal", broker_version="5.3.1"))
     assert plan.mode == "normal"
     assert plan.facts["scan_start_file"] == files[3].path.name
     assert plan.valid_end == broker_valid_end(root, 3)
@@ -1017,6 +1017,26 @@ def test_normal_mode_scans_from_the_third_last_file(work, long_store, damaged_fi
         assert plan.valid_end == victim.offset
         assert f"commitlog/{files[damaged_file].path.name}" in touched
         assert plan.needs_force
+
+
+@pytest.mark.parametrize("damaged_file", [0, 4, 5])
+def test_normal_mode_of_5_3_2_scans_from_the_consume_queue_maximum(work, long_store, damaged_file):
+    """--mode normal of RocketMQ 5.3.2+ starts at the newest file at or below the highest
+    CommitLog offset a ConsumeQueue unit points to (here the last file: every record is
+    dispatched): damage before it stays, as the broker keeps it."""
+    source, recs, files = long_store
+    root = work.mktemp("normal532") / "store"
+    shutil.copytree(source, root)
+    victim = _flip_first_body_byte(root, recs, files[damaged_file].base)
+    plan = plan_rocketmq(root, RecoverOptions(mode="normal", broker_version="5.3.2"))
+    assert plan.facts["consume_queue_max_commitlog_offset"] == recs[-1].end
+    assert plan.facts["scan_start_file"] == files[5].path.name
+    assert plan.valid_end == broker_valid_end(root, 5)
+    touched = {s.path for s in plan.steps if s.action in ("cut", "delete") and s.path.startswith("commitlog/")}
+    if damaged_file < 5:
+        assert plan.valid_end == recs[-1].end and not touched and not plan.needs_force
+    else:
+        assert plan.valid_end == victim.offset and touched == {f"commitlog/{files[5].path.name}"}
 
 
 @pytest.mark.parametrize("damaged_file", [1, 2, 4])
@@ -1038,7 +1058,7 @@ def test_abnormal_mode_scans_from_the_checkpoint_file(work, long_store, damaged_
         assert plan.facts["scan_start_file"] == files[2].path.name
         assert plan.valid_end == broker_valid_end(root, 2)
         assert plan.valid_end == (victim.offset if damaged_file >= 2 else recs[-1].end)
-    normal = plan_rocketmq(root, RecoverOptions(mode="normal"))
+    normal = plan_rocketmq(root, RecoverOptions(mode="normal", broker_version="4.9.8"))
     assert normal.facts["scan_start_file"] == files[3].path.name
     assert normal.valid_end == (victim.offset if damaged_file >= 3 else recs[-1].end)
 
@@ -1191,12 +1211,13 @@ def test_short_file_before_the_last_is_filled_and_later_files_need_force(tmp_pat
     """A file before the last one cut short: its lost bytes held records (the broker had moved
     on to later files).  Filled up with zeros, the broker's recovery would stop at its valid end
     and delete the later files (``truncateDirtyFiles``): the plan does exactly that, names the
-    lost range, and needs --force."""
+    lost range, and needs --force.  (RocketMQ 4.x-5.3.1: the third-last file is where their
+    recovery starts; 5.3.2+ starts at the last file and never reads it.)"""
     root, q = fixture_store(tmp_path)
     short = cl_file(root, 3)
     os.truncate(short, 10000)
     original = tree(root)
-    plan = plan_rocketmq(root)
+    plan = plan_rocketmq(root, RecoverOptions(broker_version="5.3.1"))
     name = f"commitlog/{short.name}"
     assert ("extend", name, 10000, FIXTURE_CL_SIZE - 10000) in [(s.action, s.path, s.position, s.length) for s in plan.steps]
     assert [s.path for s in plan.steps if s.action == "delete" and s.path.startswith("commitlog/")] == [f"commitlog/{cl_file(root, i).name}" for i in (4, 5)]
