@@ -8,9 +8,12 @@ import struct
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from mqtool.errors import CorruptDataError
 from mqtool.formats.rocketmq import checkpoint as cpf
+from mqtool.formats.rocketmq import consume_queue as cqf
 from mqtool.store import rocketmq as rmq
 from mqtool.store.broker_config import read_broker_settings
 from mqtool.store.model import rocketmq_broker as brokers
@@ -116,3 +119,21 @@ def test_the_version_a_broker_conf_shows(tmp_path: Path, conf: str, model: str, 
 def _write(path: Path, text: str) -> Path:
     path.write_text(text)
     return path
+
+
+_units = st.tuples(
+    st.one_of(st.integers(0, 1 << 40), st.integers(-(1 << 63), -1), st.just(0)),
+    st.one_of(st.integers(1, 1 << 20), st.integers(-(1 << 31), 0), st.sampled_from([0, 1, 256, 1 << 24])),
+    st.integers(-(1 << 63), (1 << 63) - 1),
+)
+
+
+@settings(max_examples=300, deadline=None, derandomize=True)
+@given(st.lists(_units, max_size=40), st.binary(max_size=19))
+def test_valid_units_reads_as_the_walker_does(units: list[tuple[int, int, int]], tail: bytes) -> None:
+    """``valid_units``' column scans give the unit walk's answer (``CqWalker``: the first unit with a
+    negative offset or a size not above zero ends it), whatever the units and a partial tail."""
+    data = b"".join(UNIT.pack(*u) for u in units) + tail
+    walker = cqf.CqWalker(data)
+    walker.scan()
+    assert brokers.valid_units(data) == (walker.count, walker.max_physic_offset)
