@@ -215,44 +215,12 @@ def consume_queue_max_physic_offset(store: rmq.RocketMQStore) -> int:
                     data = f.read_all()
             except MqError:
                 break
-            count, end = valid_units(data)
+            count, end = cqf.peek_valid_units(data)
             if end is not None:
                 highest = max(highest, end)
             if not data or count * cqf.CQ_UNIT_SIZE != len(data):
                 break
     return highest
-
-
-#: a byte at or above 0x80: the sign bit of a big-endian field
-_SIGN = re.compile(rb"[\x80-\xff]")
-
-
-def valid_units(data: bytes) -> tuple[int, int | None]:
-    """How many ConsumeQueue units ``data`` starts with that ``ConsumeQueue.recover`` accepts
-    (offset >= 0 and size > 0; the first other unit ends the walk), and the ``offset + size`` of
-    the last of them (None: none) -- ``CqWalker``'s count and ``max_physic_offset``, at the speed of
-    a few byte scans: the sign bytes of the offset and size fields and the size field's four bytes
-    are compared column by column instead of unpacking every unit."""
-    unit = cqf.CQ_UNIT_SIZE
-    whole = len(data) - len(data) % unit
-    if not whole:
-        return 0, None
-    view = memoryview(data)[:whole]
-    first_bad = whole // unit
-    for column in (0, 8):  # OFFSET's and SIZE's sign bytes
-        found = _SIGN.search(bytes(view[column::unit]))
-        if found is not None:
-            first_bad = min(first_bad, found.start())
-    size_bytes = [int.from_bytes(bytes(view[column::unit]), "big") for column in (8, 9, 10, 11)]
-    any_set = (size_bytes[0] | size_bytes[1] | size_bytes[2] | size_bytes[3]).to_bytes(whole // unit, "big")
-    zero = any_set.find(b"\x00")  # SIZE == 0
-    if zero >= 0:
-        first_bad = min(first_bad, zero)
-    if first_bad == 0:
-        return 0, None
-    last = (first_bad - 1) * unit
-    offset, size = int.from_bytes(data[last : last + 8], "big", signed=True), int.from_bytes(data[last + 8 : last + 12], "big", signed=True)
-    return first_bad, offset + size
 
 
 def first_record_timestamp(seg: rmq.Segment) -> int | None:
@@ -392,7 +360,6 @@ __all__ = [
     "as_the_broker_sees_it",
     "consume_queue_max_physic_offset",
     "first_record_timestamp",
-    "valid_units",
     "measure_read_speed",
     "read_speed",
     "recovery_start_index",

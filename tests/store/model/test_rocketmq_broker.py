@@ -130,10 +130,10 @@ _units = st.tuples(
 
 @settings(max_examples=300, deadline=None, derandomize=True)
 @given(st.lists(_units, max_size=40), st.binary(max_size=19))
-def test_valid_units_reads_as_the_walker_does(units: list[tuple[int, int, int]], tail: bytes) -> None:
-    """``valid_units``' column scans give the unit walk's answer (``CqWalker``: the first unit with a
+def test_peek_valid_units_reads_as_the_walker_does(units: list[tuple[int, int, int]], tail: bytes) -> None:
+    """``peek_valid_units``' column scans (the ConsumeQueue maximum the restart model starts from) give the unit walk's answer (``CqWalker``: the first unit with a
     negative offset or a size not above zero ends it), whatever the units and a partial tail."""
     data = b"".join(UNIT.pack(*u) for u in units) + tail
     walker = cqf.CqWalker(data)
     walker.scan()
-    assert brokers.valid_units(data) == (walker.count, walker.max_physic_offset)
+    assert cqf.peek_valid_units(data) == (walker.count, walker.max_physic_offset)
