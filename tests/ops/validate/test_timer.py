@@ -141,6 +141,38 @@ def test_a_slot_pointing_past_the_timerlog_end(copy):
     assert [(f.code, f.position) for f in found if f.code == "RMQ-TIMER-SLOT-PAST-END"] == [("RMQ-TIMER-SLOT-PAST-END", index * SLOT_LEN + 16)]
 
 
+def test_a_slot_whose_num_is_not_its_chain(copy):
+    """A slot's num (statistics: recovery does not revise it) that is not the units of its chain."""
+    root, _ = copy
+    index = (T0 + 5000) // 1000 % SLOTS  # a slot with units
+    _patch(root / "timerwheel", index * SLOT_LEN + 24, struct.pack(">i", 99))
+    found = [(f.code, Path(f.path).name, f.position) for f in timer_findings(root) if f.code.startswith("RMQ-TIMER-SLOT")]
+    assert found == [("RMQ-TIMER-SLOT-NUM", "timerwheel", index * SLOT_LEN + 24)]
+
+
+def test_a_unit_field_the_broker_never_writes(copy):
+    """reserved is always 0 (``TimerLog`` writes it so): anything else is RMQ-TIMER-UNIT-FIELD at the unit."""
+    root, timer = copy
+    e = timer.enqueued[3]
+    _patch(_unit_path(root), e.position + 44, struct.pack(">q", 7))
+    found = [(f.code, f.position) for f in timer_findings(root) if f.code == "RMQ-TIMER-UNIT-FIELD"]
+    assert found == [("RMQ-TIMER-UNIT-FIELD", e.position)]
+
+
+def test_units_of_commitlog_files_retention_deleted_are_expired(tmp_path):
+    """The first CommitLog file deleted by retention: the units pointing into it are counted as
+    RMQ-TIMER-EXPIRED at the first of them, not reported as pointing at nothing."""
+    root = tmp_path / "store"
+    timer = make_timer_store(root, [5_000 + i for i in range(40)], commitlog_file_size=4096, plain=0)
+    first = root / "commitlog" / f"{0:020d}"
+    assert first.exists() and (root / "commitlog" / f"{4096:020d}").exists()
+    first.unlink()
+    expired = [e for e in timer.enqueued if e.commitlog_offset < 4096]
+    assert 0 < len(expired) < len(timer.enqueued)
+    found = [(f.code, f.position, f.message.split(" ")[0]) for f in timer_findings(root) if f.code == "RMQ-TIMER-EXPIRED"]
+    assert found == [("RMQ-TIMER-EXPIRED", expired[0].position, str(len(expired)))]
+
+
 def test_a_chain_that_loops(copy):
     root, timer = copy
     e = timer.enqueued[4]  # the last unit of the T0 + 5 s slot
