@@ -42,6 +42,7 @@ FIXED_PER_FILE = 4096
 #: ``sides``: diff reads each side twice (its walk, then validate's findings);
 #: ``verbs``: report runs validate, recover's plan, clean's plan and stats, each its own reading.
 READ_TODAY: dict[tuple[str, str], float] = {
+    ("rocketmq", "info"): 1.55,  # model: its walks of the newest file, the restart preview's plan walk and read-speed probe
     ("rocketmq", "diff"): 2.05,  # sides
     ("rocketmq", "recover"): 2.8,  # model: the plan's walks, then validate's findings
     ("rocketmq", "report"): 3.8,  # verbs
