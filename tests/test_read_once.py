@@ -116,7 +116,12 @@ def _metaq(root: Path) -> Path:
     return root
 
 
-STORES = {"rocketmq": (_rocketmq, ("dump", "commitlog")), "kafka": (_kafka, ("dump", "kafka-log")), "jafka": (_jafka, ("dump", "jafka")), "metaq": (_metaq, ("dump", "metaq"))}
+STORES = {
+    "rocketmq": (_rocketmq, ("dump", "commitlog")),
+    "kafka": (_kafka, ("dump", "kafka-log")),
+    "jafka": (_jafka, ("dump", "jafka")),
+    "metaq": (_metaq, ("dump", "metaq")),
+}
 COMMANDS = ("validate", "dump", "stats", "info", "diff", "recover", "report")
 
 
