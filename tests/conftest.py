@@ -26,6 +26,26 @@ settings.register_profile("ci", deadline=None, max_examples=60, derandomize=True
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 
 
+def run_cli(*args: object) -> tuple[int, str, str]:
+    """One ``mqtool`` command run in-process: (exit code, stdout, stderr)."""
+    import io
+
+    from mqtool.cli.app import run
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = run([str(a) for a in args])
+    return int(code), out.getvalue(), err.getvalue()
+
+
+def copy_fixture(name: str, dest: Path) -> Path:
+    """A copy of ``fixtures/NAME`` at ``dest``, to damage."""
+    import shutil
+
+    shutil.copytree(FIXTURES / name, dest)
+    return dest
+
+
 def real_path(*parts: str) -> Path:
     """Path under shared/fixtures-real, or skip the test when it is absent."""
     path = REAL_ROOT.joinpath(*parts)

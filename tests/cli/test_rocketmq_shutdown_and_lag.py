@@ -13,32 +13,21 @@ offsets of queues with no ConsumeQueue) is skipped when ``../shared/fixtures-rea
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import shutil
 from pathlib import Path
 
 import pytest
 
-from mqtool.cli.app import run
-from tests.conftest import FIXTURES, real_path
+from tests.conftest import FIXTURES, copy_fixture, real_path
+from tests.conftest import run_cli as mqtool
 
 FIXTURE = FIXTURES / "rocketmq-store"
 
 
-def mqtool(*args: object) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = run([str(a) for a in args])
-    return int(code), out.getvalue(), err.getvalue()
-
-
 @pytest.fixture()
 def store(tmp_path: Path) -> Path:
-    root = tmp_path / "store"
-    shutil.copytree(FIXTURE, root)
-    return root
+    return copy_fixture("rocketmq-store", tmp_path / "store")
 
 
 def warnings_of(command: str, root: Path) -> list[tuple[str, str, int | None]]:

@@ -15,8 +15,6 @@ IndexFiles; AuditLog/0 in two 1000-byte ConsumeQueue files of 50 units):
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import shutil
 import struct
@@ -24,11 +22,11 @@ from pathlib import Path
 
 import pytest
 
-from mqtool.cli.app import run
 from mqtool.formats.rocketmq.index_file import decode_index_header
 from mqtool.ops.dump.rocketmq import CommitLogDump, commitlog_files
 from mqtool.store.model.derived import is_indexed
-from tests.conftest import FIXTURES
+from tests.conftest import FIXTURES, copy_fixture
+from tests.conftest import run_cli as mqtool
 
 FIXTURE = FIXTURES / "rocketmq-store"
 INDEX_FILES = sorted(p.name for p in (FIXTURE / "index").iterdir())
@@ -40,18 +38,9 @@ INDEX_SPLIT = decode_index_header((FIXTURE / "index" / INDEX_FILES[0]).read_byte
 FIRST_KEY = ("KEY0", "TopicTest", "0A000007109218B4AAC2000003E80000")
 
 
-def mqtool(*args: object) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = run([str(a) for a in args])
-    return int(code), out.getvalue(), err.getvalue()
-
-
 @pytest.fixture()
 def store(tmp_path: Path) -> Path:
-    root = tmp_path / "store"
-    shutil.copytree(FIXTURE, root)
-    return root
+    return copy_fixture("rocketmq-store", tmp_path / "store")
 
 
 def findings(root: Path, *codes: str) -> tuple[int, list[dict]]:

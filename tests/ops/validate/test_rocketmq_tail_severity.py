@@ -14,8 +14,6 @@ after it is clean.
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import random
 import shutil
@@ -23,22 +21,15 @@ from pathlib import Path
 
 import pytest
 
-from mqtool.cli.app import run
 from mqtool.ops.dump.rocketmq import CommitLogDump, commitlog_files
-from tests.conftest import FIXTURES
+from tests.conftest import FIXTURES, copy_fixture
+from tests.conftest import run_cli as mqtool
 
 FIXTURE = FIXTURES / "rocketmq-store"
 ACTIVE = sorted(p.name for p in (FIXTURE / "commitlog").iterdir())[-1]
 RECORDS = [(loc.path.name, loc.position, rec.total_size) for loc, rec in CommitLogDump(commitlog_files(FIXTURE))]
 LAST = [r for r in RECORDS if r[0] == ACTIVE][-1]
 VALID_END = LAST[1] + LAST[2]  # 4479: zeros from here
-
-
-def mqtool(*args: object) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = run([str(a) for a in args])
-    return int(code), out.getvalue(), err.getvalue()
 
 
 @pytest.fixture()
@@ -50,9 +41,7 @@ def pristine(tmp_path: Path) -> Path:
 
 @pytest.fixture()
 def store(tmp_path: Path) -> Path:
-    root = tmp_path / "store"
-    shutil.copytree(FIXTURE, root)
-    return root
+    return copy_fixture("rocketmq-store", tmp_path / "store")
 
 
 def put(path: Path, position: int, data: bytes) -> None:
