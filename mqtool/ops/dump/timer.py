@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from itertools import islice
 from pathlib import Path
 from typing import Any
 
@@ -36,15 +37,8 @@ class TimerLogDump:
         directory, segments = model_timer.timerlog_files(target)
         # a directory's files: their names, sizes and gaps too; one file: that file only
         walk = model_timer.TimerLogWalk(segments, directory=None if is_regular_file(target) else directory)
-        emitted = 0
         try:
-            if self.limit == 0:
-                return
-            for at in walk:
-                yield at
-                emitted += 1
-                if self.limit is not None and emitted >= self.limit:
-                    return
+            yield from islice(walk, self.limit)  # at most ``limit`` (None: all), nothing read past it
         finally:
             self.findings.extend(walk.findings)
             self.units = walk.units
@@ -85,15 +79,8 @@ class WheelDump:
     def __iter__(self) -> Iterator[model_timer.SlotAt]:
         self.file = model_timer.resolve(self.path, "timerwheel")
         walk = model_timer.WheelWalk(self.file)
-        emitted = 0
         try:
-            if self.limit == 0:
-                return
-            for at in walk:
-                yield at
-                emitted += 1
-                if self.limit is not None and emitted >= self.limit:
-                    return
+            yield from islice(walk, self.limit)  # at most ``limit`` (None: all), nothing read past it
         finally:
             self.findings.extend(walk.findings)
 
