@@ -13,7 +13,8 @@ It keeps the last large piece it read (``KEEP_PIECE`` bytes or more): a read tha
 it -- a walk that judges the bytes after the end of the data it just read in one piece, the tail
 of a file checked for zeros -- takes them from there, so a reading reads each byte from disk once.
 ``count_reads`` counts the bytes read from disk per file, for the tests that hold a command to
-reading each log byte once.
+reading each log byte once; ``observe_reads`` hands each read to a consumer that needs the bytes
+a reading read (``diff`` digests them), so it need not read them again.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ import errno
 import os
 import stat
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from pathlib import Path
@@ -55,6 +56,22 @@ def count_reads() -> Iterator[Counter[str]]:
         yield counter
     finally:
         _READS.reset(token)
+
+
+#: Called with ``(path, position, bytes)`` for every read from disk while ``observe_reads`` is active.
+_OBSERVER: ContextVar[Callable[[str, int, bytes], None] | None] = ContextVar("mqtool_read_observer", default=None)
+
+
+@contextmanager
+def observe_reads(observer: Callable[[str, int, bytes], None]) -> Iterator[None]:
+    """Hand ``observer(path, position, data)`` every read ``ReadOnlyFile`` makes from disk inside
+    the block (not the reads the piece a file keeps answers: their bytes were handed over when it
+    was read), in this thread and the ones it starts with its context."""
+    token = _OBSERVER.set(observer)
+    try:
+        yield
+    finally:
+        _OBSERVER.reset(token)
 
 
 def piece_size(default: int = CHUNK_SIZE) -> int:
@@ -128,6 +145,9 @@ class ReadOnlyFile:
         reads = _READS.get()
         if reads is not None:
             reads[str(self.path)] += size
+        observer = _OBSERVER.get()
+        if observer is not None:
+            observer(str(self.path), position, data)
         return data
 
     def read_all(self, limit: int = 64 << 20) -> bytes:
