@@ -164,12 +164,22 @@ def dump_consumequeue(
     as_json: JsonOpt = False,
     columns: ColumnsOpt = None,
     as_jsonl: JsonlOpt = False,
+    rocksdb: Annotated[
+        bool, typer.Option("--rocksdb", help="Read the RocksDB ConsumeQueue (storeType=defaultRocksDB) where consumequeue/ also holds files.")
+    ] = False,
 ) -> int:
-    """ConsumeQueue units: queue offset, commitlog offset, size, tagsCode (fillers and ext addresses marked)."""
+    """ConsumeQueue units: queue offset, commitlog offset, size, tagsCode (fillers and ext addresses marked).
+
+    A RocksDB ConsumeQueue (5.2+) is read read-only (needs the rocksdb extra); its rows add store_timestamp and key."""
     from mqtool.ops.dump import rocketmq as ops_dump
 
     out = renderer(fmt, as_json, as_jsonl)
     choose_columns(out, columns)
+    db = ops_dump.rocksdb_cq_dir(path, prefer_rocksdb=rocksdb)
+    if db is not None:
+        rocks = ops_dump.RocksQueueDump(db, topic, queue_id, from_offset, limit)
+        out.stream(iter(rocks), ROCKS_CQ_COLUMNS)
+        return finish_dump(out, [], extra_failures=out.findings(rocks.findings))
     targets = ops_dump.consumequeue_targets(path, topic=topic, queue_id=queue_id)
     engine = ops_dump.QueueDump(targets, from_offset, limit)
 
@@ -195,6 +205,9 @@ def dump_consumequeue(
     # missing file, an invalid unit (an error: the broker ends the queue there), a partial unit
     damaged = out.findings(ops_dump.consumequeue_findings(path, engine))
     return finish_dump(out, [], extra_failures=damaged)
+
+
+ROCKS_CQ_COLUMNS = [*CQ_COLUMNS[:-1], Column("store_timestamp", "STORE TIMESTAMP", 15, ">"), Column("kind", "KIND")]
 
 
 INDEX_COLUMNS = [

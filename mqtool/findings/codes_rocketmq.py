@@ -99,6 +99,18 @@ CODES: dict[str, CodeInfo] = {
         "a queue's first ConsumeQueue file starts after the first queue offset the CommitLog holds of it (its head files are missing): "
         "the broker's min offset is the first file's, consumers never reach the records before it; recover rebuilds the files",
     ),
+    # the RocksDB ConsumeQueue (5.2+, storeType=defaultRocksDB): RocksDBConsumeQueueTable, RocksDBConsumeQueueOffsetTable
+    "RMQ-CQ-ROCKSDB-ENTRY": CodeInfo(E, "consumequeue", "a RocksDB ConsumeQueue key or value not in RocketMQ's layout (the broker skips it as malformed)"),
+    "RMQ-CQ-ROCKSDB-GAP": CodeInfo(E, "consumequeue", "queue offsets missing between a queue's RocksDB units (the broker's rangeQuery stops at the first missing key)"),
+    "RMQ-CQ-ROCKSDB-OFFSET": CodeInfo(
+        E, "consumequeue", "a RocksDB offset-table max entry that is not the queue's last unit (or is missing), or a min entry above it"
+    ),
+    "RMQ-CQ-ROCKSDB-CHECKPOINT": CodeInfo(
+        W, "consumequeue", "the RocksDB ConsumeQueue's dispatch checkpoint (CHECKPOINT_TOPIC) past the CommitLog's valid end"
+    ),
+    "RMQ-CQ-ROCKSDB-DIVERGE": CodeInfo(
+        W, "consumequeue", "units that the file ConsumeQueue holds and the RocksDB ConsumeQueue lacks, or the other way round, or that differ (double write)"
+    ),
     # index
     "RMQ-IDX-GEOMETRY": CodeInfo(E, "index", "an IndexFile whose size fits no slot/entry geometry, or a header that does not fit it"),
     "RMQ-IDX-HEADER": CodeInfo(E, "index", "header counts or ranges inconsistent with the entries"),

@@ -258,15 +258,8 @@ def open_store(path: str | Path, *, commitlog_file_size: int | None = None) -> R
             found="none of them",
             path=root,
         )
-    if (root / "consumequeue" / "CURRENT").exists():
-        from mqtool.errors import UnsupportedFormatError
-
-        raise UnsupportedFormatError(
-            "RocksDB ConsumeQueue (storeType=defaultRocksDB) is not supported",
-            path=root / "consumequeue",
-            expected="consumequeue/<topic>/<queueId>/ files",
-            found="a RocksDB database",
-        )
+    # consumequeue/ may be a RocksDB ConsumeQueue (5.2+, storeType=defaultRocksDB): its files stand
+    # beside any topic directories; store.rocksdb_cq reads them
     cl_dir = root / "commitlog"
     segments = list_segments(cl_dir)
     size = commitlog_file_size or detect_file_size(segments)

@@ -33,9 +33,11 @@ from mqtool.formats.rocketmq.columns import (
 from mqtool.formats.rocketmq.commitlog import DataEnd, MessageRecord, decode_message, decompress_body
 from mqtool.formats.rocketmq.properties import TAGS, UNIQ_KEY, split_keys
 from mqtool.store import rocketmq as rmq
+from mqtool.store import rocksdb_cq as store_rcq
 from mqtool.store.files import ReadOnlyFile, check_path, is_directory, is_regular_file, piece_size, read_small_file
 from mqtool.store.model import commitlog as model_cl
 from mqtool.store.model import rocketmq as model
+from mqtool.store.model import rocksdb_cq as model_rcq
 from mqtool.store.model import timer as model_timer
 from mqtool.store.model.queue_offsets import FileQueueOffsets, QueueOffsets
 
@@ -529,6 +531,67 @@ def consumequeue_findings(path: Path, dump: QueueDump) -> list[Finding]:
         if finding is not None:
             out.append(finding)
     return out
+
+
+def rocksdb_cq_dir(path: Path, *, prefer_rocksdb: bool = False) -> Path | None:
+    """The RocksDB ConsumeQueue (5.2+, ``store.rocksdb_cq``) ``dump consumequeue PATH`` reads: PATH
+    a store root or its ``consumequeue`` directory holding one, and no file ConsumeQueue beside it
+    (both: the file one, unless ``prefer_rocksdb``)."""
+    found = store_rcq.find_db(Path(path))
+    if found is None:
+        return None
+    has_files = any(rmq.is_real_directory(c) for c in found.iterdir())
+    return found if prefer_rocksdb or not has_files else None
+
+
+@dataclass
+class RocksQueueDump:
+    """The units of a RocksDB ConsumeQueue as ``dump consumequeue`` rows, read through the store
+    model's walk (``store.model.rocksdb_cq``); keys and values not in RocketMQ's layout are
+    ``findings`` (validate's ``RMQ-CQ-ROCKSDB-ENTRY``), not rows."""
+
+    path: Path
+    topic: str | None = None
+    queue_id: int | None = None
+    from_offset: int | None = None
+    limit: int | None = None
+    findings: list[Finding] = field(default_factory=list)
+
+    def __iter__(self) -> Iterator[dict[str, object]]:
+        if self.limit == 0:
+            return
+        emitted = 0
+        with store_rcq.RocksCq(self.path) as db:
+            if self.topic is not None and self.queue_id is not None:
+                items = model_rcq.queue_units(db, self.topic, self.queue_id, self.from_offset or 0)
+            else:
+                items = model_rcq.walk_units(db)
+            for item in items:
+                if isinstance(item, model_rcq.BadEntry):
+                    self.findings.append(model_rcq.bad_entry_finding(db, item))
+                    continue
+                cq, value = item.cq, item.value
+                if (self.topic is not None and cq.topic != self.topic) or (self.queue_id is not None and cq.queue_id != self.queue_id):
+                    continue
+                if self.from_offset is not None and cq.queue_offset < self.from_offset:
+                    continue
+                yield {
+                    "file": str(self.path),
+                    "position": None,
+                    "topic": cq.topic,
+                    "queue_id": cq.queue_id,
+                    "queue_offset": cq.queue_offset,
+                    "commitlog_offset": value.commit_log_offset,
+                    "size": value.size,
+                    "tags_code": value.tags_code,
+                    "ext_offset": None,
+                    "kind": "message",
+                    "store_timestamp": value.store_timestamp,
+                    "key": item.key.hex(),
+                }
+                emitted += 1
+                if self.limit is not None and emitted >= self.limit:
+                    return
 
 
 # --- IndexFile -----------------------------------------------------------------------------------

@@ -49,6 +49,7 @@ from mqtool.formats.rocketmq.commitlog import (
 from mqtool.formats.rocketmq.hashing import index_key_hash
 from mqtool.formats.rocketmq.properties import split_keys
 from mqtool.ops.validate import FileSummary, Progress, ValidateOptions, ValidationReport, run_tasks
+from mqtool.ops.validate import rocksdb_cq as validate_rocksdb_cq
 from mqtool.ops.validate import timer as validate_timer
 from mqtool.store import rocketmq as rmq
 from mqtool.store.files import ReadOnlyFile, nonzero_extent, piece_size, read_small_file
@@ -1118,7 +1119,18 @@ def _validate_rocketmq(path: str | Path, options: ValidateOptions, progress: Pro
                 report.files.append(s)
             for finding in qres.findings:
                 report.add(model.link_knock_on(finding, end_cause), file_summaries.get(finding.path))
-    for finding in queue_offsets_model.missing_queue_findings(store, queue_offsets.edges, live=live):
+    # phase 3b: the RocksDB ConsumeQueue (5.2+, storeType=defaultRocksDB), when consumequeue/ is one
+    rocks = validate_rocksdb_cq.RocksCheck()
+    if options.wants("consumequeue") or options.wants("config"):
+        last_offsets = {key: edge.last for key, edge in queue_offsets.edges.items()}
+        rocks = validate_rocksdb_cq.check_rocksdb_cq(store, commitlog_end=commitlog_end, last_queue_offsets=last_offsets, damaged=damaged_ranges, end_cause=end_cause, live=live)
+        for finding in rocks.findings:
+            report.add(finding)
+        if rocks.facts:
+            report.facts["rocksdb_consumequeue"] = rocks.facts
+        queue_ranges = {**rocks.ranges, **queue_ranges}
+    edges = {key: edge for key, edge in queue_offsets.edges.items() if key not in rocks.ranges}  # what the RocksDB queues hold is said there
+    for finding in queue_offsets_model.missing_queue_findings(store, edges, live=live):
         report.add(finding)
     if options.wants("consumequeue"):
         for head in derived.queue_heads(queue_offsets.edges, cq_segments):

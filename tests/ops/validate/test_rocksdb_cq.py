@@ -1,0 +1,186 @@
+"""validate, dump consumequeue on a RocksDB ConsumeQueue (RocketMQ 5.2+, storeType=defaultRocksDB).
+
+The stores are written by ``tests/rocksdb_cq_store.py`` (keys and values packed as
+``RocksDBConsumeQueueTable`` / ``RocksDBConsumeQueueOffsetTable`` lay them out, with rocksdict).
+"""
+
+from __future__ import annotations
+
+import builtins
+import hashlib
+import json
+import os
+import shutil
+
+import pytest
+
+from mqtool.ops.validate import ValidateOptions
+from mqtool.ops.validate.rocketmq import validate_rocketmq
+from tests import rocksdb_cq_store as w
+from tests.conftest import run_cli
+
+pytest.importorskip("rocksdict")
+
+
+def validate(root):
+    return validate_rocketmq(root, ValidateOptions(jobs=1))
+
+
+def codes(report):
+    return sorted(f.code for f in report.findings if f.level.value != "info")
+
+
+@pytest.fixture(scope="module")
+def base(tmp_path_factory):
+    root = tmp_path_factory.mktemp("rocks") / "store"
+    units = w.make_rocksdb_store(root)
+    return root, units
+
+
+@pytest.fixture
+def store(base, tmp_path):
+    root, units = base
+    dest = tmp_path / "store"
+    shutil.copytree(root, dest)
+    return dest, units
+
+
+def snapshot(root):
+    out = {}
+    for dirpath, _dirs, files in os.walk(root):
+        for name in files:
+            p = os.path.join(dirpath, name)
+            st = os.stat(p)
+            with open(p, "rb") as f:
+                out[p] = (st.st_mtime_ns, st.st_size, hashlib.sha256(f.read()).hexdigest())
+    return out
+
+
+def test_validates_clean_and_never_writes(store):
+    root, units = store
+    before = snapshot(root)
+    report = validate(root)
+    assert codes(report) == []
+    facts = report.facts["rocksdb_consumequeue"]
+    assert facts["units"] == len(units) and facts["queues"] == 3
+    assert facts["column_families"] == ["default", "offset"]
+    code, out, _ = run_cli("dump", "consumequeue", root, "--jsonl")
+    assert code == 0
+    # read-only: no file of the store was added, changed or touched (rocksdict's own config file
+    # goes to a private directory of links)
+    assert snapshot(root) == before
+
+
+def test_dump_rows(store):
+    root, units = store
+    code, out, _ = run_cli("dump", "consumequeue", root, "--jsonl")
+    assert code == 0
+    rows = [json.loads(line) for line in out.splitlines()]
+    got = sorted((r["topic"], r["queue_id"], r["queue_offset"], r["commitlog_offset"], r["size"], r["tags_code"], r["store_timestamp"]) for r in rows)
+    assert got == sorted((u.topic, u.queue_id, u.queue_offset, u.phy, u.size, u.tags_code, u.store_ts) for u in units)
+    assert all(r["position"] is None and r["file"] == str(root / "consumequeue") for r in rows)
+    code, out, _ = run_cli("dump", "consumequeue", root, "--topic", "TopicA", "--queue-id", "1", "--from-offset", "1", "--limit", "2", "--jsonl")
+    rows = [json.loads(line) for line in out.splitlines()]
+    assert code == 0 and [(r["topic"], r["queue_id"], r["queue_offset"]) for r in rows] == [("TopicA", 1, 1), ("TopicA", 1, 2)]
+
+
+def test_dump_rows_match_schema(store):
+    jsonschema = pytest.importorskip("jsonschema")
+    from mqtool.schemas import schema
+
+    root, _ = store
+    _, out, _ = run_cli("dump", "consumequeue", root, "--jsonl")
+    for line in out.splitlines():
+        jsonschema.validate(json.loads(line), schema("dump-consumequeue"))
+
+
+def test_unit_past_the_commitlog_end_is_found_at_its_key(tmp_path):
+    root = tmp_path / "store"
+    bad = w.Unit("TopicA", 0, 4, 1 << 19, 121, 0, w.T0)
+    w.make_rocksdb_store(root, extra_units=[bad])
+    report = validate(root)
+    past = [f for f in report.findings if f.code == "RMQ-CQ-PAST-END"]
+    assert len(past) == 1
+    key = w.cq_key("TopicA", 0, 4).hex()
+    assert past[0].path == str(root / "consumequeue") and past[0].details["key"] == key and key in past[0].message
+    assert past[0].details["queue_offset"] == 4
+    # the offset table's max entry is that unit (the writer wrote it so); the dispatch checkpoint
+    # the writer put past it is past the CommitLog's end too
+    assert codes(report) == ["RMQ-CQ-PAST-END", "RMQ-CQ-ROCKSDB-CHECKPOINT"]
+
+
+def test_gap_offset_table_and_lag(tmp_path):
+    root = tmp_path / "store"
+    w.make_rocksdb_store(root, drop={("TopicA", 1, 1), ("TopicB", 0, 3)})
+    report = validate(root)
+    found = codes(report)
+    assert "RMQ-CQ-ROCKSDB-GAP" in found  # TopicA/1: offset 1 missing between 0 and 2
+    assert "RMQ-CQ-LAG" in found  # TopicB/0: its last record (queue offset 3) not in the RocksDB
+    gap = next(f for f in report.findings if f.code == "RMQ-CQ-ROCKSDB-GAP")
+    assert gap.details["queue_offset"] == 2 and gap.details["topic"] == "TopicA"
+
+
+def test_mismatch_and_checkpoint(tmp_path):
+    root = tmp_path / "store"
+    units = w.make_rocksdb_store(root, checkpoint=1 << 30, drop={("TopicB", 0, 0)},
+                                 extra_units=[w.Unit("TopicB", 0, 0, 118, 121, 98, w.T0)])  # the record of TopicA/1 #0
+    del units
+    report = validate(root)
+    assert "RMQ-CQ-MISMATCH" in codes(report)
+    assert "RMQ-CQ-ROCKSDB-CHECKPOINT" in codes(report)
+
+
+def test_malformed_entry_and_wrong_max(tmp_path):
+    from rocksdict import AccessType, Options, Rdict  # noqa: F401
+
+    root = tmp_path / "store"
+    w.make_rocksdb_store(root)
+    db = Rdict(str(root / "consumequeue"), options=Options(raw_mode=True), column_families={"offset": Options(raw_mode=True)})
+    db[b"\x00\x00\x00\x02\x01ab\x02"] = b"short"
+    db.get_column_family("offset")[w.offset_key("TopicA", "max", 0)] = w.struct.pack(">qq", 0, 99)
+    db.close()
+    (root / "consumequeue" / "rocksdict-config.json").unlink(missing_ok=True)
+    report = validate(root)
+    assert "RMQ-CQ-ROCKSDB-ENTRY" in codes(report)
+    off = [f for f in report.findings if f.code == "RMQ-CQ-ROCKSDB-OFFSET"]
+    assert len(off) == 1 and off[0].details["topic"] == "TopicA" and off[0].details["queue_id"] == 0
+
+
+def test_file_and_rocksdb_consume_queues_compared(tmp_path):
+    root = tmp_path / "store"
+    w.make_rocksdb_store(root, keep_file_cq=True)
+    assert codes(validate(root)) == []
+    root2 = tmp_path / "lost"
+    w.make_rocksdb_store(root2, keep_file_cq=True, drop={("TopicA", 0, 3)})  # the double write lost a unit (apache/rocketmq#8589)
+    report = validate(root2)
+    div = [f for f in report.findings if f.code == "RMQ-CQ-ROCKSDB-DIVERGE"]
+    assert len(div) == 1 and div[0].details == {"topic": "TopicA", "queue_id": 0, "only_file": 1, "only_rocksdb": 0, "differ": 0}
+    # dump reads the file ConsumeQueue there, the RocksDB one when asked
+    _, files, _ = run_cli("dump", "consumequeue", root2, "--topic", "TopicA", "--queue-id", "0", "--jsonl")
+    _, rocks, _ = run_cli("dump", "consumequeue", root2, "--topic", "TopicA", "--queue-id", "0", "--jsonl", "--rocksdb")
+    assert len(files.splitlines()) == len(rocks.splitlines()) + 1
+
+
+def test_unopenable_database_is_unreadable(tmp_path):
+    root = tmp_path / "store"
+    w.make_rocksdb_store(root)
+    for p in (root / "consumequeue").glob("MANIFEST-*"):
+        p.write_bytes(b"not a manifest")
+    report = validate(root)
+    assert [f.code for f in report.findings if f.path == str(root / "consumequeue")] == ["RMQ-FILE-UNREADABLE"]
+
+
+def test_without_the_extra_exit_4_names_it(store, monkeypatch):
+    root, _ = store
+    real_import = builtins.__import__
+
+    def no_rocksdict(name, *args, **kwargs):
+        if name == "rocksdict" or name.startswith("rocksdict."):
+            raise ImportError("No module named 'rocksdict'")
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_rocksdict)
+    for args in (["validate", root], ["dump", "consumequeue", root]):
+        code, _, err = run_cli(*args)
+        assert code == 4, (args, err)
+        assert "mqtool[rocksdb]" in err
