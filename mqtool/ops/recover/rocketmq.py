@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -140,7 +141,7 @@ def plan_rocketmq(path: str | Path, options: RecoverOptions = RecoverOptions()) 
     # every queue's QUEUEOFFSETs in the whole CommitLog (the store model's continuity rule, the
     # column walk for healthy files): the queues that have records and no ConsumeQueue, and the
     # records that break their queue's sequence
-    offsets = queue_offsets.commitlog_queue_offsets(store)
+    offsets = queue_offsets.commitlog_queue_offsets(store, end_findings=True)
     journal = _read_cq_journal(store)
     first_cq_step = len(plan.steps)
     queues = _plan_queues(store, plan, process_offset, options, journal)
@@ -172,7 +173,7 @@ def plan_rocketmq(path: str | Path, options: RecoverOptions = RecoverOptions()) 
     # broker keeps it too): recover cannot rewrite it
     bases = {str(seg.path): seg.base for seg in store.commitlog}
     kept_damage += [x for x in offsets.findings if x.path in bases and bases[x.path] + (x.position or 0) < process_offset]
-    _plan_unfixable(store, plan, store.commitlog.index(segments[start]) if segments else 0, kept_damage)
+    _plan_unfixable(store, plan, store.commitlog.index(segments[start]) if segments else 0, kept_damage, offsets.end_findings)
     _note_unscanned_damage(plan, broker, mode, segments[start] if segments else None)
     return plan
 
@@ -500,12 +501,15 @@ def _plan_commitlog_sizes(
             )
 
 
-def _plan_unfixable(store: rmq.RocketMQStore, plan: RecoverPlan, scan_start: int = 0, kept: list[Finding] | None = None) -> None:
+def _plan_unfixable(
+    store: rmq.RocketMQStore, plan: RecoverPlan, scan_start: int = 0, kept: list[Finding] | None = None, read: Mapping[str, list[Finding]] | None = None
+) -> None:
     """Name the errors the store would still have after the plan: the store model's CommitLog
     findings (``planned_commitlog_findings``: a missing file, a wrong size, an overlap) for the
     files as the plan leaves them, the damage in the files before ``scan_start`` (the index in
     ``store.commitlog`` of the first file the recovery reads: ``unscanned_commitlog_findings``),
-    which the plan never touches, and ``kept``: what validate says of records the recovery keeps
+    which the plan never touches (``read``: those of the files the plan has read already, by path),
+    and ``kept``: what validate says of records the recovery keeps
     (``model.record_findings``; a break in a queue's QUEUEOFFSET sequence).  Applying such a plan
     needs ``--force``: the store would not validate, and the broker would refuse it
     (``MappedFileQueue.load``) or read the wrong file for an offset
@@ -522,7 +526,7 @@ def _plan_unfixable(store: rmq.RocketMQStore, plan: RecoverPlan, scan_start: int
         elif step.action == "truncate" and step.position is not None:
             outcome[path] = step.position
     left = [f for f in model.planned_commitlog_findings(store, outcome) if f.level is Severity.error]
-    left += [f for f in model.unscanned_commitlog_findings(store, scan_start) if f.level is Severity.error]
+    left += [f for f in model.unscanned_commitlog_findings(store, scan_start, read) if f.level is Severity.error]
     left += [f for f in kept or [] if f.level is Severity.error]
     plan.unfixable = [f.to_dict() for f in left]
 

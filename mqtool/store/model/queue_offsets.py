@@ -109,6 +109,9 @@ class FileQueueOffsets:
     #: records the bytes this file's reading skipped may have held (see ``records_in``)
     skipped: int = 0
     findings: list[Finding] = field(default_factory=list)
+    #: how the file ends, as validate states it (``model.commitlog_file_findings``): filled by
+    #: ``file_queue_offsets(..., end_findings=True)`` when the whole file was read, else None
+    end_findings: list[Finding] | None = None
 
     @classmethod
     def from_runs(cls, path: str, runs: Mapping[QueueKey, QueueRun], offset: int = 0) -> FileQueueOffsets:
@@ -207,6 +210,9 @@ class QueueOffsets:
 
     edges: dict[QueueKey, QueueEdge] = field(default_factory=dict)
     findings: list[Finding] = field(default_factory=list)
+    #: per file path: how the file ends, as validate states it (``FileQueueOffsets.end_findings``),
+    #: for the files read whole when asked for (``commitlog_queue_offsets(..., end_findings=True)``)
+    end_findings: dict[str, list[Finding]] = field(default_factory=dict)
     _prev_base: int | None = None
     _prev_path: str | None = None
 
@@ -221,6 +227,8 @@ class QueueOffsets:
             if gap is not None:
                 missing = records_in(gap[1] - gap[0])
         self.findings.extend(file.findings)
+        if file.end_findings is not None:
+            self.end_findings[file.path] = file.end_findings
         out: list[Finding] = []
         for key, queued in self.edges.items():
             if key not in file.queues:
@@ -263,10 +271,13 @@ def data_files(store: rmq.RocketMQStore) -> list[tuple[int, rmq.Segment]]:
     return [(i, seg) for i, seg in enumerate(store.commitlog) if seg.size > 0 and i <= last]
 
 
-def file_queue_offsets(store: rmq.RocketMQStore, seg: rmq.Segment, *, last: bool) -> FileQueueOffsets:
+def file_queue_offsets(store: rmq.RocketMQStore, seg: rmq.Segment, *, last: bool, end_findings: bool = False) -> FileQueueOffsets:
     """One CommitLog file's queue offsets: a healthy file from its columns
     (``store.model.commitlog.read_file_columns``), any other one walked record by record to where
-    the walk stops (``FileQueueOffsets.walk_end`` says what the rest may have held)."""
+    the walk stops (``FileQueueOffsets.walk_end`` says what the rest may have held).
+    ``end_findings``: also state how the file ends, as validate does
+    (``model.commitlog_file_findings``), from the same reading: a recover plan asks for it so as
+    not to read the files again for the damage it leaves."""
     out = FileQueueOffsets(str(seg.path))
     size = store.commitlog_file_size or seg.size
     try:
@@ -279,11 +290,16 @@ def file_queue_offsets(store: rmq.RocketMQStore, seg: rmq.Segment, *, last: bool
             fast = _columns(f, seg.base, size, last)
             if fast is not None:
                 out.add_runs(fast.queues)
+                if end_findings:  # healthy records: only an END_OF_FILE record can be wrong
+                    blank = model.blank_size_finding(str(seg.path), fast.end.position, fast.end.length, size) if fast.end.kind == "blank" else None
+                    out.end_findings = [blank] if blank is not None else []
                 return out
             walk = rmq.CommitLogFileWalk(f, check_crc=True, last=last, file_size=size, base=seg.base)
             for pos, record in walk:
                 out.record(pos, record)
             out.walk_end(walk, size)
+            if end_findings:
+                out.end_findings = model.commitlog_file_findings(f, walk, size, last=last)
         except StoreIOError as exc:  # what could not be read may have held records
             out.skip(max(size, f.size) - (exc.position or 0))
     return out
@@ -304,16 +320,17 @@ def _columns(f: ReadOnlyFile, base: int, size: int, last: bool) -> FileColumns |
     return read_file_columns(f, base, file_size=size, is_last=last)
 
 
-def commitlog_queue_offsets(store: rmq.RocketMQStore, start: int = 0) -> QueueOffsets:
+def commitlog_queue_offsets(store: rmq.RocketMQStore, start: int = 0, *, end_findings: bool = False) -> QueueOffsets:
     """The queue offsets of a store's CommitLog, read from ``store.commitlog[start]`` on (the fast
     column walk for healthy files): every break of a queue's sequence (``findings``) and every
-    queue's last QUEUEOFFSET, as validate finds them."""
+    queue's last QUEUEOFFSET, as validate finds them; with ``end_findings``, how each file ends too
+    (``QueueOffsets.end_findings``), from the same reading."""
     out = QueueOffsets()
     files = data_files(store)
     last = files[-1][0] if files else -1
     for i, seg in files:
         if i >= start:
-            out.add_file(file_queue_offsets(store, seg, last=i == last), seg.base, store.commitlog_file_size)
+            out.add_file(file_queue_offsets(store, seg, last=i == last, end_findings=end_findings), seg.base, store.commitlog_file_size)
     return out
 
 

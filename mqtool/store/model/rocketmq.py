@@ -612,16 +612,21 @@ def planned_commitlog_findings(store: rmq.RocketMQStore, outcome: dict[Path, int
     return segment_findings(store.commitlog_dir, after, file_size or store.commitlog_file_size, "commitlog")
 
 
-def unscanned_commitlog_findings(store: rmq.RocketMQStore, stop: int) -> list[Finding]:
+def unscanned_commitlog_findings(store: rmq.RocketMQStore, stop: int, known: Mapping[str, list[Finding]] | None = None) -> list[Finding]:
     """How each CommitLog file before ``store.commitlog[stop]`` ends, as validate states it
     (``commitlog_file_findings``): its first broken record, a missing or wrong END_OF_FILE record.
     For a plan whose recovery, like upstream ``CommitLog.recoverNormally``, reads only the files
     from ``stop`` on: damage before them is damage it does not fix (cutting there would drop every
-    later file).  Files cut short are ``segment_findings``'s (RMQ-FILE-SIZE), not stated again."""
+    later file).  Files cut short are ``segment_findings``'s (RMQ-FILE-SIZE), not stated again.
+    ``known``: the findings of files already read (by path, ``QueueOffsets.end_findings``), which
+    are taken as they are instead of reading the file again."""
     out: list[Finding] = []
     last = last_data_file(store.commitlog)
     for i, seg in enumerate(store.commitlog[:stop]):
         if seg.size == 0 or i > last:
+            continue
+        if known is not None and str(seg.path) in known:
+            out.extend(known[str(seg.path)])
             continue
         with ReadOnlyFile(seg.path) as f:
             walk = rmq.CommitLogFileWalk(f, check_crc=True, last=i == last, file_size=store.commitlog_file_size, base=seg.base)
