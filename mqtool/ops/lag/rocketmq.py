@@ -13,8 +13,10 @@ from mqtool.errors import MqError, StoreIOError
 from mqtool.layouts import Layout
 from mqtool.ops.lag import LagReport, LagRow, counts
 from mqtool.store import rocketmq as rmq
+from mqtool.store import rocksdb_cq as store_rcq
 from mqtool.store.model import consumers as model_consumers
 from mqtool.store.model import rocketmq as model
+from mqtool.store.model import rocksdb_cq as model_rcq
 
 
 def rocketmq_lag(path: str | Path) -> LagReport:
@@ -26,6 +28,13 @@ def rocketmq_lag(path: str | Path) -> LagReport:
         return report
     queues = set(store.queues())
     ranges: dict[tuple[str, int], tuple[int, int]] = {}
+    if not queues and store_rcq.is_rocksdb_cq(store.root):
+        # a RocksDB ConsumeQueue (5.2+): the broker offset and oldest store time are its own
+        with store_rcq.RocksCq(store_rcq.db_dir(store.root)) as db:
+            _rocksdb_lag(db, load.value, report, ranges)
+        assert load.path is not None
+        report.findings.extend(model_consumers.offset_findings(load.path, load.value, ranges, set(ranges)))
+        return report
     with rmq.CommitLogReader(store) as reader:
         for (topic, group), table in sorted(load.value.items()):
             for qid, committed in sorted(table.items()):
@@ -43,6 +52,31 @@ def rocketmq_lag(path: str | Path) -> LagReport:
     assert load.path is not None
     report.findings.extend(model_consumers.offset_findings(load.path, load.value, ranges, queues))
     return report
+
+
+def _rocksdb_lag(db: store_rcq.RocksCq, offsets: dict[tuple[str, str], dict[int, int]], report: LagReport, ranges: dict[tuple[str, int], tuple[int, int]]) -> None:
+    """Lag rows against a RocksDB ConsumeQueue: the broker offset is the offset table's max + 1
+    (``RocksDBConsumeQueueStore.getMaxOffsetInQueue``), the lag in bytes sums the units' sizes, the
+    oldest unconsumed message's time is its unit's store time."""
+    table = model_rcq.offset_table(db)
+    for (topic, group), qtable in sorted(offsets.items()):
+        for qid, committed in sorted(qtable.items()):
+            rng = model_rcq.queue_range(table, None, (topic, qid))
+            if rng is None:
+                report.rows.append(LagRow(group, topic, qid, committed, None, None, None, 0, None, None, "no ConsumeQueue for this queue"))
+                continue
+            ranges[(topic, qid)] = rng
+            lag, expired, first = counts(committed, rng[0], rng[1])
+            lag_bytes, oldest = 0, None
+            for item in model_rcq.queue_units(db, topic, qid, first):
+                if isinstance(item, model_rcq.BadEntry):
+                    report.findings.append(model_rcq.bad_entry_finding(db, item))
+                    continue
+                if item.cq.queue_offset >= rng[1]:
+                    break
+                oldest = item.value.store_timestamp if oldest is None else oldest
+                lag_bytes += item.value.size
+            report.rows.append(LagRow(group, topic, qid, committed, rng[0], rng[1], lag, expired, lag_bytes, oldest))
 
 
 def _store_time(store: rmq.RocketMQStore, reader: rmq.CommitLogReader, topic: str, qid: int, offset: int, report: LagReport) -> int | None:

@@ -25,11 +25,13 @@ from mqtool.formats.rocketmq.config import parse_topics
 from mqtool.formats.rocketmq.hashing import SCHEDULE_TOPIC, tags_code
 from mqtool.ops.dump.rocketmq import CommitLogDump, RecordFilter, walk_findings_so_far
 from mqtool.store import rocketmq as rmq
+from mqtool.store import rocksdb_cq as store_rcq
 from mqtool.store.files import ReadOnlyFile, read_small_file
 from mqtool.store.lock import probe_record_lock
 from mqtool.store.model import commitlog as model_cl
 from mqtool.store.model import derived, queue_offsets
 from mqtool.store.model import rocketmq as model
+from mqtool.store.model import rocksdb_cq as model_rcq
 
 LONG_MAX = (1 << 63) - 1
 
@@ -386,6 +388,11 @@ def _queue_head_findings(store: rmq.RocketMQStore, topic: str, queue_id: int) ->
 def query_by_queue_offset(store: rmq.RocketMQStore, topic: str, queue_id: int, queue_offset: int) -> QueryResult:
     """The record behind ConsumeQueue unit ``queue_offset`` of ``topic``/``queue_id``."""
     result = QueryResult()
+    if not rmq.queue_dir(store, topic, queue_id).is_dir() and store_rcq.is_rocksdb_cq(store.root):
+        found = _rocksdb_unit(store, topic, queue_id, queue_offset, result)  # a RocksDB ConsumeQueue (5.2+)
+        if found is None:
+            return result
+        return _unit_hit(store, topic, queue_id, queue_offset, found[0], found[1], result)
     # the queue's files are on the path: their sizes and continuity as validate states them
     if rmq.queue_dir(store, topic, queue_id).is_dir():
         result.findings.extend(model.queue_segment_findings(store, topic, queue_id))
@@ -403,14 +410,36 @@ def query_by_queue_offset(store: rmq.RocketMQStore, topic: str, queue_id: int, q
     if unit.unit.is_filler:
         result.notes.append(f"queue offset {queue_offset} is a filler unit (before the queue's first message)")
         return result
+    return _unit_hit(store, topic, queue_id, queue_offset, unit.unit.commit_log_offset, unit.unit.size, result)
+
+
+def _rocksdb_unit(store: rmq.RocketMQStore, topic: str, queue_id: int, queue_offset: int, result: QueryResult) -> tuple[int, int] | None:
+    """(commitlog offset, size) of the RocksDB ConsumeQueue unit at ``queue_offset``
+    (``RocksDBConsumeQueueTable.getCQInKV``), or None with a note or finding saying why not."""
+    with store_rcq.RocksCq(store_rcq.db_dir(store.root)) as db:
+        item = model_rcq.unit_at(db, topic, queue_id, queue_offset)
+        if isinstance(item, model_rcq.BadEntry):
+            result.findings.append(model_rcq.bad_entry_finding(db, item))
+            return None
+        if item is None:
+            table = model_rcq.offset_table(db)
+            rng = model_rcq.queue_range(table, None, (topic, queue_id))
+            held = f"queue holds [{rng[0]}, {rng[1]})" if rng is not None else "no unit and no offset entry of that queue"
+            result.notes.append(f"no RocksDB ConsumeQueue unit for {topic}/{queue_id} offset {queue_offset} ({held})")
+            return None
+        return item.value.commit_log_offset, item.value.size
+
+
+def _unit_hit(store: rmq.RocketMQStore, topic: str, queue_id: int, queue_offset: int, commitlog_offset: int, size: int, result: QueryResult) -> QueryResult:
+    """The record a ConsumeQueue unit points at, checked against the unit."""
     with rmq.CommitLogReader(store) as reader:
-        hit = _read_hit(reader, unit.unit.commit_log_offset, "consumequeue", result)
+        hit = _read_hit(reader, commitlog_offset, "consumequeue", result)
     if hit is None:
         return result
     rec = hit.record
     mismatches = []
-    if rec.total_size != unit.unit.size:
-        mismatches.append(f"size {rec.total_size} vs unit {unit.unit.size}")
+    if rec.total_size != size:
+        mismatches.append(f"size {rec.total_size} vs unit {size}")
     if rec.topic != topic or rec.queue_id != queue_id:
         mismatches.append(f"topic/queue {rec.topic}/{rec.queue_id}")
     if rec.queue_offset != queue_offset:

@@ -184,3 +184,28 @@ def test_without_the_extra_exit_4_names_it(store, monkeypatch):
         code, _, err = run_cli(*args)
         assert code == 4, (args, err)
         assert "mqtool[rocksdb]" in err
+
+
+def test_query_by_queue_offset(store):
+    root, units = store
+    u = next(u for u in units if (u.topic, u.queue_id, u.queue_offset) == ("TopicA", 1, 2))
+    code, out, _ = run_cli("query", root, "--topic", "TopicA", "--queue-id", "1", "--queue-offset", "2", "--json")
+    rows = json.loads(out)
+    assert code == 0 and len(rows) == 1
+    assert rows[0]["commitlog_offset"] == u.phy and rows[0]["queue_offset"] == 2 and rows[0]["found_via"] == "consumequeue"
+    code, _, err = run_cli("query", root, "--topic", "TopicA", "--queue-id", "1", "--queue-offset", "9")
+    assert code == 1 and "no RocksDB ConsumeQueue unit" in err and "[0, 4)" in err
+
+
+def test_lag(store):
+    root, units = store
+    (root / "config").mkdir(exist_ok=True)
+    (root / "config" / "consumerOffset.json").write_text('{"offsetTable":{"TopicA@g1":{0:2,1:4},"TopicB@g1":{0:1},"TopicC@g1":{0:0}}}')
+    code, out, _ = run_cli("lag", root, "--json")
+    rows = {(r["topic"], r["queue_id"]): r for r in json.loads(out)["lag"]}
+    a0 = sorted((u for u in units if (u.topic, u.queue_id) == ("TopicA", 0)), key=lambda u: u.queue_offset)
+    assert rows[("TopicA", 0)]["log_end_offset"] == len(a0) and rows[("TopicA", 0)]["lag_messages"] == len(a0) - 2
+    assert rows[("TopicA", 0)]["lag_bytes"] == sum(u.size for u in a0[2:])
+    assert rows[("TopicA", 0)]["oldest_unconsumed_timestamp"] == a0[2].store_ts
+    assert rows[("TopicA", 1)]["lag_messages"] == 0
+    assert rows[("TopicC", 0)]["log_end_offset"] is None  # no such queue: unknown, never 0
