@@ -40,16 +40,21 @@ READERS = ("dump", "stats", "info", "query", "diff", "recover")
 
 #: damage validate itself does not call an error or a warning: the readers agree by exiting 0
 #: (asserted in ``test_not_seen_by_validate``), nothing is named
-NOT_SEEN = {
-    # a deleted middle segment leaves an offset gap between segments, which compaction leaves too:
-    # validate's KAFKA-OFFSET-GAP is info (the broker loads the partition)
-    ("kafka", "missing-middle-segment"): "KAFKA-OFFSET-GAP (info): the same gap compaction leaves",
+NOT_SEEN: dict[tuple[str, str], str] = {
+    # (a deleted middle Kafka segment was here: KAFKA-OFFSET-GAP, info, the gap compaction leaves;
+    # now KAFKA-SEGMENT-MISSING, a warning while the topic's cleanup.policy is unknown -- issue 28)
 }
 
 #: (layout, kind, reader): the reader reads none of the damaged bytes
 OFF_PATH = {
     # appended after the last entry: no entry's read crosses it
     **{(layout, "garbage-appended", "query"): "after the last entry: no single read crosses it" for layout in LAYOUTS},
+}
+
+#: (layout, kind): damage that removes records, so ``diff`` against the pristine copy exits 1 (a true
+#: difference) while validate's finding is a warning (exit 0); diff still names the finding
+DIFFERS = {
+    ("kafka", "missing-middle-segment"): "the copy lacks the segment's records",
 }
 
 #: short/oversize: none of these layouts has a fixed file size (Kafka segment.bytes, Jafka
@@ -115,7 +120,7 @@ def _check(reader: str, layout: str, kind: str, root, target, verdict: kit.Verdi
         assert code == 1 if verdict.exit or not out.strip() else code == 0, err
     elif reader == "diff":
         code, _, err = mqtool(capsys, "diff", pristine[layout], root)
-        assert verdict.line in err and code == verdict.exit, err
+        assert verdict.line in err and code == (1 if (layout, kind) in DIFFERS else verdict.exit), err
     elif reader == "recover":
         code, out, _ = mqtool(capsys, "recover", root, "--json")
         plan = json.loads(out)

@@ -142,6 +142,25 @@ def _render_broker(console: "Console", plan: "RecoverPlan") -> None:
     if not broker:
         return
     more = f"; {', '.join(broker['evidence'])}" if broker.get("evidence") else ""
+    restart = plan.facts.get("restart")
+    if plan.layout == "kafka" and restart:
+        drops = restart["drops"]
+        console.print(
+            markup(
+                "broker modelled: Kafka {} ({}{}); its restart: {} recovery, reads {} byte(s) of .log, cuts {} byte(s) "
+                "({} record(s)) and deletes {} segment(s)",
+                broker["broker_version"],
+                broker["source"],
+                more,
+                restart["recovery"],
+                restart["scan_bytes"],
+                drops["bytes"],
+                drops["records"],
+                len(drops["files_deleted"]),
+            ),
+            overflow="fold",
+        )
+        return
     start = plan.facts.get("scan_start_file")
     console.print(
         markup(

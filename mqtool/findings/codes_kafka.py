@@ -60,8 +60,19 @@ CODES: dict[str, CodeInfo] = {
     "KAFKA-OFFSET-RANGE": CodeInfo(E, "offsets", "a batch below its segment's base offset, or too far above it for a 32-bit relative offset"),
     "KAFKA-OFFSET-OVERLAP": CodeInfo(E, "offsets", "a segment whose base offset is not above the previous segment's last offset"),
     "KAFKA-OFFSET-GAP": CodeInfo(I, "offsets", "offsets missing between batches or segments (left by compaction)"),
+    "KAFKA-SEGMENT-MISSING": CodeInfo(
+        E,
+        "offsets",
+        "offsets missing between segments of a topic whose cleanup.policy is delete (a lost segment: the broker serves the next "
+        "offset after the gap, consumers skip it); a warning when the policy is unknown (no KRaft metadata log stating it)",
+    ),
     # index
-    "KAFKA-INDEX-SIZE": CodeInfo(E, "index", "an index file whose size is not a multiple of its entry size"),
+    "KAFKA-INDEX-SIZE": CodeInfo(
+        W,
+        "index",
+        "an .index or .timeindex whose size is not a multiple of its entry size: the broker (2.3.0+) reads its whole entries and "
+        "ignores the rest, rebuilding it only when it recovers the segment (before 2.3.0: at load); kafka-dump-log --index-sanity-check throws",
+    ),
     "KAFKA-INDEX-ORDER": CodeInfo(E, "index", "index entries not strictly increasing (or negative)"),
     "KAFKA-INDEX-ZERO-TAIL": CodeInfo(I, "index", "unused pre-allocated (zero) index slots (warning when not the last segment)", ends="zeros"),
     "KAFKA-INDEX-POSITION": CodeInfo(E, "index", "an .index entry whose position is not the start of a batch, or past the valid data"),

@@ -104,12 +104,13 @@ def merged(path: str | os.PathLike[str], layout: str, problems: list[str], error
     return problems + own + warnings, [finding_text(f) for f in met if f.level is Severity.error], met
 
 
-def unfixed(path: str | os.PathLike[str], layout: str, root: str | os.PathLike[str], steps: Iterable) -> list[Finding]:
+def unfixed(path: str | os.PathLike[str], layout: str, root: str | os.PathLike[str], steps: Iterable, found: list[Finding] | None = None) -> list[Finding]:
     """validate's errors for ``path`` (``on_path``) that a recover plan's ``steps`` (paths relative
     to ``root``) leave in place: all but those in a file the plan deletes, or at or after the
     position where it truncates the file.  A gap between segments, a log that lost what its
     checkpoints vouch for, damage before a recovery point the plan does not read: named, so the
-    plan says what it cannot fix instead of exiting 0."""
+    plan says what it cannot fix instead of exiting 0.  ``found``: ``on_path``'s findings, when the
+    caller has them already."""
     cuts: dict[Path, int] = {}
     for step in steps:
         target = (Path(root) / step.path).resolve()
@@ -118,7 +119,7 @@ def unfixed(path: str | os.PathLike[str], layout: str, root: str | os.PathLike[s
         elif step.action == "truncate" and step.position is not None:
             cuts[target] = min(step.position, cuts.get(target, step.position))
     left = []
-    for finding in errors(on_path(path, layout)):
+    for finding in errors(on_path(path, layout) if found is None else found):
         cut = cuts.get(Path(finding.path).resolve())
         if cut is not None and (cut == 0 or (finding.position is not None and finding.position >= cut)):
             continue

@@ -53,11 +53,13 @@ not written (the broker rebuilds producer state from the latest snapshot and the
 from __future__ import annotations
 
 import os
+import time
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from mqtool.errors import MqError, PlanChangedError, StoreLayoutError
+from mqtool.findings import Severity
 from mqtool.formats import segment_names as segnames
 from mqtool.formats.kafka import checkpoint_file as cpf
 from mqtool.formats.kafka import index as kidx
@@ -67,6 +69,7 @@ from mqtool.ops import log_findings
 from mqtool.ops.recover import ApplyContext, ApplyResult, RecoverPlan, Step, apply_plan, observe, relative, resolve
 from mqtool.store import kafka as ks
 from mqtool.store.files import ReadOnlyFile, is_regular_file, read_small_file, safe_listdir
+from mqtool.store.model import kafka_broker as kb
 from mqtool.store.model.kafka_recovery import RecoveryScan, batch_starts, count_valid_from, next_offset, scan_segment, transaction_events
 
 #: ``log.index.interval.bytes`` default (``index.interval.bytes``).
@@ -83,6 +86,7 @@ class RecoverOptions:
 
     full: bool = False
     rebuild_index: bool = False
+    broker_version: str | None = None  # --broker-version X.Y.Z: the Kafka whose restart facts.restart previews
 
 
 # --- the model of a partition after its temporary files are dealt with ------------------------------------
@@ -234,6 +238,29 @@ class _Planner:
         self.dropped_unknown: list[str] = []
         #: partitions whose segments before the recovery point were not read (not --full)
         self.unread_before_rp = 0
+        #: what the plan's scans read of each segment (partition dir, base offset), and how fast:
+        #: the restart preview (``kafka_broker.restart_preview``) reads nothing the plan read
+        self.reads: dict[tuple[str, int], kb.SegmentRead] = {}
+        self.watch = kb.Stopwatch()
+
+    def scan(self, part: ks.KafkaPartition, log: Path, base: int, interval: int) -> RecoveryScan:
+        """``scan_segment``, timed and remembered for the restart preview."""
+        started = time.perf_counter()
+        scan = scan_segment(log, base, interval)
+        self.watch.time(scan.size, started)
+        self.reads[(part.name, base)] = kb.SegmentRead(scan.size, scan.valid_bytes, scan.records)
+        return scan
+
+    def segment_read(self, part: ks.KafkaPartition, seg: ks.KafkaSegment) -> kb.SegmentRead | None:
+        """What ``LogSegment.recover`` reads of ``seg``: the plan's scan, else one made now."""
+        got = self.reads.get((part.name, seg.base_offset))
+        if got is None and seg.log is not None:
+            try:
+                got = self.scan(part, seg.log, seg.base_offset, DEFAULT_INDEX_INTERVAL)
+            except MqError:
+                return None
+            got = self.reads[(part.name, seg.base_offset)]
+        return got
 
     def rel(self, path: Path) -> str:
         return relative(self.root, path)
@@ -336,6 +363,7 @@ def plan_kafka(path: str | Path, options: RecoverOptions = RecoverOptions()) -> 
     plan = RecoverPlan("kafka", str(Path(root).resolve()), "full" if options.full else "recovery-point")
     root = Path(plan.root)
     planner = _Planner(plan, root, store, options)
+    broker = kb.resolve_broker(store, options.broker_version)
     log_dir = store.log_dir
     clean = log_dir is not None and (log_dir / cpf.CLEAN_SHUTDOWN).exists()
     plan.facts.update(
@@ -429,8 +457,19 @@ def plan_kafka(path: str | Path, options: RecoverOptions = RecoverOptions()) -> 
             f"{cpf.CLEAN_SHUTDOWN} is present: the broker would skip recovery (and append after any damaged bytes); mqtool recovers anyway and leaves the marker"
         )
     # what validate still finds after the plan (a log below its checkpoints, damage before a
-    # recovery point): named, the plan exits 1
-    plan.unfixable = [f.to_dict() for f in log_findings.unfixed(path, "kafka", plan.root, plan.steps)]
+    # recovery point, a lost segment): named, the plan exits 1
+    met = log_findings.on_path(path, "kafka")
+    lost = [f for f in met if f.code == "KAFKA-SEGMENT-MISSING"]
+    for f in lost:
+        plan.notes.append(
+            f"{relative(root, Path(f.path))}: offsets {f.details['missing_from']}..{int(f.details['missing_to']) - 1} are in no segment and "  # type: ignore[call-overload]
+            "mqtool cannot rebuild them (their data is gone): the broker starts with the gap and serves the offset after it to a "
+            "consumer fetching from inside it; copy the partition from an in-sync replica, or accept the loss"
+        )
+    plan.unfixable = [f.to_dict() for f in log_findings.unfixed(path, "kafka", plan.root, plan.steps, found=met)]
+    plan.unfixable += [f.to_dict() for f in lost if f.level is not Severity.error]  # a warning: still named, recover cannot fix it
+    plan.facts["broker"] = broker.to_dict()
+    plan.facts["restart"] = kb.restart_preview(store, broker, planner.segment_read, planner.watch.device_speed(root))
     return plan
 
 
@@ -495,7 +534,7 @@ def _plan_partition(
         if i < start and not missing:
             continue
         try:
-            scan = scan_segment(seg.log, seg.base, interval)
+            scan = planner.scan(part, seg.log, seg.base, interval)
         except MqError as exc:
             plan.notes.append(f"{part.name}: {seg.log.name} cannot be read ({exc}); left as it is")
             continue

@@ -62,6 +62,7 @@ from mqtool.formats.kafka.log import LogEntry, decode_entry, records_of_message
 from mqtool.store import kafka as ks
 from mqtool.store.files import CHUNK_SIZE, ReadOnlyFile, nonzero_extent, piece_size, read_small_file
 from mqtool.store.lock import probe_record_lock
+from mqtool.store.model import kafka_broker
 
 _V2_MIN_LENGTH = rb.RECORD_BATCH_OVERHEAD - rb.LOG_OVERHEAD  # 49
 INT32_MAX = 2**31 - 1
@@ -218,8 +219,8 @@ class _IndexStream(Generic[IndexEntry]):
                     "KAFKA-INDEX-SIZE",
                     path,
                     self._file.size - extra,
-                    f"expected a size that is a multiple of {step} bytes, found {self._file.size} ({extra} trailing bytes; "
-                    "the broker's sanity check throws CorruptIndexException)",
+                    f"expected a size that is a multiple of {step} bytes, found {self._file.size} ({extra} trailing bytes): "
+                    + kafka_broker.INDEX_SIZE_CONSEQUENCE,
                     length=extra,
                 )
             )
@@ -1228,7 +1229,7 @@ def _partition_offsets(state: _PartitionState) -> None:
         state.log_end_offset = max(last.base_offset, (data_ends[-1] + 1) if data_ends else 0)
 
 
-def _check_continuity(state: _PartitionState, out: Sink) -> None:
+def _check_continuity(state: _PartitionState, out: Sink, policies: kafka_broker.LazyPolicies) -> None:
     prev: SegmentResult | None = None
     for r in state.results:
         if prev is not None and prev.last_offset is not None:
@@ -1243,18 +1244,8 @@ def _check_continuity(state: _PartitionState, out: Sink) -> None:
                     ),
                     r.path,
                 )
-            elif r.base_offset > prev.last_offset + 1:
-                out.add(
-                    Finding(
-                        "KAFKA-OFFSET-GAP",
-                        r.path,
-                        None,
-                        f"offsets {prev.last_offset + 1}..{r.base_offset - 1} are in no segment (after {Path(prev.path).name}); "
-                        "compaction (or a deleted segment) leaves such gaps",
-                        details={"missing_from": prev.last_offset + 1, "missing_to": r.base_offset},
-                    ),
-                    r.path,
-                )
+            elif r.base_offset > prev.last_offset + 1:  # compaction's gap, or a lost segment: by the topic's cleanup.policy
+                out.add(kafka_broker.segment_gap_finding(state.part.topic, prev.path, prev.last_offset, r.path, r.base_offset, policies), r.path)
         if r.last_offset is not None:
             prev = r
 
@@ -1737,6 +1728,7 @@ def read_store(
         if record_scan.compiled_available():  # loaded here, before ``run`` forks its workers
             tasks = [replace(t, compiled_walk=True) for t in tasks]
     by_partition = {str(s.part.path): s for s in states}
+    policies = kafka_broker.LazyPolicies(store)  # the metadata log's topic configs, read only for a gap between segments
     # a running broker (its .lock held): the end of each partition's active segment is being
     # written, so a partial entry there is in progress, not damage
     live = store.log_dir is not None and probe_record_lock(store.log_dir / ks.LOCK_FILE) is not None
@@ -1773,7 +1765,7 @@ def read_store(
                 finding = finding.caused_by(state.lost)
             out.add(finding)
         if "offsets" in checks:
-            _check_continuity(state, out)
+            _check_continuity(state, out, policies)
         if store.kind != "segment":
             _check_leader_epochs(state, out)
             _check_snapshot_offsets(state, snapshots, out)

@@ -390,8 +390,71 @@ def test_index_size(logs):
     size = path.stat().st_size
     with open(path, "ab") as f:
         f.write(b"\x01\x02\x03")
-    (f,) = found(validate(logs), "KAFKA-INDEX-SIZE", path, size)
+    (f,) = found(validate(logs), "KAFKA-INDEX-SIZE", path, size, Severity.warning)
     assert f.length == 3
+    # what the broker does: it keeps the file (2.3.0+, no offset/time index check at load)
+    assert "2.3.0+" in f.message and "index-sanity-check" in f.message and "throws CorruptIndexException)" not in f.message
+
+
+def append_topic_config(logs: Path, resource_type: int, resource: str, name: str, value: str | None) -> None:
+    """Append a ``ConfigRecord`` batch to the fixture's KRaft metadata log (after its last offset)."""
+    from mqtool.formats.kafka import _schema
+    from mqtool.formats.kafka import internal_topics as it
+    from mqtool.store import kafka as ks
+    from mqtool.store.files import ReadOnlyFile
+
+    log = logs / "__cluster_metadata-0" / "00000000000000000000.log"
+    with ReadOnlyFile(log) as f:
+        last = max(entry.last_offset for _pos, entry in ks.LogFileWalk(f, 0, mode="header"))
+    w = _schema.Writer()
+    w.int8(resource_type)
+    w.nullable_string(resource, True)
+    w.nullable_string(name, True)
+    w.nullable_string(value, True)
+    w.tagged_fields(())
+    value_bytes = it.encode_metadata_record(it.MetadataRecord(it.METADATA_RECORD_API_KEYS["ConfigRecord"], 0, w.getvalue()))
+    batch = rb.build_batch([rb.Record(offset_delta=0, key=None, value=value_bytes)], base_offset=last + 1, base_timestamp=1_700_000_900_000, partition_leader_epoch=1)
+    with open(log, "ab") as out:
+        out.write(rb.encode_batch(batch))
+
+
+def drop_segment(logs: Path, partition: str, base: int) -> None:
+    for kind in ("log", "index", "timeindex"):
+        seg(logs, partition, base, kind).unlink()
+
+
+@pytest.mark.parametrize(
+    "config,severity",
+    [
+        ((2, "orders", "cleanup.policy", "delete"), Severity.error),
+        ((4, "", "log.cleanup.policy", "delete"), Severity.error),  # the cluster default, no topic config
+        (None, Severity.warning),  # the metadata log says nothing: unknown
+        ((2, "orders", "cleanup.policy", "compact,delete"), None),  # compacted: the gap is compaction's
+    ],
+)
+def test_segment_missing_by_cleanup_policy(logs, config, severity):
+    if config is not None:
+        append_topic_config(logs, *config)
+    drop_segment(logs, "orders-0", 30)
+    report = validate(logs)
+    later = seg(logs, "orders-0", 60)
+    if severity is None:
+        (f,) = found(report, "KAFKA-OFFSET-GAP", later, None, Severity.info)
+        assert "compacted" in f.message
+        assert not [f for f in report.findings if f.code == "KAFKA-SEGMENT-MISSING"]
+        return
+    (f,) = found(report, "KAFKA-SEGMENT-MISSING", later, None, severity)
+    assert "offsets 30..59 are in no segment" in f.message and "LocalLog.read" in f.message
+    assert f.details["missing_from"] == 30 and f.details["missing_to"] == 60
+    assert ("unknown" in f.message) == (severity is Severity.warning)
+
+
+def test_segment_missing_policy_deleted_config(logs):
+    """A ConfigRecord with a null value deletes the topic's setting: the policy is unknown again."""
+    append_topic_config(logs, 2, "orders", "cleanup.policy", "delete")
+    append_topic_config(logs, 2, "orders", "cleanup.policy", None)
+    drop_segment(logs, "orders-0", 30)
+    found(validate(logs), "KAFKA-SEGMENT-MISSING", seg(logs, "orders-0", 60), None, Severity.warning)
 
 
 def test_index_order(logs):
