@@ -105,6 +105,10 @@ class Report:
     forecast: dict[str, Any]
     lag: list[dict[str, Any]]
     notes: list[str] = field(default_factory=list)
+    #: what the modelled broker's restart would do (the recover plan's ``facts["restart"]``, the
+    #: object ``info --json`` gives as ``restart``) as rows of its table; empty when the layout's
+    #: plan has no preview
+    restart: list[tuple[str, str]] = field(default_factory=list)
 
 
 def relative(path: str, root: str) -> str:
@@ -138,8 +142,55 @@ def end_kind(codes: set[str]) -> str:
 
 def _took(seconds: float | None) -> str:
     if seconds is None:
-        return ""
-    return ", under a second at this disk's read speed" if seconds < 1 else f", about {round(seconds)} s at this disk's read speed"
+        return "unknown (the disk's read speed could not be measured)"
+    return "under a second at this disk's read speed" if seconds < 1 else f"about {round(seconds)} s at this disk's read speed"
+
+
+#: the restart preview's fields, in the order of its table, with their row titles; fields a
+#: layout's preview does not have are left out, fields not named here follow under their own name
+RESTART_ROWS = (
+    ("broker_version", "broker modelled"),
+    ("source", "why this version"),
+    ("recovery", "recovery"),
+    ("starts_at", "starts at"),
+    ("scan_bytes", "bytes it scans"),
+    ("valid_end", "valid end (commitlog offset)"),
+    ("stops_at", "stops at"),
+    ("drops", "drops"),
+    ("rebuilds", "rebuilds"),
+    ("refuses_to_start", "refuses to start on"),
+    ("estimated_seconds", "takes"),
+)
+#: fields of the preview that only explain another one (shown through it, not as rows)
+_RESTART_HIDDEN = {"broker_model", "evidence", "read_bytes_per_second"}
+
+
+def restart_rows(restart: dict[str, Any]) -> list[tuple[str, str]]:
+    """The restart preview (``facts["restart"]`` of a recover plan: what the modelled broker's
+    restart would do) as the rows of the report's table: a title and a text per field, nested
+    objects as ``key: value`` pairs, empty lists as "none"."""
+    if not restart:
+        return []
+    rows: list[tuple[str, str]] = []
+    named = dict(RESTART_ROWS)
+    order = [k for k, _ in RESTART_ROWS if k in restart] + [k for k in restart if k not in named and k not in _RESTART_HIDDEN]
+    for key in order:
+        value = restart[key]
+        if key == "estimated_seconds":
+            rows.append((named[key], _took(value)))
+        else:
+            rows.append((named.get(key, key.replace("_", " ")), _text(value)))
+    return rows
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, dict):
+        return "; ".join(f"{k.replace('_', ' ')}: {_text(v)}" for k, v in value.items()) or "none"
+    if isinstance(value, list):
+        return ", ".join(_text(v) for v in value) if value else "none"
+    if value is None:
+        return "-"
+    return str(value)
 
 
 def gather(
@@ -158,7 +209,7 @@ def gather(
     index geometry (``commitlog_file_size``, ``cq_file_size``, ``index_hash_slot_num``,
     ``index_num``) when not the detected ones (``--config``); ``broker``: RocketMQ's broker
     modelled (``broker_version``, ``version_hints``, ``config_path``) for validate and the recover
-    plan, whose restart preview the notes give."""
+    plan, whose restart preview the report shows (``restart_rows``)."""
     from mqtool.errors import MqError
     from mqtool.findings import Severity
     from mqtool.ops.clean import cleaner
@@ -221,14 +272,7 @@ def gather(
     # the recover plan (never applied)
     plan_fn, _apply, recover_options = recoverer(layout)
     rplan = plan_fn(path, recover_options(**(broker or {})))
-    restart = rplan.facts.get("restart")
-    if restart:  # RocketMQ: the broker modelled and what its restart would do
-        notes.append(
-            f"broker modelled: RocketMQ {restart['broker_version']} ({restart['source']}); its restart runs a {restart['recovery']} recovery from "
-            f"{restart['starts_at']['file']}, scans {restart['scan_bytes']} bytes to commitlog offset {restart['valid_end']} "
-            f"and drops {restart['drops']['records']} decodable record(s) in {restart['drops']['bytes']} bytes"
-            + _took(restart.get("estimated_seconds"))
-        )
+    restart = restart_rows(rplan.facts.get("restart") or {})
     recover = [_step(st, root, "recover", segs, logs) for st in rplan.steps]
     for seg in segs.values():  # a log file whose tail the recover plan cuts past its valid end is torn
         ends = {f.code for f in by_file.get(seg.path, []) if f.code.endswith("-VALID-END")}
@@ -327,6 +371,7 @@ def gather(
         forecast=forecast,
         lag=lag,
         notes=notes,
+        restart=restart,
     )
 
 

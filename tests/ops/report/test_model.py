@@ -117,3 +117,46 @@ def test_a_recover_step_on_a_log_directory_is_drawn_over_its_files(store: Path) 
     assert index.segments and all(
         [(c.kind, c.action, c.left, c.width) for c in s.cuts] == [("recover", "rebuild-index", 0.0, 100.0)] for s in index.segments
     )
+
+
+def test_the_restart_preview_is_a_table_of_the_plans_preview(store: Path) -> None:
+    """The report shows what the modelled broker's restart does as a table of its own, from the
+    recover plan's preview (the object ``info --json`` gives as ``restart``), not as a note."""
+    from mqtool.ops.recover.rocketmq import restart_preview
+
+    preview = restart_preview(store)
+    rows = dict(gather(store, "rocketmq").restart)
+    assert rows["broker modelled"] == preview["broker_version"]
+    assert rows["recovery"] == preview["recovery"] == "normal"
+    assert rows["bytes it scans"] == str(preview["scan_bytes"])
+    assert preview["starts_at"]["file"] in rows["starts at"]
+    assert rows["drops"].startswith("records: 0; bytes: 0")
+
+
+def test_the_restart_preview_says_what_an_unclean_restart_drops(store: Path) -> None:
+    (store / "abort").write_bytes(b"")
+    last = sorted((store / "commitlog").iterdir())[-1]
+    data = bytearray(last.read_bytes())
+    end = len(data.rstrip(b"\0"))
+    data[end - 30 : end] = b"\xff" * 30  # tear the last record
+    last.write_bytes(bytes(data))
+    r = gather(store, "rocketmq")
+    rows = dict(r.restart)
+    assert rows["recovery"] == "abnormal"
+    assert not rows["drops"].startswith("records: 0; bytes: 0")
+    assert "broker modelled" in rows and "takes" in rows
+
+
+def test_restart_rows_keep_the_known_order_and_show_other_fields_by_name() -> None:
+    from mqtool.ops.report import restart_rows
+
+    rows = restart_rows(
+        {"estimated_seconds": None, "scan_bytes": 10, "broker_version": "3.9", "partitions": [{"name": "t-0", "recovery_point": 5}], "evidence": ["x"]}
+    )
+    assert rows == [
+        ("broker modelled", "3.9"),
+        ("bytes it scans", "10"),
+        ("takes", "unknown (the disk's read speed could not be measured)"),
+        ("partitions", "name: t-0; recovery point: 5"),
+    ]
+    assert restart_rows({}) == []
