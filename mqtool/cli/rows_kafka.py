@@ -169,6 +169,11 @@ def record_row(
         "key_size": len(record.key) if record.key is not None else -1,
         "value_size": len(record.value) if record.value is not None else -1,
         "sequence": record.sequence,
+    }
+    if record.crc is not None:  # v0/v1: kafka-dump-log's "crc: ... isvalid: ..." of every such record
+        row["crc"] = record.crc
+        row["is_valid"] = record.is_valid
+    row |= {
         "header_keys": [k for k, _ in record.headers],
         "headers": [{"key": k, "value": encode_bytes(v, decode)} for k, v in record.headers],
         "key": encode_bytes(record.key, decode),
@@ -191,6 +196,8 @@ def record_row(
 
 def record_summary(row: Row) -> str:
     parts: list[str] = []
+    if row.get("is_valid") is False:  # a v0/v1 message whose CRC-32 fails
+        parts.append(f"crc={row['crc']} INVALID")
     if "control" in row:
         control = row["control"]
         value = control.get("value") if isinstance(control, dict) else None

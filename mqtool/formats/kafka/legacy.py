@@ -82,8 +82,12 @@ class LegacyRecord:
     """One v0/v1 message with its log offset (upstream ``LegacyRecord`` + its entry offset).
 
     ``crc`` is the stored checksum, filled by the decoder and recomputed by the encoder, so it
-    does not take part in equality.  Records returned by ``decode_inner_messages`` carry the
-    *effective* offset (absolute), timestamp and timestamp type, as upstream's deep iterator.
+    does not take part in equality; ``computed_crc`` is the CRC-32 the decoder computed over
+    the message's bytes as stored (None for a record not decoded from bytes), so ``is_valid``
+    answers as upstream's ``LegacyRecord.isValid`` does, whether or not the decoder was asked
+    to check it.  Records returned by ``decode_inner_messages`` carry the *effective* offset
+    (absolute), timestamp and timestamp type, as upstream's deep iterator, and the checksums of
+    their own stored bytes.
     """
 
     offset: int
@@ -93,6 +97,13 @@ class LegacyRecord:
     attributes: int = 0
     timestamp: int = NO_TIMESTAMP
     crc: int = field(default=0, compare=False)
+    computed_crc: int | None = field(default=None, compare=False)
+
+    @property
+    def is_valid(self) -> bool:
+        """The stored CRC is the one computed over the stored bytes (``LegacyRecord.isValid``);
+        True for a record not decoded from bytes."""
+        return self.computed_crc is None or self.crc == self.computed_crc
 
     @property
     def compression_type(self) -> int:
@@ -158,8 +169,8 @@ def decode_message(buf: Buffer, position: int = 0, *, check_crc: bool = True) ->
 def _decode_view(view: memoryview, offset: int, size: int, magic: int, check_crc: bool) -> LegacyRecord:
     stored_crc, _, attributes = _MESSAGE_HEADER.unpack_from(view, CRC_POSITION)
     end = LOG_OVERHEAD + size
+    computed = crc32(view[MAGIC_POSITION:end])
     if check_crc:
-        computed = crc32(view[MAGIC_POSITION:end])
         if computed != stored_crc:
             raise ChecksumError(
                 "message CRC mismatch",
@@ -182,7 +193,7 @@ def _decode_view(view: memoryview, offset: int, size: int, magic: int, check_crc
             found=str(size),
         )
     return LegacyRecord(
-        offset=offset, value=value, key=key, magic=magic, attributes=attributes, timestamp=timestamp, crc=stored_crc
+        offset=offset, value=value, key=key, magic=magic, attributes=attributes, timestamp=timestamp, crc=stored_crc, computed_crc=computed
     )
 
 

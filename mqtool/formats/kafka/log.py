@@ -77,6 +77,11 @@ class LogRecord:
     headers: tuple[RecordHeader, ...] = ()
     sequence: int = record_batch.NO_SEQUENCE
     is_control: bool = False
+    #: v0/v1 only (None for a v2 record, whose batch holds the checksum): the message's stored
+    #: CRC-32 and whether it is the one computed over its bytes (``LegacyRecord.checksumOrNull``,
+    #: ``isValid``)
+    crc: int | None = None
+    is_valid: bool | None = None
 
 
 @dataclass(frozen=True)
@@ -139,7 +144,9 @@ def records_of_message(
     except CorruptDataError as exc:
         raise in_decompressed(exc, position, "inner message set") from None
     return tuple(
-        LogRecord(offset=m.offset, timestamp=m.timestamp, timestamp_type=m.timestamp_type_name, key=m.key, value=m.value)
+        LogRecord(
+            offset=m.offset, timestamp=m.timestamp, timestamp_type=m.timestamp_type_name, key=m.key, value=m.value, crc=m.crc, is_valid=m.is_valid
+        )
         for m in messages
     )
 

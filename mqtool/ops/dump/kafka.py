@@ -185,6 +185,10 @@ class RecordInfo:
     #: ``{"key": obj, "value": obj}`` (dataclasses, None for a tombstone) or ``{"error": str}``
     control: object | None = None
     decoded: dict[str, object] | None = None
+    #: a v0/v1 message's stored CRC-32 and whether it holds (``LogRecord.crc``, ``is_valid``), as
+    #: kafka-dump-log prints them for every such record; None for a v2 record
+    crc: int | None = None
+    is_valid: bool | None = None
 
 
 @dataclass(frozen=True)
@@ -490,8 +494,9 @@ def record_info(r: LogRecord, raw: rb.Record | None, decoder: str | None) -> Rec
     control = _control_of(raw) if raw is not None else None
     decoded = None if r.is_control else decode_internal(decoder, r.key, r.value)
     return RecordInfo(
-        r.offset, r.timestamp, r.timestamp_type, r.key, r.value, tuple((h.key, h.value) for h in r.headers), r.sequence, control, decoded
-    )
+        r.offset, r.timestamp, r.timestamp_type, r.key, r.value, tuple((h.key, h.value) for h in r.headers), r.sequence, control, decoded,
+        r.crc, r.is_valid,
+    )  # fmt: skip
 
 
 #: From this many bytes of ``.log`` on, the lean reading frames records with the compiled framer
