@@ -163,12 +163,13 @@ def make_timer_store(
     commitlog_file_size: int = 1 << 20,
     plain: int = 2,
     read_ms: int | None = None,
+    precision_ms: int = 1000,
 ) -> TimerWriter:
     """A store with ``plain`` ordinary messages, then one timer message per entry of ``delays``
     (delivery time ``T0 + delay`` ms, enqueued at ``T0 + i``), its TimerLog, wheel, checkpoint and metrics."""
     delays = [5_000, 5_400, 65_000, 3_600_000, 5_900, 86_400_000] if delays is None else delays
     clock = iter(range(T0, T0 + 10_000_000))
-    timer = TimerWriter(root, file_size=timerlog_file_size)
+    timer = TimerWriter(root, file_size=timerlog_file_size, precision_ms=precision_ms)
     with StoreWriter(root, WriterConfig(commitlog_file_size=commitlog_file_size, enable_index=False), clock=lambda: next(clock)) as w:
         for i in range(plain):
             w.append(MessageRecord(topic="TopicTest", body=b"plain %d" % i, properties={"TAGS": "a"}))

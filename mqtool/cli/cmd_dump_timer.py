@@ -11,6 +11,10 @@ from mqtool.cli.options import ColumnsOpt, FormatOpt, JsonlOpt, JsonOpt, LimitOp
 from mqtool.cli.render import Column, markup, render_generic, styled
 from mqtool.cli.times import iso_ms
 
+TimerConfigOpt = Annotated[
+    Path | None,
+    typer.Option("--config", metavar="<path>", help="The broker's broker.conf: its timerPrecisionMs is the slot width (else 1000 ms)."),
+]
 TimerPathArg = Annotated[Path, typer.Argument(help="A store root, or the timer file (timerlog/: the directory or one file).")]
 
 TIMERLOG_COLUMNS = [
@@ -72,24 +76,26 @@ WHEEL_COLUMNS = [
 def dump_timerwheel(
     path: TimerPathArg,
     limit: LimitOpt = None,
+    config: TimerConfigOpt = None,
     fmt: FormatOpt = OutputFormat.table,
     as_json: JsonOpt = False,
     columns: ColumnsOpt = None,
     as_jsonl: JsonlOpt = False,
 ) -> int:
-    """The timer wheel's used slots (5.x): delivery second, first and last TimerLog unit, count (at the default 1000 ms precision)."""
-    from mqtool.cli.common import choose_columns
+    """The timer wheel's used slots (5.x): delivery time, first and last TimerLog unit, count (slots of timerPrecisionMs from --config, else 1000 ms)."""
+    from mqtool.cli.common import broker_settings, choose_columns
     from mqtool.ops.dump import timer as ops
 
     out = renderer(fmt, as_json, as_jsonl)
     choose_columns(out, columns)
+    precision_ms = broker_settings(config).timer_precision_ms or ops.tf.DEFAULT_PRECISION_MS
     engine = ops.WheelDump(path, limit)
     table = out.fmt is OutputFormat.table
 
     def rows():
         for at in engine:
             assert engine.file is not None
-            row = ops.slot_row(engine.file, at)
+            row = ops.slot_row(engine.file, at, precision_ms)
             if table:
                 row["due"] = iso_ms(row["time_ms"])
             yield row

@@ -160,6 +160,7 @@ def validate(
         broker_version=broker_version,
         version_hints=cfg.version_hints,
         config_path=str(config) if config is not None else None,
+        timer_precision_ms=cfg.timer_precision_ms if detected == "rocketmq" else None,
     )
     out = Renderer(
         OutputFormat.table

@@ -41,7 +41,7 @@ def end_kind(codes: set[str] | frozenset[str]) -> str | None:
     return next((kind for kind in END_KINDS if kind in said), None)
 
 #: Check families; every code's family is one of these (``--checks`` selects them).
-FAMILIES = ("files", "commitlog", "consumequeue", "index", "checkpoint", "config", "timer", "log", "offsets")
+FAMILIES = ("files", "commitlog", "consumequeue", "index", "checkpoint", "config", "timer", "compaction", "log", "offsets")
 
 _CODE_PREFIX = {"rocketmq": "RMQ-", "kafka": "KAFKA-", "jafka": "JAFKA-", "metaq": "METAQ-"}
 

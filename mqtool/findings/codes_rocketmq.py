@@ -155,6 +155,27 @@ CODES: dict[str, CodeInfo] = {
     ),
     "RMQ-TIMER-CHECKPOINT": CodeInfo(W, "timer", "timercheck positions past the TimerLog's valid end or the timer queue's end, or out of order"),
     "RMQ-TIMER-CHECKPOINT-FORMAT": CodeInfo(E, "timer", "the timercheck file is shorter than its four longs or unreadable"),
+    "RMQ-COMPACTION-PAIR": CodeInfo(
+        E, "compaction", "a compaction log and its sparse consume queue whose directories or file names differ: the broker does not load the queue"
+    ),
+    "RMQ-COMPACTION-IN-PROGRESS": CodeInfo(W, "compaction", "a compacting/ or replicating/ folder left by a compaction or a pull from the master that did not finish"),
+    "RMQ-COMPACTION-RECORD": CodeInfo(E, "compaction", "a compaction-log record the broker's decoder refuses, cut by the end of its file, or a BLANK of the wrong size"),
+    "RMQ-COMPACTION-RECORD-FIELD": CodeInfo(
+        E, "compaction", "a compaction-log record whose PHYSICALOFFSET is not its compaction-log offset, of another topic or queue, or whose QUEUEOFFSET does not grow"
+    ),
+    "RMQ-COMPACTION-GARBAGE": CodeInfo(E, "compaction", "non-zero bytes after the valid data of a compaction-log file", ends="garbage"),
+    "RMQ-COMPACTION-CQ-UNIT": CodeInfo(E, "compaction", "a sparse consume queue unit recovery stops at that is neither the end unit nor zeros"),
+    "RMQ-COMPACTION-CQ-ORDER": CodeInfo(E, "compaction", "a sparse consume queue unit whose offset or msgBaseOffset does not grow"),
+    "RMQ-COMPACTION-CQ-MISMATCH": CodeInfo(
+        E, "compaction", "a sparse consume queue unit pointing where no record starts, or whose fields or file are not its record's"
+    ),
+    "RMQ-COMPACTION-UNINDEXED": CodeInfo(
+        W, "compaction", "compaction-log records no sparse consume queue unit points at (cut at load after the last unit, never served between units)"
+    ),
+    "RMQ-COMPACTION-POSITION": CodeInfo(W, "compaction", "a position-checkpoint that does not parse, or a queue compacted past the last offset its log holds"),
+    "RMQ-TIMER-METRICS": CodeInfo(
+        I, "timer", "a timermetrics count that is not the TimerLog's units due for its topic (statistics only; the broker revises it from the TimerLog)"
+    ),
     # checkpoint / shutdown / config
     "RMQ-ABORT": CodeInfo(W, "checkpoint", "the abort file is present: the last shutdown was not clean"),
     "RMQ-CHECKPOINT": CodeInfo(W, "checkpoint", "checkpoint timestamps later than the newest record they describe"),

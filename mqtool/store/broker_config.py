@@ -11,6 +11,7 @@ file sizes, IndexFile geometry or the disk threshold: RocketMQ ``broker.conf`` (
 | ``diskMaxUsedSpaceRatio`` (75, or 0.75) | ``disk_max_used_ratio`` (percent) |
 | ``storePathRootDir`` | ``store_root`` |
 | ``storePathCommitLog`` | ``commitlog_dir`` |
+| ``timerPrecisionMs`` (5.x) | ``timer_precision_ms``, snapped as ``MessageStoreConfig.setTimerPrecisionMs`` snaps it (100, 200, 500 or 1000) |
 | Kafka ``log.dirs`` / ``log.dir`` | ``log_dirs`` |
 | Kafka ``log.segment.bytes`` | ``segment_bytes`` |
 | ``rocketmqHome`` naming a release (``.../rocketmq-all-5.3.1-bin-release``) | ``version_hints``: that exact version |
@@ -49,6 +50,8 @@ class BrokerSettings:
     commitlog_dir: str | None = None
     log_dirs: tuple[str, ...] = field(default_factory=tuple)
     segment_bytes: int | None = None
+    #: the timer wheel's slot width in ms (``timerPrecisionMs``; None: the broker's default 1000)
+    timer_precision_ms: int | None = None
     #: what the file says of the broker's version (``rocketmqHome``'s release, keys of a version on)
     version_hints: tuple[VersionHint, ...] = field(default_factory=tuple)
 
@@ -75,6 +78,15 @@ def _ratio(value: str) -> int:
     return int(round(number * 100)) if number <= 1 else int(number)
 
 
+#: ``MessageStoreConfig.setTimerPrecisionMs``: the broker keeps the largest of these not above the value (100 below 200)
+_TIMER_PRECISIONS = (100, 200, 500, 1000)
+
+
+def _timer_precision(value: str) -> int:
+    number = int(value)
+    return next((p for p, q in zip(_TIMER_PRECISIONS, _TIMER_PRECISIONS[1:]) if number < q), _TIMER_PRECISIONS[-1])
+
+
 _KEYS: dict[str, tuple[str, Callable[[str], object]]] = {
     "mappedFileSizeCommitLog": ("commitlog_file_size", _positive),
     "mapedFileSizeCommitLog": ("commitlog_file_size", _positive),
@@ -85,6 +97,7 @@ _KEYS: dict[str, tuple[str, Callable[[str], object]]] = {
     "diskMaxUsedSpaceRatio": ("disk_max_used_ratio", _ratio),
     "storePathRootDir": ("store_root", str),
     "storePathCommitLog": ("commitlog_dir", str),
+    "timerPrecisionMs": ("timer_precision_ms", _timer_precision),
     "log.dirs": ("log_dirs", lambda v: tuple(p.strip() for p in v.split(",") if p.strip())),
     "log.dir": ("log_dirs", lambda v: (v.strip(),)),
     "log.segment.bytes": ("segment_bytes", _positive),

@@ -27,6 +27,7 @@ from mqtool.store import rocketmq as rmq
 from mqtool.store.files import ReadOnlyFile, is_directory, read_small_file
 from mqtool.store.lock import probe_record_lock
 from mqtool.store.model import rocketmq as model
+from mqtool.store.model import timer as model_timer
 from mqtool.store.model.queue_offsets import FileQueueOffsets, queue_offsets_before
 from mqtool.store.model.rocketmq_broker import VersionHint
 
@@ -96,6 +97,8 @@ class StoreInfo:
     #: version, normal or abnormal recovery, where it starts, the bytes it scans, what it drops,
     #: re-dispatches and re-indexes, and about how long it takes at this disk's read speed
     restart: dict[str, Any] | None = None
+    #: the 5.x timer store when the store has one (``_timer_info``): None otherwise
+    timer: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         doc = dataclasses.asdict(self)
@@ -327,4 +330,43 @@ def rocketmq_info(
         errors=errors,
         findings=findings,
         restart=restart,
+        timer=_timer_info(store, problems),
     )
+
+
+def _timer_info(store: rmq.RocketMQStore, problems: list[str]) -> dict[str, Any] | None:
+    """The 5.x timer store's cheap facts (``TimerMessageStore``'s files; None without any): the
+    wheel's size, the TimerLog's files and bytes, ``timercheck``'s positions and how many topics
+    ``timermetrics`` counts.  Nothing is walked: ``validate`` (family ``timer``) reads the units."""
+    paths = model_timer.TimerPaths(store.root)
+    if not paths.present():
+        return None
+    segments = rmq.list_segments(paths.timerlog_dir) if is_directory(paths.timerlog_dir) else []
+    wheel = paths.wheel.stat().st_size if paths.wheel.is_file() else None
+    checkpoint: dict[str, Any] | None = None
+    if paths.checkpoint.is_file():
+        try:
+            cp = model_timer.read_timer_checkpoint(paths.checkpoint)
+            checkpoint = {
+                "last_read_time_ms": cp.last_read_time_ms,
+                "last_timer_log_flush_pos": cp.last_timer_log_flush_pos,
+                "last_timer_queue_offset": cp.last_timer_queue_offset,
+                "master_timer_queue_offset": cp.master_timer_queue_offset,
+            }
+        except MqError as exc:
+            problems.append(str(exc))
+    metrics_topics: int | None = None
+    metrics_path = store.config_file(paths.metrics.name)
+    if metrics_path is not None:
+        try:
+            metrics_topics = len(model_timer.read_timer_metrics(metrics_path).timing_count)
+        except MqError as exc:
+            problems.append(str(exc))
+    return {
+        "wheel_bytes": wheel,
+        "timerlog_files": len(segments),
+        "timerlog_bytes": sum(s.size for s in segments),
+        "timerlog_start": segments[0].base if segments else None,
+        "checkpoint": checkpoint,
+        "metrics_topics": metrics_topics,
+    }

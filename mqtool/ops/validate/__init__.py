@@ -46,6 +46,8 @@ class ValidateOptions:
     broker_version: str | None = None
     version_hints: tuple[Any, ...] = ()
     config_path: str | None = None
+    #: RocketMQ 5.x: the timer wheel's slot width (``timerPrecisionMs`` from ``--config``; None: 1000 ms)
+    timer_precision_ms: int | None = None
 
     def wants(self, family: str) -> bool:
         return family in self.checks

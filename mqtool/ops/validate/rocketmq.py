@@ -49,6 +49,7 @@ from mqtool.formats.rocketmq.commitlog import (
 from mqtool.formats.rocketmq.hashing import index_key_hash
 from mqtool.formats.rocketmq.properties import split_keys
 from mqtool.ops.validate import FileSummary, Progress, ValidateOptions, ValidationReport, run_tasks
+from mqtool.ops.validate import compaction as validate_compaction
 from mqtool.ops.validate import rocksdb_cq as validate_rocksdb_cq
 from mqtool.ops.validate import timer as validate_timer
 from mqtool.store import rocketmq as rmq
@@ -1191,7 +1192,9 @@ def _validate_rocketmq(path: str | Path, options: ValidateOptions, progress: Pro
 
     # phase 6: the 5.x timer store (wheel slots -> TimerLog units -> CommitLog records, timercheck)
     if options.wants("timer"):
-        timer = validate_timer.check_timer(store, commitlog_end=commitlog_end, damaged=damaged_ranges, end_cause=end_cause, live=live)
+        timer = validate_timer.check_timer(
+            store, commitlog_end=commitlog_end, damaged=damaged_ranges, end_cause=end_cause, live=live, precision_ms=options.timer_precision_ms
+        )
         for finding in timer.findings:
             report.add(finding)
         if timer.facts:
@@ -1200,6 +1203,13 @@ def _validate_rocketmq(path: str | Path, options: ValidateOptions, progress: Pro
 
 
 def _check_shutdown_state(store: rmq.RocketMQStore, report: ValidationReport, max_store_ts: int, index_end_ts: int, live: bool = False) -> None:
+    # phase 7: the compaction store (each queue's compaction log against its sparse consume queue)
+    if options.wants("compaction"):
+        compaction = validate_compaction.check_compaction(store)
+        for finding in compaction.findings:
+            report.add(finding)
+        if compaction.facts:
+            report.facts["compaction"] = compaction.facts
     for finding in model.shutdown_findings(store, max_store_ts=max_store_ts, index_end_ts=index_end_ts, live=live):
         report.add(finding)
     try:

@@ -25,6 +25,14 @@ store (``TimerMessageStore``) relies on it:
 * the checkpoint against the files: ``lastTimerLogFlushPos`` past the TimerLog's valid end,
   ``lastTimerQueueOffset`` past the end of the ``rmq_sys_wheel_timer`` queue or after
   ``masterTimerQueueOffset`` (``RMQ-TIMER-CHECKPOINT``).
+* ``timermetrics`` against the TimerLog: each topic's ``count`` against the units due at or after
+  the checkpoint's ``lastReadTimeMs`` whose ``hashTopic`` is the topic's hash, a delete mark counting
+  -1, as ``TimerMessageStore.checkAndReviseMetrics`` counts them (``RMQ-TIMER-METRICS``, info:
+  TimerMetrics is advisory, statistics only; the broker revises the counts below
+  ``timerMetricSmallThreshold`` from the TimerLog itself once a day, at ``timerCheckMetricsWhen``).
+  Topics whose hashes collide are left out (the broker reads their records to tell them apart).
+
+The slot width is ``timerPrecisionMs`` (1000 ms unless broker.conf says otherwise: ``--config``).
 
 Units pointing into CommitLog ranges that validate already reported damaged are not reported
 again.  Every walk goes back strictly or stops, and no unit is followed twice: hostile chains end.
@@ -64,6 +72,8 @@ class _Units:
     prev: list[int] = field(default_factory=list)
     slot_time: list[int] = field(default_factory=list)
     delete: list[bool] = field(default_factory=list)
+    due: list[int] = field(default_factory=list)
+    hash_topic: list[int] = field(default_factory=list)
 
 
 def _in_ranges(ranges: tuple[tuple[int, int], ...], offset: int) -> bool:
@@ -93,11 +103,13 @@ def check_timer(
     damaged: tuple[tuple[int, int], ...] = (),
     end_cause: Finding | None = None,
     live: bool = False,
-    precision_ms: int = tf.DEFAULT_PRECISION_MS,
+    precision_ms: int | None = None,
 ) -> TimerCheck:
     """Every timer finding of ``store`` (none when it has no timer files), given where its
     CommitLog's valid data ends (``commitlog_end``), the ranges already reported damaged, and the
-    finding that ends the CommitLog's valid data (``end_cause``)."""
+    finding that ends the CommitLog's valid data (``end_cause``); ``precision_ms``: the broker's
+    ``timerPrecisionMs`` (None: its default, 1000)."""
+    precision_ms = precision_ms or tf.DEFAULT_PRECISION_MS
     out = TimerCheck()
     paths = model_timer.TimerPaths(store.root)
     if not paths.present():
@@ -117,7 +129,8 @@ def check_timer(
         if problem is not None:
             out.findings.append(problem)
     # timermetrics is a config JSON file: it parses, or its .bak is what the broker loads
-    out.findings.extend(model_consumers.config_findings(model_consumers.load_config(store, paths.metrics.name, tf.parse_timer_metrics)))
+    metrics = model_consumers.load_config(store, paths.metrics.name, tf.parse_timer_metrics)
+    out.findings.extend(model_consumers.config_findings(metrics))
 
     # the TimerLog
     segments = rmq.list_segments(paths.timerlog_dir) if has_timerlog else []
@@ -152,6 +165,8 @@ def check_timer(
         units.prev.append(u.prev_pos)
         units.slot_time.append(t)
         units.delete.append(u.is_delete)
+        units.due.append(u.delayed_time)
+        units.hash_topic.append(u.hash_topic)
     records.close()
     out.findings.extend(walk.findings)
     out.findings.extend(records.expired_findings())
@@ -211,13 +226,51 @@ def check_timer(
     if checkpoint is not None:
         out.findings.extend(_checkpoint_findings(store, paths.checkpoint, checkpoint, valid_end, bool(segments)))
 
+    if metrics.value is not None and metrics.path is not None and segments:
+        out.findings.extend(_metrics_findings(metrics.path, metrics.value, units, read_ms))
+
     pending = int(np.count_nonzero((col_time * precision_ms >= read_ms) & ~col_delete)) if len(col_time) else 0
     out.facts = {
+        "precision_ms": precision_ms,
         "timerlog": {"files": len(segments), "units": int(len(col_offset)), "valid_end": valid_end, "start": walk.start},
         "wheel_slots_used": len(slots),
         "pending_units": pending,
         **({"checkpoint": {"last_read_time_ms": checkpoint.last_read_time_ms, "last_timer_log_flush_pos": checkpoint.last_timer_log_flush_pos}} if checkpoint else {}),
     }
+    return out
+
+
+#: ``MessageStoreConfig.timerMetricSmallThreshold``: the counts ``checkAndReviseMetrics`` revises
+METRIC_SMALL_THRESHOLD = 1_000_000
+
+
+def _metrics_findings(path: Path, metrics: tf.TimerMetrics, units: _Units, read_ms: int) -> list[Finding]:
+    """``RMQ-TIMER-METRICS`` for each topic of ``timermetrics`` whose count is not what the
+    TimerLog holds for it (``TimerMessageStore.checkAndReviseMetrics``: the units due at or after
+    the read time, by ``hashTopic``, a delete mark -1)."""
+    held: dict[int, int] = {}
+    for due, hsh, delete in zip(units.due, units.hash_topic, units.delete, strict=True):
+        if due >= read_ms:
+            held[hsh] = held.get(hsh, 0) + (-1 if delete else 1)
+    by_hash: dict[int, list[str]] = {}
+    for topic in metrics.timing_count:
+        by_hash.setdefault(tf.java_string_hash(topic), []).append(topic)
+    out: list[Finding] = []
+    for topic, metric in sorted(metrics.timing_count.items()):
+        hsh = tf.java_string_hash(topic)
+        if len(by_hash[hsh]) > 1 or metric.count >= METRIC_SMALL_THRESHOLD:
+            continue  # the broker reads the records to tell colliding topics apart; big counts it leaves
+        count = held.get(hsh, 0)
+        if count != metric.count:
+            out.append(
+                Finding(
+                    "RMQ-TIMER-METRICS",
+                    str(path),
+                    None,
+                    f"expected timingCount[{topic!r}].count {count} (the TimerLog's units due at or after {read_ms} with its topic hash {hsh}), "
+                    f"found {metric.count}: TimerMetrics is statistics only, the broker revises it from the TimerLog (checkAndReviseMetrics)",
+                )
+            )
     return out
 
 
