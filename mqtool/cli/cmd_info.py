@@ -142,6 +142,21 @@ def _mentions(findings: "list[Finding]", *parts: str) -> bool:
     return any(needle + "/" in f.path or f.path.endswith(needle) for f in findings)
 
 
+def _timer_row(facts: "Table", t: dict) -> None:
+    """One line on the 5.x timer store: the TimerLog's size, the wheel, how far the dequeue read."""
+    import humanize
+
+    from mqtool.cli.times import iso_ms
+
+    parts = [f"timerlog {t['timerlog_files']} file(s), {humanize.naturalsize(t['timerlog_bytes'], binary=True)}"]
+    parts.append("wheel " + (humanize.naturalsize(t["wheel_bytes"], binary=True) if t["wheel_bytes"] is not None else "missing"))
+    cp = t["checkpoint"]
+    parts.append(f"read up to {iso_ms(cp['last_read_time_ms'])}" if cp else "no timercheck")
+    if t["metrics_topics"] is not None:
+        parts.append(f"{t['metrics_topics']} topic(s) in timermetrics")
+    facts.add_row("timer store", ", ".join(parts))
+
+
 def render_info(console: "Console", r: "StoreInfo", *, all_rows: bool = False) -> None:
     """The verdict and counts; what is wrong, grouped by cause; the store's facts; then the
     queues and index files (only those with something to report in a large store, unless
@@ -178,21 +193,6 @@ def render_info(console: "Console", r: "StoreInfo", *, all_rows: bool = False) -
     facts.add_row("store times", _span(cl.first_store_timestamp, cl.last_store_timestamp))
     if cl.zero_length_files:
         facts.add_row("zero-length files", ", ".join(cl.zero_length_files))
-def _timer_row(facts: "Table", t: dict) -> None:
-    """One line on the 5.x timer store: the TimerLog's size, the wheel, how far the dequeue read."""
-    import humanize
-
-    from mqtool.cli.times import iso_ms
-
-    parts = [f"timerlog {t['timerlog_files']} file(s), {humanize.naturalsize(t['timerlog_bytes'], binary=True)}"]
-    parts.append("wheel " + (humanize.naturalsize(t["wheel_bytes"], binary=True) if t["wheel_bytes"] is not None else "missing"))
-    cp = t["checkpoint"]
-    parts.append(f"read up to {iso_ms(cp['last_read_time_ms'])}" if cp else "no timercheck")
-    if t["metrics_topics"] is not None:
-        parts.append(f"{t['metrics_topics']} topic(s) in timermetrics")
-    facts.add_row("timer store", ", ".join(parts))
-
-
     if cl.preallocated_files:
         facts.add_row("pre-allocated files", ", ".join(cl.preallocated_files))
     if r.checkpoint:
@@ -208,6 +208,8 @@ def _timer_row(facts: "Table", t: dict) -> None:
         facts.add_row("consumer groups", str(r.consumer_groups))
     if r.restart:
         _restart_rows(facts, r.restart)
+    if r.timer:
+        _timer_row(facts, r.timer)
     console.print(facts)
     findings = list(r.findings)
     queues = rows_to_show(r.queues, lambda q: _mentions(findings, "consumequeue", q.topic, str(q.queue_id)), all_rows=all_rows)
@@ -244,8 +246,6 @@ def _timer_row(facts: "Table", t: dict) -> None:
                 console.print(f"{i.name}: {i.error}", overflow="fold", highlight=False)
 
 
-    if r.timer:
-        _timer_row(facts, r.timer)
 def render_other(console: "Console", doc: dict[str, Any], *, all_rows: bool = False) -> None:
     """Kafka, Jafka and MetaQ: the verdict and counts, what is wrong grouped by cause, then the
     document (``render_generic``) with its partition lists cut to the partitions with something

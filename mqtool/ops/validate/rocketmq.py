@@ -1199,10 +1199,6 @@ def _validate_rocketmq(path: str | Path, options: ValidateOptions, progress: Pro
             report.add(finding)
         if timer.facts:
             report.facts["timer"] = timer.facts
-    return report
-
-
-def _check_shutdown_state(store: rmq.RocketMQStore, report: ValidationReport, max_store_ts: int, index_end_ts: int, live: bool = False) -> None:
     # phase 7: the compaction store (each queue's compaction log against its sparse consume queue)
     if options.wants("compaction"):
         compaction = validate_compaction.check_compaction(store)
@@ -1210,6 +1206,10 @@ def _check_shutdown_state(store: rmq.RocketMQStore, report: ValidationReport, ma
             report.add(finding)
         if compaction.facts:
             report.facts["compaction"] = compaction.facts
+    return report
+
+
+def _check_shutdown_state(store: rmq.RocketMQStore, report: ValidationReport, max_store_ts: int, index_end_ts: int, live: bool = False) -> None:
     for finding in model.shutdown_findings(store, max_store_ts=max_store_ts, index_end_ts=index_end_ts, live=live):
         report.add(finding)
     try:
