@@ -6,6 +6,11 @@ names.  ``DETECTORS`` is the registry of detection: for each layout the store-le
 partition) of ``store/``, whose module each predicate here imports plainly when it is first called.
 ``--layout`` skips detection.
 
+``VARIANTS`` registers the dialects of a layout: brokers whose stores are read as that layout
+with their own rules, told apart by their file names.  Kafka 0.7 (``kafka07``: ``.kafka``
+segments of magic 0 and 1 messages) is a variant of the Jafka layout, the format Jafka was
+ported from (``store.jafka.Dialect``); ``--layout kafka07`` reads as ``jafka``.
+
 Each verb in ``ops/`` keeps a plain ``{Layout: function}`` table built from plain imports;
 ``for_layout`` looks a layout up in it.  A layout a verb lacks is absent from its table and is
 "unsupported" (exit 4); an ``ImportError`` or any other bug in a verb's module propagates and is an
@@ -46,6 +51,17 @@ class Layout(StrEnum):
 #: The layout names, in the order messages list them.
 LAYOUTS: tuple[str, ...] = tuple(layout.value for layout in Layout)
 
+#: variant name -> (the layout it is read as, what it is)
+VARIANTS: dict[str, tuple[Layout, str]] = {
+    "kafka07": (Layout.JAFKA, "Kafka 0.7"),
+}
+
+
+def describe(layout: str, variant: str | None = None) -> str:
+    """``layout``, with its variant named when it is one (``jafka (kafka07: Kafka 0.7)``)."""
+    known = VARIANTS.get(variant or "")
+    return f"{layout} ({variant}: {known[1]})" if known is not None and known[0] == layout else layout
+
 Predicate = Callable[[Path], bool]
 
 
@@ -62,10 +78,16 @@ def is_rocketmq_path(path: Path) -> bool:
 
 
 def is_kafka_path(path: Path) -> bool:
-    """``store.kafka.is_kafka_path``: a Kafka log dir, a partition dir, or a file inside one."""
+    """``store.kafka.is_kafka_path``: a Kafka log dir, a partition dir, or a file inside one --
+    unless it is a Kafka 0.7 one (``store.jafka.is_kafka07_path``: its ``.kafka_cleanshutdown`` is
+    Kafka 0.8's marker too, its ``.kafka`` segments are the Jafka layout's ``kafka07`` variant)."""
     from mqtool.store import kafka
 
-    return kafka.is_kafka_path(path)
+    if not kafka.is_kafka_path(path):
+        return False
+    from mqtool.store import jafka
+
+    return not jafka.is_kafka07_path(path)
 
 
 def is_metaq_path(path: Path) -> bool:
@@ -76,7 +98,7 @@ def is_metaq_path(path: Path) -> bool:
 
 
 def is_jafka_path(path: Path) -> bool:
-    """``store.jafka.is_jafka_path``: a Jafka segment, a partition dir or a data dir."""
+    """``store.jafka.is_jafka_path``: a Jafka (or Kafka 0.7) segment, a partition dir or a data dir."""
     from mqtool.store import jafka
 
     return jafka.is_jafka_path(path)
@@ -97,11 +119,14 @@ def _either(names: list[str]) -> str:
 
 
 def parse_layout(name: str) -> Layout:
-    """``name`` as a ``Layout`` (StoreLayoutError naming the four when it is none of them)."""
+    """``name`` as a ``Layout``, a variant's name as its layout (StoreLayoutError naming the four
+    and the variants when it is none of them)."""
+    if name in VARIANTS:
+        return VARIANTS[name][0]
     try:
         return Layout(name)
     except ValueError:
-        raise StoreLayoutError(expected=f"--layout one of {', '.join(LAYOUTS)}", found=repr(name)) from None
+        raise StoreLayoutError(expected=f"--layout one of {', '.join((*LAYOUTS, *VARIANTS))}", found=repr(name)) from None
 
 
 def detect_layout(path: str | Path, forced: str | None = None) -> Layout:
@@ -114,7 +139,7 @@ def detect_layout(path: str | Path, forced: str | None = None) -> Layout:
         if predicate(path):
             return layout
     raise StoreLayoutError(
-        expected="a RocketMQ store root, a Kafka log dir or partition, a Jafka or MetaQ data dir (or --layout)",
+        expected="a RocketMQ store root, a Kafka log dir or partition, a Jafka (or Kafka 0.7) or MetaQ data dir (or --layout)",
         found="none of them",
         path=path,
     )
@@ -134,4 +159,4 @@ def for_layout(table: Mapping[Layout, T], layout: str, verb: str) -> T:
     return table[key]
 
 
-__all__ = ["DETECTORS", "LAYOUTS", "Layout", "Predicate", "detect_layout", "for_layout", "parse_layout"]
+__all__ = ["DETECTORS", "LAYOUTS", "VARIANTS", "Layout", "Predicate", "describe", "detect_layout", "for_layout", "parse_layout"]

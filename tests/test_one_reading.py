@@ -58,13 +58,12 @@ WALKING_TODAY: dict[str, frozenset[str]] = {
     "ops/dump/legacy.py": frozenset({"SegmentWalk"}),
     "ops/dump/rocketmq.py": frozenset({"CommitLogFileWalk", "decode_message", "iter_entries", "walk_columns"}),
     "ops/info/kafka.py": frozenset({"LogFileWalk"}),
-    "ops/info/legacy.py": frozenset({"SegmentWalk"}),
     "ops/info/rocketmq.py": frozenset({"CommitLogFileWalk"}),
     "ops/query/kafka.py": frozenset({"LogFileWalk", "decode_batch"}),
     "ops/query/rocketmq.py": frozenset({"CommitLogFileWalk"}),
     "ops/recover/legacy.py": frozenset({"SegmentWalk", "decode_message"}),
     "ops/recover/rocketmq.py": frozenset({"CommitLogFileWalk", "find_next_record"}),
-    "ops/stats.py": frozenset({"CommitLogFileWalk", "LogFileWalk", "SegmentWalk"}),
+    "ops/stats.py": frozenset({"CommitLogFileWalk", "LogFileWalk"}),
     "ops/validate/rocketmq.py": frozenset({"RecordWalker", "find_next_record", "read_file_columns"}),
     "pipeline/sources.py": frozenset(
         {"LogWalker", "MessageWalker", "decode_entry", "decode_message", "find_next_record", "peek_entry", "walk_columns", "walk_commitlog", "walk_framed"}

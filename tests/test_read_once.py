@@ -53,18 +53,12 @@ READ_TODAY: dict[tuple[str, str], float] = {
     ("kafka", "diff"): 2.05,  # sides
     ("kafka", "recover"): 3.05,  # model: recover's scan, validate's findings before and after
     ("kafka", "report"): 6.4,  # verbs
-    ("jafka", "dump"): 2.05,  # model
-    ("jafka", "stats"): 2.05,  # model
-    ("jafka", "info"): 2.05,  # model
     ("jafka", "diff"): 2.55,  # sides
     ("jafka", "recover"): 1.55,  # model
-    ("jafka", "report"): 3.55,  # verbs
-    ("metaq", "dump"): 2.05,  # model
-    ("metaq", "stats"): 2.05,  # model
-    ("metaq", "info"): 2.05,  # model
+    ("jafka", "report"): 2.55,  # verbs
     ("metaq", "diff"): 2.55,  # sides
     ("metaq", "recover"): 1.55,  # model
-    ("metaq", "report"): 3.55,  # verbs
+    ("metaq", "report"): 2.55,  # verbs
 }
 
 

@@ -1,7 +1,8 @@
 """``mqtool dump jafka`` and ``mqtool dump metaq``."""
 
+from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -50,7 +51,7 @@ def dump_jafka(
     mode = _body_mode(out, decode)
     table = out.fmt is OutputFormat.table
 
-    def rows():
+    def rows() -> Iterator[dict[str, Any]]:
         with out.progress(engine.total_bytes, "dump jafka", streaming=True) as advance:
             done = 0
             for item in engine:
@@ -93,7 +94,7 @@ def dump_metaq(
     mode = _body_mode(out, decode)
     table = out.fmt is OutputFormat.table
 
-    def rows():
+    def rows() -> Iterator[dict[str, Any]]:
         with out.progress(engine.total_bytes, "dump metaq", streaming=True) as advance:
             done = 0
             for item in engine:
@@ -109,15 +110,14 @@ def dump_metaq(
 
 
 def _finish(out: Renderer, path: Path, engine: "ops.JafkaDump | ops.MetaqDump") -> int:
-    """Every gap and damage in the partitions dumped as validate states it (CODE path:position:
-    message), besides the walk's own lines."""
-    from mqtool.ops.dump import legacy as ops
-
-    findings = ops.findings_on_path(path, engine.data, engine.partitions)
+    """Every gap and damage in what was dumped as validate states it (CODE path:position:
+    message: the findings of the store model's reading the dump consumed), besides the rows' own
+    lines."""
+    findings = engine.findings
     damaged = out.findings(findings)
     return finish_dump(
         out,
-        not_stated(engine.problems, findings),
+        not_stated(list[object](engine.problems), findings),
         notes=engine.notes,
         extra_failures=damaged,
         hint="the data is damaged at the position(s) above; `mqtool validate` explains the damage",

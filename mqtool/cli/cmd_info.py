@@ -269,7 +269,7 @@ def render_other(console: "Console", doc: dict[str, Any], *, all_rows: bool = Fa
             f"{doc.get('segments', 0)} segment(s), {humanize.naturalsize(doc.get('bytes_on_disk', 0), binary=True)}, "
             f"{doc.get('topics', 0)} topic(s), {len(parts)} partition(s)"
         )
-    _verdict(console, doc["layout"], findings, list(doc.get("problems", [])), [p.get("end_kind") for p in parts], counts)
+    _verdict(console, describe(doc["layout"], doc.get("variant")), findings, list(doc.get("problems", [])), [p.get("end_kind") for p in parts], counts)
     render_findings_by_cause(console, findings, str(doc.get("root", "")))
     console.print()
 
@@ -288,6 +288,7 @@ def render_other(console: "Console", doc: dict[str, Any], *, all_rows: bool = Fa
     if doc["layout"] == "kafka":  # the directory name says topic and partition: no columns repeating it
         for key in ("partitions", "partition_details"):
             if key in trimmed:
+    from mqtool.layouts import describe
                 trimmed[key] = [{k: v for k, v in p.items() if k not in ("topic", "partition")} for p in trimmed[key]]
     render_generic(console, trimmed)
     rows_left_out(console, len(shown), len(parts), "partitions")

@@ -43,13 +43,16 @@ FLOAT = "<float>"
 
 
 def check_layout(value: str | None) -> str | None:
-    """``--layout`` takes one of the four layout names: anything else is a usage error (exit 2)."""
+    """``--layout`` takes one of the four layout names, or a variant's (``kafka07``: read as its
+    layout, ``jafka``): anything else is a usage error (exit 2)."""
     if value is None:
         return None
-    from mqtool.layouts import LAYOUTS
+    from mqtool.layouts import LAYOUTS, VARIANTS
 
+    if value in VARIANTS:
+        return VARIANTS[value][0].value
     if value not in LAYOUTS:
-        raise typer.BadParameter(f"expected one of {', '.join(LAYOUTS)}, found {value!r}")
+        raise typer.BadParameter(f"expected one of {', '.join((*LAYOUTS, *VARIANTS))}, found {value!r}")
     return value
 
 
@@ -123,7 +126,7 @@ DecodeOpt = Annotated[
 LayoutOpt = Annotated[
     str | None,
     typer.Option(
-        "--layout", callback=check_layout, autocompletion=complete_layout, help="Force the layout instead of detecting it: rocketmq, kafka, jafka, metaq."
+        "--layout", callback=check_layout, autocompletion=complete_layout, help="Force the layout instead of detecting it: rocketmq, kafka, jafka, metaq (kafka07: Kafka 0.7, read as jafka)."
     ),
 ]
 StorePathArg = Annotated[Path, typer.Argument(help="A store root, Kafka log dir or partition, Jafka or MetaQ data dir.")]

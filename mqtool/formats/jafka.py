@@ -19,6 +19,13 @@ an empty payload is legal (CRC 0).  Jafka itself accepts only magic 1 (``crcOffs
 ``MagicByte0-0/00000000000000000000.kafka`` is magic 0.  This module reads both; code judging
 Jafka data checks ``magic_error`` (upstream wins: magic 0 is an error there, before any CRC).
 
+Kafka 0.7.2 (``kafka.message.Message``) is the reference for both magics: ``crcOffset`` is 1 for
+magic 0 and 2 for magic 1, ``MinHeaderSize`` is ``headerSize(0)`` = 5, the attribute byte's
+``CompressionCodeMask`` 0x03 selects ``CompressionCodec`` 0 none, 1 gzip, 2 snappy (anything else
+throws ``UnknownCodecException``); a snappy wrapper holds a snappy-java stream
+(``SnappyOutputStream``, inflated here with the ``codecs`` extra).  Jafka's ``CompressionFactory``
+knows no snappy.
+
 Checksum: the CRC covers only the PAYLOAD (neither LENGTH, MAGIC nor ATTRIBUTE).  For a
 compressed wrapper it covers the compressed bytes.
 
@@ -127,14 +134,17 @@ def peek_message(buf: Buffer, position: int = 0) -> tuple[int, int]:
     return length, buf[position + LOG_OVERHEAD]
 
 
-def magic_error(magic: int, position: int | None = None, *, crc_mismatch: bool = False) -> CorruptDataError | None:
+def magic_error(
+    magic: int, position: int | None = None, *, crc_mismatch: bool = False, magics: Iterable[int] = (MAGIC_V1,), broker: str = "Jafka"
+) -> CorruptDataError | None:
     """The one check and message for the MAGIC byte, shared by ``dump`` and ``validate``
     (JAFKA-MAGIC): None for magic 1, else the error.  Jafka's ``Message.crcOffset`` knows only
     magic 1 and throws ``UnknownMagicByteException`` on anything else, magic 0 included (this
     module decodes magic 0 only so that Kafka 0.7 files can be read).  ``position`` is the MAGIC
     byte's; ``crc_mismatch``: the entry read as magic 0 fails its CRC too (a damaged magic-1
-    message, most likely)."""
-    if magic == MAGIC_V1:
+    message, most likely).  ``magics`` and ``broker``: Kafka 0.7 reads magic 0 and 1."""
+    accepted = sorted(set(magics))
+    if magic in accepted:
         return None
     what = f"{magic} (Kafka 0.7's first message format)" if magic == MAGIC_V0 else str(magic)
     if magic == MAGIC_V0 and crc_mismatch:
@@ -142,8 +152,8 @@ def magic_error(magic: int, position: int | None = None, *, crc_mismatch: bool =
     return CorruptDataError(
         "unknown magic byte",
         position=position,
-        expected=f"magic {MAGIC_V1}",
-        found=f"{what}; Jafka reads no other magic (UnknownMagicByteException)",
+        expected=f"magic {' or '.join(map(str, accepted))}",
+        found=f"{what}; {broker} reads no other magic (UnknownMagicByteException)",
         kind="magic",
     )
 
@@ -260,24 +270,40 @@ class InnerMessage:
     crc_computed: int
 
 
-def iter_wrapper(message: Message, *, depth: int = 1, limit: int | None = None) -> Iterator[InnerMessage]:
+def iter_wrapper(message: Message, *, depth: int = 1, limit: int | None = None, snappy: bool = False) -> Iterator[InnerMessage]:
     """Every message inside a compressed wrapper, depth-first (nested wrappers are yielded, then
     their own inner messages), each inflated set at most ``limit`` bytes (``MAX_INFLATED_SIZE``).
+    ``snappy``: snappy wrappers are read too (Kafka 0.7; Jafka has no snappy codec).
     Raises ``CorruptDataError`` (or ``UnsupportedFormatError`` for snappy) at the first problem;
     messages before it have been yielded."""
     counter = [0]
-    yield from _iter_wrapper(message, depth, MAX_INFLATED_SIZE if limit is None else limit, counter)
+    yield from _iter_wrapper(message, depth, MAX_INFLATED_SIZE if limit is None else limit, counter, snappy)
 
 
-def _iter_wrapper(message: Message, depth: int, limit: int, counter: list[int]) -> Iterator[InnerMessage]:
+def _inflate_snappy(payload: bytes, limit: int) -> bytes:
+    """A Kafka 0.7 snappy wrapper's payload (snappy-java's stream) inflated, at most ``limit`` bytes."""
+    from mqtool.formats.kafka import compression
+
+    try:
+        return compression.decompress(CODEC_SNAPPY, payload, magic=MAGIC_V1, max_size=limit)
+    except UnsupportedFormatError:
+        raise
+    except MqError as exc:
+        raise CorruptDataError(expected="a snappy stream in the wrapper payload", found=exc.found or exc.reason) from None
+
+
+def _iter_wrapper(message: Message, depth: int, limit: int, counter: list[int], snappy: bool = False) -> Iterator[InnerMessage]:
     if depth > MAX_NESTING:
         raise CorruptDataError(expected=f"at most {MAX_NESTING} nested compressed wrappers", found="more")
     codec = message.compression_codec
-    if codec == CODEC_SNAPPY:
+    if codec == CODEC_SNAPPY and snappy:
+        inner = _inflate_snappy(message.payload, limit)
+    elif codec == CODEC_SNAPPY:
         raise UnsupportedFormatError("snappy wrapper", expected="gzip (Jafka has no snappy codec)", found="snappy")
-    if codec != CODEC_GZIP:
+    elif codec != CODEC_GZIP:
         raise CorruptDataError(expected="compression codec 1 (gzip)", found=str(codec))
-    inner = inflate_gzip(message.payload, limit)
+    else:
+        inner = inflate_gzip(message.payload, limit)
     walker = MessageWalker(inner, check_crc=False)
     try:
         for pos, m in walker:
@@ -285,7 +311,7 @@ def _iter_wrapper(message: Message, depth: int, limit: int, counter: list[int]) 
             yield InnerMessage(counter[0], pos, depth, m, computed)
             counter[0] += 1
             if m.compressed:
-                yield from _iter_wrapper(m, depth + 1, limit, counter)
+                yield from _iter_wrapper(m, depth + 1, limit, counter, snappy)
     except MqError as exc:
         raise CorruptDataError(
             f"inner message at inflated byte {walker.failed_at} (depth {depth})",

@@ -19,6 +19,8 @@ by a time::
     Kafka     <end offset>-<10-digit epoch>.checkpoint      KRaft ``SnapshotPath`` (metadata log),
               [.part|.deleted]                              ``Snapshots.filenameFromSnapshotId``
     Jafka     <start offset>.jafka                          ``Log.nameFromOffset``
+    Kafka 0.7 <start offset>.kafka                          ``kafka.log.Log.nameFromOffset``
+                                                            (``Log.FileSuffix``, Kafka 0.7.2)
     MetaQ     <start offset>.meta[.arc|.zip]                ``MessageStore.nameFromOffset``, the
                                                             archive suffix as
                                                             ``ArchiveDeletePolicy`` appends it
@@ -199,12 +201,26 @@ def jafka_file_name(start_offset: int) -> str:
     return f"{start_offset:020d}{JAFKA_SUFFIX}"
 
 
-def parse_jafka_file_name(name: str) -> int:
-    """The start offset in a ``.jafka`` file name (any number of ASCII digits, as upstream)."""
-    stem = name[: -len(JAFKA_SUFFIX)] if name.endswith(JAFKA_SUFFIX) else ""
+def parse_jafka_file_name(name: str, suffix: str = JAFKA_SUFFIX) -> int:
+    """The start offset in a ``.jafka`` file name (any number of ASCII digits, as upstream);
+    ``suffix``: ``KAFKA07_SUFFIX`` for a Kafka 0.7 segment."""
+    stem = name[: -len(suffix)] if name.endswith(suffix) else ""
     if not _long_digits(stem):
-        raise StoreLayoutError(expected=f"<digits>{JAFKA_SUFFIX}", found=repr(name[:120]))
+        raise StoreLayoutError(expected=f"<digits>{suffix}", found=repr(name[:120]))
     return int(stem)
+
+
+# --- Kafka 0.7 (the format Jafka follows) ---------------------------------------------------
+
+#: Kafka 0.7's ``Log.FileSuffix``: ``Log.nameFromOffset`` pads the start offset to 20 digits.
+KAFKA07_SUFFIX = ".kafka"
+
+
+def kafka07_file_name(start_offset: int) -> str:
+    """Kafka 0.7's ``Log.nameFromOffset``: 20-digit zero-padded start offset + ``.kafka``."""
+    if start_offset < 0:
+        raise ValueError("a segment start offset is never negative")
+    return f"{start_offset:020d}{KAFKA07_SUFFIX}"
 
 
 # --- MetaQ ---------------------------------------------------------------------------------
@@ -307,6 +323,8 @@ __all__ = [
     "JAFKA_SUFFIX",
     "jafka_file_name",
     "parse_jafka_file_name",
+    "KAFKA07_SUFFIX",
+    "kafka07_file_name",
     "METAQ_SUFFIX",
     "METAQ_ARCHIVE_SUFFIXES",
     "MetaqFileName",

@@ -69,6 +69,12 @@ def on_path(path: str | os.PathLike[str], layout: str, within: Iterable[str | os
         found = list(read(Path(path), families))
     except StoreLayoutError:
         return []
+    return select(found, within, families=families)
+
+
+def select(found: Iterable[Finding], within: Iterable[str | os.PathLike[str]] | None = None, *, families: frozenset[str] = LOG) -> list[Finding]:
+    """``on_path``'s choice among findings a reader already has from the store model's reading
+    (a reader that consumed the reading itself: Jafka and MetaQ dump, stats, info)."""
     scopes = None if within is None else [str(p) for p in within]
     out = []
     for finding in found:
@@ -88,17 +94,20 @@ def errors(findings: Iterable[Finding]) -> list[Finding]:
     return [f for f in findings if f.level is Severity.error]
 
 
-def merged(path: str | os.PathLike[str], layout: str, problems: list[str], errors: list) -> tuple[list[str], list[str], list[Finding]]:
+def merged(
+    path: str | os.PathLike[str], layout: str, problems: list[str], errors: list, found: list[Finding] | None = None
+) -> tuple[list[str], list[str], list[Finding]]:
     """A reader's own ``problems`` (notices) and ``errors`` (damage met: located ``MqError``s or
     text) judged by validate's findings for ``path`` (``on_path``): the errors are validate's
     errors, the problems the reader's own notices, its own lines on the damage (which validate
     may judge otherwise: a zeroed last message is a torn tail, a warning) and validate's
     warnings, each finding as ``CODE path:position: message``; an own line at the file and
-    position of a finding is that finding, stated once, by it.  Returns (problems, errors,
-    findings)."""
+    position of a finding is that finding, stated once, by it.  ``found``: the findings, already
+    ``select``-ed from a reading the reader consumed (else ``on_path`` reads them).  Returns
+    (problems, errors, findings)."""
     from mqtool.findings import finding_text, not_stated
 
-    met = on_path(path, layout)
+    met = on_path(path, layout) if found is None else found
     own = [str(e) for e in not_stated(list(errors), met)]
     warnings = [finding_text(f) for f in met if f.level is Severity.warning]
     return problems + own + warnings, [finding_text(f) for f in met if f.level is Severity.error], met

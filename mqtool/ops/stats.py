@@ -32,7 +32,7 @@ import heapq
 import math
 import os
 from array import array
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -624,15 +624,21 @@ def _kafka(path: Path, stats: StoreStats, top: _Top, options: StatsOptions, prog
     return Path(store.root)
 
 
-def _state_findings(stats: StoreStats, path: Path, layout: str, own: list[tuple[str, int | None, str]], options: StatsOptions) -> None:
+def _state_findings(
+    stats: StoreStats, path: Path, layout: str, own: list[tuple[str, int | None, str]], options: StatsOptions, found: list | None = None
+) -> None:
     """Kafka, Jafka, MetaQ: every gap and damage of the pass as validate states it (its code and
     position: ``ops.log_findings``), errors also in ``problems`` as ``CODE path:position:
     message``, after the walk's own problems.  With
-    ``--no-crc`` (no checksum read) only the walk's own problems."""
+    ``--no-crc`` (no checksum read) only the walk's own problems.  ``found``: the findings of a
+    reading the pass consumed itself (Jafka, MetaQ), chosen as ``on_path`` chooses them."""
     from mqtool.findings import finding_text
     from mqtool.ops import log_findings
 
-    met = log_findings.on_path(path, layout) if options.check_crc else []
+    if not options.check_crc:
+        met = []
+    else:
+        met = log_findings.on_path(path, layout) if found is None else log_findings.select(found)
     stats.findings.extend(met)
     # a problem of the walk's own at the file and position of a finding is that finding: stated once
     stated = {(os.path.abspath(f.path), f.position) for f in met if f.path is not None and f.position is not None}
@@ -640,102 +646,87 @@ def _state_findings(stats: StoreStats, path: Path, layout: str, own: list[tuple[
     stats.problems.extend(finding_text(f) for f in met if f.level is Severity.error)
 
 
-def _jafka_messages(message, depth: int = 0) -> Iterator:
-    from mqtool.formats import jafka as jf
-
-    if not message.compressed:
-        yield message
-        return
-    if depth >= jf.MAX_NESTING:
-        raise MqError("compressed wrappers nested too deep", expected=f"at most {jf.MAX_NESTING} levels", found="more")
-    for _, inner in jf.iter_inner_messages(message):
-        yield from _jafka_messages(inner, depth + 1)
-
-
 def _legacy(path: Path, stats: StoreStats, top: _Top, options: StatsOptions, progress, layout: str) -> Path:
-    """Every message of every segment; a message whose frame holds but whose checksum fails is
-    counted, and counted apart in ``damaged_messages`` (``SegmentWalk(keep_damaged=True)``); a
-    broken frame ends its segment's walk.  The gaps and damage met are stated as validate
-    states them."""
-    from mqtool.store.legacy import SegmentWalk, end_damage
+    """Every message of every live segment, from the store model's one reading
+    (``store.model.legacy.read_store``: each log byte read once); a message whose frame holds but
+    whose checksum fails is counted, and counted apart in ``damaged_messages``; the gaps and
+    damage the reading finds are stated as validate states them (``ops.log_findings.select``)."""
+    from mqtool.formats import jafka as jf
+    from mqtool.store.model import legacy as lm
 
     if layout == "jafka":
         from mqtool.store import jafka as mod
 
         data = mod.open_jafka(path)
+        snappy = jf.CODEC_SNAPPY in mod.dialect_of(data).codecs
     else:
         from mqtool.store import metaq as mod  # type: ignore[no-redef]
 
         data = mod.open_metaq(path)
+        snappy = False
     stats.time_source = "segment modification times (the messages carry no time)"
-    own: list[tuple[str, int | None, str]] = []  # the walk's own problems: (path, position, text)
-    for part in data.partitions:
-        unit = UnitStats(part.topic, part.partition, part.name)
-        for seg in data.selected(part, archives=False):
-            mtime_ms = int(os.stat(seg.path).st_mtime * 1000)
-            seg_bytes = 0
-            with mod.open_segment(seg) as reader:
-                walk = SegmentWalk(reader, mod.FRAMING, check_crc=options.check_crc, keep_damaged=True)
-                try:
-                    for pos, message in walk:
-                        damaged = walk.finding_code(pos) is not None
-                        if layout == "jafka":
-                            size_on_disk = message.serialized_size
-                            unit.bytes += size_on_disk
-                            seg_bytes += size_on_disk
-                            try:
-                                inner_messages = list(_jafka_messages(message))
-                            except MqError:
-                                if not damaged:
-                                    raise
-                                inner_messages = []  # a damaged wrapper that does not inflate: its finding says so
-                            for inner in inner_messages:
-                                if damaged:
-                                    stats.damaged_messages += 1
-                                size = len(inner.payload)
-                                unit.add(size, None)
-                                top.offer(
-                                    size,
-                                    lambda size=size, unit=unit, part=part, seg=seg, pos=pos: LargeMessage(
-                                        size, unit.name, part.topic, part.partition, seg.start_offset + pos, None
-                                    ),
-                                )
-                        else:
-                            if damaged:
-                                stats.damaged_messages += 1
-                            unit.bytes += message.size
-                            seg_bytes += message.size
-                            size = len(message.payload)
-                            attribute = message.attribute_text
-                            unit.add(size, None, (attribute,) if attribute is not None else ())
-                            top.offer(
-                                size,
-                                lambda size=size, unit=unit, part=part, seg=seg, pos=pos: LargeMessage(
-                                    size, unit.name, part.topic, part.partition, seg.start_offset + pos, None
-                                ),
-                            )
-                except MqError as exc:
-                    located = exc.at(seg.path, 0)
-                    own.append((str(located.path), located.position, str(located)))
-                progress(reader.size)
-                if walk.error is not None:
-                    own.append((str(walk.error.path), walk.error.position, str(walk.error)))
-                else:
-                    # a length running past the end of a segment before the last, or over valid
-                    # messages, stopped this file early: damage, not a tail
+    own: list[tuple[str, int | None, str]] = []  # the rows' own problems: (path, position, text)
+    found: list = []
+    reading = lm.plan_reading(data, layout)
+    found.extend(reading.files)
+    units: dict[int, UnitStats] = {}
+    for task, part in reading.tasks:
+        if task.archive is not None:
+            continue  # live segments only
+        unit = units.get(id(part))
+        if unit is None:
+            unit = units[id(part)] = UnitStats(part.topic, part.partition, part.name)
+        seg_path = Path(task.path)
+        mtime_ms = int(os.stat(seg_path).st_mtime * 1000)
+        seg_bytes = 0
+        scan = lm.SegmentScan(task)
+        for scanned in scan:
+            pos, message, damaged = scanned.position, scanned.message, scanned.code is not None
+            offset = task.start_offset + pos
+            if layout == "jafka":
+                size_on_disk = message.serialized_size  # type: ignore[attr-defined]
+                unit.bytes += size_on_disk
+                seg_bytes += size_on_disk
+                if message.compressed:  # type: ignore[attr-defined]
                     try:
-                        damage = end_damage(reader, mod.FRAMING, walk.end, last=seg is part.last)
+                        inner_messages = [m.message for m in jf.iter_wrapper(message, snappy=snappy) if not m.message.compressed]  # type: ignore[arg-type]
                     except MqError as exc:
-                        damage = exc
-                    if damage is not None:
-                        own.append((str(damage.path), damage.position, str(damage)))
-            unit.segment_times.append((seg_bytes, mtime_ms))
-            stats.recent.add(mtime_ms, seg_bytes)
+                        if not damaged:
+                            located = exc.at(seg_path, pos)
+                            own.append((str(located.path), located.position, str(located)))
+                        inner_messages = []  # a wrapper that does not inflate: its finding says so
+                else:
+                    inner_messages = [message]
+                for inner in inner_messages:
+                    if damaged:
+                        stats.damaged_messages += 1
+                    size = len(inner.payload)
+                    unit.add(size, None)
+                    top.offer(size, lambda size=size, unit=unit, part=part, offset=offset: LargeMessage(size, unit.name, part.topic, part.partition, offset, None))
+            else:
+                if damaged:
+                    stats.damaged_messages += 1
+                unit.bytes += message.size  # type: ignore[attr-defined]
+                seg_bytes += message.size  # type: ignore[attr-defined]
+                size = len(message.payload)  # type: ignore[attr-defined]
+                attribute = message.attribute_text  # type: ignore[attr-defined]
+                unit.add(size, None, (attribute,) if attribute is not None else ())
+                top.offer(size, lambda size=size, unit=unit, part=part, offset=offset: LargeMessage(size, unit.name, part.topic, part.partition, offset, None))
+        found.extend(scan.result.findings)
+        if scan.reader_error is not None:
+            located = scan.reader_error
+            own.append((str(located.path or seg_path), located.position, str(located)))
+        progress(scan.result.size)
+        unit.segment_times.append((seg_bytes, mtime_ms))
+        stats.recent.add(mtime_ms, seg_bytes)
+    found.extend(reading.closing)
+    for part in data.partitions:
+        unit = units.get(id(part)) or UnitStats(part.topic, part.partition, part.name)
         if unit.segment_times:
             times = [t for _, t in unit.segment_times]
             unit.first_timestamp, unit.last_timestamp = min(times), max(times)
         stats.units.append(unit)
-    _state_findings(stats, path, layout, own, options)
+    _state_findings(stats, path, layout, own, options, found)
     return Path(data.root)
 
 

@@ -165,6 +165,9 @@ class DataDir:
     #: when ``kind == "segment"``: the one file to read (its partition is listed in full)
     only: Path | None = None
     notes: list[str] = field(default_factory=list)
+    #: the broker of the layout's family the files are named for (Jafka layout: ``"jafka"`` or
+    #: ``"kafka07"``, ``store.jafka.Dialect``); None for MetaQ
+    variant: str | None = None
 
     def selected(self, partition: Partition, *, archives: bool = True) -> list[Segment]:
         """Segments to read in ``partition``: all of them, or just ``only``."""

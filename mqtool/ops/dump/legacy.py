@@ -1,16 +1,21 @@
-"""dump (and read by offset) for the Jafka and MetaQ layouts.
+"""dump (and read by offset) for the Jafka and MetaQ layouts (Jafka's dialects: Jafka and Kafka 0.7).
 
 ``JafkaDump`` and ``MetaqDump`` yield one item per message, lazily, partition by partition and
 segment by segment in offset order, applying ``topic``/``partition``/``from_offset``/``limit``.
-Problems met are collected (``problems``: located ``MqError``s) and notices (``notes``: torn
-tails, zero tails, names) instead of printed.  A CRC mismatch does not stop a walk (both formats
-frame by length, so the next message is still found) and the item says ``crc_valid`` False; a
-broken frame ends the walk of its file, where the broker's own recovery would stop too.
+The messages are those of the store model's reading (``store.model.legacy.SegmentScan``: one
+walk of each segment that judges it as validate does), consumed as it reads: the findings it
+makes on the partitions dumped are collected (``findings``, validate's codes and positions) and
+nothing is read past what ``limit`` needs -- the findings then cover what was read.  A message
+whose frame holds but whose CRC (or Jafka magic) fails is listed with its finding's code, and
+the walk goes on after it.  Problems the rows themselves meet (an inner message of a wrapper
+that fails its CRC, a MetaQ attribute block that does not parse) are collected as located
+``MqError``s (``problems``), notices as text (``notes``), instead of printed.
 
-Jafka gzip wrappers are expanded (unless ``deep=False``): the wrapper itself, then every inner
-message with the offsets a consumer sees (Jafka's deep iterator: every inner message but the last
-reports the wrapper's start as its next fetch offset, the last reports the offset after the
-wrapper).  Inflating is bounded (``formats.jafka.MAX_INFLATED_SIZE``): a gzip bomb is reported, not expanded.
+Jafka gzip wrappers (and Kafka 0.7 snappy ones) are expanded (unless ``deep=False``): the wrapper
+itself, then every inner message with the offsets a consumer sees (the deep iterator of
+``ByteBufferMessageSet``: every inner message but the last reports the wrapper's start as its
+next fetch offset, the last reports the offset after the wrapper).  Inflating is bounded
+(``formats.jafka.MAX_INFLATED_SIZE``): a gzip bomb is reported, not expanded.
 
 MetaQ archives are read too (``.meta.arc`` as a file, ``.meta.zip`` inflated on the fly), in
 offset order with the live segments; a ``.meta.zip`` dumps exactly like the segment it archives.
@@ -18,9 +23,10 @@ offset order with the live segments; a ``.meta.zip`` dumps exactly like the segm
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from mqtool.errors import (
     ChecksumError,
@@ -38,18 +44,10 @@ from mqtool.ops import log_findings
 from mqtool.store import jafka as sj
 from mqtool.store import metaq as sm
 from mqtool.store.jafka import starts_at as jafka_starts_at
-from mqtool.store.legacy import (
-    DataDir,
-    Framing,
-    Partition,
-    Segment,
-    SegmentReader,
-    SegmentWalk,
-    WalkEnd,
-    end_damage,
-)
+from mqtool.store.legacy import DataDir, Partition, Segment, SegmentWalk
 from mqtool.store.metaq import split_message as split_metaq
 from mqtool.store.metaq import starts_at as metaq_starts_at
+from mqtool.store.model import legacy as lm
 
 # --- common -----------------------------------------------------------------------------------------
 
@@ -78,58 +76,105 @@ def select_partitions(data: DataDir, topic: str | None, partition: int | None) -
     return chosen
 
 
+def _within(data: DataDir, partitions: list[Partition]) -> list[Path]:
+    return [data.only] if data.only is not None else [p.path for p in partitions]
+
+
 def findings_on_path(path: str | Path, data: DataDir, partitions: list[Partition]) -> list[Finding]:
     """validate's errors and warnings in ``partitions`` of the store at ``path`` (or in the one
     file ``path`` names), with validate's codes and positions (``ops.log_findings``)."""
     if not partitions:
         return []
-    within = [data.only] if data.only is not None else [p.path for p in partitions]
-    return log_findings.on_path(path, data.layout, within)
+    return log_findings.on_path(path, data.layout, _within(data, partitions))
 
 
-def _start_position(
-    reader: SegmentReader, segment: Segment, from_offset: int | None, check: Callable[[SegmentReader, int], bool]
-) -> tuple[int, str | None]:
-    """Where to start reading ``segment`` for ``--from-offset``: the exact position when a valid
-    message starts there (what a consumer fetch does), else 0 with a note."""
-    if from_offset is None or from_offset <= segment.start_offset:
-        return 0, None
-    pos = from_offset - segment.start_offset
-    if segment.archive == "zip":
-        return 0, None  # no random access into an archive: read it from the start
-    if check(reader, pos):
-        return pos, None
-    return 0, f"{segment.path}: offset {from_offset} is not the start of a valid message; starting at the next message after it"
-
-
-def record_end(
-    part: Partition, seg: Segment, reader: SegmentReader, framing: Framing, walk: SegmentWalk, problems: list[MqError], notes: list[str]
-) -> None:
-    """After a walk: its broken message, or an end that is damage (``store.legacy.end_damage``: a
-    length running past the end of a segment before the last, or over valid messages), goes to
-    ``problems``; a tail the broker's recovery repairs (torn message, zeros) to ``notes``."""
-    if walk.error is not None:
-        problems.append(walk.error)
-        return
-    try:
-        damage = end_damage(reader, framing, walk.end, last=seg is part.last)
-    except MqError as exc:  # the reader failed looking past the end (I/O, a damaged archive)
-        problems.append(exc)
-        return
-    if damage is not None:
-        problems.append(damage)
-        return
-    note = _end_note(seg, walk.end, reader.size)
-    if note:
-        notes.append(note)
-
-
-def _end_note(segment: Segment, end: WalkEnd | None, size: int) -> str | None:
-    if end is None or end.kind == "eof":
+def _tail_note(segment: Segment, result: lm.SegmentResult) -> str | None:
+    """A notice of the tail the broker's recovery repairs (the reading's TORN-TAIL or ZERO-TAIL
+    warning at where the data stops), in the reader's words."""
+    end = result.tail()
+    if end is None:
         return None
     if end.kind == "zeros":
-        return f"{segment.path}:{end.position}: data ends with {size - end.position} zero bytes"
-    return f"{segment.path}:{end.position}: data ends with a partial message ({size - end.position} of {end.length} bytes)"
+        return f"{segment.path}:{end.position}: data ends with {result.size - end.position} zero bytes"
+    return f"{segment.path}:{end.position}: data ends with a partial message ({result.size - end.position} of {end.length} bytes)"
+
+
+@dataclass
+class _ScanDump:
+    """What the two dumps share: the store model's segment scans, in offset order, consumed lazily."""
+
+    data: DataDir
+    topic: str | None = None
+    partition: int | None = None
+    from_offset: int | None = None
+    limit: int | None = None
+    problems: list[MqError] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    #: validate's errors and warnings on what was read (``ops.log_findings.select``), in its order
+    findings: list[Finding] = field(default_factory=list)
+    bytes_done: int = 0
+
+    @property
+    def partitions(self) -> list[Partition]:
+        return select_partitions(self.data, self.topic, self.partition)
+
+    def _segments(self, part: Partition) -> list[Segment]:
+        return self.data.selected(part)
+
+    @property
+    def total_bytes(self) -> int:
+        return sum(s.size or 0 for p in self.partitions for s in self._segments(p))
+
+    def _rows(self, where: Where, scanned: lm.ScannedMessage) -> Iterator[Any]:
+        raise NotImplementedError  # (each layout's rows)
+
+    def __iter__(self) -> Iterator[Any]:
+        self.notes.extend(self.data.notes)
+        if self.limit == 0:  # --limit 0: no rows, nothing read
+            return
+        parts = self.partitions
+        within = _within(self.data, parts)
+        reading = lm.plan_reading(self.data, self.data.layout)
+        self.findings.extend(log_findings.select(reading.files, within))
+        chosen = {id(p): {str(s.path): s for s in self._segments(p)} for p in parts}
+        emitted = 0
+        for task, part in reading.tasks:
+            seg = chosen.get(id(part), {}).get(task.path)
+            if seg is None:
+                continue
+            before = self.bytes_done
+            if self.from_offset is not None and seg.end_offset is not None and seg.end_offset <= self.from_offset:
+                self.bytes_done += seg.size or 0
+                continue
+            scan = lm.SegmentScan(task)
+            messages = iter(scan)
+            try:
+                first = True
+                for scanned in messages:
+                    self.bytes_done = before + scanned.position
+                    offset = seg.start_offset + scanned.position
+                    if self.from_offset is not None and offset < self.from_offset:
+                        continue
+                    if first and self.from_offset is not None and seg.start_offset < self.from_offset < offset:
+                        self.notes.append(
+                            f"{seg.path}: offset {self.from_offset} is not the start of a valid message; starting at the next message after it"
+                        )
+                    first = False
+                    for item in self._rows(Where(part, seg, scanned.position, offset), scanned):
+                        yield item
+                        emitted += 1
+                        if self.limit is not None and emitted >= self.limit:
+                            return  # read no further: what was read is judged (``finally``)
+            finally:
+                messages.close()  # type: ignore[attr-defined]
+                self.findings.extend(log_findings.select(scan.result.findings, within))
+            if scan.reader_error is not None:
+                self.problems.append(scan.reader_error)
+            note = _tail_note(seg, scan.result)
+            if note:
+                self.notes.append(note)
+            self.bytes_done = before + (seg.size or 0)
+        self.findings.extend(log_findings.select(reading.closing, within))
 
 
 # --- Jafka ------------------------------------------------------------------------------------------------
@@ -168,97 +213,39 @@ class JafkaItem:
 
 
 @dataclass
-class JafkaDump:
-    data: DataDir
-    topic: str | None = None
-    partition: int | None = None
-    from_offset: int | None = None
-    limit: int | None = None
+class JafkaDump(_ScanDump):
     deep: bool = True
-    problems: list[MqError] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
-    bytes_done: int = 0
-    _magic0_noted: set[Path] = field(default_factory=set, repr=False)
+    _magic_noted: set[Path] = field(default_factory=set, repr=False)
 
-    @property
-    def partitions(self) -> list[Partition]:
-        return select_partitions(self.data, self.topic, self.partition)
+    def _rows(self, where: Where, scanned: lm.ScannedMessage) -> Iterator[JafkaItem]:
+        message = scanned.message
+        assert isinstance(message, jf.Message)  # the scan of a Jafka segment
+        return self._items(where, message, scanned.code)
 
-    @property
-    def total_bytes(self) -> int:
-        return sum(s.size or 0 for p in self.partitions for s in self.data.selected(p))
-
-    def __iter__(self) -> Iterator[JafkaItem]:
-        self.notes.extend(self.data.notes)
-        emitted = 0
-        if self.limit == 0:  # --limit 0: no rows (the check after each yield would let one out)
-            return
-        for part in self.partitions:
-            for seg in self.data.selected(part):
-                if self.from_offset is not None and seg.end_offset is not None and seg.end_offset <= self.from_offset:
-                    self.bytes_done += seg.size or 0
-                    continue
-                for item in self._segment(part, seg):
-                    yield item
-                    emitted += 1
-                    if self.limit is not None and emitted >= self.limit:
-                        return
-
-    def _segment(self, part: Partition, seg: Segment) -> Iterator[JafkaItem]:
-        try:
-            reader = sj.open_segment(seg)
-        except MqError as exc:
-            self.problems.append(exc)
-            return
-        with reader:
-            start, note = _start_position(reader, seg, self.from_offset, jafka_starts_at)
-            if note:
-                self.notes.append(note)
-            walk = SegmentWalk(reader, sj.FRAMING, start, keep_damaged=True)
-            done = 0
-            try:
-                for pos, message in walk:
-                    self.bytes_done += walk.bytes_read - done
-                    done = walk.bytes_read
-                    offset = seg.start_offset + pos
-                    if self.from_offset is not None and offset < self.from_offset:
-                        continue
-                    assert isinstance(message, jf.Message)  # a walk with Jafka's framing
-                    yield from self._items(Where(part, seg, pos, offset), message, walk.damaged.get(pos))
-            except MqError as exc:  # the reader failed (I/O)
-                self.problems.append(exc)
-                return
-            self.bytes_done += max(0, (seg.size or 0) - start - done)
-            record_end(part, seg, reader, sj.FRAMING, walk, self.problems, self.notes)
-
-    def _items(self, where: Where, message: jf.Message, damage: MqError | None) -> Iterator[JafkaItem]:
-        """The rows of the message the store's walk yielded at ``where``; ``damage``: the error it
-        kept the message despite (its CRC fails, its frame holds), None for a healthy one."""
-        computed = message.crc if damage is None else crc32(message.payload)  # the walk checked it
+    def _items(self, where: Where, message: jf.Message, code: str | None) -> Iterator[JafkaItem]:
+        """The rows of the message the store's reading yielded at ``where``; ``code``: the finding
+        it was kept despite (its CRC or magic fails, its frame holds), None for a healthy one."""
+        dialect = sj.dialect_of(self.data)
+        computed = message.crc if code is None else crc32(message.payload)  # the reading checked it
         after = where.offset + message.serialized_size
-        magic = jf.magic_error(message.magic, where.position + jf.LOG_OVERHEAD, crc_mismatch=damage is not None)
-        finding = None
-        if damage is not None:
-            # Jafka reads the magic before the CRC: the same error validate reports (JAFKA-MAGIC)
-            problem = magic.at(where.segment.path) if magic is not None else damage
-            self.problems.append(problem)
-            finding = sj.error_code(problem)
-        elif magic is not None and where.segment.path not in self._magic0_noted:
-            # a whole Kafka 0.7 magic-0 message: shown (Kafka 0.7 files are read), but Jafka cannot read it
-            self._magic0_noted.add(where.segment.path)
+        if code is None and not dialect.accepts_magic(message.magic) and where.segment.path not in self._magic_noted:
+            # a whole Kafka 0.7 magic-0 message in a Jafka file: shown, but Jafka cannot read it
+            magic = jf.magic_error(message.magic, where.position + jf.LOG_OVERHEAD, magics=dialect.magics, broker=dialect.broker)
+            assert magic is not None
+            self._magic_noted.add(where.segment.path)
             self.notes.append(f"{magic.at(where.segment.path)} (the first of this file; `mqtool validate` lists them)")
         if not message.compressed:
-            yield JafkaItem(where, "message", message, computed, after, finding=finding)
+            yield JafkaItem(where, "message", message, computed, after, finding=code)
             return
-        yield JafkaItem(where, "wrapper", message, computed, after, finding=finding)
+        yield JafkaItem(where, "wrapper", message, computed, after, finding=code)
         if not self.deep:
             return
         inner: list[jf.InnerMessage] = []
         try:
-            for m in jf.iter_wrapper(message):
+            for m in jf.iter_wrapper(message, snappy=jf.CODEC_SNAPPY in dialect.codecs):
                 inner.append(m)
         except MqError as exc:
-            if damage is not None:  # the wrapper's own damage: stated once, by its finding
+            if code is not None:  # the wrapper's own damage: stated once, by its finding
                 return
             self.problems.append(
                 CorruptDataError(
@@ -276,7 +263,7 @@ class JafkaDump:
                 nxt = None
             else:
                 nxt = after if m.index == last_leaf else where.offset
-            if m.crc_computed != m.message.crc and damage is None:
+            if m.crc_computed != m.message.crc and code is None:
                 self.problems.append(
                     ChecksumError(
                         f"inner message #{m.index} of the wrapper: CRC mismatch",
@@ -287,7 +274,7 @@ class JafkaDump:
                     )
                 )
             kind = "wrapper" if m.message.compressed else "inner"
-            yield JafkaItem(where, kind, m.message, m.crc_computed, nxt, m.depth, m.index, m.position, finding)
+            yield JafkaItem(where, kind, m.message, m.crc_computed, nxt, m.depth, m.index, m.position, code)
 
 
 # --- MetaQ ----------------------------------------------------------------------------------------------
@@ -329,88 +316,21 @@ def id_parts(message_id: int) -> dict[str, int]:
 
 
 @dataclass
-class MetaqDump:
-    data: DataDir
-    topic: str | None = None
-    partition: int | None = None
-    from_offset: int | None = None
-    limit: int | None = None
+class MetaqDump(_ScanDump):
     archives: bool = True
-    problems: list[MqError] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
-    bytes_done: int = 0
 
-    @property
-    def partitions(self) -> list[Partition]:
-        return select_partitions(self.data, self.topic, self.partition)
+    def _segments(self, part: Partition) -> list[Segment]:
+        return self.data.selected(part, archives=self.archives or self.data.only is not None)
 
-    @property
-    def total_bytes(self) -> int:
-        return sum(s.size or 0 for p in self.partitions for s in self.data.selected(p, archives=self.archives))
+    def _rows(self, where: Where, scanned: lm.ScannedMessage) -> Iterator[MetaqItem]:
+        message = scanned.message
+        assert isinstance(message, mq.Message)  # the scan of a MetaQ segment
+        yield self._item(where, message, scanned.code)
 
-    def __iter__(self) -> Iterator[MetaqItem]:
-        self.notes.extend(self.data.notes)
-        emitted = 0
-        if self.limit == 0:  # --limit 0: no rows (the check after each yield would let one out)
-            return
-        for part in self.partitions:
-            for seg in self.data.selected(part, archives=self.archives or self.data.only is not None):
-                if self.from_offset is not None and seg.end_offset is not None and seg.end_offset <= self.from_offset:
-                    self.bytes_done += seg.size or 0
-                    continue
-                for item in self._segment(part, seg):
-                    yield item
-                    emitted += 1
-                    if self.limit is not None and emitted >= self.limit:
-                        return
-
-    def _segment(self, part: Partition, seg: Segment) -> Iterator[MetaqItem]:
-        try:
-            reader = sm.open_segment(seg)
-        except MqError as exc:
-            self.problems.append(exc)
-            return
-        with reader:
-            if reader.zip is not None:
-                expected = segnames.metaq_zip_entry_name(seg)
-                if len(reader.zip.entries) != 1:
-                    self.problems.append(
-                        CorruptDataError(path=seg.path, expected="exactly one entry in a .meta.zip", found=f"{len(reader.zip.entries)} entries")
-                    )
-                if expected is not None and reader.zip.entry_name != expected:
-                    self.problems.append(
-                        CorruptDataError(path=seg.path, expected=f"an entry named {expected}", found=repr(reader.zip.entry_name[:120]))
-                    )
-            start, note = _start_position(reader, seg, self.from_offset, metaq_starts_at)
-            if note:
-                self.notes.append(note)
-            walk = SegmentWalk(reader, sm.FRAMING, start, keep_damaged=True)
-            done = 0
-            try:
-                for pos, message in walk:
-                    self.bytes_done += walk.bytes_read - done
-                    done = walk.bytes_read
-                    offset = seg.start_offset + pos
-                    if self.from_offset is not None and offset < self.from_offset:
-                        continue
-                    assert isinstance(message, mq.Message)  # a walk with MetaQ's framing
-                    yield self._item(Where(part, seg, pos, offset), message, walk.damaged.get(pos))
-                if walk.error is None and walk.end is not None and walk.end.kind == "eof":
-                    reader.verify()  # a zip's CRC is checked once its entry has been read to the end
-            except MqError as exc:  # the reader failed (I/O, a damaged archive)
-                self.problems.append(exc)
-                return
-            self.bytes_done += max(0, (seg.size or 0) - start - done)
-            record_end(part, seg, reader, sm.FRAMING, walk, self.problems, self.notes)
-
-    def _item(self, where: Where, message: mq.Message, damage: MqError | None) -> MetaqItem:
-        """The row of the message the store's walk yielded at ``where``; ``damage``: the error it
-        kept the message despite (its checksum fails, its frame holds), None for a healthy one."""
-        computed = message.checksum if damage is None else masked_crc32(message.data)  # the walk checked it
-        finding = None
-        if damage is not None:
-            self.problems.append(damage)
-            finding = sm.error_code(damage)
+    def _item(self, where: Where, message: mq.Message, code: str | None) -> MetaqItem:
+        """The row of the message the store's reading yielded at ``where``; ``code``: the finding
+        it was kept despite (its checksum fails, its frame holds), None for a healthy one."""
+        computed = message.checksum if code is None else masked_crc32(message.data)  # the reading checked it
         attribute, payload, error = split_metaq(message)
         if error is not None:
             self.problems.append(
@@ -423,7 +343,7 @@ class MetaqDump:
                 )
             )
         return MetaqItem(
-            where, message, computed, attribute, payload, None if error is None else f"expected {error.expected}, found {error.found}", finding
+            where, message, computed, attribute, payload, None if error is None else f"expected {error.expected}, found {error.found}", code
         )
 
 
@@ -482,12 +402,11 @@ def _lookup_offset(data: DataDir, partition: Partition, offset: int) -> OffsetLo
         return result
     result.segment = seg
     jafka = data.layout == "jafka"
-    framing = sj.FRAMING if jafka else sm.FRAMING
+    framing = sj.dialect_of(data).framing if jafka else sm.FRAMING
     position = offset - seg.start_offset
     dump: JafkaDump | MetaqDump = JafkaDump(data) if jafka else MetaqDump(data)
     with (sj.open_segment(seg) if jafka else sm.open_segment(seg)) as reader:
-        starts = jafka_starts_at if jafka else metaq_starts_at
-        direct = seg.archive != "zip" and starts(reader, position)
+        direct = seg.archive != "zip" and (jafka_starts_at(reader, position, sj.dialect_of(data)) if jafka else metaq_starts_at(reader, position))
         walk = SegmentWalk(reader, framing, position if direct else 0, keep_damaged=True)
         for pos, message in walk:
             if pos < position:
@@ -497,12 +416,21 @@ def _lookup_offset(data: DataDir, partition: Partition, offset: int) -> OffsetLo
                 result.next_offset = seg.start_offset + pos
                 break
             where = Where(partition, seg, pos, offset)
+            damage = walk.damaged.get(pos)
+            code = walk.finding_code(pos)
             if isinstance(dump, JafkaDump):
                 assert isinstance(message, jf.Message)  # a walk with Jafka's framing
-                result.items.extend(dump._items(where, message, walk.damaged.get(pos)))
+                dialect = sj.dialect_of(data)
+                magic = jf.magic_error(message.magic, pos + jf.LOG_OVERHEAD, crc_mismatch=True, magics=dialect.magics, broker=dialect.broker)
+                if damage is not None and magic is not None:
+                    damage = magic.at(seg.path)  # the broker reads the magic before the CRC (JAFKA-MAGIC)
+                    code = sj.error_code(damage)
+                result.items.extend(dump._items(where, message, code))
             else:
                 assert isinstance(message, mq.Message)  # a walk with MetaQ's framing
-                result.items.append(dump._item(where, message, walk.damaged.get(pos)))
+                result.items.append(dump._item(where, message, code))
+            if damage is not None:
+                result.problems.append(damage)
             break
     if not result.items:
         result.reason = f"offset {offset} is not the start of a valid message in {seg.path}"

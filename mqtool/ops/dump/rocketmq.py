@@ -36,6 +36,7 @@ from mqtool.store import rocketmq as rmq
 from mqtool.store import rocksdb_cq as store_rcq
 from mqtool.store.files import ReadOnlyFile, check_path, is_directory, is_regular_file, piece_size, read_small_file
 from mqtool.store.model import commitlog as model_cl
+from mqtool.store.model import compaction as model_compaction
 from mqtool.store.model import rocketmq as model
 from mqtool.store.model import rocksdb_cq as model_rcq
 from mqtool.store.model import timer as model_timer
@@ -399,6 +400,7 @@ def commitlog_files(path: Path) -> list[rmq.Segment]:
     """CommitLog files for PATH: a store root, the ``commitlog/`` dir, or one file."""
     path = Path(path)
     check_path(path)
+    _not_compaction(path, "a store root, a commitlog/ directory or a CommitLog file")
     if is_regular_file(path):
         st = path.stat()
         base = int(path.name) if segnames.ROCKETMQ_FILE_NAME.match(path.name) else 0
@@ -412,6 +414,13 @@ def commitlog_files(path: Path) -> list[rmq.Segment]:
     if not path.exists():
         raise StoreLayoutError("no such file or directory", path=path)
     raise StoreLayoutError(expected="a store root, a commitlog/ directory or a CommitLog file", found="none of them", path=path)
+
+
+def _not_compaction(path: Path, expected: str) -> None:
+    """A path of the compaction store is refused with the family that reads it."""
+    family = model_compaction.compaction_family(path)
+    if family is not None:
+        raise StoreLayoutError(expected=expected, found=f"a path of the compaction store: read it with `mqtool dump {family}`", path=path)
 
 
 def commitlog_directory(path: Path) -> Path | None:
@@ -450,6 +459,7 @@ def consumequeue_targets(path: Path, *, topic: str | None = None, queue_id: int 
     """Queues for PATH: store root, ``consumequeue/``, a topic dir, a queue dir, or one file."""
     path = Path(path)
     check_path(path)
+    _not_compaction(path, "a store root, a consumequeue/ directory, a topic or queue directory or a ConsumeQueue file")
     if is_regular_file(path):
         st = path.stat()
         base = int(path.name) if segnames.ROCKETMQ_FILE_NAME.match(path.name) else 0

@@ -1,13 +1,13 @@
-"""info for Jafka and MetaQ data dirs: partitions, segments, offset ranges, how the data ends.
+"""info for Jafka (and Kafka 0.7) and MetaQ data dirs: partitions, segments, offset ranges, how the data ends.
 
-Cheap like RocketMQ's info: names and sizes of every file, one walk of each partition's last
-segment (the one the broker recovers at start-up) to find where its valid data ends, and a hop
-over the length fields of every earlier live segment (headers only: no payload, no checksum) to
-see that its messages end exactly at its end -- nothing ever repairs those segments, and a
-damaged length there hides the rest of the segment from consumers.  Archives are measured from
-their names and sizes (a ``.meta.zip`` from its central directory), not read.
+The names and sizes of every file, and the store model's one reading of the segments
+(``store.model.legacy.read_store``, each log byte read once): where each partition's valid data
+ends and how its last segment ends come from it, and so do the errors and warnings validate
+states (a damaged length in an earlier segment, which hides the rest of it from consumers, a
+torn tail the broker's recovery repairs).  Archives are measured from their names and sizes (a
+``.meta.zip`` from its central directory) and read like the live segments.
 
-``errors`` holds damage met (located, what was expected and found: the command exits 1);
+``errors`` holds damage met (``CODE path:position: message``, as validate: the command exits 1);
 ``problems`` holds what is worth a look but not damage (a torn or zero tail the broker's recovery
 repairs, names the broker rejects, links).
 """
@@ -17,20 +17,14 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
-from mqtool.errors import MqError
+from mqtool.findings import Finding
 from mqtool.ops import log_findings
 from mqtool.store import jafka as sj
 from mqtool.store import metaq as sm
-from mqtool.store.legacy import (
-    DataDir,
-    Framing,
-    Partition,
-    Segment,
-    SegmentWalk,
-    end_damage,
-    hop_end,
-)
+from mqtool.store.legacy import DataDir, Partition
+from mqtool.store.model import legacy as lm
 
 
 @dataclass
@@ -46,7 +40,7 @@ class PartitionInfo:
     last_segment: str | None
     zero_length_files: list[str] = field(default_factory=list)
     #: MetaQ: ``{"files", "bytes", "start_offset", "end_offset"}`` of the .meta.arc/.meta.zip archives
-    archived: dict | None = None
+    archived: dict[str, int | None] | None = None
 
 
 @dataclass
@@ -54,6 +48,8 @@ class LegacyInfo:
     layout: str
     root: str
     kind: str  # data-dir, partition or segment
+    #: Jafka layout: the broker its files are named for, ``jafka`` or ``kafka07`` (Kafka 0.7)
+    variant: str | None
     clean_shutdown_marker: bool | None  # Jafka: .jafka_cleanshutdown present
     topics: int
     segments: int
@@ -65,60 +61,32 @@ class LegacyInfo:
     #: in the data (``CODE path:position: message``)
     errors: list[str] = field(default_factory=list)
     #: validate's errors and warnings (``ops.log_findings``); the warnings also in ``problems``
-    findings: list[dict] = field(default_factory=list)
+    findings: list[dict[str, Any]] = field(default_factory=list)
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         doc = dataclasses.asdict(self)
         if self.layout == "jafka":
             for p in doc["partitions"]:
                 p.pop("archived")
         else:
             doc.pop("clean_shutdown_marker")
+            doc.pop("variant")
         return doc
 
 
-def _check_earlier(seg: Segment, opener, framing: Framing, errors: list[MqError]) -> None:
-    """A live segment before the last: do its length fields lead exactly to its end?"""
-    if not seg.size:
-        return
-    try:
-        with opener(seg) as reader:
-            stop = hop_end(reader, framing)
-            if stop >= reader.size:
-                return
-            walk = SegmentWalk(reader, framing, stop, check_crc=False)
-            for _ in walk:
-                pass
-            damage = walk.error if walk.error is not None else end_damage(reader, framing, walk.end, last=False)
-    except MqError as exc:
-        damage = exc
-    if damage is not None:
-        errors.append(damage)
-
-
-def _partition_info(data: DataDir, part: Partition, problems: list[str], errors: list[MqError]) -> PartitionInfo:
+def _partition_info(data: DataDir, part: Partition, ends: dict[str, lm.SegmentRead]) -> PartitionInfo:
+    """A partition's facts; ``ends``: the reading of each segment by path (its last segment's
+    tells where the valid data ends and how)."""
     segs = part.segments
-    framing = sj.FRAMING if data.layout == "jafka" else sm.FRAMING
-    opener = sj.open_segment if data.layout == "jafka" else sm.open_segment
     max_offset = end_kind = None
     last = part.last
-    for seg in segs[:-1]:
-        _check_earlier(seg, opener, framing, errors)
-    if last is not None:
-        try:
-            with opener(last) as reader:
-                walk = SegmentWalk(reader, framing)
-                for _ in walk:
-                    pass
-                damage = walk.error if walk.error is not None else end_damage(reader, framing, walk.end, last=True)
-            max_offset = last.start_offset + walk.valid_end
-            end_kind = walk.end.kind if walk.end is not None else "corrupt"
-            if damage is not None:
-                errors.append(damage)
-            elif walk.end is not None and walk.end.kind != "eof":
-                problems.append(f"{last.path}:{walk.end.position}: the data ends in {walk.end.kind} bytes; `mqtool validate` explains them")
-        except MqError as exc:
-            errors.append(exc)
+    read = ends.get(str(last.path)) if last is not None else None
+    if last is not None and read is not None:
+        res = read.result
+        if res.opened:
+            max_offset = last.start_offset + res.valid_end
+            end_kind = res.end_kind or "corrupt"
+        else:
             end_kind = "unreadable"
     info = PartitionInfo(
         topic=part.topic,
@@ -139,16 +107,29 @@ def _partition_info(data: DataDir, part: Partition, problems: list[str], errors:
             "start_offset": min(a.start_offset for a in part.archives),
             "end_offset": max((a.end_offset for a in part.archives if a.end_offset is not None), default=None),
         }
-        for a in part.archives:
-            if a.size is None:
-                problems.append(f"{a.path}: the zip archive's directory cannot be read")
     return info
 
 
 def _info(data: DataDir, marker: bool | None) -> LegacyInfo:
     problems: list[str] = list(data.notes)
-    errors: list[MqError] = []
-    partitions = [_partition_info(data, p, problems, errors) for p in data.partitions]
+    found: list[Finding] = []
+    reads: dict[str, lm.SegmentRead] = {}
+    for item in lm.read_store(data, data.layout):
+        if isinstance(item, lm.SegmentRead):
+            reads[item.task.path] = item
+            found.extend(item.result.findings)
+        else:
+            found.extend(item)
+    partitions = [_partition_info(data, p, reads) for p in data.partitions]
+    for p in data.partitions:
+        last = p.last
+        read = reads.get(str(last.path)) if last is not None else None
+        end = read.result.tail() if read is not None else None
+        if end is not None:
+            problems.append(f"{read.task.path}:{end.position}: the data ends in {end.kind} bytes; `mqtool validate` explains them")  # type: ignore[union-attr]
+        for a in p.archives:
+            if a.size is None:
+                problems.append(f"{a.path}: the zip archive's directory cannot be read")
     for path, reason in data.bad_dirs:
         problems.append(f"{path}: {reason}")
     for p in data.partitions:
@@ -162,11 +143,12 @@ def _info(data: DataDir, marker: bool | None) -> LegacyInfo:
     unexpected += [str(p) for p in data.ignored_dirs if p.name != sm.TRANSACTIONS_DIR]
     for p in data.partitions:
         unexpected += [str(u) for u in p.unexpected]
-    problems, texts, met = log_findings.merged(data.root, data.layout, problems, errors)
+    problems, texts, met = log_findings.merged(data.root, data.layout, problems, [], log_findings.select(found))
     return LegacyInfo(
         layout=data.layout,
         root=str(data.root),
         kind=data.kind,
+        variant=data.variant,
         clean_shutdown_marker=marker,
         topics=len({p.topic for p in data.partitions}),
         segments=sum(len(p.segments) for p in data.partitions),

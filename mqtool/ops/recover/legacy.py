@@ -12,6 +12,9 @@ brokers' quirks, and keeps every byte it cuts:
   damaged tail).  The marker itself is never created: Jafka has no lock file, so mqtool cannot
   know that the broker is stopped, and a marker written under a running broker would make it skip
   recovery after its next crash.
+* **Kafka 0.7** (the Jafka layout's ``kafka07`` dialect, ``.kafka`` segments): the same loop as
+  Jafka's (``FileMessageSet.recover``/``validateMessage`` of 0.7.2: ``LENGTH >= 5``, the entry
+  fits, ``Message.isValid``), magic 0 and 1 both valid, ``.kafka_cleanshutdown`` the marker.
 * **MetaQ** (always at load): the same loop with MetaQ's 20-byte header and
   ``CRC32(data) & 0x7FFFFFFF``.  Twenty zero bytes are a valid empty message to MetaQ, so its
   recovery reads *through* zero runs: a zero gap whose length is a multiple of 20 followed by
@@ -112,17 +115,19 @@ def _reader(layout: str, seg: Segment) -> SegmentReader:
     return sj.open_segment(seg) if layout == "jafka" else sm.open_segment(seg)
 
 
-def scan_tail(layout: str, seg: Segment) -> _Tail:
-    """Run the broker's recovery loop over a last segment (read-only)."""
+def scan_tail(layout: str, seg: Segment, dialect: sj.Dialect = sj.JAFKA) -> _Tail:
+    """Run the broker's recovery loop over a last segment (read-only); ``dialect``: Jafka's or
+    Kafka 0.7's (magic 0 and 1)."""
     with _reader(layout, seg) as reader:
-        return _scan_jafka(reader) if layout == "jafka" else _scan_metaq(reader)
+        return _scan_jafka(reader, dialect) if layout == "jafka" else _scan_metaq(reader)
 
 
-def _scan_jafka(reader: SegmentReader) -> _Tail:
-    walk = SegmentWalk(reader, sj.FRAMING, 0, check_crc=True)
+def _scan_jafka(reader: SegmentReader, dialect: sj.Dialect) -> _Tail:
+    walk = SegmentWalk(reader, dialect.framing, 0, check_crc=True)
     for pos, message in walk:
-        if message.magic != jf.MAGIC_V1:
-            return _Tail(reader.size, pos, pos, "magic", f"magic byte {message.magic} (Jafka reads only magic 1; its recovery throws here)")
+        if not dialect.accepts_magic(message.magic):
+            magics = " and ".join(str(m) for m in sorted(dialect.magics))
+            return _Tail(reader.size, pos, pos, "magic", f"magic byte {message.magic} ({dialect.broker} reads only magic {magics}; its recovery throws here)")
     if walk.error is not None:
         assert walk.failed_at is not None
         return _Tail(reader.size, walk.failed_at, walk.failed_at, "broken", walk.error.reason)
@@ -168,60 +173,63 @@ def _metaq_tail(size: int, last_real: int, broker_end: int, kind: str, detail: s
     return _Tail(size, last_real, broker_end, kind, detail, trailing, kept)
 
 
-# A candidate message start: Jafka LENGTH >= 0 then MAGIC 1; MetaQ 0 < msgLen < 2**24, checksum >= 0.
+# A candidate message start: Jafka LENGTH >= 0 then MAGIC 1 (Kafka 0.7: MAGIC 0 or 1); MetaQ
+# 0 < msgLen < 2**24, checksum >= 0.
 _CANDIDATE = {
     "jafka": re.compile(rb"(?=[\x00-\x7f][\x00-\xff]{3}\x01)"),
+    "kafka07": re.compile(rb"(?=[\x00-\x7f][\x00-\xff]{3}[\x00\x01])"),
     "metaq": re.compile(rb"(?=\x00(?!\x00\x00\x00)[\x00-\xff]{3}[\x00-\x7f])"),
 }
 
 
-def _decodes(layout: str, reader: SegmentReader, pos: int, chunk: bytes, i: int) -> bool:
-    """Whether a valid message (CRC checked; Jafka: magic 1) starts at ``pos`` (= ``chunk[i]``)."""
+def _decodes(layout: str, reader: SegmentReader, pos: int, chunk: bytes, i: int, dialect: sj.Dialect = sj.JAFKA) -> bool:
+    """Whether a valid message (CRC checked; Jafka: magic 1, Kafka 0.7: 0 or 1) starts at ``pos`` (= ``chunk[i]``)."""
     overhead = jf.LOG_OVERHEAD if layout == "jafka" else mq.HEADER_LEN
     length = (jf.peek_length if layout == "jafka" else mq.peek_length)(chunk, i)  # _CANDIDATE spans 5 bytes
-    if not (jf.MIN_HEADER_SIZE if layout == "jafka" else 1) <= length <= min(MAX_MESSAGE_SIZE, reader.size - pos - overhead):
+    if not (dialect.min_length if layout == "jafka" else 1) <= length <= min(MAX_MESSAGE_SIZE, reader.size - pos - overhead):
         return False
     data = chunk[i : i + overhead + length] if i + overhead + length <= len(chunk) else reader.pread(pos, overhead + length)
     try:
         if layout == "jafka":
-            return jf.decode_message(data, 0).magic == jf.MAGIC_V1
+            return dialect.accepts_magic(jf.decode_message(data, 0).magic)
         mq.decode_message(data, 0)
     except MqError:
         return False
     return True
 
 
-def _next_message(layout: str, reader: SegmentReader, start: int) -> int | None:
+def _next_message(layout: str, reader: SegmentReader, start: int, dialect: sj.Dialect = sj.JAFKA) -> int | None:
     """The first position >= ``start`` where a valid message starts."""
     overhead = jf.LOG_OVERHEAD + 1 if layout == "jafka" else mq.HEADER_LEN
+    candidate = _CANDIDATE[dialect.name if layout == "jafka" else layout]
     pos = start
     while pos < reader.size:
         chunk = reader.pread(pos, CHUNK_SIZE + overhead)
         span = min(CHUNK_SIZE, len(chunk))
-        for match in _CANDIDATE[layout].finditer(chunk, 0, span + overhead):
+        for match in candidate.finditer(chunk, 0, span + overhead):
             i = match.start()
             if i >= span:
                 break
-            if _decodes(layout, reader, pos + i, chunk, i):
+            if _decodes(layout, reader, pos + i, chunk, i, dialect):
                 return pos + i
         pos += span
     return None
 
 
-def _count_valid_from(layout: str, seg: Segment, start: int) -> int:
+def _count_valid_from(layout: str, seg: Segment, start: int, dialect: sj.Dialect = sj.JAFKA) -> int:
     """Valid messages at or after ``start`` (what cutting there drops), resynchronising after
     every break as validate does."""
-    framing = sj.FRAMING if layout == "jafka" else sm.FRAMING
+    framing = dialect.framing if layout == "jafka" else sm.FRAMING
     count = 0
     with _reader(layout, seg) as reader:
         pos = start
         while pos < reader.size:
-            found = _next_message(layout, reader, pos)
+            found = _next_message(layout, reader, pos, dialect)
             if found is None:
                 break
             walk = SegmentWalk(reader, framing, found, check_crc=True)
             for _p, message in walk:
-                if layout == "metaq" or message.magic == jf.MAGIC_V1:
+                if layout == "metaq" or dialect.accepts_magic(message.magic):
                     count += 1
             stop = walk.failed_at if walk.error is not None else (walk.end.position if walk.end is not None else reader.size)
             pos = max(stop, found + 1)
@@ -246,20 +254,21 @@ def _plan(layout: str, path: str | Path, options: RecoverOptions) -> RecoverPlan
     plan.facts["kind"] = data.kind
     plan.facts["data_dir"] = str(data.data_dir.absolute()) if data.data_dir is not None else None
     marker = sj.clean_shutdown_marker(data) if layout == "jafka" else None
+    dialect = sj.dialect_of(data)
     if layout == "jafka":
         plan.facts["clean_shutdown_marker"] = marker
     partitions = []
     for part in data.partitions:
-        fact = _plan_partition(layout, plan, part, root)
+        fact = _plan_partition(layout, plan, part, root, dialect)
         if fact is not None:
             partitions.append(fact)
     plan.facts["partitions"] = partitions
     if len(partitions) == 1:
         plan.valid_end = partitions[0]["log_end_offset"]
     if plan.has_work and marker:
-        plan.notes.append(f"{sj.CLEAN_SHUTDOWN_FILE} is present: Jafka would skip its own recovery at the next start and append after these tails")
+        plan.notes.append(f"{dialect.marker} is present: {dialect.broker} would skip its own recovery at the next start and append after these tails")
     if plan.has_work:
-        plan.notes.append(f"{'Jafka' if layout == 'jafka' else 'MetaQ'} has no lock file mqtool could test: stop the broker before --apply")
+        plan.notes.append(f"{dialect.broker if layout == 'jafka' else 'MetaQ'} has no lock file mqtool could test: stop the broker before --apply")
     for bad, reason in data.bad_dirs:
         plan.notes.append(f"{bad.name}: {reason} (not repaired by recover)")
     links = list(data.links) + [p for part in data.partitions for p in part.links]
@@ -276,12 +285,12 @@ def _plan(layout: str, path: str | Path, options: RecoverOptions) -> RecoverPlan
     return plan
 
 
-def _plan_partition(layout: str, plan: RecoverPlan, part: Partition, root: Path) -> dict | None:
+def _plan_partition(layout: str, plan: RecoverPlan, part: Partition, root: Path, dialect: sj.Dialect = sj.JAFKA) -> dict | None:
     segs = part.segments
     if not segs:
         return None
     last = segs[-1]
-    tail = scan_tail(layout, last)
+    tail = scan_tail(layout, last, dialect)
     fact = {
         **_partition_ids(part),
         "last_segment": relative(root, last.path),
@@ -300,15 +309,17 @@ def _plan_partition(layout: str, plan: RecoverPlan, part: Partition, root: Path)
             )
     _plan_holes(layout, plan, part, root)
     if tail.cut_from < tail.size:
-        _plan_cut(layout, plan, part, last, tail, root, fact)
+        _plan_cut(layout, plan, part, last, tail, root, fact, dialect)
     return fact
 
 
-def _plan_cut(layout: str, plan: RecoverPlan, part: Partition, seg: Segment, tail: _Tail, root: Path, fact: dict) -> None:
+def _plan_cut(
+    layout: str, plan: RecoverPlan, part: Partition, seg: Segment, tail: _Tail, root: Path, fact: dict, dialect: sj.Dialect = sj.JAFKA
+) -> None:
     start, cut, size = seg.start_offset, tail.cut_from, tail.size
     with _reader(layout, seg) as reader:
         extent = nonzero_extent(reader, cut)
-    dropped = _count_valid_from(layout, seg, cut) if extent is not None else 0
+    dropped = _count_valid_from(layout, seg, cut, dialect) if extent is not None else 0
     plan.records_dropped += dropped
     fact["valid_messages_cut"] = dropped
     at = f"offset {start + cut}"

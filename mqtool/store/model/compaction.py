@@ -113,6 +113,17 @@ def compaction_root(path: Path) -> Path | None:
     return next((p for p in [path, *path.parents][:6] if is_rocketmq_root(p) and is_directory(p / cf.COMPACTION_DIR)), None)
 
 
+def compaction_family(path: Path) -> str | None:
+    """The ``dump`` family of a path inside a compaction store (``compactionlog`` under
+    ``compactionLog/``, ``compactioncq`` under ``compactionCq/``), or None for another path: the
+    other families name it instead of reading its records as their own."""
+    parts = Path(path).parts
+    for i, part in enumerate(parts[1:], start=1):
+        if parts[i - 1] == cf.COMPACTION_DIR and part in (cf.COMPACTION_LOG_DIR, cf.COMPACTION_CQ_DIR):
+            return "compactionlog" if part == cf.COMPACTION_LOG_DIR else "compactioncq"
+    return None
+
+
 def resolve(path: Path, want: str) -> tuple[Path, list[tuple[str, int, Path]]]:
     """The directories of ``want`` (``log`` or ``cq``) that PATH names: a store root, ``compaction/``,
     ``compactionLog/`` or ``compactionCq/``, a topic's or a queue's directory, or one file; as the
@@ -343,6 +354,7 @@ __all__ = [
     "queue_dirs",
     "in_progress_dirs",
     "compaction_root",
+    "compaction_family",
     "resolve",
     "segments_of",
     "RecordAt",

@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import cast
 
-from mqtool.errors import ChecksumError, MqError, StoreIOError, StoreLayoutError
+from mqtool.errors import ChecksumError, CorruptDataError, MqError, StoreIOError, StoreLayoutError
 from mqtool.findings import Finding
 from mqtool.formats import jafka as jf
 from mqtool.formats import metaq as mq
@@ -72,6 +72,7 @@ class SegmentTask:
     named: bool
     is_last: bool  # the last live segment of its partition: the one recovery repairs
     recovery_runs: bool  # Jafka: no clean-shutdown marker; MetaQ: always
+    variant: str | None = None  # the Jafka family's dialect (``store.jafka.DIALECTS``): "jafka" or "kafka07"
 
 
 @dataclass
@@ -87,38 +88,90 @@ class SegmentResult:
     lost: int = 0  # valid messages at or after recovery_end
     findings: list[Finding] = field(default_factory=list)
     opened: bool = False
+    #: how the valid data first stops: ``eof``, ``zeros``, ``partial`` (as the walk ended) or
+    #: ``corrupt`` (a broken message); None when the file was not read to a stop
+    end_kind: str | None = None
+    #: the walk's end where the valid data first stops at a zero or partial tail (position, length)
+    end: WalkEnd | None = None
+
+    def tail(self) -> WalkEnd | None:
+        """``end`` when it is a tail the broker's recovery repairs (the reading states a
+        TORN-TAIL or ZERO-TAIL there), else None (no tail, or damage)."""
+        end = self.end
+        if end is None or not any(f.position == end.position and f.code.endswith(("-TORN-TAIL", "-ZERO-TAIL")) for f in self.findings):
+            return None
+        return end
+
+
+@dataclass(frozen=True)
+class ScannedMessage:
+    """One message of a segment as the scan read it: its position in the file, the message
+    (``formats.jafka.Message`` or ``formats.metaq.Message``) and, for a message whose frame holds
+    but whose checksum (or Jafka magic) is damaged -- decoded without the check, and the scan reads
+    on after it -- the code of the finding stated about it (JAFKA-CRC, JAFKA-MAGIC, METAQ-CRC)."""
+
+    position: int
+    message: object
+    code: str | None = None
+
+
+class SegmentScan:
+    """One segment's reading as a stream: iterating yields every message (``ScannedMessage``) as
+    the walk reads it, while ``result`` collects the findings, counts and ends.  A consumer that
+    stops early (``dump --limit``) reads no further: ``complete`` stays False and ``result``
+    holds what was judged so far.  ``read_segment`` consumes it whole."""
+
+    def __init__(self, task: SegmentTask) -> None:
+        self.task = task
+        self.result = SegmentResult(task.path)
+        self.complete = False
+        #: the reader failed (I/O, a damaged archive), as raised: readers report it themselves
+        self.reader_error: MqError | None = None
+
+    def __iter__(self) -> Iterator[ScannedMessage]:
+        task = self.task
+        res = self.result
+        prefix = "JAFKA" if task.layout == "jafka" else "METAQ"
+        seg = Segment(Path(task.path), task.start_offset, None, 0, task.archive, task.named)
+        try:
+            reader = sj.open_segment(seg) if task.layout == "jafka" else sm.open_segment(seg)
+        except (StoreIOError, StoreLayoutError) as exc:
+            self.reader_error = exc
+            res.findings.append(Finding(f"{prefix}-UNREADABLE", task.path, exc.position, exc.reason))
+            self.complete = True
+            return
+        except MqError as exc:  # a zip archive whose structure is broken (position: in the archive file)
+            self.reader_error = exc
+            res.findings.append(Finding("METAQ-ZIP", task.path, exc.position, exc.reason))
+            self.complete = True
+            return
+        with reader:
+            res.size = reader.size
+            res.opened = True
+            if reader.zip is not None:
+                _check_zip_entries(task, reader, res)
+            try:
+                yield from _Scan(task, reader, res).run()
+                reader.verify()
+            except StoreIOError as exc:
+                self.reader_error = exc
+                res.findings.append(Finding(f"{prefix}-UNREADABLE", task.path, exc.position, exc.reason))
+            except MqError as exc:  # the reader failed: for an archive, a damaged zip
+                self.reader_error = exc
+                if reader.zip is None:
+                    res.findings.append(Finding(f"{prefix}-UNREADABLE", task.path, exc.position, exc.reason))
+                else:
+                    code = "METAQ-ZIP-CRC" if isinstance(exc, ChecksumError) else "METAQ-ZIP"
+                    res.findings.append(Finding(code, task.path, None, exc.reason))
+        self.complete = True
 
 
 def read_segment(task: SegmentTask) -> SegmentResult:
     """Every message of one segment file and how it ends.  Never raises on data."""
-    res = SegmentResult(task.path)
-    prefix = "JAFKA" if task.layout == "jafka" else "METAQ"
-    seg = Segment(Path(task.path), task.start_offset, None, 0, task.archive, task.named)
-    try:
-        reader = sj.open_segment(seg) if task.layout == "jafka" else sm.open_segment(seg)
-    except (StoreIOError, StoreLayoutError) as exc:
-        res.findings.append(Finding(f"{prefix}-UNREADABLE", task.path, exc.position, exc.reason))
-        return res
-    except MqError as exc:  # a zip archive whose structure is broken (position: in the archive file)
-        res.findings.append(Finding("METAQ-ZIP", task.path, exc.position, exc.reason))
-        return res
-    with reader:
-        res.size = reader.size
-        res.opened = True
-        if reader.zip is not None:
-            _check_zip_entries(task, reader, res)
-        try:
-            _Scan(task, reader, res).run()
-            reader.verify()
-        except StoreIOError as exc:
-            res.findings.append(Finding(f"{prefix}-UNREADABLE", task.path, exc.position, exc.reason))
-        except MqError as exc:  # the reader failed: for an archive, a damaged zip
-            if reader.zip is None:
-                res.findings.append(Finding(f"{prefix}-UNREADABLE", task.path, exc.position, exc.reason))
-            else:
-                code = "METAQ-ZIP-CRC" if isinstance(exc, ChecksumError) else "METAQ-ZIP"
-                res.findings.append(Finding(code, task.path, None, exc.reason))
-    return res
+    scan = SegmentScan(task)
+    for _ in scan:
+        pass
+    return scan.result
 
 
 def _check_zip_entries(task: SegmentTask, reader: SegmentReader, res: SegmentResult) -> None:
@@ -156,9 +209,12 @@ class _Scan:
         self.res = res
         self.size = reader.size
         self.jafka = task.layout == "jafka"
-        self.framing = sj.FRAMING if self.jafka else sm.FRAMING
+        self.dialect = sj.DIALECTS.get(task.variant or "jafka", sj.JAFKA)
+        self.framing = self.dialect.framing if self.jafka else sm.FRAMING
         self.prefix = "JAFKA" if self.jafka else "METAQ"
         self.first_break: int | None = None
+        #: the damaged message ``on_error`` keeps (its frame holds), for ``run`` to yield
+        self.kept: ScannedMessage | None = None
         self.recovery_point: int | None = None  # last segment: where recovery stops
         self.repaired = task.is_last  # recovery (if it runs) repairs this file's tail
 
@@ -179,7 +235,9 @@ class _Scan:
         return self.framing.peek_length(head, 0) if len(head) == 4 else None
 
     def starts_at(self, position: int) -> bool:
-        return (sj.starts_at if self.jafka else sm.starts_at)(self.reader, position)
+        if self.jafka:
+            return sj.starts_at(self.reader, position, self.dialect)
+        return sm.starts_at(self.reader, position)
 
     def mark_break(self, position: int) -> None:
         if self.first_break is None:
@@ -188,24 +246,40 @@ class _Scan:
             if self.task.is_last and self.recovery_point is None:
                 self.recovery_point = position
 
+    def magic_error(self, magic: int, position: int | None, *, crc_mismatch: bool = False) -> CorruptDataError | None:
+        """``formats.jafka.magic_error`` with the dialect's magics (Jafka 1; Kafka 0.7 0 and 1)."""
+        d = self.dialect
+        return jf.magic_error(magic, position, crc_mismatch=crc_mismatch, magics=d.magics, broker=d.broker)
+
     # -- the walk ------------------------------------------------------------------------------
-    def run(self) -> None:
+    def run(self) -> Iterator[ScannedMessage]:
+        """Walk the file, yielding each message as it is read (and a damaged message whose frame
+        holds, with its finding's code); the findings go to ``res``."""
         pos = 0
         while True:
             walk = SegmentWalk(self.reader, self.framing, pos, check_crc=True)
             for p, message in walk:
                 self.message(p, message)
+                yield ScannedMessage(p, message)
+            self.kept = None
             if walk.error is None:
                 end = walk.end
                 assert end is not None
                 if end.kind == "eof":
                     if self.first_break is None:
                         self.res.valid_end = end.position
+                        self.res.end_kind = "eof"
                     break
+                if self.first_break is None:
+                    self.res.end_kind, self.res.end = end.kind, end
                 nxt = self.on_end(end)
             else:
                 assert walk.failed_at is not None
+                if self.first_break is None:
+                    self.res.end_kind = "corrupt"
                 nxt = self.on_error(walk.failed_at, walk.error)
+                if self.kept is not None:
+                    yield self.kept
             if nxt is None:
                 break
             pos = nxt
@@ -222,7 +296,7 @@ class _Scan:
             self.metaq_message(p, cast(mq.Message, message))
 
     def jafka_message(self, p: int, m: jf.Message) -> None:
-        magic = jf.magic_error(m.magic, p + jf.LOG_OVERHEAD)
+        magic = self.magic_error(m.magic, p + jf.LOG_OVERHEAD)
         if magic is not None:
             self.add(
                 "MAGIC",
@@ -231,18 +305,20 @@ class _Scan:
             )
             if self.task.is_last and self.recovery_point is None:
                 self.recovery_point = p
-                self.res.recovery_crash = m.size >= jf.MIN_HEADER_SIZE
+                self.res.recovery_crash = m.size >= self.dialect.min_length
             return
         if m.attributes & ~jf.COMPRESSION_CODEC_MASK & 0xFF:
             self.add("ATTRIBUTE", p + 5, f"expected attribute bits 2-7 clear, found attribute 0x{m.attributes:02X}")
         codec = m.compression_codec
-        if codec == jf.CODEC_SNAPPY:
+        known = self.dialect.codecs
+        if codec == jf.CODEC_SNAPPY and codec not in known:
             self.add("CODEC", p + 5, "expected codec 0 (none) or 1 (gzip), found 2 (snappy): Jafka has no snappy codec, consumers fail")
-        elif codec not in (jf.CODEC_NONE, jf.CODEC_GZIP):
-            self.add("CODEC", p + 5, f"expected codec 0 (none) or 1 (gzip), found {codec}: consumers fail (UnKnownCodecException)")
-        elif codec == jf.CODEC_GZIP:
+        elif codec not in known:
+            exception = "UnKnownCodecException" if self.dialect is sj.JAFKA else "UnknownCodecException"  # (each broker's spelling)
+            self.add("CODEC", p + 5, f"expected codec {self.dialect.codec_text()}, found {codec}: consumers fail ({exception})")
+        elif codec != jf.CODEC_NONE:
             try:
-                for inner in jf.iter_wrapper(m):
+                for inner in jf.iter_wrapper(m, snappy=jf.CODEC_SNAPPY in known):
                     self.res.inner += 1
                     if inner.crc_computed != inner.message.crc:
                         self.add(
@@ -251,7 +327,7 @@ class _Scan:
                             f"inner message #{inner.index} at inflated byte {inner.position}: expected CRC 0x{inner.crc_computed:08X}, "
                             f"found 0x{inner.message.crc:08X}",
                         )
-                    magic = jf.magic_error(inner.message.magic)
+                    magic = self.magic_error(inner.message.magic, None)
                     if magic is not None:
                         self.add("WRAPPER", p, f"inner message #{inner.index}: {magic.reason}")
             except MqError as exc:
@@ -295,9 +371,10 @@ class _Scan:
             length, magic_byte = jf.peek_message(head)
             # Jafka reads the magic before the CRC (crcOffset throws first): a magic byte other than
             # 1 is JAFKA-MAGIC even when, read as Kafka 0.7's magic 0, the CRC does not match either
-            magic = jf.magic_error(magic_byte, b + jf.LOG_OVERHEAD, crc_mismatch=isinstance(exc, ChecksumError))
+            magic = self.magic_error(magic_byte, b + jf.LOG_OVERHEAD, crc_mismatch=isinstance(exc, ChecksumError))
             if length < jf.MIN_HEADER_SIZE_V0:
-                position, text = b, f"expected LENGTH >= {jf.MIN_HEADER_SIZE} (the magic-1 header), found {length}"
+                header = "the magic-1 header" if self.dialect.min_length == jf.MIN_HEADER_SIZE else "the magic-0 header"
+                position, text = b, f"expected LENGTH >= {self.dialect.min_length} ({header}), found {length}"
             elif magic is not None:
                 code, position, text = "MAGIC", magic.position, magic.reason
             elif isinstance(exc, ChecksumError):
@@ -308,8 +385,19 @@ class _Scan:
         if code in ("CRC", "MAGIC"):
             nxt = self.framed_next(b)
             if nxt is not None:
+                self.keep(b, nxt, f"{self.prefix}-{code}")
                 return nxt
         return self.resync_from(b, b + 1)
+
+    def keep(self, b: int, nxt: int, code: str) -> None:
+        """The message at ``b`` whose frame holds (the next one starts at ``nxt``) but whose check
+        failed: decoded without the check and handed to the consumer with its finding's code
+        (``self.kept``); not counted among the valid messages."""
+        try:
+            message = self.framing.decode(self.reader.pread(b, nxt - b), 0, check_crc=False)  # type: ignore[misc]
+        except MqError:
+            return
+        self.kept = ScannedMessage(b, message, code)
 
     def on_end(self, end: WalkEnd) -> int | None:
         b = end.position
@@ -357,7 +445,7 @@ class _Scan:
         if self.jafka:
             if self.task.recovery_runs:
                 return f"{n} zero bytes after the last message (a crash before the data was written); recovery truncates them"
-            return f"{n} zero bytes after the last message; recovery would truncate them but is skipped (.jafka_cleanshutdown present)"
+            return f"{n} zero bytes after the last message; recovery would truncate them but is skipped ({self.dialect.marker} present)"
         kept, rest = divmod(n, mq.HEADER_LEN)
         text = f"{n} zero bytes after the last message: MetaQ's recovery reads 20 zero bytes as a valid empty message, so "
         if kept:
@@ -398,7 +486,7 @@ class _Scan:
             written = rem
             how = f"only {rem} of its bytes were written"
             length_out = rem
-        repair = "recovery truncates it" if self.task.recovery_runs else "recovery would truncate it but is skipped (.jafka_cleanshutdown present)"
+        repair = "recovery truncates it" if self.task.recovery_runs else f"recovery would truncate it but is skipped ({self.dialect.marker} present)"
         self.add(
             "TORN-TAIL",
             b,
@@ -498,11 +586,12 @@ class _Scan:
         if self.jafka and point < self.size and task.recovery_runs:
             res.recovery_crash = self.jafka_recovery_crashes(point)
             if res.recovery_crash:
+                magics = " or ".join(str(m) for m in sorted(self.dialect.magics))
                 self.add(
                     "RECOVERY-CRASH",
                     point + jf.LOG_OVERHEAD,
-                    f"Jafka's recovery reads a complete entry at offset {self.offset(point)} whose magic byte is not 1 and throws "
-                    "UnknownMagicByteException: the broker does not start until this segment is repaired (`mqtool recover`)",
+                    f"{self.dialect.broker}'s recovery reads a complete entry at offset {self.offset(point)} whose magic byte is not {magics} and "
+                    "throws UnknownMagicByteException: the broker does not start until this segment is repaired (`mqtool recover`)",
                 )
         if task.recovery_runs and res.lost and not res.recovery_crash:
             self.add(
@@ -516,7 +605,7 @@ class _Scan:
             self.add(
                 "UNRECOVERED",
                 valid_end,
-                f".jafka_cleanshutdown is present, so Jafka skips recovery: consumers stop at offset {self.offset(valid_end)} and new "
+                f"{self.dialect.marker} is present, so {self.dialect.broker} skips recovery: consumers stop at offset {self.offset(valid_end)} and new "
                 f"messages are appended after the {self.size - valid_end} bytes that follow",
                 self.size - valid_end,
             )
@@ -532,9 +621,9 @@ class _Scan:
         if len(head) < jf.LOG_OVERHEAD + 1:
             return False
         length, magic = jf.peek_message(head)
-        if length < jf.MIN_HEADER_SIZE or point + jf.LOG_OVERHEAD + length > self.size:
+        if length < self.dialect.min_length or point + jf.LOG_OVERHEAD + length > self.size:
             return False
-        return magic != jf.MAGIC_V1
+        return not self.dialect.accepts_magic(magic)
 
 
 # --- phase 1: files --------------------------------------------------------------------------------------
@@ -678,15 +767,25 @@ def _serial(fn: Callable[[SegmentTask], SegmentResult], tasks: list[SegmentTask]
     return map(fn, tasks)
 
 
-def read_store(data: DataDir, layout: str, *, run: Runner = _serial) -> Iterator[list[Finding] | SegmentRead]:
-    """Everything the model states about ``data`` (a Jafka or MetaQ data dir, partition or
-    segment: ``layout``), streamed in the order of the module docstring."""
+@dataclass
+class StoreReading:
+    """The parts of ``read_store`` before any log byte is read, for a reader that runs the segment
+    scans itself (``SegmentScan``, lazily: dump) and states the findings they make: ``files`` (the
+    first item), the segment ``tasks`` with their partitions, in order, and ``closing`` (the last
+    item: Jafka's missing clean-shutdown marker)."""
+
+    files: list[Finding]
+    tasks: list[tuple[SegmentTask, Partition]]
+    closing: list[Finding]
+
+
+def plan_reading(data: DataDir, layout: str) -> StoreReading:
+    """What ``read_store`` states without reading a log byte, and the segment tasks it runs."""
     prefix = layout.upper()
     out: list[Finding] = []
     if data.kind == "data-dir":
         _check_data_dir(data, out, prefix)
-    tasks: list[SegmentTask] = []
-    owners: list[Partition] = []
+    tasks: list[tuple[SegmentTask, Partition]] = []
     # the broker recovers the last segment of each partition at its next start: MetaQ always,
     # Jafka without .jafka_cleanshutdown (None: no data dir known, as if absent)
     marker = sj.clean_shutdown_marker(data) if layout == "jafka" else None
@@ -696,21 +795,32 @@ def read_store(data: DataDir, layout: str, *, run: Runner = _serial) -> Iterator
             _check_partition(part, out, prefix)
         last = part.last
         for seg in data.selected(part):
-            tasks.append(SegmentTask(layout, str(seg.path), seg.start_offset, seg.archive, seg.named, seg is last, runs))
-            owners.append(part)
-    yield out
-    for task, part, res in zip(tasks, owners, run(read_segment, tasks)):
-        yield SegmentRead(task, part, res)
+            tasks.append((SegmentTask(layout, str(seg.path), seg.start_offset, seg.archive, seg.named, seg is last, runs, data.variant), part))
+    closing: list[Finding] = []
     if marker is False and data.data_dir is not None and data.only is None:
-        yield [
+        name = sj.dialect_of(data).marker
+        closing.append(
             Finding(
                 "JAFKA-UNCLEAN-SHUTDOWN",
-                str(data.data_dir / sj.CLEAN_SHUTDOWN_FILE),
+                str(data.data_dir / name),
                 None,
-                f"no {sj.CLEAN_SHUTDOWN_FILE} in {data.data_dir}: the broker is running or did not stop cleanly; at the next start "
+                f"no {name} in {data.data_dir}: the broker is running or did not stop cleanly; at the next start "
                 "recovery checks and truncates the last segment of every partition",
             )
-        ]
+        )
+    return StoreReading(out, tasks, closing)
+
+
+def read_store(data: DataDir, layout: str, *, run: Runner = _serial) -> Iterator[list[Finding] | SegmentRead]:
+    """Everything the model states about ``data`` (a Jafka or MetaQ data dir, partition or
+    segment: ``layout``), streamed in the order of the module docstring."""
+    reading = plan_reading(data, layout)
+    yield reading.files
+    tasks = [task for task, _ in reading.tasks]
+    for (task, part), res in zip(reading.tasks, run(read_segment, tasks)):
+        yield SegmentRead(task, part, res)
+    if reading.closing:
+        yield reading.closing
 
 
 def findings(data: DataDir, layout: str) -> Iterator[Finding]:

@@ -207,3 +207,11 @@ def test_damage_placed_anywhere_is_found_at_its_position(store, tmp_path_factory
     found = compaction_findings(dst)
     places = {(str(_at(p.cq_file, writer.root, dst)), p.cq_position), (str(_at(p.log_file, writer.root, dst)), p.position)}
     assert any((f.path, f.position) in places for f in found), (target, at, [(f.code, f.path, f.position) for f in found])
+
+
+def test_dump_commitlog_and_consumequeue_name_the_compaction_families(store):
+    root, writer = store
+    code, _, err = run_cli("dump", "commitlog", writer.placed[0].log_file)
+    assert code != 0 and "mqtool dump compactionlog" in err
+    code, _, err = run_cli("dump", "consumequeue", writer.placed[0].cq_file.parent)
+    assert code != 0 and "mqtool dump compactioncq" in err
