@@ -253,6 +253,7 @@ def render_other(console: "Console", doc: dict[str, Any], *, all_rows: bool = Fa
     import humanize
 
     from mqtool.cli.render import HEALTHY_ENDS, finding_from_dict, render_findings_by_cause, render_generic, rows_left_out, rows_to_show
+    from mqtool.layouts import describe
 
     findings = [finding_from_dict(f) for f in doc.get("findings", [])]
     parts = [p for p in doc.get("partitions", []) if isinstance(p, dict)]
@@ -288,7 +289,6 @@ def render_other(console: "Console", doc: dict[str, Any], *, all_rows: bool = Fa
     if doc["layout"] == "kafka":  # the directory name says topic and partition: no columns repeating it
         for key in ("partitions", "partition_details"):
             if key in trimmed:
-    from mqtool.layouts import describe
                 trimmed[key] = [{k: v for k, v in p.items() if k not in ("topic", "partition")} for p in trimmed[key]]
     render_generic(console, trimmed)
     rows_left_out(console, len(shown), len(parts), "partitions")
