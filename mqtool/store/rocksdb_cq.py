@@ -73,16 +73,19 @@ class RocksCq:
         rocksdict = require_rocksdict()
         self._tmp = Path(tempfile.mkdtemp(prefix="mqtool-rocksdb-cq-"))
         self._db: Any = None
+        #: bytes of the database's files (its SST, log, MANIFEST ... files)
+        self.size = 0
         try:
             for entry in sorted(self.path.iterdir()):
                 if _DB_FILE.match(entry.name) and is_regular_file(entry):
                     (self._tmp / entry.name).symlink_to(entry.resolve())
+                    self.size += entry.stat().st_size
             raw = rocksdict.Options(raw_mode=True)
             try:
                 families = rocksdict.Rdict.list_cf(str(self._tmp), raw)
             except Exception as exc:  # rocksdict raises plain Exception for RocksDB's status
                 raise CorruptDataError(
-                    "cannot read the RocksDB ConsumeQueue's MANIFEST", path=self.path, expected="a RocksDB database", found=str(exc).strip()
+                    "cannot read the RocksDB ConsumeQueue's MANIFEST", path=self.path, expected="a RocksDB database", found=self._ours(exc)
                 ) from None
             self.column_families: list[str] = list(families)
             extra = {name: rocksdict.Options(raw_mode=True) for name in self.column_families if name != rcq.UNITS_COLUMN_FAMILY}
@@ -90,7 +93,7 @@ class RocksCq:
                 self._db = rocksdict.Rdict(str(self._tmp), options=raw, column_families=extra, access_type=rocksdict.AccessType.read_only())
             except Exception as exc:
                 raise CorruptDataError(
-                    "cannot open the RocksDB ConsumeQueue read-only", path=self.path, expected="a RocksDB database", found=str(exc).strip()
+                    "cannot open the RocksDB ConsumeQueue read-only", path=self.path, expected="a RocksDB database", found=self._ours(exc)
                 ) from None
         except BaseException:
             self.close()
@@ -112,18 +115,31 @@ class RocksCq:
         try:
             value = self._db.get(key)
         except Exception as exc:
-            raise CorruptDataError("cannot read a RocksDB key", path=self.path, expected="a readable database", found=str(exc).strip()) from None
+            raise CorruptDataError("cannot read a RocksDB key", path=self.path, expected="a readable database", found=self._ours(exc)) from None
         return value if isinstance(value, bytes) else None
 
     def _items(self, table: Any, start: bytes | None) -> Iterator[tuple[bytes, bytes]]:
+        # rocksdict's items() ends silently where RocksDB's iterator stops on an error (a block
+        # checksum mismatch): the iterator's status is checked at the end, so a damaged SST is an
+        # error, never a shorter table
         try:
-            it = table.items(from_key=start) if start is not None else table.items()
-            for key, value in it:
-                yield bytes(key), bytes(value)
+            it = table.iter()
+            if start is not None:
+                it.seek(start)
+            else:
+                it.seek_to_first()
+            while it.valid():
+                yield bytes(it.key()), bytes(it.value())
+                it.next()
+            it.status()
         except MqError:
             raise
         except Exception as exc:
-            raise CorruptDataError("cannot read the RocksDB ConsumeQueue", path=self.path, expected="readable SST and log files", found=str(exc).strip()) from None
+            raise CorruptDataError("cannot read the RocksDB ConsumeQueue", path=self.path, expected="readable SST and log files", found=self._ours(exc)) from None
+
+    def _ours(self, exc: BaseException) -> str:
+        """RocksDB's message, naming the store's files rather than the private link directory."""
+        return str(exc).strip().replace(str(self._tmp), str(self.path))
 
     def close(self) -> None:
         if self._db is not None:

@@ -292,6 +292,8 @@ def query_by_topic(
     records' TAGS are then compared exactly."""
     result = QueryResult()
     queues = sorted(q for t, q in store.queues() if t == topic)
+    if not queues and store_rcq.is_rocksdb_cq(store.root):
+        return _rocksdb_topic(store, topic, begin, end, tag, max_results, result)  # a RocksDB ConsumeQueue (5.2+)
     if not queues:
         result.notes.append(f"no ConsumeQueue for topic {topic!r} (topics with one: {', '.join(known_topics(store)) or 'none'})")
         return result
@@ -310,6 +312,40 @@ def query_by_topic(
                 result.hits.append(hit)
                 if max_results is not None and len(result.hits) >= max_results:
                     return result
+    return result
+
+
+def _rocksdb_topic(store: rmq.RocketMQStore, topic: str, begin: int, end: int, tag: str | None, max_results: int | None, result: QueryResult) -> QueryResult:
+    """``query_by_topic`` on a RocksDB ConsumeQueue: the topic's queues are those of the offset
+    table (``RocksDBConsumeQueueOffsetTable.scanAllQueueIdInTopic``); a unit holds its record's
+    store time, so only the records of units inside ``[begin, end]`` are read (a scan of the keys,
+    not ``binarySearchInCQByTime``: it needs no queue to be in store-time order)."""
+    wanted = tags_code(tag) if tag is not None and topic != SCHEDULE_TOPIC else None
+    with store_rcq.RocksCq(store_rcq.db_dir(store.root)) as db:
+        table = model_rcq.offset_table(db)
+        queues = sorted({qid for t, qid in table.max if t == topic})
+        if not queues:
+            topics = sorted({t for t, _ in table.max})
+            result.notes.append(f"no RocksDB ConsumeQueue unit of topic {topic!r} (topics with one: {', '.join(topics) or 'none'})")
+            return result
+        with rmq.CommitLogReader(store) as reader:
+            for qid in queues:
+                for item in model_rcq.queue_units(db, topic, qid):
+                    if isinstance(item, model_rcq.BadEntry):
+                        result.findings.append(model_rcq.bad_entry_finding(db, item))
+                        continue
+                    value = item.value
+                    if (wanted is not None and value.tags_code != wanted) or not begin <= value.store_timestamp <= end:
+                        continue
+                    result.candidates += 1
+                    hit = _read_hit(reader, value.commit_log_offset, "consumequeue", result)
+                    if hit is None or not begin <= hit.record.store_timestamp <= end:
+                        continue
+                    if tag is not None and hit.record.tags != tag:
+                        continue
+                    result.hits.append(hit)
+                    if max_results is not None and len(result.hits) >= max_results:
+                        return result
     return result
 
 

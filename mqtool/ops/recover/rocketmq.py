@@ -49,7 +49,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mqtool.errors import MqError, PlanChangedError, StoreLayoutError
+from mqtool.errors import MqError, PlanChangedError, StoreLayoutError, UnsupportedFormatError
 from mqtool.findings import Finding, Severity
 from mqtool.formats import segment_names as segnames
 from mqtool.formats.rocketmq import checkpoint as cpf
@@ -69,6 +69,7 @@ from mqtool.store.model import queue_offsets
 from mqtool.store.model import rocketmq as model
 from mqtool.store.model import rocketmq_broker as brokers
 from mqtool.store.quarantine import region_crc
+from mqtool.store.rocksdb_cq import is_rocksdb_cq
 from mqtool.store.writer import IndexBuilder, cq_tags_code
 
 MODES = ("auto", "normal", "abnormal")
@@ -131,6 +132,14 @@ class _Scan:
 
 def plan_rocketmq(path: str | Path, options: RecoverOptions = RecoverOptions()) -> RecoverPlan:
     store = rmq.open_store(path, commitlog_file_size=options.commitlog_file_size)
+    if is_rocksdb_cq(store.root):
+        # its dispatch steps would write file ConsumeQueue units beside the broker's RocksDB one
+        raise UnsupportedFormatError(
+            "recover does not plan for a RocksDB ConsumeQueue (storeType=defaultRocksDB) yet",
+            path=store.consumequeue_dir,
+            expected="consumequeue/<topic>/<queueId>/ files",
+            found="a RocksDB database",
+        )
     plan, scan = _plan_commitlog(store, options)
     root, mode, broker, segments, start, cq_max = store.root, plan.mode, scan.broker, scan.segments, scan.start, scan.cq_max
     process_offset = plan.valid_end if plan.valid_end is not None else store.commitlog_min_offset

@@ -210,7 +210,7 @@ def gather(
     ``index_num``) when not the detected ones (``--config``); ``broker``: RocketMQ's broker
     modelled (``broker_version``, ``version_hints``, ``config_path``) for validate and the recover
     plan, whose restart preview the report shows (``restart_rows``)."""
-    from mqtool.errors import MqError
+    from mqtool.errors import MqError, UnsupportedFormatError
     from mqtool.findings import Severity
     from mqtool.ops.clean import cleaner
     from mqtool.ops.lag import store_lag
@@ -271,7 +271,13 @@ def gather(
 
     # the recover plan (never applied)
     plan_fn, _apply, recover_options = recoverer(layout)
-    rplan = plan_fn(path, recover_options(**(broker or {})))
+    try:
+        rplan = plan_fn(path, recover_options(**(broker or {})))
+    except UnsupportedFormatError as exc:  # a store recover does not plan for (a RocksDB ConsumeQueue): the page says so
+        from mqtool.ops.recover import RecoverPlan
+
+        notes.append(f"no recover plan: {exc.reason}")
+        rplan = RecoverPlan(layout, root, "recover")
     restart = restart_rows(rplan.facts.get("restart") or {})
     recover = [_step(st, root, "recover", segs, logs) for st in rplan.steps]
     for seg in segs.values():  # a log file whose tail the recover plan cuts past its valid end is torn

@@ -1124,9 +1124,13 @@ def _validate_rocketmq(path: str | Path, options: ValidateOptions, progress: Pro
     rocks = validate_rocksdb_cq.RocksCheck()
     if options.wants("consumequeue") or options.wants("config"):
         last_offsets = {key: edge.last for key, edge in queue_offsets.edges.items()}
-        rocks = validate_rocksdb_cq.check_rocksdb_cq(store, commitlog_end=commitlog_end, last_queue_offsets=last_offsets, damaged=damaged_ranges, end_cause=end_cause, live=live)
+        rocks = validate_rocksdb_cq.check_rocksdb_cq(
+            store, commitlog_end=commitlog_end, last_queue_offsets=last_offsets, damaged=damaged_ranges, end_cause=end_cause, live=live
+        )
+        if rocks.summary is not None:
+            report.files.append(rocks.summary)
         for finding in rocks.findings:
-            report.add(finding)
+            report.add(finding, rocks.summary)
         if rocks.facts:
             report.facts["rocksdb_consumequeue"] = rocks.facts
         queue_ranges = {**rocks.ranges, **queue_ranges}

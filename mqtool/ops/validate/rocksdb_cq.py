@@ -26,6 +26,7 @@ from typing import Any
 
 from mqtool.errors import CorruptDataError
 from mqtool.findings import Finding
+from mqtool.ops.validate import FileSummary
 from mqtool.store import rocketmq as rmq
 from mqtool.store import rocksdb_cq as store_rcq
 from mqtool.store.model import rocketmq as model
@@ -40,6 +41,8 @@ class RocksCheck:
     facts: dict[str, Any] = field(default_factory=dict)
     #: ``[min, max)`` of each queue the RocksDB ConsumeQueue holds (as the broker serves them)
     ranges: dict[QueueKey, tuple[int, int]] = field(default_factory=dict)
+    #: the database as one entry of validate's files (its bytes, its units)
+    summary: FileSummary | None = None
 
 
 def check_rocksdb_cq(
@@ -60,13 +63,20 @@ def check_rocksdb_cq(
         db = store_rcq.RocksCq(path)
     except CorruptDataError as exc:
         out.findings.append(Finding("RMQ-FILE-UNREADABLE", str(path), None, f"the RocksDB ConsumeQueue: {exc.reason}"))
+        out.summary = FileSummary(str(path), "consumequeue", 0, 0, None)
         return out
     with db:
-        judged = model_rcq.judge(db, store, commitlog_end=commitlog_end, damaged=damaged)
+        try:
+            judged = model_rcq.judge(db, store, commitlog_end=commitlog_end, damaged=damaged)
+        except CorruptDataError as exc:  # RocksDB refused to read on (a block checksum, a truncated SST)
+            out.findings.append(Finding("RMQ-FILE-UNREADABLE", str(path), None, f"the RocksDB ConsumeQueue: {exc.reason}"))
+            out.summary = FileSummary(str(path), "consumequeue", db.size, 0, None)
+            return out
         out.findings.extend(model.link_knock_on(f, end_cause) for f in judged.findings)
         out.ranges = judged.ranges()
+        out.summary = FileSummary(str(path), "consumequeue", db.size, judged.units, None)
         if store.queues():
-            out.findings.extend(model_rcq.divergence_findings(db, store))
+            out.findings.extend(model_rcq.divergence_findings(db, store, set(judged.spans)))
         else:
             out.findings.extend(model_rcq.lag_findings(db, judged, last_queue_offsets, live=live))
         out.facts = {

@@ -393,17 +393,14 @@ class Divergence:
     first_differ: int | None = None
 
 
-def divergence_findings(db: RocksCq, store: rmq.RocketMQStore) -> list[Finding]:
+def divergence_findings(db: RocksCq, store: rmq.RocketMQStore, rocks_queues: set[QueueKey]) -> list[Finding]:
     """``RMQ-CQ-ROCKSDB-DIVERGE`` for each queue whose file ConsumeQueue and RocksDB ConsumeQueue
     do not hold the same units (the double write of ``CombineConsumeQueueStore`` /
     ``rocksdbCQDoubleWriteEnable``).  Units below the CommitLog's first file are left out: file
     retention and RocksDB compaction drop them at different times.  Each queue is read as a merge of
-    its two sorted walks, so memory stays flat."""
+    its two sorted walks, so memory stays flat.  ``rocks_queues``: the queues the RocksDB holds
+    units of (``Judged.spans``)."""
     commitlog_min = store.commitlog_min_offset
-    rocks_queues: set[QueueKey] = set()
-    for item in walk_units(db):
-        if isinstance(item, RocksUnit):
-            rocks_queues.add((item.cq.topic, item.cq.queue_id))
     file_queues = set(store.queues())
     out: list[Finding] = []
     for key in sorted(rocks_queues | file_queues):

@@ -209,3 +209,61 @@ def test_lag(store):
     assert rows[("TopicA", 0)]["oldest_unconsumed_timestamp"] == a0[2].store_ts
     assert rows[("TopicA", 1)]["lag_messages"] == 0
     assert rows[("TopicC", 0)]["log_end_offset"] is None  # no such queue: unknown, never 0
+
+
+def test_query_by_time_window(store):
+    root, units = store
+    a = sorted((u for u in units if u.topic == "TopicA"), key=lambda u: u.store_ts)
+    begin, end = a[2].store_ts, a[5].store_ts
+    code, out, _ = run_cli("query", root, "--topic", "TopicA", "--begin", begin, "--end", end, "--json")
+    rows = json.loads(out)
+    assert code == 0
+    assert sorted(r["commitlog_offset"] for r in rows) == sorted(u.phy for u in a if begin <= u.store_ts <= end)
+    code, out, _ = run_cli("query", root, "--topic", "TopicA", "--tag", "tag1", "--json")
+    assert code == 0 and sorted(r["commitlog_offset"] for r in json.loads(out)) == sorted(u.phy for u in a if u.tags_code == w.java_hash("tag1"))
+
+
+def test_recover_refuses_and_report_says_so(tmp_path):
+    from mqtool.ops.report import gather
+
+    root = tmp_path / "store"
+    w.make_rocksdb_store(root, extra_units=[w.Unit("TopicA", 0, 4, 1 << 19, 121, 0, w.T0)])
+    before = snapshot(root)
+    # recover's dispatch steps write file ConsumeQueue units: not beside a RocksDB one (exit 4)
+    code, _, err = run_cli("recover", root)
+    assert code == 4 and "RocksDB ConsumeQueue" in err
+    report = gather(root, "rocketmq", jobs=1)
+    assert any("no recover plan" in n for n in report.notes)
+    seg = next(s for log in report.logs for s in log.segments if s.path == "consumequeue")
+    assert [m.code for m in seg.marks] == ["RMQ-CQ-PAST-END", "RMQ-CQ-ROCKSDB-CHECKPOINT"]
+    assert snapshot(root) == before
+
+
+@pytest.mark.parametrize("which", [0, -1])  # the two column families' SSTs
+@pytest.mark.parametrize("where", [0.0, 0.3, 0.6, 0.95])
+def test_damaged_sst_is_a_finding_or_read_on(tmp_path, which, where):
+    """A flipped byte anywhere in an SST: RocksDB's block checksums refuse it (RMQ-FILE-UNREADABLE on
+    consumequeue/) or the bytes it lands in are not read by a scan; never a crash."""
+    root = tmp_path / "store"
+    w.make_rocksdb_store(root)
+    ssts = sorted((root / "consumequeue").glob("*.sst"), key=lambda p: p.stat().st_size)
+    assert len(ssts) == 2
+    sst = ssts[which]
+    data = bytearray(sst.read_bytes())
+    data[int(len(data) * where)] ^= 0xFF
+    sst.write_bytes(bytes(data))
+    report = validate(root)
+    found = {f.code for f in report.findings if f.path == str(root / "consumequeue")}
+    assert found <= {"RMQ-FILE-UNREADABLE", "RMQ-CQ-ROCKSDB-ENTRY", "RMQ-CQ-ROCKSDB-GAP", "RMQ-CQ-ROCKSDB-OFFSET", "RMQ-CQ-MISMATCH", "RMQ-CQ-LAG"}
+    if where == 0.0:  # the first data block: its checksum fails (rocksdict's items() would end there silently)
+        assert "RMQ-FILE-UNREADABLE" in found
+    code, _, err = run_cli("dump", "consumequeue", root, "--jsonl")
+    assert code in (0, 1) and "Traceback" not in err
+
+
+def test_stats_reads_the_commitlog_of_a_rocksdb_store(store):
+    # stats counts CommitLog records; a RocksDB ConsumeQueue no longer makes it exit 4
+    root, units = store
+    code, out, _ = run_cli("stats", root, "--json")
+    totals = json.loads(out)["totals"]
+    assert code == 0 and totals["messages"] == len(units) and totals["queues"] == 3
