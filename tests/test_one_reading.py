@@ -53,7 +53,9 @@ WALKERS = frozenset(
 #: Modules of ops/, cli/ and pipeline/ that walk log bytes today, and with what.
 WALKING_TODAY: dict[str, frozenset[str]] = {
     "ops/clean/kafka.py": frozenset({"LogFileWalk"}),
-    "ops/diff.py": frozenset({"CommitLogFileWalk", "LogFileWalk", "SegmentWalk"}),
+    "ops/diff/kafka.py": frozenset({"LogFileWalk"}),
+    "ops/diff/legacy.py": frozenset({"SegmentWalk"}),
+    "ops/diff/rocketmq.py": frozenset({"CommitLogFileWalk"}),
     "ops/dump/kafka.py": frozenset({"LogFileWalk", "decode_batch", "frame_records", "read_entry_at"}),
     "ops/dump/legacy.py": frozenset({"SegmentWalk"}),
     "ops/dump/rocketmq.py": frozenset({"CommitLogFileWalk", "decode_message", "iter_entries", "walk_columns"}),

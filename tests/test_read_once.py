@@ -40,23 +40,18 @@ FIXED_PER_FILE = 4096
 
 #: (layout, command): the ratio it reads today, above ``TARGET`` -- why, in a word each:
 #: ``model``: the command's own walk, then the store model's findings read the bytes again;
-#: ``sides``: diff reads each side twice (its walk, then validate's findings);
 #: ``verbs``: report runs validate, recover's plan, clean's plan and stats, each its own reading.
 READ_TODAY: dict[tuple[str, str], float] = {
     ("rocketmq", "info"): 1.55,  # model: its walks of the newest file, the restart preview's plan walk and read-speed probe
-    ("rocketmq", "diff"): 2.05,  # sides
     ("rocketmq", "recover"): 2.3,  # model: the plan's recovery window and undispatched-record walks, the preview's read-speed probe
     ("rocketmq", "report"): 3.3,  # verbs
     ("kafka", "dump"): 2.05,  # model
     ("kafka", "stats"): 2.05,  # model
     ("kafka", "info"): 1.7,  # model: the last segment's walk, then validate's findings
-    ("kafka", "diff"): 2.05,  # sides
     ("kafka", "recover"): 3.05,  # model: recover's scan, validate's findings before and after
     ("kafka", "report"): 6.4,  # verbs
-    ("jafka", "diff"): 2.55,  # sides
     ("jafka", "recover"): 1.55,  # model
     ("jafka", "report"): 2.55,  # verbs
-    ("metaq", "diff"): 2.55,  # sides
     ("metaq", "recover"): 1.55,  # model
     ("metaq", "report"): 2.55,  # verbs
 }

@@ -1,0 +1,226 @@
+"""diff of two Kafka log dirs or partitions: each side read once, by the store model's reading.
+
+Kafka replicas hold the same record batches at the same offsets (followers append the leader's
+batches as they are) but may roll segments at other places, so partitions are compared batch by
+batch, aligned by offset.
+
+A side is read as validate reads it (``store.model.kafka.read_store``, the log families a reader
+states: ``ops.log_findings``) for the findings diff states; that reading is watched
+(``store.files.observe_reads``) and the ``.log`` bytes kept as block digests (``ops.diff.digest``).
+Two partitions whose segments start at the same offsets and hold the same bytes (equal digests,
+equal sizes), every batch a v2 batch the model found no fault in, are identical: their offsets
+and batch count are the model's (``SegmentResult``), and nothing is read again.  Any other pair
+is walked batch by batch (``LogFileWalk``) to find where the two differ; a broken entry (a batch
+that does not decode, which is damage, unlike a torn tail: a ``partial`` end) is met there at
+the offset expected.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from mqtool.errors import MqError
+from mqtool.findings import Finding, Severity
+from mqtool.ops.diff.digest import ReadDigests
+from mqtool.ops.diff.report import Extra, LogDiff, damaged_verdict
+from mqtool.store.files import ReadOnlyFile, observe_reads
+
+if TYPE_CHECKING:
+    from mqtool.store import kafka as ks
+    from mqtool.store.model import kafka as km
+
+
+@dataclass
+class KafkaSide:
+    """One side read once: its store, its findings as a reader states them, each ``.log``'s
+    ``SegmentResult`` by path, and the digests of the ``.log`` bytes read."""
+
+    store: ks.KafkaStore
+    findings: list[Finding]
+    results: dict[str, km.SegmentResult]
+    digests: ReadDigests
+
+
+def read_side(path: Path) -> KafkaSide:
+    from mqtool.ops import log_findings
+    from mqtool.store import kafka as kstore
+    from mqtool.store.model import kafka as kmodel
+
+    digests = ReadDigests(lambda p: p.endswith(".log"))
+    found: list[Finding] = []
+    results: dict[str, km.SegmentResult] = {}
+    with observe_reads(digests.observe):
+        store = kstore.open_kafka(path)
+        for item in kmodel.read_store(store, checks=log_findings.LOG):
+            if isinstance(item, kmodel.Placed):
+                if item.finding.family in log_findings.LOG:
+                    found.append(item.finding)
+            elif isinstance(item, kmodel.SegmentRead):
+                results[item.result.path] = item.result
+                found.extend(f for f in item.result.findings if f.family in log_findings.LOG)
+    return KafkaSide(store, log_findings.select(found), results, digests)
+
+
+def _clean_results(part: ks.KafkaPartition, side: KafkaSide) -> list[km.SegmentResult] | None:
+    """The partition's segment results when the model found nothing wrong in any and every batch
+    is a v2 batch whose bytes the reading read whole; None otherwise."""
+    out = []
+    for seg in part.log_segments():
+        res = side.results.get(str(seg.log))
+        held = side.digests.get(str(seg.log))
+        if res is None or res.magics - {2} or any(f.level in (Severity.error, Severity.warning) for f in res.findings):
+            return None
+        if res.size and (held is None or held.held < res.size):
+            return None
+        out.append(res)
+    return out
+
+
+def identical_partitions(name: str, pa: ks.KafkaPartition, pb: ks.KafkaPartition, a: KafkaSide, b: KafkaSide) -> LogDiff | None:
+    """The diff of two partitions that hold the same bytes in segments starting at the same
+    offsets, from the two readings alone; None when they do not (or it is not known)."""
+    ra, rb = _clean_results(pa, a), _clean_results(pb, b)
+    if ra is None or rb is None:
+        return None
+    sa, sb = pa.log_segments(), pb.log_segments()
+    if [s.base_offset for s in sa] != [s.base_offset for s in sb] or [r.size for r in ra] != [r.size for r in rb]:
+        return None
+    for x, y, res in zip(sa, sb, ra):
+        if not res.size:
+            continue
+        hx, hy = a.digests.get(str(x.log)), b.digests.get(str(y.log))
+        assert hx is not None and hy is not None  # _clean_results
+        if hx.blocks != hy.blocks or hx.tail != hy.tail:
+            return None
+    held = [r for r in ra if r.first_offset is not None and r.last_offset is not None]
+    start = held[0].first_offset if held else None
+    end = held[-1].last_offset + 1 if held and held[-1].last_offset is not None else None
+    diff = LogDiff(name, {"start": start, "end": end}, {"start": start, "end": end}, "offset")
+    if start is not None:
+        diff.compared = {"from": start, "to": end, "entries": sum(r.entries for r in ra)}
+    return diff
+
+
+@dataclass
+class _Entry:
+    offset: int
+    last_offset: int
+    size: int
+    raw: bytes
+    header: object
+    position: int
+    path: Path
+    error: str | None = None  # a broken entry: ``offset`` is the one expected there
+
+    def describe(self) -> dict[str, Any]:
+        if self.error is not None:
+            return {"base_offset": self.offset, "file": str(self.path), "position": self.position, "error": self.error}
+        h = self.header
+        info: dict[str, Any] = {"base_offset": self.offset, "last_offset": self.last_offset, "size": self.size, "file": str(self.path), "position": self.position}
+        for name in ("partition_leader_epoch", "crc", "max_timestamp", "producer_id", "magic"):
+            value = getattr(h, name, None)
+            if value is not None:
+                info[name] = value
+        return info
+
+
+def _kafka_entries(part: ks.KafkaPartition, problems: list[str], damage: list[dict[str, Any]]) -> Iterator[_Entry]:
+    """The partition's batches in order; a broken entry (a batch that does not decode, which is
+    damage, unlike a torn tail: a ``partial`` end) is yielded as an ``_Entry`` with ``error``
+    at the offset expected there, and the walk goes on with the next segment."""
+    from mqtool.errors import CorruptDataError
+    from mqtool.store import kafka as kstore
+
+    expected = None
+    segments = part.log_segments()
+    for i, seg in enumerate(segments):
+        if seg.log is None:  # (log_segments: every one has its .log)
+            continue
+        with ReadOnlyFile(seg.log) as f:
+            walk = kstore.LogFileWalk(f, mode="header")
+            for pos, entry in walk:
+                start = pos - walk.buffer_start
+                raw = bytes(walk.buffer[start : start + entry.size])
+                expected = entry.last_offset + 1
+                yield _Entry(entry.offset, entry.last_offset, entry.size, raw, entry.header, pos, seg.log)
+            error: MqError | None = walk.error
+            if error is None and walk.end is not None and walk.end.kind == "partial" and i < len(segments) - 1:
+                # a torn tail only ends the last segment; before a later one it is lost data
+                error = CorruptDataError(
+                    path=seg.log,
+                    position=walk.end.position,
+                    expected="whole entries up to the end of a segment that is not the last",
+                    found=f"an entry of {walk.end.length} bytes with {f.size - walk.end.position} present",
+                )
+        if error is not None:
+            problems.append(str(error))
+            bad = walk.valid_end
+            offset = expected if expected is not None and walk.count else seg.base_offset
+            damage.append({"file": str(seg.log), "position": bad, "offset": offset, "error": str(error)})
+            yield _Entry(offset, offset, 0, b"", None, bad, seg.log, error=str(error))
+
+
+def compare_kafka_partitions(name: str, pa: ks.KafkaPartition, pb: ks.KafkaPartition) -> LogDiff:
+    problems: list[str] = []
+    damage_a: list[dict[str, Any]] = []
+    damage_b: list[dict[str, Any]] = []
+    ea, eb = _kafka_entries(pa, problems, damage_a), _kafka_entries(pb, problems, damage_b)
+    a, b = next(ea, None), next(eb, None)
+    diff = LogDiff(name, {"start": a.offset if a else None, "end": None}, {"start": b.offset if b else None, "end": None}, "offset")
+    before_a = before_b = None
+    while a is not None and b is not None and a.last_offset < b.offset:
+        before_a = before_a or Extra(a.offset, b.offset)
+        before_a.records += a.last_offset - a.offset + 1
+        before_a.bytes += a.size
+        a = next(ea, None)
+    while a is not None and b is not None and b.last_offset < a.offset:
+        before_b = before_b or Extra(b.offset, a.offset)
+        before_b.records += b.last_offset - b.offset + 1
+        before_b.bytes += b.size
+        b = next(eb, None)
+    diff.only_a_before, diff.only_b_before = before_a, before_b
+    compared_from = a.offset if a is not None and b is not None else None
+    compared_entries = 0
+    last_equal = None
+    while a is not None and b is not None:
+        if a.raw != b.raw:
+            diff.verdict = "diverged"
+            diff.divergence = {"offset": min(a.offset, b.offset), "a": a.describe(), "b": b.describe()}
+            break
+        compared_entries += 1
+        last_equal = a.last_offset
+        a, b = next(ea, None), next(eb, None)
+    if compared_from is not None:
+        diff.compared = {"from": compared_from, "to": (last_equal + 1) if last_equal is not None else compared_from, "entries": compared_entries}
+    elif a is not None and b is not None:
+        pass
+    if a is not None:
+        diff.only_a = Extra(a.offset, a.offset)
+    if b is not None:
+        diff.only_b = Extra(b.offset, b.offset)
+    for extra, entry, it in ((diff.only_a, a, ea), (diff.only_b, b, eb)):
+        while extra is not None and entry is not None and entry.error is None:
+            extra.records += entry.last_offset - entry.offset + 1
+            extra.bytes += entry.size
+            extra.end = entry.last_offset + 1
+            entry = next(it, None)
+        for _ in it:  # the rest is not counted (past a broken entry), but its damage is
+            pass
+    diff.a["end"] = diff.only_a.end if diff.only_a else (last_equal + 1 if last_equal is not None else None)
+    diff.b["end"] = diff.only_b.end if diff.only_b else (last_equal + 1 if last_equal is not None else None)
+    if diff.verdict != "diverged":
+        has_a = diff.a["start"] is not None
+        has_b = diff.b["start"] is not None
+        if has_a and has_b and compared_from is None:
+            diff.verdict = "disjoint"
+            diff.notes.append("the two partitions share no offset: nothing to compare")
+        elif diff.only_a and not diff.only_b:
+            diff.verdict = "b-prefix"
+        elif diff.only_b and not diff.only_a:
+            diff.verdict = "a-prefix"
+    diff.problems.extend(problems)
+    diff.damage = [{"side": "A", **d} for d in damage_a] + [{"side": "B", **d} for d in damage_b]
+    return damaged_verdict(diff)
