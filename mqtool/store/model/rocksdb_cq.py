@@ -11,7 +11,8 @@ byte position to give.
 What is judged, as the broker relies on it:
 
 * keys and values not in RocketMQ's layout (a key length, control byte or topic that does not
-  decode; a value of another length): ``RMQ-CQ-ROCKSDB-ENTRY`` (the broker's ``forEach`` skips them
+  decode, a negative queue offset; a value of another length, a negative CommitLog offset or a
+  size <= 0, what ``ConsumeQueue.recover`` takes for no unit): ``RMQ-CQ-ROCKSDB-ENTRY`` (the broker's ``forEach`` skips them
   as malformed; ``rangeQuery`` returns nothing for them);
 * a unit against the CommitLog, as for a file unit: below the CommitLog's first file
   (``RMQ-CQ-EXPIRED``, counted per queue; compaction drops them), at or past its valid end
@@ -99,7 +100,12 @@ def decode_unit(key: bytes, value: bytes) -> RocksUnit | BadEntry:
         cq = rcq.decode_cq_key(key)
         if cq.queue_offset < 0:
             raise MqError("queue offset", position=len(key) - 8, expected="a queue offset >= 0", found=str(cq.queue_offset))
-        return RocksUnit(key, cq, rcq.decode_cq_value(value))
+        unit = rcq.decode_cq_value(value)
+        if unit.commit_log_offset < 0 or unit.size <= 0:  # what ConsumeQueue.recover calls no unit
+            raise MqError(
+                "value", position=0, expected="a CommitLog offset >= 0 and a size > 0", found=f"offset {unit.commit_log_offset}, size {unit.size}"
+            )
+        return RocksUnit(key, cq, unit)
     except MqError as exc:
         return BadEntry(rcq.UNITS_COLUMN_FAMILY, key, exc)
 
