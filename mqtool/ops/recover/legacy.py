@@ -47,6 +47,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mqtool.errors import MqError, StoreLayoutError
+from mqtool.findings import Finding
 from mqtool.formats import jafka as jf
 from mqtool.formats import metaq as mq
 from mqtool.formats import segment_names as segnames
@@ -56,6 +57,7 @@ from mqtool.store import jafka as sj
 from mqtool.store import metaq as sm
 from mqtool.store.files import CHUNK_SIZE
 from mqtool.store.legacy import MAX_MESSAGE_SIZE, DataDir, Partition, Segment, SegmentReader, SegmentWalk, nonzero_extent, zero_run
+from mqtool.store.model import legacy as lm
 from mqtool.store.quarantine import default_quarantine_root
 
 MODE = "last-segment"
@@ -133,6 +135,26 @@ def _scan_jafka(reader: SegmentReader, dialect: sj.Dialect) -> _Tail:
         return _Tail(reader.size, walk.failed_at, walk.failed_at, "broken", walk.error.reason)
     assert walk.end is not None
     return _Tail(reader.size, walk.end.position, walk.end.position, walk.end.kind)
+
+
+def _tail_from(res: lm.SegmentResult, seg: Segment, dialect: sj.Dialect) -> _Tail:
+    """``_scan_jafka``'s answer from the store model's reading of the last segment (the same loop:
+    ``store.model.legacy`` stops the broker's recovery at the first message with a magic the
+    dialect does not read, a broken message, or the end of the valid data)."""
+    size = res.size
+    cut = res.recovery_end if res.recovery_end is not None else size
+    if cut >= size:
+        return _Tail(size, size, size, "eof")
+    magic = next((f for f in res.findings if f.code == "JAFKA-MAGIC" and f.position == cut + jf.LOG_OVERHEAD), None)
+    if magic is not None and res.valid_end > cut:  # an intact message the dialect cannot read (no break there)
+        with _reader("jafka", seg) as reader:
+            value = reader.pread(cut + jf.LOG_OVERHEAD, 1)[0]
+        magics = " and ".join(str(m) for m in sorted(dialect.magics))
+        return _Tail(size, cut, cut, "magic", f"magic byte {value} ({dialect.broker} reads only magic {magics}; its recovery throws here)")
+    if res.end_kind == "corrupt":
+        error = next((f for f in res.findings if f.code in ("JAFKA-SIZE", "JAFKA-CRC", "JAFKA-MAGIC") and f.level.value == "error"), None)
+        return _Tail(size, cut, cut, "broken", error.message if error is not None else "a broken message")
+    return _Tail(size, cut, cut, res.end_kind or "eof")
 
 
 def _scan_metaq(reader: SegmentReader) -> _Tail:
@@ -257,9 +279,19 @@ def _plan(layout: str, path: str | Path, options: RecoverOptions) -> RecoverPlan
     dialect = sj.dialect_of(data)
     if layout == "jafka":
         plan.facts["clean_shutdown_marker"] = marker
+    # the store model's one reading: validate's findings (what the plan leaves unfixed) and, for
+    # Jafka and Kafka 0.7, where each last segment's recovery stops (``_tail_from``)
+    found: list[Finding] = []
+    results: dict[str, lm.SegmentResult] = {}
+    for item in lm.read_store(data, layout):
+        if isinstance(item, lm.SegmentRead):
+            results[item.task.path] = item.result
+            found.extend(item.result.findings)
+        else:
+            found.extend(item)
     partitions = []
     for part in data.partitions:
-        fact = _plan_partition(layout, plan, part, root, dialect)
+        fact = _plan_partition(layout, plan, part, root, dialect, results)
         if fact is not None:
             partitions.append(fact)
     plan.facts["partitions"] = partitions
@@ -281,16 +313,19 @@ def _plan(layout: str, path: str | Path, options: RecoverOptions) -> RecoverPlan
         )
     # what validate still finds after the plan (a gap between segments, damage before the last
     # segment's tail): named, the plan exits 1
-    plan.unfixable = [f.to_dict() for f in log_findings.unfixed(path, layout, plan.root, plan.steps)]
+    plan.unfixable = [f.to_dict() for f in log_findings.unfixed(path, layout, plan.root, plan.steps, found=log_findings.select(found))]
     return plan
 
 
-def _plan_partition(layout: str, plan: RecoverPlan, part: Partition, root: Path, dialect: sj.Dialect = sj.JAFKA) -> dict | None:
+def _plan_partition(
+    layout: str, plan: RecoverPlan, part: Partition, root: Path, dialect: sj.Dialect = sj.JAFKA, results: dict[str, lm.SegmentResult] | None = None
+) -> dict | None:
     segs = part.segments
     if not segs:
         return None
     last = segs[-1]
-    tail = scan_tail(layout, last, dialect)
+    res = (results or {}).get(str(last.path))
+    tail = _tail_from(res, last, dialect) if layout == "jafka" and res is not None and res.opened else scan_tail(layout, last, dialect)
     fact = {
         **_partition_ids(part),
         "last_segment": relative(root, last.path),
