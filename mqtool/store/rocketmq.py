@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from mqtool.errors import CorruptDataError, MqError, StoreLayoutError, TruncatedDataError
+from mqtool.findings.code_ids import RMQ_CL_BODY_CRC, RMQ_CL_ENCODING, RMQ_CL_MAGIC, RMQ_CL_SIZE, RMQ_CL_TRUNCATED
 from mqtool.formats import segment_names as segnames
 from mqtool.formats.rocketmq import consume_queue as cqf
 from mqtool.formats.rocketmq import index_file as idxf
@@ -935,18 +936,18 @@ def last_data_index(segments: list[Segment]) -> int:
 #: The finding code of a broken CommitLog record, by the ``kind`` of its error
 #: (``mqtool.errors.KINDS``); any other kind is a length field that does not fit: RMQ-CL-SIZE.
 RECORD_CODES: dict[str | None, str] = {
-    "crc": "RMQ-CL-BODY-CRC",
-    "truncated": "RMQ-CL-TRUNCATED",
-    "magic": "RMQ-CL-MAGIC",
-    "encoding": "RMQ-CL-ENCODING",
-    "size": "RMQ-CL-SIZE",
+    "crc": RMQ_CL_BODY_CRC,
+    "truncated": RMQ_CL_TRUNCATED,
+    "magic": RMQ_CL_MAGIC,
+    "encoding": RMQ_CL_ENCODING,
+    "size": RMQ_CL_SIZE,
 }
 
 
 def broken_record_code(exc: MqError) -> str:
     """The validate code of a record that ``decode_message`` (``CommitLog.checkMessageAndReturnSize``
     upstream) rejected, from what its error says broke -- never from its wording."""
-    return RECORD_CODES.get(exc.kind, "RMQ-CL-SIZE")
+    return RECORD_CODES.get(exc.kind, RMQ_CL_SIZE)
 
 
 def active_file_index(segments: list[Segment]) -> int | None:
@@ -1001,7 +1002,7 @@ def classify_broken_record(f: Readable, bad: int, exc: MqError) -> tuple[str, Mq
     computed = computed_record_size(f, bad)
     frames = {n for n in (total, computed) if n is not None and MIN_MESSAGE_SIZE <= n <= min(f.size - bad, MAX_RECORD_SIZE)}
     code = broken_record_code(exc)
-    if code == "RMQ-CL-TRUNCATED" and computed in frames and computed != total:
+    if code == RMQ_CL_TRUNCATED and computed in frames and computed != total:
         fixed = bytearray(f.pread(bad, computed))
         fixed[:4] = computed.to_bytes(4, "big")
         try:
@@ -1016,5 +1017,5 @@ def classify_broken_record(f: Readable, bad: int, exc: MqError) -> tuple[str, Mq
                 found=str(total),
                 kind="size",
             )
-            return "RMQ-CL-SIZE", sized, frames
+            return RMQ_CL_SIZE, sized, frames
     return code, exc, frames

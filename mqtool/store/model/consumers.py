@@ -24,6 +24,7 @@ from typing import Any, Generic, TypeVar
 
 from mqtool.errors import MqError
 from mqtool.findings import Finding, Severity
+from mqtool.findings.code_ids import RMQ_CONFIG_PARSE, RMQ_CONSUMER_BEHIND, RMQ_CONSUMER_OFFSET, RMQ_CONSUMER_UNKNOWN_QUEUE
 from mqtool.formats.kafka import checkpoint_file as cpf
 from mqtool.formats.kafka import internal_topics as it
 from mqtool.formats.kafka import record_batch as rb
@@ -92,7 +93,7 @@ def config_findings(load: ConfigLoad[Any]) -> list[Finding]:
     out: list[Finding] = []
     if load.main is not None and load.main_error is not None:
         fallback = f" (the broker loads {load.bak.name} instead)" if load.bak is not None and load.bak_error is None else ""
-        out.append(Finding("RMQ-CONFIG-PARSE", str(load.main), load.main_error.position, load.main_error.reason + fallback))
+        out.append(Finding(RMQ_CONFIG_PARSE, str(load.main), load.main_error.position, load.main_error.reason + fallback))
     if load.bak is not None and load.bak_error is not None:
         why = (
             f" (the backup the broker loads when {load.name} is missing or unparseable)"
@@ -101,7 +102,7 @@ def config_findings(load: ConfigLoad[Any]) -> list[Finding]:
         )
         out.append(
             Finding(
-                "RMQ-CONFIG-PARSE",
+                RMQ_CONFIG_PARSE,
                 str(load.bak),
                 load.bak_error.position,
                 load.bak_error.reason + why,
@@ -134,14 +135,14 @@ def offset_findings(
             if rng is None:
                 if (topic, qid) not in queues:
                     out.append(
-                        Finding("RMQ-CONSUMER-UNKNOWN-QUEUE", str(path), None, f"group {group}: offset {offset} for {topic}/{qid}, which has no ConsumeQueue")
+                        Finding(RMQ_CONSUMER_UNKNOWN_QUEUE, str(path), None, f"group {group}: offset {offset} for {topic}/{qid}, which has no ConsumeQueue")
                     )
                 continue
             low, high = rng
             if offset > high:
                 out.append(
                     Finding(
-                        "RMQ-CONSUMER-OFFSET",
+                        RMQ_CONSUMER_OFFSET,
                         str(path),
                         None,
                         f"group {group} on {topic}/{qid}: expected an offset in [{low}, {high}], found {offset} (ahead of the queue by {offset - high})",
@@ -150,7 +151,7 @@ def offset_findings(
             elif offset < low:
                 out.append(
                     Finding(
-                        "RMQ-CONSUMER-BEHIND",
+                        RMQ_CONSUMER_BEHIND,
                         str(path),
                         None,
                         f"group {group} on {topic}/{qid}: offset {offset} is below the queue's min offset {low} ({low - offset} messages expired unconsumed)",

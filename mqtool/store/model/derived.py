@@ -41,6 +41,7 @@ import numpy as np
 
 from mqtool.errors import MqError
 from mqtool.findings import Finding, Severity
+from mqtool.findings.code_ids import RMQ_CQ_MISSING_HEAD, RMQ_IDX_MISSING
 from mqtool.formats.rocketmq import checkpoint as cpf
 from mqtool.formats.rocketmq import consume_queue as cqf
 from mqtool.formats.rocketmq import index_file as idxf
@@ -92,7 +93,7 @@ def queue_heads(edges: Mapping[QueueKey, QueueEdge], segments: Mapping[QueueKey,
 def queue_head_finding(store: rmq.RocketMQStore, head: QueueHead, *, live: bool = False) -> Finding:
     """RMQ-CQ-MISSING-HEAD for ``head`` (on the queue's directory)."""
     return Finding(
-        "RMQ-CQ-MISSING-HEAD",
+        RMQ_CQ_MISSING_HEAD,
         str(rmq.queue_dir(store, head.topic, head.queue_id)),
         None,
         f"{head.topic}/{head.queue_id}: expected the queue's first ConsumeQueue file to hold queue offset {head.first} (the CommitLog holds "
@@ -302,7 +303,7 @@ def index_missing_finding(store: rmq.RocketMQStore, coverage: IndexCoverage, uni
             "CommitLog" + (" (a writer holds the lock: the index normally trails the CommitLog)" if live else "")
         )
     return Finding(
-        "RMQ-IDX-MISSING",
+        RMQ_IDX_MISSING,
         str(store.index_dir),
         None,
         text,

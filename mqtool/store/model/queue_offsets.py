@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING
 
 from mqtool.errors import MqError, StoreIOError
 from mqtool.findings import Finding, Severity
+from mqtool.findings.code_ids import RMQ_CL_QUEUE_OFFSET, RMQ_CQ_LAG, RMQ_CQ_MISSING_QUEUE
 from mqtool.formats.rocketmq.commitlog import (
     MIN_MESSAGE_SIZE,
     QUEUE_OFFSET_POSITION,
@@ -96,7 +97,7 @@ class QueueEdge:
 
 
 def _finding(path: str, at: int, key: QueueKey, message: str) -> Finding:
-    return Finding("RMQ-CL-QUEUE-OFFSET", path, at + QUEUE_OFFSET_POSITION, f"{key[0]}/{key[1]}: {message}", details={"topic": key[0], "queue_id": key[1]})
+    return Finding(RMQ_CL_QUEUE_OFFSET, path, at + QUEUE_OFFSET_POSITION, f"{key[0]}/{key[1]}: {message}", details={"topic": key[0], "queue_id": key[1]})
 
 
 @dataclass
@@ -365,7 +366,7 @@ def queue_lag_finding(store: rmq.RocketMQStore, topic: str, queue_id: int, last_
     if last_queue_offset is None or last_queue_offset + 1 <= max_offset:
         return None
     return Finding(
-        "RMQ-CQ-LAG",
+        RMQ_CQ_LAG,
         str(rmq.queue_dir(store, topic, queue_id)),
         None,
         f"{topic}/{queue_id}: expected the queue to reach offset {last_queue_offset + 1} (the CommitLog holds records up to "
@@ -394,7 +395,7 @@ def missing_queue_findings(store: rmq.RocketMQStore, edges: Mapping[QueueKey, Qu
             continue  # created by the writer after the queues were listed
         out.append(
             Finding(
-                "RMQ-CQ-MISSING-QUEUE",
+                RMQ_CQ_MISSING_QUEUE,
                 str(qdir),
                 None,
                 f"{edge.count} CommitLog record(s) of {topic}/{queue_id} (queue offsets {edge.first}..{edge.last}) have no ConsumeQueue directory",

@@ -16,6 +16,31 @@ from pathlib import Path
 
 from mqtool.errors import CorruptDataError, MqError
 from mqtool.findings import Finding, Severity, finding_location, finding_text  # noqa: F401 (re-exported)
+from mqtool.findings.code_ids import (
+    RMQ_ABORT,
+    RMQ_CHECKPOINT,
+    RMQ_CHECKPOINT_FORMAT,
+    RMQ_CL_BLANK,
+    RMQ_CL_GARBAGE,
+    RMQ_CL_IN_PROGRESS,
+    RMQ_CL_NO_BLANK,
+    RMQ_CL_PHYS_OFFSET,
+    RMQ_CL_PROP_CRC,
+    RMQ_CL_PROPERTIES,
+    RMQ_CL_TORN_TAIL,
+    RMQ_CQ_INVALID_UNIT,
+    RMQ_CQ_PARTIAL_UNIT,
+    RMQ_CQ_PAST_END,
+    RMQ_FILE_ALIGN,
+    RMQ_FILE_GAP,
+    RMQ_FILE_LINK,
+    RMQ_FILE_NAME,
+    RMQ_FILE_OVERLAP,
+    RMQ_FILE_SIZE,
+    RMQ_FILE_UNREADABLE,
+    RMQ_FILE_ZERO_LENGTH,
+    RMQ_IDX_PAST_END,
+)
 from mqtool.formats import segment_names as segnames
 from mqtool.formats._binary import Buffer
 from mqtool.formats.rocketmq import checkpoint as cpf
@@ -41,9 +66,9 @@ def irregular_findings(entries: Iterable[tuple[Path, str]], expected: str) -> li
     out: list[Finding] = []
     for path, kind in entries:
         if kind == "a symlink":
-            out.append(Finding("RMQ-FILE-LINK", str(path), None, f"expected {expected}, found {kind} to {link_target(path)!r}: not followed"))
+            out.append(Finding(RMQ_FILE_LINK, str(path), None, f"expected {expected}, found {kind} to {link_target(path)!r}: not followed"))
         else:
-            out.append(Finding("RMQ-FILE-UNREADABLE", str(path), None, f"expected {expected}, found {kind}: not read"))
+            out.append(Finding(RMQ_FILE_UNREADABLE, str(path), None, f"expected {expected}, found {kind}: not read"))
     return out
 
 
@@ -80,7 +105,7 @@ def segment_findings(
     for path in rmq.unexpected_entries(directory):
         if path.name.startswith(".mqtool"):
             continue
-        out.append(Finding("RMQ-FILE-NAME", str(path), None, f"unexpected entry in a {family} directory: {path.name!r}"))
+        out.append(Finding(RMQ_FILE_NAME, str(path), None, f"unexpected entry in a {family} directory: {path.name!r}"))
     out.extend(irregular_findings(rmq.irregular_segments(directory), f"a regular {family} file"))
     if not segments or not file_size:
         return out
@@ -90,7 +115,7 @@ def segment_findings(
             where = "the last file" if i == last else "a file before the last one"
             out.append(
                 Finding(
-                    "RMQ-FILE-ZERO-LENGTH",
+                    RMQ_FILE_ZERO_LENGTH,
                     str(seg.path),
                     0,
                     f"zero-length {family} file ({where}); "
@@ -102,7 +127,7 @@ def segment_findings(
         elif seg.size != file_size:
             out.append(
                 Finding(
-                    "RMQ-FILE-SIZE",
+                    RMQ_FILE_SIZE,
                     str(seg.path),
                     min(seg.size, file_size),
                     f"expected {file_size} bytes (the {family} file size{'; ' + size_source if size_source else ''}), found {seg.size}"
@@ -111,7 +136,7 @@ def segment_findings(
                 )
             )
         if seg.base % file_size:
-            out.append(Finding("RMQ-FILE-ALIGN", str(seg.path), None, f"expected a name that is a multiple of {file_size}, found {seg.base}"))
+            out.append(Finding(RMQ_FILE_ALIGN, str(seg.path), None, f"expected a name that is a multiple of {file_size}, found {seg.base}"))
         if i:
             prev = segments[i - 1]
             expected = prev.base + file_size
@@ -119,7 +144,7 @@ def segment_findings(
                 missing = (seg.base - expected) // file_size
                 out.append(
                     Finding(
-                        "RMQ-FILE-GAP",
+                        RMQ_FILE_GAP,
                         str(seg.path),
                         None,
                         f"expected the file after {prev.name} to be {segnames.rocketmq_file_name(expected)}, found {seg.name} "
@@ -131,7 +156,7 @@ def segment_findings(
             elif seg.base < expected:
                 out.append(
                     Finding(
-                        "RMQ-FILE-OVERLAP",
+                        RMQ_FILE_OVERLAP,
                         str(seg.path),
                         None,
                         f"expected the file after {prev.name} to be {segnames.rocketmq_file_name(expected)}, found {seg.name} (overlaps by {expected - seg.base} bytes)",
@@ -160,7 +185,7 @@ def in_progress_finding(path: str, tail: int, grown: int) -> Finding:
     """RMQ-CL-IN-PROGRESS: a writer holds the store's lock and ``grown`` more valid bytes appeared
     after ``tail`` while the file was read: what looked wrong there was a record being written."""
     return Finding(
-        "RMQ-CL-IN-PROGRESS",
+        RMQ_CL_IN_PROGRESS,
         path,
         tail,
         f"the tail from {tail} is being written (a writer holds the store's lock; {grown} more "
@@ -187,7 +212,7 @@ def last_data_file(segments: list[rmq.Segment]) -> int:
 
 def torn_tail_finding(path: str, bad: int, torn: rmq.TornTail) -> Finding:
     """RMQ-CL-TORN-TAIL for the record ``rmq.torn_tail_at`` found cut short at ``bad``."""
-    return Finding("RMQ-CL-TORN-TAIL", path, bad, torn.reason, length=torn.stop - bad)
+    return Finding(RMQ_CL_TORN_TAIL, path, bad, torn.reason, length=torn.stop - bad)
 
 
 def torn_record_finding(f: ReadOnlyFile, path: str, pos: int, record: MessageRecord, file_size: int) -> Finding | None:
@@ -202,7 +227,7 @@ def no_blank_finding(path: str, end: int, kind: str) -> Finding:
     """RMQ-CL-NO-BLANK: a file before the last whose records stop at ``end`` (``kind``: what
     follows) without the END_OF_FILE record ``CommitLog.recoverNormally`` moves on at."""
     return Finding(
-        "RMQ-CL-NO-BLANK",
+        RMQ_CL_NO_BLANK,
         path,
         end,
         f"expected END_OF_FILE (BLANK) record at the end of a file before the last, found "
@@ -216,7 +241,7 @@ def blank_size_finding(path: str, position: int, total: int, file_size: int) -> 
     rest = file_size - position
     if total == rest:
         return None
-    return Finding("RMQ-CL-BLANK", path, position, f"expected END_OF_FILE TOTALSIZE {rest} (the rest of the file), found {total}")
+    return Finding(RMQ_CL_BLANK, path, position, f"expected END_OF_FILE TOTALSIZE {rest} (the rest of the file), found {total}")
 
 
 def garbage_finding(path: str, end: int, extent: tuple[int, int], *, ignored: bool = False) -> Finding:
@@ -224,7 +249,7 @@ def garbage_finding(path: str, end: int, extent: tuple[int, int], *, ignored: bo
     warning when they are bytes the broker overwrites (``ignored``: ``ignored_tail``)."""
     first, stop = extent
     return Finding(
-        "RMQ-CL-GARBAGE",
+        RMQ_CL_GARBAGE,
         path,
         first,
         f"expected zeros after the end of valid data at {end}, found {stop - first} bytes of other data "
@@ -346,7 +371,7 @@ def commitlog_file_findings(
         extent = nonzero_extent(f, 0)
         if extent is None:
             return []
-        return [Finding("RMQ-CL-GARBAGE", path, extent[0], "non-zero bytes in a file after the last file holding records", length=extent[1] - extent[0])]
+        return [Finding(RMQ_CL_GARBAGE, path, extent[0], "non-zero bytes in a file after the last file holding records", length=extent[1] - extent[0])]
     assert walk is not None
     return walk_record_findings(walk) + _file_end_findings(f, walk, path, size, last)
 
@@ -405,7 +430,7 @@ def shutdown_findings(store: rmq.RocketMQStore, *, max_store_ts: int, index_end_
     if store.has_abort:
         out.append(
             Finding(
-                "RMQ-ABORT",
+                RMQ_ABORT,
                 str(store.abort_path),
                 None,
                 "the abort file is present and a writer holds the store's lock: the broker is running"
@@ -419,7 +444,7 @@ def shutdown_findings(store: rmq.RocketMQStore, *, max_store_ts: int, index_end_
     try:
         cp = cpf.decode_checkpoint(read_small_file(store.checkpoint_path, 1 << 20))
     except MqError as exc:
-        out.append(Finding("RMQ-CHECKPOINT-FORMAT", str(store.checkpoint_path), exc.position, exc.reason))
+        out.append(Finding(RMQ_CHECKPOINT_FORMAT, str(store.checkpoint_path), exc.position, exc.reason))
         return out
     held = any(seg.size > 0 for seg in store.commitlog)
     for name, value, pos in (
@@ -430,7 +455,7 @@ def shutdown_findings(store: rmq.RocketMQStore, *, max_store_ts: int, index_end_
             expected = f"expected {name} <= the newest record's store time {max_store_ts}" if held else f"expected {name} 0 (the store has no CommitLog data)"
             out.append(
                 Finding(
-                    "RMQ-CHECKPOINT",
+                    RMQ_CHECKPOINT,
                     str(store.checkpoint_path),
                     pos,
                     f"{expected}, found {value}: records flushed before the checkpoint was written are missing"
@@ -451,7 +476,7 @@ def shutdown_findings(store: rmq.RocketMQStore, *, max_store_ts: int, index_end_
     if cp.index_msg_timestamp > max(index_end_ts, 0) and index_files:
         out.append(
             Finding(
-                "RMQ-CHECKPOINT",
+                RMQ_CHECKPOINT,
                 str(store.checkpoint_path),
                 16,
                 f"expected indexMsgTimestamp <= the newest IndexFile end time {index_end_ts}, found {cp.index_msg_timestamp}"
@@ -471,7 +496,7 @@ def record_findings(path: str, base: int, pos: int, rec: MessageRecord, raw: Buf
     if rec.physical_offset != base + pos:
         out.append(
             Finding(
-                "RMQ-CL-PHYS-OFFSET",
+                RMQ_CL_PHYS_OFFSET,
                 path,
                 pos + PHYSICAL_OFFSET_POSITION,
                 f"expected PHYSICALOFFSET {base + pos} (the record's position), found {rec.physical_offset}",
@@ -482,7 +507,7 @@ def record_findings(path: str, base: int, pos: int, rec: MessageRecord, raw: Buf
     if rec.dropped_properties:
         out.append(
             Finding(
-                "RMQ-CL-PROPERTIES",
+                RMQ_CL_PROPERTIES,
                 path,
                 pos,
                 f"expected name\\x01value\\x02 property segments, found {len(rec.dropped_properties)} the broker drops: "
@@ -493,12 +518,12 @@ def record_findings(path: str, base: int, pos: int, rec: MessageRecord, raw: Buf
         try:
             checked = check_crc_property(raw)
         except MqError as exc:
-            out.append(Finding("RMQ-CL-PROP-CRC", path, pos + rec.total_size - 11, exc.reason))
+            out.append(Finding(RMQ_CL_PROP_CRC, path, pos + rec.total_size - 11, exc.reason))
             return out
         if checked is not None and checked[0] != checked[1]:
             out.append(
                 Finding(
-                    "RMQ-CL-PROP-CRC",
+                    RMQ_CL_PROP_CRC,
                     path,
                     pos + rec.total_size - 11,
                     f"expected __CRC32# {checked[1]} (CRC of the record's first {rec.total_size - 20} bytes), found {checked[0]}",
@@ -511,7 +536,7 @@ def stale_finding(path: str, at: int, stop: int, claimed: int) -> Finding:
     """The bytes from ``at`` to ``stop`` of the last file are stale records (``is_stale_copy``),
     the first a copy of the record at commitlog offset ``claimed``."""
     return Finding(
-        "RMQ-CL-GARBAGE",
+        RMQ_CL_GARBAGE,
         path,
         at,
         f"expected zeros after the end of valid data at {at}, found {stop - at} bytes of stale records "
@@ -523,7 +548,7 @@ def stale_finding(path: str, at: int, stop: int, claimed: int) -> Finding:
 def index_past_end_finding(path: str, position: int, number: int, end: int, offset: int) -> Finding:
     """IndexFile entry ``number`` (at ``position``) points at or past ``end``, where the
     CommitLog's valid data ends."""
-    return Finding("RMQ-IDX-PAST-END", path, position, f"entry #{number}: expected a commitlog offset below {end}, found {offset}")
+    return Finding(RMQ_IDX_PAST_END, path, position, f"entry #{number}: expected a commitlog offset below {end}, found {offset}")
 
 
 def preallocated_findings(store: rmq.RocketMQStore) -> list[Finding]:
@@ -571,7 +596,7 @@ def unreadable_record_findings(store: rmq.RocketMQStore, seg: rmq.Segment, pos: 
 def gap_holding(findings: Iterable[Finding], offset: int) -> Finding | None:
     """The RMQ-FILE-GAP finding whose missing range holds commitlog ``offset``, if any."""
     for finding in findings:
-        if finding.code == "RMQ-FILE-GAP":
+        if finding.code == RMQ_FILE_GAP:
             low, high = finding.details.get("missing_from"), finding.details.get("missing_to")
             if isinstance(low, int) and isinstance(high, int) and low <= offset < high:
                 return finding
@@ -585,11 +610,11 @@ def segment_findings_on_path(findings: Iterable[Finding], read: Iterable[Path], 
     paths = {str(p) for p in read}
     out: list[Finding] = []
     for finding in findings:
-        if finding.code == "RMQ-FILE-GAP":
+        if finding.code == RMQ_FILE_GAP:
             high = finding.details.get("missing_to")
             if finding.path in paths and (start is None or not isinstance(high, int) or start < high):
                 out.append(finding)
-        elif finding.path in paths or finding.code in ("RMQ-FILE-NAME", "RMQ-FILE-LINK", "RMQ-FILE-UNREADABLE"):
+        elif finding.path in paths or finding.code in (RMQ_FILE_NAME, RMQ_FILE_LINK, RMQ_FILE_UNREADABLE):
             out.append(finding)
     return out
 
@@ -654,9 +679,9 @@ def cq_end_finding(path: str, end: cqf.QueueDataEnd) -> Finding | None:
     an invalid unit (RMQ-CQ-INVALID-UNIT: the broker ends the queue there) or a partial unit
     (RMQ-CQ-PARTIAL-UNIT); None for the end of the file or zeros."""
     if end.kind == "invalid":
-        return Finding("RMQ-CQ-INVALID-UNIT", path, end.position, f"expected a unit with offset >= 0 and size > 0 or zeros, found {end.unit}; the queue ends here")
+        return Finding(RMQ_CQ_INVALID_UNIT, path, end.position, f"expected a unit with offset >= 0 and size > 0 or zeros, found {end.unit}; the queue ends here")
     if end.kind == "partial":
-        return Finding("RMQ-CQ-PARTIAL-UNIT", path, end.position, f"expected whole 20-byte units, found {end.length} trailing byte(s)", length=end.length)
+        return Finding(RMQ_CQ_PARTIAL_UNIT, path, end.position, f"expected whole 20-byte units, found {end.length} trailing byte(s)", length=end.length)
     return None
 
 
@@ -665,7 +690,7 @@ def cq_end_finding(path: str, end: cqf.QueueDataEnd) -> Finding | None:
 #: Findings about a ConsumeQueue unit or an IndexFile entry pointing at or past where the
 #: CommitLog's valid data ends: the damage that ends the data there (a torn tail, a broken record,
 #: garbage after the valid end) explains them, so they name it as their ``cause``.
-PAST_END_CODES = frozenset({"RMQ-CQ-PAST-END", "RMQ-IDX-PAST-END"})
+PAST_END_CODES = frozenset({RMQ_CQ_PAST_END, RMQ_IDX_PAST_END})
 
 
 def valid_end_cause(findings: Iterable[Finding], bases: Mapping[str, int], commitlog_end: int) -> Finding | None:

@@ -44,6 +44,7 @@ from pathlib import Path
 
 from mqtool.errors import CorruptDataError, MqError
 from mqtool.findings import Finding
+from mqtool.findings.code_ids import RMQ_CL_NO_BLANK, RMQ_CL_VALID_END
 from mqtool.formats.rocketmq import checkpoint as cpf
 from mqtool.formats.rocketmq import consume_queue as cqf
 from mqtool.formats.rocketmq.commitlog import MESSAGE_MAGICS, decode_message, peek_record
@@ -263,8 +264,8 @@ def recovery_start_index(store: rmq.RocketMQStore, segments: Sequence[rmq.Segmen
 #: what validate says of damage in a CommitLog file, true only when the broker's recovery reads
 #: that file (``store.model.rocketmq.no_blank_finding``, validate's RMQ-CL-VALID-END)
 _CLAIMS = {
-    "RMQ-CL-VALID-END": "(a broken record: the broker's recovery and `mqtool recover` stop there)",
-    "RMQ-CL-NO-BLANK": ": the broker's recovery stops here and drops every later file",
+    RMQ_CL_VALID_END: "(a broken record: the broker's recovery and `mqtool recover` stop there)",
+    RMQ_CL_NO_BLANK: ": the broker's recovery stops here and drops every later file",
 }
 
 
@@ -290,7 +291,7 @@ def as_the_broker_sees_it(store: rmq.RocketMQStore, broker: BrokerModel, finding
     for f in findings:
         claim = _CLAIMS.get(f.code)
         if claim is not None and f.path in unread and claim in f.message:
-            if f.code == "RMQ-CL-VALID-END":
+            if f.code == RMQ_CL_VALID_END:
                 said = (
                     f"(a broken record before the file RocketMQ {broker.version}'s {mode} recovery starts at, {first.name}: "
                     "the broker does not read it and keeps these records, and so does `mqtool recover`)"

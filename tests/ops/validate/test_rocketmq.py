@@ -1154,7 +1154,7 @@ def test_every_code_has_a_test_or_a_reason():
     )
     for code in (c for c in CODES if c.startswith("RMQ-")):
         if code in NOT_PRODUCED:
-            assert f'"{code}"' not in engine_source, f"{code} is produced now: test it"
+            assert f'"{code}"' not in engine_source and code.replace("-", "_") not in engine_source, f"{code} is produced now: test it"
         else:
             assert code in tests_source, f"no test for {code}"
 
