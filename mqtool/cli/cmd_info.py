@@ -42,10 +42,13 @@ def info(
             options.update(version_hints=broker_settings(config).version_hints, config_path=str(config))
         if broker_version is not None:
             options["broker_version"] = broker_version
+    elif detected is Layout.KAFKA and config is None:
+        if broker_version is not None:  # the Kafka whose restart the preview models
+            options["broker_version"] = broker_version
     elif config is not None or broker_version is not None:
         import typer
 
-        raise typer.BadParameter(f"--config and --broker-version model a RocketMQ broker, not a {detected} store's")
+        raise typer.BadParameter(f"--config models a RocketMQ broker and --broker-version a RocketMQ or Kafka one, not a {detected} store's")
     result = store_info(path, detected, **options)
     doc = result.to_dict()  # type: ignore[attr-defined]
     rocketmq = _rocketmq_info(result) if detected is Layout.ROCKETMQ else None
@@ -96,6 +99,38 @@ def _restart_rows(facts: Any, restart: dict[str, Any]) -> None:
         facts.add_row("restart rebuilds", "; ".join(redo))
     if restart["refuses_to_start"]:
         facts.add_row("restart refused", f"{len(restart['refuses_to_start'])} CommitLog file(s) of the wrong size (MappedFileQueue.load)")
+
+
+def _kafka_restart(console: "Console", restart: dict[str, Any]) -> None:
+    """Kafka's restart preview: the broker modelled, what its recovery reads, where, and what it drops."""
+    import humanize
+    from rich.table import Table
+
+    facts = Table(show_header=False, box=None, pad_edge=False)
+    facts.add_column(style="bold")
+    facts.add_column()
+    more = f"; {', '.join(restart['evidence'])}" if restart.get("evidence") else ""
+    facts.add_row("broker modelled", f"Kafka {restart['broker_version']} ({restart['source']}{more})")
+    seconds = restart.get("estimated_seconds")
+    took = "" if seconds is None else (" (under a second" if seconds < 1 else f" (about {humanize.naturaldelta(seconds)}") + " at this disk's read speed)"
+    recovered = restart["rebuilds"]["segments_recovered"]
+    facts.add_row(
+        "restart",
+        f"{restart['recovery']} recovery: reads {humanize.naturalsize(restart['scan_bytes'], binary=True)} of .log "
+        f"in {len(recovered)} segment recovery(ies){took}",
+    )
+    starts = [s for s in restart["starts_at"] if s["file"]]
+    if starts:
+        shown = ", ".join(f"{s['file']} (recovery point {s['recovery_point']})" for s in starts[:4]) + (f" and {len(starts) - 4} more" if len(starts) > 4 else "")
+        facts.add_row("restart starts at", shown)
+    drops = restart["drops"]
+    dropped = "nothing" if not drops["bytes"] else (
+        f"{humanize.naturalsize(drops['bytes'], binary=True)}, {drops['records']} record(s)"
+        + (f", {len(drops['files_deleted'])} segment(s) deleted" if drops["files_deleted"] else "")
+    )
+    facts.add_row("restart drops", dropped)
+    console.print(facts)
+    console.print()
 
 
 def _rocketmq_info(result: object) -> "StoreInfo | None":
@@ -273,6 +308,8 @@ def render_other(console: "Console", doc: dict[str, Any], *, all_rows: bool = Fa
     _verdict(console, describe(doc["layout"], doc.get("variant")), findings, list(doc.get("problems", [])), [p.get("end_kind") for p in parts], counts)
     render_findings_by_cause(console, findings, str(doc.get("root", "")))
     console.print()
+    if doc.get("restart"):
+        _kafka_restart(console, doc["restart"])
 
     def partition_name(p: dict[str, Any]) -> str:
         return str(p.get("directory") or "")
@@ -283,6 +320,7 @@ def render_other(console: "Console", doc: dict[str, Any], *, all_rows: bool = Fa
     shown = rows_to_show(parts, interesting, all_rows=all_rows)
     keep = {partition_name(p) for p in shown}
     trimmed = dict(doc)
+    trimmed.pop("restart", None)  # rendered above
     trimmed["partitions"] = shown
     if "partition_details" in doc:
         trimmed["partition_details"] = [p for p in doc["partition_details"] if partition_name(p) in keep]

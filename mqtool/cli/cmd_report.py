@@ -36,8 +36,8 @@ def report(
     detected = detect_layout(path, layout)
     sizes: dict[str, int | None] = {}
     broker: dict[str, object] = {}
-    if broker_version is not None and detected != "rocketmq":
-        raise typer.BadParameter(f"--broker-version models a RocketMQ broker, not a {detected} store's")
+    if broker_version is not None and detected not in ("rocketmq", "kafka"):
+        raise typer.BadParameter(f"--broker-version models a RocketMQ or Kafka broker, not a {detected} store's")
     if config is not None:
         if detected != "rocketmq":
             raise typer.BadParameter(f"--config reads a RocketMQ broker.conf, not a {detected} store's settings", param_hint="--config")

@@ -131,8 +131,8 @@ def validate(
     given = [flag for flag, value in rocketmq_only.items() if value is not None]
     if given and detected != "rocketmq":  # accepted and ignored, they read as if they had been applied
         raise typer.BadParameter(f"{', '.join(given)} apply to RocketMQ stores, not to a {detected} store")
-    if broker_version is not None and detected != "rocketmq":
-        raise typer.BadParameter(f"--broker-version models a RocketMQ broker, not a {detected} store's")
+    if broker_version is not None and detected not in ("rocketmq", "kafka"):
+        raise typer.BadParameter(f"--broker-version models a RocketMQ or Kafka broker, not a {detected} store's")
     if deep and detected != "kafka":
         raise typer.BadParameter(f"--deep decodes Kafka records; a {detected} store's records are always decoded")
     cfg = broker_settings(config)
@@ -223,7 +223,12 @@ def render_table(console: "Console", report: "ValidationReport", *, all_files: b
     )
     console.print(Text(f"{report.layout} store {report.root}", style="dim"))
     broker = report.facts.get("broker")
-    if broker:  # RocketMQ: the broker whose recovery the findings speak of
+    if broker and report.layout == "kafka":  # the Kafka whose load the findings speak of
+        console.print(
+            Text(f"broker modelled: Kafka {broker['broker_version']} ({broker['source']}); its next start runs a {broker['recovery']} recovery", style="dim"),
+            overflow="fold",
+        )
+    elif broker:  # RocketMQ: the broker whose recovery the findings speak of
         start = broker.get("recovery_starts_at") or {}
         console.print(
             Text(

@@ -99,7 +99,7 @@ def check_broker_version(value: str | None) -> str | None:
         return None
     parts = value.strip().split(".")
     if not 2 <= len(parts) <= 3 or not all(p.isdigit() for p in parts):
-        raise typer.BadParameter(f"expected a RocketMQ version X.Y.Z (e.g. 4.9.8 or 5.3.3), found {value!r}")
+        raise typer.BadParameter(f"expected a broker version X.Y.Z (e.g. RocketMQ 4.9.8 or 5.3.3, Kafka 2.2.1 or 3.7.0), found {value!r}")
     return value.strip()
 
 
@@ -110,7 +110,8 @@ BrokerVersionOpt = Annotated[
         metavar="<X.Y.Z>",
         callback=check_broker_version,
         help="RocketMQ: the broker version whose restart to model (4.x-5.3.1 recover from the third-last CommitLog file, 5.3.2+ from the "
-        "ConsumeQueue maximum); default: from --config, else the store's 5.x marks, else the newest.",
+        "ConsumeQueue maximum); default: from --config, else the store's 5.x marks, else the newest. Kafka: before 2.3.0 odd-size indexes "
+        "are rebuilt at load, 3.0.0+ recover the KRaft metadata log at every start; default: the newest.",
     ),
 ]
 ColumnsOpt = Annotated[

@@ -3,7 +3,11 @@
 Reads names, checkpoint files, the first entry of each partition and the active segment from
 its last ``.index`` entry on (where the broker's recovery would look), never whole logs: the log
 end offset, how the data ends and the largest timestamp come from there (and the last
-``.timeindex`` entry of every segment).
+``.timeindex`` entry of every segment).  The store model's reading (``store.model.kafka``) names
+the damage on the way; the same reading gives the restart preview (``restart``:
+``store.model.kafka_broker.restart_preview``, for the Kafka version modelled) where each segment's
+recovery would stop, and its pace the read speed the estimate uses, so the preview reads nothing
+more of a healthy log.
 """
 
 from __future__ import annotations
@@ -21,6 +25,8 @@ from mqtool.ops import log_findings
 from mqtool.store import kafka as ks
 from mqtool.store.files import ReadOnlyFile, read_small_file
 from mqtool.store.lock import probe_record_lock
+from mqtool.store.model import kafka as km
+from mqtool.store.model import kafka_broker as kb
 
 _MAGIC_HINTS = {
     0: "message format v0 (Kafka 0.8-0.9 producers or log.message.format.version < 0.10)",
@@ -78,6 +84,8 @@ class KafkaInfo:
     errors: list[str] = field(default_factory=list)
     #: validate's errors and warnings (``ops.log_findings``); the warnings also in ``problems``
     findings: list[dict] = field(default_factory=list)
+    #: what the modelled broker's next start does (``kafka_broker.restart_preview``); None for a segment file
+    restart: dict | None = None
 
     #: ``partitions`` rows hold offsets and sizes, ``partition_details`` formats and ids (both
     #: carry ``directory``, ``topic`` and ``partition``), so that each renders as a readable table;
@@ -251,8 +259,36 @@ def _partition_info(part: ks.KafkaPartition, checkpoints: dict, hints: set[str],
     )
 
 
-def kafka_info(path: str | Path) -> KafkaInfo:
+def _model_reading(store: ks.KafkaStore) -> tuple[list, dict[tuple[str, int], kb.SegmentRead], kb.Stopwatch]:
+    """The store model's reading of the log (``log_findings.LOG`` families), once: its findings,
+    what each segment's recovery reads (size, valid end, records) and how fast it was read."""
+    import time
+
+    found = []
+    reads: dict[tuple[str, int], kb.SegmentRead] = {}
+    watch = kb.Stopwatch()
+    items = km.read_store(store, checks=log_findings.LOG)
+    while True:
+        started = time.perf_counter()
+        item = next(items, None)
+        if item is None:
+            break
+        if isinstance(item, km.Placed):
+            if item.finding.family in log_findings.LOG:
+                found.append(item.finding)
+        elif isinstance(item, km.SegmentRead):
+            res = item.result
+            found.extend(f for f in res.findings if f.family in log_findings.LOG)
+            if item.counted:
+                watch.time(res.size, started)
+                reads[(Path(res.partition).name, res.base_offset)] = kb.SegmentRead(res.size, res.valid_end, res.records)
+    return found, reads, watch
+
+
+def kafka_info(path: str | Path, *, broker_version: str | None = None) -> KafkaInfo:
+    """``broker_version``: the Kafka version whose restart ``restart`` previews (``--broker-version``)."""
     store = ks.open_kafka(path)
+    broker = kb.resolve_broker(store, broker_version)
     hints: set[str] = set()
     problems: list[str] = []
     checkpoints: dict[str, dict] = {}
@@ -305,7 +341,11 @@ def kafka_info(path: str | Path) -> KafkaInfo:
         "log_bytes": sum(p.log_bytes for p in partitions),
         "index_bytes": sum(p.index_bytes for p in partitions),
     }
-    problems, texts, met = log_findings.merged(path, "kafka", problems, errors)
+    found, reads, watch = _model_reading(store)
+    problems, texts, met = log_findings.merged(path, "kafka", problems, errors, found=log_findings.select(found))
+    restart = None
+    if store.kind != "segment":
+        restart = kb.restart_preview(store, broker, lambda part, seg: reads.get((part.name, seg.base_offset)), watch.device_speed(store.root))
     return KafkaInfo(
         layout="kafka",
         root=str(store.root),
@@ -324,4 +364,5 @@ def kafka_info(path: str | Path) -> KafkaInfo:
         problems=problems,
         errors=texts,
         findings=[f.to_dict() for f in met],
+        restart=restart,
     )

@@ -6,7 +6,10 @@ The judging is the store model's (``store.model.kafka.read_store``: what the bro
 ``.log`` and index file (records, valid bytes, its findings counted), the findings in the
 model's order kept to the families chosen (``--checks``), the bytes checked, progress, and the
 facts (kind, per-partition log start and end offsets, segment, entry and record counts).
-Segments run as independent tasks, in a process pool with ``--jobs``.
+Segments run as independent tasks, in a process pool with ``--jobs``.  ``facts["broker"]``
+names the Kafka version modelled (``store.model.kafka_broker``: ``--broker-version``, else the
+store's marks, else the newest) and the recovery its next start runs (normal with
+``.kafka_cleanshutdown``, else abnormal).
 """
 
 from __future__ import annotations
@@ -14,14 +17,17 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
+from mqtool.formats.kafka import checkpoint_file as cpf
 from mqtool.ops.validate import FileSummary, Progress, ValidateOptions, ValidationReport, run_tasks
 from mqtool.store import kafka as ks
 from mqtool.store.model import kafka as km
+from mqtool.store.model import kafka_broker as kb
 from mqtool.store.model.kafka import SegmentResult
 
 
 def validate_kafka(path: str | Path, options: ValidateOptions, progress: Progress | None = None) -> ValidationReport:
     store = ks.open_kafka(path)
+    broker = kb.resolve_broker(store, options.broker_version)
     report = ValidationReport("kafka", str(store.root), options)
     advance = progress or (lambda n: None)
 
@@ -71,6 +77,9 @@ def validate_kafka(path: str | Path, options: ValidateOptions, progress: Progres
             "deep": options.deep,
         }
     )
+    if store.kind != "segment":  # the broker whose load the findings speak of, and the recovery its next start runs
+        clean = store.log_dir_file(cpf.CLEAN_SHUTDOWN) is not None
+        report.facts["broker"] = {**broker.to_dict(), "recovery": "normal" if clean else "abnormal"}
     return report
 
 

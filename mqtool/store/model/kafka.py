@@ -1245,7 +1245,7 @@ def _check_continuity(state: _PartitionState, out: Sink, policies: kafka_broker.
                     r.path,
                 )
             elif r.base_offset > prev.last_offset + 1:  # compaction's gap, or a lost segment: by the topic's cleanup.policy
-                out.add(kafka_broker.segment_gap_finding(state.part.topic, prev.path, prev.last_offset, r.path, r.base_offset, policies), r.path)
+                out.add(kafka_broker.segment_gap_finding(state.part.topic, prev.path, prev.last_offset, r.path, r.base_offset, policies, prev.end_kind), r.path)
         if r.last_offset is not None:
             prev = r
 

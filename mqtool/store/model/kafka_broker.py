@@ -297,12 +297,24 @@ class LazyPolicies:
         return self._policies
 
 
-def segment_gap_finding(topic: str | None, prev_path: str, prev_last: int, path: str, base: int, policies: LazyPolicies) -> Finding:
+def segment_gap_finding(
+    topic: str | None, prev_path: str, prev_last: int, path: str, base: int, policies: LazyPolicies, prev_end: str | None = "eof"
+) -> Finding:
     """The finding for offsets ``prev_last + 1 .. base - 1`` in no segment between ``prev_path``
-    and ``path``: KAFKA-OFFSET-GAP (info) for a compacted topic, KAFKA-SEGMENT-MISSING for a
-    ``delete`` topic (error) or one whose policy is unknown (warning)."""
+    and ``path``: KAFKA-OFFSET-GAP (info) for a compacted topic, or after a segment whose valid data
+    ends early (``prev_end`` other than ``eof``: its own finding names the damage the offsets went
+    with); KAFKA-SEGMENT-MISSING for a ``delete`` topic (error) or one whose policy is unknown
+    (warning)."""
     details: dict[str, object] = {"missing_from": prev_last + 1, "missing_to": base}
     span = f"offsets {prev_last + 1}..{base - 1} are in no segment (after {Path(prev_path).name})"
+    if prev_end != "eof":
+        return Finding(
+            "KAFKA-OFFSET-GAP",
+            path,
+            None,
+            f"{span}; {Path(prev_path).name} ends in {prev_end} data, not at its last batch: its finding names what was lost",
+            details=details,
+        )
     policy, source = policies.get().policy(topic)
     if policy is not None and "compact" in policy:
         return Finding("KAFKA-OFFSET-GAP", path, None, f"{span}; the topic is compacted ({source}): compaction leaves such gaps", details=details)
