@@ -1162,7 +1162,9 @@ def test_every_code_has_a_test_or_a_reason():
 def test_rocksdb_consume_queue_that_does_not_open_is_unreadable(store):
     # a RocksDB ConsumeQueue is read since issue 29 (tests/ops/validate/test_rocksdb_cq.py); one
     # RocksDB cannot open (its MANIFEST missing) is a finding on consumequeue/, not exit 4
-    pytest.importorskip("rocksdict")
+    from tests.rocksdb_cq_store import require_rocksdict
+
+    require_rocksdict()
     (store.root / "consumequeue" / "CURRENT").write_text("MANIFEST-000001\n")
     report = validate(store.root)
     assert "RMQ-FILE-UNREADABLE" in {f.code for f in report.findings if f.path == str(store.root / "consumequeue")}

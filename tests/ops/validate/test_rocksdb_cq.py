@@ -19,7 +19,10 @@ from mqtool.ops.validate.rocketmq import validate_rocketmq
 from tests import rocksdb_cq_store as w
 from tests.conftest import run_cli
 
-pytest.importorskip("rocksdict")
+
+@pytest.fixture(scope="module", autouse=True)
+def _rocksdict():
+    w.require_rocksdict()
 
 
 def validate(root):

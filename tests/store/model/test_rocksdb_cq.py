@@ -20,7 +20,10 @@ from mqtool.store.model import rocksdb_cq as model
 from mqtool.store.rocksdb_cq import RocksCq
 from tests import rocksdb_cq_store as w
 
-pytest.importorskip("rocksdict")
+
+@pytest.fixture(scope="module", autouse=True)
+def _rocksdict():
+    w.require_rocksdict()
 
 
 @pytest.fixture(scope="module")
