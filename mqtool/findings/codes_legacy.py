@@ -19,7 +19,7 @@ CODES: dict[str, CodeInfo] = {
     "JAFKA-UNREADABLE": CodeInfo(E, "files", "a file that cannot be read (permissions, I/O error, a FIFO or device named like a segment)", ends="unreadable"),
     # --- Jafka: shutdown state ---
     "JAFKA-UNCLEAN-SHUTDOWN": CodeInfo(
-        W, "checkpoint", "no .jafka_cleanshutdown: the broker runs or did not stop cleanly; recovery runs on each last segment"
+        W, "checkpoint", "no .jafka_cleanshutdown (Kafka 0.7: .kafka_cleanshutdown): the broker runs or did not stop cleanly; recovery runs on each last segment"
     ),
     # --- Jafka: log content ---
     "JAFKA-SIZE": CodeInfo(
@@ -28,11 +28,11 @@ CODES: dict[str, CodeInfo] = {
         "a LENGTH below the 6-byte header, negative, larger than mqtool reads (64 MiB), "
         "or running past the end of the file over valid messages",
     ),
-    "JAFKA-MAGIC": CodeInfo(E, "log", "a magic byte other than 1, checked before the CRC as Jafka does (magic 0 is Kafka 0.7's first format, which Jafka cannot read)"),
+    "JAFKA-MAGIC": CodeInfo(E, "log", "a magic byte other than 1, checked before the CRC as Jafka does (magic 0 is Kafka 0.7's first format, which Jafka cannot read; in a Kafka 0.7 log dir: other than 0 or 1)"),
     "JAFKA-CRC": CodeInfo(E, "log", "the stored CRC differs from the CRC-32 of the payload"),
-    "JAFKA-CODEC": CodeInfo(E, "log", "compression codec 2 (snappy, declared but not implemented by Jafka) or 3 (unknown)"),
+    "JAFKA-CODEC": CodeInfo(E, "log", "compression codec 2 (snappy, declared but not implemented by Jafka; Kafka 0.7 reads it) or 3 (unknown)"),
     "JAFKA-ATTRIBUTE": CodeInfo(W, "log", "attribute bits 2-7 set (Jafka writes them 0)"),
-    "JAFKA-WRAPPER": CodeInfo(E, "log", "a gzip wrapper that does not decompress to a complete set of valid inner messages"),
+    "JAFKA-WRAPPER": CodeInfo(E, "log", "a gzip (Kafka 0.7: or snappy) wrapper that does not decompress to a complete set of valid inner messages"),
     "JAFKA-TORN-TAIL": CodeInfo(
         W,
         "log",
@@ -46,10 +46,10 @@ CODES: dict[str, CodeInfo] = {
     "JAFKA-UNREADABLE-REGION": CodeInfo(E, "log", "bytes between a broken message and the next valid message (or the end)", ends="unreadable"),
     "JAFKA-RECOVERY-LOSS": CodeInfo(E, "log", "valid messages after the point where recovery truncates the last segment (they will be lost)"),
     "JAFKA-RECOVERY-CRASH": CodeInfo(
-        E, "log", "recovery meets a magic byte other than 1 and throws UnknownMagicByteException: the broker does not start"
+        E, "log", "recovery meets a magic byte other than 1 (Kafka 0.7: other than 0 or 1) and throws UnknownMagicByteException: the broker does not start"
     ),
     "JAFKA-UNRECOVERED": CodeInfo(
-        E, "log", ".jafka_cleanshutdown is present but the last segment does not end cleanly: recovery is skipped"
+        E, "log", ".jafka_cleanshutdown (Kafka 0.7: .kafka_cleanshutdown) is present but the last segment does not end cleanly: recovery is skipped"
     ),
     "JAFKA-VALID-END": CodeInfo(I, "log", "where the valid data of a partition ends (its log end offset)"),
     # --- MetaQ: files ---
