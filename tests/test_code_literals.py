@@ -30,7 +30,6 @@ LITERALS_TODAY: dict[str, int] = {
     "ops/report/__init__.py": 4,
     "ops/validate/compaction.py": 9,
     "ops/validate/rocketmq.py": 40,
-    "ops/validate/rocksdb_cq.py": 2,
     "ops/validate/timer.py": 19,
     "pipeline/jobs.py": 45,
     "pipeline/sources.py": 3,
@@ -42,7 +41,6 @@ LITERALS_TODAY: dict[str, int] = {
     "store/model/kafka.py": 89,
     "store/model/kafka_broker.py": 4,
     "store/model/legacy.py": 10,
-    "store/model/rocksdb_cq.py": 13,
     "store/model/timer.py": 8,
 }
 

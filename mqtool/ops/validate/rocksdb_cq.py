@@ -26,6 +26,7 @@ from typing import Any
 
 from mqtool.errors import CorruptDataError
 from mqtool.findings import Finding
+from mqtool.findings import code_ids as ids
 from mqtool.ops.validate import FileSummary
 from mqtool.store import rocketmq as rmq
 from mqtool.store import rocksdb_cq as store_rcq
@@ -62,14 +63,14 @@ def check_rocksdb_cq(
     try:
         db = store_rcq.RocksCq(path)
     except CorruptDataError as exc:
-        out.findings.append(Finding("RMQ-FILE-UNREADABLE", str(path), None, f"the RocksDB ConsumeQueue: {exc.reason}"))
+        out.findings.append(Finding(ids.RMQ_FILE_UNREADABLE, str(path), None, f"the RocksDB ConsumeQueue: {exc.reason}"))
         out.summary = FileSummary(str(path), "consumequeue", 0, 0, None)
         return out
     with db:
         try:
             judged = model_rcq.judge(db, store, commitlog_end=commitlog_end, damaged=damaged)
         except CorruptDataError as exc:  # RocksDB refused to read on (a block checksum, a truncated SST)
-            out.findings.append(Finding("RMQ-FILE-UNREADABLE", str(path), None, f"the RocksDB ConsumeQueue: {exc.reason}"))
+            out.findings.append(Finding(ids.RMQ_FILE_UNREADABLE, str(path), None, f"the RocksDB ConsumeQueue: {exc.reason}"))
             out.summary = FileSummary(str(path), "consumequeue", db.size, 0, None)
             return out
         out.findings.extend(model.link_knock_on(f, end_cause) for f in judged.findings)

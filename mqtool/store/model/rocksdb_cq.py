@@ -42,6 +42,7 @@ from dataclasses import dataclass, field
 
 from mqtool.errors import MqError, StoreIOError
 from mqtool.findings import Finding
+from mqtool.findings import code_ids as ids
 from mqtool.formats.rocketmq import rocksdb_cq as rcq
 from mqtool.store import rocketmq as rmq
 from mqtool.store.rocksdb_cq import RocksCq
@@ -87,7 +88,7 @@ def unit_finding(db: RocksCq, code: str, unit: RocksUnit, message: str) -> Findi
 
 def bad_entry_finding(db: RocksCq, bad: BadEntry) -> Finding:
     return Finding(
-        "RMQ-CQ-ROCKSDB-ENTRY",
+        ids.RMQ_CQ_ROCKSDB_ENTRY,
         str(db.path),
         None,
         f"column family {bad.family!r}, {_location(bad.key)}: {bad.error.reason}" + (f" (byte {bad.error.position})" if bad.error.position is not None else ""),
@@ -236,7 +237,7 @@ def judge(
                 out.findings.append(
                     unit_finding(
                         db,
-                        "RMQ-CQ-ROCKSDB-GAP",
+                        ids.RMQ_CQ_ROCKSDB_GAP,
                         item,
                         f"expected queue offset {span.last + 1} after {span.last}, found {cq.queue_offset}: "
                         f"{cq.queue_offset - span.last - 1} unit(s) missing (rangeQuery stops at the first missing key)",
@@ -257,7 +258,7 @@ def judge(
     for (topic, qid), n in sorted(expired_by_queue.items()):
         out.findings.append(
             Finding(
-                "RMQ-CQ-EXPIRED",
+                ids.RMQ_CQ_EXPIRED,
                 str(db.path),
                 None,
                 f"{topic}/{qid}: {n} unit(s) point below the CommitLog's first file ({commitlog_min}): expired by retention (compaction drops them)",
@@ -271,7 +272,7 @@ def judge(
     if cp is not None and cp > commitlog_end:
         out.findings.append(
             Finding(
-                "RMQ-CQ-ROCKSDB-CHECKPOINT",
+                ids.RMQ_CQ_ROCKSDB_CHECKPOINT,
                 str(db.path),
                 None,
                 f"{rcq.CHECKPOINT_TOPIC} max physical offset: expected at most {commitlog_end} (end of valid CommitLog data), found {cp} "
@@ -288,15 +289,15 @@ def _check_record(db: RocksCq, reader: rmq.CommitLogReader, unit: RocksUnit, com
     if _in_ranges(damaged, off):
         return None  # the CommitLog finding there says what is wrong with this record
     if off >= commitlog_end:
-        return unit_finding(db, "RMQ-CQ-PAST-END", unit, f"expected a commitlog offset below {commitlog_end} (end of valid CommitLog data), found {off}")
+        return unit_finding(db, ids.RMQ_CQ_PAST_END, unit, f"expected a commitlog offset below {commitlog_end} (end of valid CommitLog data), found {off}")
     try:
         rec = reader.read(off, size_hint=value.size if 0 < value.size <= rmq.MAX_RECORD_SIZE else 4096)
     except StoreIOError:
         raise
     except MqError as exc:
-        return unit_finding(db, "RMQ-CQ-NOT-A-RECORD", unit, f"commitlog offset {off} is not the start of a valid record ({exc})")
+        return unit_finding(db, ids.RMQ_CQ_NOT_A_RECORD, unit, f"commitlog offset {off} is not the start of a valid record ({exc})")
     if rec.physical_offset != off:
-        return unit_finding(db, "RMQ-CQ-NOT-A-RECORD", unit, f"the record at commitlog offset {off} says PHYSICALOFFSET {rec.physical_offset}")
+        return unit_finding(db, ids.RMQ_CQ_NOT_A_RECORD, unit, f"the record at commitlog offset {off} says PHYSICALOFFSET {rec.physical_offset}")
     problems = []
     if rec.total_size != value.size:
         problems.append(f"size {value.size} vs record TOTALSIZE {rec.total_size}")
@@ -307,13 +308,13 @@ def _check_record(db: RocksCq, reader: rmq.CommitLogReader, unit: RocksUnit, com
     if rec.store_timestamp != value.store_timestamp:
         problems.append(f"store time {value.store_timestamp} vs record STORETIMESTAMP {rec.store_timestamp}")
     if problems:
-        return unit_finding(db, "RMQ-CQ-MISMATCH", unit, f"-> commitlog offset {off}: " + "; ".join(problems))
+        return unit_finding(db, ids.RMQ_CQ_MISMATCH, unit, f"-> commitlog offset {off}: " + "; ".join(problems))
     if rec.dropped_properties and "TAGS" not in rec.properties:
         return None  # its tags may be in a segment the broker drops (RMQ-CL-PROPERTIES says so)
     expected = cq_tags_code(rec)
     if value.tags_code != expected:
         what = "delivery time (store time + delay level)" if rec.topic == "SCHEDULE_TOPIC_XXXX" else f"TAGS {rec.tags!r} hash"
-        return unit_finding(db, "RMQ-CQ-TAGS", unit, f"expected tagsCode {expected} ({what}), found {value.tags_code}")
+        return unit_finding(db, ids.RMQ_CQ_TAGS, unit, f"expected tagsCode {expected} ({what}), found {value.tags_code}")
     return None
 
 
@@ -323,7 +324,7 @@ def _offset_findings(db: RocksCq, table: OffsetTable, spans: Mapping[QueueKey, Q
     def finding(key: QueueKey, kind: str, message: str) -> Finding:
         okey = rcq.encode_offset_key(rcq.OffsetKey(key[0], kind, key[1]))
         return Finding(
-            "RMQ-CQ-ROCKSDB-OFFSET",
+            ids.RMQ_CQ_ROCKSDB_OFFSET,
             str(db.path),
             None,
             f"offset key {rcq.key_hex(okey)} ({key[0]}/{key[1]} {kind}): {message}",
@@ -363,7 +364,7 @@ def lag_findings(db: RocksCq, judged: Judged, last_queue_offsets: Mapping[QueueK
         if rng is None:
             out.append(
                 Finding(
-                    "RMQ-CQ-MISSING-QUEUE",
+                    ids.RMQ_CQ_MISSING_QUEUE,
                     str(db.path),
                     None,
                     f"CommitLog records of {key[0]}/{key[1]} (up to queue offset {last}) have no unit and no offset entry in the RocksDB ConsumeQueue",
@@ -374,7 +375,7 @@ def lag_findings(db: RocksCq, judged: Judged, last_queue_offsets: Mapping[QueueK
         elif last + 1 > rng[1]:
             out.append(
                 Finding(
-                    "RMQ-CQ-LAG",
+                    ids.RMQ_CQ_LAG,
                     str(db.path),
                     None,
                     f"{key[0]}/{key[1]}: expected the RocksDB ConsumeQueue to reach offset {last + 1} (the CommitLog holds records up to queue offset {last}), "
@@ -426,7 +427,7 @@ def divergence_findings(db: RocksCq, store: rmq.RocketMQStore, rocks_queues: set
                 parts.append(f"{d.differ} unit(s) that differ (first at queue offset {d.first_differ})")
             out.append(
                 Finding(
-                    "RMQ-CQ-ROCKSDB-DIVERGE",
+                    ids.RMQ_CQ_ROCKSDB_DIVERGE,
                     str(db.path),
                     None,
                     f"{key[0]}/{key[1]}: expected the file and RocksDB ConsumeQueues to hold the same units, found " + "; ".join(parts),
