@@ -238,20 +238,25 @@ def open_segment(segment: Segment) -> SegmentReader:
     return SegmentReader(segment)
 
 
-def starts_at(reader: SegmentReader, pos: int, dialect: Dialect = JAFKA) -> bool:
-    """Whether a complete message with a valid CRC (magic 0 or 1) starts at ``pos``, at least
-    ``dialect``'s smallest LENGTH long (the magic is judged by the caller: ``Dialect.accepts_magic``)."""
+def message_at(reader: SegmentReader, pos: int, dialect: Dialect = JAFKA) -> jf.Message | None:
+    """The complete message with a valid CRC (magic 0 or 1) at ``pos``, at least ``dialect``'s
+    smallest LENGTH long, read with one bounded read (the magic is judged by the caller:
+    ``Dialect.accepts_magic``); None when there is none."""
     head = reader.pread(pos, 4)
     if len(head) < 4:
-        return False
+        return None
     length = jf.peek_length(head)
     if not dialect.min_length <= length <= min(MAX_MESSAGE_SIZE, reader.size - pos - 4):
-        return False
+        return None
     try:
-        jf.decode_message(reader.pread(pos, 4 + length), 0)
+        return jf.decode_message(reader.pread(pos, 4 + length), 0)
     except MqError:
-        return False
-    return True
+        return None
+
+
+def starts_at(reader: SegmentReader, pos: int, dialect: Dialect = JAFKA) -> bool:
+    """Whether a complete message with a valid CRC starts at ``pos`` (``message_at``)."""
+    return message_at(reader, pos, dialect) is not None
 
 
 # --- writing (fixtures, tests) ----------------------------------------------------------------------
@@ -326,6 +331,7 @@ __all__ = [
     "clean_shutdown_marker",
     "dialect_of",
     "is_kafka07_path",
+    "message_at",
     "is_jafka_path",
     "open_jafka",
     "open_segment",

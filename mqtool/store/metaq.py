@@ -99,19 +99,24 @@ def open_segment(segment: Segment) -> SegmentReader:
     return SegmentReader(segment, segnames.metaq_zip_entry_name(segment))
 
 
-def starts_at(reader: SegmentReader, pos: int) -> bool:
-    """Whether a complete, valid message starts at ``pos`` of the segment (a zero header is none)."""
+def message_at(reader: SegmentReader, pos: int) -> mq.Message | None:
+    """The complete, valid message at ``pos`` of the segment (a zero header is none), read with one
+    bounded read; None when there is none."""
     head = reader.pread(pos, mq.HEADER_LEN)
     if len(head) < mq.HEADER_LEN or head == bytes(mq.HEADER_LEN):
-        return False
+        return None
     length = mq.peek_length(head)
     if not 0 <= length <= min(MAX_MESSAGE_SIZE, reader.size - pos - mq.HEADER_LEN):
-        return False
+        return None
     try:
-        mq.decode_message(reader.pread(pos, mq.HEADER_LEN + length), 0)
+        return mq.decode_message(reader.pread(pos, mq.HEADER_LEN + length), 0)
     except MqError:
-        return False
-    return True
+        return None
+
+
+def starts_at(reader: SegmentReader, pos: int) -> bool:
+    """Whether a complete, valid message starts at ``pos`` of the segment (``message_at``)."""
+    return message_at(reader, pos) is not None
 
 
 def split_message(message: mq.Message) -> tuple[bytes | None, bytes, MqError | None]:

@@ -43,10 +43,8 @@ from mqtool.formats.checksums import crc32, masked_crc32
 from mqtool.ops import log_findings
 from mqtool.store import jafka as sj
 from mqtool.store import metaq as sm
-from mqtool.store.jafka import starts_at as jafka_starts_at
-from mqtool.store.legacy import DataDir, Partition, Segment, SegmentWalk
+from mqtool.store.legacy import DataDir, Partition, Segment
 from mqtool.store.metaq import split_message as split_metaq
-from mqtool.store.metaq import starts_at as metaq_starts_at
 from mqtool.store.model import legacy as lm
 
 # --- common -----------------------------------------------------------------------------------------
@@ -402,40 +400,42 @@ def _lookup_offset(data: DataDir, partition: Partition, offset: int) -> OffsetLo
         return result
     result.segment = seg
     jafka = data.layout == "jafka"
-    framing = sj.dialect_of(data).framing if jafka else sm.FRAMING
+    dialect = sj.dialect_of(data)
     position = offset - seg.start_offset
     dump: JafkaDump | MetaqDump = JafkaDump(data) if jafka else MetaqDump(data)
-    with (sj.open_segment(seg) if jafka else sm.open_segment(seg)) as reader:
-        direct = seg.archive != "zip" and (jafka_starts_at(reader, position, sj.dialect_of(data)) if jafka else metaq_starts_at(reader, position))
-        walk = SegmentWalk(reader, framing, position if direct else 0, keep_damaged=True)
-        for pos, message in walk:
-            if pos < position:
-                result.previous_offset = seg.start_offset + pos
-                continue
-            if pos > position:
-                result.next_offset = seg.start_offset + pos
+    direct: object | None = None
+    if seg.archive != "zip":  # one bounded read when a valid message starts there
+        with sj.open_segment(seg) if jafka else sm.open_segment(seg) as reader:
+            direct = sj.message_at(reader, position, dialect) if jafka else sm.message_at(reader, position)
+    found: lm.ScannedMessage | None = None
+    if direct is not None:
+        found = lm.ScannedMessage(position, direct)
+    else:  # the store model's reading of the segment, up to the first message at or after the offset
+        marker = sj.clean_shutdown_marker(data) if jafka else None
+        task = lm.SegmentTask(data.layout, str(seg.path), seg.start_offset, seg.archive, seg.named, seg is partition.last, not marker, data.variant)
+        messages = iter(lm.SegmentScan(task))
+        try:
+            for scanned in messages:
+                if scanned.position < position:
+                    result.previous_offset = seg.start_offset + scanned.position
+                    continue
+                if scanned.position > position:
+                    result.next_offset = seg.start_offset + scanned.position
+                    break
+                found = scanned
                 break
-            where = Where(partition, seg, pos, offset)
-            damage = walk.damaged.get(pos)
-            code = walk.finding_code(pos)
-            if isinstance(dump, JafkaDump):
-                assert isinstance(message, jf.Message)  # a walk with Jafka's framing
-                dialect = sj.dialect_of(data)
-                magic = jf.magic_error(message.magic, pos + jf.LOG_OVERHEAD, crc_mismatch=True, magics=dialect.magics, broker=dialect.broker)
-                if damage is not None and magic is not None:
-                    damage = magic.at(seg.path)  # the broker reads the magic before the CRC (JAFKA-MAGIC)
-                    code = sj.error_code(damage)
-                result.items.extend(dump._items(where, message, code))
-            else:
-                assert isinstance(message, mq.Message)  # a walk with MetaQ's framing
-                result.items.append(dump._item(where, message, code))
-            if damage is not None:
-                result.problems.append(damage)
-            break
+        finally:
+            messages.close()  # type: ignore[attr-defined]
+    if found is not None:
+        where = Where(partition, seg, position, offset)
+        if isinstance(dump, JafkaDump):
+            assert isinstance(found.message, jf.Message)  # a Jafka segment's message
+            result.items.extend(dump._items(where, found.message, found.code))
+        else:
+            assert isinstance(found.message, mq.Message)  # a MetaQ segment's message
+            result.items.append(dump._item(where, found.message, found.code))
     if not result.items:
         result.reason = f"offset {offset} is not the start of a valid message in {seg.path}"
-        if walk.error is not None and (walk.failed_at or 0) <= position:
-            result.problems.append(walk.error)
     result.problems.extend(dump.problems)
     return result
 
