@@ -28,7 +28,11 @@ CODES: dict[str, CodeInfo] = {
     ),
     "KAFKA-DIR-STATE": CodeInfo(I, "files", "a partition dir being deleted (-delete), moved (-future) or a KRaft stray replica (-stray)"),
     "KAFKA-FILE-ORPHAN-INDEX": CodeInfo(W, "files", "an .index/.timeindex/.txnindex without its .log (deleted by the broker at load)"),
-    "KAFKA-FILE-NO-INDEX": CodeInfo(I, "files", "a non-empty .log without .index or .timeindex (the broker rebuilds them by recovering the segment)"),
+    "KAFKA-FILE-NO-INDEX": CodeInfo(
+        I,
+        "files",
+        "a non-empty .log without .index (the broker recovers the segment at load) or .timeindex (created empty, rebuilt when the segment is recovered)",
+    ),
     "KAFKA-FILE-LEFTOVER": CodeInfo(W, "files", "a .deleted, .cleaned, .swap or .tmp file left by an interrupted operation (acted on at the next load)"),
     "KAFKA-FILE-TOO-LARGE": CodeInfo(E, "files", "a .log larger than 2^31-1 bytes (the broker refuses to open it)"),
     "KAFKA-LOCK-HELD": CodeInfo(I, "files", "the log dir's .lock is held: a broker is running and the files may change while read"),

@@ -1172,7 +1172,7 @@ def _check_files(store: ks.KafkaStore, out: Sink) -> dict[str, list[tuple[int, F
                         "KAFKA-FILE-NO-INDEX",
                         str(seg.log),
                         None,
-                        f"{seg.name}.log has no .{missing}: the broker recovers the segment at load to rebuild it",
+                        f"{seg.name}.log has no .{missing}: " + kafka_broker.no_index_consequence(seg.index is None),
                     )
                 )
     return orphans

@@ -75,6 +75,18 @@ INDEX_SIZE_CONSEQUENCE = (
     "CorruptIndexException"
 )
 
+def no_index_consequence(offset_index_missing: bool) -> str:
+    """What the broker does with a ``.log`` missing its ``.index`` (recovers the segment at load) or
+    only its ``.timeindex`` (``LogSegment.sanityCheck`` creates it empty; rebuilt only when the
+    segment is recovered), for validate's KAFKA-FILE-NO-INDEX."""
+    if offset_index_missing:
+        return "the broker recovers the segment at load to rebuild its indexes (LogLoader.loadSegmentFiles, in every version)"
+    return (
+        "the broker creates an empty .timeindex at load (LogSegment.sanityCheck) and rebuilds it only when it recovers the segment "
+        "(after an unclean shutdown, from the recovery point on): until then a time lookup in this segment finds no entry"
+    )
+
+
 #: the first version that skips the offset and time index sanity checks at load (KAFKA-7283)
 INDEX_CHECK_SKIPPED_SINCE = (2, 3, 0)
 #: the first version that recovers the KRaft metadata log at every start (a3930aad6c3)
@@ -546,6 +558,7 @@ _SPEEDS: dict[int, float | None] = {}
 
 __all__ = [
     "INDEX_SIZE_CONSEQUENCE",
+    "no_index_consequence",
     "KafkaBroker",
     "LazyPolicies",
     "SegmentRead",

@@ -396,6 +396,14 @@ def test_index_size(logs):
     assert "2.3.0+" in f.message and "index-sanity-check" in f.message and "throws CorruptIndexException)" not in f.message
 
 
+def test_no_timeindex_is_created_empty_not_recovered(logs):
+    """A .log without its .timeindex alone: the broker makes an empty one (LogSegment.sanityCheck), it
+    does not recover the segment for it."""
+    seg(logs, "orders-0", 30, "timeindex").unlink()
+    (f,) = found(validate(logs), "KAFKA-FILE-NO-INDEX", seg(logs, "orders-0", 30), None, Severity.info)
+    assert "creates an empty .timeindex" in f.message and "recovers the segment at load" not in f.message
+
+
 def append_topic_config(logs: Path, resource_type: int, resource: str, name: str, value: str | None) -> None:
     """Append a ``ConfigRecord`` batch to the fixture's KRaft metadata log (after its last offset)."""
     from mqtool.formats.kafka import _schema
@@ -577,7 +585,8 @@ def test_file_family(logs, monkeypatch):
     found(report, "KAFKA-DIR-NAME", logs / "backup", None, Severity.error)
     found(report, "KAFKA-DIR-STATE", logs / "orders-1.0123456789abcdef0123456789abcdef-delete", None, Severity.info)
     found(report, "KAFKA-FILE-ORPHAN-INDEX", logs / "orders-0" / "00000000000000000999.index", None)
-    found(report, "KAFKA-FILE-NO-INDEX", seg(logs, "orders-0", 30), None, Severity.info)
+    (f,) = found(report, "KAFKA-FILE-NO-INDEX", seg(logs, "orders-0", 30), None, Severity.info)
+    assert "recovers the segment at load" in f.message
     found(report, "KAFKA-FILE-LEFTOVER", logs / "orders-0" / "00000000000000000030.log.deleted")
     found(report, "KAFKA-FILE-LEFTOVER", logs / "recovery-point-offset-checkpoint.tmp")
     found(report, "KAFKA-FILE-TOO-LARGE", seg(logs, "orders-0", 0), None, Severity.error)
