@@ -277,3 +277,36 @@ def test_every_inflation_is_bounded(monkeypatch):
     assert raised.value.kind == "compression"
     with pytest.raises(CorruptDataError):
         list(jf.iter_inner_messages(bomb))
+
+
+# --- Kafka 0.7 (the kafka07 variant): magics 0 and 1, snappy wrappers --------------------------------
+
+
+def test_kafka07_segment_names():
+    assert segnames.kafka07_file_name(1030) == "00000000000000001030.kafka"
+    assert segnames.parse_jafka_file_name("00000000000000001030.kafka", segnames.KAFKA07_SUFFIX) == 1030
+    with pytest.raises(MqError):
+        segnames.parse_jafka_file_name("00000000000000001030.jafka", segnames.KAFKA07_SUFFIX)
+    with pytest.raises(ValueError):
+        segnames.kafka07_file_name(-1)
+
+
+def test_magic_error_by_dialect():
+    assert jf.magic_error(0, 4) is not None and jf.magic_error(1, 4) is None  # Jafka reads magic 1 only
+    assert jf.magic_error(0, 4, magics=(0, 1), broker="Kafka 0.7") is None
+    error = jf.magic_error(2, 4, magics=(0, 1), broker="Kafka 0.7")
+    assert error is not None and error.position == 4 and error.expected == "magic 0 or 1" and "Kafka 0.7 reads no other magic" in error.found
+
+
+@given(st.lists(st.binary(max_size=60), min_size=1, max_size=6))
+def test_kafka07_snappy_wrapper_round_trip(payloads):
+    pytest.importorskip("cramjam")
+    from mqtool.formats.kafka import compression
+
+    inner = [jf.Message(p, jf.MAGIC_V0 if i % 2 else jf.MAGIC_V1) for i, p in enumerate(payloads)]
+    wrapper = jf.Message(compression.compress(compression.SNAPPY, jf.encode_message_set(inner), magic=1), jf.MAGIC_V1, jf.CODEC_SNAPPY)
+    decoded = jf.decode_message(jf.encode_message(wrapper))
+    got = list(jf.iter_wrapper(decoded, snappy=True))
+    assert [m.message for m in got] == inner and all(m.crc_computed == m.message.crc for m in got)
+    with pytest.raises(UnsupportedFormatError):  # Jafka has no snappy codec
+        list(jf.iter_wrapper(decoded))
