@@ -59,8 +59,10 @@ def _values(data: bytes, at: np.ndarray, length: np.ndarray, decode: BodyDecode)
     count = len(at)
     if encode is None:
         return b"null", []
-    ends = at + np.maximum(length, 0)
-    texts = list(map(encode, map(data.__getitem__, map(slice, at.tolist(), ends.tolist()))))
+    texts = _short_texts(data, at, length, decode)
+    if texts is None:
+        ends = at + np.maximum(length, 0)
+        texts = list(map(encode, map(data.__getitem__, map(slice, at.tolist(), ends.tolist()))))
     nulls = np.flatnonzero(length < 0).tolist()
     if not nulls:
         return quote + b"%s" + quote, [texts]
@@ -69,6 +71,48 @@ def _values(data: bytes, at: np.ndarray, length: np.ndarray, decode: BodyDecode)
         texts[i] = b"null"
         quotes[i] = b""
     return b"%s%s%s", [quotes, texts, quotes]
+
+
+#: Spans of at most this many bytes are encoded a column at a time (``_short_texts``).
+SHORT_SPAN = 48
+_B64_PAD = ord("=")
+
+
+def _short_texts(data: bytes, at: np.ndarray, length: np.ndarray, decode: BodyDecode) -> list[bytes] | None:
+    """The base64 or hex text of each span (empty for null) when every span is short: the spans
+    copied into the rows of one zero-padded array, encoded by one binascii call (a row of a
+    multiple of 3 bytes encodes on its own in base64), the padding of each row's last group made
+    ``=`` and the text past its end zero, read back as a column of bytes (numpy drops a fixed-width
+    bytes value's trailing zeros: neither encoding writes one).  None when a span is longer than
+    ``SHORT_SPAN`` or the decode is neither (each span is encoded on its own then)."""
+    if decode not in (BodyDecode.base64, BodyDecode.hex) or not len(at):
+        return None
+    n = np.maximum(length, 0)
+    longest = int(n.max())
+    if longest > SHORT_SPAN:
+        return None
+    if longest == 0:
+        return [b""] * len(at)
+    width = (longest + 2) // 3 * 3 if decode is BodyDecode.base64 else longest
+    d = np.frombuffer(data, dtype=np.uint8)
+    columns = np.arange(width)
+    rows = d[np.minimum(at[:, None] + columns, len(d) - 1)]
+    rows[columns >= n[:, None]] = 0
+    if decode is BodyDecode.base64:
+        text_width = width // 3 * 4
+        text = np.frombuffer(_B64(rows.tobytes()), dtype=np.uint8).reshape(len(at), text_width).copy()
+        used = (n + 2) // 3 * 4
+        short = n % 3
+        index = np.arange(len(at))
+        text[index[short > 0], used[short > 0] - 1] = _B64_PAD
+        text[index[short == 1], used[short == 1] - 2] = _B64_PAD
+    else:
+        text_width = 2 * width
+        text = np.frombuffer(binascii.hexlify(rows.tobytes()), dtype=np.uint8).reshape(len(at), text_width).copy()
+        used = 2 * n
+    text[np.arange(text_width) >= used[:, None]] = 0
+    texts: list[bytes] = text.view(f"S{text_width}").ravel().tolist()
+    return texts
 
 
 class _HeaderKeys(dict[bytes, bytes]):

@@ -77,11 +77,11 @@ def raw_uvarint(buf: Buffer | npt.NDArray[np.uint8], p: int, limit: int, max_byt
     after it; ``(-1, -1)`` when it is longer than ``max_bytes`` or cut by ``limit``.
 
     The one varint reader of the fast record walks: ``scan_records_py`` and
-    ``record_columns.frame_records_py`` call it, and the compiled walks (``_record_scan_jit``,
-    ``_record_columns_jit``) compile this same function with numba.  The precise walk
+    ``record_columns.frame_records`` (its record lengths) call it, and the compiled walk
+    (``_record_scan_jit``) compiles this same function with numba.  The precise walk
     (``record_batch``) reads its varints with its own errors.  numba's on-disk cache of the
-    compiled walks is keyed on their own files, not on this one: after changing this function,
-    delete their cache files (``__pycache__/_record_*_jit.*.nb[ci]``).
+    compiled walk is keyed on its own file, not on this one: after changing this function,
+    delete its cache files (``__pycache__/_record_scan_jit.*.nb[ci]``).
     """
     raw = 0
     shift = 0

@@ -13,7 +13,7 @@ import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Literal, NamedTuple
 
 import numpy as np
 
@@ -353,7 +353,6 @@ class LogDump:
         reading.  Side effects happen in the order the precise reading has them: a run is yielded
         before the problems of the entry after it are recorded and before its file's end is, so
         a reader that stops early (``--limit``) leaves the same state."""
-        compiled = self.total_bytes >= COMPILED_FRAMING_MIN_BYTES
         for i, target in enumerate(self.targets):
             if self._skip_target(i, target):
                 self.bytes_done += target.segment.log_size if target.segment else 0
@@ -364,10 +363,10 @@ class LogDump:
                 self.problems.append(exc)
                 continue
             with f:
-                yield from self._walk_lean(target, f, compiled)
+                yield from self._walk_lean(target, f)
                 self.bytes_done += f.size
 
-    def _walk_lean(self, target: LogTarget, f: ReadOnlyFile, compiled: bool) -> Iterator[DumpItem | RecordRun]:
+    def _walk_lean(self, target: LogTarget, f: ReadOnlyFile) -> Iterator[DumpItem | RecordRun]:
         opts = self.options
         decoder = decoder_for(target, opts.decoder)
         if not opts.deep or decoder is not None:
@@ -385,20 +384,30 @@ class LogDump:
                     continue
                 if not self._batch_in_time(info):
                     continue
-                framed = _frame(h, walk.buffer, rel, opts.max_decompressed_size, compiled)
-                if framed is not None and run.add(info, *framed):
+                if run.add(pos, entry, info, walk.buffer, rel):
                     if len(run) >= RUN_RECORDS:
-                        yield run.take()
+                        yield from self._take(run, target, decoder, walk)
                     continue
-            if run.batches:
-                yield run.take()
+            if run:
+                yield from self._take(run, target, decoder, walk)
             # the precise reading of this entry, as ``_walk`` has it
             item = self._precise(target, pos, entry, info, walk.buffer, rel, decoder, walk)
             if item is not None:
                 yield item
-        if run.batches:
-            yield run.take()
+        if run:
+            yield from self._take(run, target, decoder, walk)
         self._file_end(target, f, walk)
+
+    def _take(self, run: _RunBuilder, target: LogTarget, decoder: str | None, walk: ks.LogFileWalk) -> Iterator[DumpItem | RecordRun]:
+        """The batches added to ``run`` since the last take: runs of the ones framed, and the
+        precise reading of each one the column framer refused, in file order."""
+        for part in run.take():
+            if isinstance(part, RecordRun):
+                yield part
+                continue
+            item = self._precise(target, part.position, part.entry, part.info, part.raw, 0, decoder, walk)
+            if item is not None:
+                yield item
 
     def _file_end(self, target: LogTarget, f: ReadOnlyFile, walk: ks.LogFileWalk) -> None:
         """How the file's walk ended: its broken entry (a problem), or its end kind (``limit``
@@ -499,31 +508,24 @@ def record_info(r: LogRecord, raw: rb.Record | None, decoder: str | None) -> Rec
     )  # fmt: skip
 
 
-#: From this many bytes of ``.log`` on, the lean reading frames records with the compiled framer
-#: (numba, the ``fast`` extra): loading it costs about 0.3 s once, the Python framer about 20 ns
-#: a byte, so below this the Python framer is the faster.
-COMPILED_FRAMING_MIN_BYTES = 16 << 20
 #: Records of a ``RecordRun`` at most (the CLI writes a run's rows as one text).
 RUN_RECORDS = 8192
 _INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
 _INT32_MAX = (1 << 31) - 1
 
 
-def _frame(h: rb.BatchHeader, buf: bytes, rel: int, max_size: int, compiled: bool) -> tuple[bytes, rcol.RecordColumns] | None:
-    """The records of a batch (decompressed) and their columns, or None where the precise reading
-    decides (a codec missing or failing, bytes the fast framer does not accept)."""
-    start, end = rel + rb.RECORDS_POSITION, rel + h.size
+def _records_bytes(h: rb.BatchHeader, raw: bytes, max_size: int) -> bytes | memoryview | None:
+    """The records of the batch ``raw`` (decompressed), or None where the precise reading decides
+    (a codec missing or failing)."""
+    records = memoryview(raw)[rb.RECORDS_POSITION :]
     codec = h.compression_type
     if codec == compression.NONE:
-        data = buf[start:end]
-    else:
-        try:
-            compression.check_codec(codec, 0)
-            data = bytes(compression.decompress(codec, memoryview(buf)[start:end], magic=rb.MAGIC_V2, max_size=max_size))
-        except Exception:  # the precise reading names it (or fails the same way)
-            return None
-    columns = rcol.frame_records(data, 0, len(data), h.records_count, compiled=compiled)
-    return None if columns is None else (data, columns)
+        return records
+    try:
+        compression.check_codec(codec, 0)
+        return bytes(compression.decompress(codec, records, magic=rb.MAGIC_V2, max_size=max_size))
+    except Exception:  # the precise reading names it (or fails the same way)
+        return None
 
 
 @dataclass(frozen=True)
@@ -561,54 +563,144 @@ _RECORD_COLUMNS = ("offset", "timestamp", "sequence", "key_at", "key_len", "valu
 _HEADER_COLUMNS = ("header_key_at", "header_key_len", "header_value_at", "header_value_len")
 
 
+@dataclass(frozen=True)
+class _Pending:
+    """A healthy v2 batch waiting in a ``_RunBuilder``: its entry, its bytes (``raw``, for the
+    precise reading if the column framer refuses it) and its records' bytes, decompressed."""
+
+    position: int
+    entry: LogEntry
+    info: BatchInfo
+    raw: bytes
+    records: bytes | memoryview
+
+
+def _count(p: _Pending) -> int:
+    h = p.entry.header
+    assert isinstance(h, rb.BatchHeader)  # a run holds v2 batches
+    return h.records_count
+
+
+class _Columns(NamedTuple):
+    """A take's records as columns (the record filters applied), the records each batch keeps,
+    and where each batch's records (by batch) and each record's headers (by record) start."""
+
+    columns: dict[str, np.ndarray]
+    kept: np.ndarray
+    record_start: np.ndarray
+    header_start: np.ndarray
+
+
 class _RunBuilder:
-    """Collects framed batches into a ``RecordRun``: absolute offsets, timestamps and sequences
-    as ``record_info`` has them, the record filters applied."""
+    """Collects healthy v2 batches and frames their records a run at a time
+    (``record_columns.frame_records``) into ``RecordRun``s: absolute offsets, timestamps and
+    sequences as ``record_info`` has them, the record filters applied."""
 
     def __init__(self, target: LogTarget, options: LogDumpOptions) -> None:
         self.target = target
         self.options = options
-        self._reset()
-
-    def _reset(self) -> None:
-        self.batches: list[BatchInfo] = []
-        self.counts: list[int] = []
-        self.pieces: list[bytes] = []
-        self.size = 0
+        self.pending: list[_Pending] = []
         self.records = 0
-        self.columns: dict[str, list[np.ndarray]] = {name: [] for name in (*_RECORD_COLUMNS, *_HEADER_COLUMNS)}
 
     def __len__(self) -> int:
         return self.records
 
-    def add(self, info: BatchInfo, data: bytes, c: rcol.RecordColumns) -> bool:
-        """Add a batch; False (nothing added) when its numbers do not fit 64 bits (the precise
-        reading has Python integers)."""
-        od, td = c.offset_delta, c.timestamp_delta
-        base = info.base_offset
-        assert base is not None
-        if not (_INT64_MIN <= base + int(od.min()) and base + int(od.max()) <= _INT64_MAX):
+    def add(self, position: int, entry: LogEntry, info: BatchInfo, buf: bytes, rel: int) -> bool:
+        """Add the batch at ``buf[rel:]``; False (nothing added) when its records cannot be had
+        without the precise reading (a codec missing or failing)."""
+        h = entry.header
+        assert isinstance(h, rb.BatchHeader)
+        raw = buf[rel : rel + h.size]
+        records = _records_bytes(h, raw, self.options.max_decompressed_size)
+        if records is None:
             return False
+        self.pending.append(_Pending(position, entry, info, raw, records))
+        self.records += h.records_count
+        return True
+
+    def take(self) -> list[RecordRun | _Pending]:
+        """The batches added since the last ``take``, in order: runs of consecutive batches
+        framed, and each batch the framer refused or whose numbers do not fit 64 bits (the
+        precise reading has Python integers) on its own."""
+        pending, self.pending, self.records = self.pending, [], 0
+        starts, ends, counts = [], [], []
+        at = 0
+        for p in pending:
+            starts.append(at)
+            at += len(p.records)
+            ends.append(at)
+            counts.append(_count(p))
+        data = b"".join(p.records for p in pending)
+        accepted, c = rcol.frame_records(data, starts, ends, counts)
+        framed = [p for p, ok in zip(pending, accepted) if ok]
+        n = np.array([_count(p) for p in framed], dtype=np.int64)
+        # 64-bit: each batch's base plus its smallest and largest delta (as Python integers)
+        firsts = (np.cumsum(n) - n).tolist()
+        od_min = np.minimum.reduceat(c.offset_delta, firsts).tolist() if len(n) else []
+        od_max = np.maximum.reduceat(c.offset_delta, firsts).tolist() if len(n) else []
+        td_min = np.minimum.reduceat(c.timestamp_delta, firsts).tolist() if len(n) else []
+        td_max = np.maximum.reduceat(c.timestamp_delta, firsts).tolist() if len(n) else []
+        fits = []
+        for i, p in enumerate(framed):
+            info = p.info
+            base = info.base_offset
+            assert base is not None
+            ok = _INT64_MIN <= base + od_min[i] and base + od_max[i] <= _INT64_MAX
+            if info.timestamp_type != "LogAppendTime":
+                bts = info.base_timestamp
+                assert bts is not None
+                ok = ok and _INT64_MIN <= bts + td_min[i] and bts + td_max[i] <= _INT64_MAX
+            fits.append(ok)
+        if not all(fits):
+            keep_batch = np.array(fits, dtype=bool)
+            keep = np.repeat(keep_batch, n)
+            keep_headers = np.repeat(keep, c.header_count)
+            c = rcol.RecordColumns(
+                *(getattr(c, name)[keep] for name in rcol.RECORD_FIELDS), *(getattr(c, name)[keep_headers] for name in rcol.HEADER_FIELDS)
+            )
+            n = n[keep_batch]
+            fitting = iter(fits)
+            accepted = [ok and next(fitting) for ok in accepted]
+            framed = [p for p, ok in zip(framed, fits) if ok]
+        columns = self._columns(framed, n, c) if framed else None
+        out: list[RecordRun | _Pending] = []
+        group: list[int] = []  # indexes into framed of the batches of the run being gathered
+        index = 0
+        for p, ok in zip(pending, accepted):
+            if ok:
+                group.append(index)
+                index += 1
+                continue
+            if group:
+                assert columns is not None
+                out.append(self._run(framed, group, columns, data))
+                group = []
+            out.append(p)
+        if group:
+            assert columns is not None
+            out.append(self._run(framed, group, columns, data))
+        return out
+
+    def _columns(self, framed: list[_Pending], n: np.ndarray, c: rcol.RecordColumns) -> _Columns:
+        """The run's columns (the record filters applied), the records each batch keeps, and where
+        each batch's records and headers start in them."""
+        infos = [p.info for p in framed]
+        od = c.offset_delta
+        base = np.repeat(np.array([i.base_offset for i in infos], dtype=np.int64), n)
         offset = od + base
-        if info.timestamp_type == "LogAppendTime":
-            timestamp = np.full(len(od), info.max_timestamp, dtype=np.int64)
-        else:
-            bts = info.base_timestamp
-            assert bts is not None
-            if not (_INT64_MIN <= bts + int(td.min()) and bts + int(td.max()) <= _INT64_MAX):
-                return False
-            timestamp = td + bts
-        if info.base_sequence < 0:
-            sequence = np.full(len(od), rb.NO_SEQUENCE, dtype=np.int64)
-        else:  # ``increment_sequence``: wraps past Integer.MAX_VALUE to 0
-            sequence = od + info.base_sequence
-            sequence[sequence > _INT32_MAX] -= 1 << 31
-        shift = self.size
+        append_time = np.repeat(np.array([i.timestamp_type == "LogAppendTime" for i in infos], dtype=bool), n)
+        base_ts = np.repeat(np.array([i.max_timestamp if i.timestamp_type == "LogAppendTime" else i.base_timestamp for i in infos], dtype=np.int64), n)
+        # LogAppendTime: every record has the batch's max timestamp, whatever its delta
+        timestamp = np.where(append_time, base_ts, c.timestamp_delta + np.where(append_time, 0, base_ts))
+        base_seq = np.repeat(np.array([i.base_sequence for i in infos], dtype=np.int64), n)
+        sequence = od + base_seq  # ``increment_sequence``: wraps past Integer.MAX_VALUE to 0
+        sequence[sequence > _INT32_MAX] -= 1 << 31
+        sequence[base_seq < 0] = rb.NO_SEQUENCE
         cols = {
             "offset": offset, "timestamp": timestamp, "sequence": sequence,
-            "key_at": c.key_at + shift, "key_len": c.key_len, "value_at": c.value_at + shift, "value_len": c.value_len,
-            "header_count": c.header_count, "header_key_at": c.header_key_at + shift, "header_key_len": c.header_key_len,
-            "header_value_at": c.header_value_at + shift, "header_value_len": c.header_value_len,
+            "key_at": c.key_at, "key_len": c.key_len, "value_at": c.value_at, "value_len": c.value_len,
+            "header_count": c.header_count, "header_key_at": c.header_key_at, "header_key_len": c.header_key_len,
+            "header_value_at": c.header_value_at, "header_value_len": c.header_value_len,
         }  # fmt: skip
         opts = self.options
         keep = None
@@ -618,30 +710,27 @@ class _RunBuilder:
             keep = (timestamp >= opts.since_ms) if keep is None else keep & (timestamp >= opts.since_ms)
         if opts.until_ms is not None:
             keep = (timestamp <= opts.until_ms) if keep is None else keep & (timestamp <= opts.until_ms)
+        owner = np.repeat(np.arange(len(n)), n)
         if keep is not None and not keep.all():
-            owner = np.repeat(np.arange(len(od)), c.header_count)
-            kept_headers = keep[owner]
+            kept_headers = np.repeat(keep, c.header_count)
             for name in _RECORD_COLUMNS:
                 cols[name] = cols[name][keep]
             for name in _HEADER_COLUMNS:
                 cols[name] = cols[name][kept_headers]
-        for name, values in cols.items():
-            self.columns[name].append(values)
-        self.batches.append(info)
-        self.counts.append(len(cols["offset"]))
-        self.pieces.append(data)
-        self.size += len(data)
-        self.records += len(cols["offset"])
-        return True
+            owner = owner[keep]
+        kept = np.bincount(owner, minlength=len(n)).astype(np.int64)
+        record_start = np.concatenate(([0], np.cumsum(kept)))
+        header_start = np.concatenate(([0], np.cumsum(cols["header_count"])))
+        return _Columns(cols, kept, record_start, header_start)
 
-    def take(self) -> RecordRun:
-        """The run of the batches added since the last ``take``."""
-        columns = {name: np.concatenate(parts) if len(parts) > 1 else parts[0] for name, parts in self.columns.items()}
-        run = RecordRun(
-            self.target, tuple(self.batches), np.array(self.counts, dtype=np.int64), b"".join(self.pieces), **columns
-        )
-        self._reset()
-        return run
+    def _run(self, framed: list[_Pending], group: list[int], columns: _Columns, data: bytes) -> RecordRun:
+        """The run of the framed batches ``group`` (consecutive)."""
+        cols, kept, record_start, header_start = columns
+        first, last = group[0], group[-1]
+        r0, r1 = int(record_start[first]), int(record_start[last + 1])
+        h0, h1 = int(header_start[r0]), int(header_start[r1])
+        part = {name: cols[name][r0:r1] for name in _RECORD_COLUMNS} | {name: cols[name][h0:h1] for name in _HEADER_COLUMNS}
+        return RecordRun(self.target, tuple(framed[i].info for i in group), kept[first : last + 1], data, **part)
 
 
 # --- index families --------------------------------------------------------------------------------

@@ -2,7 +2,8 @@
 ``run_lines``) writes exactly the rows of the precise reading (``LogDump`` + ``batch_row`` /
 ``record_row`` + ``dumps``), with the same problems and file ends, on generated segments with
 compressed and control batches, headers, null keys and values, LogAppendTime, and damage; the
-Python and compiled record framers give the precise walk's records or refuse."""
+column framer gives each batch the precise walk's records or refuses it, whatever the batches
+framed with it in the same call."""
 
 from __future__ import annotations
 
@@ -44,16 +45,15 @@ _RECORD = st.builds(
 )
 
 
-def _framers() -> list[bool]:
-    return [False, True] if rcol.compiled_available() else [False]
+def _as_records(data: bytes, c: rcol.RecordColumns, first: int = 0, count: int | None = None, header: int = 0) -> list[rb.Record]:
+    """Records ``first`` .. ``first + count`` of the columns as ``Record``s (their headers from
+    header ``header`` on)."""
 
-
-def _as_records(data: bytes, c: rcol.RecordColumns) -> list[rb.Record]:
     def blob(at: int, n: int) -> bytes | None:
         return None if n < 0 else data[at : at + n]
 
-    out, h = [], 0
-    for i in range(len(c)):
+    out, h = [], header
+    for i in range(first, len(c) if count is None else first + count):
         headers = []
         for _ in range(int(c.header_count[i])):
             key = data[c.header_key_at[h] : c.header_key_at[h] + c.header_key_len[h]].decode("utf-8", "surrogateescape")
@@ -65,58 +65,80 @@ def _as_records(data: bytes, c: rcol.RecordColumns) -> list[rb.Record]:
                 blob(int(c.value_at[i]), int(c.value_len[i])), tuple(headers),
             )
         )  # fmt: skip
-    assert h == len(c.header_key_at)
+    if count is None:
+        assert h == len(c.header_key_at)
     return out
 
 
-def _check_framers(data: bytes, count: int) -> None:
-    """Each framer refuses, or gives the records the precise walk gives (attributes aside: dump
-    does not show them); it never accepts what the precise walk rejects."""
+def _precise(data: bytes, count: int) -> list[rb.Record] | None:
     try:
-        precise = [r.__class__(r.offset_delta, r.timestamp_delta, r.key, r.value, r.headers) for r in rb.iter_records(data, count)]
+        return [r.__class__(r.offset_delta, r.timestamp_delta, r.key, r.value, r.headers) for r in rb.iter_records(data, count)]
     except MqError:
-        precise = None
-    for compiled in _framers():
-        columns = rcol.frame_records(data, 0, len(data), count, compiled=compiled)
-        if columns is None:
+        return None
+
+
+def _check_framer(spans: list[tuple[bytes, int]]) -> list[bool]:
+    """Frame the spans (record bytes, count) in one call: each accepted span has the records the
+    precise walk gives (attributes aside: dump does not show them); a span the precise walk
+    rejects is never accepted.  Returns which spans were accepted."""
+    data = b"".join(d for d, _ in spans)
+    starts, ends, at = [], [], 0
+    for d, _ in spans:
+        starts.append(at)
+        at += len(d)
+        ends.append(at)
+    accepted, columns = rcol.frame_records(data, starts, ends, [n for _, n in spans])
+    first = header = 0
+    for (d, n), ok in zip(spans, accepted):
+        precise = _precise(d, n)
+        if not ok:
             continue
-        assert precise is not None, f"compiled={compiled} accepted what the precise walk rejects"
-        assert _as_records(data, columns) == precise
+        assert precise is not None, "the framer accepted what the precise walk rejects"
+        records = _as_records(data, columns, first, n, header)
+        assert records == precise
+        first += n
+        header += sum(len(r.headers) for r in records)
+    assert first == len(columns) and header == len(columns.header_key_at)
+    return accepted
+
+
+def _healthy(records: list[rb.Record]) -> bool:
+    """Records the framer never refuses (short timestamp deltas)."""
+    return all(-(1 << 62) <= r.timestamp_delta < 1 << 62 for r in records)
 
 
 @settings(max_examples=300, deadline=None)
 @given(records=st.lists(_RECORD, min_size=1, max_size=8), cut=st.integers(0, 1 << 16), flip=st.tuples(st.integers(0, 1 << 16), st.integers(1, 255)))
-def test_framers_give_the_precise_records_or_refuse(records, cut, flip):
+def test_framer_gives_the_precise_records_or_refuses(records, cut, flip):
     data = b"".join(rb.encode_record(r) for r in records)
-    _check_framers(data, len(records))
-    for compiled in _framers():  # healthy records are never refused (short timestamp deltas)
-        if all(-(1 << 62) <= r.timestamp_delta < 1 << 62 for r in records):
-            assert rcol.frame_records(data, 0, len(data), len(records), compiled=compiled) is not None
-    _check_framers(data, len(records) + 1)
-    _check_framers(data, len(records) - 1)
-    _check_framers(data[: cut % len(data)], len(records))
+    assert _check_framer([(data, len(records))]) == [True] or not _healthy(records)
     damaged = bytearray(data)
     damaged[flip[0] % len(data)] ^= flip[1]
-    _check_framers(bytes(damaged), len(records))
+    spans = [(data, len(records) + 1), (data, len(records) - 1), (data[: cut % len(data)], len(records)), (bytes(damaged), len(records)), (data, len(records))]
+    accepted = _check_framer(spans)
+    assert accepted[-1] or not _healthy(records)  # a healthy batch after damaged ones is framed still
+    assert not accepted[0] and not accepted[1]  # a count that does not fill the bytes exactly
 
 
 @settings(max_examples=200, deadline=None)
 @given(data=st.binary(min_size=0, max_size=64), count=st.integers(-1, 10))
-def test_framers_refuse_what_the_precise_walk_rejects(data, count):
-    _check_framers(data, count)
+def test_framer_refuses_what_the_precise_walk_rejects(data, count):
+    _check_framer([(data, count)])
+    _check_framer([(data, count), (b"\x10\x00\x00\x00\x02k\x02v\x00", 1)])
 
 
-def test_framers_agree_on_a_large_batch():
+def test_framer_on_a_large_batch_and_many_headers():
     records = [
         rb.Record(i, i * 7, str(i).encode() if i % 3 else None, bytes(i % 300) if i % 5 else None,
                   tuple(rb.RecordHeader(f"h{j}", b"v" * j if j % 2 else None) for j in range(i % 4)))
         for i in range(3000)
     ]  # fmt: skip
     data = b"".join(rb.encode_record(r) for r in records)
-    results = [rcol.frame_records(data, 0, len(data), len(records), compiled=c) for c in _framers()]
-    assert all(r is not None for r in results)
-    for columns in results:
-        assert columns is not None and _as_records(data, columns) == records
+    accepted, columns = rcol.frame_records(data, [0], [len(data)], [len(records)])
+    assert accepted == [True] and _as_records(data, columns) == records
+    many = [rb.Record(0, 0, None, b"v", tuple(rb.RecordHeader(f"h{j}", b"x") for j in range(rcol.MAX_COLUMN_HEADERS + 1)))]
+    few = [rb.Record(0, 0, None, b"v", tuple(rb.RecordHeader(f"h{j}", b"x") for j in range(rcol.MAX_COLUMN_HEADERS)))]
+    assert _check_framer([(rb.encode_record(many[0]), 1), (rb.encode_record(few[0]), 1)]) == [False, True]
 
 
 # --- the lean reading against the precise one ---------------------------------------------------------
@@ -197,16 +219,8 @@ def _same(path: Path, decode: BodyDecode = BodyDecode.base64, records_only: bool
     return lean
 
 
-@pytest.fixture(params=[False, True], ids=["python-framer", "compiled-framer"])
-def framer(request, monkeypatch):
-    if request.param and not rcol.compiled_available():
-        pytest.skip("numba is not installed")
-    monkeypatch.setattr(ops, "COMPILED_FRAMING_MIN_BYTES", 0 if request.param else 1 << 62)
-    return request.param
-
-
 @pytest.mark.parametrize("decode", list(BodyDecode))
-def test_fixture_rows_are_the_precise_rows(decode, framer):
+def test_fixture_rows_are_the_precise_rows(decode):
     assert len(_same(FIXTURE, decode)) > 100
     _same(FIXTURE, decode, records_only=True)
     _same(FIXTURE, decode, decoder="none")
@@ -229,14 +243,12 @@ def test_fixture_filters_select_the_precise_rows(options):
     pieces=st.sampled_from([None, 61, 200, 1000]),
     filters=st.sampled_from([{}, {}, {"from_offset": 1003}, {"since_ms": T0 + 1002, "until_ms": T0 + 50000}, {"check_crc": False}]),
     run_records=st.sampled_from([2, 8192]),
-    compiled=st.booleans(),
 )
-def test_generated_segment_rows_are_the_precise_rows(tmp_path_factory, monkeypatch, data, decode, records_only, pieces, filters, run_records, compiled):
+def test_generated_segment_rows_are_the_precise_rows(tmp_path_factory, monkeypatch, data, decode, records_only, pieces, filters, run_records):
     root = tmp_path_factory.mktemp("kafka") / "topic-0"
     root.mkdir()
     (root / "00000000000000000000.log").write_bytes(data)
     monkeypatch.setattr(ops, "RUN_RECORDS", run_records)
-    monkeypatch.setattr(ops, "COMPILED_FRAMING_MIN_BYTES", 0 if compiled else 1 << 62)
     with read_in_pieces(pieces or (1 << 30)):
         _same(root / "00000000000000000000.log", decode, records_only, **filters)
 
