@@ -62,6 +62,7 @@ from mqtool.errors import CorruptDataError, MqError
 from mqtool.findings import Finding, Severity
 from mqtool.formats.kafka import _schema
 from mqtool.formats.kafka import checkpoint_file as cpf
+from mqtool.formats.kafka import index as kidx
 from mqtool.formats.kafka import internal_topics as it
 from mqtool.formats.kafka import txn_index as ktxn
 from mqtool.store import kafka as ks
@@ -347,7 +348,8 @@ def segment_gap_finding(
         "KAFKA-SEGMENT-MISSING",
         path,
         None,
-        f"{span}: the topic's cleanup.policy is {policy} ({source}), which never leaves gaps: a segment is lost; {consequence}",
+        f"{span}: the topic's cleanup.policy is {policy} ({source}), which leaves no gaps (unless the topic was compacted before): "
+        f"a segment is lost; {consequence}",
         details={**details, "cleanup_policy": policy},
     )
 
@@ -388,7 +390,7 @@ def _txnindex_fails(seg: ks.KafkaSegment) -> bool:
 def _index_fails(seg: ks.KafkaSegment) -> bool:
     """Before 2.3.0: ``OffsetIndex``/``TimeIndex.sanityCheck`` at load (the sizes: a size that is
     not a multiple of the entry size)."""
-    return seg.index_size % 8 != 0 or seg.timeindex_size % 12 != 0
+    return seg.index_size % kidx.OFFSET_ENTRY_SIZE != 0 or seg.timeindex_size % kidx.TIME_ENTRY_SIZE != 0
 
 
 def _relative(store: ks.KafkaStore, path: Path) -> str:
