@@ -28,20 +28,16 @@ LITERALS_TODAY: dict[str, int] = {
     "ops/recover/kafka.py": 4,
     "ops/recover/legacy.py": 4,
     "ops/report/__init__.py": 4,
-    "ops/validate/compaction.py": 9,
     "ops/validate/rocketmq.py": 40,
-    "ops/validate/timer.py": 19,
     "pipeline/jobs.py": 45,
     "pipeline/sources.py": 3,
     "pipeline/walk.py": 4,
     "store/jafka.py": 3,
     "store/kafka.py": 7,
     "store/metaq.py": 2,
-    "store/model/compaction.py": 6,
     "store/model/kafka.py": 89,
     "store/model/kafka_broker.py": 4,
     "store/model/legacy.py": 10,
-    "store/model/timer.py": 8,
 }
 
 

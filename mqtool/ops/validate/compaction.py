@@ -37,6 +37,7 @@ from typing import Any
 
 from mqtool.errors import MqError
 from mqtool.findings import Finding
+from mqtool.findings import code_ids as ids
 from mqtool.formats.rocketmq import compaction as cf
 from mqtool.formats.rocketmq.hashing import tags_code
 from mqtool.formats.rocketmq.properties import TAGS
@@ -75,7 +76,7 @@ def check_compaction(store: rmq.RocketMQStore) -> CompactionCheck:
         if (topic, qid) not in dirs.cqs:
             out.findings.append(
                 Finding(
-                    "RMQ-COMPACTION-PAIR",
+                    ids.RMQ_COMPACTION_PAIR,
                     str(log_dir),
                     None,
                     f"expected the sparse consume queue directory {cq_dir.relative_to(store.root)} beside the compaction log, found none: "
@@ -85,7 +86,7 @@ def check_compaction(store: rmq.RocketMQStore) -> CompactionCheck:
         for leftover in model.in_progress_dirs(paths, topic, qid):
             out.findings.append(
                 Finding(
-                    "RMQ-COMPACTION-IN-PROGRESS",
+                    ids.RMQ_COMPACTION_IN_PROGRESS,
                     str(leftover),
                     None,
                     f"expected no {leftover.name}/ folder in a stopped broker's store, found one: a "
@@ -122,7 +123,7 @@ def _pair_findings(log_segments: list[rmq.Segment], cq_segments: list[rmq.Segmen
     ]:
         out.append(
             Finding(
-                "RMQ-COMPACTION-PAIR",
+                ids.RMQ_COMPACTION_PAIR,
                 str(seg.path),
                 None,
                 f"expected a {other} file named {seg.name} beside this {what} file, found none: "
@@ -153,7 +154,7 @@ def _match(log: model.LogWalk, cq: model.CqWalk, out: list[Finding]) -> int | No
         )
         out.append(
             Finding(
-                "RMQ-COMPACTION-UNINDEXED",
+                ids.RMQ_COMPACTION_UNINDEXED,
                 str(first.path),
                 first.position,
                 f"expected a sparse consume queue unit for every record, found {run.count} record(s) from compaction-log offset {first.offset} "
@@ -168,7 +169,7 @@ def _match(log: model.LogWalk, cq: model.CqWalk, out: list[Finding]) -> int | No
         if u.commit_log_offset <= last_offset or u.msg_base_offset <= last_base:
             out.append(
                 Finding(
-                    "RMQ-COMPACTION-CQ-ORDER",
+                    ids.RMQ_COMPACTION_CQ_ORDER,
                     *where,
                     f"expected offset and msgBaseOffset above the previous unit's ({last_offset}, {last_base}), found ({u.commit_log_offset}, {u.msg_base_offset}): "
                     "the broker's binary search over the units goes astray",
@@ -187,7 +188,7 @@ def _match(log: model.LogWalk, cq: model.CqWalk, out: list[Finding]) -> int | No
         if rec is None or rec.offset != u.commit_log_offset:
             out.append(
                 Finding(
-                    "RMQ-COMPACTION-CQ-MISMATCH",
+                    ids.RMQ_COMPACTION_CQ_MISMATCH,
                     *where,
                     f"expected a unit pointing at a record of the compaction log, found offset {u.commit_log_offset} where no record starts",
                     length=12,
@@ -212,7 +213,7 @@ def _match(log: model.LogWalk, cq: model.CqWalk, out: list[Finding]) -> int | No
         if problems:
             out.append(
                 Finding(
-                    "RMQ-COMPACTION-CQ-MISMATCH",
+                    ids.RMQ_COMPACTION_CQ_MISMATCH,
                     *where,
                     f"expected the unit of the record at compaction-log offset {rec.offset}: " + "; ".join(problems),
                     length=46,
@@ -234,14 +235,14 @@ def _position_findings(paths: model.CompactionPaths, max_queue_offset: dict[tupl
     try:
         positions = model.read_positions(paths.position)
     except MqError as exc:
-        return [Finding("RMQ-COMPACTION-POSITION", str(paths.position), exc.position, f"{exc.reason}: CompactionPositionMgr cannot load it")]
+        return [Finding(ids.RMQ_COMPACTION_POSITION, str(paths.position), exc.position, f"{exc.reason}: CompactionPositionMgr cannot load it")]
     out = []
     for p in positions:
         top = max_queue_offset.get((p.topic, p.queue_id))
         if top is not None and p.offset > top:
             out.append(
                 Finding(
-                    "RMQ-COMPACTION-POSITION",
+                    ids.RMQ_COMPACTION_POSITION,
                     str(paths.position),
                     None,
                     f"expected queueOffsetMap[{p.key!r}] at most the last queue offset {top} the compaction log holds, found {p.offset}: "

@@ -49,6 +49,7 @@ import numpy as np
 
 from mqtool.errors import MqError
 from mqtool.findings import Finding
+from mqtool.findings import code_ids as ids
 from mqtool.formats.rocketmq import timer as tf
 from mqtool.store import rocketmq as rmq
 from mqtool.store.model import consumers as model_consumers
@@ -148,12 +149,12 @@ def check_timer(
         expected = last_of.get(t)
         if u.prev_pos != (tf.NO_POS if expected is None else expected) and not (expected is None and 0 <= u.prev_pos < walk.start):
             want = "-1 (the first unit of its delivery time)" if expected is None else f"{expected} (the previous unit of delivery time {t * precision_ms})"
-            out.findings.append(Finding("RMQ-TIMER-UNIT-PREV", path, pos + 4, f"expected prevPos {want}, found {u.prev_pos}", length=8))
+            out.findings.append(Finding(ids.RMQ_TIMER_UNIT_PREV, path, pos + 4, f"expected prevPos {want}, found {u.prev_pos}", length=8))
         last_of[t] = at.offset
         if u.reserved != 0 or not u.magic & tf.MAGIC_DEFAULT or u.magic & 0x8:
             out.findings.append(
                 Finding(
-                    "RMQ-TIMER-UNIT-FIELD",
+                    ids.RMQ_TIMER_UNIT_FIELD,
                     path,
                     pos,
                     f"expected magic with MAGIC_DEFAULT and no bit 8, reserved 0, found magic {u.magic}, reserved {u.reserved}",
@@ -179,11 +180,11 @@ def check_timer(
         try:
             slots = list(wheel)
         except MqError as exc:
-            out.findings.append(Finding("RMQ-FILE-UNREADABLE", str(paths.wheel), exc.position, exc.reason))
+            out.findings.append(Finding(ids.RMQ_FILE_UNREADABLE, str(paths.wheel), exc.position, exc.reason))
         out.findings.extend(wheel.findings)
     elif units.offset and kinds[paths.wheel] is None:
         out.findings.append(
-            Finding("RMQ-TIMER-WHEEL-SIZE", str(paths.wheel), None, f"expected the timer wheel beside {len(units.offset)} TimerLog unit(s), found no timerwheel file")
+            Finding(ids.RMQ_TIMER_WHEEL_SIZE, str(paths.wheel), None, f"expected the timer wheel beside {len(units.offset)} TimerLog unit(s), found no timerwheel file")
         )
     col_offset = np.asarray(units.offset, dtype=np.int64)
     col_prev = np.asarray(units.prev, dtype=np.int64)
@@ -213,7 +214,7 @@ def check_timer(
             held = "an empty slot" if slot is None else f"slot time {slot.time}" + (" whose chain does not reach it" if slot.time == t else "")
             out.findings.append(
                 Finding(
-                    "RMQ-TIMER-UNIT-ORPHAN",
+                    ids.RMQ_TIMER_UNIT_ORPHAN,
                     path,
                     pos,
                     f"expected the unit due at {t * precision_ms} (after the checkpoint's read time {read_ms}) in the chain of wheel slot "
@@ -264,7 +265,7 @@ def _metrics_findings(path: Path, metrics: tf.TimerMetrics, units: _Units, read_
         if count != metric.count:
             out.append(
                 Finding(
-                    "RMQ-TIMER-METRICS",
+                    ids.RMQ_TIMER_METRICS,
                     str(path),
                     None,
                     f"expected timingCount[{topic!r}].count {count} (the TimerLog's units due at or after {read_ms} with its topic hash {hsh}), "
@@ -294,7 +295,7 @@ def _walk_chain(
         if value >= valid_end:
             out.append(
                 Finding(
-                    "RMQ-TIMER-SLOT-PAST-END",
+                    ids.RMQ_TIMER_SLOT_PAST_END,
                     wheel_path,
                     s.position + pos_in_slot,
                     f"expected the {name} of slot {s.index} (due {slot.time * precision_ms}) before the TimerLog's valid end {valid_end}, found {value}",
@@ -309,7 +310,7 @@ def _walk_chain(
 
     def broken(expected: str, found: str) -> list[Finding]:
         # stated on the slot: its chain is what the dequeue reads
-        return [Finding("RMQ-TIMER-SLOT-CHAIN", wheel_path, s.position + 16, f"expected {where} {expected}, found {found}", length=8)]
+        return [Finding(ids.RMQ_TIMER_SLOT_CHAIN, wheel_path, s.position + 16, f"expected {where} {expected}, found {found}", length=8)]
 
     while pos != tf.NO_POS:
         if pos < start:
@@ -334,10 +335,10 @@ def _walk_chain(
         pos = prev
     if end != slot.first_pos:
         return [
-            Finding("RMQ-TIMER-SLOT-CHAIN", wheel_path, s.position + 8, f"expected {where} to end at its firstPos {slot.first_pos}, found it ends at {end}", length=8)
+            Finding(ids.RMQ_TIMER_SLOT_CHAIN, wheel_path, s.position + 8, f"expected {where} to end at its firstPos {slot.first_pos}, found it ends at {end}", length=8)
         ]
     if count != slot.num:
-        out.append(Finding("RMQ-TIMER-SLOT-NUM", wheel_path, s.position + 24, f"expected num {count} (units minus deletes in {where}), found {slot.num}", length=4))
+        out.append(Finding(ids.RMQ_TIMER_SLOT_NUM, wheel_path, s.position + 24, f"expected num {count} (units minus deletes in {where}), found {slot.num}", length=4))
     return out
 
 
@@ -358,7 +359,7 @@ class _RecordCheck:
 
     def expired_findings(self) -> list[Finding]:
         return [
-            Finding("RMQ-TIMER-EXPIRED", path, first, f"{n} unit(s) from here point below the CommitLog's first offset {self.start} (expired by retention)")
+            Finding(ids.RMQ_TIMER_EXPIRED, path, first, f"{n} unit(s) from here point below the CommitLog's first offset {self.start} (expired by retention)")
             for path, (first, n) in self.expired.items()
         ]
 
@@ -375,7 +376,7 @@ class _RecordCheck:
             if self.live:
                 return []
             f = Finding(
-                "RMQ-TIMER-PAST-END",
+                ids.RMQ_TIMER_PAST_END,
                 path,
                 at,
                 f"expected offsetPy + sizePy ({off} + {u.size_py}) within the CommitLog's valid data (ending at {self.end}), found it past the end: "
@@ -386,11 +387,11 @@ class _RecordCheck:
         try:
             record = self.reader.read(off, size_hint=min(max(u.size_py, 64), 1 << 16))  # a bigger record is read again whole
         except MqError as exc:
-            return [Finding("RMQ-TIMER-NOT-A-RECORD", path, at, f"expected a CommitLog record at offsetPy {off}, found none: {exc.reason}", length=8)]
+            return [Finding(ids.RMQ_TIMER_NOT_A_RECORD, path, at, f"expected a CommitLog record at offsetPy {off}, found none: {exc.reason}", length=8)]
         if record.physical_offset != off:
             return [
                 Finding(
-                    "RMQ-TIMER-NOT-A-RECORD",
+                    ids.RMQ_TIMER_NOT_A_RECORD,
                     path,
                     at,
                     f"expected a CommitLog record at offsetPy {off}, found one whose PHYSICALOFFSET is {record.physical_offset}",
@@ -402,7 +403,7 @@ class _RecordCheck:
         if record.topic != tf.TIMER_TOPIC or out_ms is None or not out_ms.lstrip("-").isdigit():
             return [
                 Finding(
-                    "RMQ-TIMER-MISMATCH",
+                    ids.RMQ_TIMER_MISMATCH,
                     path,
                     at,
                     f"expected a timer message (topic {tf.TIMER_TOPIC} with {tf.PROPERTY_TIMER_OUT_MS}) at offsetPy {off}, "
@@ -427,7 +428,7 @@ class _RecordCheck:
             mark = "a delete mark (MAGIC_DELETE)" if has_key else "no delete mark"
             problems.append((12, 4, f"{mark} as the record {'has' if has_key else 'has no'} {tf.PROPERTY_TIMER_DEL_UNIQKEY}", f"magic {u.magic}"))
         return [
-            Finding("RMQ-TIMER-MISMATCH", path, pos + field_at, f"expected {want} (the timer message at offsetPy {off}), found {got}", length=length)
+            Finding(ids.RMQ_TIMER_MISMATCH, path, pos + field_at, f"expected {want} (the timer message at offsetPy {off}), found {got}", length=length)
             for field_at, length, want, got in problems
         ]
 
@@ -439,7 +440,7 @@ def _checkpoint_findings(store: rmq.RocketMQStore, path: Path, cp: tf.TimerCheck
         held = f"the TimerLog's valid end {valid_end}" if has_timerlog else "no TimerLog file"
         out.append(
             Finding(
-                "RMQ-TIMER-CHECKPOINT",
+                ids.RMQ_TIMER_CHECKPOINT,
                 where,
                 8,
                 f"expected lastTimerLogFlushPos <= the TimerLog's valid end, found {cp.last_timer_log_flush_pos} with {held}: flushed timer units are missing",
@@ -449,7 +450,7 @@ def _checkpoint_findings(store: rmq.RocketMQStore, path: Path, cp: tf.TimerCheck
     if cp.last_timer_queue_offset > cp.master_timer_queue_offset:
         out.append(
             Finding(
-                "RMQ-TIMER-CHECKPOINT",
+                ids.RMQ_TIMER_CHECKPOINT,
                 where,
                 16,
                 "expected lastTimerQueueOffset <= masterTimerQueueOffset (it is written as their minimum), "
@@ -462,7 +463,7 @@ def _checkpoint_findings(store: rmq.RocketMQStore, path: Path, cp: tf.TimerCheck
     if cp.last_timer_queue_offset > queue.max_offset and (has_queue or store.commitlog):
         out.append(
             Finding(
-                "RMQ-TIMER-CHECKPOINT",
+                ids.RMQ_TIMER_CHECKPOINT,
                 where,
                 16,
                 f"expected lastTimerQueueOffset <= the end {queue.max_offset} of the {tf.TIMER_TOPIC} queue 0, found {cp.last_timer_queue_offset}: "

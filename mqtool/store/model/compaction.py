@@ -27,6 +27,7 @@ from pathlib import Path
 
 from mqtool.errors import MqError, StoreLayoutError
 from mqtool.findings import Finding
+from mqtool.findings import code_ids as ids
 from mqtool.formats import segment_names as segnames
 from mqtool.formats.rocketmq import compaction as cf
 from mqtool.formats.rocketmq import consume_queue as cqf
@@ -209,7 +210,7 @@ class LogWalk:
                     at = RecordAt(seg.path, pos, seg.base + pos, record)
                     problem = self._field_problem(at, last_queue_offset)
                     if problem is not None:
-                        self.findings.append(Finding("RMQ-COMPACTION-RECORD-FIELD", str(seg.path), pos, problem, length=record.total_size))
+                        self.findings.append(Finding(ids.RMQ_COMPACTION_RECORD_FIELD, str(seg.path), pos, problem, length=record.total_size))
                     last_queue_offset = record.queue_offset
                     self.records += 1
                     yield at
@@ -230,7 +231,7 @@ class LogWalk:
         if walk.error is not None:
             at = walk.failed_at if walk.failed_at is not None else 0
             self.findings.append(
-                Finding("RMQ-COMPACTION-RECORD", path, at, f"{walk.error.reason}: the broker's MessageDecoder stops reading this file here")
+                Finding(ids.RMQ_COMPACTION_RECORD, path, at, f"{walk.error.reason}: the broker's MessageDecoder stops reading this file here")
             )
             self.ends[path] = seg.base + at
             return
@@ -240,7 +241,7 @@ class LogWalk:
         if end.kind == "partial":
             self.findings.append(
                 Finding(
-                    "RMQ-COMPACTION-RECORD",
+                    ids.RMQ_COMPACTION_RECORD,
                     path,
                     end.position,
                     f"expected a whole record, a BLANK or zeros, found a record of TOTALSIZE {end.length} cut by the end of the file at {f.size}",
@@ -250,7 +251,7 @@ class LogWalk:
         elif end.kind == "blank" and end.length != f.size - end.position:
             self.findings.append(
                 Finding(
-                    "RMQ-COMPACTION-RECORD",
+                    ids.RMQ_COMPACTION_RECORD,
                     path,
                     end.position,
                     f"expected a BLANK record of the {f.size - end.position} bytes left in the file, found TOTALSIZE {end.length}",
@@ -263,7 +264,7 @@ class LogWalk:
                 first, stop = extent
                 self.findings.append(
                     Finding(
-                        "RMQ-COMPACTION-GARBAGE",
+                        ids.RMQ_COMPACTION_GARBAGE,
                         path,
                         first,
                         f"expected zeros after the file's valid data at {end.position}, found non-zero bytes up to {stop}",
@@ -327,7 +328,7 @@ class CqWalk:
             return  # the end unit or zeros: the file's clean end
         self.findings.append(
             Finding(
-                "RMQ-COMPACTION-CQ-UNIT",
+                ids.RMQ_COMPACTION_CQ_UNIT,
                 path,
                 at,
                 f"expected a sparse consume queue unit (offset >= 0, size > 0, msgBaseOffset >= 0, batchSize > 0), the end unit or zeros, found {found}: "

@@ -32,6 +32,7 @@ from pathlib import Path
 
 from mqtool.errors import CorruptDataError, MqError, StoreLayoutError
 from mqtool.findings import Finding
+from mqtool.findings import code_ids as ids
 from mqtool.formats import segment_names as segnames
 from mqtool.formats.rocketmq import timer as tf
 from mqtool.store import rocketmq as rmq
@@ -200,7 +201,7 @@ class TimerLogWalk:
                 blank = tf.is_blank_head(data, walk.stopped_at)
                 self.findings.append(
                     Finding(
-                        "RMQ-TIMER-LOG-BLANK" if blank else "RMQ-TIMER-LOG-UNIT",
+                        ids.RMQ_TIMER_LOG_BLANK if blank else ids.RMQ_TIMER_LOG_UNIT,
                         path,
                         error.position,
                         f"{error.reason}: recovery stops here and truncates the TimerLog",
@@ -231,7 +232,7 @@ class TimerLogWalk:
         if end.kind == "partial":
             self.findings.append(
                 Finding(
-                    "RMQ-TIMER-LOG-UNIT",
+                    ids.RMQ_TIMER_LOG_UNIT,
                     path,
                     end.position,
                     f"expected a {tf.UNIT_SIZE}-byte TimerLog unit, a BLANK record or zeros, found {f.size - end.position} byte(s) cut by the end of the file",
@@ -244,7 +245,7 @@ class TimerLogWalk:
         if not is_last:
             self.findings.append(
                 Finding(
-                    "RMQ-TIMER-LOG-NO-BLANK",
+                    ids.RMQ_TIMER_LOG_NO_BLANK,
                     path,
                     end.position,
                     "expected a BLANK record ending a TimerLog file before the last one, found the units stopping: "
@@ -259,7 +260,7 @@ class TimerLogWalk:
             first, stop = extent
             self.findings.append(
                 Finding(
-                    "RMQ-TIMER-LOG-GARBAGE",
+                    ids.RMQ_TIMER_LOG_GARBAGE,
                     path,
                     first,
                     f"expected zeros after the TimerLog's valid end at {end.position}, found non-zero bytes up to {stop}",
@@ -306,7 +307,7 @@ class WheelWalk:
             if f.size not in (0, tf.WHEEL_SIZE):
                 self.findings.append(
                     Finding(
-                        "RMQ-TIMER-WHEEL-SIZE",
+                        ids.RMQ_TIMER_WHEEL_SIZE,
                         str(self.path),
                         None,
                         f"expected a timer wheel of {tf.WHEEL_SIZE} bytes ({tf.WHEEL_SLOTS} slots of {tf.SLOT_SIZE}), found {f.size} bytes: "
@@ -322,7 +323,7 @@ class WheelWalk:
                     at = SlotAt(index, tf.slot_position(index), slot)
                     problem = slot_problem(index, slot)
                     if problem is not None:
-                        self.findings.append(Finding("RMQ-TIMER-SLOT", str(self.path), at.position, problem, length=tf.SLOT_SIZE))
+                        self.findings.append(Finding(ids.RMQ_TIMER_SLOT, str(self.path), at.position, problem, length=tf.SLOT_SIZE))
                     yield at
                 offset += len(data)
 
@@ -343,7 +344,7 @@ def timer_checkpoint_finding(path: Path) -> tuple[tf.TimerCheckpoint | None, Fin
     try:
         return read_timer_checkpoint(path), None
     except MqError as exc:
-        return None, Finding("RMQ-TIMER-CHECKPOINT-FORMAT", str(path), exc.position, exc.reason)
+        return None, Finding(ids.RMQ_TIMER_CHECKPOINT_FORMAT, str(path), exc.position, exc.reason)
 
 
 def read_timer_metrics(path: Path) -> tf.TimerMetrics:
