@@ -51,8 +51,7 @@ READ_TODAY: dict[tuple[str, str], float] = {
     ("kafka", "recover"): 3.05,  # model: recover's scan, validate's findings before and after
     ("kafka", "report"): 6.4,  # verbs
     ("jafka", "report"): 2.05,  # verbs
-    ("metaq", "recover"): 1.55,  # model
-    ("metaq", "report"): 2.55,  # verbs
+    ("metaq", "report"): 2.05,  # verbs
 }
 
 

@@ -152,9 +152,23 @@ def _tail_from(res: lm.SegmentResult, seg: Segment, dialect: sj.Dialect) -> _Tai
         magics = " and ".join(str(m) for m in sorted(dialect.magics))
         return _Tail(size, cut, cut, "magic", f"magic byte {value} ({dialect.broker} reads only magic {magics}; its recovery throws here)")
     if res.end_kind == "corrupt":
-        error = next((f for f in res.findings if f.code in ("JAFKA-SIZE", "JAFKA-CRC", "JAFKA-MAGIC") and f.level.value == "error"), None)
-        return _Tail(size, cut, cut, "broken", error.message if error is not None else "a broken message")
+        return _Tail(size, cut, cut, "broken", res.break_reason or "")
     return _Tail(size, cut, cut, res.end_kind or "eof")
+
+
+def _metaq_tail_from(res: lm.SegmentResult) -> _Tail | None:
+    """``_scan_metaq``'s answer from the store model's reading of the last segment when the valid
+    data ends without zeros (the end of the file, a broken or a partial message: MetaQ's loop
+    stops right there); None when it ends in zeros, which MetaQ's loop reads on through
+    (``_scan_metaq`` walks them)."""
+    size, b = res.size, res.valid_end
+    if res.end_kind == "eof":
+        return _metaq_tail(size, size, size, "eof", "", [])
+    if res.end_kind == "corrupt":
+        return _metaq_tail(size, b, b, "broken", res.break_reason or "", [])
+    if res.end_kind == "partial" and res.end is not None and res.end.length - mq.HEADER_LEN <= MAX_MESSAGE_SIZE:
+        return _metaq_tail(size, b, b, "partial", "", [])
+    return None
 
 
 def _scan_metaq(reader: SegmentReader) -> _Tail:
@@ -279,8 +293,8 @@ def _plan(layout: str, path: str | Path, options: RecoverOptions) -> RecoverPlan
     dialect = sj.dialect_of(data)
     if layout == "jafka":
         plan.facts["clean_shutdown_marker"] = marker
-    # the store model's one reading: validate's findings (what the plan leaves unfixed) and, for
-    # Jafka and Kafka 0.7, where each last segment's recovery stops (``_tail_from``)
+    # the store model's one reading: validate's findings (what the plan leaves unfixed) and where
+    # each last segment's recovery stops (``_tail_from``; MetaQ's zero tails: ``_scan_metaq``)
     found: list[Finding] = []
     results: dict[str, lm.SegmentResult] = {}
     for item in lm.read_store(data, layout):
@@ -325,7 +339,11 @@ def _plan_partition(
         return None
     last = segs[-1]
     res = (results or {}).get(str(last.path))
-    tail = _tail_from(res, last, dialect) if layout == "jafka" and res is not None and res.opened else scan_tail(layout, last, dialect)
+    tail: _Tail | None = None
+    if res is not None and res.opened:  # the store model's reading of it: not read again
+        tail = _tail_from(res, last, dialect) if layout == "jafka" else _metaq_tail_from(res)
+    if tail is None:
+        tail = scan_tail(layout, last, dialect)
     fact = {
         **_partition_ids(part),
         "last_segment": relative(root, last.path),

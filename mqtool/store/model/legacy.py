@@ -93,6 +93,8 @@ class SegmentResult:
     end_kind: str | None = None
     #: the walk's end where the valid data first stops at a zero or partial tail (position, length)
     end: WalkEnd | None = None
+    #: ``end_kind`` ``corrupt``: what the decoder said of the broken message (``MqError.reason``)
+    break_reason: str | None = None
 
     def tail(self) -> WalkEnd | None:
         """``end`` when it is a tail the broker's recovery repairs (the reading states a
@@ -276,7 +278,7 @@ class _Scan:
             else:
                 assert walk.failed_at is not None
                 if self.first_break is None:
-                    self.res.end_kind = "corrupt"
+                    self.res.end_kind, self.res.break_reason = "corrupt", walk.error.reason
                 nxt = self.on_error(walk.failed_at, walk.error)
                 if self.kept is not None:
                     yield self.kept
