@@ -25,7 +25,6 @@ LITERALS_TODAY: dict[str, int] = {
     "ops/info/rocketmq.py": 2,
     "ops/log_findings.py": 3,
     "ops/query/rocketmq.py": 1,
-    "ops/recover/kafka.py": 4,
     "ops/recover/legacy.py": 4,
     "ops/report/__init__.py": 4,
     "ops/validate/rocketmq.py": 40,
@@ -36,7 +35,6 @@ LITERALS_TODAY: dict[str, int] = {
     "store/kafka.py": 7,
     "store/metaq.py": 2,
     "store/model/kafka.py": 89,
-    "store/model/kafka_broker.py": 4,
     "store/model/legacy.py": 10,
 }
 

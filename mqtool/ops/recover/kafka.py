@@ -59,7 +59,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from mqtool.errors import MqError, PlanChangedError, StoreLayoutError
-from mqtool.findings import Severity
+from mqtool.findings import Severity, code_ids
 from mqtool.formats import segment_names as segnames
 from mqtool.formats.kafka import checkpoint_file as cpf
 from mqtool.formats.kafka import index as kidx
@@ -459,7 +459,7 @@ def plan_kafka(path: str | Path, options: RecoverOptions = RecoverOptions()) -> 
     # what validate still finds after the plan (a log below its checkpoints, damage before a
     # recovery point, a lost segment): named, the plan exits 1
     met = log_findings.on_path(path, "kafka")
-    lost = [f for f in met if f.code == "KAFKA-SEGMENT-MISSING"]
+    lost = [f for f in met if f.code == code_ids.KAFKA_SEGMENT_MISSING]
     for f in lost:
         plan.notes.append(
             f"{relative(root, Path(f.path))}: offsets {f.details['missing_from']}..{int(f.details['missing_to']) - 1} are in no segment and "  # type: ignore[call-overload]
@@ -832,11 +832,11 @@ def _index_problems(part: ks.KafkaPartition, seg: _Seg, is_last: bool) -> set[st
     kinds = set()
     for finding in check_segment(task).findings:
         code = finding.code
-        if code == "KAFKA-INDEX-MULTI-BATCH":
+        if code == code_ids.KAFKA_INDEX_MULTI_BATCH:
             continue
-        if code == "KAFKA-TXNINDEX-MISSING":
+        if code == code_ids.KAFKA_TXNINDEX_MISSING:
             kinds.add("txnindex")
-        elif code.startswith(("KAFKA-INDEX-", "KAFKA-TIMEINDEX-", "KAFKA-TXNINDEX-")) or (code == "KAFKA-FILE-UNREADABLE" and finding.path in by_path):
+        elif code.startswith(("KAFKA-INDEX-", "KAFKA-TIMEINDEX-", "KAFKA-TXNINDEX-")) or (code == code_ids.KAFKA_FILE_UNREADABLE and finding.path in by_path):
             kinds.add(by_path.get(finding.path, "timeindex" if code.startswith("KAFKA-TIMEINDEX") else "index"))
     return kinds
 

@@ -59,7 +59,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from mqtool.errors import CorruptDataError, MqError
-from mqtool.findings import Finding, Severity
+from mqtool.findings import Finding, Severity, code_ids
 from mqtool.formats.kafka import _schema
 from mqtool.formats.kafka import checkpoint_file as cpf
 from mqtool.formats.kafka import index as kidx
@@ -322,7 +322,7 @@ def segment_gap_finding(
     span = f"offsets {prev_last + 1}..{base - 1} are in no segment (after {Path(prev_path).name})"
     if prev_end != "eof":
         return Finding(
-            "KAFKA-OFFSET-GAP",
+            code_ids.KAFKA_OFFSET_GAP,
             path,
             None,
             f"{span}; {Path(prev_path).name} ends in {prev_end} data, not at its last batch: its finding names what was lost",
@@ -330,14 +330,14 @@ def segment_gap_finding(
         )
     policy, source = policies.get().policy(topic)
     if policy is not None and "compact" in policy:
-        return Finding("KAFKA-OFFSET-GAP", path, None, f"{span}; the topic is compacted ({source}): compaction leaves such gaps", details=details)
+        return Finding(code_ids.KAFKA_OFFSET_GAP, path, None, f"{span}; the topic is compacted ({source}): compaction leaves such gaps", details=details)
     consequence = (
         "the broker loads the partition with the gap (LogLoader does not check it) and a fetch from a missing offset is served "
         f"from {base} on (LocalLog.read moves to the next segment): consumers skip them silently; mqtool cannot rebuild them"
     )
     if policy is None:
         return Finding(
-            "KAFKA-SEGMENT-MISSING",
+            code_ids.KAFKA_SEGMENT_MISSING,
             path,
             None,
             f"{span}: a deleted segment, unless the topic is compacted; its cleanup.policy is unknown: {source}; if it is delete, {consequence}",
@@ -345,7 +345,7 @@ def segment_gap_finding(
             details={**details, "cleanup_policy": None},
         )
     return Finding(
-        "KAFKA-SEGMENT-MISSING",
+        code_ids.KAFKA_SEGMENT_MISSING,
         path,
         None,
         f"{span}: the topic's cleanup.policy is {policy} ({source}), which leaves no gaps (unless the topic was compacted before): "
