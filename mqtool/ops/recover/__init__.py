@@ -29,15 +29,16 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, Protocol
 
 from mqtool.errors import BrokerRunningError, PlanChangedError, StoreIOError, StoreLayoutError
 from mqtool.layouts import Layout, for_layout
 from mqtool.store.lock import ExclusiveLock, probe_record_lock
 from mqtool.store.mutate import Faults, Mutator
-from mqtool.store.quarantine import Quarantine, default_quarantine_root, region_crc, undo
+from mqtool.store.quarantine import Quarantine, Restored, default_quarantine_root, region_crc, undo
 
 
 @dataclass
@@ -47,10 +48,10 @@ class Step:
     reason: str
     position: int | None = None
     length: int | None = None
-    expect: dict = field(default_factory=dict)
-    details: dict = field(default_factory=dict)
+    expect: dict[str, Any] = field(default_factory=dict)
+    details: dict[str, Any] = field(default_factory=dict)
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {
             "action": self.action,
             "path": self.path,
@@ -62,7 +63,7 @@ class Step:
         }
 
     @classmethod
-    def from_dict(cls, d: dict) -> Step:
+    def from_dict(cls, d: Mapping[str, Any]) -> Step:
         return cls(d["action"], d["path"], d.get("reason", ""), d.get("position"), d.get("length"), d.get("expect", {}), d.get("details", {}))
 
 
@@ -78,16 +79,16 @@ class RecoverPlan:
     files_deleted: int = 0
     needs_force: list[str] = field(default_factory=list)  # reasons --force is required
     notes: list[str] = field(default_factory=list)
-    facts: dict = field(default_factory=dict)
+    facts: dict[str, Any] = field(default_factory=dict)
     #: error findings (``Finding.to_dict()``) the store would still have after the plan: what it
     #: cannot fix, named before ``--apply`` (which then needs ``--force``)
-    unfixable: list[dict] = field(default_factory=list)
+    unfixable: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def has_work(self) -> bool:
         return bool(self.steps)
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {
             "layout": self.layout,
             "root": self.root,
@@ -105,7 +106,7 @@ class RecoverPlan:
         }
 
     @classmethod
-    def from_dict(cls, d: dict) -> RecoverPlan:
+    def from_dict(cls, d: Mapping[str, Any]) -> RecoverPlan:
         plan = cls(d["layout"], d["root"], d["mode"], [Step.from_dict(s) for s in d["steps"]], d.get("valid_end"))
         plan.records_dropped = d.get("records_dropped", 0)
         plan.bytes_cut = d.get("bytes_cut", 0)
@@ -137,13 +138,13 @@ def load_plan(path: Path) -> RecoverPlan:
 # --- preconditions ------------------------------------------------------------------------------
 
 
-def observe(path: Path, position: int | None = None, length: int | None = None) -> dict:
+def observe(path: Path, position: int | None = None, length: int | None = None) -> dict[str, Any]:
     """What a step expects to find: size and mtime of the file (and the region's CRC)."""
     try:
         st = os.stat(path)
     except FileNotFoundError:
         return {"exists": False}
-    expect = {"exists": True, "size": st.st_size, "mtime_ns": st.st_mtime_ns}
+    expect: dict[str, Any] = {"exists": True, "size": st.st_size, "mtime_ns": st.st_mtime_ns}
     if position is not None and length is not None:
         expect["crc32"] = region_crc(path, position, length)
     return expect
@@ -157,7 +158,7 @@ def check_expect(step: Step, root: Path) -> None:
         _check_file(root, name, expect, None, None)
 
 
-def _check_file(root: Path, name: str, expect: dict, position: int | None, length: int | None) -> None:
+def _check_file(root: Path, name: str, expect: Mapping[str, Any], position: int | None, length: int | None) -> None:
     path = resolve(root, name)
     region = "crc32" in expect
     now = observe(path, position if region else None, length if region else None)
@@ -204,7 +205,7 @@ class ApplyResult:
     verification: object | None = None
     notes: list[str] = field(default_factory=list)
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {
             "applied": [s.to_dict() for s in self.applied],
             "manifest": self.manifest,
@@ -215,7 +216,7 @@ class ApplyResult:
         }
 
 
-def verification_dict(report: object | None) -> dict | None:
+def verification_dict(report: object | None) -> dict[str, Any] | None:
     """The validation after an apply as data: verdict, counts and every finding it still sees
     (a count alone does not say what the broker would refuse)."""
     if report is None:
@@ -273,17 +274,30 @@ def apply_plan(
         return ApplyResult(plan, ctx.done, manifest)
 
 
+def _region(step: Step, path: Path) -> tuple[int, int]:
+    """The byte range (position, length) a range action (cut, truncate, extend, patch) acts on: every
+    planner sets both; a plan file without them was not written by mqtool."""
+    if step.position is None or step.length is None:
+        raise StoreLayoutError(
+            f"a {step.action} step without its byte range", path=path, expected="position and length", found=f"position {step.position}, length {step.length}"
+        )
+    return step.position, step.length
+
+
 def run_step(step: Step, ctx: ApplyContext, custom: Callable[[Step, ApplyContext], None] | None) -> None:
     path = resolve(ctx.root, step.path)
     if step.action == "cut":
-        ctx.quarantine.keep_range(path, step.position, step.length)
-        ctx.mutator.zero_range(path, step.position, step.length)
+        position, length = _region(step, path)
+        ctx.quarantine.keep_range(path, position, length)
+        ctx.mutator.zero_range(path, position, length)
     elif step.action == "truncate":
-        ctx.quarantine.keep_range(path, step.position, step.length)
-        ctx.mutator.truncate(path, step.position)
+        position, length = _region(step, path)
+        ctx.quarantine.keep_range(path, position, length)
+        ctx.mutator.truncate(path, position)
     elif step.action == "extend":  # zeros appended from position (the file's size) on: nothing goes
-        ctx.quarantine.record_extended(path, step.position, step.length)
-        ctx.mutator.zero_range(path, step.position, step.length)
+        position, length = _region(step, path)
+        ctx.quarantine.record_extended(path, position, length)
+        ctx.mutator.zero_range(path, position, length)
     elif step.action == "delete":
         if path.exists():
             ctx.quarantine.keep_file(path)
@@ -292,8 +306,9 @@ def run_step(step: Step, ctx: ApplyContext, custom: Callable[[Step, ApplyContext
         # retention: the file goes without a copy (the plan and report say exactly what went)
         ctx.mutator.delete(path)
     elif step.action == "patch":  # bytes rewritten in place (a field recomputed): the old ones kept first
-        ctx.quarantine.keep_range(path, step.position, step.length)
-        ctx.mutator.write_at(path, step.position, bytes.fromhex(step.details["hex"]))
+        position, length = _region(step, path)
+        ctx.quarantine.keep_range(path, position, length)
+        ctx.mutator.write_at(path, position, bytes.fromhex(step.details["hex"]))
     elif step.action == "rename":
         target = resolve(ctx.root, step.details["to"])
         if target.exists():
@@ -305,7 +320,7 @@ def run_step(step: Step, ctx: ApplyContext, custom: Callable[[Step, ApplyContext
         raise StoreLayoutError(f"unknown plan action {step.action!r}", path=path)
 
 
-def undo_manifest(manifest: Path, *, force: bool = False) -> list:
+def undo_manifest(manifest: Path, *, force: bool = False) -> list[Restored]:
     """``recover --undo``: restore everything a run quarantined (under the store's lock)."""
     from mqtool.store.quarantine import load_manifest
 
@@ -315,7 +330,24 @@ def undo_manifest(manifest: Path, *, force: bool = False) -> list:
         return undo(manifest, lambda root, qdir: Mutator(root, extra_roots=(qdir,), faults=Faults.from_env()))
 
 
-def recoverers() -> dict[Layout, tuple[Callable, Callable, type]]:
+class PlanRecover(Protocol):
+    """A layout's planner: ``plan_<layout>(path, options)``, ``options`` an instance of the layout's
+    own ``RecoverOptions``."""
+
+    def __call__(self, path: str | Path, options: Any, /) -> RecoverPlan: ...
+
+
+class ApplyRecover(Protocol):
+    """A layout's ``apply_<layout>(plan, ...)``: ``apply_plan`` with the layout's actions, then validation."""
+
+    def __call__(self, plan: RecoverPlan, /, *, quarantine_root: Path | None = ..., force: bool = ..., verify: bool = ..., jobs: int = ...) -> ApplyResult: ...
+
+
+#: layout -> (plan function, apply function, options class: each layout has its own dataclass)
+Recoverer = tuple[PlanRecover, ApplyRecover, type[Any]]
+
+
+def recoverers() -> dict[Layout, Recoverer]:
     """layout -> (plan function(path, options), apply function(plan, **kw), options class).
     Imported here, not at the top: each recoverer imports this module."""
     from mqtool.ops.recover import kafka as recover_kafka
@@ -330,6 +362,6 @@ def recoverers() -> dict[Layout, tuple[Callable, Callable, type]]:
     }
 
 
-def recoverer(layout: str) -> tuple[Callable, Callable, type]:
+def recoverer(layout: str) -> Recoverer:
     """``(plan_fn, apply_fn, options_cls)`` of a layout (UnsupportedFormatError when it has none)."""
     return for_layout(recoverers(), layout, "recover")
