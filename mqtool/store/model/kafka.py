@@ -58,7 +58,7 @@ from mqtool.formats.kafka import legacy as klegacy
 from mqtool.formats.kafka import record_batch as rb
 from mqtool.formats.kafka import snapshot as ksnap
 from mqtool.formats.kafka import txn_index as ktxn
-from mqtool.formats.kafka.log import LogEntry, decode_entry, records_of_message
+from mqtool.formats.kafka.log import LogEntry, Mode, decode_entry, records_of_message
 from mqtool.store import kafka as ks
 from mqtool.store.files import CHUNK_SIZE, ReadOnlyFile, nonzero_extent, piece_size, read_small_file
 from mqtool.store.lock import probe_record_lock
@@ -333,7 +333,55 @@ class _IndexStream(Generic[IndexEntry]):
             self._file.close()
 
 
+@dataclass(frozen=True)
+class EntryDecode:
+    """How a consumer of the reading wants each entry (``read_store(entries=...)``): decoded in
+    ``mode`` (``LogWalker``'s), its CRC checked or not, an entry whose frame holds but whose CRC
+    fails (or whose codec is not installed) kept as ``LogFileWalk(keep_damaged=True)`` keeps it."""
+
+    mode: Mode = "full"
+    check_crc: bool = True
+
+
+@dataclass(frozen=True)
+class ScannedEntry:
+    """One entry of a segment as the model's walk reads it, after the model judged it: its file
+    ``position``, the ``entry`` decoded as the consumer asked (None when it does not decode, or
+    for a broken frame the walk met: the ``error`` where a walk that stops at a broken entry
+    stops), and ``error`` also for an entry kept despite it (a CRC, a codec not installed:
+    ``kept``).  ``buffer[rel:]`` holds its bytes.
+    ``resumed``: read after the segment's walk met a broken frame and resynchronised (a walk that
+    stops at a broken entry never reads it)."""
+
+    task: SegmentTask
+    position: int
+    entry: LogEntry | None
+    error: MqError | None
+    buffer: bytes
+    rel: int
+    resumed: bool
+
+    @property
+    def kept(self) -> bool:
+        return self.entry is not None and self.error is not None
+
+
+def _scanned(task: SegmentTask, pos: int, framed: LogEntry, buf: bytes, rel: int, decode: EntryDecode, *, resumed: bool) -> ScannedEntry:
+    entry: LogEntry | None = framed
+    error: MqError | None = None
+    if decode.mode != "framing":
+        try:
+            entry = decode_entry(buf, rel, mode=decode.mode, check_crc=decode.check_crc)
+        except MqError as exc:
+            error = exc.at(task.log, pos - rel)
+            entry = ks.framed_entry(buf, rel, exc, decode.mode)
+    return ScannedEntry(task, pos, entry, error, buf, rel, resumed)
+
+
 class _SegmentChecker:
+    #: the segment's first walk (from position 0) once it is over: its ``error`` or ``end``
+    first_walk: ks.LogFileWalk | None = None
+
     def __init__(self, task: SegmentTask, f: ReadOnlyFile, res: SegmentResult) -> None:
         self.t = task
         self.f = f
@@ -362,27 +410,41 @@ class _SegmentChecker:
 
     # --- the walk ----------------------------------------------------------------------------
     def run(self) -> None:
+        for _ in self.scan(None):
+            pass
+
+    def scan(self, decode: EntryDecode | None) -> Iterator[ScannedEntry]:
+        """The checks of the segment, yielding each entry of its walk after judging it (decoded
+        as ``decode`` asks, for a consumer of the reading; none when None)."""
         t = self.t
         if t.indexes and not t.kraft_snapshot:
             self.oi = _IndexStream(t.index, "index", self.base, self.res, t.is_last)
             self.ti = _IndexStream(t.timeindex, "timeindex", self.base, self.res, t.is_last)
             self.tx = _IndexStream(t.txnindex, "txnindex", self.base, self.res, t.is_last)
         try:
-            self._walk()
+            yield from self._walk(decode)
             self._finish_indexes()
         finally:
             for stream in (self.oi, self.ti, self.tx):
                 if stream is not None:
                     stream.close()
 
-    def _walk(self) -> None:
+    def _walk(self, decode: EntryDecode | None) -> Iterator[ScannedEntry]:
         f = self.f
         res = self.res
         start = 0
         while True:
             walk = ks.LogFileWalk(f, start, mode="framing", chunk=self.t.piece)
             for pos, entry in walk:
-                self._entry(pos, entry, walk.buffer, pos - walk.buffer_start)
+                rel = pos - walk.buffer_start
+                self._entry(pos, entry, walk.buffer, rel)
+                if decode is not None:
+                    yield _scanned(self.t, pos, entry, walk.buffer, rel, decode, resumed=start > 0)
+            if start == 0:  # the first walk: where a walk that stops at a broken entry stops
+                self.first_walk = walk
+            if walk.error is not None and decode is not None:
+                assert walk.failed_at is not None  # set with the error
+                yield ScannedEntry(self.t, walk.failed_at, None, walk.error, walk.buffer, walk.failed_at - walk.buffer_start, start > 0)
             if walk.error is not None:
                 bad = walk.failed_at
                 assert bad is not None  # set with the error
@@ -1065,24 +1127,45 @@ def check_deep_range(task: DeepRangeTask) -> SegmentResult:
 
 def check_segment(task: SegmentTask) -> SegmentResult:
     """Every check of one segment (its ``.log`` and indexes).  Never raises on data."""
-    res = SegmentResult(task.log, task.partition, task.base_offset, task.is_last)
-    try:
-        f = ReadOnlyFile(task.log)
-    except MqError as exc:
-        res.findings.append(Finding("KAFKA-FILE-UNREADABLE", task.log, None, str(exc)))
-        return res
-    with f:
-        res.size = f.size
-        if f.size > ks.MAX_SEGMENT_SIZE:
-            res.findings.append(
-                Finding("KAFKA-FILE-TOO-LARGE", task.log, None, f"expected a .log of at most {ks.MAX_SEGMENT_SIZE} bytes, found {f.size}")
-            )
-        checker = _SegmentChecker(task, f, res)
+    scan = SegmentScan(task)
+    for _ in scan:
+        pass
+    return scan.result
+
+
+class SegmentScan:
+    """One segment's checks as a stream: iterating yields each entry of its walk (``ScannedEntry``,
+    decoded as ``decode`` asks; nothing when it is None) right after the model judged it, so a
+    consumer builds its answer from the same reading; ``result`` holds the findings, counts and
+    end once the iteration is over, and ``first_walk`` the segment's first walk (its ``error`` or
+    ``end``: where a walk that stops at a broken entry stops)."""
+
+    def __init__(self, task: SegmentTask, decode: EntryDecode | None = None) -> None:
+        self.task = task
+        self.decode = decode
+        self.result = SegmentResult(task.log, task.partition, task.base_offset, task.is_last)
+        self.first_walk: ks.LogFileWalk | None = None
+
+    def __iter__(self) -> Iterator[ScannedEntry]:
+        task, res = self.task, self.result
         try:
-            checker.run()
-        except StoreIOError as exc:
-            res.findings.append(Finding("KAFKA-FILE-UNREADABLE", task.log, exc.position, str(exc)))
-    return res
+            f = ReadOnlyFile(task.log)
+        except MqError as exc:
+            res.findings.append(Finding("KAFKA-FILE-UNREADABLE", task.log, None, str(exc)))
+            return
+        with f:
+            res.size = f.size
+            if f.size > ks.MAX_SEGMENT_SIZE:
+                res.findings.append(
+                    Finding("KAFKA-FILE-TOO-LARGE", task.log, None, f"expected a .log of at most {ks.MAX_SEGMENT_SIZE} bytes, found {f.size}")
+                )
+            checker = _SegmentChecker(task, f, res)
+            try:
+                yield from checker.scan(self.decode)
+            except StoreIOError as exc:
+                res.findings.append(Finding("KAFKA-FILE-UNREADABLE", task.log, exc.position, str(exc)))
+            finally:
+                self.first_walk = checker.first_walk
 
 
 # --- phase 1: files ---------------------------------------------------------------------------------
@@ -1671,6 +1754,9 @@ class SegmentRead:
     task: Task
     result: SegmentResult
     counted: bool
+    #: ``read_store_entries``: the segment's first walk (its ``end``, or its ``error`` where a
+    #: walk that stops at a broken entry stops)
+    first_walk: ks.LogFileWalk | None = None
 
 
 @dataclass(frozen=True)
@@ -1689,6 +1775,13 @@ Item = Placed | SegmentRead | PartitionRead
 
 def _serial(fn: Callable[[Task], SegmentResult], tasks: list[Task]) -> Iterable[SegmentResult]:
     return map(fn, tasks)
+
+
+def _scanning(tasks: list[Task], decode: EntryDecode) -> Iterator[SegmentResult | SegmentScan]:
+    """``read_store(entries=...)``'s tasks: each segment as a ``SegmentScan`` (the reading yields
+    its entries, then takes its result), a --deep share run as it is."""
+    for task in tasks:
+        yield SegmentScan(task, decode) if isinstance(task, SegmentTask) else run_task(task)
 
 
 def _in_progress(res: SegmentResult) -> None:
@@ -1719,6 +1812,22 @@ def read_store(
     docstring.  ``checks`` leaves out the reading a family needs when the family is not among
     them (``index``: the index files; ``offsets``: segment continuity); ``jobs`` is how many
     workers ``run`` spreads the tasks over (--deep: a big segment's records are shared out)."""
+    for item in _reading(store, checks, deep, jobs, run, None):
+        assert not isinstance(item, ScannedEntry)  # none asked for
+        yield item
+
+
+def read_store_entries(store: ks.KafkaStore, decode: EntryDecode, *, checks: frozenset[str] = frozenset(FAMILIES)) -> Iterator[Item | ScannedEntry]:
+    """``read_store``, also yielding each entry of each segment's walk as it is read
+    (``ScannedEntry``, decoded as ``decode`` asks), before the segment's ``SegmentRead``: a
+    consumer that builds its own answer from the entries (dump, stats) reads each byte once.
+    The tasks run here, one after the other."""
+    return _reading(store, checks, False, 1, _serial, decode)
+
+
+def _reading(
+    store: ks.KafkaStore, checks: frozenset[str], deep: bool, jobs: int, run: Runner, entries: EntryDecode | None
+) -> Iterator[Item | ScannedEntry]:
     out = Sink()
     orphans = _check_files(store, out)
     yield from out.drain()
@@ -1733,7 +1842,12 @@ def read_store(
     # written, so a partial entry there is in progress, not damage
     live = store.log_dir is not None and probe_record_lock(store.log_dir / ks.LOCK_FILE) is not None
     active = {str(s.part.log_segments()[-1].log) for s in states if s.part.log_segments()} if live else set()
-    for task, res in zip(tasks, run(run_task, tasks)):
+    for task, res in zip(tasks, run(run_task, tasks) if entries is None else _scanning(tasks, entries)):
+        first_walk = None
+        if isinstance(res, SegmentScan):
+            scan = res
+            yield from scan
+            res, first_walk = scan.result, scan.first_walk
         counted = False
         if isinstance(task, SegmentTask):
             if res.path in active:
@@ -1742,7 +1856,7 @@ def read_store(
             if state is not None and res.path in {str(s.log) for s in state.part.log_segments()}:
                 state.results.append(res)
                 counted = True
-        yield SegmentRead(task, res, counted)
+        yield SegmentRead(task, res, counted, first_walk)
 
     checkpoints = _read_offset_checkpoints(store, out) if store.kind != "segment" and store.log_dir is not None else {}
     yield from out.drain()
