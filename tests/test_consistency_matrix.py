@@ -21,7 +21,9 @@ depend on it, and the readers run with the same pieces.
 
 Where a command does not read the damaged bytes at all, ``OFF_PATH`` says so with the reason;
 damage validate itself does not see is in ``NOT_SEEN`` (checked: validate still says nothing).
-``tests/ops/test_readers_agree.py`` holds the fixed-offset cases this matrix generalises.
+``tests/ops/test_readers_agree.py`` holds the fixed-offset cases this matrix generalises;
+``tests/test_consistency_matrix_big.py`` runs its checks on a generated store whose CommitLog files
+are larger than the walkers' default read piece (8 MiB), with no piece size set.
 """
 
 from __future__ import annotations

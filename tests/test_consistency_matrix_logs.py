@@ -18,6 +18,8 @@ the broker's recovery cuts).  Then, through the CLI:
   exits 0.
 
 Not in the matrix, each with its reason (``NOT_SEEN`` / ``OFF_PATH`` / ``NO_FIXED_SIZE``).
+``tests/test_consistency_matrix_big.py`` runs these checks on generated stores whose files are
+larger than the walkers' default read pieces (Kafka 1 MiB, Jafka and MetaQ 8 MiB).
 """
 
 from __future__ import annotations
