@@ -30,6 +30,7 @@ from mqtool.store.model import rocketmq as model
 from mqtool.store.model import timer as model_timer
 from mqtool.store.model.queue_offsets import FileQueueOffsets, queue_offsets_before
 from mqtool.store.model.rocketmq_broker import VersionHint
+from mqtool.store.rocksdb_cq import RocksCq, db_dir, is_rocksdb_cq
 
 
 @dataclass
@@ -225,6 +226,26 @@ def _index_info(store: rmq.RocketMQStore) -> list[IndexInfo]:
     return out
 
 
+def _rocksdb_queues(root: Path) -> list[QueueInfo]:
+    """The queues of a RocksDB ConsumeQueue (5.2+, ``RocksDBConsumeQueueStore``) from its offset
+    table alone, as the broker serves them (``store.model.rocksdb_cq.queue_range``: min and max
+    queue offset), with the CommitLog end of each queue's last unit (one unit read per queue)."""
+    from mqtool.store.model import rocksdb_cq as rocks_model
+
+    out: list[QueueInfo] = []
+    with RocksCq(db_dir(root)) as db:
+        table = rocks_model.offset_table(db)
+        for key in sorted(table.max):
+            span = rocks_model.queue_range(table, None, key)
+            if span is None:
+                continue
+            low, high = span
+            last = rocks_model.unit_at(db, key[0], key[1], high - 1) if high > low else None
+            end = last.value.commit_log_offset + last.value.size if isinstance(last, rocks_model.RocksUnit) else None
+            out.append(QueueInfo(key[0], key[1], 0, low, high, end))
+    return out
+
+
 def _shutdown_findings(store: rmq.RocketMQStore, commitlog: CommitLogInfo) -> list[Finding]:
     """What the abort file and the checkpoint say, as validate states it (``model.shutdown_findings``;
     the table shows both, the headline counts them): RMQ-ABORT, and RMQ-CHECKPOINT where info's
@@ -265,6 +286,12 @@ def rocketmq_info(
             problems.append(str(exc))
             continue
         queues.append(QueueInfo(topic, qid, len(store.cq_segments(topic, qid)), qr.min_offset, qr.max_offset, qr.max_physic_offset))
+    if is_rocksdb_cq(store.root):
+        hints.add("5.2.0+ (consumequeue/ is a RocksDB database: storeType=defaultRocksDB)")
+        try:
+            queues += _rocksdb_queues(store.root)
+        except MqError as exc:
+            problems.append(f"RocksDB ConsumeQueue: {exc}")
     if is_directory(store.root / "batchconsumequeue"):
         hints.add("5.0.0+ (batchconsumequeue/ present)")
 

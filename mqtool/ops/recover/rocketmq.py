@@ -132,14 +132,8 @@ class _Scan:
 
 def plan_rocketmq(path: str | Path, options: RecoverOptions = RecoverOptions()) -> RecoverPlan:
     store = rmq.open_store(path, commitlog_file_size=options.commitlog_file_size)
-    if is_rocksdb_cq(store.root):
-        # its dispatch steps would write file ConsumeQueue units beside the broker's RocksDB one
-        raise UnsupportedFormatError(
-            "recover does not plan for a RocksDB ConsumeQueue (storeType=defaultRocksDB) yet",
-            path=store.consumequeue_dir,
-            expected="consumequeue/<topic>/<queueId>/ files",
-            found="a RocksDB database",
-        )
+    # its dispatch steps would write file ConsumeQueue units beside the broker's RocksDB one
+    _refuse_rocksdb_cq(store, "recover does not plan for")
     plan, scan = _plan_commitlog(store, options)
     root, mode, broker, segments, start, cq_max = store.root, plan.mode, scan.broker, scan.segments, scan.start, scan.cq_max
     process_offset = plan.valid_end if plan.valid_end is not None else store.commitlog_min_offset
@@ -195,10 +189,25 @@ def restart_preview(path: str | Path, options: RecoverOptions = RecoverOptions()
     what it re-dispatches and re-indexes, whether a file's size stops it from starting
     (``MappedFileQueue.load``), and about how long the scan takes at this disk's measured read speed."""
     store = rmq.open_store(path, commitlog_file_size=options.commitlog_file_size)
+    # the broker's restart takes the ConsumeQueue maximum from RocksDB's dispatch checkpoint then
+    # (``RocksDBConsumeQueueStore``), which this model does not read
+    _refuse_rocksdb_cq(store, "the restart preview does not model")
     plan, scan = _plan_commitlog(store, options)
     restart: dict[str, Any] = plan.facts["restart"]
     _estimate_restart(restart, scan.segments[scan.start :])
     return restart
+
+
+def _refuse_rocksdb_cq(store: rmq.RocketMQStore, what: str) -> None:
+    """UnsupportedFormatError (exit 4) for a store whose ConsumeQueue is a RocksDB database
+    (``storeType=defaultRocksDB``, 5.2+): ``what`` does not cover it yet."""
+    if is_rocksdb_cq(store.root):
+        raise UnsupportedFormatError(
+            f"{what} a RocksDB ConsumeQueue (storeType=defaultRocksDB) yet",
+            path=store.consumequeue_dir,
+            expected="consumequeue/<topic>/<queueId>/ files",
+            found="a RocksDB database",
+        )
 
 
 def _estimate_restart(restart: dict[str, Any], scanned: list[rmq.Segment]) -> None:

@@ -150,6 +150,7 @@ STORE_MARKS: tuple[tuple[str, tuple[int, int, int]], ...] = (
     ("config/topicQueueMapping.json", (5, 0, 0)),
     ("config/consumerOrderInfo.json", (5, 0, 0)),
     ("batchconsumequeue", (5, 0, 0)),
+    ("consumequeue/CURRENT", (5, 2, 0)),  # a RocksDB ConsumeQueue (storeType=defaultRocksDB, RocksDBConsumeQueueStore)
 )
 
 

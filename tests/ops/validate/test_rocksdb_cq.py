@@ -214,6 +214,22 @@ def test_lag(store):
     assert rows[("TopicC", 0)]["log_end_offset"] is None  # no such queue: unknown, never 0
 
 
+def test_info_reads_the_queues_from_the_offset_table_and_names_the_version_mark(store):
+    root, units = store
+    before = snapshot(root)
+    code, out, err = run_cli("info", root, "--json")
+    info = json.loads(out)
+    queues = {(q["topic"], q["queue_id"]): q for q in info["queues"]}
+    for key in {(u.topic, u.queue_id) for u in units}:
+        mine = sorted((u for u in units if (u.topic, u.queue_id) == key), key=lambda u: u.queue_offset)
+        assert (queues[key]["log_start_offset"], queues[key]["log_end_offset"]) == (0, len(mine))
+        assert queues[key]["max_commitlog_offset"] == mine[-1].phy + mine[-1].size
+    assert any("RocksDB" in h for h in info["version_hints"])
+    # the restart preview models a file ConsumeQueue: for a RocksDB one it says so instead of guessing
+    assert info["restart"] is None and any("restart preview does not model a RocksDB ConsumeQueue" in p for p in info["problems"])
+    assert "restart preview" in err and snapshot(root) == before
+
+
 def test_query_by_time_window(store):
     root, units = store
     a = sorted((u for u in units if u.topic == "TopicA"), key=lambda u: u.store_ts)
