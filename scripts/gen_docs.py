@@ -176,6 +176,23 @@ def render_findings() -> str:
         lines += ["| code | severity | family | file ends | meaning |", "|---|---|---|---|---|"]
         lines += [f"| `{code}` | {info.severity.value} | {info.family} | {info.ends or ''} | {cell(info.summary)} |" for code, info in codes]
         lines.append("")
+        by_version = [(code, info) for code, info in codes if info.broker]
+        if by_version:
+            lines += [
+                f"### What the modelled {name} broker does, by version",
+                "",
+                "For these codes the broker versions mqtool models (`--broker-version`) differ; for every other",
+                "code each modelled version does what the meaning above says.",
+                "",
+                "| codes | broker | what it does |",
+                "|---|---|---|",
+            ]
+            groups: dict[tuple[tuple[str, str], ...], list[str]] = {}
+            for code, info in by_version:  # codes that share their texts share their rows
+                groups.setdefault(info.broker, []).append(code)
+            for broker, names in groups.items():
+                lines += [f"| {', '.join(f'`{c}`' for c in names)} | {model} | {cell(text)} |" for model, text in broker]
+            lines.append("")
     rest = [code for code in CODES if not code.startswith(tuple(prefix for prefix, _, _ in LAYOUTS))]
     if rest:
         raise SystemExit(f"gen_docs: finding codes of no known layout: {rest}")

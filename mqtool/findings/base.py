@@ -30,6 +30,11 @@ class CodeInfo:
     #: so: a torn tail, garbage after the data, an unreadable file or region, ...; None for the
     #: codes that say nothing of a file's end
     ends: str | None = None
+    #: what each modelled broker version does with the data a finding of this code is about, as
+    #: ``(model, text)`` pairs (RocketMQ's models ``4.x-5.3.1`` and ``5.3.2+``:
+    #: ``store.model.rocketmq_broker``), for the codes where the versions differ; empty when every
+    #: modelled version does what ``summary`` says
+    broker: tuple[tuple[str, str], ...] = ()
 
     def __post_init__(self) -> None:
         if self.ends is not None and self.ends not in END_KINDS:

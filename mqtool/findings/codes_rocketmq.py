@@ -15,6 +15,26 @@ from mqtool.findings.base import CodeInfo, Severity
 
 E, W, I = Severity.error, Severity.warning, Severity.info  # noqa: E741 (I: info, as in the tables)
 
+#: What each modelled broker does with a record its recovery refuses (``checkMessageAndReturnSize``
+#: with ``checkCRCOnRecover``): where the recovery reads depends on the version
+#: (``store.model.rocketmq_broker``), and a refused record ends the valid data only there.
+REFUSED_RECORD: tuple[tuple[str, str], ...] = (
+    (
+        "4.x-5.3.1",
+        "after a clean shutdown CommitLog.recoverNormally reads the last three CommitLog files: a record it refuses there ends the "
+        "valid data, and truncateDirtyFiles drops it and everything after it; in an older file it is never read on restart and is "
+        "served as it is. After a crash (abort present) recoverAbnormally reads from the file of the checkpoint's earliest "
+        "timestamp: a refused record from there on ends the valid data",
+    ),
+    (
+        "5.3.2+",
+        "after a clean shutdown recoverNormally reads from the newest CommitLog file at or below the ConsumeQueues' highest "
+        "CommitLog offset (apache/rocketmq #8915): a record it refuses from there on ends the valid data and everything after it "
+        "is dropped; in an older file it is never read on restart and is served as it is (a bad BODYCRC included). After a crash: "
+        "as 4.x-5.3.1",
+    ),
+)
+
 #: Every finding code: default severity, check family, one-line meaning.
 CODES: dict[str, CodeInfo] = {
     # files
@@ -42,17 +62,22 @@ CODES: dict[str, CodeInfo] = {
         "a record header whose magic code is not a message or BLANK magic (checkMessageAndReturnSize refuses it: the broker's recovery "
         "drops it and all after it); a warning at the valid end of the newest file when no record follows and nothing points there: "
         "bytes its next append overwrites",
+        broker=REFUSED_RECORD,
     ),
     "RMQ-CL-SIZE": CodeInfo(
         E,
         "commitlog",
         "TOTALSIZE out of bounds or not equal to the size computed from the record's lengths (the broker's recovery drops the record "
         "and all after it); a warning where RMQ-CL-MAGIC's is",
+        broker=REFUSED_RECORD,
     ),
     "RMQ-CL-TRUNCATED": CodeInfo(
-        E, "commitlog", "a record field reaches past the record or the file (the broker's recovery drops it and all after it); a warning where RMQ-CL-MAGIC's is"
+        E,
+        "commitlog",
+        "a record field reaches past the record or the file (the broker's recovery drops it and all after it); a warning where RMQ-CL-MAGIC's is",
+        broker=REFUSED_RECORD,
     ),
-    "RMQ-CL-BODY-CRC": CodeInfo(E, "commitlog", "BODYCRC does not match the masked CRC-32 of the body"),
+    "RMQ-CL-BODY-CRC": CodeInfo(E, "commitlog", "BODYCRC does not match the masked CRC-32 of the body", broker=REFUSED_RECORD),
     "RMQ-CL-PROP-CRC": CodeInfo(E, "commitlog", "the __CRC32# whole-record CRC property does not match"),
     "RMQ-CL-PROPERTIES": CodeInfo(W, "commitlog", "malformed property segments the broker silently drops"),
     "RMQ-CL-ENCODING": CodeInfo(E, "commitlog", "topic or properties are not valid UTF-8"),
