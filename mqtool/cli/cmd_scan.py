@@ -244,7 +244,8 @@ def build_report(cfg: "ScanConfig", result: "ScanResult", fail_on: Severity) -> 
     counts = {"error": 0, "warning": 0, "info": 0}
     findings = []
     for row in result.findings:
-        finding = Finding(row["code"], row["path"], row["position"], row["message"], length=row["length"])
+        level = row.get("severity")  # null: the code's default
+        finding = Finding(row["code"], row["path"], row["position"], row["message"], length=row["length"], severity=Severity(level) if level else None)
         counts[finding.level.value] += 1
         findings.append({"source": row["source"], **finding.to_dict()})
     failed = any(n for level, n in counts.items() if Severity(level).rank >= fail_on.rank)

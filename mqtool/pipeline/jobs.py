@@ -76,7 +76,9 @@ SCAN_CODES = frozenset(
     }
 )
 
-FINDING_COLUMNS = ("source", "code", "path", "position", "length", "message")
+#: ``severity``: null for the code's default (``findings.CODES``), else the finding's own
+#: (a warning for bytes the broker overwrites: ``problem_findings``)
+FINDING_COLUMNS = ("source", "code", "path", "position", "length", "message", "severity")
 
 DATASETS = {
     "rocketmq": ("messages", "queue_units", "index_entries"),
@@ -215,7 +217,7 @@ def _union(frames: list[DataFrame]) -> DataFrame | None:
         return None
     out = frames[0]
     for frame in frames[1:]:
-        out = out.unionByName(frame)
+        out = out.unionByName(frame, allowMissingColumns=True)
     return out
 
 
@@ -236,18 +238,28 @@ def records_before_end(raw: DataFrame, ends: DataFrame) -> DataFrame:
 
 
 def problem_findings(raw: DataFrame, ends: DataFrame) -> DataFrame:
+    """The findings of the walks' problem rows before each file's end of data.  A problem the
+    store model judged bytes the broker overwrites (``problem_ignored``: ``ignored_tail``) is a
+    warning saying so when it is met at its file's first broken record, where the broker's
+    recovery stops (validate's rule); its byte ranges may have been walked by other tasks,
+    so the first is found here, over the whole file."""
     rows = raw.where(F.col("row_kind") == "problem").join(F.broadcast(ends), ["source", "file"], "left")
     # judged where the walk met the broken record, not where the finding points inside it (the
     # magic code of a broken record at the end of data is 4 bytes past that end)
     met = F.coalesce(F.col("problem_at"), F.col("position"))
     rows = rows.where(F.col("end_position").isNull() | (met <= F.col("end_position")) | F.col("problem_code").endswith("TORN-TAIL"))
+    first = F.min(met).over(Window.partitionBy("source", "file"))
+    ignored = F.col("problem_ignored").isNotNull() & (met == first)
     return rows.select(
         "source",
         F.col("problem_code").alias("code"),
         F.col("file").alias("path"),
         "position",
         F.col("problem_length").alias("length"),
-        F.col("problem_message").alias("message"),
+        F.when(ignored & (F.col("problem_ignored") != ""), F.concat(F.col("problem_message"), F.lit("; "), F.col("problem_ignored")))
+        .otherwise(F.col("problem_message"))
+        .alias("message"),
+        F.when(ignored, F.lit("warning")).otherwise(F.lit(None).cast("string")).alias("severity"),
     )
 
 
@@ -783,12 +795,13 @@ def _run(spark: SparkSession, cfg: ScanConfig, steps: _Steps) -> ScanResult:
     _delete(spark, f"{cfg.out.rstrip('/')}/_staging")
     all_findings = _union(findings)
     path = f"{cfg.out.rstrip('/')}/findings"
-    schema = "source string, code string, path string, position long, length long, message string"
+    schema = "source string, code string, path string, position long, length long, message string, severity string"
     if all_findings is None:
         all_findings = spark.createDataFrame([], schema)
     # One file of findings, but repartition (a shuffle) rather than coalesce: coalesce(1) would
     # run the integrity joins above it in a single task (bench/spark_scan_stages.py).
-    all_findings = all_findings.select(*[F.col(c) for c in FINDING_COLUMNS]).repartition(1)
+    present = set(all_findings.columns)
+    all_findings = all_findings.select(*[F.col(c) if c in present else F.lit(None).cast("string").alias(c) for c in FINDING_COLUMNS]).repartition(1)
     written = _write(all_findings, path, ())
     result.datasets["findings"] = path
     rows = written.orderBy("source", "path", "position", "code").collect()

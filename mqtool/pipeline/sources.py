@@ -110,7 +110,8 @@ PROBLEM_COLUMNS = [
     _col("damaged_from", "long"),
     _col("damaged_to", "long"),
     _col("problem_at", "long"),  # where the walk met it (the record's start; ``position`` is the finding's)
-    _col("finding", "string"),  # record rows: the code of the finding a record kept despite its damage carries
+    _col("problem_ignored", "string"),  # what the broker does with bytes it loses nothing by (``Problem.ignored``)
+    _col("finding", "string"),  # record rows: the code of the finding a record kept despite its damage carries (last: ``_precise_row``)
 ]
 #: the problem columns a record row keeps in the datasets ``mqtool scan`` writes
 RECORD_PROBLEM_COLUMNS = ("finding",)
@@ -404,6 +405,7 @@ def _problem_row(part: FilePart, pos: int, problem: Problem) -> dict:
         "damaged_from": problem.damaged[0] if problem.damaged else None,
         "damaged_to": problem.damaged[1] if problem.damaged else None,
         "problem_at": pos,
+        "problem_ignored": problem.ignored,
     }
 
 

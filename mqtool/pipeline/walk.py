@@ -32,7 +32,8 @@ from mqtool.errors import CorruptDataError, MqError
 from mqtool.formats.rocketmq.commitlog import RecordWalker
 from mqtool.pipeline.files import AnyFile
 from mqtool.store import rocketmq as rmq
-from mqtool.store.files import CHUNK_SIZE, nonzero_extent, piece_size
+from mqtool.store.files import CHUNK_SIZE, Readable, ReadOnlyFile, nonzero_extent, piece_size
+from mqtool.store.model import rocketmq as rmq_model
 from mqtool.store.rocketmq import MAX_RECORD_SIZE, find_next_record
 
 #: What a walk yields: ``("record", position, item)``, ``("problem", position, Problem)``,
@@ -52,6 +53,13 @@ class Problem:
     #: the record that fails here is yielded next all the same (its frame holds: only its
     #: checksum failed); its rows carry this problem's code as their ``finding``
     kept: bool = False
+    #: the store model's judgement of the bytes at this broken record of the newest CommitLog
+    #: file (``store.model.rocketmq.ignored_tail``): None when the broker may lose data there,
+    #: else what the finding's message adds when it is a warning (``IGNORED_TAIL``, what the
+    #: broker does with the bytes, for the record; "" for the region after it).  It is a warning
+    #: when this is the first broken record of its file (validate's rule: where the broker's
+    #: recovery stops), which only the whole file's problems tell (``jobs.problem_findings``)
+    ignored: str | None = None
 
 
 # --- RocketMQ CommitLog ------------------------------------------------------------------------
@@ -59,6 +67,15 @@ class Problem:
 # past_the_end_error, classify_broken_record, clean_at, find_next_record, nonzero_extent), called
 # in the order validate calls them (``ops.validate.rocketmq._walk_commitlog_file``), so that scan
 # reports the same code at the same position for the same damage.
+
+
+def _ignored_tail(f: AnyFile, base: int, bad: int, is_last: bool) -> str | None:
+    """``Problem.ignored`` of the broken record at ``bad``: the store model's ``ignored_tail``
+    (validate's judgement), for a local file of the newest CommitLog file; None elsewhere (a
+    file read through pyarrow has no store around it to tell what points at the bytes)."""
+    if is_last and isinstance(f, ReadOnlyFile) and rmq_model.ignored_tail(f, base, bad):
+        return rmq_model.IGNORED_TAIL.format(end=bad)
+    return None
 
 
 def _after_broken_record(
@@ -73,6 +90,7 @@ def _after_broken_record(
             yield "end", bad, "torn"
             return None
     code, located, frames = rmq.classify_broken_record(f, bad, exc)
+    ignored = _ignored_tail(f, base, bad, is_last)
     resume = next((bad + n for n in sorted(frames) if rmq.clean_at(f, base, bad + n)), None)
     region = None
     if resume is None:
@@ -88,6 +106,7 @@ def _after_broken_record(
                 f"no valid record after the broken one: {end - bad} bytes up to position {end} cannot be read",
                 end - bad,
                 (base + bad, base + max(end, bad + 1)),
+                ignored=None if ignored is None else "",
             )
         else:
             region = Problem(
@@ -96,6 +115,7 @@ def _after_broken_record(
                 f"{resume - bad} bytes between the broken record and the next valid record at {resume} were skipped",
                 resume - bad,
                 (base + bad, base + resume),
+                ignored=None if ignored is None else "",
             )
     damaged: tuple[int, int] | None
     if resume is not None:
@@ -103,7 +123,7 @@ def _after_broken_record(
     else:
         assert region is not None  # no record after the broken one: the unreadable region is stated
         damaged = region.damaged
-    yield "problem", bad, Problem(code, located.position, located.reason, None, damaged)
+    yield "problem", bad, Problem(code, located.position, located.reason, None, damaged, ignored=ignored)
     if region is not None:
         yield "problem", bad, region
     if resume is None:
@@ -229,7 +249,7 @@ class Framing:
     """
 
     walker: Callable[[bytes], FramedWalker]
-    decodes: Callable[[AnyFile, int], int | None]
+    decodes: Callable[[Readable, int], int | None]
     candidates: Callable[[bytes], Iterator[int]]
     classify: Callable[[MqError], str]
     region_code: str
@@ -246,7 +266,7 @@ class Framing:
     framed: Callable[[bytes, int, MqError], tuple[object, int] | None] | None = None
 
 
-def is_sync(framing: Framing, f: AnyFile, pos: int) -> bool:
+def is_sync(framing: Framing, f: Readable, pos: int) -> bool:
     """A valid record at ``pos`` followed by a valid record or a clean end (zeros, end of file)."""
     size = framing.decodes(f, pos)
     if size is None:
@@ -259,7 +279,7 @@ def is_sync(framing: Framing, f: AnyFile, pos: int) -> bool:
     return not f.pread(nxt, 64).strip(b"\x00")
 
 
-def find_sync(framing: Framing, f: AnyFile, start: int) -> int | None:
+def find_sync(framing: Framing, f: Readable, start: int) -> int | None:
     pos = start
     overlap = 64
     while pos < f.size:
@@ -275,7 +295,7 @@ def find_sync(framing: Framing, f: AnyFile, start: int) -> int | None:
     return None
 
 
-def walk_framed(framing: Framing, f: AnyFile, start: int, stop: int) -> Iterator[Event]:
+def walk_framed(framing: Framing, f: Readable, start: int, stop: int) -> Iterator[Event]:
     if start:
         first = find_sync(framing, f, start)
         if first is None:
