@@ -178,9 +178,22 @@ def restart_rows(restart: dict[str, Any]) -> list[tuple[str, str]]:
         value = restart[key]
         if key == "estimated_seconds":
             rows.append((named[key], _took(value)))
+        elif key == "starts_at" and isinstance(value, list):
+            rows.append((named[key], _starts(value)))
         else:
             rows.append((named.get(key, key.replace("_", " ")), _text(value)))
     return rows
+
+
+def _starts(starts: list[Any]) -> str:
+    """Where a recovery of several logs starts (Kafka: one entry per partition): the logs it
+    reads, each as its fields, and how many it does not read at all (no ``file``)."""
+    read = [s for s in starts if not isinstance(s, dict) or s.get("file") is not None]
+    idle = len(starts) - len(read)
+    parts = [_text(s) for s in read]
+    if idle:
+        parts.append(f"{idle} other log(s): nothing to recover")
+    return ", ".join(parts) or "none"
 
 
 def _text(value: Any) -> str:

@@ -160,3 +160,11 @@ def test_restart_rows_keep_the_known_order_and_show_other_fields_by_name() -> No
         ("partitions", "name: t-0; recovery point: 5"),
     ]
     assert restart_rows({}) == []
+
+
+def test_restart_rows_name_only_the_logs_a_recovery_reads() -> None:
+    from mqtool.ops.report import restart_rows
+
+    starts = [{"directory": "m-0", "file": "m-0/0.log"}] + [{"directory": f"t-{i}", "file": None} for i in range(5)]
+    rows = dict(restart_rows({"starts_at": starts}))
+    assert rows["starts at"] == "directory: m-0; file: m-0/0.log, 5 other log(s): nothing to recover"
