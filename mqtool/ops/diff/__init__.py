@@ -95,7 +95,7 @@ def _diff_rocketmq(report: DiffReport, path_a: Path, path_b: Path, progress: Pro
 
 
 def _diff_kafka(report: DiffReport, path_a: Path, path_b: Path) -> DiffReport:
-    from mqtool.ops.diff.kafka import identical_partitions, read_side
+    from mqtool.ops.diff.kafka import from_readings, read_side
 
     side_a, side_b = read_side(path_a), read_side(path_b)
     sa, sb = side_a.store, side_b.store
@@ -114,8 +114,8 @@ def _diff_kafka(report: DiffReport, path_a: Path, path_b: Path) -> DiffReport:
             d.notes.append(f"partition only in {'A' if part_b is None else 'B'}")
             report.logs.append(d)
             continue
-        same = identical_partitions(name, part_a, part_b, side_a, side_b)
-        report.logs.append(same if same is not None else compare_kafka_partitions(name, part_a, part_b))
+        known = from_readings(name, part_a, part_b, side_a, side_b)
+        report.logs.append(known if known is not None else compare_kafka_partitions(name, part_a, part_b))
     _attach_findings(report, path_a, side_a.findings, path_b, side_b.findings)
     return report
 

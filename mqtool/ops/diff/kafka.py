@@ -7,10 +7,12 @@ batch, aligned by offset.
 A side is read as validate reads it (``store.model.kafka.read_store``, the log families a reader
 states: ``ops.log_findings``) for the findings diff states; that reading is watched
 (``store.files.observe_reads``) and the ``.log`` bytes kept as block digests (``ops.diff.digest``).
-Two partitions whose segments start at the same offsets and hold the same bytes (equal digests,
-equal sizes), every batch a v2 batch the model found no fault in, are identical: their offsets
-and batch count are the model's (``SegmentResult``), and nothing is read again.  Any other pair
-is walked batch by batch (``LogFileWalk``) to find where the two differ; a broken entry (a batch
+Two partitions whose segments start at the same offsets and hold the same bytes (equal digests),
+or where one side's last segment holds the first bytes of the other's same segment (and the
+other may have more segments after it), every batch a v2 batch the model found no fault in and
+no offset missing, are identical or a clean prefix (replication lag): their offsets, batch counts
+and what only one side holds are the model's (``SegmentResult``), and nothing is read again.  Any
+other pair is walked batch by batch (``LogFileWalk``) to find where the two differ; a broken entry (a batch
 that does not decode, which is damage, unlike a torn tail: a ``partial`` end) is met there at
 the offset expected.
 """
@@ -24,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from mqtool.errors import MqError
 from mqtool.findings import Finding, Severity
-from mqtool.ops.diff.digest import ReadDigests
+from mqtool.ops.diff.digest import BLOCK, FileDigests, ReadDigests
 from mqtool.ops.diff.report import Extra, LogDiff, damaged_verdict
 from mqtool.store.files import ReadOnlyFile, observe_reads
 
@@ -64,44 +66,85 @@ def read_side(path: Path) -> KafkaSide:
     return KafkaSide(store, log_findings.select(found), results, digests)
 
 
-def _clean_results(part: ks.KafkaPartition, side: KafkaSide) -> list[km.SegmentResult] | None:
-    """The partition's segment results when the model found nothing wrong in any and every batch
-    is a v2 batch whose bytes the reading read whole; None otherwise."""
+def _clean_results(part: ks.KafkaPartition, side: KafkaSide) -> list[tuple[ks.KafkaSegment, km.SegmentResult]] | None:
+    """The partition's segments holding batches, with their results, when the model found nothing
+    wrong in any, every batch is a v2 batch, the offsets run without a gap (as many records as
+    offsets) and the reading read every byte; None otherwise."""
     out = []
     for seg in part.log_segments():
         res = side.results.get(str(seg.log))
-        held = side.digests.get(str(seg.log))
         if res is None or res.magics - {2} or any(f.level in (Severity.error, Severity.warning) for f in res.findings):
             return None
-        if res.size and (held is None or held.held < res.size):
+        if not res.size:
+            continue
+        held = side.digests.get(str(seg.log))
+        if held is None or held.held < res.size or res.valid_end != res.size or res.first_offset is None or res.last_offset is None:
             return None
-        out.append(res)
+        if res.records != res.last_offset - res.first_offset + 1:
+            return None
+        out.append((seg, res))
     return out
 
 
-def identical_partitions(name: str, pa: ks.KafkaPartition, pb: ks.KafkaPartition, a: KafkaSide, b: KafkaSide) -> LogDiff | None:
-    """The diff of two partitions that hold the same bytes in segments starting at the same
-    offsets, from the two readings alone; None when they do not (or it is not known)."""
+def _starts_with(longer: FileDigests, path: str, shorter: FileDigests) -> bool:
+    """Whether the bytes ``shorter`` was read from are the first bytes of the file ``longer`` was
+    read from (``path``): its blocks, then its tail (read from ``path`` when the longer file's
+    reading no longer holds those bytes)."""
+    n = shorter.count
+    if longer.count < n or longer.blocks[: len(shorter.blocks)] != shorter.blocks:
+        return False
+    if not shorter.tail:
+        return True
+    start = n * BLOCK
+    there = longer.tail_bytes(start, len(shorter.tail))
+    if there is None:
+        with ReadOnlyFile(path) as f:
+            there = f.pread(start, len(shorter.tail))
+    return there == bytes(shorter.tail)
+
+
+def from_readings(name: str, pa: ks.KafkaPartition, pb: ks.KafkaPartition, a: KafkaSide, b: KafkaSide) -> LogDiff | None:
+    """The diff of two partitions one of which holds the other's bytes from its start (the same
+    segments, the shorter side's last one a prefix of the other's same segment): identical, or a
+    clean prefix (replication lag), from the two readings alone; None when that is not so (or not
+    known: then the partitions are walked batch by batch)."""
     ra, rb = _clean_results(pa, a), _clean_results(pb, b)
-    if ra is None or rb is None:
+    if not ra or not rb:
         return None
-    sa, sb = pa.log_segments(), pb.log_segments()
-    if [s.base_offset for s in sa] != [s.base_offset for s in sb] or [r.size for r in ra] != [r.size for r in rb]:
-        return None
-    for x, y, res in zip(sa, sb, ra):
-        if not res.size:
-            continue
-        hx, hy = a.digests.get(str(x.log)), b.digests.get(str(y.log))
-        assert hx is not None and hy is not None  # _clean_results
-        if hx.blocks != hy.blocks or hx.tail != hy.tail:
+    n = min(len(ra), len(rb))
+    for i in range(n):
+        (sx, x), (sy, y) = ra[i], rb[i]
+        if sx.base_offset != sy.base_offset or (i < n - 1 and x.size != y.size):
             return None
-    held = [r for r in ra if r.first_offset is not None and r.last_offset is not None]
-    start = held[0].first_offset if held else None
-    end = held[-1].last_offset + 1 if held and held[-1].last_offset is not None else None
-    diff = LogDiff(name, {"start": start, "end": end}, {"start": start, "end": end}, "offset")
-    if start is not None:
-        diff.compared = {"from": start, "to": end, "entries": sum(r.entries for r in ra)}
+        hx, hy = a.digests.get(x.path), b.digests.get(y.path)
+        assert hx is not None and hy is not None  # _clean_results
+        if not (_starts_with(hx, x.path, hy) if x.size >= y.size else _starts_with(hy, y.path, hx)):
+            return None
+    (_, last_a), (_, last_b) = ra[n - 1], rb[n - 1]
+    a_more = len(ra) > n or last_a.size > last_b.size
+    b_more = len(rb) > n or last_b.size > last_a.size
+    if a_more and b_more:
+        return None
+    start = ra[0][1].first_offset
+    end_a, end_b = _end(ra), _end(rb)
+    diff = LogDiff(name, {"start": start, "end": end_a}, {"start": start, "end": end_b}, "offset")
+    shorter, longer = (rb, ra) if a_more else (ra, rb)
+    diff.compared = {"from": start, "to": _end(shorter), "entries": sum(r.entries for _s, r in shorter)}
+    if a_more or b_more:
+        extra = Extra(_end(shorter), _end(longer))
+        extra.records = extra.end - extra.start  # no gap: one record per offset
+        extra.bytes = sum(r.size for _s, r in longer) - sum(r.size for _s, r in shorter)
+        if a_more:
+            diff.verdict, diff.only_a = "b-prefix", extra
+        else:
+            diff.verdict, diff.only_b = "a-prefix", extra
     return diff
+
+
+def _end(results: list[tuple[ks.KafkaSegment, km.SegmentResult]]) -> int:
+    last = results[-1][1].last_offset
+    assert last is not None  # _clean_results
+    return last + 1
 
 
 @dataclass
