@@ -73,13 +73,13 @@ def diff(
     return ExitCode.OK if report.ok else ExitCode.FINDINGS
 
 
-def _range(side: dict) -> str:
+def _range(side: "dict[str, Any]") -> str:
     if side.get("start") is None:
         return "empty"
     return f"[{side['start']:,}, {side['end']:,})" if side.get("end") is not None else f"from {side['start']:,}"
 
 
-def _record(rec: dict | None) -> str:
+def _record(rec: "dict[str, Any] | None") -> str:
     if rec is None:
         return "nothing (the data ends)"
     if rec.get("missing"):  # no file holds the offset: validate's finding says why
@@ -91,7 +91,7 @@ def _record(rec: dict | None) -> str:
     return ", ".join(f"{k}={v}" for k, v in rec.items())
 
 
-def _extra(label: str, extra: dict | None, unit: str) -> str | None:
+def _extra(label: str, extra: "dict[str, Any] | None", unit: str) -> str | None:
     import humanize
 
     if not extra:
