@@ -59,7 +59,7 @@ def diff(
     layout_a = detect_layout(store_a, layout)
     layout_b = detect_layout(store_b, layout)
     check_same_layout(layout_a, layout_b, store_b)
-    total = min(input_size(store_a, layout_a), input_size(store_b, layout_b)) if layout_a != "kafka" else 0
+    total = input_size(store_a, layout_a) + input_size(store_b, layout_b)  # each side is read once
     with out.progress(total, "diff") as advance:
         report = diff_stores(store_a, store_b, layout_a, progress=advance)
     doc = report.to_dict()

@@ -56,13 +56,14 @@ Progress = Callable[[int], object]
 
 
 def diff_stores(path_a: str | Path, path_b: str | Path, layout: str, *, progress: Progress | None = None) -> DiffReport:
-    """Compare two copies of a store of ``layout`` (both detected as the same layout)."""
+    """Compare two copies of a store of ``layout`` (both detected as the same layout);
+    ``progress(n)``: ``n`` more log bytes of either side read."""
     path_a, path_b = Path(path_a), Path(path_b)
     report = DiffReport(layout, str(path_a), str(path_b))
     if layout == "rocketmq":
         return _diff_rocketmq(report, path_a, path_b, progress)
     if layout == "kafka":
-        return _diff_kafka(report, path_a, path_b)
+        return _diff_kafka(report, path_a, path_b, progress)
     if layout in ("jafka", "metaq"):
         return _diff_legacy(report, path_a, path_b, layout, progress)
     from mqtool.errors import UnsupportedFormatError
@@ -75,9 +76,9 @@ def _diff_rocketmq(report: DiffReport, path_a: Path, path_b: Path, progress: Pro
 
     pa: list[str] = []
     pb: list[str] = []
-    la, lb = rocketmq_log(path_a, pa), rocketmq_log(path_b, pb)
+    la, lb = rocketmq_log(path_a, pa, progress), rocketmq_log(path_b, pb, progress)
     try:
-        d = compare_byte_logs(la, lb, progress=progress)
+        d = compare_byte_logs(la, lb)
     finally:
         la.close()
         lb.close()
@@ -94,10 +95,10 @@ def _diff_rocketmq(report: DiffReport, path_a: Path, path_b: Path, progress: Pro
     return report
 
 
-def _diff_kafka(report: DiffReport, path_a: Path, path_b: Path) -> DiffReport:
+def _diff_kafka(report: DiffReport, path_a: Path, path_b: Path, progress: Progress | None) -> DiffReport:
     from mqtool.ops.diff.kafka import from_readings, read_side
 
-    side_a, side_b = read_side(path_a), read_side(path_b)
+    side_a, side_b = read_side(path_a, progress), read_side(path_b, progress)
     sa, sb = side_a.store, side_b.store
     if len(sa.partitions) == 1 and len(sb.partitions) == 1 and sa.kind != "log-dir" and sb.kind != "log-dir":
         one_a, one_b = sa.partitions[0], sb.partitions[0]
@@ -125,7 +126,7 @@ def _diff_legacy(report: DiffReport, path_a: Path, path_b: Path, layout: str, pr
 
     pa: list[str] = []
     pb: list[str] = []
-    (logs_a, found_a), (logs_b, found_b) = legacy_logs(path_a, layout, pa), legacy_logs(path_b, layout, pb)
+    (logs_a, found_a), (logs_b, found_b) = legacy_logs(path_a, layout, pa, progress), legacy_logs(path_b, layout, pb, progress)
     if len(logs_a) == 1 and len(logs_b) == 1 and set(logs_a) != set(logs_b):
         (na, one_a), (nb, one_b) = next(iter(logs_a.items())), next(iter(logs_b.items()))
         logs_a, logs_b = {f"{na} / {nb}": one_a}, {f"{na} / {nb}": one_b}
@@ -138,7 +139,7 @@ def _diff_legacy(report: DiffReport, path_a: Path, path_b: Path, layout: str, pr
             report.logs.append(d)
             continue
         try:
-            d = compare_byte_logs(la, lb, progress=progress)
+            d = compare_byte_logs(la, lb)
         finally:
             la.close()
             lb.close()

@@ -82,10 +82,11 @@ class FileDigests:
 
 class ReadDigests:
     """The observer of a side's reading (``observe_reads(digests.observe)``): the digests of the
-    files ``wanted`` says are the log's."""
+    files ``wanted`` says are the log's; ``progress(n)`` is told of each ``n`` bytes newly held."""
 
-    def __init__(self, wanted: Callable[[str], bool]) -> None:
+    def __init__(self, wanted: Callable[[str], bool], progress: Callable[[int], object] | None = None) -> None:
         self.wanted = wanted
+        self.progress = progress
         self.files: dict[str, FileDigests] = {}
 
     def observe(self, path: str, position: int, data: bytes) -> None:
@@ -96,7 +97,10 @@ class ReadDigests:
             if position != 0:
                 return  # a file's blocks are taken from its start
             held = self.files[path] = FileDigests()
+        before = held.held
         held.add(position, data)
+        if self.progress is not None and held.held > before:
+            self.progress(held.held - before)
 
     def get(self, path: str) -> FileDigests | None:
         return self.files.get(path)

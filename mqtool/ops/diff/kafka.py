@@ -19,7 +19,7 @@ the offset expected.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -46,12 +46,12 @@ class KafkaSide:
     digests: ReadDigests
 
 
-def read_side(path: Path) -> KafkaSide:
+def read_side(path: Path, progress: Callable[[int], object] | None = None) -> KafkaSide:
     from mqtool.ops import log_findings
     from mqtool.store import kafka as kstore
     from mqtool.store.model import kafka as kmodel
 
-    digests = ReadDigests(lambda p: p.endswith(".log"))
+    digests = ReadDigests(lambda p: p.endswith(".log"), progress)
     found: list[Finding] = []
     results: dict[str, km.SegmentResult] = {}
     with observe_reads(digests.observe):

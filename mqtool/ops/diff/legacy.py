@@ -61,7 +61,7 @@ def _opener(lay: _Layout, seg: Segment) -> Callable[[], SegmentReader]:
     return lambda: lay.open_segment(seg)
 
 
-def legacy_logs(path: Path, layout: str, problems: list[str]) -> tuple[dict[str, ByteLog], list[Finding]]:
+def legacy_logs(path: Path, layout: str, problems: list[str], progress: Callable[[int], object] | None = None) -> tuple[dict[str, ByteLog], list[Finding]]:
     """A byte log per partition, ending where its data ends (the module docstring), and the
     side's findings as a reader states them (``ops.log_findings.select``), from one reading."""
     from mqtool.ops import log_findings
@@ -69,7 +69,7 @@ def legacy_logs(path: Path, layout: str, problems: list[str]) -> tuple[dict[str,
 
     lay = _layout(layout)
     data = lay.open(path)
-    digests = ReadDigests(_is_segment)
+    digests = ReadDigests(_is_segment, progress)
     found: list[Finding] = []
     results: dict[str, lm.SegmentResult] = {}
     with observe_reads(digests.observe):

@@ -42,7 +42,7 @@ def _is_commitlog(path: str) -> bool:
     return Path(path).parent.name == "commitlog"
 
 
-def rocketmq_log(path: Path, problems: list[str]) -> ByteLog:
+def rocketmq_log(path: Path, problems: list[str], progress: Callable[[int], object] | None = None) -> ByteLog:
     """The CommitLog of the store at ``path``, ending where its data ends (in
     ``store.model.rocketmq.last_data_file``, the broker's last mapped file), read once (the
     module docstring): its findings, where it ends, and the digests of what was read."""
@@ -52,7 +52,7 @@ def rocketmq_log(path: Path, problems: list[str]) -> ByteLog:
     from mqtool.store.root_rocketmq import find_rocketmq_root
 
     root = find_rocketmq_root(path) or path
-    digests = ReadDigests(_is_commitlog)
+    digests = ReadDigests(_is_commitlog, progress)
     with observe_reads(digests.observe):
         store = rmq.open_store(root)
         findings = model.segment_findings_on_path(model.commitlog_findings(store), [s.path for s in store.commitlog])
