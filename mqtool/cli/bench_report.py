@@ -5,7 +5,9 @@ optional ``plot`` extra)."""
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import humanize
 from rich import box
@@ -17,6 +19,9 @@ from mqtool.cli.options import OutputFormat
 from mqtool.cli.render import Renderer, markup
 from mqtool.errors import UnsupportedFormatError
 from mqtool.ops import bench as ops_bench
+
+if TYPE_CHECKING:
+    from rich.progress import Progress, TaskID
 
 SYMBOLS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 COLOURS = ["red", "green", "blue", "magenta", "cyan", "yellow", "bright_red", "bright_green", "bright_blue", "bright_magenta", "bright_cyan"]
@@ -30,8 +35,8 @@ class ProgressBars(ops_bench.BenchProgress):
         self.count = count
         self.index = 0
         self.enabled = not out.quiet and out.fmt is OutputFormat.table and out.err_console.is_terminal
-        self.bar = None
-        self.tasks: dict[str, int] = {}
+        self.bar: Progress | None = None
+        self.tasks: dict[str, TaskID] = {}
 
     def __enter__(self) -> ProgressBars:
         if self.enabled:
@@ -91,7 +96,7 @@ def _num(ms: float) -> str:
     return f"{ms:.3g}"
 
 
-def render_bench(console: Console, doc: dict, *, chart: bool = True) -> None:
+def render_bench(console: Console, doc: dict[str, Any], *, chart: bool = True) -> None:
     duration = f"{doc['duration_s']:g} s" if doc["duration_s"] is not None else f"{humanize.intcomma(doc['messages'])} messages"
     title = (
         f"bench flush: {duration} per mode, {doc['producers']} producer(s), {humanize.naturalsize(doc['size'], binary=True)} bodies, "
@@ -154,7 +159,16 @@ def _scale(value: float, lo: float, hi: float, cells: int, log: bool) -> int:
 
 
 def _grid_plot(
-    series: list[tuple[str, str, list[tuple[float, float]]]], *, width: int, height: int, xlog: bool, ylog: bool, xlabel: str, ylabel: str, fmt_x, fmt_y
+    series: list[tuple[str, str, list[tuple[float, float]]]],
+    *,
+    width: int,
+    height: int,
+    xlog: bool,
+    ylog: bool,
+    xlabel: str,
+    ylabel: str,
+    fmt_x: Callable[[float], str],
+    fmt_y: Callable[[float], str],
 ) -> Text:
     xs = [x for _, _, pts in series for x, _ in pts]
     ys = [y for _, _, pts in series for _, y in pts]
@@ -188,7 +202,7 @@ def _grid_plot(
     return text
 
 
-def render_chart(modes: list[dict], width: int = 64, height: int = 12) -> Text:
+def render_chart(modes: list[dict[str, Any]], width: int = 64, height: int = 12) -> Text:
     """A latency CDF per mode and p99 latency against throughput, drawn with characters."""
     keyed = [(SYMBOLS[i % len(SYMBOLS)], COLOURS[i % len(COLOURS)], m) for i, m in enumerate(modes)]
     text = Text()
@@ -224,7 +238,7 @@ def require_matplotlib() -> None:
         ) from None
 
 
-def render_png(doc: dict, path: Path) -> None:
+def render_png(doc: dict[str, Any], path: Path) -> None:
     require_matplotlib()
     import matplotlib
 

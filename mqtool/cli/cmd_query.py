@@ -1,8 +1,9 @@
 """``mqtool query``: find messages offline by key, message id, unique key or queue offset
 (RocketMQ), or by offset or timestamp (Kafka)."""
 
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -25,6 +26,9 @@ from mqtool.cli.options import (
 )
 from mqtool.cli.render import Column
 from mqtool.cli.times import iso_ms, parse_time
+
+if TYPE_CHECKING:
+    from mqtool.cli.render import Renderer
 
 QUERY_COLUMNS = [
     Column("msg_id", "MSG ID", 32),
@@ -140,9 +144,11 @@ def query(
         assert topic is not None
         result = ops_query.query_by_topic(store, topic, begin=begin_ms, end=end_ms, tag=tag, max_results=max_results)
     else:
+        search = key if key is not None else uniq_key
+        assert search is not None  # exactly one of --key, --msg-id, --uniq-key, --queue-offset (checked above)
         result = ops_query.query_by_key(
             store,
-            key if key is not None else uniq_key,
+            search,
             topic=topic,
             begin=begin_ms,
             end=end_ms,
@@ -156,7 +162,7 @@ def query(
     table = out.fmt is OutputFormat.table
     body_mode = BodyDecode.utf8 if table and decode is BodyDecode.base64 else decode
 
-    def rows():
+    def rows() -> Iterator[dict[str, object]]:
         for hit in result.hits:
             row = message_row(
                 hit.record, file=str(hit.path), position=hit.position, address=hit.commitlog_offset, decode=body_mode, finding=hit.finding
@@ -198,9 +204,9 @@ def _legacy_layout(path: Path, layout: str | None) -> str | None:
     return detected if detected in ("jafka", "metaq") else None
 
 
-def _query_legacy(out, path: Path, layout: str, topic, partition, offset: int, decode) -> int:
+def _query_legacy(out: "Renderer", path: Path, layout: str, topic: str | None, partition: int | None, offset: int, decode: BodyDecode) -> int:
     """Jafka/MetaQ: the message at a byte offset (offsets are byte positions in those logs)."""
-    from mqtool.cli.rows_legacy import JAFKA_COLUMNS, METAQ_COLUMNS, jafka_row, metaq_row, table_row
+    from mqtool.cli.rows_legacy import JAFKA_COLUMNS, METAQ_COLUMNS, Row, jafka_row, metaq_row, table_row
     from mqtool.ops.dump import legacy as dump_legacy
     from mqtool.store.jafka import open_jafka
     from mqtool.store.metaq import open_metaq
@@ -210,11 +216,10 @@ def _query_legacy(out, path: Path, layout: str, topic, partition, offset: int, d
     result = dump_legacy.lookup_offset(data, part, offset)
     table = out.fmt is OutputFormat.table
     mode = BodyDecode.utf8 if table and decode is BodyDecode.base64 else decode
-    to_row = jafka_row if layout == "jafka" else metaq_row
 
-    def rows():
-        for item in result.items:
-            row = to_row(item, mode)
+    def rows() -> Iterator[Row]:
+        for item in result.items:  # a Jafka data dir holds Jafka messages, a MetaQ one MetaQ messages
+            row = jafka_row(item, mode) if isinstance(item, dump_legacy.JafkaItem) else metaq_row(item, mode)
             row["found_via"] = "offset"
             yield table_row(row, layout) if table else row
 
@@ -248,7 +253,9 @@ def _is_kafka(path: Path, layout: str | None, kafka_options: bool) -> bool:
         return False
 
 
-def _query_kafka(out, path: Path, topic, partition, offset, timestamp, max_results, decode) -> int:
+def _query_kafka(
+    out: "Renderer", path: Path, topic: str | None, partition: int | None, offset: int | None, timestamp: str | None, max_results: int | None, decode: BodyDecode
+) -> int:
     from mqtool.cli.rows_kafka import QUERY_COLUMNS as KAFKA_QUERY_COLUMNS
     from mqtool.cli.rows_kafka import hit_row
     from mqtool.ops.query import kafka as query_kafka
@@ -261,6 +268,7 @@ def _query_kafka(out, path: Path, topic, partition, offset, timestamp, max_resul
     if offset is not None:
         result = query_kafka.query_offset(store, topic, partition, offset, max_results=count)
     else:
+        assert timestamp is not None  # exactly one of --offset, --timestamp (checked above)
         result = query_kafka.query_timestamp(store, topic, partition, parse_time(timestamp, "--timestamp"), max_results=count)
     table = out.fmt is OutputFormat.table
     mode = BodyDecode.utf8 if table and decode is BodyDecode.base64 else decode

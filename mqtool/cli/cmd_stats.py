@@ -10,7 +10,7 @@ from mqtool.cli.options import FLOAT, INT, BrokerConfigOpt, JsonlOpt, JsonOpt, L
 from mqtool.cli.render import markup
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable
+    from collections.abc import Iterable, Set
 
     from rich.console import Console
 
@@ -109,7 +109,7 @@ def _rate(v: float | None) -> str:
     return f"{v:,.1f}" if v < 100 else humanize.intcomma(round(v))
 
 
-def _print_table(console: "Console", title: str, headers: list[str], rows: list[list[str]], left: set[str] = frozenset()) -> None:
+def _print_table(console: "Console", title: str, headers: list[str], rows: list[list[str]], left: "Set[str]" = frozenset()) -> None:
     """``fit_table``: names and numbers whole; the first column left-aligned, numbers right."""
     from mqtool.cli.render import fit_table
 

@@ -3,8 +3,10 @@ the renderer, and the end of every ``dump``.  The options themselves are in ``op
 
 from __future__ import annotations
 
+import enum
+from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import typer
 
@@ -16,7 +18,10 @@ if TYPE_CHECKING:
     from mqtool.store.broker_config import BrokerSettings
 
 
-def pick_format(fmt, as_json: bool, as_jsonl: bool):
+FormatT = TypeVar("FormatT", bound=enum.Enum)
+
+
+def pick_format(fmt: FormatT, as_json: bool, as_jsonl: bool) -> FormatT:
     """``--format`` with the ``--json``/``--jsonl`` shorthands applied (any format enum with
     ``table``, ``json`` and ``jsonl`` members); two different choices are a usage error."""
     if as_json and as_jsonl:
@@ -47,7 +52,7 @@ MAX_LISTED_PROBLEMS = 20
 DAMAGE_HINT = "the data stops being valid at the position(s) above; `mqtool validate` explains the damage"
 
 
-def finish_dump(out: Renderer, problems: list, *, notes: list[str] | tuple = (), extra_failures: int = 0, hint: str = DAMAGE_HINT) -> int:
+def finish_dump(out: Renderer, problems: Sequence[object], *, notes: Sequence[str] = (), extra_failures: int = 0, hint: str = DAMAGE_HINT) -> int:
     """The end of every ``dump``: notes and problems to stderr (at most 20 listed), then the exit
     code: 3 when a file could not be read (an I/O error is not damage), else 1 when the data is
     damaged (or ``extra_failures``, e.g. index entries that disagree with the log), else 0."""
@@ -65,7 +70,7 @@ def finish_dump(out: Renderer, problems: list, *, notes: list[str] | tuple = (),
     return ExitCode.FINDINGS if problems or extra_failures else ExitCode.OK
 
 
-def report_metrics(command: str, doc: dict, exit_status: int, *, to_stdout: bool, metrics_file: Path | None, store: str | None = None) -> None:
+def report_metrics(command: str, doc: dict[str, Any], exit_status: int, *, to_stdout: bool, metrics_file: Path | None, store: str | None = None) -> None:
     """``doc``'s metrics (``mqtool.cli.metrics``): printed as OpenMetrics (``--format
     openmetrics``) and/or written to ``--metrics-file``; nothing when neither was asked for."""
     if not to_stdout and metrics_file is None:

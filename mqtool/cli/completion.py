@@ -57,8 +57,9 @@ def shell_complete_requested() -> bool:
 
 
 def _register_typer_shells() -> None:
-    # typer's bash/zsh/fish classes: they read the variables the scripts below set
-    from typer.completion import completion_init
+    # typer's bash/zsh/fish classes: they read the variables the scripts below set (imported from
+    # the module that defines them: ``typer.completion`` only re-imports them)
+    from typer._completion_classes import completion_init
 
     completion_init()
 
@@ -83,7 +84,7 @@ def answer(option: str, shell: str) -> int:
     if option == "--show-completion":
         typer.echo(script(shell))
         return 0
-    from typer.completion import install
+    from typer._completion_shared import install
 
     installed, path = install(shell=shell, prog_name=PROG, complete_var=COMPLETE_VAR)
     typer.echo(f"{installed} completion installed in {path}")
@@ -94,9 +95,9 @@ def answer(option: str, shell: str) -> int:
 def detect_shell(option: str) -> str:
     """The shell running mqtool (``shellingham``, as typer's own options; else ``$SHELL``)."""
     try:
-        import shellingham
+        import shellingham  # type: ignore[import-untyped]  # shellingham ships neither inline types nor stubs
 
-        name = shellingham.detect_shell()[0]
+        name: str = shellingham.detect_shell()[0]  # (name, executable path)
     except Exception:  # shellingham.ShellDetectionFailure, or no shellingham
         name = os.path.basename(os.environ.get("SHELL", ""))
     if name not in SHELLS:
@@ -106,7 +107,7 @@ def detect_shell(option: str) -> str:
 
 def script(shell: str) -> str:
     """The completion script for ``shell`` (what ``--show-completion SHELL`` prints)."""
-    from typer.completion import get_completion_script
+    from typer._completion_shared import get_completion_script
 
     return get_completion_script(prog_name=PROG, complete_var=COMPLETE_VAR, shell=shell)
 

@@ -28,7 +28,9 @@ class ExitCode(enum.IntEnum):
     INTERRUPTED = 130
 
 
-def exit_code_for(exc: BaseException) -> ExitCode:
+def exit_code_for(exc: object) -> ExitCode:
+    """The exit status a problem stands for: an ``MqError`` by its kind, an ``OSError`` 3, an
+    interrupt 130; anything else (another exception, a problem given as text) 70."""
     if isinstance(exc, LockBusyError):
         return ExitCode.BUSY
     if isinstance(exc, BrokerRunningError):

@@ -22,6 +22,7 @@ Every command's metrics carry ``command`` and ``store`` labels, with
 
 import time
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -139,7 +140,9 @@ def openmetrics(registry: "CollectorRegistry") -> str:
     """The OpenMetrics text exposition of ``registry`` (ends in ``# EOF``)."""
     from prometheus_client.openmetrics.exposition import generate_latest
 
-    return generate_latest(registry).decode("utf-8")
+    # the OpenMetrics exposition module has no annotations: its function typed by what it returns (UTF-8 bytes)
+    exposition: Callable[[CollectorRegistry], bytes] = generate_latest
+    return exposition(registry).decode("utf-8")
 
 
 def write_file(path: Path, registry: "CollectorRegistry") -> None:

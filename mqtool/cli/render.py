@@ -16,7 +16,7 @@ import enum
 import json
 import os
 import sys
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, TextIO
@@ -143,14 +143,14 @@ class Renderer:
         self.out.flush()
 
     # --- streams (dump, query, findings) ------------------------------------------------
-    def stream(self, rows: Iterable[dict], columns: list[Column]) -> int:
+    def stream(self, rows: Iterable[Mapping[str, object]], columns: list[Column]) -> int:
         """Write rows as they come; returns how many were written."""
         try:
             return self._stream(rows, columns)
         except BrokenPipeError:
             raise OutputClosed() from None
 
-    def _stream(self, rows: Iterable[dict], columns: list[Column]) -> int:
+    def _stream(self, rows: Iterable[Mapping[str, object]], columns: list[Column]) -> int:
         count = 0
         write = self.out.write
         if self.fmt is OutputFormat.jsonl:
@@ -231,8 +231,7 @@ class Renderer:
     def findings(self, findings: Iterable[Finding]) -> int:
         """Findings on stderr, one line each: ``CODE path:position: message`` (errors as errors,
         warnings as warnings, infos not shown).  Returns how many are errors (exit 1)."""
-        from mqtool.findings import Severity
-        from mqtool.store.model.rocketmq import finding_text
+        from mqtool.findings import Severity, finding_text
 
         errors = 0
         for finding in findings:
@@ -330,8 +329,8 @@ def fit_columns(columns: list[Column], width: int, *, drop: bool = True) -> list
     return keep
 
 
-def _line(row: dict, columns: list[Column]) -> str:
-    parts = []
+def _line(row: Mapping[str, object], columns: list[Column]) -> str:
+    parts: list[str] = []
     used = 0
     for col in columns:
         text = _cell(row.get(col.key))
@@ -356,7 +355,7 @@ def markup(template: str, *data: object) -> Text:
     return Text.from_markup(template.format(*(escape(str(d)) for d in data)), emoji=False)
 
 
-def render_generic(console: Console, doc: dict, title: str | None = None) -> None:
+def render_generic(console: Console, doc: Mapping[str, object], title: str | None = None) -> None:
     """Any layout's info document: scalars as facts, lists of records as tables, nested
     documents recursively.  Byte sizes (keys ending in ``size``/``bytes``) and ``*_timestamp``
     values are humanized (the table of ``info`` on Kafka, Jafka and MetaQ, and of ``dump
@@ -366,7 +365,7 @@ def render_generic(console: Console, doc: dict, title: str | None = None) -> Non
     facts = Table(show_header=False, box=None, pad_edge=False, title=title, title_justify="left")
     facts.add_column(style="bold")
     facts.add_column()
-    nested: list[tuple[str, object]] = []
+    nested: list[tuple[str, Mapping[str, object] | list[Mapping[str, object]]]] = []
     for key, value in doc.items():
         if isinstance(value, dict):
             nested.append((key, value))
@@ -376,7 +375,7 @@ def render_generic(console: Console, doc: dict, title: str | None = None) -> Non
             facts.add_row(key.replace("_", " "), _human(key, value))
     console.print(facts)
     for key, value in nested:
-        if isinstance(value, dict):
+        if isinstance(value, Mapping):
             render_generic(console, value, key.replace("_", " "))
             continue
         columns = list(dict.fromkeys(k for row in value for k in row))

@@ -11,17 +11,20 @@ import numpy as np
 
 from mqtool.cli.render import BodyDecode, dumps, encode_bytes
 from mqtool.errors import hexint
-from mqtool.ops.dump.rocketmq import ColumnChunk, Located, MessageRecord, RecordFields, body_bytes, header_record
+
+# attr-defined: ops.dump.rocketmq imports MessageRecord and RecordFields (the reading's record types)
+# without re-exporting them, and cli/ does not import formats/ (tests/test_layering.py)
+from mqtool.ops.dump.rocketmq import ColumnChunk, Located, MessageRecord, RecordFields, body_bytes, header_record  # type: ignore[attr-defined]
 
 
 def message_row(
-    record, *, file: str, position: int, address: int, decode: BodyDecode, uncompress: bool = False, finding: str | None = None
-) -> dict:
+    record: MessageRecord, *, file: str, position: int, address: int, decode: BodyDecode, uncompress: bool = False, finding: str | None = None
+) -> dict[str, object]:
     """A record's row; ``finding``: the code of the finding a record the walk kept despite
     frame-intact damage carries (``Located.finding``), written as a last ``finding`` field of
     that row only (a healthy record's row has none)."""
     body = body_bytes(record, uncompress)
-    row = {
+    row: dict[str, object] = {
         "file": file,
         "position": position,
         "commitlog_offset": address,
@@ -206,8 +209,8 @@ def _decimal_text(stacked: np.ndarray) -> list[np.ndarray]:
     signed = np.flatnonzero(negative)
     text[signed, first[signed] - 1] = _MINUS
     starts = (first - negative).reshape(count, columns).min(axis=0).tolist()
-    text = text.reshape(count, columns, width)
-    return [text[:, c, start:] for c, start in enumerate(starts)]
+    by_column = text.reshape(count, columns, width)
+    return [by_column[:, c, start:] for c, start in enumerate(starts)]
 
 
 def _quoted_or_null(values: np.ndarray, starts: np.ndarray, lengths: np.ndarray, present: np.ndarray) -> np.ndarray:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import re
+from typing import overload
 
 import typer
 
@@ -33,6 +34,14 @@ def iso_ms(ms: int | None, *, timespec: str = "milliseconds") -> str | None:
 
 
 _DIGITS = re.compile(r"^-?\d+$")
+
+
+@overload
+def parse_time(text: str, option: str) -> int: ...
+@overload
+def parse_time(text: None, option: str) -> None: ...
+@overload
+def parse_time(text: str | None, option: str) -> int | None: ...
 
 
 def parse_time(text: str | None, option: str) -> int | None:

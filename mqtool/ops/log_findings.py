@@ -14,12 +14,16 @@ partitions read.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from mqtool.errors import StoreLayoutError
 from mqtool.findings import Finding, Severity
 from mqtool.layouts import Layout, for_layout
+
+if TYPE_CHECKING:
+    from mqtool.ops.recover import Step
 
 #: what a reader of the log reads: the files, the log and its offsets (``KAFKA-LOG-MISSING``, the
 #: log ending below what its checkpoints vouch for, is of the log family); not the checkpoint
@@ -95,7 +99,7 @@ def errors(findings: Iterable[Finding]) -> list[Finding]:
 
 
 def merged(
-    path: str | os.PathLike[str], layout: str, problems: list[str], errors: list, found: list[Finding] | None = None
+    path: str | os.PathLike[str], layout: str, problems: list[str], errors: Sequence[object], found: list[Finding] | None = None
 ) -> tuple[list[str], list[str], list[Finding]]:
     """A reader's own ``problems`` (notices) and ``errors`` (damage met: located ``MqError``s or
     text) judged by validate's findings for ``path`` (``on_path``): the errors are validate's
@@ -113,7 +117,7 @@ def merged(
     return problems + own + warnings, [finding_text(f) for f in met if f.level is Severity.error], met
 
 
-def unfixed(path: str | os.PathLike[str], layout: str, root: str | os.PathLike[str], steps: Iterable, found: list[Finding] | None = None) -> list[Finding]:
+def unfixed(path: str | os.PathLike[str], layout: str, root: str | os.PathLike[str], steps: Iterable[Step], found: list[Finding] | None = None) -> list[Finding]:
     """validate's errors for ``path`` (``on_path``) that a recover plan's ``steps`` (paths relative
     to ``root``) leave in place: all but those in a file the plan deletes, or at or after the
     position where it truncates the file.  A gap between segments, a log that lost what its
