@@ -518,6 +518,21 @@ class RemoveTopicRecord:
     tagged_fields: TaggedFields = ()
 
 
+@dataclass(frozen=True)
+class ConfigRecord:
+    """``ConfigRecord`` (v0, flexible): a config set (``value``) or deleted (None) on a resource
+    (``resource_type`` 2: a topic named ``resource_name``; 4: a broker, "" the cluster default)."""
+
+    resource_type: int
+    resource_name: str
+    name: str
+    value: str | None
+    tagged_fields: TaggedFields = ()
+
+
+MetadataPayload = TopicRecord | FeatureLevelRecord | RemoveTopicRecord | ConfigRecord
+
+
 def decode_metadata_record(value: Buffer | None) -> MetadataRecord:
     """``AbstractApiMessageSerde.read``: frame version 1, api key, version, then the struct."""
     value = _need_bytes(value, "__cluster_metadata record value")
@@ -544,26 +559,33 @@ def encode_metadata_record(record: MetadataRecord) -> bytes:
     return w.getvalue() + record.data
 
 
-def decode_metadata_payload(record: MetadataRecord) -> TopicRecord | FeatureLevelRecord | RemoveTopicRecord | bytes:
+def decode_metadata_payload(record: MetadataRecord) -> MetadataPayload | bytes:
     """The struct of the few record types decoded here; the raw bytes for any other."""
     r = Reader(record.data, what=record.name)
     if record.name == "TopicRecord":
-        out: TopicRecord | FeatureLevelRecord | RemoveTopicRecord = TopicRecord(
+        out: MetadataPayload = TopicRecord(
             r.string("name", True), r.uuid("topic_id"), r.unknown_tagged_fields()
         )
     elif record.name == "FeatureLevelRecord":
         out = FeatureLevelRecord(r.string("name", True), r.int16("feature_level"), r.unknown_tagged_fields())
     elif record.name == "RemoveTopicRecord":
         out = RemoveTopicRecord(r.uuid("topic_id"), r.unknown_tagged_fields())
+    elif record.name == "ConfigRecord":
+        out = ConfigRecord(r.int8("resource_type"), r.string("resource_name", True), r.string("name", True), r.nullable_string("value", True), r.unknown_tagged_fields())
     else:
         return record.data
     r.finish()
     return out
 
 
-def encode_metadata_payload(payload: TopicRecord | FeatureLevelRecord | RemoveTopicRecord) -> bytes:
+def encode_metadata_payload(payload: MetadataPayload) -> bytes:
     w = Writer()
-    if isinstance(payload, TopicRecord):
+    if isinstance(payload, ConfigRecord):
+        w.int8(payload.resource_type)
+        w.nullable_string(payload.resource_name, True)
+        w.nullable_string(payload.name, True)
+        w.nullable_string(payload.value, True)
+    elif isinstance(payload, TopicRecord):
         w.string(payload.name, True)
         w.uuid(payload.topic_id)
     elif isinstance(payload, FeatureLevelRecord):
@@ -576,6 +598,8 @@ def encode_metadata_payload(payload: TopicRecord | FeatureLevelRecord | RemoveTo
 
 
 __all__ = [
+    "ConfigRecord",
+    "MetadataPayload",
     "GROUP_COORDINATOR_KEY_TYPES",
     "OffsetCommitKey",
     "GroupMetadataKey",

@@ -60,7 +60,6 @@ from pathlib import Path
 
 from mqtool.errors import CorruptDataError, MqError
 from mqtool.findings import Finding, Severity, code_ids
-from mqtool.formats.kafka import _schema
 from mqtool.formats.kafka import checkpoint_file as cpf
 from mqtool.formats.kafka import index as kidx
 from mqtool.formats.kafka import internal_topics as it
@@ -193,18 +192,6 @@ _TOPIC, _BROKER = 2, 4
 COMPACTED_INTERNAL = (ks.CONSUMER_OFFSETS, ks.TRANSACTION_STATE)
 
 
-def decode_config_record(data: bytes) -> tuple[int, str, str, str | None]:
-    """``ConfigRecord`` (v0, flexible): resource type, resource name, config name, value (null:
-    the config was deleted).  Raises MqError."""
-    r = _schema.Reader(data, what="ConfigRecord")
-    resource_type = r.int8("resource_type")
-    resource_name = r.string("resource_name", True)
-    name = r.string("name", True)
-    value = r.nullable_string("value", True)
-    r.unknown_tagged_fields()
-    return resource_type, resource_name, name, value
-
-
 @dataclass
 class TopicPolicies:
     """``cleanup.policy`` per topic as the KRaft metadata log states it (``source`` names where
@@ -274,18 +261,17 @@ def topic_policies(store: ks.KafkaStore) -> TopicPolicies:
     for value in _metadata_values(parts[0]):
         try:
             record = it.decode_metadata_record(value)
-            if record.name == "ConfigRecord":
-                kind, resource, name, setting = decode_config_record(record.data)
-                if name == "cleanup.policy" and kind == _TOPIC:
-                    if setting is None:
-                        out.topics.pop(resource, None)
-                    else:
-                        out.topics[resource] = setting
-                elif name == "log.cleanup.policy" and kind == _BROKER and resource == "":
-                    out.cluster_default = setting
-            elif record.name in ("TopicRecord", "RemoveTopicRecord"):
+            if record.name in ("ConfigRecord", "TopicRecord", "RemoveTopicRecord"):
                 payload = it.decode_metadata_payload(record)
-                if isinstance(payload, it.TopicRecord):
+                if isinstance(payload, it.ConfigRecord):
+                    if payload.name == "cleanup.policy" and payload.resource_type == _TOPIC:
+                        if payload.value is None:
+                            out.topics.pop(payload.resource_name, None)
+                        else:
+                            out.topics[payload.resource_name] = payload.value
+                    elif payload.name == "log.cleanup.policy" and payload.resource_type == _BROKER and payload.resource_name == "":
+                        out.cluster_default = payload.value
+                elif isinstance(payload, it.TopicRecord):
                     names[payload.topic_id] = payload.name
                 elif isinstance(payload, it.RemoveTopicRecord):
                     gone = names.pop(payload.topic_id, None)
@@ -566,7 +552,6 @@ __all__ = [
     "SegmentRead",
     "Stopwatch",
     "TopicPolicies",
-    "decode_config_record",
     "model_for",
     "parse_version",
     "recovery_points",

@@ -299,3 +299,21 @@ def test_mutated_values_raise_only_mq_errors(data):
             decode(bytes(raw))
         except MqError:
             pass
+
+
+def test_config_record_bytes():
+    # ConfigRecord v0 (flexible): int8 resourceType, compact string resourceName, compact string
+    # name, compact nullable string value, tagged fields
+    raw = bytes([2]) + bytes([7]) + b"orders" + bytes([15]) + b"cleanup.policy" + bytes([7]) + b"delete" + bytes([0])
+    record = it.MetadataRecord(it.METADATA_RECORD_API_KEYS["ConfigRecord"], 0, raw)
+    assert it.decode_metadata_payload(record) == it.ConfigRecord(2, "orders", "cleanup.policy", "delete")
+    deleted = it.ConfigRecord(4, "", "log.cleanup.policy", None)
+    again = it.MetadataRecord(record.api_key, 0, it.encode_metadata_payload(deleted))
+    assert it.decode_metadata_payload(again) == deleted
+
+
+@given(st.integers(-128, 127), st.text(max_size=30), st.text(max_size=30), st.none() | st.text(max_size=30))
+def test_config_record_round_trip(kind, resource, name, value):
+    payload = it.ConfigRecord(kind, resource, name, value)
+    record = it.MetadataRecord(it.METADATA_RECORD_API_KEYS["ConfigRecord"], 0, it.encode_metadata_payload(payload))
+    assert it.decode_metadata_payload(record) == payload

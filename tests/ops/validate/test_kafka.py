@@ -406,7 +406,6 @@ def test_no_timeindex_is_created_empty_not_recovered(logs):
 
 def append_topic_config(logs: Path, resource_type: int, resource: str, name: str, value: str | None) -> None:
     """Append a ``ConfigRecord`` batch to the fixture's KRaft metadata log (after its last offset)."""
-    from mqtool.formats.kafka import _schema
     from mqtool.formats.kafka import internal_topics as it
     from mqtool.store import kafka as ks
     from mqtool.store.files import ReadOnlyFile
@@ -414,13 +413,8 @@ def append_topic_config(logs: Path, resource_type: int, resource: str, name: str
     log = logs / "__cluster_metadata-0" / "00000000000000000000.log"
     with ReadOnlyFile(log) as f:
         last = max(entry.last_offset for _pos, entry in ks.LogFileWalk(f, 0, mode="header"))
-    w = _schema.Writer()
-    w.int8(resource_type)
-    w.nullable_string(resource, True)
-    w.nullable_string(name, True)
-    w.nullable_string(value, True)
-    w.tagged_fields(())
-    value_bytes = it.encode_metadata_record(it.MetadataRecord(it.METADATA_RECORD_API_KEYS["ConfigRecord"], 0, w.getvalue()))
+    payload = it.encode_metadata_payload(it.ConfigRecord(resource_type, resource, name, value))
+    value_bytes = it.encode_metadata_record(it.MetadataRecord(it.METADATA_RECORD_API_KEYS["ConfigRecord"], 0, payload))
     batch = rb.build_batch([rb.Record(offset_delta=0, key=None, value=value_bytes)], base_offset=last + 1, base_timestamp=1_700_000_900_000, partition_leader_epoch=1)
     with open(log, "ab") as out:
         out.write(rb.encode_batch(batch))
