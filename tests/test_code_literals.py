@@ -25,7 +25,6 @@ LITERALS_TODAY: dict[str, int] = {
     "ops/info/rocketmq.py": 2,
     "ops/log_findings.py": 3,
     "ops/query/rocketmq.py": 1,
-    "ops/recover/legacy.py": 4,
     "ops/report/__init__.py": 4,
     "ops/validate/rocketmq.py": 40,
     "pipeline/jobs.py": 45,

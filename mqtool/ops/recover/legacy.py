@@ -47,7 +47,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mqtool.errors import MqError, StoreLayoutError
-from mqtool.findings import Finding
+from mqtool.findings import Finding, code_ids
 from mqtool.formats import jafka as jf
 from mqtool.formats import metaq as mq
 from mqtool.formats import segment_names as segnames
@@ -145,7 +145,7 @@ def _tail_from(res: lm.SegmentResult, seg: Segment, dialect: sj.Dialect) -> _Tai
     cut = res.recovery_end if res.recovery_end is not None else size
     if cut >= size:
         return _Tail(size, size, size, "eof")
-    magic = next((f for f in res.findings if f.code == "JAFKA-MAGIC" and f.position == cut + jf.LOG_OVERHEAD), None)
+    magic = next((f for f in res.findings if f.code == code_ids.JAFKA_MAGIC and f.position == cut + jf.LOG_OVERHEAD), None)
     if magic is not None and res.valid_end > cut:  # an intact message the dialect cannot read (no break there)
         with _reader("jafka", seg) as reader:
             value = reader.pread(cut + jf.LOG_OVERHEAD, 1)[0]
