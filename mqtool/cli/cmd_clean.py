@@ -15,7 +15,7 @@ from mqtool.cli.options import INT, JsonlOpt, JsonOpt, LayoutOpt, MetricsFileOpt
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from mqtool.ops.recover import RecoverPlan
+    from mqtool.ops.recover import ApplyContext, RecoverPlan, Step
 
 BROKER_LOCKS = {"rocketmq": "lock", "kafka": ".lock"}
 
@@ -93,7 +93,7 @@ def clean(
         raise typer.BadParameter("--protect-unconsumed and --allow-unconsumed contradict each other")
     if policy not in ("safe", "broker"):
         raise typer.BadParameter("--policy is safe or broker")
-    settings: dict = read_policy_file(config, layout_name) if config is not None else {}
+    settings: dict[str, object] = read_policy_file(config, layout_name) if config is not None else {}
     given = {
         "policy": policy,
         "file_reserved_hours": reserved_hours,
@@ -131,7 +131,7 @@ def clean(
         return code
     last_removal = [0.0]
 
-    def pace(step, ctx) -> bool:
+    def pace(step: "Step", ctx: "ApplyContext") -> bool:
         if step.details.get("kind") in ("commitlog", "segment", "log") and interval_ms:
             wait = last_removal[0] + interval_ms / 1000 - time.monotonic()
             if wait > 0:

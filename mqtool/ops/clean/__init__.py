@@ -16,8 +16,12 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
 
 from mqtool.layouts import Layout, for_layout
+
+if TYPE_CHECKING:
+    from mqtool.ops.recover import RecoverPlan
 
 HOUR_MS = 3_600_000
 
@@ -44,7 +48,18 @@ def statvfs_usage(path: Path) -> DiskUsage:
 DiskProbe = Callable[[Path], DiskUsage]
 
 
-def cleaners() -> dict[Layout, tuple[Callable, type]]:
+class PlanClean(Protocol):
+    """A layout's planner: ``plan_clean_<layout>(path, options, now_ms=...)``, ``options`` an instance
+    of the layout's own ``CleanOptions`` (RocketMQ's also takes the disk probe, ``probe=``)."""
+
+    def __call__(self, path: str | Path, options: Any, /, *, now_ms: int | None = ...) -> RecoverPlan: ...
+
+
+#: layout -> (plan function, options class: each layout has its own dataclass)
+Cleaner = tuple[PlanClean, type[Any]]
+
+
+def cleaners() -> dict[Layout, Cleaner]:
     """layout -> (plan function(path, options, now_ms, probe), options class).  Imported here,
     not at the top: the cleaners import this module."""
     from mqtool.ops.clean import kafka as clean_kafka
@@ -59,6 +74,6 @@ def cleaners() -> dict[Layout, tuple[Callable, type]]:
     }
 
 
-def cleaner(layout: str) -> tuple[Callable, type]:
+def cleaner(layout: str) -> Cleaner:
     """``(plan_fn, options_cls)`` of a layout (UnsupportedFormatError when it has none)."""
     return for_layout(cleaners(), layout, "clean")

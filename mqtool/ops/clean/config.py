@@ -24,6 +24,7 @@ MetaQ's ``server.ini`` is an INI file (ini4j): its sections are read as such, so
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from mqtool.errors import CorruptDataError, MqError
@@ -40,7 +41,10 @@ def _bool(value: str) -> bool:
     return value.strip().lower() == "true"
 
 
-_ROCKETMQ = {
+#: a config key -> (the option it sets, how its text converts)
+Table = dict[str, tuple[str, Callable[[str], object]]]
+
+_ROCKETMQ: Table = {
     "fileReservedTime": ("file_reserved_hours", float),
     "deleteWhen": ("delete_when", str),
     "diskMaxUsedSpaceRatio": ("disk_max_used_ratio", _ratio),
@@ -49,7 +53,7 @@ _ROCKETMQ = {
     "deleteFileBatchMax": ("batch_max", int),
     "cleanFileForciblyEnable": ("clean_file_forcibly_enable", _bool),
 }
-_KAFKA = {
+_KAFKA: Table = {
     "log.retention.ms": ("retention_ms", int),
     "retention.ms": ("retention_ms", int),
     "log.retention.minutes": ("retention_ms", lambda v: int(v) * 60_000),
@@ -69,18 +73,18 @@ def _topic_hours(value: str) -> dict[str, float]:
     return table
 
 
-_JAFKA = {
+_JAFKA: Table = {
     "log.retention.hours": ("retention_hours", float),
     "log.retention.size": ("retention_bytes", int),
     "topic.log.retention.hours": ("topic_retention_hours", _topic_hours),
 }
-_METAQ = {"deletePolicy": ("delete_policy", str)}
-TABLES = {"rocketmq": _ROCKETMQ, "kafka": _KAFKA, "jafka": _JAFKA, "metaq": _METAQ}
+_METAQ: Table = {"deletePolicy": ("delete_policy", str)}
+TABLES: dict[str, Table] = {"rocketmq": _ROCKETMQ, "kafka": _KAFKA, "jafka": _JAFKA, "metaq": _METAQ}
 #: Kafka precedence: ms over minutes over hours (KafkaConfig.logRetentionTimeMillis).
 _KAFKA_PRECEDENCE = ["log.retention.hours", "log.retention.minutes", "log.retention.ms", "retention.ms"]
 
 
-def read_policy_file(path: Path, layout: str) -> dict:
+def read_policy_file(path: Path, layout: str) -> dict[str, object]:
     """Options for ``layout`` from a Java properties file (unknown keys are ignored)."""
     if layout == "metaq":
         return _read_metaq_ini(path)
@@ -91,7 +95,7 @@ def read_policy_file(path: Path, layout: str) -> dict:
     table = TABLES.get(layout, {})
     values = {p.key: p.value for p in props}
     keys = sorted(values, key=lambda k: _KAFKA_PRECEDENCE.index(k) if k in _KAFKA_PRECEDENCE else -1)
-    options: dict = {}
+    options: dict[str, object] = {}
     for key in keys:
         if key not in table:
             continue
@@ -103,7 +107,7 @@ def read_policy_file(path: Path, layout: str) -> dict:
     return options
 
 
-def _read_metaq_ini(path: Path) -> dict:
+def _read_metaq_ini(path: Path) -> dict[str, object]:
     """``deletePolicy`` of MetaQ's ``server.ini``: ``[system]`` and each ``[topic=NAME]`` section
     (``MetaConfig.populateSystemConf`` / ``populateTopicsConfig``; blank values are ignored)."""
     try:
@@ -111,7 +115,7 @@ def _read_metaq_ini(path: Path) -> dict:
     except MqError as exc:
         raise exc.at(path) from None
     section = None
-    options: dict = {}
+    options: dict[str, object] = {}
     topics: dict[str, str] = {}
     for raw in text.splitlines():
         line = raw.strip()

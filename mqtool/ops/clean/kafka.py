@@ -46,8 +46,10 @@ Unrecognised files are never touched (the plan lists them); symbolic links are n
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from mqtool.errors import MqError, StoreLayoutError
 from mqtool.formats import segment_names as segnames
@@ -106,6 +108,18 @@ def _inside(root: Path, path: Path) -> bool:
     return resolved == root or root in resolved.parents
 
 
+def _log_of(seg: ks.KafkaSegment) -> Path:
+    """The ``.log`` of a segment ``KafkaPartition.log_segments`` gave (each has one)."""
+    assert seg.log is not None, "log_segments() gives the segments that have a .log"
+    return seg.log
+
+
+#: A partition's (topic, partition) as the checkpoint files name it.
+PartitionKey = tuple[str, int]
+#: A retention rule: why ``seg`` goes (``nxt``, the segment after it, None for the active one), or None.
+Rule = Callable[[ks.KafkaSegment, ks.KafkaSegment | None], str | None]
+
+
 def _next_offset(seg: ks.KafkaSegment) -> int:
     """``readNextOffset``: from the last ``.index`` entry's position, the last batch's offset + 1
     (the base offset when the segment holds no batch)."""
@@ -115,14 +129,14 @@ def _next_offset(seg: ks.KafkaSegment) -> int:
             with ReadOnlyFile(seg.index) as f:
                 count = ks.index_entry_count(f, 8)
                 if count:
-                    entry, _slot = ks.lookup_offset(seg.index, seg.base_offset, 2**63 - 1)
-                    start = entry.position
+                    indexed, _slot = ks.lookup_offset(seg.index, seg.base_offset, 2**63 - 1)
+                    start = indexed.position
         except MqError:
             start = 0
     last = None
     for attempt in (start, 0):
         try:
-            with ReadOnlyFile(seg.log) as f:
+            with ReadOnlyFile(_log_of(seg)) as f:
                 if attempt > f.size:
                     continue
                 walk = ks.LogFileWalk(f, attempt, mode="header")
@@ -144,23 +158,23 @@ def _largest_timestamp(seg: ks.KafkaSegment, *, scan: bool = False) -> tuple[int
     if scan:
         best = -1
         try:
-            with ReadOnlyFile(seg.log) as f:
+            with ReadOnlyFile(_log_of(seg)) as f:
                 for _pos, entry in ks.LogFileWalk(f, 0, mode="header"):
-                    h = entry.header
-                    ts = h.max_timestamp if isinstance(h, rb.BatchHeader) else h.timestamp
-                    best = max(best, ts)
+                    h = entry.header  # never None in the header mode
+                    if h is not None:
+                        best = max(best, h.max_timestamp if isinstance(h, rb.BatchHeader) else h.timestamp)
         except MqError:
             best = -1
         if best >= 0:
             return best, "the largest batch timestamp"
     try:
-        entry = ks.last_time_entry(seg.timeindex, seg.base_offset)
-        if entry.timestamp >= 0:
-            return entry.timestamp, "the last .timeindex entry"
+        last = ks.last_time_entry(seg.timeindex, seg.base_offset)
+        if last.timestamp >= 0:
+            return last.timestamp, "the last .timeindex entry"
     except MqError:
         pass
     try:
-        return int(seg.log.stat().st_mtime * 1000), "the .log's mtime (no time-index entry)"
+        return int(_log_of(seg).stat().st_mtime * 1000), "the .log's mtime (no time-index entry)"
     except OSError:
         return 0, "unknown (the .log cannot be read)"
 
@@ -219,7 +233,7 @@ def plan_clean_kafka(path: str | Path, options: CleanOptions = CleanOptions(), *
             "partitions": [],
         }
     )
-    def rel(p):
+    def rel(p: Path) -> str:
         return relative(root, p)
 
     log_dir = store.log_dir
@@ -245,7 +259,7 @@ def plan_clean_kafka(path: str | Path, options: CleanOptions = CleanOptions(), *
 
     # every group's committed offsets: kept by default, named when --allow-unconsumed deletes them
     committed = model_consumers.kafka_committed(store)
-    commits: dict = committed.table
+    commits: dict[PartitionKey, dict[str, int]] = committed.table
     plan.facts["consumer_offsets_found"] = committed.found
     if not committed.found and options.protect_unconsumed:
         plan.notes.append("no __consumer_offsets partition in the log dir: no committed offsets to keep unconsumed data for")
@@ -253,11 +267,11 @@ def plan_clean_kafka(path: str | Path, options: CleanOptions = CleanOptions(), *
         plan.notes.append(f"__consumer_offsets: {problem}: commits after it are not known")
 
     budget = [options.max_delete if options.max_delete is not None else -1]
-    new_lsos: dict[tuple[str, int], tuple[int, int]] = {}  # key -> (new log start offset, new first base)
+    new_lsos: dict[PartitionKey, tuple[int, int]] = {}  # key -> (new log start offset, new first base)
     for link in store.links:
         plan.notes.append(f"{link.name}: a symbolic link: not followed")
     for part in store.partitions:
-        facts = {"topic": part.topic, "partition": part.partition, "directory": part.name}
+        facts: dict[str, Any] = {"topic": part.topic, "partition": part.partition, "directory": part.name}
         plan.facts["partitions"].append(facts)
         if _is_link(part.path) or not _inside(root, part.path):
             plan.notes.append(f"{part.name}: a symbolic link (or outside {root}): not followed")
@@ -291,7 +305,7 @@ def plan_clean_kafka(path: str | Path, options: CleanOptions = CleanOptions(), *
     # --- log-start-offset-checkpoint as the broker writes it (last) -------------------------------------
     if lso_path is not None and (lso_entries is not None or not lso_path.exists()) and new_lsos:
         current = {(e.topic, e.partition): e.offset for e in lso_entries or ()}
-        out = []
+        out: list[cpf.TopicPartitionOffset] = []
         changed = False
         for e in lso_entries or ():
             key = (e.topic, e.partition)
@@ -321,8 +335,22 @@ def plan_clean_kafka(path: str | Path, options: CleanOptions = CleanOptions(), *
     return plan
 
 
-def _plan_partition(plan, root, part, options, now_ms, hws, lsos, commits, budget, new_lsos, facts, broker, hw_known=False) -> None:
-    def rel(p):
+def _plan_partition(
+    plan: RecoverPlan,
+    root: Path,
+    part: ks.KafkaPartition,
+    options: CleanOptions,
+    now_ms: int,
+    hws: dict[PartitionKey, int],
+    lsos: dict[PartitionKey, int],
+    commits: dict[PartitionKey, dict[str, int]],
+    budget: list[int],
+    new_lsos: dict[PartitionKey, tuple[int, int]],
+    facts: dict[str, Any],
+    broker: bool,
+    hw_known: bool = False,
+) -> None:
+    def rel(p: Path) -> str:
         return relative(root, p)
 
     key = part.key
@@ -334,10 +362,10 @@ def _plan_partition(plan, root, part, options, now_ms, hws, lsos, commits, budge
             plan.notes.append(f"{rel(p)}: left by an interrupted log-cleaner run; `mqtool recover` completes it (clean leaves it)")
     for seg in part.segments:
         if seg.log is None:
-            for p in (seg.index, seg.timeindex, seg.txnindex):
-                if p is not None and not _is_link(p):
-                    orphan = f"{p.name} has no .log: the broker deletes an orphaned index file at load"
-                    plan.add(Step("remove", rel(p), orphan, expect=observe(p), details={"kind": "leftover"}))
+            for index in (seg.index, seg.timeindex, seg.txnindex):
+                if index is not None and not _is_link(index):
+                    orphan = f"{index.name} has no .log: the broker deletes an orphaned index file at load"
+                    plan.add(Step("remove", rel(index), orphan, expect=observe(index), details={"kind": "leftover"}))
     segments = part.log_segments()
     if not segments:
         return
@@ -366,7 +394,7 @@ def _plan_partition(plan, root, part, options, now_ms, hws, lsos, commits, budge
     roll = [False]
     blocked: list[str] = []
 
-    def prefix(rule: str, predicate) -> None:
+    def prefix(rule: str, predicate: Rule) -> None:
         while remaining and not blocked:
             seg = remaining[0]
             nxt = remaining[1] if len(remaining) > 1 else None
@@ -378,19 +406,20 @@ def _plan_partition(plan, root, part, options, now_ms, hws, lsos, commits, budge
                 return
             if nxt is None and not broker:
                 plan.notes.append(
-                    f"{part.name}: the active segment {seg.log.name} breaks the {rule} rule; "
+                    f"{part.name}: the active segment {_log_of(seg).name} breaks the {rule} rule; "
                     "it is kept (--policy broker rolls a new segment and deletes it, as Kafka does)"
                 )
                 return
-            if _is_link(seg.log) or any(p is not None and _is_link(p) for p in (seg.index, seg.timeindex, seg.txnindex)):
-                plan.notes.append(f"{part.name}: {seg.log.name} (or one of its indexes) is a symbolic link: not followed; retention stops there")
+            if _is_link(_log_of(seg)) or any(p is not None and _is_link(p) for p in (seg.index, seg.timeindex, seg.txnindex)):
+                plan.notes.append(f"{part.name}: {_log_of(seg).name} (or one of its indexes) is a symbolic link: not followed; retention stops there")
                 blocked.append("symlink")
                 return
             if committed:
                 holding = sorted(g for g, off in committed.items() if off < upper)
                 if holding and options.protect_unconsumed:
                     plan.notes.append(
-                        f"{part.name}: {seg.log.name} and later segments hold offsets not yet consumed by: {', '.join(holding[:10])} (--allow-unconsumed deletes them)"
+                        f"{part.name}: {_log_of(seg).name} and later segments hold offsets not yet consumed by: {', '.join(holding[:10])} "
+                        "(--allow-unconsumed deletes them)"
                     )
                     facts["protected_by"] = holding
                     blocked.append("unconsumed")
@@ -400,7 +429,7 @@ def _plan_partition(plan, root, part, options, now_ms, hws, lsos, commits, budge
                     new = [g for g in holding if g not in losing]
                     if new:
                         losing.extend(new)
-                        plan.notes.append(f"--allow-unconsumed: {part.name}: {seg.log.name} holds offsets not yet consumed by: {', '.join(new[:10])}")
+                        plan.notes.append(f"--allow-unconsumed: {part.name}: {_log_of(seg).name} holds offsets not yet consumed by: {', '.join(new[:10])}")
             if budget[0] == 0:
                 plan.notes.append(f"at most {options.max_delete} segment(s) per run (--max-delete); run again for more")
                 blocked.append("max-delete")
@@ -412,7 +441,7 @@ def _plan_partition(plan, root, part, options, now_ms, hws, lsos, commits, budge
             deleted.append((seg, rule, why))
             remaining.pop(0)
 
-    def lso_rule(seg, nxt):
+    def lso_rule(seg: ks.KafkaSegment, nxt: ks.KafkaSegment | None) -> str | None:
         return f"the next segment starts at {nxt.base_offset}, at or below the log start offset {lso}" if nxt is not None and nxt.base_offset <= lso else None
 
     prefix("log start offset", lso_rule)
@@ -421,7 +450,7 @@ def _plan_partition(plan, root, part, options, now_ms, hws, lsos, commits, budge
         if total >= options.retention_bytes:
             diff = [total - options.retention_bytes]
 
-            def size_rule(seg, nxt):
+            def size_rule(seg: ks.KafkaSegment, nxt: ks.KafkaSegment | None) -> str | None:
                 if diff[0] - seg.log_size >= 0:
                     diff[0] -= seg.log_size
                     return f"the partition holds {total} bytes, {total - options.retention_bytes} over retention.bytes {options.retention_bytes}"
@@ -430,7 +459,7 @@ def _plan_partition(plan, root, part, options, now_ms, hws, lsos, commits, budge
             prefix("retention.bytes", size_rule)
     if not compacted and options.retention_ms >= 0:
 
-        def time_rule(seg, nxt):
+        def time_rule(seg: ks.KafkaSegment, nxt: ks.KafkaSegment | None) -> str | None:
             ts, source = _largest_timestamp(seg, scan=nxt is None)
             age = now_ms - ts
             if age > options.retention_ms:
@@ -469,13 +498,13 @@ def _plan_partition(plan, root, part, options, now_ms, hws, lsos, commits, budge
         # rerun after an interruption must plan the same deletions)
         snap = snapshots.get(seg.base_offset)
         if snap is not None and not _is_link(snap.path):
-            _rename_then_remove(plan, rel, snap.path, f"{part.name}: the producer snapshot of deleted segment {seg.log.name}", kind="snapshot", size=snap.size)
+            _rename_then_remove(plan, rel, snap.path, f"{part.name}: the producer snapshot of deleted segment {_log_of(seg).name}", kind="snapshot", size=snap.size)
         files = [p for p in (seg.log, seg.index, seg.timeindex, seg.txnindex) if p is not None]
         for p in files:
             _rename_then_remove(plan, rel, p, f"{part.name}: {why} ({rule})", kind="log" if p == seg.log else "index", size=p.stat().st_size)
 
 
-def _rename_then_remove(plan: RecoverPlan, rel, path: Path, why: str, *, kind: str, size: int) -> None:
+def _rename_then_remove(plan: RecoverPlan, rel: Callable[[Path], str], path: Path, why: str, *, kind: str, size: int) -> None:
     """Kafka's deletion: rename to ``<name>.deleted``, then remove (the remove's file is the rename's
     target, which does not exist yet when planning: its precondition is the rename's)."""
     target = path.with_name(path.name + ".deleted")
@@ -515,11 +544,11 @@ def _plan_epochs(plan: RecoverPlan, root: Path, part: ks.KafkaPartition, new_lso
 def apply_custom(step: Step, ctx: ApplyContext) -> None:
     path = resolve(ctx.root, step.path)
     if step.action == "write-checkpoint":
-        entries = tuple(cpf.TopicPartitionOffset(t, p, o) for t, p, o in step.details["entries"])
-        _replace(ctx, path, cpf.encode_offset_checkpoint(cpf.OffsetCheckpoint(entries)))
+        offsets = tuple(cpf.TopicPartitionOffset(t, p, o) for t, p, o in step.details["entries"])
+        _replace(ctx, path, cpf.encode_offset_checkpoint(cpf.OffsetCheckpoint(offsets)))
     elif step.action == "write-leader-epochs":
-        entries = tuple(cpf.EpochEntry(e, s) for e, s in step.details["entries"])
-        _replace(ctx, path, cpf.encode_leader_epoch_checkpoint(cpf.LeaderEpochCheckpoint(entries)))
+        epochs = tuple(cpf.EpochEntry(e, s) for e, s in step.details["entries"])
+        _replace(ctx, path, cpf.encode_leader_epoch_checkpoint(cpf.LeaderEpochCheckpoint(epochs)))
     elif step.action == "create-segment":
         # indexes first, the .log last: the new segment exists for a later plan only once complete
         for name in step.details["files"]:
