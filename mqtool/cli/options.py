@@ -127,7 +127,10 @@ DecodeOpt = Annotated[
 LayoutOpt = Annotated[
     str | None,
     typer.Option(
-        "--layout", callback=check_layout, autocompletion=complete_layout, help="Force the layout instead of detecting it: rocketmq, kafka, jafka, metaq (kafka07: Kafka 0.7, read as jafka)."
+        "--layout",
+        callback=check_layout,
+        autocompletion=complete_layout,
+        help="Force the layout instead of detecting it: rocketmq, kafka, jafka, metaq (kafka07: Kafka 0.7, read as jafka).",
     ),
 ]
 StorePathArg = Annotated[Path, typer.Argument(help="A store root, Kafka log dir or partition, Jafka or MetaQ data dir.")]
