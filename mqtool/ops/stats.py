@@ -736,8 +736,10 @@ def _legacy(path: Path, stats: StoreStats, top: _Top, options: StatsOptions, pro
                     stats.damaged_messages += 1
                 unit.bytes += message.size  # type: ignore[attr-defined]
                 seg_bytes += message.size  # type: ignore[attr-defined]
-                size = len(message.payload)  # type: ignore[attr-defined]
-                attribute = message.attribute_text  # type: ignore[attr-defined]
+                # a malformed attribute block leaves the whole data as payload (its METAQ-ATTRIBUTE finding says so)
+                raw_attribute, payload, _ = mod.split_message(message)  # type: ignore[attr-defined]
+                size = len(payload)
+                attribute = None if raw_attribute is None else raw_attribute.decode("utf-8", "replace")
                 unit.add(size, None, (attribute,) if attribute is not None else ())
                 top.offer(size, lambda size=size, unit=unit, part=part, offset=offset: LargeMessage(size, unit.name, part.topic, part.partition, offset, None))
         found.extend(scan.result.findings)
