@@ -12,9 +12,9 @@ import numpy as np
 from mqtool.cli.render import BodyDecode, dumps, encode_bytes
 from mqtool.errors import hexint
 
-# attr-defined: ops.dump.rocketmq imports MessageRecord and RecordFields (the reading's record types)
-# without re-exporting them, and cli/ does not import formats/ (tests/test_layering.py)
-from mqtool.ops.dump.rocketmq import ColumnChunk, Located, MessageRecord, RecordFields, body_bytes, header_record  # type: ignore[attr-defined]
+# the reading's record types come through ops.dump.rocketmq, which re-exports them: cli/ does not
+# import formats/ (tests/test_layering.py)
+from mqtool.ops.dump.rocketmq import ColumnChunk, Located, MessageRecord, RecordFields, body_bytes, header_record
 
 
 def message_row(

@@ -23,14 +23,15 @@ from mqtool.formats.rocketmq import config as cfgf
 from mqtool.formats.rocketmq import index_file as idxf
 from mqtool.formats.rocketmq.columns import (
     ColumnWalk,
-    RecordFields,
     record_fields,
     records_with_key,
     records_with_tag,
     repeated_property_names,
     walk_columns,
 )
-from mqtool.formats.rocketmq.commitlog import DataEnd, MessageRecord, decode_message, decompress_body
+from mqtool.formats.rocketmq.columns import RecordFields as RecordFields  # rows of cli.rows are built from them
+from mqtool.formats.rocketmq.commitlog import DataEnd, decode_message, decompress_body
+from mqtool.formats.rocketmq.commitlog import MessageRecord as MessageRecord  # rows of cli.rows are built from them
 from mqtool.formats.rocketmq.properties import TAGS, UNIQ_KEY, split_keys
 from mqtool.store import rocketmq as rmq
 from mqtool.store import rocksdb_cq as store_rcq
