@@ -45,7 +45,6 @@ READ_TODAY: dict[tuple[str, str], float] = {
     ("rocketmq", "info"): 1.55,  # model: its walks of the newest file, the restart preview's plan walk and read-speed probe
     ("rocketmq", "recover"): 2.3,  # model: the plan's recovery window and undispatched-record walks, the preview's read-speed probe
     ("rocketmq", "report"): 3.3,  # verbs
-    ("kafka", "dump"): 2.05,  # model
     ("kafka", "info"): 1.7,  # model: the last segment's walk, then validate's findings
     ("kafka", "recover"): 3.05,  # model: recover's scan, validate's findings before and after
     ("kafka", "report"): 5.4,  # verbs

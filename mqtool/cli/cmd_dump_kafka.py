@@ -107,7 +107,9 @@ def dump_kafka_log(
     targets = ops.log_targets(path, topic=topic, partition=partition)
     if not targets:
         out.warn(f"no .log segment under {path}" + (" for the --topic/--partition given" if topic is not None or partition is not None else ""))
-    engine = ops.LogDump(targets, options)
+    # through the store model's reading when it reads the files whole: one reading for the rows
+    # and validate's findings on them
+    engine = ops.LogDump(targets, options, reading=ops.model_reading(path, options, topic=topic, partition=partition) if targets else None)
     table = out.fmt is OutputFormat.table
     mode = BodyDecode.utf8 if table and decode is BodyDecode.base64 else decode
 
@@ -170,11 +172,9 @@ def _limited_lines(texts, limit: int | None):
 
 
 def _finish_log(out, engine, path, topic, partition, no_crc: bool, max_bytes) -> int:
-    from mqtool.ops.dump import kafka as ops
-
     # every gap and damage in the partitions read, as validate states it (CODE path:position:
     # message), after the walk's own lines (with --no-crc, as stats --no-crc, only the walk's)
-    findings = [] if no_crc else ops.findings_on_path(path, topic=topic, partition=partition)
+    findings = [] if no_crc else engine.findings(path, topic=topic, partition=partition)
     for end in engine.ends:
         if end.kind == "partial":
             out.warn(f"{end.path}:{end.valid_end}: {end.size - end.valid_end} bytes of a partial entry at the end (torn tail)")

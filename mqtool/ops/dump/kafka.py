@@ -30,10 +30,11 @@ from mqtool.formats.kafka import record_columns as rcol
 from mqtool.formats.kafka import snapshot as ksnap
 from mqtool.formats.kafka import txn_index as ktxn
 from mqtool.formats.kafka.legacy import LegacyRecord
-from mqtool.formats.kafka.log import LogEntry, LogRecord, records_of_batch, records_of_message
+from mqtool.formats.kafka.log import DataEnd, LogEntry, LogRecord, records_of_batch, records_of_message
 from mqtool.ops import log_findings
 from mqtool.store import kafka as ks
 from mqtool.store.files import ReadOnlyFile, check_path, is_regular_file, read_small_file
+from mqtool.store.model import kafka as km
 
 Decoder = Literal["auto", "none", "offsets", "transaction-log", "metadata"]
 DECODERS = ("offsets", "transaction-log", "metadata")
@@ -135,6 +136,113 @@ def decoder_for(target: LogTarget, choice: Decoder) -> str | None:
     if target.kind in ("kraft-snapshot", "bootstrap"):
         return "metadata"
     return _AUTO.get(target.topic or "")
+
+
+class _ScannedWalk:
+    """One ``.log`` of the model's reading, walked as ``LogFileWalk(mode="header",
+    keep_damaged=True)`` walks it: the entries up to the first broken one, each kept despite a
+    failing CRC listed in ``damaged``, then the end or the error, from the entries the model
+    yields as it judges them (``read_store_entries``)."""
+
+    limited = False
+
+    def __init__(self, reading: ModelReading, log: str) -> None:
+        self.reading = reading
+        self.log = log
+        self.buffer: bytes = b""
+        self.buffer_start = 0
+        self.damaged: dict[int, MqError] = {}
+        self.count = 0
+        self.error: MqError | None = None
+        self.failed_at: int | None = None
+        self.end: DataEnd | None = None
+
+    @property
+    def valid_end(self) -> int:
+        if self.end is not None:
+            return self.end.position
+        return self.failed_at if self.failed_at is not None else 0
+
+    def finding_code(self, position: int) -> str | None:
+        exc = self.damaged.get(position)
+        return ks.entry_error_code(exc) if exc is not None else None
+
+    def __iter__(self) -> Iterator[tuple[int, LogEntry]]:
+        for item in self.reading.until(self.log):
+            if item.resumed or self.error is not None:
+                continue
+            if item.entry is None:  # a broken entry: the walk stops here (the model reads on)
+                self.error, self.failed_at = item.error, item.position
+                continue
+            self.buffer, self.buffer_start = item.buffer, item.position - item.rel
+            if item.error is not None:
+                self.damaged[item.position] = item.error
+            self.count += 1
+            yield item.position, item.entry
+        read = self.reading.last
+        assert read is not None and read.task.log == self.log  # the reading's segment of this file
+        first = read.first_walk
+        if self.error is None and first is not None:
+            self.error, self.failed_at, self.end = first.error, first.failed_at, first.end
+
+
+#: A ``.log``'s walk as the dump consumes it: the store's own, or through the model's reading.
+Walk = ks.LogFileWalk | _ScannedWalk
+
+
+class ModelReading:
+    """The store model's reading of the partitions a dump reads (``model_reading``), consumed as
+    the dump's walk of each file (``walk``), so the rows and validate's findings on them come
+    from one reading of each log byte."""
+
+    def __init__(self, store: ks.KafkaStore, within: list[str]) -> None:
+        self.items = km.read_store_entries(store, km.EntryDecode("header", True), checks=log_findings.LOG)
+        self.within = within
+        self.found: list[Finding] = []
+        self.last: km.SegmentRead | None = None
+
+    def walk(self, log: str) -> _ScannedWalk:
+        """The walk of ``log``: its entries are the next ones of the reading (the dump's files come
+        in the reading's order)."""
+        return _ScannedWalk(self, log)
+
+    def until(self, log: str) -> Iterator[km.ScannedEntry]:
+        """The reading's entries of ``log`` up to its ``SegmentRead`` (kept in ``last``), the
+        findings of everything read on the way collected."""
+        for item in self.items:
+            if isinstance(item, km.ScannedEntry):
+                if item.task.log == log:
+                    yield item
+            elif isinstance(item, km.Placed):
+                self.found.append(item.finding)
+            elif isinstance(item, km.SegmentRead):
+                self.found.extend(item.result.findings)
+                if item.task.log == log:
+                    self.last = item
+                    return
+        raise AssertionError(f"{log} is not in the model's reading")  # the dump's files are the reading's
+
+    def findings(self) -> list[Finding]:
+        """validate's errors and warnings on the partitions read (``findings_on_path``'s), the
+        reading read to its end first."""
+        for item in self.items:
+            if isinstance(item, km.Placed):
+                self.found.append(item.finding)
+            elif isinstance(item, km.SegmentRead):
+                self.found.extend(item.result.findings)
+        return log_findings.select(self.found, self.within)
+
+
+def model_reading(path: Path, options: LogDumpOptions, *, topic: str | None = None, partition: int | None = None) -> ModelReading | None:
+    """The store model's reading of a log dir or partition dir PATH for a dump that reads each
+    of its ``.log`` files whole with validate's checks (no ``--max-bytes``, ``--from-offset`` or
+    ``--no-crc``): the dump walks the files through it.  None otherwise (one file: the dump walks
+    it and ``findings_on_path`` reads it)."""
+    path = Path(path)
+    if is_regular_file(path) or options.max_bytes is not None or options.from_offset is not None or not options.check_crc:
+        return None
+    store = ks.open_kafka(path)
+    return ModelReading(store, [str(p.path) for p in _select(store, topic, partition)])
 
 
 # --- what a row holds ------------------------------------------------------------------------------
@@ -285,6 +393,9 @@ class LogDump:
     problems: list[MqError] = field(default_factory=list)
     ends: list[FileEnd] = field(default_factory=list)
     bytes_done: int = 0
+    #: the store model's reading the files are walked through (``model_reading``), or None: each
+    #: file is walked on its own (and the findings are another reading: ``findings_on_path``)
+    reading: ModelReading | None = None
 
     @property
     def total_bytes(self) -> int:
@@ -311,6 +422,12 @@ class LogDump:
         return nxt.base_offset <= start
 
     def __iter__(self) -> Iterator[DumpItem]:
+        for target, walk, size in self._walks():
+            yield from self._walk(target, walk, size)
+
+    def _walks(self) -> Iterator[tuple[LogTarget, Walk, int]]:
+        """Each target's walk and its file's size, ``bytes_done`` counted after the consumer is
+        done with it: the store's walk of the file, or the model's reading of it (``reading``)."""
         for i, target in enumerate(self.targets):
             if self._skip_target(i, target):
                 self.bytes_done += target.segment.log_size if target.segment else 0
@@ -320,28 +437,39 @@ class LogDump:
             except MqError as exc:
                 self.problems.append(exc)
                 continue
+            if self.reading is not None:
+                f.close()  # opened to tell an unreadable file as before (and its size); the model reads it
+                yield target, self.reading.walk(str(target.path)), f.size
+                self.bytes_done += f.size
+                continue
             with f:
-                yield from self._walk(target, f)
+                yield target, self._log_walk(f, self._start_position(target)), f.size
                 self.bytes_done += f.size
 
-    def _walk(self, target: LogTarget, f: ReadOnlyFile) -> Iterator[DumpItem]:
+    def _walk(self, target: LogTarget, walk: Walk, size: int) -> Iterator[DumpItem]:
         opts = self.options
         decoder = decoder_for(target, opts.decoder)
-        start = self._start_position(target)
-        walk = self._log_walk(f, start)
         for pos, entry in walk:
             rel = pos - walk.buffer_start
             info = batch_info(target.path, pos, entry, walk.buffer, rel, checked=opts.check_crc and pos not in walk.damaged)
             item = self._precise(target, pos, entry, info, walk.buffer, rel, decoder, walk)
             if item is not None:
                 yield item
-        self._file_end(target, f, walk)
+        self._file_end(target, size, walk)
 
     def _log_walk(self, f: ReadOnlyFile, start: int) -> ks.LogFileWalk:
         """The store's walk of one ``.log``: it checks each entry's CRC (unless ``--no-crc``) and
         keeps an entry whose CRC fails but whose frame holds, as kafka-dump-log lists it."""
         opts = self.options
         return ks.LogFileWalk(f, start, mode="header", check_crc=opts.check_crc, limit=opts.max_bytes, keep_damaged=True)
+
+    def findings(self, path: Path, *, topic: str | None = None, partition: int | None = None) -> list[Finding]:
+        """validate's errors and warnings on what was read (``findings_on_path``): from the
+        model's reading the dump walked through (read to its end first, when the dump stopped
+        early), else from a reading of their own."""
+        if self.reading is not None:
+            return self.reading.findings()
+        return findings_on_path(path, topic=topic, partition=partition)
 
     # --- the lean reading: healthy batches' records as columns ---------------------------------
 
@@ -353,27 +481,15 @@ class LogDump:
         reading.  Side effects happen in the order the precise reading has them: a run is yielded
         before the problems of the entry after it are recorded and before its file's end is, so
         a reader that stops early (``--limit``) leaves the same state."""
-        for i, target in enumerate(self.targets):
-            if self._skip_target(i, target):
-                self.bytes_done += target.segment.log_size if target.segment else 0
-                continue
-            try:
-                f = ReadOnlyFile(target.path)
-            except MqError as exc:
-                self.problems.append(exc)
-                continue
-            with f:
-                yield from self._walk_lean(target, f)
-                self.bytes_done += f.size
+        for target, walk, size in self._walks():
+            yield from self._walk_lean(target, walk, size)
 
-    def _walk_lean(self, target: LogTarget, f: ReadOnlyFile) -> Iterator[DumpItem | RecordRun]:
+    def _walk_lean(self, target: LogTarget, walk: Walk, size: int) -> Iterator[DumpItem | RecordRun]:
         opts = self.options
         decoder = decoder_for(target, opts.decoder)
         if not opts.deep or decoder is not None:
-            yield from self._walk(target, f)
+            yield from self._walk(target, walk, size)
             return
-        start = self._start_position(target)
-        walk = self._log_walk(f, start)
         run = _RunBuilder(target, opts)
         for pos, entry in walk:
             rel = pos - walk.buffer_start
@@ -396,9 +512,9 @@ class LogDump:
                 yield item
         if run:
             yield from self._take(run, target, decoder, walk)
-        self._file_end(target, f, walk)
+        self._file_end(target, size, walk)
 
-    def _take(self, run: _RunBuilder, target: LogTarget, decoder: str | None, walk: ks.LogFileWalk) -> Iterator[DumpItem | RecordRun]:
+    def _take(self, run: _RunBuilder, target: LogTarget, decoder: str | None, walk: Walk) -> Iterator[DumpItem | RecordRun]:
         """The batches added to ``run`` since the last take: runs of the ones framed, and the
         precise reading of each one the column framer refused, in file order."""
         for part in run.take():
@@ -409,7 +525,7 @@ class LogDump:
             if item is not None:
                 yield item
 
-    def _file_end(self, target: LogTarget, f: ReadOnlyFile, walk: ks.LogFileWalk) -> None:
+    def _file_end(self, target: LogTarget, size: int, walk: Walk) -> None:
         """How the file's walk ended: its broken entry (a problem), or its end kind (``limit``
         where ``--max-bytes`` stopped it before the end of the file)."""
         if walk.error is not None:
@@ -418,12 +534,12 @@ class LogDump:
         else:
             assert walk.end is not None  # a walk stops at a broken entry or at its end
             kind = walk.end.kind
-        if walk.end is not None and walk.limited and kind == "eof" and walk.end.position < f.size:
+        if walk.end is not None and walk.limited and kind == "eof" and walk.end.position < size:
             kind = "limit"
-        self.ends.append(FileEnd(target.path, walk.count, walk.valid_end, kind, f.size, walk.error))
+        self.ends.append(FileEnd(target.path, walk.count, walk.valid_end, kind, size, walk.error))
 
     def _precise(
-        self, target: LogTarget, pos: int, entry: LogEntry, info: BatchInfo, buf: bytes, rel: int, decoder: str | None, walk: ks.LogFileWalk
+        self, target: LogTarget, pos: int, entry: LogEntry, info: BatchInfo, buf: bytes, rel: int, decoder: str | None, walk: Walk
     ) -> DumpItem | None:
         """The entry at ``pos`` read precisely: the damage the walk kept it despite (a problem, the
         walk's error; the item names its finding), the filters, and with ``--deep`` its records;

@@ -211,11 +211,22 @@ def _state(engine: ops.LogDump) -> tuple:
 
 
 def _same(path: Path, decode: BodyDecode = BodyDecode.base64, records_only: bool = False, **options) -> list[str]:
-    engines = [ops.LogDump(ops.log_targets(path), ops.LogDumpOptions(deep=True, **options)) for _ in range(2)]
+    """The lean reading's lines are the precise reading's; through the store model's reading
+    (a directory read whole with the checks: ``model_reading``) both are the same again, with the
+    same problems and ends, and the findings are those of a reading of their own."""
+    opts = ops.LogDumpOptions(deep=True, **options)
+    engines = [ops.LogDump(ops.log_targets(path), opts) for _ in range(2)]
     precise = _precise_lines(engines[0], decode, records_only)
     lean = _lean_lines(engines[1], decode, records_only)
     assert lean == precise
     assert _state(engines[1]) == _state(engines[0])
+    if ops.model_reading(path, opts) is not None:
+        through = [ops.LogDump(ops.log_targets(path), opts, reading=ops.model_reading(path, opts)) for _ in range(2)]
+        assert _precise_lines(through[0], decode, records_only) == precise
+        assert _lean_lines(through[1], decode, records_only) == precise
+        for engine in through:
+            assert _state(engine) == _state(engines[0])
+            assert engine.findings(path) == ops.findings_on_path(path)
     return lean
 
 
@@ -251,6 +262,7 @@ def test_generated_segment_rows_are_the_precise_rows(tmp_path_factory, monkeypat
     monkeypatch.setattr(ops, "RUN_RECORDS", run_records)
     with read_in_pieces(pieces or (1 << 30)):
         _same(root / "00000000000000000000.log", decode, records_only, **filters)
+        _same(root, decode, records_only, **filters)  # the partition: through the model's reading
 
 
 # --- the command ---------------------------------------------------------------------------------------
