@@ -66,9 +66,10 @@ WALKING_TODAY: dict[str, frozenset[str]] = {
     "ops/recover/rocketmq.py": frozenset({"CommitLogFileWalk", "find_next_record"}),
     "ops/stats.py": frozenset({"CommitLogFileWalk"}),
     "ops/validate/rocketmq.py": frozenset({"RecordWalker", "find_next_record", "read_file_columns"}),
-    "pipeline/sources.py": frozenset(
-        {"LogWalker", "MessageWalker", "decode_entry", "decode_message", "find_next_record", "peek_entry", "walk_columns", "walk_commitlog", "walk_framed"}
-    ),
+    "pipeline/sources/commitlog.py": frozenset({"find_next_record", "walk_columns", "walk_commitlog"}),
+    "pipeline/sources/framed.py": frozenset({"walk_framed"}),
+    "pipeline/sources/kafka.py": frozenset({"LogWalker", "decode_entry", "peek_entry"}),
+    "pipeline/sources/legacy.py": frozenset({"MessageWalker", "decode_message"}),
     "pipeline/walk.py": frozenset({"CommitLogFileWalk", "RecordWalker", "find_next_record"}),
 }
 

@@ -640,7 +640,7 @@ def _rocketmq_bounds(inputs: list[ScanInput], ends: list) -> list[tuple[str, int
             out.append((inp.source, 0, 0))
             continue
         minimum = int(segs[0].name) if segnames.ROCKETMQ_FILE_NAME.match(segs[0].name) else 0
-        last = src._last_data_index(segs)
+        last = src.last_data_index(segs)
         end = minimum
         if last >= 0:
             last_path = segs[last].path
@@ -662,8 +662,8 @@ def _missing_ranges(inputs: list[ScanInput]) -> list[dict]:
         file_size = src.commitlog_file_size(segs)
         if not file_size:
             continue
-        last = max(src._last_data_index(segs), 0)
-        walked = [src._segment_base(seg) for i, seg in enumerate(segs) if seg.size > 0 and i <= last]
+        last = max(src.last_data_index(segs), 0)
+        walked = [src.segment_base(seg) for i, seg in enumerate(segs) if seg.size > 0 and i <= last]
         for prev, base in zip(walked, walked[1:]):
             gap = rmq_model.missing_between(prev, base, file_size)
             if gap is not None:

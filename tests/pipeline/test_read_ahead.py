@@ -1,5 +1,5 @@
 """The CommitLog source builds its next Arrow batch while the worker ships the last one
-(``sources._ahead``): the same batches in the same order, an error raised where the read
+(``sources.commitlog._ahead``): the same batches in the same order, an error raised where the read
 raised it, and a consumer that stops early stops the builder and closes what it reads."""
 
 from __future__ import annotations
