@@ -629,6 +629,9 @@ class SegmentReader:
 
 # --- walking ----------------------------------------------------------------------------------------
 
+#: The first piece a ``SegmentWalk`` reads; the next ones double up to its piece size.
+FIRST_PIECE = 64 << 10
+
 
 @dataclass(frozen=True)
 class Framing:
@@ -728,14 +731,18 @@ class SegmentWalk:
         reader = self.reader
         framing = self.framing
         base = self.start
-        want = self.chunk
+        # the first piece is small and each next one twice the last, up to ``chunk``: a reader that
+        # stops after a few messages (``dump --limit``) reads little more than they hold
+        grow = min(self.chunk, FIRST_PIECE)
+        want = grow
         while True:
             if base >= reader.size:
                 self.end = WalkEnd("eof", base)
                 return
             data = reader.pread(base, want)
             self.bytes_read += len(data)
-            want = self.chunk
+            grow = min(self.chunk, grow * 2)
+            want = grow
             resume = 0
             while True:  # once, and again after each damaged message kept (in the same piece)
                 walker = framing.walker(data, resume, check_crc=self.check_crc)

@@ -13,6 +13,7 @@ from mqtool.formats import jafka as jf
 from mqtool.formats import metaq as mq
 from mqtool.formats import segment_names as segnames
 from mqtool.store.files import count_reads, read_in_pieces
+from mqtool.store.legacy import FIRST_PIECE
 from tests.conftest import run_cli
 
 #: each segment of the stores below holds this many bytes of messages, or a little more
@@ -61,13 +62,13 @@ def test_limit_reads_only_what_it_prints(tmp_path, layout):
     assert code == 0, err
     assert out.splitlines() == every[:5]
     read = {Path(p).name: n for p, n in reads.items() if n}
-    # the first segment's first piece (the whole of a 1 MiB file), nothing of the others
-    assert set(read) == {segments[0].name} and read[segments[0].name] <= segments[0].stat().st_size + 4096, read
-    # in pieces of 64 KiB: one piece of the first file
-    with count_reads() as reads, read_in_pieces(64 << 10):
+    # the first segment's first piece (a walk starts with 64 KiB and doubles), nothing of the others
+    assert set(read) == {segments[0].name} and read[segments[0].name] <= FIRST_PIECE + 4096, read
+    # in pieces of 4 KiB: one piece of the first file
+    with count_reads() as reads, read_in_pieces(4 << 10):
         code, out, _ = run_cli("dump", layout, root, "--jsonl", "--limit", "5")
     assert code == 0 and out.splitlines() == every[:5]
-    assert sum(reads.values()) <= (64 << 10) + 4096, dict(reads)
+    assert sum(reads.values()) <= (4 << 10) + 4096, dict(reads)
 
 
 @pytest.mark.parametrize("layout", list(STORES))
