@@ -109,7 +109,7 @@ def dump_kafka_log(
         out.warn(f"no .log segment under {path}" + (" for the --topic/--partition given" if topic is not None or partition is not None else ""))
     # through the store model's reading when it reads the files whole: one reading for the rows
     # and validate's findings on them
-    engine = ops.LogDump(targets, options, reading=ops.model_reading(path, options, topic=topic, partition=partition) if targets else None)
+    engine = ops.LogDump(targets, options, reading=ops.model_reading(path, options, targets, topic=topic, partition=partition))
     table = out.fmt is OutputFormat.table
     mode = BodyDecode.utf8 if table and decode is BodyDecode.base64 else decode
 

@@ -233,16 +233,28 @@ class ModelReading:
         return log_findings.select(self.found, self.within)
 
 
-def model_reading(path: Path, options: LogDumpOptions, *, topic: str | None = None, partition: int | None = None) -> ModelReading | None:
-    """The store model's reading of a log dir or partition dir PATH for a dump that reads each
-    of its ``.log`` files whole with validate's checks (no ``--max-bytes``, ``--from-offset`` or
-    ``--no-crc``): the dump walks the files through it.  None otherwise (one file: the dump walks
-    it and ``findings_on_path`` reads it)."""
+def model_reading(
+    path: Path, options: LogDumpOptions, targets: list[LogTarget], *, topic: str | None = None, partition: int | None = None
+) -> ModelReading | None:
+    """The store model's reading of PATH (a log dir, a partition dir or a segment) for a dump
+    that reads each of its ``.log`` files whole with validate's checks (no ``--max-bytes``,
+    ``--from-offset`` or ``--no-crc``): the dump walks ``targets`` through it.  None when the
+    dump walks the files itself: those options, a file the model does not read as a segment (a
+    carved record set, a KRaft snapshot), or files the reading does not hold in the dump's order."""
     path = Path(path)
-    if is_regular_file(path) or options.max_bytes is not None or options.from_offset is not None or not options.check_crc:
+    if not targets or options.max_bytes is not None or options.from_offset is not None or not options.check_crc:
         return None
-    store = ks.open_kafka(path)
-    return ModelReading(store, [str(p.path) for p in _select(store, topic, partition)])
+    try:
+        store = ks.open_kafka(path)
+        within = [str(path)] if is_regular_file(path) else [str(p.path) for p in _select(store, topic, partition)]
+    except StoreLayoutError:
+        return None
+    wanted = [str(t.path) for t in targets]
+    held = {str(seg.log) for part in store.partitions for seg in part.log_segments()}
+    in_order = [str(seg.log) for part in store.partitions for seg in part.log_segments() if str(seg.log) in set(wanted)]
+    if in_order != wanted or not set(wanted) <= held:
+        return None
+    return ModelReading(store, within)
 
 
 # --- what a row holds ------------------------------------------------------------------------------

@@ -212,16 +212,16 @@ def _state(engine: ops.LogDump) -> tuple:
 
 def _same(path: Path, decode: BodyDecode = BodyDecode.base64, records_only: bool = False, **options) -> list[str]:
     """The lean reading's lines are the precise reading's; through the store model's reading
-    (a directory read whole with the checks: ``model_reading``) both are the same again, with the
-    same problems and ends, and the findings are those of a reading of their own."""
+    (files read whole with the checks: ``model_reading``) both are the same again, with the same
+    problems and ends, and the findings are those of a reading of their own."""
     opts = ops.LogDumpOptions(deep=True, **options)
     engines = [ops.LogDump(ops.log_targets(path), opts) for _ in range(2)]
     precise = _precise_lines(engines[0], decode, records_only)
     lean = _lean_lines(engines[1], decode, records_only)
     assert lean == precise
     assert _state(engines[1]) == _state(engines[0])
-    if ops.model_reading(path, opts) is not None:
-        through = [ops.LogDump(ops.log_targets(path), opts, reading=ops.model_reading(path, opts)) for _ in range(2)]
+    if ops.model_reading(path, opts, ops.log_targets(path)) is not None:
+        through = [ops.LogDump(ops.log_targets(path), opts, reading=ops.model_reading(path, opts, ops.log_targets(path))) for _ in range(2)]
         assert _precise_lines(through[0], decode, records_only) == precise
         assert _lean_lines(through[1], decode, records_only) == precise
         for engine in through:
