@@ -9,9 +9,9 @@ without the folder every case skips (``real_path``).
 
 Left out, on purpose:
 
-- Kafka 0.7 ``.kafka`` segments (apache-kafka ``test-kafka-logs/MagicByte0-0``): the Jafka message
-  format, not Kafka's log format; mqtool points them to ``--layout jafka`` and another issue covers
-  them.
+- Kafka 0.7 ``.kafka`` segments (apache-kafka ``test-kafka-logs/MagicByte0-0``) are not Kafka log
+  dirs: the Jafka message format, read as the Jafka layout's ``kafka07`` variant; ``test_kafka07_capture``
+  holds them to the same rule (validate clean, every framed message dumped).
 - RocketMQ files outside a store root (apache-rocketmq ``pr6495-*/store/100``, a lone IndexFile):
   no store to validate and no CommitLog to dump; tests/cli/test_cli.py reads it as a file.
 - jafka/ and metaq/ hold only a README.md (no capture was found).
@@ -77,7 +77,17 @@ def _rocketmq_stores() -> list[str]:
     return sorted(str(p.relative_to(ROCKETMQ)) for p in ROCKETMQ.rglob("*") if is_rocketmq_root(p))
 
 
+def _kafka07_captures() -> list[str]:
+    """The directories holding Kafka 0.7 partition dirs (``<topic>-<partition>`` of ``.kafka``
+    segments only): the log dirs of a Kafka 0.7 broker."""
+    if not KAFKA.exists():
+        return []
+    parts = {f.parent for f in KAFKA.rglob(f"*{KAFKA_07}") if f.is_file() and f.parent.name.rpartition("-")[2].isdigit()}
+    return sorted({str(p.parent.relative_to(KAFKA)) for p in parts if not _kafka_dir(p)})
+
+
 KAFKA_CAPTURES = _kafka_captures()
+KAFKA07_CAPTURES = _kafka07_captures()
 ROCKETMQ_STORES = _rocketmq_stores()
 
 # Torn by design: tulios-kafkajs/SOURCE.md says its carved record sets include "four 1,024-byte
@@ -192,3 +202,32 @@ def test_rocketmq_store(capsys, rel):
     code, out, err = mqtool(capsys, "dump", "commitlog", root, "--jsonl")
     assert code == 0, err
     assert len(out.splitlines()) == _commitlog_frames(root)
+
+
+def _framed_messages(data: bytes) -> int:
+    """Messages a Kafka 0.7 segment frames (``FileMessageSet``: a 4-byte LENGTH, then that many
+    bytes), counted without mqtool's decoders, up to zeros or a frame past the end."""
+    pos = count = 0
+    while pos + 4 <= len(data):
+        (length,) = struct.unpack_from(">i", data, pos)
+        if length <= 0 or pos + 4 + length > len(data):
+            break
+        pos += 4 + length
+        count += 1
+    return count
+
+
+@pytest.mark.parametrize("rel", KAFKA07_CAPTURES or ["(no real fixtures)"])
+def test_kafka07_capture(capsys, rel):
+    if not KAFKA07_CAPTURES:
+        pytest.skip("no Kafka 0.7 capture in ../shared/fixtures-real")
+    path = real_path("kafka", rel)
+    code, out, _ = mqtool(capsys, "info", path, "--json")
+    assert code == 0 and json.loads(out)["variant"] == "kafka07"
+    code, out, _ = mqtool(capsys, "validate", path, "-f", "json")
+    assert code == 0 and not [f for f in json.loads(out)["findings"] if f["severity"] == "error"]
+    code, out, _ = mqtool(capsys, "dump", "jafka", path, "--jsonl")
+    rows = [json.loads(line) for line in out.splitlines()]
+    assert code == 0
+    framed = sum(_framed_messages(seg.read_bytes()) for seg in path.rglob(f"*{KAFKA_07}"))
+    assert framed > 0 and len([r for r in rows if r.get("kind") == "message"]) == framed
