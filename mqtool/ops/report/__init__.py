@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mqtool.formats.segment_names import jafka_file_name, kafka_file_name, metaq_file_name, rocketmq_file_name
+from mqtool.formats.segment_names import KAFKA07_SUFFIX, jafka_file_name, kafka07_file_name, kafka_file_name, metaq_file_name, rocketmq_file_name
 
 DAY_MS = 86_400_000
 
@@ -419,7 +419,10 @@ def _insert_gap(logs: dict[str, Log], finding: Any, rel: str, layout: str) -> No
         same = [s.size for s in log.segments if s.path.endswith(suffix) and s.end_kind != "missing"]
         size = max(sum(same) // max(len(same), 1), 1)
     else:
-        name = jafka_file_name(start) if layout == "jafka" else metaq_file_name(start)
+        if layout == "jafka":  # a Kafka 0.7 log (the kafka07 variant) names its segments .kafka
+            name = kafka07_file_name(start) if suffix == KAFKA07_SUFFIX else jafka_file_name(start)
+        else:
+            name = metaq_file_name(start)
         size = max(stop - start, 1)
     gap = Segment((Path(rel).parent / name).as_posix(), size, 0, "missing")
     log.segments.insert(at, gap)

@@ -168,3 +168,19 @@ def test_restart_rows_name_only_the_logs_a_recovery_reads() -> None:
     starts = [{"directory": "m-0", "file": "m-0/0.log"}] + [{"directory": f"t-{i}", "file": None} for i in range(5)]
     rows = dict(restart_rows({"starts_at": starts}))
     assert rows["starts at"] == "directory: m-0; file: m-0/0.log, 5 other log(s): nothing to recover"
+
+
+def test_a_missing_kafka07_segment_is_drawn_with_its_own_suffix(tmp_path: Path) -> None:
+    from mqtool.formats import jafka as jf
+    from mqtool.store.jafka import KAFKA07, JafkaLogWriter
+
+    part = JafkaLogWriter(tmp_path / "logs" / "events-0", log_file_size=300, dialect=KAFKA07)
+    for batch in range(4):
+        part.append([jf.Message(b"m%d-%d" % (batch, i) * 10, jf.MAGIC_V0) for i in range(5)])
+    (tmp_path / "logs" / ".kafka_cleanshutdown").touch()
+    segments = sorted((tmp_path / "logs" / "events-0").iterdir())
+    assert len(segments) >= 3
+    segments[1].unlink()
+    r = gather(tmp_path / "logs", "jafka")
+    missing = [s.path for log in r.logs for s in log.segments if s.end_kind == "missing"]
+    assert missing == [f"events-0/{segments[1].name}"]
