@@ -219,3 +219,22 @@ def test_starting_the_cli_loads_no_verb_implementation():
     assert "mqtool.layouts" in loaded
     lazy = [f"mqtool.ops.{m}" for _, modules in TABLES.values() for m in modules]
     assert not [m for m in lazy if m in loaded]
+
+
+def test_a_kafka07_log_dir_is_told_apart_behind_dirs_that_are_no_partitions(tmp_path):
+    """``layouts`` looks for a ``.kafka`` name before it loads the Jafka readers; it must look at
+    no fewer places than ``store.jafka.is_kafka07_path``: directories whose names are no
+    ``<topic>-<partition>`` do not use up the directories it looks into."""
+    from mqtool.formats import jafka as jf
+    from mqtool.layouts import Layout, detect_layout
+    from mqtool.store.jafka import KAFKA07, JafkaLogWriter, is_kafka07_path
+
+    root = tmp_path / "logs"
+    for i in range(10):
+        (root / f"a-{i}x").mkdir(parents=True)  # sorted first, not partitions
+    for i in range(3):
+        (root / f"a-{i}").mkdir()  # partitions without segments
+    JafkaLogWriter(root / "zz-0", dialect=KAFKA07).append([jf.Message(b"one")])
+    (root / ".kafka_cleanshutdown").touch()
+    assert is_kafka07_path(root)
+    assert detect_layout(root) is Layout.JAFKA

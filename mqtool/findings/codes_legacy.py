@@ -28,7 +28,12 @@ CODES: dict[str, CodeInfo] = {
         "a LENGTH below the 6-byte header, negative, larger than mqtool reads (64 MiB), "
         "or running past the end of the file over valid messages",
     ),
-    "JAFKA-MAGIC": CodeInfo(E, "log", "a magic byte other than 1, checked before the CRC as Jafka does (magic 0 is Kafka 0.7's first format, which Jafka cannot read; in a Kafka 0.7 log dir: other than 0 or 1)"),
+    "JAFKA-MAGIC": CodeInfo(
+        E,
+        "log",
+        "a magic byte other than 1, checked before the CRC as Jafka does (magic 0 is Kafka 0.7's first format, which Jafka cannot read; "
+        "in a Kafka 0.7 log dir: other than 0 or 1)",
+    ),
     "JAFKA-CRC": CodeInfo(E, "log", "the stored CRC differs from the CRC-32 of the payload"),
     "JAFKA-CODEC": CodeInfo(E, "log", "compression codec 2 (snappy, declared but not implemented by Jafka; Kafka 0.7 reads it) or 3 (unknown)"),
     "JAFKA-ATTRIBUTE": CodeInfo(W, "log", "attribute bits 2-7 set (Jafka writes them 0)"),

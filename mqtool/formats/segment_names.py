@@ -303,7 +303,26 @@ def metaq_live_segment_name(segment: MetaqSegmentFile) -> str:
     return segment.name
 
 
+_INT32 = re.compile(r"[+-]?\d+")  # \d: any Unicode decimal digit, as Character.digit accepts
+
+
+def parse_topic_partition(name: str) -> tuple[str, int] | None:
+    """``<topic>-<partition>`` split at the last ``-`` and parsed like Java's ``Integer.parseInt``
+    (optional sign, decimal digits, 32-bit range); None when the broker would not accept it."""
+    index = name.rfind("-")
+    if index < 0:
+        return None
+    text = name[index + 1 :]
+    if not _INT32.fullmatch(text):
+        return None
+    value = int(text)
+    if not -(2**31) <= value < 2**31:
+        return None
+    return name[:index], value
+
+
 __all__ = [
+    "parse_topic_partition",
     "ROCKETMQ_FILE_NAME",
     "rocketmq_file_name",
     "parse_rocketmq_file_name",

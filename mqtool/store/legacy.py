@@ -37,6 +37,7 @@ from mqtool.errors import (
     UnsupportedFormatError,
 )
 from mqtool.formats.metaq import ZIP_HEAD, ZIP_TAIL_SEARCH, describe_zip_damage
+from mqtool.formats.segment_names import parse_topic_partition as parse_topic_partition  # the broker's <topic>-<partition> rule
 from mqtool.store.files import (
     CHUNK_SIZE,
     ReadOnlyFile,
@@ -54,24 +55,6 @@ from mqtool.store.lock import MQTOOL_LOCK_NAME
 MAX_MESSAGE_SIZE = 64 << 20
 
 Kind = Literal["data-dir", "partition", "segment"]
-
-_INT32 = re.compile(r"[+-]?\d+")  # \d: any Unicode decimal digit, as Character.digit accepts
-
-
-def parse_topic_partition(name: str) -> tuple[str, int] | None:
-    """``<topic>-<partition>`` split at the last ``-`` and parsed like Java's ``Integer.parseInt``
-    (optional sign, decimal digits, 32-bit range); None when the broker would not accept it."""
-    index = name.rfind("-")
-    if index < 0:
-        return None
-    text = name[index + 1 :]
-    if not _INT32.fullmatch(text):
-        return None
-    value = int(text)
-    if not -(2**31) <= value < 2**31:
-        return None
-    return name[:index], value
-
 
 @dataclass(frozen=True)
 class Segment:

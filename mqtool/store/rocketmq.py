@@ -248,6 +248,34 @@ def detect_file_size(segments: list[Segment]) -> int | None:
     return sizes.most_common(1)[0][0]
 
 
+@dataclass(frozen=True)
+class TimerPaths:
+    """Where a store root keeps its timer files (``TimerMessageStore.getTimerWheelPath`` and
+    ``getTimerLogPath``, ``BrokerPathConfigHelper.getTimerCheckPath`` and ``getTimerMetricsPath``)."""
+
+    root: Path
+
+    @property
+    def wheel(self) -> Path:
+        return self.root / "timerwheel"
+
+    @property
+    def timerlog_dir(self) -> Path:
+        return self.root / "timerlog"
+
+    @property
+    def checkpoint(self) -> Path:
+        return self.root / "config" / "timercheck"
+
+    @property
+    def metrics(self) -> Path:
+        return self.root / "config" / "timermetrics"
+
+    def present(self) -> bool:
+        """Whether the store has any timer file (a 4.x store has none)."""
+        return any(p.exists() for p in (self.wheel, self.timerlog_dir, self.checkpoint, self.metrics))
+
+
 def open_store(path: str | Path, *, commitlog_file_size: int | None = None) -> RocketMQStore:
     """Open a RocketMQ store root (read-only); ``StoreLayoutError`` if it is not one."""
     root = Path(path)

@@ -27,7 +27,6 @@ from mqtool.store import rocketmq as rmq
 from mqtool.store.files import ReadOnlyFile, is_directory, read_small_file
 from mqtool.store.lock import probe_record_lock
 from mqtool.store.model import rocketmq as model
-from mqtool.store.model import timer as model_timer
 from mqtool.store.model.queue_offsets import FileQueueOffsets, queue_offsets_before
 from mqtool.store.model.rocketmq_broker import VersionHint
 from mqtool.store.rocksdb_cq import RocksCq, db_dir, is_rocksdb_cq
@@ -365,9 +364,10 @@ def _timer_info(store: rmq.RocketMQStore, problems: list[str]) -> dict[str, Any]
     """The 5.x timer store's cheap facts (``TimerMessageStore``'s files; None without any): the
     wheel's size, the TimerLog's files and bytes, ``timercheck``'s positions and how many topics
     ``timermetrics`` counts.  Nothing is walked: ``validate`` (family ``timer``) reads the units."""
-    paths = model_timer.TimerPaths(store.root)
+    paths = rmq.TimerPaths(store.root)
     if not paths.present():
         return None
+    from mqtool.store.model import timer as model_timer  # numpy: only for a store with timer files
     segments = rmq.list_segments(paths.timerlog_dir) if is_directory(paths.timerlog_dir) else []
     wheel = paths.wheel.stat().st_size if paths.wheel.is_file() else None
     checkpoint: dict[str, Any] | None = None

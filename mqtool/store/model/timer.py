@@ -38,35 +38,8 @@ from mqtool.formats.rocketmq import timer as tf
 from mqtool.store import rocketmq as rmq
 from mqtool.store.files import ReadOnlyFile, check_path, is_directory, is_regular_file, nonzero_extent, piece_size, read_small_file
 from mqtool.store.model import rocketmq as model
+from mqtool.store.rocketmq import TimerPaths as TimerPaths  # where the files are: the store layer's
 from mqtool.store.root_rocketmq import is_rocketmq_root
-
-
-@dataclass(frozen=True)
-class TimerPaths:
-    """Where a store root keeps its timer files (``TimerMessageStore.getTimerWheelPath`` and
-    ``getTimerLogPath``, ``BrokerPathConfigHelper.getTimerCheckPath`` and ``getTimerMetricsPath``)."""
-
-    root: Path
-
-    @property
-    def wheel(self) -> Path:
-        return self.root / "timerwheel"
-
-    @property
-    def timerlog_dir(self) -> Path:
-        return self.root / "timerlog"
-
-    @property
-    def checkpoint(self) -> Path:
-        return self.root / "config" / "timercheck"
-
-    @property
-    def metrics(self) -> Path:
-        return self.root / "config" / "timermetrics"
-
-    def present(self) -> bool:
-        """Whether the store has any timer file (a 4.x store has none)."""
-        return any(p.exists() for p in (self.wheel, self.timerlog_dir, self.checkpoint, self.metrics))
 
 
 def timer_family(path: Path) -> str | None:
