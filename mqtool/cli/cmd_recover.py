@@ -92,6 +92,8 @@ def recover(
         sizes = cfg.store_sizes()
         wanted.update({k: v for k, v in sizes.items() if v is not None and k in fields})
         wanted.update({"version_hints": cfg.version_hints, "config_path": str(config) if config is not None else None})
+        if cfg.message_index_enable is not None:
+            wanted["message_index_enable"] = cfg.message_index_enable
         plan = plan_fn(path, options_cls(**{k: v for k, v in wanted.items() if k in fields}))
     if quarantine is not None and quarantine.resolve().is_relative_to(Path(plan.root).resolve()):
         # the broker would load it as data: RocketMQ refuses a commitlog/ holding a directory,

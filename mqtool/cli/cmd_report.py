@@ -44,6 +44,10 @@ def report(
         cfg = broker_settings(config)
         sizes = cfg.store_sizes()
         broker = {"version_hints": cfg.version_hints, "config_path": str(config)}
+        if cfg.message_index_enable is not None:  # validate and recover judge the index by it
+            broker["message_index_enable"] = cfg.message_index_enable
+        if cfg.timer_precision_ms is not None:  # validate's timer checks: the wheel's slot width
+            sizes["timer_precision_ms"] = cfg.timer_precision_ms
     if broker_version is not None:
         broker["broker_version"] = broker_version
     html, code = build(path, detected, fail_on=fail_on, jobs=jobs or default_jobs(), utc=settings.utc(), sizes=sizes, broker=broker)

@@ -161,6 +161,7 @@ def validate(
         version_hints=cfg.version_hints,
         config_path=str(config) if config is not None else None,
         timer_precision_ms=cfg.timer_precision_ms if detected == "rocketmq" else None,
+        message_index_enable=cfg.message_index_enable if detected == "rocketmq" else None,
     )
     out = Renderer(
         OutputFormat.table

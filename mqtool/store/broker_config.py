@@ -11,6 +11,7 @@ file sizes, IndexFile geometry or the disk threshold: RocketMQ ``broker.conf`` (
 | ``diskMaxUsedSpaceRatio`` (75, or 0.75) | ``disk_max_used_ratio`` (percent) |
 | ``storePathRootDir`` | ``store_root`` |
 | ``storePathCommitLog`` | ``commitlog_dir`` |
+| ``messageIndexEnable`` (``Boolean.parseBoolean``: ``true`` in any case, anything else false) | ``message_index_enable``: whether the broker builds IndexFiles |
 | ``timerPrecisionMs`` (5.x) | ``timer_precision_ms``, snapped as ``MessageStoreConfig.setTimerPrecisionMs`` snaps it (100, 200, 500 or 1000) |
 | Kafka ``log.dirs`` / ``log.dir`` | ``log_dirs`` |
 | Kafka ``log.segment.bytes`` | ``segment_bytes`` |
@@ -52,6 +53,8 @@ class BrokerSettings:
     segment_bytes: int | None = None
     #: the timer wheel's slot width in ms (``timerPrecisionMs``; None: the broker's default 1000)
     timer_precision_ms: int | None = None
+    #: whether the broker builds IndexFiles (``messageIndexEnable``; None: not set, the broker's default true)
+    message_index_enable: bool | None = None
     #: what the file says of the broker's version (``rocketmqHome``'s release, keys of a version on)
     version_hints: tuple[VersionHint, ...] = field(default_factory=tuple)
 
@@ -98,6 +101,7 @@ _KEYS: dict[str, tuple[str, Callable[[str], object]]] = {
     "storePathRootDir": ("store_root", str),
     "storePathCommitLog": ("commitlog_dir", str),
     "timerPrecisionMs": ("timer_precision_ms", _timer_precision),
+    "messageIndexEnable": ("message_index_enable", lambda v: v.lower() == "true"),
     "log.dirs": ("log_dirs", lambda v: tuple(p.strip() for p in v.split(",") if p.strip())),
     "log.dir": ("log_dirs", lambda v: (v.strip(),)),
     "log.segment.bytes": ("segment_bytes", _positive),

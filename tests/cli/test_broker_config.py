@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from mqtool.cli.app import run
 from mqtool.store.broker_config import read_broker_settings
 from tests.conftest import FIXTURES
@@ -35,6 +37,12 @@ def test_settings_are_read_as_the_broker_names_them(tmp_path):
     assert (s.commitlog_file_size, s.cq_file_size, s.index_hash_slot_num, s.index_num, s.disk_max_used_ratio, s.store_root) == (
         16384, 1000, 500, 3000, 60, "/data/store",
     )  # fmt: skip
+
+
+@pytest.mark.parametrize(("text", "enabled"), [("true", True), ("TRUE", True), ("false", False), ("no", False)])
+def test_message_index_enable_is_read_as_boolean_parse_boolean(tmp_path, text, enabled):
+    assert read_broker_settings(conf(tmp_path, f"messageIndexEnable={text}\n")).message_index_enable is enabled
+    assert read_broker_settings(conf(tmp_path, "brokerName=b\n")).message_index_enable is None
 
 
 def test_validate_judges_file_sizes_by_the_config(capsys, tmp_path):

@@ -83,3 +83,19 @@ def test_config_sets_the_file_sizes_validate_judges_by(tmp_path: Path) -> None:
     assert run(["report", store, "--out", str(tmp_path / "a.html"), "--config", str(good)]) == 0
     assert run(["report", store, "--out", str(tmp_path / "b.html"), "--config", str(bad)]) == run(["validate", store, "--config", str(bad), "-q"]) == 1
     assert run(["report", str(FIXTURES / "kafka-logs"), "--out", str(tmp_path / "k.html"), "--config", str(good)]) == 2
+
+
+def test_config_message_index_enable_reaches_validate_and_recover(tmp_path: Path) -> None:
+    import shutil
+
+    store = tmp_path / "store"
+    shutil.copytree(FIXTURES / "rocketmq-store", store)
+    shutil.rmtree(store / "index")
+    conf = tmp_path / "broker.conf"
+    conf.write_text("messageIndexEnable=false\n")
+    out = tmp_path / "r.html"
+    assert run(["report", str(store), "--out", str(out), "--config", str(conf)]) == 0
+    html = out.read_text()
+    assert "broker.conf sets messageIndexEnable=false" in html and "<td>rebuild-index</td>" not in html
+    assert run(["report", str(store), "--out", str(out), "--overwrite"]) == 0
+    assert "<td>rebuild-index</td>" in out.read_text()

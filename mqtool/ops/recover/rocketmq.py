@@ -92,6 +92,7 @@ class RecoverOptions:
     broker_version: str | None = None  # --broker-version X.Y.Z
     version_hints: tuple[brokers.VersionHint, ...] = ()  # what --config's broker.conf says of the version
     config_path: str | None = None
+    message_index_enable: bool | None = None  # broker.conf's messageIndexEnable (None: judged from the store)
 
 
 @dataclass
@@ -931,13 +932,17 @@ def _plan_index_files(store: rmq.RocketMQStore, plan: RecoverPlan, process_offse
             # (the files before it cover what they hold), else from the last file
             from mqtool.store.model import derived  # numpy: see _plan_queue_heads
 
-            coverage = derived.index_coverage(store, hash_slot_num=options.index_hash_slot_num, index_num=options.index_num)
+            coverage = derived.index_coverage(
+                store, hash_slot_num=options.index_hash_slot_num, index_num=options.index_num, message_index_enable=options.message_index_enable
+            )
             unindexed = derived.unindexed_records(store, coverage, process_offset)
             if unindexed.first is not None and not coverage.expected:
-                plan.notes.append(
-                    f"{unindexed.count} record(s) with keys are in no IndexFile, and the broker never wrote one (no index/, indexMsgTimestamp 0 "
-                    "in the checkpoint: most likely messageIndexEnable=false): not built; --rebuild-index builds them"
+                why = (
+                    "broker.conf sets messageIndexEnable=false"
+                    if coverage.configured is False
+                    else "the broker never wrote one (no index/, indexMsgTimestamp 0 in the checkpoint: most likely messageIndexEnable=false)"
                 )
+                plan.notes.append(f"{unindexed.count} record(s) with keys are in no IndexFile, and {why}: not built; --rebuild-index builds them")
             elif unindexed.first is not None:
                 after = [i for i, (_p, h, _g) in enumerate(headers) if h is not None and h.entry_count and h.begin_phy_offset > unindexed.first]
                 rebuild_from = after[0] if after else max(len(headers) - 1, 0)

@@ -48,6 +48,8 @@ class ValidateOptions:
     config_path: str | None = None
     #: RocketMQ 5.x: the timer wheel's slot width (``timerPrecisionMs`` from ``--config``; None: 1000 ms)
     timer_precision_ms: int | None = None
+    #: RocketMQ: broker.conf's ``messageIndexEnable`` (``--config``; None: not given, judged from the store)
+    message_index_enable: bool | None = None
 
     def wants(self, family: str) -> bool:
         return family in self.checks

@@ -1185,7 +1185,9 @@ def _validate_rocketmq(path: str | Path, options: ValidateOptions, progress: Pro
             index_end_ts = max(index_end_ts, ires.end_timestamp)
             for finding in ires.findings:
                 report.add(model.link_knock_on(finding, end_cause), isum)
-        coverage = derived.index_coverage(store, hash_slot_num=options.index_hash_slot_num, index_num=options.index_num)
+        coverage = derived.index_coverage(
+            store, hash_slot_num=options.index_hash_slot_num, index_num=options.index_num, message_index_enable=options.message_index_enable
+        )
         unindexed = derived.index_missing_finding(store, coverage, derived.unindexed_records(store, coverage, commitlog_end), live=live)
         if unindexed is not None:
             report.add(unindexed)

@@ -126,6 +126,8 @@ class IndexCoverage:
     files: int
     unknown: bool = False
     expected: bool = True
+    #: ``messageIndexEnable`` as broker.conf states it (None: not given): what ``expected`` follows
+    configured: bool | None = None
 
     def covers(self, offset: int) -> bool:
         i = bisect.bisect_right(self.ranges, (offset, 1 << 63)) - 1
@@ -151,12 +153,15 @@ class IndexCoverage:
         return out
 
 
-def index_expected(store: rmq.RocketMQStore) -> bool:
-    """Whether the broker wrote IndexFiles for this store: ``index/`` exists (the broker creates it
-    with its first IndexFile), or the checkpoint records an IndexFile flush (``indexMsgTimestamp``,
-    set by ``IndexService.flush``).  Neither: the broker most likely runs with
-    ``messageIndexEnable=false`` (``CommitLogDispatcherBuildIndex`` then builds nothing), which
-    nothing else in the store says."""
+def index_expected(store: rmq.RocketMQStore, configured: bool | None = None) -> bool:
+    """Whether the broker writes IndexFiles for this store: what broker.conf's
+    ``messageIndexEnable`` says (``configured``, when given: ``CommitLogDispatcherBuildIndex``
+    builds nothing when it is false); else whether it wrote any: ``index/`` exists (the broker
+    creates it with its first IndexFile), or the checkpoint records an IndexFile flush
+    (``indexMsgTimestamp``, set by ``IndexService.flush``).  Neither: the broker most likely runs
+    with ``messageIndexEnable=false``, which nothing else in the store says."""
+    if configured is not None:
+        return configured
     if store.index_dir.is_dir():
         return True
     try:
@@ -184,9 +189,12 @@ def _file_span(view: rmq.IndexFileView) -> tuple[int, int] | None:
     return (min(values), max(values)) if values else None
 
 
-def index_coverage(store: rmq.RocketMQStore, *, hash_slot_num: int | None = None, index_num: int | None = None) -> IndexCoverage:
+def index_coverage(
+    store: rmq.RocketMQStore, *, hash_slot_num: int | None = None, index_num: int | None = None, message_index_enable: bool | None = None
+) -> IndexCoverage:
     """The IndexFiles' coverage (:class:`IndexCoverage`): each file's span (``_file_span``), read
-    with the geometry its size gives (or ``hash_slot_num``/``index_num``)."""
+    with the geometry its size gives (or ``hash_slot_num``/``index_num``); ``message_index_enable``:
+    broker.conf's ``messageIndexEnable`` when given (``index_expected``)."""
     spans: list[tuple[int, int]] = []
     files = store.index_files()
     unknown = False
@@ -205,7 +213,7 @@ def index_coverage(store: rmq.RocketMQStore, *, hash_slot_num: int | None = None
             merged[-1] = (merged[-1][0], max(merged[-1][1], high))
         else:
             merged.append((low, high))
-    return IndexCoverage(tuple(merged), len(files), unknown, index_expected(store))
+    return IndexCoverage(tuple(merged), len(files), unknown, index_expected(store, message_index_enable), message_index_enable)
 
 
 @dataclass
@@ -292,7 +300,9 @@ def index_missing_finding(store: rmq.RocketMQStore, coverage: IndexCoverage, uni
         f"expected every record with keys (UNIQ_KEY, KEYS) in an IndexFile, found {unindexed.count} in none (commitlog offsets "
         f"{unindexed.first}..{unindexed.last}; {where}): a query by key does not find them"
     )
-    if not coverage.expected:
+    if not coverage.expected and coverage.configured is False:
+        text = head + "; broker.conf sets messageIndexEnable=false: the broker builds no IndexFile (`mqtool recover --rebuild-index` builds them)"
+    elif not coverage.expected:
         text = (
             head + "; the checkpoint records no IndexFile either (indexMsgTimestamp 0): the broker most likely runs with "
             "messageIndexEnable=false (`mqtool recover --rebuild-index` builds them)"

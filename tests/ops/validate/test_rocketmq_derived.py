@@ -139,3 +139,37 @@ def test_a_head_rebuilt_after_retention_starts_with_fillers(store, tmp_path):
     code, out, _err = mqtool("info", store, "--json")
     [queue] = [q for q in json.loads(out)["queues"] if (q["topic"], q["queue_id"]) == ("AuditLog", 0)]
     assert (queue["log_start_offset"], queue["log_end_offset"]) == (15, 80)
+
+
+@pytest.mark.parametrize("enabled", ["false", "FALSE"])
+def test_broker_conf_without_message_index_makes_a_missing_index_info_and_not_rebuilt(store, tmp_path, enabled):
+    """``messageIndexEnable=false`` in the broker.conf given with ``--config``: the broker builds
+    no IndexFile (``CommitLogDispatcherBuildIndex``), so keyed records in none are no warning, and
+    recover builds none unless asked (``--rebuild-index``)."""
+    shutil.rmtree(store / "index")
+    conf = tmp_path / "broker.conf"
+    conf.write_text(f"brokerName=b\nmessageIndexEnable={enabled}\n")
+    code, out, _ = mqtool("validate", store, "--json", "--config", conf)
+    (found,) = [f for f in json.loads(out)["findings"] if f["code"] == "RMQ-IDX-MISSING"]
+    assert code == 0 and found["severity"] == "info" and "broker.conf sets messageIndexEnable=false" in found["message"]
+    code, out, _ = mqtool("recover", store, "--json", "--config", conf)
+    plan = json.loads(out)
+    assert "rebuild-index" not in [s["action"] for s in plan["steps"]]
+    assert any("broker.conf sets messageIndexEnable=false" in n for n in plan["notes"])
+
+
+def test_broker_conf_with_message_index_makes_a_never_written_index_a_warning(store, tmp_path):
+    """No ``index/`` and a checkpoint recording no IndexFile flush look like an index turned off;
+    ``messageIndexEnable=true`` in broker.conf says the broker should have built one."""
+    shutil.rmtree(store / "index")
+    cp = bytearray((store / "checkpoint").read_bytes())
+    cp[16:24] = bytes(8)  # indexMsgTimestamp 0 (StoreCheckpoint: physic, logics, index)
+    (store / "checkpoint").write_bytes(bytes(cp))
+    _code, found = findings(store, "RMQ-IDX-MISSING")
+    assert [f["severity"] for f in found] == ["info"]
+    conf = tmp_path / "broker.conf"
+    conf.write_text("messageIndexEnable=true\n")
+    code, out, _ = mqtool("validate", store, "--json", "--config", conf)
+    assert [f["severity"] for f in json.loads(out)["findings"] if f["code"] == "RMQ-IDX-MISSING"] == ["warning"]
+    code, out, _ = mqtool("recover", store, "--json", "--config", conf)
+    assert "rebuild-index" in [s["action"] for s in json.loads(out)["steps"]]
