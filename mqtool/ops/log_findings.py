@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 
 from mqtool.errors import StoreLayoutError
 from mqtool.findings import Finding, Severity
+from mqtool.findings.code_ids import JAFKA_UNREADABLE, KAFKA_FILE_UNREADABLE, METAQ_UNREADABLE
 from mqtool.layouts import Layout, for_layout
 
 if TYPE_CHECKING:
@@ -32,7 +33,7 @@ if TYPE_CHECKING:
 LOG = frozenset({"files", "log", "offsets"})
 INDEX = LOG | {"index"}
 #: a file that cannot be read is an I/O error each reader reports itself (exit 3), not damage
-UNREADABLE = frozenset({"KAFKA-FILE-UNREADABLE", "JAFKA-UNREADABLE", "METAQ-UNREADABLE"})
+UNREADABLE = frozenset({KAFKA_FILE_UNREADABLE, JAFKA_UNREADABLE, METAQ_UNREADABLE})
 
 
 def _kafka(path: Path, families: frozenset[str]) -> Iterator[Finding]:

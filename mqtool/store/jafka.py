@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mqtool.errors import MqError
+from mqtool.findings.code_ids import JAFKA_CRC, JAFKA_MAGIC, JAFKA_SIZE
 from mqtool.formats import jafka as jf
 from mqtool.formats import segment_names as segnames
 from mqtool.store.files import is_directory, is_regular_file, safe_listdir
@@ -64,12 +65,12 @@ NAMES = LayoutNames(
 #: The code of a Jafka message the broker's ``MessageSet`` reader rejects, by its error's
 #: ``kind`` (``Message.crcOffset`` throws ``UnknownMagicByteException`` for a magic other than
 #: 1); anything else (a LENGTH that does not fit, a wrapper that does not inflate) is JAFKA-SIZE.
-ERROR_CODES: dict[str | None, str] = {"crc": "JAFKA-CRC", "magic": "JAFKA-MAGIC"}
+ERROR_CODES: dict[str | None, str] = {"crc": JAFKA_CRC, "magic": JAFKA_MAGIC}
 
 
 def error_code(exc: MqError) -> str:
     """The code of a Jafka message a decode rejects (``ERROR_CODES``)."""
-    return ERROR_CODES.get(exc.kind, "JAFKA-SIZE")
+    return ERROR_CODES.get(exc.kind, JAFKA_SIZE)
 
 
 FRAMING = Framing(

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from mqtool.errors import ChecksumError, CorruptDataError, MqError, StoreLayoutError, UnsupportedFormatError
+from mqtool.findings.code_ids import KAFKA_LOG_COMPRESSION, KAFKA_LOG_CRC, KAFKA_LOG_MAGIC, KAFKA_LOG_RECORDS, KAFKA_LOG_SIZE, KAFKA_LOG_UNSUPPORTED, KAFKA_OFFSET_ORDER
 from mqtool.formats import segment_names as segnames
 from mqtool.formats.kafka import checkpoint_file as cpf
 from mqtool.formats.kafka import index as kidx
@@ -444,18 +445,18 @@ def open_kafka(path: str | Path) -> KafkaStore:
 #: The finding code of an entry a decode rejects, by what its error says broke (``MqError.kind``;
 #: never by its wording).
 ENTRY_CODES: dict[str | None, str] = {
-    "crc": "KAFKA-LOG-CRC",
-    "unsupported": "KAFKA-LOG-UNSUPPORTED",
-    "magic": "KAFKA-LOG-MAGIC",
-    "offset-order": "KAFKA-OFFSET-ORDER",
-    "compression": "KAFKA-LOG-COMPRESSION",
-    "size": "KAFKA-LOG-SIZE",
+    "crc": KAFKA_LOG_CRC,
+    "unsupported": KAFKA_LOG_UNSUPPORTED,
+    "magic": KAFKA_LOG_MAGIC,
+    "offset-order": KAFKA_OFFSET_ORDER,
+    "compression": KAFKA_LOG_COMPRESSION,
+    "size": KAFKA_LOG_SIZE,
 }
 
 
 def entry_error_code(exc: MqError) -> str:
     """The code of an entry a full decode rejects (``ENTRY_CODES``)."""
-    return ENTRY_CODES.get(exc.kind, "KAFKA-LOG-RECORDS")
+    return ENTRY_CODES.get(exc.kind, KAFKA_LOG_RECORDS)
 
 
 class LogFileWalk:

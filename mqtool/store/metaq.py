@@ -25,6 +25,7 @@ import re
 from pathlib import Path
 
 from mqtool.errors import MqError
+from mqtool.findings.code_ids import METAQ_CRC, METAQ_SIZE
 from mqtool.formats import metaq as mq
 from mqtool.formats import segment_names as segnames
 from mqtool.store.legacy import (
@@ -51,7 +52,7 @@ NAMES = LayoutNames(
 def error_code(exc: MqError) -> str:
     """The code of a message MetaQ's ``MessageUtils`` rejects: a checksum mismatch is METAQ-CRC,
     anything else (msgLen) METAQ-SIZE."""
-    return "METAQ-CRC" if exc.kind == "crc" else "METAQ-SIZE"
+    return METAQ_CRC if exc.kind == "crc" else METAQ_SIZE
 
 
 FRAMING = Framing(

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from mqtool.errors import MqError
 from mqtool.findings import Severity, finding_location, finding_text
+from mqtool.findings.code_ids import RMQ_CL_BLANK, RMQ_CL_GARBAGE, RMQ_CL_TORN_TAIL, RMQ_FILE_SIZE
 from mqtool.ops.diff.bytelog import ByteLog, Seg
 from mqtool.ops.diff.digest import ReadDigests
 from mqtool.ops.diff.report import torn_note
@@ -78,10 +79,10 @@ def rocketmq_log(path: Path, problems: list[str], progress: Callable[[int], obje
                 if walk.end is not None and walk.end.kind == "blank":
                     last_end = walk.end.position + walk.end.length
                 for x in model.commitlog_file_findings(f, walk, store.commitlog_file_size, last=True):
-                    if x.code == "RMQ-CL-TORN-TAIL":
+                    if x.code == RMQ_CL_TORN_TAIL:
                         torn = torn_note(seg.path, walk.valid_end, walk.torn.what if walk.torn is not None else x.message)
                         findings.append(x)
-                    elif x.code in ("RMQ-CL-GARBAGE", "RMQ-CL-BLANK") or x.level is not Severity.error:
+                    elif x.code in (RMQ_CL_GARBAGE, RMQ_CL_BLANK) or x.level is not Severity.error:
                         # after the data: not compared (a warning: bytes the broker overwrites, ``ignored_tail``)
                         findings.append(x)
                     else:
@@ -122,7 +123,7 @@ def rocketmq_missing(log: ByteLog, offset: int) -> dict[str, Any] | None:
     if finding is None:
         size = log.file_size
         for x in log.findings:
-            if x.code == "RMQ-FILE-SIZE" and size and log.segments:
+            if x.code == RMQ_FILE_SIZE and size and log.segments:
                 base = next((s.base for s in log.segments if str(s.path) == x.path), None)
                 if base is not None and base <= offset < base + size:
                     finding = x

@@ -19,6 +19,7 @@ from typing import Any
 from mqtool.errors import MqError
 from mqtool.findings import Finding, Severity, finding_location
 from mqtool.findings import end_kind as end_kind_of
+from mqtool.findings.code_ids import RMQ_CHECKPOINT, RMQ_CHECKPOINT_FORMAT
 from mqtool.formats.rocketmq import checkpoint as cpf
 from mqtool.formats.rocketmq import config as cfgf
 from mqtool.formats.rocketmq.commitlog import MAGIC_V2, SYSFLAG_BORNHOST_V6, SYSFLAG_COMPRESSION_MASK, SYSFLAG_STOREHOST_V6, MessageRecord
@@ -257,7 +258,7 @@ def _shutdown_findings(store: rmq.RocketMQStore, commitlog: CommitLogInfo) -> li
     return [
         x
         for x in model.shutdown_findings(store, max_store_ts=newest, live=live)
-        if x.code != "RMQ-CHECKPOINT-FORMAT" and not (x.code == "RMQ-CHECKPOINT" and x.position in (0, 8) and held)
+        if x.code != RMQ_CHECKPOINT_FORMAT and not (x.code == RMQ_CHECKPOINT and x.position in (0, 8) and held)
     ]
 
 

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from mqtool.errors import CorruptDataError, MqError, StoreIOError, StoreLayoutError
 from mqtool.findings import Finding
+from mqtool.findings.code_ids import RMQ_FILE_GAP
 from mqtool.formats import segment_names as segnames
 from mqtool.formats.rocketmq import index_file as idxf
 from mqtool.formats.rocketmq.commitlog import MessageRecord, decode_offset_msg_id
@@ -153,7 +154,7 @@ def _read_hit(reader: rmq.CommitLogReader, offset: int, via: str, result: QueryR
         return None
     seg, pos = found
     for finding in model.segment_findings_on_path(continuity, [seg.path]):
-        if finding.code != "RMQ-FILE-GAP" and finding not in result.findings:
+        if finding.code != RMQ_FILE_GAP and finding not in result.findings:
             result.findings.append(finding)
     last = store.commitlog.index(seg) == model.last_data_file(store.commitlog)
     said: list[Finding] = []

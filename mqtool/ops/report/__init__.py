@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from mqtool.findings.code_ids import JAFKA_SEGMENT_GAP, KAFKA_OFFSET_GAP, METAQ_SEGMENT_GAP, RMQ_CL_VALID_END
 from mqtool.formats.segment_names import KAFKA07_SUFFIX, jafka_file_name, kafka07_file_name, kafka_file_name, metaq_file_name, rocketmq_file_name
 
 DAY_MS = 86_400_000
@@ -300,7 +301,7 @@ def gather(
     # the last CommitLog file ends in the zeros the broker pre-allocates after its valid end
     for f in vr.findings:
         last = segs.get(relative(f.path, root))
-        if f.code == "RMQ-CL-VALID-END" and last is not None and last.end_kind == "healthy" and f.position is not None and f.position < last.size:
+        if f.code == RMQ_CL_VALID_END and last is not None and last.end_kind == "healthy" and f.position is not None and f.position < last.size:
             last.end_kind, last.data_pct = "zeros", _pct(f.position, last.size)
     recover_totals = {"steps": len(rplan.steps), "bytes_cut": rplan.bytes_cut, "files_deleted": rplan.files_deleted, "records_dropped": rplan.records_dropped}
 
@@ -396,7 +397,7 @@ def gather(
 
 #: the findings that say a log's files skip offsets (a missing file), with ``details``
 #: ``missing_from`` / ``missing_to``: the report draws a ``missing`` segment there
-GAP_CODES = {"KAFKA-OFFSET-GAP": "kafka", "JAFKA-SEGMENT-GAP": "jafka", "METAQ-SEGMENT-GAP": "metaq"}
+GAP_CODES = {KAFKA_OFFSET_GAP: "kafka", JAFKA_SEGMENT_GAP: "jafka", METAQ_SEGMENT_GAP: "metaq"}
 
 
 def _insert_gap(logs: dict[str, Log], finding: Any, rel: str, layout: str) -> None:

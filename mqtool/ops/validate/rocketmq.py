@@ -33,6 +33,26 @@ import numpy as np
 
 from mqtool.errors import MqError, StoreIOError, TruncatedDataError, UnsupportedFormatError
 from mqtool.findings import Finding, Severity
+from mqtool.findings.code_ids import (
+    RMQ_CL_AFTER_BLANK,
+    RMQ_CL_PHYS_OFFSET,
+    RMQ_CL_UNREADABLE_REGION,
+    RMQ_CL_VALID_END,
+    RMQ_CQ_AFTER_END,
+    RMQ_CQ_EXPIRED,
+    RMQ_CQ_MISMATCH,
+    RMQ_CQ_NOT_A_RECORD,
+    RMQ_CQ_PAST_END,
+    RMQ_CQ_TAGS,
+    RMQ_FILE_UNREADABLE,
+    RMQ_IDX_CHAIN,
+    RMQ_IDX_ENTRY,
+    RMQ_IDX_EXPIRED,
+    RMQ_IDX_GEOMETRY,
+    RMQ_IDX_HEADER,
+    RMQ_IDX_IN_PROGRESS,
+    RMQ_IDX_SLOT,
+)
 from mqtool.formats.rocketmq import checkpoint as cpf
 from mqtool.formats.rocketmq import config as cfgf
 from mqtool.formats.rocketmq import consume_queue as cqf
@@ -142,7 +162,7 @@ def validate_commitlog_file(task: CommitLogTask) -> CommitLogFileResult:
     try:
         f = ReadOnlyFile(task.path)
     except MqError as exc:
-        res.findings.append(Finding("RMQ-FILE-UNREADABLE", task.path, None, str(exc)))
+        res.findings.append(Finding(RMQ_FILE_UNREADABLE, task.path, None, str(exc)))
         # as for a read that fails midway: what points into the file is not reported again
         res.damaged.append((task.base, task.base + task.file_size))
         res.offsets.skip(task.file_size)  # and it may have held records of any queue
@@ -156,7 +176,7 @@ def validate_commitlog_file(task: CommitLogTask) -> CommitLogFileResult:
             if task.live and task.is_last and any(x.level is not Severity.info for x in res.findings):
                 res = _recheck_live_tail(task, res)
         except StoreIOError as exc:
-            res.findings.append(Finding("RMQ-FILE-UNREADABLE", task.path, exc.position, str(exc)))
+            res.findings.append(Finding(RMQ_FILE_UNREADABLE, task.path, exc.position, str(exc)))
             # What could not be read is reported once, not again by what points into it.
             start, stop = exc.position or 0, max(task.file_size, f.size)
             res.damaged.append((task.base + start, task.base + stop))
@@ -181,7 +201,7 @@ def _fast_commitlog_file(f: ReadOnlyFile, task: CommitLogTask, res: CommitLogFil
         _check_blank(f, task, end.position, end.length, fast)
     elif task.is_last:
         fast.findings.append(
-            Finding("RMQ-CL-VALID-END", task.path, end.position, f"valid data ends at commitlog offset {task.base + end.position} ({end.kind} follow)")
+            Finding(RMQ_CL_VALID_END, task.path, end.position, f"valid data ends at commitlog offset {task.base + end.position} ({end.kind} follow)")
         )
     if any(x.level is not Severity.info for x in fast.findings):
         return False
@@ -207,7 +227,7 @@ def _recheck_live_tail(task: CommitLogTask, first: CommitLogFileResult) -> Commi
         if second.valid_end > first.valid_end:
             tail = first.valid_end
             kept = [x for x in first.findings if x.level is Severity.info or x.position is None or x.position < tail]
-            kept = [x for x in kept if x.code != "RMQ-CL-VALID-END"]
+            kept = [x for x in kept if x.code != RMQ_CL_VALID_END]
             kept.append(model.in_progress_finding(task.path, tail, second.valid_end - tail))
             first.findings = kept
             first.damaged = [r for r in first.damaged if r[0] < task.base + tail]
@@ -297,7 +317,7 @@ def _walk_commitlog_file(f: ReadOnlyFile, task: CommitLogTask, res: CommitLogFil
         bad = res.first_broken
         res.findings.append(
             Finding(
-                "RMQ-CL-VALID-END",
+                RMQ_CL_VALID_END,
                 path,
                 bad,
                 f"valid data ends at commitlog offset {base + bad} (a broken record: the broker's recovery and "
@@ -306,7 +326,7 @@ def _walk_commitlog_file(f: ReadOnlyFile, task: CommitLogTask, res: CommitLogFil
         )
         return
     res.findings.append(
-        Finding("RMQ-CL-VALID-END", path, end_pos, f"valid data ends at commitlog offset {base + end_pos} ({end.kind} follow)")
+        Finding(RMQ_CL_VALID_END, path, end_pos, f"valid data ends at commitlog offset {base + end_pos} ({end.kind} follow)")
     )
 
 
@@ -333,7 +353,7 @@ def _after_broken_record(f: ReadOnlyFile, task: CommitLogTask, bad: int, exc: Mq
             stop = extent[1] if extent else bad
             res.findings.append(
                 Finding(
-                    "RMQ-CL-UNREADABLE-REGION",
+                    RMQ_CL_UNREADABLE_REGION,
                     task.path,
                     bad,
                     f"no valid record after the broken one: {stop - bad} bytes up to position {stop} cannot be read",
@@ -346,7 +366,7 @@ def _after_broken_record(f: ReadOnlyFile, task: CommitLogTask, bad: int, exc: Mq
             return None
         res.findings.append(
             Finding(
-                "RMQ-CL-UNREADABLE-REGION",
+                RMQ_CL_UNREADABLE_REGION,
                 task.path,
                 bad,
                 f"{resume - bad} bytes between the broken record and the next valid record at {resume} were skipped",
@@ -366,7 +386,7 @@ def _stale_tail(f: ReadOnlyFile, task: CommitLogTask, at: int, rec: MessageRecor
     stop = extent[1] if extent else at + rec.total_size
     res.valid_end = at
     res.findings.append(model.stale_finding(task.path, at, stop, rec.physical_offset))
-    res.findings.append(Finding("RMQ-CL-VALID-END", task.path, at, f"valid data ends at commitlog offset {base + at} (stale data follow)"))
+    res.findings.append(Finding(RMQ_CL_VALID_END, task.path, at, f"valid data ends at commitlog offset {base + at} (stale data follow)"))
 
 
 def _torn_tail(f: ReadOnlyFile, task: CommitLogTask, bad: int, base: int, res: CommitLogFileResult) -> bool:
@@ -395,13 +415,13 @@ def _check_blank(f: ReadOnlyFile, task: CommitLogTask, pos: int, total: int, res
         res.findings.append(blank)
     if task.is_last:
         base = task.base if res.content_base is None else res.content_base
-        res.findings.append(Finding("RMQ-CL-VALID-END", task.path, pos, f"valid data ends at commitlog offset {base + pos} (END_OF_FILE)"))
+        res.findings.append(Finding(RMQ_CL_VALID_END, task.path, pos, f"valid data ends at commitlog offset {base + pos} (END_OF_FILE)"))
     extent = nonzero_extent(f, pos + 8)
     if extent is not None:
         first, stop = extent
         res.findings.append(
             Finding(
-                "RMQ-CL-AFTER-BLANK",
+                RMQ_CL_AFTER_BLANK,
                 task.path,
                 first,
                 f"{stop - first} non-zero bytes after the END_OF_FILE header; never read by the broker "
@@ -414,7 +434,7 @@ def _check_blank(f: ReadOnlyFile, task: CommitLogTask, pos: int, total: int, res
 def _check_record(rec: MessageRecord, base: int, pos: int, path: str, res: CommitLogFileResult, check_props: bool, data: bytes, p: int) -> None:
     found = model.record_findings(path, base, pos, rec, memoryview(data)[p : p + rec.total_size], check_properties=check_props)
     res.findings.extend(found)
-    if any(x.code == "RMQ-CL-PHYS-OFFSET" for x in found):
+    if any(x.code == RMQ_CL_PHYS_OFFSET for x in found):
         res.damaged.append((base + pos, base + pos + rec.total_size))
 
 
@@ -471,14 +491,14 @@ def validate_queue(task: QueueTask) -> QueueResult:
                 with ReadOnlyFile(seg.path) as f:
                     data = f.read_all()
             except MqError as exc:
-                res.findings.append(Finding("RMQ-FILE-UNREADABLE", str(seg.path), None, str(exc)))
+                res.findings.append(Finding(RMQ_FILE_UNREADABLE, str(seg.path), None, str(exc)))
                 continue
             if ended_at is not None:
                 extent = _nonzero_units(data, 0)
                 if extent is not None:
                     res.findings.append(
                         Finding(
-                            "RMQ-CQ-AFTER-END",
+                            RMQ_CQ_AFTER_END,
                             str(seg.path),
                             extent[0],
                             f"units after the end of the queue at {ended_at[0]}:{ended_at[1]} (the broker drops them)",
@@ -519,7 +539,7 @@ def validate_queue(task: QueueTask) -> QueueResult:
             if extent is not None:
                 res.findings.append(
                     Finding(
-                        "RMQ-CQ-AFTER-END",
+                        RMQ_CQ_AFTER_END,
                         str(seg.path),
                         extent[0],
                         f"non-zero units after the end of the queue at {end.position} (the broker drops them)",
@@ -531,7 +551,7 @@ def validate_queue(task: QueueTask) -> QueueResult:
     if res.expired:
         res.findings.append(
             Finding(
-                "RMQ-CQ-EXPIRED",
+                RMQ_CQ_EXPIRED,
                 str(qdir),
                 None,
                 f"{res.expired} unit(s) point below the CommitLog's first file ({task.commitlog_min}): expired by retention",
@@ -588,7 +608,7 @@ def _check_unit(
     if off >= task.commitlog_end:
         res.findings.append(
             Finding(
-                "RMQ-CQ-PAST-END",
+                RMQ_CQ_PAST_END,
                 path,
                 pos,
                 f"queue offset {qoff}: expected a commitlog offset below {task.commitlog_end} (end of valid CommitLog data), found {off}",
@@ -599,13 +619,13 @@ def _check_unit(
         rec = reader.read(off, size_hint=unit.size if 0 < unit.size <= rmq.MAX_RECORD_SIZE else 4096)
     except MqError as exc:
         res.findings.append(
-            Finding("RMQ-CQ-NOT-A-RECORD", path, pos, f"queue offset {qoff}: commitlog offset {off} is not the start of a valid record ({exc})")
+            Finding(RMQ_CQ_NOT_A_RECORD, path, pos, f"queue offset {qoff}: commitlog offset {off} is not the start of a valid record ({exc})")
         )
         return
     if rec.physical_offset != off:
         res.findings.append(
             Finding(
-                "RMQ-CQ-NOT-A-RECORD",
+                RMQ_CQ_NOT_A_RECORD,
                 path,
                 pos,
                 f"queue offset {qoff}: the record at commitlog offset {off} says PHYSICALOFFSET {rec.physical_offset}",
@@ -621,7 +641,7 @@ def _check_unit(
         problems.append(f"queue offset {qoff} vs record QUEUEOFFSET {rec.queue_offset}")
     if problems:
         res.findings.append(
-            Finding("RMQ-CQ-MISMATCH", path, pos, f"unit at queue offset {qoff} -> commitlog offset {off}: " + "; ".join(problems))
+            Finding(RMQ_CQ_MISMATCH, path, pos, f"unit at queue offset {qoff} -> commitlog offset {off}: " + "; ".join(problems))
         )
         return
     if rec.dropped_properties and "TAGS" not in rec.properties:
@@ -633,13 +653,13 @@ def _check_unit(
             return
         ext_unit = ext.read(cqf.undecorate_ext_address(tags))
         if ext_unit is None:
-            res.findings.append(Finding("RMQ-CQ-TAGS", path, pos + 12, f"queue offset {qoff}: ConsumeQueueExt address {tags} points at no ext unit"))
+            res.findings.append(Finding(RMQ_CQ_TAGS, path, pos + 12, f"queue offset {qoff}: ConsumeQueueExt address {tags} points at no ext unit"))
             return
         tags = ext_unit.tags_code
     if tags != expected_tags:
         what = "delivery time (store time + delay level)" if rec.topic == "SCHEDULE_TOPIC_XXXX" else f"TAGS {rec.tags!r} hash"
         res.findings.append(
-            Finding("RMQ-CQ-TAGS", path, pos + 12, f"queue offset {qoff}: expected tagsCode {expected_tags} ({what}), found {tags}")
+            Finding(RMQ_CQ_TAGS, path, pos + 12, f"queue offset {qoff}: expected tagsCode {expected_tags} ({what}), found {tags}")
         )
 
 
@@ -706,10 +726,10 @@ def validate_index_file(task: IndexTask) -> IndexResult:
     try:
         view = rmq.IndexFileView(Path(task.path), hash_slot_num=task.hash_slot_num, index_num=task.index_num)
     except UnsupportedFormatError as exc:
-        res.findings.append(Finding("RMQ-IDX-GEOMETRY", task.path, None, f"{exc.reason} (pass --index-hash-slots/--index-num)"))
+        res.findings.append(Finding(RMQ_IDX_GEOMETRY, task.path, None, f"{exc.reason} (pass --index-hash-slots/--index-num)"))
         return res
     except MqError as exc:
-        res.findings.append(Finding("RMQ-IDX-GEOMETRY", task.path, exc.position, exc.reason))
+        res.findings.append(Finding(RMQ_IDX_GEOMETRY, task.path, exc.position, exc.reason))
         return res
     store = _open_store(task.root, task.commitlog_file_size, task.rebased)
     with view, rmq.CommitLogReader(store, check_crc=False) as reader:
@@ -766,12 +786,12 @@ def _check_index_structure(view: rmq.IndexFileView, task: IndexTask, written: in
     path = task.path
     if header.index_count > geo.index_num:
         res.findings.append(
-            Finding("RMQ-IDX-HEADER", path, idxf.INDEX_COUNT_POSITION, f"expected indexCount <= {geo.index_num}, found {header.index_count}")
+            Finding(RMQ_IDX_HEADER, path, idxf.INDEX_COUNT_POSITION, f"expected indexCount <= {geo.index_num}, found {header.index_count}")
         )
     elif header.effective_index_count != written:
         res.findings.append(
             Finding(
-                "RMQ-IDX-HEADER",
+                RMQ_IDX_HEADER,
                 path,
                 idxf.INDEX_COUNT_POSITION,
                 f"expected indexCount {written} (the newest written entry is #{written - 1}), found {header.index_count}",
@@ -785,7 +805,7 @@ def _check_index_structure(view: rmq.IndexFileView, task: IndexTask, written: in
         used_slots += 1
         if not 0 < value < written:
             res.findings.append(
-                Finding("RMQ-IDX-CHAIN", path, geo.slot_position(slot), f"slot {slot}: expected an entry number in 1..{written - 1}, found {value}")
+                Finding(RMQ_IDX_CHAIN, path, geo.slot_position(slot), f"slot {slot}: expected an entry number in 1..{written - 1}, found {value}")
             )
             broken.add(slot)
             continue
@@ -794,7 +814,7 @@ def _check_index_structure(view: rmq.IndexFileView, task: IndexTask, written: in
         while number and steps < written:
             if reached[number]:
                 res.findings.append(
-                    Finding("RMQ-IDX-CHAIN", path, geo.entry_position(number), f"entry #{number} is reached from two chains (slot {slot})")
+                    Finding(RMQ_IDX_CHAIN, path, geo.entry_position(number), f"entry #{number} is reached from two chains (slot {slot})")
                 )
                 broken.add(slot)
                 break
@@ -803,7 +823,7 @@ def _check_index_structure(view: rmq.IndexFileView, task: IndexTask, written: in
             if entry.key_hash % slots != slot:
                 res.findings.append(
                     Finding(
-                        "RMQ-IDX-SLOT",
+                        RMQ_IDX_SLOT,
                         path,
                         geo.entry_position(number),
                         f"entry #{number} in the chain of slot {slot}: expected a key hash with hash % {slots} == {slot}, found {entry.key_hash}",
@@ -813,7 +833,7 @@ def _check_index_structure(view: rmq.IndexFileView, task: IndexTask, written: in
             if prev and not 0 < prev < number:
                 res.findings.append(
                     Finding(
-                        "RMQ-IDX-CHAIN",
+                        RMQ_IDX_CHAIN,
                         path,
                         geo.entry_position(number) + idxf.PREV_INDEX_POSITION,
                         f"entry #{number}: expected prevIndex 0 or an older entry 1..{number - 1}, found {prev}"
@@ -827,7 +847,7 @@ def _check_index_structure(view: rmq.IndexFileView, task: IndexTask, written: in
     if used_slots != header.hash_slot_count:
         res.findings.append(
             Finding(
-                "RMQ-IDX-HEADER",
+                RMQ_IDX_HEADER,
                 path,
                 idxf.HASH_SLOT_COUNT_POSITION,
                 f"expected hashSlotCount {used_slots} (slots in use), found {header.hash_slot_count}",
@@ -841,7 +861,7 @@ def _check_index_structure(view: rmq.IndexFileView, task: IndexTask, written: in
     if unreached:
         res.findings.append(
             Finding(
-                "RMQ-IDX-CHAIN",
+                RMQ_IDX_CHAIN,
                 path,
                 geo.entry_position(unreached[0]),
                 f"{len(unreached)} entr{'y is' if len(unreached) == 1 else 'ies are'} reachable from no slot (first: #{unreached[0]})",
@@ -852,15 +872,15 @@ def _check_index_structure(view: rmq.IndexFileView, task: IndexTask, written: in
         last = idxf.decode_index_entry(buf, geo.entry_position(written - 1))
         if header.end_phy_offset != last.phy_offset:
             res.findings.append(
-                Finding("RMQ-IDX-HEADER", path, 24, f"expected endPhyOffset {last.phy_offset} (the last entry's), found {header.end_phy_offset}")
+                Finding(RMQ_IDX_HEADER, path, 24, f"expected endPhyOffset {last.phy_offset} (the last entry's), found {header.end_phy_offset}")
             )
         if header.begin_phy_offset != first.phy_offset:
             res.findings.append(
-                Finding("RMQ-IDX-HEADER", path, 16, f"expected beginPhyOffset {first.phy_offset} (the first entry's), found {header.begin_phy_offset}")
+                Finding(RMQ_IDX_HEADER, path, 16, f"expected beginPhyOffset {first.phy_offset} (the first entry's), found {header.begin_phy_offset}")
             )
         if header.end_timestamp < header.begin_timestamp:
             res.findings.append(
-                Finding("RMQ-IDX-HEADER", path, 8, f"expected endTimestamp >= beginTimestamp {header.begin_timestamp}, found {header.end_timestamp}")
+                Finding(RMQ_IDX_HEADER, path, 8, f"expected endTimestamp >= beginTimestamp {header.begin_timestamp}, found {header.end_timestamp}")
             )
         else:
             entries = memoryview(buf)[geo.entry_position(1) : geo.entry_position(written)]
@@ -869,7 +889,7 @@ def _check_index_structure(view: rmq.IndexFileView, task: IndexTask, written: in
             max_ts = header.begin_timestamp + max_diff * 1000 if max_diff is not None else 0
             if max_ts > header.end_timestamp + 999:
                 res.findings.append(
-                    Finding("RMQ-IDX-HEADER", path, 8, f"expected endTimestamp >= the newest entry's time {max_ts}, found {header.end_timestamp}")
+                    Finding(RMQ_IDX_HEADER, path, 8, f"expected endTimestamp >= the newest entry's time {max_ts}, found {header.end_timestamp}")
                 )
 
 
@@ -919,18 +939,18 @@ def _check_index_entries(view: rmq.IndexFileView, task: IndexTask, written: int,
             cached = (off, is_record, _index_hashes(rec) if is_record else None)
         _, is_record, hashes = cached
         if not is_record:
-            res.findings.append(Finding("RMQ-IDX-ENTRY", path, pos, f"entry #{number}: commitlog offset {off} is not the start of a valid record"))
+            res.findings.append(Finding(RMQ_IDX_ENTRY, path, pos, f"entry #{number}: commitlog offset {off} is not the start of a valid record"))
         elif hashes is not None and entry.key_hash not in hashes:
             res.findings.append(
                 Finding(
-                    "RMQ-IDX-ENTRY",
+                    RMQ_IDX_ENTRY,
                     path,
                     pos,
                     f"entry #{number}: the record at commitlog offset {off} has no key hashing to {entry.key_hash} (its keys hash to {sorted(hashes)})",
                 )
             )
     if expired:
-        res.findings.append(Finding("RMQ-IDX-EXPIRED", path, None, f"{expired} entr{'y points' if expired == 1 else 'ies point'} below the CommitLog's first file"))
+        res.findings.append(Finding(RMQ_IDX_EXPIRED, path, None, f"{expired} entr{'y points' if expired == 1 else 'ies point'} below the CommitLog's first file"))
 
 
 def _index_hashes(rec: MessageRecord) -> set[int] | None:
@@ -1154,7 +1174,7 @@ def _validate_rocketmq(path: str | Path, options: ValidateOptions, progress: Pro
                 # written entries are checked against the records.
                 report.add(
                     Finding(
-                        "RMQ-IDX-IN-PROGRESS",
+                        RMQ_IDX_IN_PROGRESS,
                         str(p),
                         None,
                         f"the active IndexFile of a live store: its {count} written entries are checked, its header and chains are not",

@@ -50,6 +50,60 @@ from typing import Any, Generic, TypeVar, cast
 
 from mqtool.errors import ChecksumError, CorruptDataError, MqError, StoreIOError, UnsupportedFormatError
 from mqtool.findings import FAMILIES, Finding, Severity
+from mqtool.findings.code_ids import (
+    KAFKA_CHECKPOINT_FORMAT,
+    KAFKA_CHECKPOINT_MISSING,
+    KAFKA_CHECKPOINT_STALE,
+    KAFKA_CLEANER_OFFSET,
+    KAFKA_DIR_NAME,
+    KAFKA_DIR_STATE,
+    KAFKA_FILE_LEFTOVER,
+    KAFKA_FILE_LINK,
+    KAFKA_FILE_NAME,
+    KAFKA_FILE_NO_INDEX,
+    KAFKA_FILE_ORPHAN_INDEX,
+    KAFKA_FILE_TOO_LARGE,
+    KAFKA_FILE_UNREADABLE,
+    KAFKA_HIGH_WATERMARK,
+    KAFKA_INDEX_MULTI_BATCH,
+    KAFKA_INDEX_OFFSET,
+    KAFKA_INDEX_ORDER,
+    KAFKA_INDEX_POSITION,
+    KAFKA_INDEX_SIZE,
+    KAFKA_INDEX_ZERO_TAIL,
+    KAFKA_LEADER_EPOCH,
+    KAFKA_LEADER_EPOCH_LOG,
+    KAFKA_LOCK_HELD,
+    KAFKA_LOG_COMPRESSION,
+    KAFKA_LOG_CONTROL,
+    KAFKA_LOG_CRC,
+    KAFKA_LOG_EPOCH,
+    KAFKA_LOG_GARBAGE,
+    KAFKA_LOG_IN_PROGRESS,
+    KAFKA_LOG_MAGIC,
+    KAFKA_LOG_MISSING,
+    KAFKA_LOG_RECORD_OFFSET,
+    KAFKA_LOG_RECORDS,
+    KAFKA_LOG_SIZE,
+    KAFKA_LOG_START_OFFSET,
+    KAFKA_LOG_TIMESTAMP,
+    KAFKA_LOG_TORN_TAIL,
+    KAFKA_LOG_UNSUPPORTED,
+    KAFKA_LOG_VALID_END,
+    KAFKA_LOG_ZERO_TAIL,
+    KAFKA_OFFSET_GAP,
+    KAFKA_OFFSET_ORDER,
+    KAFKA_OFFSET_OVERLAP,
+    KAFKA_OFFSET_RANGE,
+    KAFKA_RECOVERY_POINT,
+    KAFKA_SNAPSHOT,
+    KAFKA_SNAPSHOT_OFFSET,
+    KAFKA_TIMEINDEX_ENTRY,
+    KAFKA_TIMEINDEX_STALE,
+    KAFKA_TXNINDEX_ENTRY,
+    KAFKA_TXNINDEX_MISSING,
+    KAFKA_UNCLEAN_SHUTDOWN,
+)
 from mqtool.formats import segment_names as segnames
 from mqtool.formats.kafka import checkpoint_file as cpf
 from mqtool.formats.kafka import compression, record_scan
@@ -207,7 +261,7 @@ class _IndexStream(Generic[IndexEntry]):
         try:
             self._file = ReadOnlyFile(path)
         except MqError as exc:
-            res.findings.append(Finding("KAFKA-FILE-UNREADABLE", path, None, str(exc)))
+            res.findings.append(Finding(KAFKA_FILE_UNREADABLE, path, None, str(exc)))
             return
         self.summary = IndexFileResult(path, "index", self._file.size)
         res.indexes.append(self.summary)
@@ -216,7 +270,7 @@ class _IndexStream(Generic[IndexEntry]):
         if extra and kind != "txnindex":
             res.findings.append(
                 Finding(
-                    "KAFKA-INDEX-SIZE",
+                    KAFKA_INDEX_SIZE,
                     path,
                     self._file.size - extra,
                     f"expected a size that is a multiple of {step} bytes, found {self._file.size} ({extra} trailing bytes): "
@@ -267,7 +321,7 @@ class _IndexStream(Generic[IndexEntry]):
         except StoreIOError as exc:
             self.current = None
             self._gen = None
-            self.res.findings.append(Finding("KAFKA-FILE-UNREADABLE", self.file, exc.position, str(exc)))
+            self.res.findings.append(Finding(KAFKA_FILE_UNREADABLE, self.file, exc.position, str(exc)))
             return
         self.count += 1
         self.last_entry = self.current[1]
@@ -276,7 +330,7 @@ class _IndexStream(Generic[IndexEntry]):
         walk = self._walk
         assert walk is not None and self.summary is not None
         if walk.error is not None:
-            code = "KAFKA-TXNINDEX-ENTRY" if self.kind == "txnindex" else "KAFKA-INDEX-ORDER"
+            code = KAFKA_TXNINDEX_ENTRY if self.kind == "txnindex" else KAFKA_INDEX_ORDER
             self.res.findings.append(Finding(code, self.file, walk.error.position, walk.error.reason))
             return
         end = walk.end
@@ -288,7 +342,7 @@ class _IndexStream(Generic[IndexEntry]):
         elif end.kind == "partial" and self.kind == "txnindex":
             self.res.findings.append(
                 Finding(
-                    "KAFKA-TXNINDEX-ENTRY",
+                    KAFKA_TXNINDEX_ENTRY,
                     self.file,
                     end.position,
                     f"{end.length} trailing bytes, less than a {ktxn.ENTRY_SIZE}-byte entry (a torn append; the broker ignores them)",
@@ -307,7 +361,7 @@ class _IndexStream(Generic[IndexEntry]):
             return
         if self.kind == "txnindex":
             self.res.findings.append(
-                Finding("KAFKA-TXNINDEX-ENTRY", self.file, position, f"{length} zero bytes after the last entry", length=length, severity=W)
+                Finding(KAFKA_TXNINDEX_ENTRY, self.file, position, f"{length} zero bytes after the last entry", length=length, severity=W)
             )
             return
         why = (
@@ -317,7 +371,7 @@ class _IndexStream(Generic[IndexEntry]):
         )
         self.res.findings.append(
             Finding(
-                "KAFKA-INDEX-ZERO-TAIL",
+                KAFKA_INDEX_ZERO_TAIL,
                 self.file,
                 position,
                 f"{length} bytes of unused zero slots after {self.count} entr{'y' if self.count == 1 else 'ies'}: {why}",
@@ -450,7 +504,7 @@ class _SegmentChecker:
                 assert bad is not None  # set with the error
                 self.broken(bad)
                 exc = walk.error
-                code = "KAFKA-LOG-MAGIC" if exc.kind == "magic" else "KAFKA-OFFSET-ORDER" if exc.kind == "offset-order" else "KAFKA-LOG-SIZE"
+                code = KAFKA_LOG_MAGIC if exc.kind == "magic" else KAFKA_OFFSET_ORDER if exc.kind == "offset-order" else KAFKA_LOG_SIZE
                 self.find(code, exc.position, exc.reason + self._truncation_note(bad))
                 nxt = self._resync(bad + 1)
                 if nxt is None:
@@ -458,7 +512,7 @@ class _SegmentChecker:
                     stop = extent[1] if extent else bad
                     if stop > bad:
                         self.find(
-                            "KAFKA-LOG-GARBAGE",
+                            KAFKA_LOG_GARBAGE,
                             bad,
                             f"no valid entry after the broken one: {stop - bad} bytes up to position {stop} cannot be read",
                             length=stop - bad,
@@ -468,7 +522,7 @@ class _SegmentChecker:
                     res.valid_end = self.first_break
                     return
                 self.find(
-                    "KAFKA-LOG-GARBAGE",
+                    KAFKA_LOG_GARBAGE,
                     bad,
                     f"{nxt - bad} bytes between the broken entry and the next valid entry at {nxt} were skipped",
                     length=nxt - bad,
@@ -481,7 +535,7 @@ class _SegmentChecker:
                 first, stop = walk.garbage_after_zeros
                 self.broken(end.position)
                 self.find(
-                    "KAFKA-LOG-SIZE",
+                    KAFKA_LOG_SIZE,
                     end.position + 8,
                     f"expected an entry size >= 14, found 0: {first - end.position} zero bytes before more data at {first}"
                     + self._truncation_note(end.position),
@@ -489,13 +543,13 @@ class _SegmentChecker:
                 )
                 nxt = self._resync(first - 11 if first - 11 > end.position else end.position + 1)
                 if nxt is None:
-                    self.find("KAFKA-LOG-GARBAGE", first, f"{stop - first} bytes after the zero run do not start a valid entry", length=stop - first)
+                    self.find(KAFKA_LOG_GARBAGE, first, f"{stop - first} bytes after the zero run do not start a valid entry", length=stop - first)
                     res.end_kind = "corrupt"
                     assert self.first_break is not None  # broken() above
                     res.valid_end = self.first_break
                     return
                 if nxt > first:
-                    self.find("KAFKA-LOG-GARBAGE", first, f"{nxt - first} bytes before the next valid entry at {nxt} were skipped", length=nxt - first)
+                    self.find(KAFKA_LOG_GARBAGE, first, f"{nxt - first} bytes before the next valid entry at {nxt} were skipped", length=nxt - first)
                 start = nxt
                 continue
             self._end(end.kind, end.position, end.length)
@@ -516,7 +570,7 @@ class _SegmentChecker:
         severity = None if last else E
         if kind == "zeros" and size > position:
             self.find(
-                "KAFKA-LOG-ZERO-TAIL",
+                KAFKA_LOG_ZERO_TAIL,
                 position,
                 f"{size - position} zero bytes after the last entry (pre-allocated segment, log.preallocate=true); "
                 f"recovery reads them as an entry of size 0 and truncates{'' if last else ' -- in a segment before the last, and deletes every later segment'}",
@@ -531,7 +585,7 @@ class _SegmentChecker:
                 _offset, length, magic = rb.peek_batch(self.f.pread(position, rb.HEADER_SIZE_UP_TO_MAGIC))
                 what = f"an entry of {rb.LOG_OVERHEAD + length} bytes (magic {magic}) with only {present} present"
             self.find(
-                "KAFKA-LOG-TORN-TAIL",
+                KAFKA_LOG_TORN_TAIL,
                 position,
                 f"torn tail: {what}; the broker ignores it and recovery truncates the segment to {position}"
                 + ("" if last else ", deleting every later segment"),
@@ -540,7 +594,7 @@ class _SegmentChecker:
             )
         if self.t.is_last and not self.t.kraft_snapshot and self.first_break is None and (res.entries or position):
             leo = self.prev_last + 1 if self.prev_last is not None else self.base
-            self.find("KAFKA-LOG-VALID-END", position, f"valid data ends at position {position} (log end offset {leo}, {kind} follow)")
+            self.find(KAFKA_LOG_VALID_END, position, f"valid data ends at position {position} (log end offset {leo}, {kind} follow)")
 
     def _resync(self, start: int) -> int | None:
         """First position >= ``start`` where an entry with a valid CRC starts (continuing the
@@ -670,17 +724,17 @@ class _SegmentChecker:
             self._entry_exception(pos, rel, exc)
             return
         self.broken(pos)
-        self.find("KAFKA-LOG-SIZE", pos, "entry rejected" + self._truncation_note(pos))
+        self.find(KAFKA_LOG_SIZE, pos, "entry rejected" + self._truncation_note(pos))
 
     def _entry_exception(self, pos: int, rel: int, exc: MqError) -> None:
         """An error of ``decode_entry(buf, rel)``: its position is in the chunk buffer."""
         self.broken(pos)
         if isinstance(exc, ChecksumError):
-            code = "KAFKA-LOG-CRC"
+            code = KAFKA_LOG_CRC
         elif exc.kind == "magic":
-            code = "KAFKA-LOG-MAGIC"
+            code = KAFKA_LOG_MAGIC
         else:
-            code = "KAFKA-LOG-SIZE"
+            code = KAFKA_LOG_SIZE
         position = pos - rel + exc.position if exc.position is not None else pos
         self.find(code, position, exc.reason + self._truncation_note(pos))
 
@@ -695,11 +749,11 @@ class _SegmentChecker:
             if key.type not in (rb.ABORT, rb.COMMIT):
                 raise CorruptDataError(expected="an ABORT or COMMIT control record (a batch with a producer id)", found=key.type_name)
         except UnsupportedFormatError as exc:
-            self.find("KAFKA-LOG-UNSUPPORTED", pos, f"control batch not decoded: {exc.reason}")
+            self.find(KAFKA_LOG_UNSUPPORTED, pos, f"control batch not decoded: {exc.reason}")
             return None
         except MqError as exc:
             self.broken(pos)
-            self.find("KAFKA-LOG-CONTROL", pos, f"control batch of producer {pid}: {exc.reason}" + self._truncation_note(pos))
+            self.find(KAFKA_LOG_CONTROL, pos, f"control batch of producer {pid}: {exc.reason}" + self._truncation_note(pos))
             return None
         return pid if key.type == rb.ABORT else None
 
@@ -707,7 +761,7 @@ class _SegmentChecker:
         runs = self.res.epochs
         if epoch < self.max_epoch:
             self.find(
-                "KAFKA-LOG-EPOCH",
+                KAFKA_LOG_EPOCH,
                 pos + rb.PARTITION_LEADER_EPOCH_POSITION,
                 f"expected a partition leader epoch >= {self.max_epoch} (an earlier batch's), found {epoch}",
             )
@@ -723,13 +777,13 @@ class _SegmentChecker:
         if self.t.named and not self.t.kraft_snapshot:
             if lower < base:
                 self.find(
-                    "KAFKA-OFFSET-RANGE",
+                    KAFKA_OFFSET_RANGE,
                     pos,
                     f"expected offsets >= the segment's base offset {base}, found a batch starting at {lower} (offsets {lower}..{last})",
                 )
             elif last - base > INT32_MAX:
                 self.find(
-                    "KAFKA-OFFSET-RANGE",
+                    KAFKA_OFFSET_RANGE,
                     pos,
                     f"expected offsets below {base + INT32_MAX + 1} (a 32-bit offset relative to the base {base}), found {last} "
                     "(LogSegmentOffsetOverflowException: the broker splits the segment)",
@@ -738,7 +792,7 @@ class _SegmentChecker:
         if prev is not None:
             if lower <= prev or last <= prev:
                 self.find(
-                    "KAFKA-OFFSET-ORDER",
+                    KAFKA_OFFSET_ORDER,
                     pos,
                     f"expected offsets after {prev} (the previous entry at {self.prev_pos} ends there), found {lower}..{last}",
                 )
@@ -771,7 +825,7 @@ class _SegmentChecker:
             where = f"inside the entry at {before}" if before is not None else "before the first entry"
             self.res.findings.append(
                 Finding(
-                    "KAFKA-INDEX-POSITION",
+                    KAFKA_INDEX_POSITION,
                     oi.file,
                     ipos,
                     f"entry for offset {e.offset}: expected the position of a batch start, found {e.position} ({where})",
@@ -789,7 +843,7 @@ class _SegmentChecker:
         else:
             self.res.findings.append(
                 Finding(
-                    "KAFKA-INDEX-OFFSET",
+                    KAFKA_INDEX_OFFSET,
                     oi.file,
                     cur[0],
                     f"entry at log position {pos}: expected offset {last} (the last offset of the batch there, {lower}..{last}) "
@@ -803,7 +857,7 @@ class _SegmentChecker:
         assert self.oi is not None
         self.res.findings.append(
             Finding(
-                "KAFKA-INDEX-OFFSET",
+                KAFKA_INDEX_OFFSET,
                 self.oi.file,
                 ipos,
                 f"entry at log position {e.position}: expected an offset of the batch there or the last offset of a later batch "
@@ -831,7 +885,7 @@ class _SegmentChecker:
             else:
                 msg = None
             if msg is not None:
-                self.res.findings.append(Finding("KAFKA-TIMEINDEX-ENTRY", ti.file, ipos, msg))
+                self.res.findings.append(Finding(KAFKA_TIMEINDEX_ENTRY, ti.file, ipos, msg))
             ti.advance()
 
     def _match_abort(self, pos: int, pid: int, offset: int) -> None:
@@ -846,7 +900,7 @@ class _SegmentChecker:
             if e.producer_id != pid:
                 self.res.findings.append(
                     Finding(
-                        "KAFKA-TXNINDEX-ENTRY",
+                        KAFKA_TXNINDEX_ENTRY,
                         tx.file,
                         ipos + ktxn.PRODUCER_ID_POSITION,
                         f"aborted transaction ending at offset {offset}: expected producer {pid} (the ABORT marker's), found {e.producer_id}",
@@ -855,7 +909,7 @@ class _SegmentChecker:
             elif e.first_offset > offset:
                 self.res.findings.append(
                     Finding(
-                        "KAFKA-TXNINDEX-ENTRY",
+                        KAFKA_TXNINDEX_ENTRY,
                         tx.file,
                         ipos + ktxn.FIRST_OFFSET_POSITION,
                         f"aborted transaction of producer {pid}: expected firstOffset <= lastOffset {offset}, found {e.first_offset}",
@@ -865,7 +919,7 @@ class _SegmentChecker:
             return
         self.res.findings.append(
             Finding(
-                "KAFKA-TXNINDEX-MISSING",
+                KAFKA_TXNINDEX_MISSING,
                 self.path,
                 pos,
                 f"ABORT marker of producer {pid} at offset {offset} has no entry in "
@@ -878,7 +932,7 @@ class _SegmentChecker:
         assert self.tx is not None
         self.res.findings.append(
             Finding(
-                "KAFKA-TXNINDEX-ENTRY",
+                KAFKA_TXNINDEX_ENTRY,
                 self.tx.file,
                 ipos + ktxn.LAST_OFFSET_POSITION,
                 f"aborted transaction of producer {e.producer_id}: expected an ABORT marker of that producer at offset {e.last_offset}, found none",
@@ -901,7 +955,7 @@ class _SegmentChecker:
                 inside = e.position < end
                 self.res.findings.append(
                     Finding(
-                        "KAFKA-INDEX-POSITION",
+                        KAFKA_INDEX_POSITION,
                         self.oi.file,
                         ipos,
                         f"{len(past)} entr{'y' if len(past) == 1 else 'ies'} from offset {e.offset} at log position {e.position}: "
@@ -916,7 +970,7 @@ class _SegmentChecker:
             if self.multi_batch:
                 self.res.findings.append(
                     Finding(
-                        "KAFKA-INDEX-MULTI-BATCH",
+                        KAFKA_INDEX_MULTI_BATCH,
                         self.oi.file,
                         None,
                         f"{self.multi_batch} entr{'y was' if self.multi_batch == 1 else 'ies were'} written by multi-batch appends "
@@ -932,7 +986,7 @@ class _SegmentChecker:
                 ipos, te = past_t[0]
                 self.res.findings.append(
                     Finding(
-                        "KAFKA-TIMEINDEX-ENTRY",
+                        KAFKA_TIMEINDEX_ENTRY,
                         self.ti.file,
                         ipos,
                         f"{len(past_t)} entr{'y' if len(past_t) == 1 else 'ies'} from offset {te.offset}: expected offsets of the log, "
@@ -946,7 +1000,7 @@ class _SegmentChecker:
                     found = f"{last_entry.timestamp}" if last_entry is not None else "no entry"
                     self.res.findings.append(
                         Finding(
-                            "KAFKA-TIMEINDEX-STALE",
+                            KAFKA_TIMEINDEX_STALE,
                             self.t.timeindex or self.path,
                             None,
                             f"expected a last entry with the segment's largest timestamp {self.running_max_ts}, found {found}: "
@@ -961,7 +1015,7 @@ class _SegmentChecker:
             assert self.first_gap is not None  # set with the first gap
             pos, a, b = self.first_gap
             self.find(
-                "KAFKA-OFFSET-GAP",
+                KAFKA_OFFSET_GAP,
                 pos,
                 f"{self.gaps} gap(s) between batches (first: offsets {a}..{b} absent before position {pos}); compaction leaves such gaps",
             )
@@ -983,7 +1037,7 @@ class _SegmentChecker:
     def _deep_v2(self, pos: int, buf: bytes, rel: int, size: int, attrs: int, lod: int, base_ts: int, max_ts: int, count: int) -> None:
         res = self.res
         if count < 0:
-            self.find("KAFKA-LOG-RECORDS", pos + rb.RECORDS_COUNT_POSITION, f"expected a records count >= 0, found {count}")
+            self.find(KAFKA_LOG_RECORDS, pos + rb.RECORDS_COUNT_POSITION, f"expected a records count >= 0, found {count}")
             return
         if count == 0:
             return
@@ -995,11 +1049,11 @@ class _SegmentChecker:
                 compression.check_codec(codec)
                 data = compression.decompress(codec, memoryview(buf)[start:stop], magic=2, max_size=self.t.max_decompressed_size)
             except UnsupportedFormatError as exc:
-                self.find("KAFKA-LOG-UNSUPPORTED", pos, f"records not checked: {exc.reason}")
+                self.find(KAFKA_LOG_UNSUPPORTED, pos, f"records not checked: {exc.reason}")
                 return
             except MqError as exc:
                 self.find(
-                    "KAFKA-LOG-COMPRESSION",
+                    KAFKA_LOG_COMPRESSION,
                     pos + rb.RECORDS_POSITION + (exc.position or 0),
                     f"{compression.CODEC_NAMES.get(codec, codec)} records of the batch at {pos} do not decompress: {exc.reason}",
                 )
@@ -1019,10 +1073,10 @@ class _SegmentChecker:
             except MqError as exc:
                 if codec:
                     at = f"at byte {exc.position} of the decompressed records: " if exc.position is not None else ""
-                    self.find("KAFKA-LOG-RECORDS", pos, f"batch at {pos} ({count} records): {at}{exc.reason}")
+                    self.find(KAFKA_LOG_RECORDS, pos, f"batch at {pos} ({count} records): {at}{exc.reason}")
                 else:
                     where = pos + rb.RECORDS_POSITION + (exc.position or 0)
-                    self.find("KAFKA-LOG-RECORDS", where, f"batch at {pos} ({count} records): {exc.reason}")
+                    self.find(KAFKA_LOG_RECORDS, where, f"batch at {pos} ({count} records): {exc.reason}")
                 return
             deltas = [r.offset_delta for r in records]
             first, last = deltas[0], deltas[-1]
@@ -1030,16 +1084,16 @@ class _SegmentChecker:
             max_delta = max(r.timestamp_delta for r in records)
         res.records += count
         if not increasing:
-            self.find("KAFKA-LOG-RECORD-OFFSET", pos, f"batch at {pos}: expected record offset deltas >= 0 and increasing, found them out of order")
+            self.find(KAFKA_LOG_RECORD_OFFSET, pos, f"batch at {pos}: expected record offset deltas >= 0 and increasing, found them out of order")
         elif last > lod:
             self.find(
-                "KAFKA-LOG-RECORD-OFFSET",
+                KAFKA_LOG_RECORD_OFFSET,
                 pos + 23,
                 f"batch at {pos}: expected lastOffsetDelta >= the last record's offset delta {last}, found {lod}",
             )
         if not attrs & rb.TIMESTAMP_TYPE_MASK and not control and base_ts + max_delta != max_ts:
             self.find(
-                "KAFKA-LOG-TIMESTAMP",
+                KAFKA_LOG_TIMESTAMP,
                 pos + 35,
                 f"batch at {pos}: expected maxTimestamp {base_ts + max_delta} (its largest record timestamp), found {max_ts}",
             )
@@ -1051,25 +1105,25 @@ class _SegmentChecker:
         try:
             inner = records_of_message(message, 0, max_size=self.t.max_decompressed_size)
         except UnsupportedFormatError as exc:
-            self.find("KAFKA-LOG-UNSUPPORTED", pos, f"wrapper not checked: {exc.reason}")
+            self.find(KAFKA_LOG_UNSUPPORTED, pos, f"wrapper not checked: {exc.reason}")
             return
         except MqError as exc:
-            code = "KAFKA-LOG-COMPRESSION" if exc.kind == "compression" else "KAFKA-LOG-RECORDS"
+            code = KAFKA_LOG_COMPRESSION if exc.kind == "compression" else KAFKA_LOG_RECORDS
             self.find(code, pos, f"wrapper at {pos} (offset {last}): {exc.reason}")
             return
         self.res.records += len(inner)
         offsets = [r.offset for r in inner]
         if any(b <= a for a, b in zip(offsets, offsets[1:])):
-            self.find("KAFKA-LOG-RECORD-OFFSET", pos, f"wrapper at {pos}: expected increasing inner offsets, found {offsets[:8]}")
+            self.find(KAFKA_LOG_RECORD_OFFSET, pos, f"wrapper at {pos}: expected increasing inner offsets, found {offsets[:8]}")
         elif offsets[-1] != last:
             self.find(
-                "KAFKA-LOG-RECORD-OFFSET", pos, f"wrapper at {pos}: expected the wrapper offset to be its last inner offset {offsets[-1]}, found {last}"
+                KAFKA_LOG_RECORD_OFFSET, pos, f"wrapper at {pos}: expected the wrapper offset to be its last inner offset {offsets[-1]}, found {last}"
             )
         elif prior is not None and offsets[0] <= prior:
-            self.find("KAFKA-LOG-RECORD-OFFSET", pos, f"wrapper at {pos}: expected inner offsets after {prior}, found {offsets[0]}")
+            self.find(KAFKA_LOG_RECORD_OFFSET, pos, f"wrapper at {pos}: expected inner offsets after {prior}, found {offsets[0]}")
         elif prior is None and self.t.named and offsets[0] < self.base:
             self.find(
-                "KAFKA-LOG-RECORD-OFFSET", pos, f"wrapper at {pos}: expected inner offsets >= the segment's base offset {self.base}, found {offsets[0]}"
+                KAFKA_LOG_RECORD_OFFSET, pos, f"wrapper at {pos}: expected inner offsets >= the segment's base offset {self.base}, found {offsets[0]}"
             )
 
 
@@ -1151,19 +1205,19 @@ class SegmentScan:
         try:
             f = ReadOnlyFile(task.log)
         except MqError as exc:
-            res.findings.append(Finding("KAFKA-FILE-UNREADABLE", task.log, None, str(exc)))
+            res.findings.append(Finding(KAFKA_FILE_UNREADABLE, task.log, None, str(exc)))
             return
         with f:
             res.size = f.size
             if f.size > ks.MAX_SEGMENT_SIZE:
                 res.findings.append(
-                    Finding("KAFKA-FILE-TOO-LARGE", task.log, None, f"expected a .log of at most {ks.MAX_SEGMENT_SIZE} bytes, found {f.size}")
+                    Finding(KAFKA_FILE_TOO_LARGE, task.log, None, f"expected a .log of at most {ks.MAX_SEGMENT_SIZE} bytes, found {f.size}")
                 )
             checker = _SegmentChecker(task, f, res)
             try:
                 yield from checker.scan(self.decode)
             except StoreIOError as exc:
-                res.findings.append(Finding("KAFKA-FILE-UNREADABLE", task.log, exc.position, str(exc)))
+                res.findings.append(Finding(KAFKA_FILE_UNREADABLE, task.log, exc.position, str(exc)))
             finally:
                 self.first_walk = checker.first_walk
 
@@ -1193,7 +1247,7 @@ def _check_files(store: ks.KafkaStore, out: Sink) -> dict[str, list[tuple[int, F
     for path in store.other_dirs:
         out.add(
             Finding(
-                "KAFKA-DIR-NAME",
+                KAFKA_DIR_NAME,
                 str(path),
                 None,
                 f"expected a partition directory topic-partition (or topic-partition.uniqueId-delete|-future|-stray), found {path.name!r}: "
@@ -1201,10 +1255,10 @@ def _check_files(store: ks.KafkaStore, out: Sink) -> dict[str, list[tuple[int, F
             )
         )
     for path in store.unexpected:
-        out.add(Finding("KAFKA-FILE-NAME", str(path), None, f"unexpected file in a log dir: {path.name!r}"))
+        out.add(Finding(KAFKA_FILE_NAME, str(path), None, f"unexpected file in a log dir: {path.name!r}"))
     _report_links(store.links, out)
     for path in store.leftovers:
-        out.add(Finding("KAFKA-FILE-LEFTOVER", str(path), None, f"{path.name}: {_LEFTOVER_WHY[_leftover_kind(path.name)]}"))
+        out.add(Finding(KAFKA_FILE_LEFTOVER, str(path), None, f"{path.name}: {_LEFTOVER_WHY[_leftover_kind(path.name)]}"))
     lone = store.kind == "segment"
     live: dict[tuple[str, int], ks.KafkaPartition] = {}
     for part in store.partitions:
@@ -1213,7 +1267,7 @@ def _check_files(store: ks.KafkaStore, out: Sink) -> dict[str, list[tuple[int, F
             if first is not part:  # orders-1 and orders-01: Kafka parses the partition as an int
                 out.add(
                     Finding(
-                        "KAFKA-DIR-NAME",
+                        KAFKA_DIR_NAME,
                         str(part.path),
                         None,
                         f"expected one directory per partition, found {part.name!r} beside {first.name!r} (both partition {part.key[1]} of {part.key[0]!r}): "
@@ -1230,29 +1284,29 @@ def _check_files(store: ks.KafkaStore, out: Sink) -> dict[str, list[tuple[int, F
                 "future": "a future replica being moved between log dirs",
                 "stray": "a KRaft stray replica (a partition this broker no longer hosts)",
             }[part.suffix]
-            out.add(Finding("KAFKA-DIR-STATE", str(part.path), None, f"{part.name}: {what}"))
+            out.add(Finding(KAFKA_DIR_STATE, str(part.path), None, f"{part.name}: {what}"))
         for path in part.unexpected:
             what = f"unexpected {'directory' if path.is_dir() else 'file'} in a partition dir: {path.name!r}"
             if path.name.endswith(ks.KAFKA_07_SUFFIX):
                 what += " (a Kafka 0.7 segment: validate it with --layout jafka)"
-            out.add(Finding("KAFKA-FILE-NAME", str(path), None, what))
+            out.add(Finding(KAFKA_FILE_NAME, str(path), None, what))
         for path in part.leftovers:
-            out.add(Finding("KAFKA-FILE-LEFTOVER", str(path), None, f"{path.name}: {_LEFTOVER_WHY[_leftover_kind(path.name)]}"))
+            out.add(Finding(KAFKA_FILE_LEFTOVER, str(path), None, f"{path.name}: {_LEFTOVER_WHY[_leftover_kind(path.name)]}"))
         _report_links(part.links, out)
         for path in part.special:
-            out.add(Finding("KAFKA-FILE-UNREADABLE", str(path), None, "expected a regular file, found a FIFO, device or socket: not opened"))
+            out.add(Finding(KAFKA_FILE_UNREADABLE, str(path), None, "expected a regular file, found a FIFO, device or socket: not opened"))
         for seg in part.segments:
             if seg.log is None:
                 for p in (seg.index, seg.timeindex, seg.txnindex):
                     if p is not None:
                         mine.append(
-                            (seg.base_offset, Finding("KAFKA-FILE-ORPHAN-INDEX", str(p), None, f"{p.name} has no {seg.name}.log: the broker deletes it at load"))
+                            (seg.base_offset, Finding(KAFKA_FILE_ORPHAN_INDEX, str(p), None, f"{p.name} has no {seg.name}.log: the broker deletes it at load"))
                         )
             elif seg.log_size > 0 and (seg.index is None or seg.timeindex is None):
                 missing = " and ".join(n for n, p in (("index", seg.index), ("timeindex", seg.timeindex)) if p is None)
                 out.add(
                     Finding(
-                        "KAFKA-FILE-NO-INDEX",
+                        KAFKA_FILE_NO_INDEX,
                         str(seg.log),
                         None,
                         f"{seg.name}.log has no .{missing}: " + kafka_broker.no_index_consequence(seg.index is None),
@@ -1267,7 +1321,7 @@ def _report_links(links: list[Path], out: Sink) -> None:
             target = os.readlink(path)
         except OSError:
             target = "?"
-        out.add(Finding("KAFKA-FILE-LINK", str(path), None, f"expected a regular file or directory, found a symbolic link to {target!r}: not followed"))
+        out.add(Finding(KAFKA_FILE_LINK, str(path), None, f"expected a regular file or directory, found a symbolic link to {target!r}: not followed"))
 
 
 # --- phase 3/4: partitions and the log dir ------------------------------------------------------
@@ -1292,7 +1346,7 @@ def _read_checkpoint(path: Path | None, out: Sink, decode: Callable[[bytes], T])
     except (MqError, UnicodeDecodeError) as exc:
         position = exc.position if isinstance(exc, MqError) else exc.start
         message = exc.reason if isinstance(exc, MqError) else f"not UTF-8 text: {exc.reason}"
-        out.add(Finding("KAFKA-CHECKPOINT-FORMAT", str(path), position, f"{path.name}: {message}"))
+        out.add(Finding(KAFKA_CHECKPOINT_FORMAT, str(path), position, f"{path.name}: {message}"))
         return None
 
 
@@ -1319,7 +1373,7 @@ def _check_continuity(state: _PartitionState, out: Sink, policies: kafka_broker.
             if r.base_offset <= prev.last_offset:
                 out.add(
                     Finding(
-                        "KAFKA-OFFSET-OVERLAP",
+                        KAFKA_OFFSET_OVERLAP,
                         r.path,
                         None,
                         f"expected a base offset > {prev.last_offset} (the last offset of {Path(prev.path).name}), found {r.base_offset}: "
@@ -1344,7 +1398,7 @@ def _check_leader_epochs(state: _PartitionState, out: Sink) -> None:
         if b.epoch <= a.epoch or b.start_offset <= a.start_offset:
             out.add(
                 Finding(
-                    "KAFKA-LEADER-EPOCH",
+                    KAFKA_LEADER_EPOCH,
                     str(path),
                     _line_position(path, b.epoch, b.start_offset),
                     f"expected entries with increasing epochs and start offsets, found ({a.epoch} {a.start_offset}) then "
@@ -1355,7 +1409,7 @@ def _check_leader_epochs(state: _PartitionState, out: Sink) -> None:
     if beyond:
         out.add(
             Finding(
-                "KAFKA-LEADER-EPOCH",
+                KAFKA_LEADER_EPOCH,
                 str(path),
                 _line_position(path, beyond[0].epoch, beyond[0].start_offset),
                 f"expected start offsets <= the log end offset {state.log_end_offset}, found epoch {beyond[0].epoch} starting at "
@@ -1397,7 +1451,7 @@ def _check_leader_epochs(state: _PartitionState, out: Sink) -> None:
         epoch, first, last, named = bad[0]
         out.add(
             Finding(
-                "KAFKA-LEADER-EPOCH-LOG",
+                KAFKA_LEADER_EPOCH_LOG,
                 str(path),
                 None,
                 f"batches at offsets {first}..{last} carry leader epoch {epoch}, the checkpoint gives "
@@ -1417,7 +1471,7 @@ def _read_snapshots(state: _PartitionState, out: Sink) -> list[ks.ProducerSnapsh
         except MqError as exc:
             out.add(
                 Finding(
-                    "KAFKA-SNAPSHOT",
+                    KAFKA_SNAPSHOT,
                     str(snap.path),
                     exc.position,
                     f"{exc.reason}: the broker deletes the snapshot and rebuilds producer state from the log",
@@ -1434,7 +1488,7 @@ def _check_snapshot_offsets(state: _PartitionState, snapshots: list[ks.ProducerS
         if state.results and snap.offset > state.log_end_offset:
             out.add(
                 Finding(
-                    "KAFKA-SNAPSHOT-OFFSET",
+                    KAFKA_SNAPSHOT_OFFSET,
                     str(snap.path),
                     None,
                     f"expected a snapshot offset <= the log end offset {state.log_end_offset}, found {snap.offset} (deleted at load)",
@@ -1495,7 +1549,7 @@ def _lost_data(
     on_disk += ")"
     says = "; ".join(f"{what} says {offset}" for what, offset in behind)
     return Finding(
-        "KAFKA-LOG-MISSING",
+        KAFKA_LOG_MISSING,
         str(part.path),
         None,
         f"{part.name}: expected a log end offset >= {top} ({says}), found {on_disk}: offsets {low}..{top - 1} it held are lost",
@@ -1555,8 +1609,8 @@ def _check_log_dir_checkpoints(
         leo = state.log_end_offset
         metadata_log = key[0] == ks.CLUSTER_METADATA
         for name, code, why in (
-            (cpf.RECOVERY_POINT_OFFSET_CHECKPOINT, "KAFKA-RECOVERY-POINT", "data flushed up to it is missing"),
-            (cpf.REPLICATION_OFFSET_CHECKPOINT, "KAFKA-HIGH-WATERMARK", "committed data is missing on this replica"),
+            (cpf.RECOVERY_POINT_OFFSET_CHECKPOINT, KAFKA_RECOVERY_POINT, "data flushed up to it is missing"),
+            (cpf.REPLICATION_OFFSET_CHECKPOINT, KAFKA_HIGH_WATERMARK, "committed data is missing on this replica"),
         ):
             path, table = files[name]
             if table is None:
@@ -1566,7 +1620,7 @@ def _check_log_dir_checkpoints(
                 if state.has_data and not metadata_log:
                     out.add(
                         Finding(
-                            "KAFKA-CHECKPOINT-MISSING",
+                            KAFKA_CHECKPOINT_MISSING,
                             str(path),
                             None,
                             f"{state.part.name} has data but no entry in {name}"
@@ -1593,7 +1647,7 @@ def _check_log_dir_checkpoints(
         if table is not None and key in table and table[key] > leo:
             out.add(
                 Finding(
-                    "KAFKA-LOG-START-OFFSET",
+                    KAFKA_LOG_START_OFFSET,
                     str(path),
                     _line_position(path, *key),
                     f"{state.part.name}: expected a log start offset <= the log end offset {leo}, found {table[key]}: "
@@ -1605,7 +1659,7 @@ def _check_log_dir_checkpoints(
         if table is not None and key in table and not start <= table[key] <= leo:
             out.add(
                 Finding(
-                    "KAFKA-CLEANER-OFFSET",
+                    KAFKA_CLEANER_OFFSET,
                     str(path),
                     _line_position(path, *key),
                     f"{state.part.name}: expected a first dirty offset in [{start}, {leo}], found {table[key]} (the cleaner resets it)",
@@ -1621,7 +1675,7 @@ def _check_log_dir_checkpoints(
             shown = ", ".join(f"{t}-{p}" for t, p in stale[:5]) + (" ..." if len(stale) > 5 else "")
             out.add(
                 Finding(
-                    "KAFKA-CHECKPOINT-STALE",
+                    KAFKA_CHECKPOINT_STALE,
                     str(path),
                     _line_position(path, *stale[0]),
                     f"{len(stale)} entr{'y' if len(stale) == 1 else 'ies'} for partitions not in the log dir: {shown}",
@@ -1643,7 +1697,7 @@ def _check_log_dir_state(store: ks.KafkaStore, states: list[_PartitionState], ou
     elif broker_files and any(s.has_data for s in states) and pid is None:  # (a running broker: KAFKA-LOCK-HELD)
         out.add(
             Finding(
-                "KAFKA-UNCLEAN-SHUTDOWN",
+                KAFKA_UNCLEAN_SHUTDOWN,
                 str(store.log_dir / cpf.CLEAN_SHUTDOWN),
                 None,
                 "no .kafka_cleanshutdown: the broker is running or did not shut down cleanly; at start it recovers every "
@@ -1652,7 +1706,7 @@ def _check_log_dir_state(store: ks.KafkaStore, states: list[_PartitionState], ou
         )
     if pid is not None:
         out.add(
-            Finding("KAFKA-LOCK-HELD", str(lock), None, f"the log dir lock is held (pid {pid or 'unknown'}): a broker is running; files may change while read")
+            Finding(KAFKA_LOCK_HELD, str(lock), None, f"the log dir lock is held (pid {pid or 'unknown'}): a broker is running; files may change while read")
         )
 
 
@@ -1788,13 +1842,13 @@ def _in_progress(res: SegmentResult) -> None:
     """The active segment of a running broker ends in an entry being written, not in damage."""
     res.findings = [
         Finding(
-            "KAFKA-LOG-IN-PROGRESS",
+            KAFKA_LOG_IN_PROGRESS,
             f.path,
             f.position,
             f"the active segment of a running broker ends in an entry being written ({f.length} bytes so far)",
             length=f.length,
         )
-        if f.code == "KAFKA-LOG-TORN-TAIL"
+        if f.code == KAFKA_LOG_TORN_TAIL
         else f
         for f in res.findings
     ]

@@ -42,6 +42,16 @@ from typing import cast
 
 from mqtool.errors import ChecksumError, CorruptDataError, MqError, StoreIOError, StoreLayoutError
 from mqtool.findings import Finding
+from mqtool.findings.code_ids import (
+    JAFKA_UNCLEAN_SHUTDOWN,
+    METAQ_ARCHIVE_DUPLICATE,
+    METAQ_ARCHIVE_GAP,
+    METAQ_DIR_IGNORED,
+    METAQ_ZERO_LENGTH,
+    METAQ_ZIP,
+    METAQ_ZIP_CRC,
+    METAQ_ZIP_NAME,
+)
 from mqtool.formats import jafka as jf
 from mqtool.formats import metaq as mq
 from mqtool.formats import segment_names as segnames
@@ -144,7 +154,7 @@ class SegmentScan:
             return
         except MqError as exc:  # a zip archive whose structure is broken (position: in the archive file)
             self.reader_error = exc
-            res.findings.append(Finding("METAQ-ZIP", task.path, exc.position, exc.reason))
+            res.findings.append(Finding(METAQ_ZIP, task.path, exc.position, exc.reason))
             self.complete = True
             return
         with reader:
@@ -163,7 +173,7 @@ class SegmentScan:
                 if reader.zip is None:
                     res.findings.append(Finding(f"{prefix}-UNREADABLE", task.path, exc.position, exc.reason))
                 else:
-                    code = "METAQ-ZIP-CRC" if isinstance(exc, ChecksumError) else "METAQ-ZIP"
+                    code = METAQ_ZIP_CRC if isinstance(exc, ChecksumError) else METAQ_ZIP
                     res.findings.append(Finding(code, task.path, None, exc.reason))
         self.complete = True
 
@@ -182,7 +192,7 @@ def _check_zip_entries(task: SegmentTask, reader: SegmentReader, res: SegmentRes
     if len(z.entries) != 1:
         res.findings.append(
             Finding(
-                "METAQ-ZIP",
+                METAQ_ZIP,
                 task.path,
                 None,
                 f"expected exactly one entry (ArchiveDeletePolicy writes the segment alone), found {len(z.entries)}: "
@@ -193,7 +203,7 @@ def _check_zip_entries(task: SegmentTask, reader: SegmentReader, res: SegmentRes
     if expected is not None and z.entry_name != expected:
         res.findings.append(
             Finding(
-                "METAQ-ZIP-NAME",
+                METAQ_ZIP_NAME,
                 task.path,
                 None,
                 f"expected the entry to be named {expected} (the segment it archives), found {z.entry_name[:120]!r}: "
@@ -650,7 +660,7 @@ def _check_data_dir(data: DataDir, out: list[Finding], prefix: str) -> None:
         if path.name == sm.TRANSACTIONS_DIR:
             continue
         out.append(
-            Finding("METAQ-DIR-IGNORED", str(path), None, f"no '-' in {path.name!r}: MetaQ ignores this directory (\"Ignore invlaid directory\")")
+            Finding(METAQ_DIR_IGNORED, str(path), None, f"no '-' in {path.name!r}: MetaQ ignores this directory (\"Ignore invlaid directory\")")
         )
     for path, reason in data.bad_dirs:
         out.append(Finding(f"{prefix}-DIR-NAME", str(path), None, f"expected <topic>-<int partition>, found {path.name!r}: {reason}"))
@@ -712,12 +722,12 @@ def _check_archives(part: Partition, out: list[Finding]) -> None:
     chain: list[Segment] = []
     for arc in part.archives:
         if arc.size == 0:
-            out.append(Finding("METAQ-ZERO-LENGTH", str(arc.path), 0, "a zero-length archive"))
+            out.append(Finding(METAQ_ZERO_LENGTH, str(arc.path), 0, "a zero-length archive"))
         twin = live.get(arc.start_offset) or seen.get(arc.start_offset)
         if twin is not None:
             out.append(
                 Finding(
-                    "METAQ-ARCHIVE-DUPLICATE",
+                    METAQ_ARCHIVE_DUPLICATE,
                     str(arc.path),
                     None,
                     f"{twin.name} starts at the same offset {arc.start_offset}"
@@ -740,7 +750,7 @@ def _check_archives(part: Partition, out: list[Finding]) -> None:
             what = f"offsets {expected}..{seg.start_offset - 1} are in no file" if seg.start_offset > expected else f"they overlap by {expected - seg.start_offset} bytes"
             out.append(
                 Finding(
-                    "METAQ-ARCHIVE-GAP",
+                    METAQ_ARCHIVE_GAP,
                     str(seg.path),
                     None,
                     f"expected {seg.name} to start where {prev.name} ends ({expected}), found {seg.start_offset}: {what}",
@@ -803,7 +813,7 @@ def plan_reading(data: DataDir, layout: str) -> StoreReading:
         name = sj.dialect_of(data).marker
         closing.append(
             Finding(
-                "JAFKA-UNCLEAN-SHUTDOWN",
+                JAFKA_UNCLEAN_SHUTDOWN,
                 str(data.data_dir / name),
                 None,
                 f"no {name} in {data.data_dir}: the broker is running or did not stop cleanly; at the next start "
