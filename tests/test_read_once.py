@@ -46,8 +46,8 @@ READ_TODAY: dict[tuple[str, str], float] = {
     ("rocketmq", "recover"): 2.3,  # model: the plan's recovery window and undispatched-record walks, the preview's read-speed probe
     ("rocketmq", "report"): 3.3,  # verbs
     ("kafka", "info"): 1.7,  # model: the last segment's walk, then validate's findings
-    ("kafka", "recover"): 3.05,  # model: recover's scan, validate's findings before and after
-    ("kafka", "report"): 5.4,  # verbs
+    ("kafka", "recover"): 2.45,  # model: recover's scan, validate's findings before and after
+    ("kafka", "report"): 4.8,  # verbs
     ("jafka", "report"): 2.05,  # verbs
     ("metaq", "report"): 2.05,  # verbs
 }

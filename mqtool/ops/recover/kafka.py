@@ -137,6 +137,12 @@ def _file_bytes_equal(path: Path | None, data: bytes) -> bool:
         return False
 
 
+#: index entries ``_infer_interval`` reads of each ``.index`` (and the ``.log`` up to the last of
+#: them): at the default interval about 256 KiB of the log, which bounds the interval as tightly as
+#: the whole segment would for an index written one batch at a time
+INFER_ENTRIES = 64
+
+
 def _infer_interval(segs: list[_Seg]) -> int:
     """The ``index.interval.bytes`` the partition's existing ``.index`` files were written with,
     as far as they tell (a topic setting mqtool cannot read; 4096, the default, without entries).
@@ -154,7 +160,7 @@ def _infer_interval(segs: list[_Seg]) -> int:
             continue
         try:
             with ReadOnlyFile(p) as f:
-                count = min(ks.index_entry_count(f, kidx.OFFSET_ENTRY_SIZE), 4096)
+                count = min(ks.index_entry_count(f, kidx.OFFSET_ENTRY_SIZE), INFER_ENTRIES)
                 data = f.pread(0, count * kidx.OFFSET_ENTRY_SIZE)
             positions = []
             for i in range(0, len(data) - len(data) % 8, 8):
