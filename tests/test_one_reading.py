@@ -70,7 +70,7 @@ WALKING_TODAY: dict[str, frozenset[str]] = {
     "pipeline/sources/framed.py": frozenset({"walk_framed"}),
     "pipeline/sources/kafka.py": frozenset({"LogWalker", "decode_entry", "peek_entry"}),
     "pipeline/sources/legacy.py": frozenset({"MessageWalker", "decode_message"}),
-    "pipeline/walk.py": frozenset({"CommitLogFileWalk", "RecordWalker", "find_next_record"}),
+    "pipeline/walk.py": frozenset({"CommitLogFileWalk", "find_next_record"}),
 }
 
 

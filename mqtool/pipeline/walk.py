@@ -29,7 +29,6 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from mqtool.errors import CorruptDataError, MqError
-from mqtool.formats.rocketmq.commitlog import RecordWalker
 from mqtool.pipeline.files import AnyFile
 from mqtool.store import rocketmq as rmq
 from mqtool.store.files import CHUNK_SIZE, Readable, ReadOnlyFile, nonzero_extent, piece_size
@@ -63,10 +62,11 @@ class Problem:
 
 
 # --- RocketMQ CommitLog ------------------------------------------------------------------------
-# Every rule that judges the bytes is the store layer's (``mqtool.store.rocketmq``: torn_tail_at,
-# past_the_end_error, classify_broken_record, clean_at, find_next_record, nonzero_extent), called
-# in the order validate calls them (``ops.validate.rocketmq._walk_commitlog_file``), so that scan
-# reports the same code at the same position for the same damage.
+# The store's walk reads the bytes (``mqtool.store.rocketmq.CommitLogFileWalk``); every rule that
+# judges them is the store layer's (torn_tail_at, past_the_end_error, classify_broken_record,
+# clean_at, find_next_record, nonzero_extent), called in the order validate calls them
+# (``ops.validate.rocketmq._walk_commitlog_file``), so that scan reports the same code at the same
+# position for the same damage.
 
 
 def _ignored_tail(f: AnyFile, base: int, bad: int, is_last: bool) -> str | None:
@@ -141,6 +141,10 @@ def walk_commitlog(
     file's size).  Besides records and problems, a file before the last that is shorter than
     ``file_size`` yields ``("damaged", position, (from, to))``: the commitlog offsets it lacks,
     which RMQ-FILE-SIZE reports (validate's rule), so nothing pointing there is reported again.
+
+    The bytes are read by the store's walk (``store.rocketmq.CommitLogFileWalk``, which serves a
+    record whose frame holds around a failed body CRC and ends the newest file at a torn tail);
+    this walk only states what it met and resynchronises after a broken record.
     """
     file_size = file_size or f.size
     if start:
@@ -150,63 +154,43 @@ def walk_commitlog(
         pos = first
     else:
         pos = 0
-    piece = want = piece_size()
+    cut_short = f.size < file_size and not is_last  # its end is RMQ-FILE-SIZE's
     while True:
-        data = f.pread(pos, want)
-        want = piece
-        walker = RecordWalker(data, 0, check_crc=True)
-        try:
-            for p, rec in walker:
-                at = pos + p
-                if at >= stop and rec.physical_offset == base + at:
-                    return
-                if is_last and data[p + rec.total_size - 1] == 0 and (rec.properties or rec.dropped_properties):
-                    # properties always end with 0x02: a zero there is a record never written whole
-                    torn = rmq.torn_tail_at(f, at, file_size)
-                    if torn is not None:
-                        yield "problem", at, Problem("RMQ-CL-TORN-TAIL", at, torn.reason, torn.stop - at, torn.damaged(base))
-                        yield "end", at, "torn"
-                        return
-                yield "record", at, rec
-        except MqError as exc:
-            bad = pos + (walker.failed_at or 0)
-            kept = rmq.CommitLogFileWalk.framed_record(data, walker.failed_at or 0, exc)
-            if kept is not None and not (is_last and rmq.torn_tail_at(f, bad, file_size) is not None):
-                # the frame holds (a body CRC mismatch): the record is stated as validate states
-                # it and exported too, as the broker serves it; the walk reads on where the frame says
-                code, located, _frames = rmq.classify_broken_record(f, bad, exc.at(f.path, pos))
-                yield "problem", bad, Problem(code, located.position, located.reason, None, (base + bad, base + bad + kept.total_size), kept=True)
-                yield "record", bad, kept
-                pos = bad + kept.total_size
-                continue
-            resume = yield from _after_broken_record(f, base, bad, exc.at(f.path, pos), is_last, file_size)
-            if resume is None:
+        # CommitLogFileWalk reads only ``size``, ``path`` and ``pread`` (an ArrowFile has them)
+        walk = rmq.CommitLogFileWalk(f, pos, last=is_last, file_size=file_size, keep_damaged=True)  # type: ignore[arg-type]
+        for at, rec in walk:
+            if at >= stop and rec.physical_offset == base + at:
                 return
-            pos = resume
-            continue
-        end = walker.end
-        assert end is not None
-        end_pos = pos + end.position
-        more = pos + len(data) < f.size
-        cut_short = f.size < file_size and not is_last  # its end is RMQ-FILE-SIZE's
-        if end.kind == "partial" and not cut_short and (not more or end.length > MAX_RECORD_SIZE):
+            damage = walk.damaged.get(at)
+            if damage is not None:
+                # the frame holds (a body CRC mismatch): the record is stated as validate states
+                # it and exported too, as the broker serves it
+                code, located, _frames = rmq.classify_broken_record(f, at, damage)
+                yield "problem", at, Problem(code, located.position, located.reason, None, (base + at, base + at + rec.total_size), kept=True)
+            yield "record", at, rec
+        end = walk.end
+        if walk.error is not None and walk.failed_at is not None:
+            bad, error = walk.failed_at, walk.error
+        elif end is not None and end.kind == "torn":
+            assert walk.torn is not None
+            torn = walk.torn
+            yield "problem", end.position, Problem("RMQ-CL-TORN-TAIL", end.position, torn.reason, torn.stop - end.position, torn.damaged(base))
+            yield "end", end.position, "torn"
+            return
+        elif end is not None and end.kind == "partial" and not cut_short:
             # a record reaching past the end of the file: a torn write in the last file, else a
             # broken TOTALSIZE
-            error = rmq.past_the_end_error(f, end_pos, end.length)
-            resume = yield from _after_broken_record(f, base, end_pos, error, is_last, file_size)
-            if resume is None:
-                return
-            pos = resume
-            continue
-        if rmq.piece_goes_on(end.kind, end.position, len(data), more):
-            if end.kind == "partial" and end.position == 0:
-                want = max(end.length, piece)
-            pos = end_pos
-            continue
-        break
+            bad, error = end.position, rmq.past_the_end_error(f, end.position, end.length)
+        else:
+            break
+        resume = yield from _after_broken_record(f, base, bad, error, is_last, file_size)
+        if resume is None:
+            return
+        pos = resume
+    assert end is not None
     if cut_short and end.kind in ("partial", "eof"):
-        yield "damaged", end_pos, (base + end_pos, base + file_size)
-    yield "end", end_pos, end.kind
+        yield "damaged", end.position, (base + end.position, base + file_size)
+    yield "end", end.position, end.kind
 
 
 # --- formats without a magic code: Kafka, Jafka, MetaQ ------------------------------------------

@@ -440,11 +440,16 @@ class CommitLogFileWalk:
                 if end.kind == "partial" and end.position == 0:
                     if end.length > self.max_record_size:
                         self.failed_at = base
-                        self.error = CorruptDataError(
-                            path=f.path,
-                            position=base,
-                            expected=f"TOTALSIZE at most {self.max_record_size} (largest record mqtool reads)",
-                            found=str(end.length),
+                        # a TOTALSIZE no record has: validate's error for it (RMQ-CL-SIZE)
+                        self.error = (
+                            past_the_end_error(f, base, end.length)
+                            if end.length > MAX_RECORD_SIZE
+                            else CorruptDataError(
+                                path=f.path,
+                                position=base,
+                                expected=f"TOTALSIZE at most {self.max_record_size} (largest record mqtool reads)",
+                                found=str(end.length),
+                            )
                         )
                         return
                     want = max(end.length, self.chunk)
