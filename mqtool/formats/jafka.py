@@ -54,6 +54,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from mqtool.errors import ChecksumError, CorruptDataError, MqError, UnsupportedFormatError, hexint
+from mqtool.formats import data_end
 from mqtool.formats._binary import I32, U32, Buffer, need
 from mqtool.formats.checksums import crc32
 
@@ -392,20 +393,14 @@ def _deep_inner(message: Message, check_crc: bool, depth: int) -> Iterator[Messa
 EndKind = Literal["zeros", "partial", "eof"]
 
 
-@dataclass(frozen=True)
-class DataEnd:
-    """Where the valid messages of a buffer stop, and why.
-
-    ``zeros``: a LENGTH of 0 (or fewer than 4 bytes, all zero) where the next entry would be.
-    ``partial``: an entry whose LENGTH (``length`` = 4 + LENGTH) reaches past the data, or
-    fewer than 4 non-zero bytes (``length`` of them).
-    ``eof``: the data ends exactly after the last message.
-    ``position`` is also the number of valid bytes (upstream ``validUpTo``).
-    """
-
-    kind: EndKind
-    position: int
-    length: int = 0
+#: Where the valid messages of a buffer stop, and why.
+#:
+#: ``zeros``: a LENGTH of 0 (or fewer than 4 bytes, all zero) where the next entry would be.
+#: ``partial``: an entry whose LENGTH (``length`` = 4 + LENGTH) reaches past the data, or
+#: fewer than 4 non-zero bytes (``length`` of them).
+#: ``eof``: the data ends exactly after the last message.
+#: ``position`` is also the number of valid bytes (upstream ``validUpTo``).
+DataEnd = data_end.DataEnd[EndKind]
 
 
 class MessageWalker:

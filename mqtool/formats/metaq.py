@@ -56,6 +56,7 @@ from mqtool.errors import (
     UnsupportedFormatError,
     hexint,
 )
+from mqtool.formats import data_end
 from mqtool.formats._binary import I32, Buffer, need, take
 from mqtool.formats.checksums import masked_crc32
 from mqtool.formats.segment_names import parse_metaq_file_name
@@ -186,19 +187,13 @@ def encode_message(message: Message) -> bytes:
 EndKind = Literal["zeros", "partial", "eof"]
 
 
-@dataclass(frozen=True)
-class DataEnd:
-    """Where the valid messages stop, and why (``position`` = upstream ``validUpTo``).
-
-    ``zeros``: an all-zero 20-byte header (or fewer than 20 bytes, all zero).
-    ``partial``: fewer than 20 non-zero bytes (``length`` of them), or a header whose msgLen
-    reaches past the data (``length`` = 20 + msgLen).
-    ``eof``: the data ends exactly after the last message.
-    """
-
-    kind: EndKind
-    position: int
-    length: int = 0
+#: Where the valid messages stop, and why (``position`` = upstream ``validUpTo``).
+#:
+#: ``zeros``: an all-zero 20-byte header (or fewer than 20 bytes, all zero).
+#: ``partial``: fewer than 20 non-zero bytes (``length`` of them), or a header whose msgLen
+#: reaches past the data (``length`` = 20 + msgLen).
+#: ``eof``: the data ends exactly after the last message.
+DataEnd = data_end.DataEnd[EndKind]
 
 
 class MessageWalker:

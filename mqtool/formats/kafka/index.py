@@ -57,6 +57,7 @@ from dataclasses import dataclass
 from typing import Generic, Literal, TypeVar
 
 from mqtool.errors import CorruptDataError
+from mqtool.formats import data_end
 from mqtool.formats._binary import I32, I64, Buffer, unpack
 
 OFFSET_ENTRY = struct.Struct(">ii")  # relativeOffset, position
@@ -96,20 +97,14 @@ class TimestampOffset:
 EndKind = Literal["zeros", "partial", "eof"]
 
 
-@dataclass(frozen=True)
-class DataEnd:
-    """Where the valid entries of an index buffer stop, and why.
-
-    ``zeros``: an all-zero entry at index > 0, or all-zero bytes shorter than an entry
-    (pre-allocated tail); ``length`` = bytes from ``position`` to the end of the buffer.
-    ``partial``: non-zero bytes shorter than one entry (``length`` of them).
-    ``eof``: the buffer ends exactly after the last entry.
-    ``position`` is also the number of valid bytes.
-    """
-
-    kind: EndKind
-    position: int
-    length: int = 0
+#: Where the valid entries of an index buffer stop, and why.
+#:
+#: ``zeros``: an all-zero entry at index > 0, or all-zero bytes shorter than an entry
+#: (pre-allocated tail); ``length`` = bytes from ``position`` to the end of the buffer.
+#: ``partial``: non-zero bytes shorter than one entry (``length`` of them).
+#: ``eof``: the buffer ends exactly after the last entry.
+#: ``position`` is also the number of valid bytes.
+DataEnd = data_end.DataEnd[EndKind]
 
 
 Entry = TypeVar("Entry", OffsetPosition, TimestampOffset)

@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from mqtool.errors import CorruptDataError, MqError
+from mqtool.formats import data_end
 from mqtool.formats._binary import Buffer, is_zero, need
 from mqtool.formats.kafka import legacy, record_batch
 from mqtool.formats.kafka.compression import DEFAULT_MAX_DECOMPRESSED_SIZE
@@ -56,13 +57,8 @@ Mode = Literal["framing", "header", "full"]
 EndKind = Literal["eof", "zeros", "partial"]
 
 
-@dataclass(frozen=True)
-class DataEnd:
-    """Where the valid entries of a buffer stop, and why (see the module docstring)."""
-
-    kind: EndKind
-    position: int
-    length: int = 0
+#: Where the valid entries of a buffer stop, and why (see the module docstring).
+DataEnd = data_end.DataEnd[EndKind]
 
 
 @dataclass(frozen=True)

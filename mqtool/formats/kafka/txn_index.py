@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from mqtool.errors import CorruptDataError
+from mqtool.formats import data_end
 from mqtool.formats._binary import I16, I64, Buffer, unpack
 
 ENTRY = struct.Struct(">hqqqq")  # version, producerId, firstOffset, lastOffset, lastStableOffset
@@ -65,15 +66,10 @@ class AbortedTxn:
 EndKind = Literal["zeros", "partial", "eof"]
 
 
-@dataclass(frozen=True)
-class DataEnd:
-    """Where the valid entries stop: ``eof`` (exactly after the last entry), ``partial`` (a
-    fragment of ``length`` < 34 bytes, ignored by the broker) or ``zeros`` (an all-zero entry or
-    fragment; ``length`` = bytes to the end of the buffer).  ``position`` = valid bytes."""
-
-    kind: EndKind
-    position: int
-    length: int = 0
+#: Where the valid entries stop: ``eof`` (exactly after the last entry), ``partial`` (a
+#: fragment of ``length`` < 34 bytes, ignored by the broker) or ``zeros`` (an all-zero entry or
+#: fragment; ``length`` = bytes to the end of the buffer).  ``position`` = valid bytes.
+DataEnd = data_end.DataEnd[EndKind]
 
 
 @dataclass(frozen=True)

@@ -49,6 +49,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from mqtool.errors import ChecksumError, CorruptDataError, MqError, TruncatedDataError, UnsupportedFormatError, hexint
+from mqtool.formats import data_end
 from mqtool.formats._binary import I8, I16, I32, I64, Buffer, decode_utf8, need, take
 from mqtool.formats.checksums import masked_crc32
 from mqtool.formats.rocketmq.properties import (
@@ -606,19 +607,13 @@ def check_crc_property(record_bytes: Buffer) -> tuple[int, int] | None:
 EndKind = Literal["blank", "zeros", "partial", "eof", "torn", "stale"]  # "torn", "stale": only store's CommitLogFileWalk(last=True)
 
 
-@dataclass(frozen=True)
-class DataEnd:
-    """Where the valid records of a buffer stop, and why.
-
-    ``blank``: a BLANK record at ``position`` of ``length`` bytes (TOTALSIZE).
-    ``zeros``: zero bytes where the next header would be (pre-allocated tail).
-    ``partial``: a header with a valid magic whose TOTALSIZE (``length``) reaches past the data.
-    ``eof``: the data ends exactly after the last record.
-    """
-
-    kind: EndKind
-    position: int
-    length: int = 0
+#: Where the valid records of a buffer stop, and why.
+#:
+#: ``blank``: a BLANK record at ``position`` of ``length`` bytes (TOTALSIZE).
+#: ``zeros``: zero bytes where the next header would be (pre-allocated tail).
+#: ``partial``: a header with a valid magic whose TOTALSIZE (``length``) reaches past the data.
+#: ``eof``: the data ends exactly after the last record.
+DataEnd = data_end.DataEnd[EndKind]
 
 
 class RecordWalker:

@@ -62,6 +62,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from mqtool.errors import CorruptDataError, MqError
+from mqtool.formats import data_end
 from mqtool.formats._binary import I16, Buffer, need, take
 from mqtool.formats.segment_names import rocketmq_file_name
 
@@ -197,23 +198,16 @@ def encode_cq_unit(unit: CqUnit) -> bytes:
 EndKind = Literal["eof", "zeros", "invalid", "end_marker", "partial"]
 
 
-@dataclass(frozen=True)
-class QueueDataEnd:
-    """Where the valid units of a buffer stop, and why.
-
-    ``eof``: the data ends exactly after the last valid unit (a full file: recovery goes on with
-    the next file).  ``zeros``: the next unit is all zero bytes (the normal end).  ``invalid``:
-    the next unit fails the validity rule but is not all zeros (``unit`` holds it; RocketMQ ends
-    the queue there all the same; for ConsumeQueueExt a negative size other than -1, kept in
-    ``length``).  ``end_marker``: ConsumeQueueExt's ``-1`` short (``length`` -1).
-    ``partial``: fewer bytes than a unit remain (``length`` of them), or an ext unit whose size
-    reaches past the data (``length`` = that size).
-    """
-
-    kind: EndKind
-    position: int
-    length: int = 0
-    unit: object | None = None
+#: Where the valid units of a buffer stop, and why.
+#:
+#: ``eof``: the data ends exactly after the last valid unit (a full file: recovery goes on with
+#: the next file).  ``zeros``: the next unit is all zero bytes (the normal end).  ``invalid``:
+#: the next unit fails the validity rule but is not all zeros (``unit`` holds it; RocketMQ ends
+#: the queue there all the same; for ConsumeQueueExt a negative size other than -1, kept in
+#: ``length``).  ``end_marker``: ConsumeQueueExt's ``-1`` short (``length`` -1).
+#: ``partial``: fewer bytes than a unit remain (``length`` of them), or an ext unit whose size
+#: reaches past the data (``length`` = that size).
+QueueDataEnd = data_end.DataEnd[EndKind]
 
 
 def _end_of_units(buf: Buffer, position: int, unit_size: int, unit: object) -> QueueDataEnd:

@@ -88,6 +88,7 @@ from typing import Any, Literal
 import numpy as np
 
 from mqtool.errors import CorruptDataError
+from mqtool.formats import data_end
 from mqtool.formats._binary import Buffer, is_zero, need
 from mqtool.formats.rocketmq.config import DataVersion, parse_data_version, parse_fastjson
 
@@ -347,14 +348,10 @@ def unit_check(buf: Buffer, position: int) -> CorruptDataError | None:
 TimerLogEndKind = Literal["eof", "zeros", "blank", "partial"]
 
 
-@dataclass(frozen=True)
-class TimerLogEnd:
-    """Where the units of a buffer stop without damage: ``eof`` (the buffer ends between
-    units), ``zeros`` (an all-zero unit: the unwritten tail), ``blank`` (the BLANK record that ends a
-    file) or ``partial`` (fewer bytes than a unit left, not all zero and not a BLANK)."""
-
-    kind: TimerLogEndKind
-    position: int
+#: Where the units of a buffer stop without damage: ``eof`` (the buffer ends between
+#: units), ``zeros`` (an all-zero unit: the unwritten tail), ``blank`` (the BLANK record that ends a
+#: file) or ``partial`` (fewer bytes than a unit left, not all zero and not a BLANK).
+TimerLogEnd = data_end.DataEnd[TimerLogEndKind]
 
 
 @dataclass
