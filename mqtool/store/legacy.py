@@ -758,7 +758,8 @@ class SegmentWalk:
                             self.error = CorruptDataError(
                                 path=reader.path,
                                 position=base,
-                                expected=f"{framing.length_field} at most {framing.max_message_size} (largest message mqtool reads)",
+                                # worded as the model's end of a whole read (``on_end``): one finding, however the file is read in pieces
+                                expected=f"{framing.length_field} at most {framing.max_message_size}",
                                 found=str(end.length - framing.overhead),
                             )
                             return
