@@ -20,7 +20,6 @@ internal error (exit 70), never mistaken for an unsupported layout.
 from __future__ import annotations
 
 import enum
-import os
 import sys
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -86,41 +85,11 @@ def is_kafka_path(path: Path) -> bool:
 
     if not kafka.is_kafka_path(path):
         return False
-    if not _names_a_kafka07_segment(Path(path)):
+    if not kafka.may_hold_kafka07_segments(Path(path)):
         return True  # no .kafka name where a Kafka 0.7 segment would be: the Jafka readers stay unloaded
     from mqtool.store import jafka
 
     return not jafka.is_kafka07_path(path)
-
-
-def _names_a_kafka07_segment(path: Path, peek: int = 8) -> bool:
-    """Whether a name ending in ``.kafka`` is where ``store.jafka.is_kafka07_path`` looks for a
-    segment: ``path`` itself, its entries, or the entries of its first ``peek`` directories named
-    ``<topic>-<partition>``.  Never False where that rule says True (it looks at no fewer places
-    and checks less), so a Kafka log dir is told apart without loading the Jafka readers."""
-    if path.name.endswith(".kafka"):
-        return True
-    try:
-        entries = sorted(os.listdir(path))
-    except OSError:
-        return False
-    if any(name.endswith(".kafka") for name in entries):
-        return True
-    from mqtool.formats.segment_names import parse_topic_partition
-
-    looked = 0
-    for name in entries:
-        if parse_topic_partition(name) is None or not os.path.isdir(path / name):
-            continue
-        try:
-            if any(sub.endswith(".kafka") for sub in os.listdir(path / name)):
-                return True
-        except OSError:
-            pass
-        looked += 1
-        if looked >= peek:
-            break
-    return False
 
 
 def is_metaq_path(path: Path) -> bool:

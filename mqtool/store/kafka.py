@@ -202,6 +202,34 @@ def total_log_bytes(store: KafkaStore) -> int:
 # --- detection -----------------------------------------------------------------------------------
 
 
+def may_hold_kafka07_segments(path: Path, peek: int = 8) -> bool:
+    """Whether a name ending in ``.kafka`` is where ``store.jafka.is_kafka07_path`` looks for a
+    segment: ``path`` itself, its entries, or the entries of its first ``peek`` directories named
+    ``<topic>-<partition>``.  Never False where that rule says True (it looks at no fewer places
+    and checks less), so ``layouts`` tells a Kafka log dir apart without loading the Jafka readers."""
+    if path.name.endswith(".kafka"):
+        return True
+    try:
+        entries = sorted(os.listdir(path))
+    except OSError:
+        return False
+    if any(name.endswith(".kafka") for name in entries):
+        return True
+    looked = 0
+    for name in entries:
+        if segnames.parse_topic_partition(name) is None or not os.path.isdir(path / name):
+            continue
+        try:
+            if any(sub.endswith(".kafka") for sub in os.listdir(path / name)):
+                return True
+        except OSError:
+            pass
+        looked += 1
+        if looked >= peek:
+            break
+    return False
+
+
 def parse_partition_name(name: str) -> cpf.PartitionDirName | None:
     try:
         return cpf.parse_partition_dir_name(name)
