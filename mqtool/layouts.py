@@ -62,6 +62,7 @@ def describe(layout: str, variant: str | None = None) -> str:
     known = VARIANTS.get(variant or "")
     return f"{layout} ({variant}: {known[1]})" if known is not None and known[0] == layout else layout
 
+
 Predicate = Callable[[Path], bool]
 
 

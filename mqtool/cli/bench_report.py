@@ -208,15 +208,11 @@ def render_chart(modes: list[dict[str, Any]], width: int = 64, height: int = 12)
     text = Text()
     text.append("\nappend latency CDF (x: latency, log scale; y: share of appends)\n", style="bold")
     cdf = [(s, c, [(x, y * 100) for x, y in m["latency_cdf"] if x > 0]) for s, c, m in keyed]
-    text.append_text(
-        _grid_plot(cdf, width=width, height=height, xlog=True, ylog=False, xlabel="latency", ylabel="%", fmt_x=_ms, fmt_y=lambda v: f"{v:.0f}%")
-    )
+    text.append_text(_grid_plot(cdf, width=width, height=height, xlog=True, ylog=False, xlabel="latency", ylabel="%", fmt_x=_ms, fmt_y=lambda v: f"{v:.0f}%"))
     text.append("\np99 latency vs throughput (x: messages/s; y: p99, log scale)\n", style="bold")
     scatter = [(s, c, [(m["messages_per_s"], max(m["latency_ms"]["p99"], 1e-6))]) for s, c, m in keyed if m["messages"]]
     text.append_text(
-        _grid_plot(
-            scatter, width=width, height=height, xlog=False, ylog=True, xlabel="messages/s", ylabel="p99", fmt_x=lambda v: humanize.intcomma(round(v)), fmt_y=_ms
-        )
+        _grid_plot(scatter, width=width, height=height, xlog=False, ylog=True, xlabel="messages/s", ylabel="p99", fmt_x=lambda v: humanize.intcomma(round(v)), fmt_y=_ms)
     )
     for i, (s, c, m) in enumerate(keyed):
         text.append(f" {s}", style=f"bold {c}")
@@ -233,9 +229,7 @@ def require_matplotlib() -> None:
     try:
         import matplotlib  # noqa: F401
     except ImportError:
-        raise UnsupportedFormatError(
-            "--plot needs matplotlib: pip install 'mqtool[plot]'", expected="matplotlib installed", found="not installed"
-        ) from None
+        raise UnsupportedFormatError("--plot needs matplotlib: pip install 'mqtool[plot]'", expected="matplotlib installed", found="not installed") from None
 
 
 def render_png(doc: dict[str, Any], path: Path) -> None:

@@ -40,8 +40,7 @@ FLUSH_MODES: tuple[tuple[str, str, str, dict[str, int]], ...] = (
     (
         "rocketmq-async-wakeup",
         "RocketMQ: flushDiskType=ASYNC_FLUSH (FlushRealTimeService, flushCommitLogTimed=false)",
-        "As rocketmq-async, but the service waits in a wake-able wait that every put interrupts, so it flushes as soon "
-        "as flushCommitLogLeastPages pages wait.",
+        "As rocketmq-async, but the service waits in a wake-able wait that every put interrupts, so it flushes as soon as flushCommitLogLeastPages pages wait.",
         {"flushIntervalCommitLog": 500, "flushCommitLogLeastPages": 4, "flushCommitLogThoroughInterval": 10000},
     ),
     (
@@ -94,8 +93,7 @@ FLUSH_MODES: tuple[tuple[str, str, str, dict[str, int]], ...] = (
     (
         "kafka-interval",
         "Kafka: log.flush.interval.ms (flush.ms) + log.flush.scheduler.interval.ms",
-        "The kafka-log-flusher task runs every log.flush.scheduler.interval.ms and flushes a log not flushed for "
-        "flush.ms (server.properties: 1000).",
+        "The kafka-log-flusher task runs every log.flush.scheduler.interval.ms and flushes a log not flushed for flush.ms (server.properties: 1000).",
         {"log.flush.interval.messages": 0, "log.flush.scheduler.interval.ms": 1000, "log.flush.interval.ms": 1000},
     ),
     (
@@ -117,8 +115,7 @@ def _modes_help() -> str:
 
 FLUSH_HELP = "\n\n".join(
     [
-        "Measure the brokers' flush policies on this disk: throughput, append latency, fsyncs and the "
-        "durability window (bytes and ms acknowledged but not yet flushed).",
+        "Measure the brokers' flush policies on this disk: throughput, append latency, fsyncs and the durability window (bytes and ms acknowledged but not yet flushed).",
         "Every mode writes a real RocketMQ store in --dir through mqtool's store writer (the same records for "
         "every mode, so only the flush policy differs); the files validate clean (--validate checks) and are "
         "removed afterwards unless --keep. Ctrl-C stops the running mode cleanly and reports what ran (exit 130).",
@@ -135,24 +132,18 @@ def complete_mode(incomplete: str) -> list[tuple[str, str]]:
 def bench_flush(
     mode: Annotated[
         list[str] | None,
-        typer.Option(
-            "--mode", "-m", metavar="<str>...", autocompletion=complete_mode, help="A mode to run, NAME[:setting=value,...] (repeatable; default all)."
-        ),
+        typer.Option("--mode", "-m", metavar="<str>...", autocompletion=complete_mode, help="A mode to run, NAME[:setting=value,...] (repeatable; default all)."),
     ] = None,
     size: Annotated[int, typer.Option("--size", min=0, metavar=INT, help="Message body size in bytes.")] = 1024,
     producers: Annotated[int, typer.Option("--producers", min=1, metavar=INT, help="Producer threads.")] = 4,
     duration: Annotated[float | None, typer.Option("--duration", min=0.1, metavar=FLOAT, help="Seconds per mode (default 5).")] = None,
     messages: Annotated[int | None, typer.Option("--messages", min=1, metavar=INT, help="Messages per mode, instead of --duration.")] = None,
-    directory: Annotated[
-        Path, typer.Option("--dir", help="Where to write: a directory on the disk being judged (empty, or created).")
-    ] = Path("mqtool-bench"),
+    directory: Annotated[Path, typer.Option("--dir", help="Where to write: a directory on the disk being judged (empty, or created).")] = Path("mqtool-bench"),
     force: Annotated[bool, flag("--force", help="Run in a non-empty --dir (only the run's own files are removed).")] = False,
     keep: Annotated[bool, flag("--keep", help="Keep the written stores (their path is printed).")] = False,
     validate: Annotated[bool, flag("--validate", help="Run `mqtool validate` on each written store; exit 1 if one fails.")] = False,
     io: Annotated[IoMode, typer.Option("--io", help="mmap: records copied into a mapping (the broker's default); write: pwrite.", case_sensitive=False)] = IoMode.mmap,
-    commitlog_file_size: Annotated[
-        int, typer.Option("--commitlog-file-size", min=65536, metavar=INT, help="CommitLog file size (mappedFileSizeCommitLog).")
-    ] = 1 << 30,
+    commitlog_file_size: Annotated[int, typer.Option("--commitlog-file-size", min=65536, metavar=INT, help="CommitLog file size (mappedFileSizeCommitLog).")] = 1 << 30,
     plot: Annotated[
         Path | None, typer.Option("--plot", help="Write a PNG: throughput vs p99 latency, and a latency CDF per mode (needs matplotlib: the 'plot' extra).")
     ] = None,
@@ -209,5 +200,3 @@ def bench_flush(
         out.error("a written store did not validate: run with --keep and `mqtool validate` it")
         return ExitCode.FINDINGS
     return ExitCode.OK
-
-

@@ -38,9 +38,7 @@ def clean(
     delete_when: Annotated[str | None, typer.Option("--delete-when", help='RocketMQ deleteWhen hours, e.g. "04" or "04;16".')] = None,
     disk_max_used: Annotated[int | None, typer.Option("--disk-max-used", help="RocketMQ diskMaxUsedSpaceRatio percent (75).")] = None,
     clean_forcibly: Annotated[int | None, typer.Option("--clean-forcibly-ratio", help="RocketMQ diskSpaceCleanForciblyRatio (85).")] = None,
-    force_when_full: Annotated[
-        bool, flag("--force-when-full", help="Above the clean-forcibly ratio, delete unexpired files too (the broker's default).")
-    ] = False,
+    force_when_full: Annotated[bool, flag("--force-when-full", help="Above the clean-forcibly ratio, delete unexpired files too (the broker's default).")] = False,
     manual: Annotated[bool, flag("--manual", help="RocketMQ: like mqadmin deleteExpiredCommitLog (ignore the hour gate).")] = False,
     batch_max: Annotated[int | None, typer.Option("--batch-max", min=1, metavar=INT, help="RocketMQ deleteFileBatchMax (10).")] = None,
     retention_hours: Annotated[float | None, typer.Option("--retention-hours", help="Jafka log.retention.hours (168).")] = None,
@@ -63,9 +61,7 @@ def clean(
             help="RocketMQ, Kafka: delete files holding messages some consumer group has not consumed (named in the plan); by default they are kept.",
         ),
     ] = False,
-    live: Annotated[
-        bool, flag("--live", help="Clean although the broker holds its lock (it keeps deleted files mapped until it restarts).")
-    ] = False,
+    live: Annotated[bool, flag("--live", help="Clean although the broker holds its lock (it keeps deleted files mapped until it restarts).")] = False,
     quiet: Annotated[bool, flag("--quiet", "-q", help="For cron: print nothing but errors.")] = False,
     now: Annotated[int | None, typer.Option("--now", help="Judge ages as of this time (ms since epoch) instead of now.")] = None,
     layout: LayoutOpt = None,

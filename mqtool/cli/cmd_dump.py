@@ -164,9 +164,7 @@ def dump_consumequeue(
     as_json: JsonOpt = False,
     columns: ColumnsOpt = None,
     as_jsonl: JsonlOpt = False,
-    rocksdb: Annotated[
-        bool, typer.Option("--rocksdb", help="Read the RocksDB ConsumeQueue (storeType=defaultRocksDB) where consumequeue/ also holds files.")
-    ] = False,
+    rocksdb: Annotated[bool, typer.Option("--rocksdb", help="Read the RocksDB ConsumeQueue (storeType=defaultRocksDB) where consumequeue/ also holds files.")] = False,
 ) -> int:
     """ConsumeQueue units: queue offset, commitlog offset, size, tagsCode (fillers and ext addresses marked).
 

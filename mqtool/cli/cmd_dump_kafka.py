@@ -38,27 +38,20 @@ def dump_kafka_log(
         flag(
             "--deep-iteration",
             "--deep",
-            help="Also one row per record after its batch row (kafka-dump-log --deep-iteration): offset, timestamp, "
-            "sequence, headers with values, key and payload.",
+            help="Also one row per record after its batch row (kafka-dump-log --deep-iteration): offset, timestamp, sequence, headers with values, key and payload.",
         ),
     ] = False,
-    records_only: Annotated[
-        bool, flag("--records-only", help="Only the record rows (implies --deep-iteration); what a consumer would see.")
-    ] = False,
+    records_only: Annotated[bool, flag("--records-only", help="Only the record rows (implies --deep-iteration); what a consumer would see.")] = False,
     topic: TopicOpt = None,
     partition: PartitionOpt = None,
-    from_offset: Annotated[
-        int | None, typer.Option("--from-offset", min=0, metavar=INT, help="Start at this offset (the .index finds where to start reading).")
-    ] = None,
+    from_offset: Annotated[int | None, typer.Option("--from-offset", min=0, metavar=INT, help="Start at this offset (the .index finds where to start reading).")] = None,
     since: Annotated[str | None, typer.Option("--since", help="Timestamp >= this (ms since epoch or ISO-8601).")] = None,
     until: Annotated[str | None, typer.Option("--until", help="Timestamp <= this (ms since epoch or ISO-8601).")] = None,
     max_bytes: Annotated[
         int | None, typer.Option("--max-bytes", min=0, metavar=INT, help="Read only the first N bytes of each .log (entries that end within them).")
     ] = None,
     limit: LimitOpt = None,
-    offsets_decoder: Annotated[
-        bool, flag("--offsets-decoder", help="Decode keys and values as __consumer_offsets records (implies --deep-iteration).")
-    ] = False,
+    offsets_decoder: Annotated[bool, flag("--offsets-decoder", help="Decode keys and values as __consumer_offsets records (implies --deep-iteration).")] = False,
     transaction_log_decoder: Annotated[
         bool, flag("--transaction-log-decoder", help="Decode keys and values as __transaction_state records (implies --deep-iteration).")
     ] = False,
@@ -69,9 +62,7 @@ def dump_kafka_log(
     # kafka-dump-log's older spelling, accepted but not listed (both names in one help cell
     # crowded the options table)
     metadata_decoder_alias: Annotated[bool, typer.Option("--metadata-decoder", hidden=True)] = False,
-    no_decoders: Annotated[
-        bool, flag("--no-decoders", help="Do not decode internal topics automatically (by partition dir name).")
-    ] = False,
+    no_decoders: Annotated[bool, flag("--no-decoders", help="Do not decode internal topics automatically (by partition dir name).")] = False,
     no_crc: Annotated[bool, flag("--no-crc", help="Do not report CRC mismatches as problems (is_valid still shows them).")] = False,
     decode: DecodeOpt = BodyDecode.base64,
     fmt: FormatOpt = OutputFormat.table,

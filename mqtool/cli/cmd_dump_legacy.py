@@ -67,9 +67,7 @@ def dump_jafka(
 
 
 def dump_metaq(
-    path: Annotated[
-        Path, typer.Argument(help="A MetaQ data dir (dataPath), a <topic>-<partition> directory, or one .meta/.meta.arc/.meta.zip file.")
-    ],
+    path: Annotated[Path, typer.Argument(help="A MetaQ data dir (dataPath), a <topic>-<partition> directory, or one .meta/.meta.arc/.meta.zip file.")],
     topic: TopicOpt = None,
     partition: PartitionOpt = None,
     from_offset: FromOffsetOpt = None,

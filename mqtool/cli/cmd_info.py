@@ -84,9 +84,13 @@ def _restart_rows(facts: Any, restart: dict[str, Any]) -> None:
         f"scans {humanize.naturalsize(restart['scan_bytes'], binary=True)} to {restart['valid_end']}{took}",
     )
     drops = restart["drops"]
-    dropped = "nothing" if not drops["bytes"] else (
-        f"{humanize.naturalsize(drops['bytes'], binary=True)}, {drops['records']} decodable record(s)"
-        + (f", {len(drops['files_deleted'])} file(s) deleted" if drops["files_deleted"] else "")
+    dropped = (
+        "nothing"
+        if not drops["bytes"]
+        else (
+            f"{humanize.naturalsize(drops['bytes'], binary=True)}, {drops['records']} decodable record(s)"
+            + (f", {len(drops['files_deleted'])} file(s) deleted" if drops["files_deleted"] else "")
+        )
     )
     facts.add_row("restart drops", dropped)
     rebuilds = restart["rebuilds"]
@@ -116,17 +120,20 @@ def _kafka_restart(console: "Console", restart: dict[str, Any]) -> None:
     recovered = restart["rebuilds"]["segments_recovered"]
     facts.add_row(
         "restart",
-        f"{restart['recovery']} recovery: reads {humanize.naturalsize(restart['scan_bytes'], binary=True)} of .log "
-        f"in {len(recovered)} segment recovery(ies){took}",
+        f"{restart['recovery']} recovery: reads {humanize.naturalsize(restart['scan_bytes'], binary=True)} of .log in {len(recovered)} segment recovery(ies){took}",
     )
     starts = [s for s in restart["starts_at"] if s["file"]]
     if starts:
         shown = ", ".join(f"{s['file']} (recovery point {s['recovery_point']})" for s in starts[:4]) + (f" and {len(starts) - 4} more" if len(starts) > 4 else "")
         facts.add_row("restart starts at", shown)
     drops = restart["drops"]
-    dropped = "nothing" if not drops["bytes"] else (
-        f"{humanize.naturalsize(drops['bytes'], binary=True)}, {drops['records']} record(s)"
-        + (f", {len(drops['files_deleted'])} segment(s) deleted" if drops["files_deleted"] else "")
+    dropped = (
+        "nothing"
+        if not drops["bytes"]
+        else (
+            f"{humanize.naturalsize(drops['bytes'], binary=True)}, {drops['records']} record(s)"
+            + (f", {len(drops['files_deleted'])} segment(s) deleted" if drops["files_deleted"] else "")
+        )
     )
     facts.add_row("restart drops", dropped)
     console.print(facts)

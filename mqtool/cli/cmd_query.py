@@ -101,8 +101,7 @@ def query(
     if legacy is not None:
         if any(v is not None for v in (key, msg_id, uniq_key, queue_id, queue_offset, begin, end, timestamp, max_results, tag)) or scan:
             raise typer.BadParameter(
-                f"a {legacy} query takes --offset (with --topic/--partition), nothing else; "
-                f"for several messages: mqtool dump {legacy} --from-offset N --limit M"
+                f"a {legacy} query takes --offset (with --topic/--partition), nothing else; for several messages: mqtool dump {legacy} --from-offset N --limit M"
             )
         if offset is None:
             raise typer.BadParameter(f"a {legacy} query needs --offset")
@@ -164,9 +163,7 @@ def query(
 
     def rows() -> Iterator[dict[str, object]]:
         for hit in result.hits:
-            row = message_row(
-                hit.record, file=str(hit.path), position=hit.position, address=hit.commitlog_offset, decode=body_mode, finding=hit.finding
-            )
+            row = message_row(hit.record, file=str(hit.path), position=hit.position, address=hit.commitlog_offset, decode=body_mode, finding=hit.finding)
             row["found_via"] = hit.via
             if table:
                 row["store_time"] = iso_ms(hit.record.store_timestamp)
@@ -225,9 +222,7 @@ def _query_legacy(out: "Renderer", path: Path, layout: str, topic: str | None, p
 
     out.stream(rows(), JAFKA_COLUMNS if layout == "jafka" else METAQ_COLUMNS)
     if result.reason:
-        near = ", ".join(
-            f"{label} message at {value}" for label, value in (("previous", result.previous_offset), ("next", result.next_offset)) if value is not None
-        )
+        near = ", ".join(f"{label} message at {value}" for label, value in (("previous", result.previous_offset), ("next", result.next_offset)) if value is not None)
         out.warn(result.reason + (f" ({near})" if near else ""))
     for problem in result.problems:
         out.error(str(problem))

@@ -27,9 +27,7 @@ def recover(
     rebuild_cq: Annotated[bool, flag("--rebuild-cq", help="RocketMQ: rebuild ConsumeQueues from the CommitLog.")] = False,
     queue: Annotated[list[str] | None, typer.Option("--queue", metavar="<str>...", help="With --rebuild-cq: only TOPIC/QUEUE_ID (repeatable).")] = None,
     rebuild_index: Annotated[bool, flag("--rebuild-index", help="Rebuild every index file from the data.")] = False,
-    quarantine: Annotated[
-        Path | None, typer.Option("--quarantine", help="Where cut bytes are kept (default: mqtool-quarantine/ beside the store).")
-    ] = None,
+    quarantine: Annotated[Path | None, typer.Option("--quarantine", help="Where cut bytes are kept (default: mqtool-quarantine/ beside the store).")] = None,
     force: Annotated[
         bool, flag("--force", help="Apply even if the broker holds its lock, the plan cuts valid records after a broken one, or it leaves errors it cannot fix.")
     ] = False,
@@ -149,8 +147,7 @@ def _render_broker(console: "Console", plan: "RecoverPlan") -> None:
         drops = restart["drops"]
         console.print(
             markup(
-                "broker modelled: Kafka {} ({}{}); its restart: {} recovery, reads {} byte(s) of .log, cuts {} byte(s) "
-                "({} record(s)) and deletes {} segment(s)",
+                "broker modelled: Kafka {} ({}{}); its restart: {} recovery, reads {} byte(s) of .log, cuts {} byte(s) ({} record(s)) and deletes {} segment(s)",
                 broker["broker_version"],
                 broker["source"],
                 more,
@@ -199,8 +196,7 @@ def render_plan(console: "Console", plan: "RecoverPlan") -> None:
             f": {len(plan.steps)} step(s) for {plan.layout} store {plan.root} ({plan.mode} mode); "
             + (f"valid data ends at {plan.valid_end}; " if plan.valid_end is not None else "")
             + f"{humanize.naturalsize(plan.bytes_cut, binary=True)} cut (all quarantined), {plan.files_deleted} file(s) deleted, "
-            f"{plan.records_dropped} valid record(s) dropped"
-            + (f"; {len(plan.unfixable)} error(s) it cannot fix" if plan.unfixable else ""),
+            f"{plan.records_dropped} valid record(s) dropped" + (f"; {len(plan.unfixable)} error(s) it cannot fix" if plan.unfixable else ""),
         )
     )
     console.print()

@@ -57,9 +57,7 @@ def report(
     return code
 
 
-def build(
-    path: Path, layout: str, *, fail_on: Severity, jobs: int, utc: bool, sizes: dict[str, int | None], broker: dict[str, object] | None = None
-) -> tuple[str, int]:
+def build(path: Path, layout: str, *, fail_on: Severity, jobs: int, utc: bool, sizes: dict[str, int | None], broker: dict[str, object] | None = None) -> tuple[str, int]:
     """The page and the exit code validate would give (checks mqtool[report] first)."""
     from mqtool.ops.report import gather
     from mqtool.ops.report.html import render_html, require

@@ -194,8 +194,7 @@ def render_stats(console: "Console", doc: "dict[str, Any]", findings: "Iterable[
     if d["filesystem_total"] is not None:
         console.print(
             f"file system: {d['used_ratio']:.0%} used, {_size(d['filesystem_available'])} available of {_size(d['filesystem_total'])}; "
-            f"last 24 h of data: {_size(d['last_24h_bytes'])} written"
-            + (f" ({_size(d['write_rate_bytes_per_hour'])}/h)" if d["write_rate_bytes_per_hour"] else "")
+            f"last 24 h of data: {_size(d['last_24h_bytes'])} written" + (f" ({_size(d['write_rate_bytes_per_hour'])}/h)" if d["write_rate_bytes_per_hour"] else "")
         )
     card = doc["cardinality"]
     console.print(f"tags~/keys~: distinct values estimated by {card['estimator']} ({card['relative_standard_error']:.1%} standard error)")

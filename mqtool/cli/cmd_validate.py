@@ -68,16 +68,12 @@ def validate(
         typer.Option("--checks", autocompletion=complete_check_families, help=f"Comma-separated check families (default all): {', '.join(FAMILIES)}."),
     ] = None,
     fail_on: Annotated[Severity, typer.Option("--fail-on", help="Exit 1 when a finding has at least this severity.")] = Severity.error,
-    max_findings: Annotated[
-        int | None, typer.Option("--max-findings", min=0, metavar=INT, help="Keep at most this many findings (counts stay exact).")
-    ] = None,
+    max_findings: Annotated[int | None, typer.Option("--max-findings", min=0, metavar=INT, help="Keep at most this many findings (counts stay exact).")] = None,
     jobs: Annotated[int | None, typer.Option("--jobs", "-j", min=1, metavar=INT, help="Parallel processes (default: the number of cores).")] = None,
     commitlog_file_size: Annotated[
         int | None, typer.Option("--commitlog-file-size", min=1, metavar=INT, help="CommitLog file size, when not the one detected from the files.")
     ] = None,
-    cq_file_size: Annotated[
-        int | None, typer.Option("--cq-file-size", min=20, metavar=INT, help="ConsumeQueue file size, when not the one detected.")
-    ] = None,
+    cq_file_size: Annotated[int | None, typer.Option("--cq-file-size", min=20, metavar=INT, help="ConsumeQueue file size, when not the one detected.")] = None,
     index_slots: IndexSlotsOpt = None,
     index_num: IndexNumOpt = None,
     config: BrokerConfigOpt = None,
@@ -303,20 +299,15 @@ def render_junit(report: "ValidationReport") -> str:
         for path, items in cases:
             bad = [i for i in items if i.level.rank >= rank]
             other = [i for i in items if i.level.rank < rank]
-            case = f'    <testcase classname={quoteattr("mqtool.validate." + family)} name={quoteattr(_short(path, report.root) or path)}>'
+            case = f"    <testcase classname={quoteattr('mqtool.validate.' + family)} name={quoteattr(_short(path, report.root) or path)}>"
             if bad:
                 text = "\n".join(f"{i.code} {i.path}:{i.position if i.position is not None else '-'}: {i.message}" for i in bad)
-                case += f'\n      <failure type={quoteattr(bad[0].code)} message={quoteattr(bad[0].message[:200])}>{escape(text)}</failure>'
+                case += f"\n      <failure type={quoteattr(bad[0].code)} message={quoteattr(bad[0].message[:200])}>{escape(text)}</failure>"
             if other:
                 case += "\n      <system-out>" + escape("\n".join(f"{i.level.value} {i.code}: {i.message}" for i in other)) + "</system-out>"
             case += "\n    </testcase>"
             body.append(case)
         suites.append(
-            f'  <testsuite name={quoteattr("mqtool.validate." + family)} tests="{len(cases)}" failures="{failures}" errors="0">\n'
-            + "\n".join(body)
-            + "\n  </testsuite>"
+            f'  <testsuite name={quoteattr("mqtool.validate." + family)} tests="{len(cases)}" failures="{failures}" errors="0">\n' + "\n".join(body) + "\n  </testsuite>"
         )
     return '<?xml version="1.0" encoding="UTF-8"?>\n<testsuites name="mqtool validate">\n' + "\n".join(suites) + "\n</testsuites>\n"
-
-
-

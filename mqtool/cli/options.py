@@ -60,6 +60,8 @@ FormatOpt = Annotated[
     OutputFormat,
     typer.Option("--format", "-f", metavar="<format>", help="Output format: table for people, json or jsonl for machines.", case_sensitive=False),
 ]
+
+
 class MetricsFormat(str, enum.Enum):
     """The formats of a command that also reports metrics (validate has its own, with junit)."""
 
@@ -71,9 +73,7 @@ class MetricsFormat(str, enum.Enum):
 
 MetricsFormatOpt = Annotated[
     MetricsFormat,
-    typer.Option(
-        "--format", "-f", metavar="<format>", help="table for people, json or jsonl for machines, openmetrics for monitoring.", case_sensitive=False
-    ),
+    typer.Option("--format", "-f", metavar="<format>", help="table for people, json or jsonl for machines, openmetrics for monitoring.", case_sensitive=False),
 ]
 MetricsFileOpt = Annotated[
     Path | None,

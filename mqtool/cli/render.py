@@ -172,9 +172,7 @@ class Renderer:
 
                 rows = iter(rows)
                 head = list(itertools.islice(rows, 100))
-                columns = [
-                    replace(c, width=max([len(c.header), *(len(_cell(r.get(c.key))) for r in head)])) if c.width else c for c in columns
-                ]
+                columns = [replace(c, width=max([len(c.header), *(len(_cell(r.get(c.key))) for r in head)])) if c.width else c for c in columns]
                 rows = itertools.chain(head, rows)
             width = terminal_width(self.out)
             if width is not None:
@@ -249,13 +247,7 @@ class Renderer:
         Shown only when stderr is a TTY and (for streaming commands) stdout is not the same
         terminal, and never in JSON modes of report commands.
         """
-        enabled = (
-            not self.quiet
-            and _isatty(self.err)
-            and (not streaming or not _isatty(self.out))
-            and (streaming or self.fmt is OutputFormat.table)
-            and total > 0
-        )
+        enabled = not self.quiet and _isatty(self.err) and (not streaming or not _isatty(self.out)) and (streaming or self.fmt is OutputFormat.table) and total > 0
         if not enabled:
             yield lambda n: None
             return

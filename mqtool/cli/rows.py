@@ -115,8 +115,7 @@ def _sys_flag_text(sys_flag: int) -> bytes:
             _SYSFLAG_TEXT.clear()
         record = header_record(0, sys_flag)
         text = _SYSFLAG_TEXT[sys_flag] = (
-            f'"sys_flag": {sys_flag}, "transaction_type": {_JSON_STR(record.transaction_type)}, '
-            f'"compression": {_json_str_or_null(record.compression_type)}'
+            f'"sys_flag": {sys_flag}, "transaction_type": {_JSON_STR(record.transaction_type)}, "compression": {_json_str_or_null(record.compression_type)}'
         ).encode()
     return text
 

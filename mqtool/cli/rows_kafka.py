@@ -152,9 +152,7 @@ def batch_row(item: DumpItem, *, decode: BodyDecode, table: bool) -> Row:
     return row
 
 
-def record_row(
-    batch: BatchInfo, topic: str | None, partition: int | None, record: RecordInfo, *, decode: BodyDecode, table: bool, finding: str | None = None
-) -> Row:
+def record_row(batch: BatchInfo, topic: str | None, partition: int | None, record: RecordInfo, *, decode: BodyDecode, table: bool, finding: str | None = None) -> Row:
     """A record's row; ``finding``: the code of the finding its batch carries (a batch the walk
     kept despite damage), written as a last ``finding`` field and, in a table, first."""
     row: Row = {

@@ -56,9 +56,7 @@ def parse_time(text: str | None, option: str) -> int | None:
         try:
             when = _dt.datetime.fromisoformat(value.replace("Z", "+00:00").replace("z", "+00:00"))
         except ValueError:
-            raise typer.BadParameter(
-                f"expected milliseconds since the epoch or an ISO-8601 time, found {text!r}", param_hint=option
-            ) from None
+            raise typer.BadParameter(f"expected milliseconds since the epoch or an ISO-8601 time, found {text!r}", param_hint=option) from None
         if when.tzinfo is None:
             if zone() is None:
                 raise typer.BadParameter(

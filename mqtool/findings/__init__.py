@@ -40,6 +40,7 @@ def end_kind(codes: set[str] | frozenset[str]) -> str | None:
     said = {CODES[c].ends for c in codes if c in CODES}
     return next((kind for kind in END_KINDS if kind in said), None)
 
+
 #: Check families; every code's family is one of these (``--checks`` selects them).
 FAMILIES = ("files", "commitlog", "consumequeue", "index", "checkpoint", "config", "timer", "compaction", "log", "offsets")
 

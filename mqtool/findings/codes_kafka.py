@@ -48,8 +48,7 @@ CODES: dict[str, CodeInfo] = {
     "KAFKA-LOG-MISSING": CodeInfo(
         E,
         "log",
-        "a partition whose log ends (or has no segment) below the offset its recovery point, "
-        "high watermark or producer snapshot vouches for: data it held is gone",
+        "a partition whose log ends (or has no segment) below the offset its recovery point, high watermark or producer snapshot vouches for: data it held is gone",
         ends="missing",
     ),
     "KAFKA-LOG-VALID-END": CodeInfo(I, "log", "where valid data ends in the last segment (the log end offset)"),
@@ -83,8 +82,7 @@ CODES: dict[str, CodeInfo] = {
     "KAFKA-INDEX-OFFSET": CodeInfo(
         E,
         "index",
-        "an .index entry whose offset is not in the batch at its position, "
-        "nor the last offset of a later batch of the same append",
+        "an .index entry whose offset is not in the batch at its position, nor the last offset of a later batch of the same append",
     ),
     "KAFKA-INDEX-MULTI-BATCH": CodeInfo(I, "index", ".index entries written by multi-batch appends (the last batch's offset at the first batch's position)"),
     "KAFKA-TIMEINDEX-ENTRY": CodeInfo(E, "index", "a .timeindex entry whose offset is in no batch, or whose timestamp is not that batch's max timestamp"),

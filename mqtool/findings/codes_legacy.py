@@ -25,8 +25,7 @@ CODES: dict[str, CodeInfo] = {
     "JAFKA-SIZE": CodeInfo(
         E,
         "log",
-        "a LENGTH below the 6-byte header, negative, larger than mqtool reads (64 MiB), "
-        "or running past the end of the file over valid messages",
+        "a LENGTH below the 6-byte header, negative, larger than mqtool reads (64 MiB), or running past the end of the file over valid messages",
     ),
     "JAFKA-MAGIC": CodeInfo(
         E,
@@ -41,8 +40,7 @@ CODES: dict[str, CodeInfo] = {
     "JAFKA-TORN-TAIL": CodeInfo(
         W,
         "log",
-        "the last segment ends in a partially written message (then zeros or the end, "
-        "no valid message in the bytes its LENGTH claims): recovery truncates it",
+        "the last segment ends in a partially written message (then zeros or the end, no valid message in the bytes its LENGTH claims): recovery truncates it",
         ends="torn",
     ),
     "JAFKA-ZERO-TAIL": CodeInfo(W, "log", "zero bytes after the last message of the last segment: recovery truncates them", ends="zeros"),
@@ -82,8 +80,7 @@ CODES: dict[str, CodeInfo] = {
     "METAQ-TORN-TAIL": CodeInfo(
         W,
         "log",
-        "the last segment ends in a partially written message (then zeros or the end, "
-        "no valid message in the bytes its msgLen claims): recovery truncates it",
+        "the last segment ends in a partially written message (then zeros or the end, no valid message in the bytes its msgLen claims): recovery truncates it",
         ends="torn",
     ),
     "METAQ-ZERO-TAIL": CodeInfo(W, "log", "zero bytes after the last message of the last segment: recovery keeps them as empty messages (id 0)", ends="zeros"),

@@ -84,9 +84,7 @@ CODES: dict[str, CodeInfo] = {
     "RMQ-CL-PHYS-OFFSET": CodeInfo(E, "commitlog", "PHYSICALOFFSET differs from the record's real position (stale or misplaced data)"),
     "RMQ-CL-QUEUE-OFFSET": CodeInfo(E, "commitlog", "QUEUEOFFSET of a topic/queue does not increase by one record after record"),
     "RMQ-CL-BLANK": CodeInfo(E, "commitlog", "an END_OF_FILE (BLANK) record whose TOTALSIZE is not the rest of the file"),
-    "RMQ-CL-AFTER-BLANK": CodeInfo(
-        I, "commitlog", "bytes after the END_OF_FILE header are not zero (4.x fills them from its reused encode buffer: harmless)"
-    ),
+    "RMQ-CL-AFTER-BLANK": CodeInfo(I, "commitlog", "bytes after the END_OF_FILE header are not zero (4.x fills them from its reused encode buffer: harmless)"),
     "RMQ-CL-NO-BLANK": CodeInfo(E, "commitlog", "a file before the last one whose records stop without an END_OF_FILE record"),
     "RMQ-CL-TORN-TAIL": CodeInfo(W, "commitlog", "the last file ends in a partially written record (a crash while writing)", ends="torn"),
     "RMQ-CL-GARBAGE": CodeInfo(
@@ -127,12 +125,8 @@ CODES: dict[str, CodeInfo] = {
     # the RocksDB ConsumeQueue (5.2+, storeType=defaultRocksDB): RocksDBConsumeQueueTable, RocksDBConsumeQueueOffsetTable
     "RMQ-CQ-ROCKSDB-ENTRY": CodeInfo(E, "consumequeue", "a RocksDB ConsumeQueue key or value not in RocketMQ's layout (the broker skips it as malformed)"),
     "RMQ-CQ-ROCKSDB-GAP": CodeInfo(E, "consumequeue", "queue offsets missing between a queue's RocksDB units (the broker's rangeQuery stops at the first missing key)"),
-    "RMQ-CQ-ROCKSDB-OFFSET": CodeInfo(
-        E, "consumequeue", "a RocksDB offset-table max entry that is not the queue's last unit (or is missing), or a min entry above it"
-    ),
-    "RMQ-CQ-ROCKSDB-CHECKPOINT": CodeInfo(
-        W, "consumequeue", "the RocksDB ConsumeQueue's dispatch checkpoint (CHECKPOINT_TOPIC) past the CommitLog's valid end"
-    ),
+    "RMQ-CQ-ROCKSDB-OFFSET": CodeInfo(E, "consumequeue", "a RocksDB offset-table max entry that is not the queue's last unit (or is missing), or a min entry above it"),
+    "RMQ-CQ-ROCKSDB-CHECKPOINT": CodeInfo(W, "consumequeue", "the RocksDB ConsumeQueue's dispatch checkpoint (CHECKPOINT_TOPIC) past the CommitLog's valid end"),
     "RMQ-CQ-ROCKSDB-DIVERGE": CodeInfo(
         W, "consumequeue", "units that the file ConsumeQueue holds and the RocksDB ConsumeQueue lacks, or the other way round, or that differ (double write)"
     ),
@@ -191,9 +185,7 @@ CODES: dict[str, CodeInfo] = {
     "RMQ-COMPACTION-GARBAGE": CodeInfo(E, "compaction", "non-zero bytes after the valid data of a compaction-log file", ends="garbage"),
     "RMQ-COMPACTION-CQ-UNIT": CodeInfo(E, "compaction", "a sparse consume queue unit recovery stops at that is neither the end unit nor zeros"),
     "RMQ-COMPACTION-CQ-ORDER": CodeInfo(E, "compaction", "a sparse consume queue unit whose offset or msgBaseOffset does not grow"),
-    "RMQ-COMPACTION-CQ-MISMATCH": CodeInfo(
-        E, "compaction", "a sparse consume queue unit pointing where no record starts, or whose fields or file are not its record's"
-    ),
+    "RMQ-COMPACTION-CQ-MISMATCH": CodeInfo(E, "compaction", "a sparse consume queue unit pointing where no record starts, or whose fields or file are not its record's"),
     "RMQ-COMPACTION-UNINDEXED": CodeInfo(
         W, "compaction", "compaction-log records no sparse consume queue unit points at (cut at load after the last unit, never served between units)"
     ),
@@ -205,9 +197,7 @@ CODES: dict[str, CodeInfo] = {
     "RMQ-ABORT": CodeInfo(W, "checkpoint", "the abort file is present: the last shutdown was not clean"),
     "RMQ-CHECKPOINT": CodeInfo(W, "checkpoint", "checkpoint timestamps later than the newest record they describe"),
     "RMQ-CHECKPOINT-FORMAT": CodeInfo(E, "checkpoint", "the checkpoint file is missing bytes or unreadable"),
-    "RMQ-CONFIG-PARSE": CodeInfo(
-        E, "config", "a config JSON file (or its .bak) that cannot be parsed or has the wrong shape; a warning for a .bak whose file parses"
-    ),
+    "RMQ-CONFIG-PARSE": CodeInfo(E, "config", "a config JSON file (or its .bak) that cannot be parsed or has the wrong shape; a warning for a .bak whose file parses"),
     "RMQ-CONSUMER-OFFSET": CodeInfo(W, "config", "a consumer offset beyond the queue's max offset (consumer ahead of the data)"),
     "RMQ-CONSUMER-BEHIND": CodeInfo(I, "config", "a consumer offset below the queue's min offset (messages expired unconsumed)"),
     "RMQ-CONSUMER-UNKNOWN-QUEUE": CodeInfo(I, "config", "a consumer offset for a queue that has no ConsumeQueue"),

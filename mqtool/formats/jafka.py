@@ -170,7 +170,9 @@ def decode_message(buf: Buffer, position: int = 0, *, check_crc: bool = True) ->
     header = HEADER_SIZES[magic]
     if length < header:
         raise CorruptDataError(
-            position=position, expected=f"LENGTH >= {header} (magic {magic} header)", found=str(length),
+            position=position,
+            expected=f"LENGTH >= {header} (magic {magic} header)",
+            found=str(length),
             kind="size",
         )
     need(buf, position + LOG_OVERHEAD, length, "message (LENGTH)")
@@ -227,9 +229,7 @@ def decompress_payload(message: Message) -> bytes:
         except CorruptDataError as exc:
             raise CorruptDataError(expected=exc.expected, found=exc.found, kind="compression") from None
     if codec == CODEC_SNAPPY:
-        raise UnsupportedFormatError(
-            "snappy wrapper", expected="gzip (Jafka's CompressionFactory knows no snappy codec)", found="snappy"
-        )
+        raise UnsupportedFormatError("snappy wrapper", expected="gzip (Jafka's CompressionFactory knows no snappy codec)", found="snappy")
     raise CorruptDataError(expected="compression codec 0, 1 or 2", found=str(codec), kind="compression")
 
 
@@ -359,9 +359,7 @@ def iter_inner_messages(message: Message, *, check_crc: bool = True) -> Iterator
         )
 
 
-def iter_message_and_offsets(
-    buf: Buffer, start_offset: int = 0, *, check_crc: bool = True
-) -> Iterator[tuple[int, Message]]:
+def iter_message_and_offsets(buf: Buffer, start_offset: int = 0, *, check_crc: bool = True) -> Iterator[tuple[int, Message]]:
     """Deep iteration as a consumer sees it: ``(MessageAndOffset.offset, Message)``.
 
     ``offset`` is the next fetch offset: ``start_offset`` + the position after the message;
@@ -442,8 +440,7 @@ class MessageWalker:
                 self.end = DataEnd("zeros", pos, remaining)
                 return
             if length > remaining - LOG_OVERHEAD and (
-                remaining == LOG_OVERHEAD
-                or (buf[pos + LOG_OVERHEAD] in MAGICS and length >= HEADER_SIZES[buf[pos + LOG_OVERHEAD]])
+                remaining == LOG_OVERHEAD or (buf[pos + LOG_OVERHEAD] in MAGICS and length >= HEADER_SIZES[buf[pos + LOG_OVERHEAD]])
             ):
                 self.end = DataEnd("partial", pos, LOG_OVERHEAD + length)
                 return

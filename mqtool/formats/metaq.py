@@ -72,7 +72,6 @@ FLAG_HAS_ATTRIBUTE = 0x1
 MAX_READ_BUFFER_SIZE = 2097152
 
 
-
 @dataclass(frozen=True)
 class Message:
     """One stored message; ``data`` is the whole DATA section (attribute block included)."""
@@ -340,9 +339,7 @@ def decode_zip_archive(zip_bytes: Buffer, *, expected_name: str | None = None, m
         except StoreLayoutError:
             raise CorruptDataError(expected="an entry named <digits>.meta", found=repr(info.filename[:120])) from None
         if parsed.archive is not None or (expected_name is not None and info.filename != expected_name):
-            raise CorruptDataError(
-                expected=f"an entry named {expected_name or '<digits>.meta'}", found=repr(info.filename[:120])
-            )
+            raise CorruptDataError(expected=f"an entry named {expected_name or '<digits>.meta'}", found=repr(info.filename[:120]))
         if info.file_size > max_size:
             raise CorruptDataError(expected=f"at most {max_size} uncompressed bytes", found=str(info.file_size))
         if info.compress_type not in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED):
@@ -355,9 +352,7 @@ def decode_zip_archive(zip_bytes: Buffer, *, expected_name: str | None = None, m
             # about the bytes, not about zipfile's wording: inflate again without its check.
             unchecked = _inflate_unchecked(archive, info, max_size)
             if unchecked is not None and zlib.crc32(unchecked) != info.CRC:
-                raise ChecksumError(
-                    expected=f"the zip entry's CRC-32 0x{info.CRC:08X}", found=f"0x{zlib.crc32(unchecked):08X} ({exc})"
-                ) from None
+                raise ChecksumError(expected=f"the zip entry's CRC-32 0x{info.CRC:08X}", found=f"0x{zlib.crc32(unchecked):08X} ({exc})") from None
             raise CorruptDataError(expected="a readable zip entry", found=str(exc)) from None
         except Exception as exc:  # zlib.error, EOFError, NotImplementedError, RuntimeError (encrypted), ...
             raise CorruptDataError(expected="a readable zip entry", found=f"{type(exc).__name__}: {exc}") from None

@@ -79,8 +79,13 @@ def parse_rocketmq_index_file_datetime(name: str) -> datetime | None:
         return None
     try:
         return datetime(
-            int(name[0:4]), int(name[4:6]), int(name[6:8]),
-            int(name[8:10]), int(name[10:12]), int(name[12:14]), int(name[14:17]) * 1000,
+            int(name[0:4]),
+            int(name[4:6]),
+            int(name[6:8]),
+            int(name[8:10]),
+            int(name[10:12]),
+            int(name[12:14]),
+            int(name[14:17]) * 1000,
         )
     except ValueError:
         return None
@@ -114,10 +119,7 @@ def rocketmq_index_file_name(ms: int, tz: tzinfo | None = None) -> str:
             moment = moment.astimezone()
     except (OverflowError, OSError) as exc:
         raise ValueError(f"{ms} ms is outside the years an index file name can hold") from exc
-    return (
-        f"{moment.year:04d}{moment.month:02d}{moment.day:02d}"
-        f"{moment.hour:02d}{moment.minute:02d}{moment.second:02d}{ms % 1000:03d}"
-    )
+    return f"{moment.year:04d}{moment.month:02d}{moment.day:02d}{moment.hour:02d}{moment.minute:02d}{moment.second:02d}{ms % 1000:03d}"
 
 
 # --- Kafka ---------------------------------------------------------------------------------

@@ -125,7 +125,7 @@ class HyperLogLog:
         m = self.m
         alpha = 0.7213 / (1 + 1.079 / m) if m >= 128 else {16: 0.673, 32: 0.697, 64: 0.709}[m]
         zeros = self.registers.count(0)
-        raw = alpha * m * m / sum(2.0 ** -r for r in self.registers)
+        raw = alpha * m * m / sum(2.0**-r for r in self.registers)
         if raw <= 2.5 * m and zeros:
             return round(m * math.log(m / zeros))
         return round(raw)
@@ -450,10 +450,7 @@ class StoreStats:
             },
             "units": units,
             "topics": self.topics(),
-            "largest": [
-                {"size": m.size, "name": m.unit, "topic": m.topic, queue_key: m.queue, "offset": m.offset, "timestamp": m.timestamp}
-                for m in self.largest
-            ],
+            "largest": [{"size": m.size, "name": m.unit, "topic": m.topic, queue_key: m.queue, "offset": m.offset, "timestamp": m.timestamp} for m in self.largest],
             "bytes_written": self.recent.lifetime.to_dict(),
             "disk": self.forecast(),
             "problems": list(self.problems),
@@ -515,9 +512,7 @@ def _rocketmq(path: Path, stats: StoreStats, top: _Top, options: StatsOptions, p
             continue
         offsets = FileQueueOffsets(str(seg.path)) if i <= last_index else None  # the files after it are pre-allocated
         with ReadOnlyFile(seg.path) as f:
-            walk = rmq.CommitLogFileWalk(
-                f, check_crc=options.check_crc, last=i == last_index, file_size=store.commitlog_file_size, base=seg.base, keep_damaged=True
-            )
+            walk = rmq.CommitLogFileWalk(f, check_crc=options.check_crc, last=i == last_index, file_size=store.commitlog_file_size, base=seg.base, keep_damaged=True)
             done = 0
             for pos, record in walk:
                 if offsets is not None:
@@ -652,9 +647,7 @@ def _kafka(path: Path, stats: StoreStats, top: _Top, options: StatsOptions, prog
     return Path(store.root)
 
 
-def _state_findings(
-    stats: StoreStats, path: Path, layout: str, own: list[tuple[str, int | None, str]], options: StatsOptions, found: list | None = None
-) -> None:
+def _state_findings(stats: StoreStats, path: Path, layout: str, own: list[tuple[str, int | None, str]], options: StatsOptions, found: list | None = None) -> None:
     """Kafka, Jafka, MetaQ: every gap and damage of the pass as validate states it (its code and
     position: ``ops.log_findings``), errors also in ``problems`` as ``CODE path:position:
     message``, after the walk's own problems.  With

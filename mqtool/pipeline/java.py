@@ -50,14 +50,9 @@ def require_java() -> str:
     command) when there is none or it is older than 17."""
     java = find_java()
     if java is None:
-        raise JavaMissingError(
-            f"`mqtool scan` runs on Spark, which needs Java {MIN_JAVA}+; none found (JAVA_HOME, PATH). "
-            f"Debian/Ubuntu: {INSTALL_COMMAND}"
-        )
+        raise JavaMissingError(f"`mqtool scan` runs on Spark, which needs Java {MIN_JAVA}+; none found (JAVA_HOME, PATH). Debian/Ubuntu: {INSTALL_COMMAND}")
     major = java_major_version(java)
     if major is None or major < MIN_JAVA:
         found = "a runtime that does not start" if major is None else f"Java {major}"
-        raise JavaMissingError(
-            f"`mqtool scan` runs on Spark, which needs Java {MIN_JAVA}+; {java} is {found}. Debian/Ubuntu: {INSTALL_COMMAND}"
-        )
+        raise JavaMissingError(f"`mqtool scan` runs on Spark, which needs Java {MIN_JAVA}+; {java} is {found}. Debian/Ubuntu: {INSTALL_COMMAND}")
     return java

@@ -186,16 +186,12 @@ def detect_layout(path: str) -> str:
         for c in children[:64]:
             if c.is_dir:
                 names += [g.name for g in fs.listdir(c.path)[:64]]
-    if any(n in ("commitlog", "consumequeue", "consumequeue_ext") for n in names) or (
-        not entry.is_dir and segnames.ROCKETMQ_FILE_NAME.match(names[0])
-    ):
+    if any(n in ("commitlog", "consumequeue", "consumequeue_ext") for n in names) or (not entry.is_dir and segnames.ROCKETMQ_FILE_NAME.match(names[0])):
         return "rocketmq"
     for layout, suffixes in (("kafka", (".log",)), ("jafka", (".jafka",)), ("metaq", (".meta", ".meta.arc", ".meta.zip"))):
         if any(n.endswith(suffixes) for n in names):
             return layout
-    raise StoreLayoutError(
-        expected="a RocketMQ store root, a Kafka log dir or partition, a Jafka or MetaQ data dir (or --layout)", found="none of them", path=path
-    )
+    raise StoreLayoutError(expected="a RocketMQ store root, a Kafka log dir or partition, a Jafka or MetaQ data dir (or --layout)", found="none of them", path=path)
 
 
 # --- reading ----------------------------------------------------------------------------------------
@@ -276,9 +272,7 @@ def phys_offset_findings(messages: DataFrame) -> DataFrame:
         F.col("file").alias("path"),
         (F.col("position") + PHYSICAL_OFFSET_POSITION).alias("position"),
         F.lit(None).cast("long").alias("length"),
-        F.format_string(
-            "expected PHYSICALOFFSET %d (the record's position), found %d", F.col("commitlog_offset"), F.col("physical_offset")
-        ).alias("message"),
+        F.format_string("expected PHYSICALOFFSET %d (the record's position), found %d", F.col("commitlog_offset"), F.col("physical_offset")).alias("message"),
     )
 
 
@@ -309,14 +303,10 @@ def queue_offset_breaks(messages: DataFrame, ranges: DataFrame) -> DataFrame:
     # slack: records the damaged bytes between the two records may have held
     gaps = suspect.alias("s").join(
         F.broadcast(ranges.alias("r")),
-        (F.col("s.source") == F.col("r.source"))
-        & (F.col("r.stop") > F.col("s.prev_at") + F.col("s.prev_size"))
-        & (F.col("r.start") < F.col("s.commitlog_offset")),
+        (F.col("s.source") == F.col("r.source")) & (F.col("r.stop") > F.col("s.prev_at") + F.col("s.prev_size")) & (F.col("r.start") < F.col("s.commitlog_offset")),
         "left",
     )
-    slack = F.sum(
-        F.when(F.col("r.start").isNull(), 0).otherwise(F.greatest(F.lit(1), F.floor((F.col("r.stop") - F.col("r.start")) / MIN_MESSAGE_SIZE)))
-    )
+    slack = F.sum(F.when(F.col("r.start").isNull(), 0).otherwise(F.greatest(F.lit(1), F.floor((F.col("r.stop") - F.col("r.start")) / MIN_MESSAGE_SIZE))))
     keys = [F.col(f"s.{c}").alias(c) for c in ("source", "topic", "queue_id", "file", "position", "commitlog_offset", "total_size", "queue_offset", "prev")]
     grouped = gaps.groupBy(*keys).agg(slack.alias("slack"))
     return grouped.where(~((F.col("queue_offset") > F.col("prev")) & (F.col("queue_offset") <= F.col("prev") + 1 + F.col("slack"))))
@@ -329,9 +319,7 @@ def queue_offset_findings(breaks: DataFrame) -> DataFrame:
         F.col("file").alias("path"),
         (F.col("position") + QUEUE_OFFSET_POSITION).alias("position"),
         F.lit(None).cast("long").alias("length"),
-        F.format_string(
-            "%s/%d: expected QUEUEOFFSET %d after %d, found %d", "topic", "queue_id", F.col("prev") + 1, "prev", "queue_offset"
-        ).alias("message"),
+        F.format_string("%s/%d: expected QUEUEOFFSET %d after %d, found %d", "topic", "queue_id", F.col("prev") + 1, "prev", "queue_offset").alias("message"),
     )
 
 
@@ -342,9 +330,7 @@ def outside_ranges(frame: DataFrame, offset_col: str, ranges: DataFrame) -> Data
     return frame.alias("x").join(r, cond, "left_anti")
 
 
-def pointer_checks(
-    pointers: DataFrame, offset_col: str, bounds: DataFrame, ranges: DataFrame
-) -> tuple[DataFrame, DataFrame, DataFrame]:
+def pointer_checks(pointers: DataFrame, offset_col: str, bounds: DataFrame, ranges: DataFrame) -> tuple[DataFrame, DataFrame, DataFrame]:
     """Split units / entries into (expired, past the end, in range), dropping those in damaged
     ranges.  ``bounds``: per source ``commitlog_min`` and ``commitlog_end``."""
     p = pointers.join(F.broadcast(bounds), "source")
@@ -436,10 +422,7 @@ def consumequeue_findings(units: DataFrame, messages: DataFrame, bounds: DataFra
     )
     good = matched.where(F.col("problems") == "")
     actual = F.when(F.col("ext_offset").isNull(), F.col("tags_code")).otherwise(F.col("ext_tags_code"))
-    tags_bad = good.where(
-        (F.col("ext_offset").isNotNull() & F.col("ext_missing"))
-        | (actual.isNotNull() & (actual != F.col("r_tags_code")))
-    )
+    tags_bad = good.where((F.col("ext_offset").isNotNull() & F.col("ext_missing")) | (actual.isNotNull() & (actual != F.col("r_tags_code"))))
     out.append(
         tags_bad.select(
             "source",
@@ -469,7 +452,9 @@ def index_findings(entries: DataFrame, messages: DataFrame, bounds: DataFrame, r
     """Every IndexFile entry against the record it points at."""
     expired, past, inside = pointer_checks(entries, "commitlog_offset", bounds, ranges)
     out = [
-        expired.groupBy("source", "file").agg(F.count("*").alias("n")).select(
+        expired.groupBy("source", "file")
+        .agg(F.count("*").alias("n"))
+        .select(
             "source",
             F.lit("RMQ-IDX-EXPIRED").alias("code"),
             F.col("file").alias("path"),
@@ -486,9 +471,7 @@ def index_findings(entries: DataFrame, messages: DataFrame, bounds: DataFrame, r
             F.format_string("entry #%d: expected a commitlog offset below %d, found %d", "number", "commitlog_end", "commitlog_offset").alias("message"),
         ),
     ]
-    rec = messages.select(
-        "source", F.col("commitlog_offset").alias("r_offset"), F.col("physical_offset").alias("r_phys"), F.col("key_hashes").alias("r_hashes")
-    )
+    rec = messages.select("source", F.col("commitlog_offset").alias("r_offset"), F.col("physical_offset").alias("r_phys"), F.col("key_hashes").alias("r_hashes"))
     j = inside.join(rec, (inside["source"] == rec["source"]) & (inside["commitlog_offset"] == rec["r_offset"]), "left").drop(rec["source"])
     not_record = F.col("r_offset").isNull() | (F.col("r_phys") != F.col("commitlog_offset"))
     wrong_key = F.col("r_hashes").isNotNull() & ~F.array_contains(F.col("r_hashes"), F.col("key_hash"))
@@ -533,12 +516,16 @@ def topic_stats(messages: DataFrame, layout: str, time_col: str | None, size_col
 def uniq_key_duplicates(messages: DataFrame) -> DataFrame:
     """UNIQ_KEYs stored more than once (producer retries, or a message sent to two brokers)."""
     keyed = messages.where(F.col("uniq_key").isNotNull())
-    return keyed.groupBy("topic", "uniq_key").agg(
-        F.count("*").alias("copies"),
-        F.sort_array(F.collect_set("source")).alias("sources"),
-        F.min("commitlog_offset").alias("first_commitlog_offset"),
-        F.max("commitlog_offset").alias("last_commitlog_offset"),
-    ).where(F.col("copies") > 1)
+    return (
+        keyed.groupBy("topic", "uniq_key")
+        .agg(
+            F.count("*").alias("copies"),
+            F.sort_array(F.collect_set("source")).alias("sources"),
+            F.min("commitlog_offset").alias("first_commitlog_offset"),
+            F.max("commitlog_offset").alias("last_commitlog_offset"),
+        )
+        .where(F.col("copies") > 1)
+    )
 
 
 def kafka_batches(records: DataFrame) -> DataFrame:

@@ -78,9 +78,7 @@ def _ignored_tail(f: AnyFile, base: int, bad: int, is_last: bool) -> str | None:
     return None
 
 
-def _after_broken_record(
-    f: AnyFile, base: int, bad: int, exc: MqError, is_last: bool, file_size: int
-) -> Generator[Event, None, int | None]:
+def _after_broken_record(f: AnyFile, base: int, bad: int, exc: MqError, is_last: bool, file_size: int) -> Generator[Event, None, int | None]:
     """Report the record that fails at ``bad`` (or the torn tail it is) and return where the walk
     goes on (None: it stops) -- validate's ``_after_broken_record``."""
     if is_last:
@@ -131,9 +129,7 @@ def _after_broken_record(
     return resume
 
 
-def walk_commitlog(
-    f: AnyFile, base: int, start: int, stop: int, is_last: bool, file_size: int | None = None
-) -> Iterator[Event]:
+def walk_commitlog(f: AnyFile, base: int, start: int, stop: int, is_last: bool, file_size: int | None = None) -> Iterator[Event]:
     """The records of ``f`` (a CommitLog file named ``base``) owned by the range ``[start, stop)``.
 
     ``is_last``: the last file holding data (a record cut by a crash there is a torn tail);
@@ -318,14 +314,14 @@ def walk_framed(framing: Framing, f: Readable, start: int, stop: int) -> Iterato
             if resume is None:
                 extent = nonzero_extent(f, bad)
                 data_end = extent[1] if extent else bad
-                yield "problem", bad, Problem(
-                    framing.region_code, bad, f"no valid record after the broken one: {data_end - bad} bytes cannot be read", data_end - bad
-                )
+                yield "problem", bad, Problem(framing.region_code, bad, f"no valid record after the broken one: {data_end - bad} bytes cannot be read", data_end - bad)
                 yield "end", bad, "unreadable"
                 return
             if resume > bad:
-                yield "problem", bad, Problem(
-                    framing.region_code, bad, f"{resume - bad} bytes between the broken record and the next valid one at {resume} were skipped", resume - bad
+                yield (
+                    "problem",
+                    bad,
+                    Problem(framing.region_code, bad, f"{resume - bad} bytes between the broken record and the next valid one at {resume} were skipped", resume - bad),
                 )
             pos = resume
             continue

@@ -153,9 +153,7 @@ class ReadOnlyFile:
     def read_all(self, limit: int = 64 << 20) -> bytes:
         """The whole file, for small files only (configs, checkpoints, indexes under ``limit``)."""
         if self.size > limit:
-            raise StoreLayoutError(
-                "file too large to read at once", path=self.path, expected=f"at most {limit} bytes", found=f"{self.size} bytes"
-            )
+            raise StoreLayoutError("file too large to read at once", path=self.path, expected=f"at most {limit} bytes", found=f"{self.size} bytes")
         return self.pread(0, self.size)
 
     def iter_chunks(self, start: int = 0, chunk: int = CHUNK_SIZE) -> Iterator[tuple[int, bytes]]:

@@ -134,9 +134,7 @@ class Dialect:
         return " or ".join(f"{c} ({jf.CODEC_NAMES[c]})" for c in sorted(self.codecs))
 
 
-JAFKA = Dialect(
-    "jafka", "Jafka", NAMES, FRAMING, CLEAN_SHUTDOWN_FILE, frozenset({jf.MAGIC_V1}), frozenset({jf.CODEC_NONE, jf.CODEC_GZIP}), jf.MIN_HEADER_SIZE
-)
+JAFKA = Dialect("jafka", "Jafka", NAMES, FRAMING, CLEAN_SHUTDOWN_FILE, frozenset({jf.MAGIC_V1}), frozenset({jf.CODEC_NONE, jf.CODEC_GZIP}), jf.MIN_HEADER_SIZE)
 #: Kafka 0.7.2 (``kafka.message.Message``, ``CompressionCodec``, ``KafkaServer``)
 KAFKA07 = Dialect(
     "kafka07",
@@ -268,9 +266,7 @@ class JafkaLogWriter:
     ``FixedSizeRollingStrategy``: after an append, when the last segment is *larger than*
     ``log_file_size``, a new segment named ``start + size`` is started."""
 
-    def __init__(
-        self, directory: str | os.PathLike[str], *, log_file_size: int = 1 << 30, start_offset: int = 0, dialect: Dialect = JAFKA
-    ) -> None:
+    def __init__(self, directory: str | os.PathLike[str], *, log_file_size: int = 1 << 30, start_offset: int = 0, dialect: Dialect = JAFKA) -> None:
         self.directory = Path(directory)
         self.directory.mkdir(parents=True, exist_ok=True)
         self.log_file_size = log_file_size

@@ -171,22 +171,14 @@ class KafkaStore:
 
     def find_partition(self, topic: str | None, partition: int | None) -> KafkaPartition:
         """The one partition matching ``topic``/``partition`` (either may be omitted when unique)."""
-        matches = [
-            p
-            for p in self.partitions
-            if (topic is None or p.topic == topic) and (partition is None or p.partition == partition) and p.suffix is None
-        ]
+        matches = [p for p in self.partitions if (topic is None or p.topic == topic) and (partition is None or p.partition == partition) and p.suffix is None]
         if not matches:
-            matches = [
-                p for p in self.partitions if (topic is None or p.topic == topic) and (partition is None or p.partition == partition)
-            ]
+            matches = [p for p in self.partitions if (topic is None or p.topic == topic) and (partition is None or p.partition == partition)]
         if len(matches) == 1:
             return matches[0]
         wanted = f"{topic if topic is not None else '<any topic>'}-{partition if partition is not None else '<any partition>'}"
         if not matches:
-            raise StoreLayoutError(
-                expected=f"partition {wanted}", found=f"none of {len(self.partitions)} partition(s)", path=self.root
-            )
+            raise StoreLayoutError(expected=f"partition {wanted}", found=f"none of {len(self.partitions)} partition(s)", path=self.root)
         raise StoreLayoutError(
             expected=f"one partition matching {wanted} (give --topic and --partition)",
             found=", ".join(p.name for p in matches[:8]) + (" ..." if len(matches) > 8 else ""),
@@ -851,9 +843,7 @@ def lookup_offset(path: Path | None, base_offset: int, target: int) -> tuple[kid
     try:
         with ReadOnlyFile(path) as f:
             count = index_entry_count(f, kidx.OFFSET_ENTRY_SIZE)
-            slot = _largest_lower_bound(
-                f, count, kidx.OFFSET_ENTRY_SIZE, lambda raw: base_offset + kidx.peek_relative_offset(raw), target
-            )
+            slot = _largest_lower_bound(f, count, kidx.OFFSET_ENTRY_SIZE, lambda raw: base_offset + kidx.peek_relative_offset(raw), target)
             if slot < 0:
                 return kidx.OffsetPosition(base_offset, 0), -1
             return kidx.decode_offset_entry(_slot(f, slot, kidx.OFFSET_ENTRY_SIZE), 0, base_offset), slot

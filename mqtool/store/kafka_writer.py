@@ -159,9 +159,7 @@ class PartitionWriter:
             Path(f"{stem}.txnindex").write_bytes(ktxn.encode_txn_index(seg.txnindex))
 
     # --- appends -----------------------------------------------------------------------------
-    def append(
-        self, batches: rb.RecordBatch | Sequence[rb.RecordBatch], *, assign_offsets: bool = True
-    ) -> AppendResult:
+    def append(self, batches: rb.RecordBatch | Sequence[rb.RecordBatch], *, assign_offsets: bool = True) -> AppendResult:
         """One append of v2 batches (a produce request, or a follower fetch when several).
 
         With ``assign_offsets`` the batches get consecutive offsets from the log end offset
@@ -327,9 +325,7 @@ class LogDirWriter:
                 raise LockBusyError("another writer holds the log dir's .lock", path=self.root / ".lock") from None
             self._lock_fd = fd
 
-    def partition(
-        self, topic: str, partition: int, config: PartitionConfig = PartitionConfig(), *, managed: bool = True, **kw: Any
-    ) -> PartitionWriter:
+    def partition(self, topic: str, partition: int, config: PartitionConfig = PartitionConfig(), *, managed: bool = True, **kw: Any) -> PartitionWriter:
         writer = PartitionWriter(self.root / cpf.partition_dir_name(topic, partition), config, **kw)
         self.partitions[(topic, partition)] = writer
         if not managed:
@@ -350,9 +346,7 @@ class LogDirWriter:
         managed = {k: w for k, w in sorted(self.partitions.items()) if k not in self.unmanaged}
 
         def offsets(pairs: Iterable[tuple[tuple[str, int], int]]) -> bytes:
-            return cpf.encode_offset_checkpoint(
-                cpf.OffsetCheckpoint(tuple(cpf.TopicPartitionOffset(t, p, o) for (t, p), o in pairs))
-            )
+            return cpf.encode_offset_checkpoint(cpf.OffsetCheckpoint(tuple(cpf.TopicPartitionOffset(t, p, o) for (t, p), o in pairs)))
 
         (self.root / cpf.RECOVERY_POINT_OFFSET_CHECKPOINT).write_bytes(offsets((k, w.log_end_offset) for k, w in managed.items()))
         (self.root / cpf.REPLICATION_OFFSET_CHECKPOINT).write_bytes(offsets((k, w.log_end_offset) for k, w in managed.items()))

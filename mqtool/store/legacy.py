@@ -56,6 +56,7 @@ MAX_MESSAGE_SIZE = 64 << 20
 
 Kind = Literal["data-dir", "partition", "segment"]
 
+
 @dataclass(frozen=True)
 class Segment:
     """One segment file: where it is, the offset in its name, and how many bytes of log it holds.
@@ -431,9 +432,7 @@ class ZipEntryReader:
                 size = self._file.size
                 tail = self._file.pread(max(0, size - ZIP_TAIL_SEARCH), ZIP_TAIL_SEARCH)
                 position, expected, found = describe_zip_damage(self._file.pread(0, ZIP_HEAD), tail, size, str(exc))
-                raise CorruptDataError(
-                    "not a readable zip archive", path=self.path, position=position, expected=expected, found=found
-                ) from None
+                raise CorruptDataError("not a readable zip archive", path=self.path, position=position, expected=expected, found=found) from None
             infos = self._zip.infolist()
             self.entries = [i.filename for i in infos]
             if not infos:
@@ -886,8 +885,7 @@ def end_damage(reader: SegmentReader, framing: Framing, end: WalkEnd | None, *, 
                 f"damaged {framing.length_field}",
                 path=reader.path,
                 position=b,
-                expected=f"{framing.length_field} at most {nxt - b - framing.overhead} "
-                f"(a valid message starts at position {nxt}, {nxt - b} bytes further on)",
+                expected=f"{framing.length_field} at most {nxt - b - framing.overhead} (a valid message starts at position {nxt}, {nxt - b} bytes further on)",
                 found=f"{end.length - framing.overhead}, which runs {end.length - (size - b)} bytes past the end of {role}: "
                 f"the valid messages from position {nxt} on are hidden behind it",
             )
@@ -896,27 +894,21 @@ def end_damage(reader: SegmentReader, framing: Framing, end: WalkEnd | None, *, 
         found = (
             f"{size - b} bytes, fewer than a {framing.header_size}-byte message header"
             if size - b < framing.header_size
-            else f"a partial message: {size - b} of the {end.length} bytes its {framing.length_field} "
-            f"{end.length - framing.overhead} claims"
+            else f"a partial message: {size - b} of the {end.length} bytes its {framing.length_field} {end.length - framing.overhead} claims"
         )
-        return CorruptDataError(
-            path=reader.path, position=b, expected=f"{role} to end exactly after its last message ({nothing})", found=found
-        )
+        return CorruptDataError(path=reader.path, position=b, expected=f"{role} to end exactly after its last message ({nothing})", found=found)
     extent = nonzero_extent(reader, b)
     if extent is None:
         if repaired:
             return None
-        return CorruptDataError(
-            path=reader.path, position=b, expected=f"{role} to end exactly after its last message ({nothing})", found=f"{size - b} zero bytes"
-        )
+        return CorruptDataError(path=reader.path, position=b, expected=f"{role} to end exactly after its last message ({nothing})", found=f"{size - b} zero bytes")
     first, stop = extent
     nxt, _ = next_message(reader, framing, b)
     return CorruptDataError(
         path=reader.path,
         position=first,
         expected=f"only zeros after the end of the valid messages at position {b}",
-        found=f"{stop - first} bytes of other data at positions {first} to {stop}"
-        + (f", holding a valid message at position {nxt}" if nxt is not None else ""),
+        found=f"{stop - first} bytes of other data at positions {first} to {stop}" + (f", holding a valid message at position {nxt}" if nxt is not None else ""),
     )
 
 

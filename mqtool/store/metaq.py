@@ -49,6 +49,7 @@ NAMES = LayoutNames(
     description="<20-digit offset>.meta (or .meta.arc / .meta.zip)",
 )
 
+
 def error_code(exc: MqError) -> str:
     """The code of a message MetaQ's ``MessageUtils`` rejects: a checksum mismatch is METAQ-CRC,
     anything else (msgLen) METAQ-SIZE."""
@@ -81,7 +82,7 @@ def _classify_dir(name: str) -> tuple[str, tuple[str, int] | None, str | None]:
         return "bad", None, "the text after the last '-' is not an int: MetaQ's Integer.parseInt fails at start-up"
     topic, number = tp
     if name != f"{topic}-{number}":
-        return "bad", None, f"partition written {name[len(topic) + 1:]!r}: MetaQ opens {topic}-{number} instead and never reads this directory"
+        return "bad", None, f"partition written {name[len(topic) + 1 :]!r}: MetaQ opens {topic}-{number} instead and never reads this directory"
     return "partition", tp, None
 
 

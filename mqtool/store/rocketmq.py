@@ -54,7 +54,6 @@ DEFAULT_COMMITLOG_FILE_SIZE = 1 << 30
 DEFAULT_CQ_FILE_SIZE = 6_000_000
 
 
-
 @dataclass(frozen=True)
 class Segment:
     """One segment file: its path, the offset in its name, and its size on disk."""
@@ -548,9 +547,7 @@ def is_stale_copy(f: ReadOnlyFile, base: int, at: int, rec: MessageRecord, file_
     return original == f.pread(at, rec.total_size) and find_next_record(f, base, at + 1) is None
 
 
-def read_record_at(
-    f: ReadOnlyFile, position: int, *, check_crc: bool = True, max_record_size: int = MAX_RECORD_SIZE, size_hint: int = 4096
-) -> MessageRecord:
+def read_record_at(f: ReadOnlyFile, position: int, *, check_crc: bool = True, max_record_size: int = MAX_RECORD_SIZE, size_hint: int = 4096) -> MessageRecord:
     """Decode the single record at ``position`` of an open CommitLog file (one read when the
     record fits ``size_hint``)."""
     try:
@@ -762,9 +759,7 @@ class IndexFileView:
             head = self._file.pread(0, idxf.INDEX_HEADER_SIZE)
             try:
                 self.header = idxf.decode_index_header(head)
-                self.geometry = idxf.detect_index_geometry(
-                    self._file.pread, self._file.size, hash_slot_num=hash_slot_num, index_num=index_num
-                )
+                self.geometry = idxf.detect_index_geometry(self._file.pread, self._file.size, hash_slot_num=hash_slot_num, index_num=index_num)
             except MqError as exc:
                 raise exc.at(self.path) from None
             assert self._file._fd is not None
@@ -838,9 +833,7 @@ def past_the_end_error(f: Readable, pos: int, total: int) -> CorruptDataError:
     if rest < 8:
         return TruncatedDataError(path=f.path, position=pos, expected="an 8-byte record header", found=f"{rest} bytes before the end of the file")
     if total > MAX_RECORD_SIZE:
-        return CorruptDataError(
-            path=f.path, position=pos, expected=f"TOTALSIZE at most {MAX_RECORD_SIZE} (the largest record)", found=str(total), kind="size"
-        )
+        return CorruptDataError(path=f.path, position=pos, expected=f"TOTALSIZE at most {MAX_RECORD_SIZE} (the largest record)", found=str(total), kind="size")
     return CorruptDataError(path=f.path, position=pos, expected=f"TOTALSIZE at most {rest} (the rest of the file)", found=str(total), kind="size")
 
 

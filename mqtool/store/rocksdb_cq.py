@@ -84,17 +84,13 @@ class RocksCq:
             try:
                 families = rocksdict.Rdict.list_cf(str(self._tmp), raw)
             except Exception as exc:  # rocksdict raises plain Exception for RocksDB's status
-                raise CorruptDataError(
-                    "cannot read the RocksDB ConsumeQueue's MANIFEST", path=self.path, expected="a RocksDB database", found=self._ours(exc)
-                ) from None
+                raise CorruptDataError("cannot read the RocksDB ConsumeQueue's MANIFEST", path=self.path, expected="a RocksDB database", found=self._ours(exc)) from None
             self.column_families: list[str] = list(families)
             extra = {name: rocksdict.Options(raw_mode=True) for name in self.column_families if name != rcq.UNITS_COLUMN_FAMILY}
             try:
                 self._db = rocksdict.Rdict(str(self._tmp), options=raw, column_families=extra, access_type=rocksdict.AccessType.read_only())
             except Exception as exc:
-                raise CorruptDataError(
-                    "cannot open the RocksDB ConsumeQueue read-only", path=self.path, expected="a RocksDB database", found=self._ours(exc)
-                ) from None
+                raise CorruptDataError("cannot open the RocksDB ConsumeQueue read-only", path=self.path, expected="a RocksDB database", found=self._ours(exc)) from None
         except BaseException:
             self.close()
             raise

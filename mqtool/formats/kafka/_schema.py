@@ -76,9 +76,7 @@ class Reader:
 
     def _fixed(self, fmt: struct.Struct, name: str) -> int:
         if self.end - self.pos < fmt.size:
-            raise TruncatedDataError(
-                position=self.pos, expected=f"{fmt.size} bytes of {self.what}.{name}", found=f"{max(self.end - self.pos, 0)} bytes"
-            )
+            raise TruncatedDataError(position=self.pos, expected=f"{fmt.size} bytes of {self.what}.{name}", found=f"{max(self.end - self.pos, 0)} bytes")
         value: int
         (value,) = fmt.unpack_from(self.buf, self.pos)
         self.pos += fmt.size
@@ -113,9 +111,7 @@ class Reader:
 
     def _raw(self, size: int, name: str) -> bytes:
         if size > self.end - self.pos:
-            raise TruncatedDataError(
-                position=self.pos, expected=f"{size} bytes of {self.what}.{name}", found=f"{max(self.end - self.pos, 0)} bytes"
-            )
+            raise TruncatedDataError(position=self.pos, expected=f"{size} bytes of {self.what}.{name}", found=f"{max(self.end - self.pos, 0)} bytes")
         raw = bytes(self.buf[self.pos : self.pos + size])
         self.pos += size
         return raw
@@ -205,9 +201,7 @@ class Reader:
     def finish(self) -> None:
         """Raise unless every byte up to ``end`` was read."""
         if self.pos != self.end:
-            raise CorruptDataError(
-                position=self.pos, expected=f"the end of {self.what}", found=f"{self.end - self.pos} more bytes"
-            )
+            raise CorruptDataError(position=self.pos, expected=f"the end of {self.what}", found=f"{self.end - self.pos} more bytes")
 
 
 class Writer:

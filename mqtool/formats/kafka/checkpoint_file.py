@@ -147,9 +147,7 @@ def _java_int(text: str, bounds: tuple[int, int], position: int, what: str) -> i
     value = _bounded_int(text, bounds)
     if value is None:
         bits = 32 if bounds == INT32 else 64
-        raise CorruptDataError(
-            f"malformed {what}", position=position, expected=f"a base-10 int{bits}", found=repr(text[:80])
-        )
+        raise CorruptDataError(f"malformed {what}", position=position, expected=f"a base-10 int{bits}", found=repr(text[:80]))
     return value
 
 
@@ -230,9 +228,7 @@ def _decode_checkpoint(buf: Buffer, parse_entry: Callable[[_Line], T], what: str
     count_line = lines[1]
     count = _java_int(count_line.text, INT32, count_line.position, f"entry count line in {what}")
     if count < 0:
-        raise CorruptDataError(
-            f"malformed entry count line in {what}", position=count_line.position, expected="a count >= 0", found=str(count)
-        )
+        raise CorruptDataError(f"malformed entry count line in {what}", position=count_line.position, expected="a count >= 0", found=str(count))
     entries = [parse_entry(line) for line in lines[2:]]
     if len(entries) != count:
         raise CorruptDataError(
@@ -334,22 +330,16 @@ def decode_partition_metadata(buf: Buffer) -> PartitionMetadata:
         raise _malformed(first, "partition.metadata", "'version: <n>'")
     version = _java_int(parts[1], INT32, first.position, "version in partition.metadata")
     if version < CURRENT_VERSION:
-        raise CorruptDataError(
-            "unrecognized partition.metadata version", position=first.position, expected="version >= 0", found=str(version)
-        )
+        raise CorruptDataError("unrecognized partition.metadata version", position=first.position, expected="version >= 0", found=str(version))
     if len(lines) < 2:
-        raise CorruptDataError(
-            "partition.metadata has no topic_id line", position=len(buf), expected="'topic_id: <uuid>'", found="end of data"
-        )
+        raise CorruptDataError("partition.metadata has no topic_id line", position=len(buf), expected="'topic_id: <uuid>'", found="end of data")
     second = lines[1]
     parts = _java_split(_COLON_WHITESPACES, second.text)
     if len(parts) != 2:
         raise _malformed(second, "partition.metadata", "'topic_id: <uuid>'")
     raw = decode_kafka_uuid(parts[1], second.position, "topic_id")
     if raw == bytes(16):
-        raise CorruptDataError(
-            "invalid topic ID in partition.metadata", position=second.position, expected="a non-zero Uuid", found=parts[1]
-        )
+        raise CorruptDataError("invalid topic ID in partition.metadata", position=second.position, expected="a non-zero Uuid", found=parts[1])
     return PartitionMetadata(parts[1], version)
 
 
@@ -406,9 +396,7 @@ def _load_convert(text: str, position: int) -> str:
         if c == "u":
             digits = text[i : i + 4]
             if len(digits) != 4 or not all(d in "0123456789abcdefABCDEF" for d in digits):
-                raise CorruptDataError(
-                    "malformed \\uxxxx encoding in properties", position=position, expected="4 hex digits", found=repr(digits)
-                )
+                raise CorruptDataError("malformed \\uxxxx encoding in properties", position=position, expected="4 hex digits", found=repr(digits))
             out.append(chr(int(digits, 16)))
             i += 4
         else:
@@ -570,9 +558,7 @@ def decode_meta_properties(buf: Buffer) -> MetaProperties:
     if version == 1:
         for key, present in ((CLUSTER_ID_PROP, cluster is not None), (NODE_ID_PROP, node_id is not None)):
             if not present:
-                raise CorruptDataError(
-                    f"{key} was not found", position=0, expected=f"{key} in a version-1 meta.properties", found="none"
-                )
+                raise CorruptDataError(f"{key} was not found", position=0, expected=f"{key} in a version-1 meta.properties", found="none")
     directory = props.get(DIRECTORY_ID_PROP)
     if directory is not None:
         decode_kafka_uuid(directory.value, directory.position, DIRECTORY_ID_PROP)
@@ -636,9 +622,7 @@ def decode_clean_shutdown(buf: Buffer) -> CleanShutdown:
     try:
         doc = json.loads(text)
     except Exception as exc:  # json raises ValueError, RecursionError on deep nesting
-        raise CorruptDataError(
-            "unreadable .kafka_cleanshutdown", position=getattr(exc, "pos", 0), expected="JSON", found=type(exc).__name__
-        ) from None
+        raise CorruptDataError("unreadable .kafka_cleanshutdown", position=getattr(exc, "pos", 0), expected="JSON", found=type(exc).__name__) from None
     if not isinstance(doc, dict):
         raise CorruptDataError(position=0, expected="a JSON object in .kafka_cleanshutdown", found=type(doc).__name__)
     version = doc.get("version", 0)
@@ -647,9 +631,7 @@ def decode_clean_shutdown(buf: Buffer) -> CleanShutdown:
         if value is None and nullable:
             continue
         if not isinstance(value, int) or isinstance(value, bool) or not bounds[0] <= value <= bounds[1]:
-            raise CorruptDataError(
-                f"bad {name} in .kafka_cleanshutdown", position=0, expected="an integer", found=repr(value)[:40]
-            )
+            raise CorruptDataError(f"bad {name} in .kafka_cleanshutdown", position=0, expected="an integer", found=repr(value)[:40])
     return CleanShutdown(version, epoch)
 
 
@@ -690,9 +672,7 @@ class PartitionDirName:
 
 
 _NON_SPACE = f"[^{_JAVA_SPACE}]+"
-_DIR_PATTERNS = {
-    suffix: re.compile(f"({_NON_SPACE})-({_NON_SPACE})\\.({_NON_SPACE})-{suffix}") for suffix in DIR_SUFFIXES
-}
+_DIR_PATTERNS = {suffix: re.compile(f"({_NON_SPACE})-({_NON_SPACE})\\.({_NON_SPACE})-{suffix}") for suffix in DIR_SUFFIXES}
 
 
 def parse_partition_dir_name(name: str) -> PartitionDirName:
@@ -737,4 +717,4 @@ def partition_dir_name(topic: str, partition: int, suffix: str | None = None, un
     if suffix == "future":
         return f"{topic}{full_suffix}"
     keep = min(len(topic), MAX_DIR_NAME_LENGTH - len(full_suffix))
-    return f"{topic[:max(keep, 0)]}{full_suffix}"
+    return f"{topic[: max(keep, 0)]}{full_suffix}"

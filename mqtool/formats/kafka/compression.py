@@ -133,7 +133,9 @@ def _too_big(max_size: int, codec: int) -> UnsupportedFormatError:
 
 def _broken(codec: int, exc: BaseException, position: int | None = None) -> CorruptDataError:
     return CorruptDataError(
-        position=position, expected=f"a valid {CODEC_NAMES[codec]} stream", found=f"{type(exc).__name__}: {exc}",
+        position=position,
+        expected=f"a valid {CODEC_NAMES[codec]} stream",
+        found=f"{type(exc).__name__}: {exc}",
         kind="compression",
     )
 
@@ -208,7 +210,9 @@ def gzip_decompress(data: Buffer, *, max_size: int = DEFAULT_MAX_DECOMPRESSED_SI
             if not d.unconsumed_tail:
                 # All input consumed and the member is not complete: a cut stream.
                 raise TruncatedDataError(
-                    position=len(view), expected="the rest of the gzip member (deflate data and trailer)", found="end of data",
+                    position=len(view),
+                    expected="the rest of the gzip member (deflate data and trailer)",
+                    found="end of data",
                     kind="compression",
                 )
             tail = d.unconsumed_tail
@@ -307,9 +311,7 @@ def _lz4_header_checksum(header: bytes, *, broken: bool) -> int:
     return (xxh32(covered) >> 8) & 0xFF
 
 
-def lz4_compress(
-    data: Buffer, *, broken_header_checksum: bool = False, level: int | None = None, block_size_id: int = LZ4_BLOCKSIZE_64KB
-) -> bytes:
+def lz4_compress(data: Buffer, *, broken_header_checksum: bool = False, level: int | None = None, block_size_id: int = LZ4_BLOCKSIZE_64KB) -> bytes:
     """Kafka's LZ4 frame (independent blocks, no checksums, no content size)."""
     block = _library(LZ4)
     if not 4 <= block_size_id <= 7:
@@ -361,7 +363,10 @@ def lz4_decompress(data: Buffer, *, ignore_header_checksum: bool = False, max_si
         expected_hc = _lz4_header_checksum(bytes(view[:pos]), broken=False)
         if view[pos] != expected_hc:
             raise CorruptDataError(
-                "LZ4 frame descriptor corrupted", position=pos, expected=f"HC 0x{expected_hc:02X}", found=f"0x{view[pos]:02X}",
+                "LZ4 frame descriptor corrupted",
+                position=pos,
+                expected=f"HC 0x{expected_hc:02X}",
+                found=f"0x{view[pos]:02X}",
                 kind="compression",
             )
     pos += 1
@@ -399,7 +404,10 @@ def lz4_decompress(data: Buffer, *, ignore_header_checksum: bool = False, max_si
             computed = xxh32(payload)
             if stored_hash != computed:
                 raise CorruptDataError(
-                    "LZ4 block checksum mismatch", position=pos, expected=f"0x{computed:08X}", found=f"0x{stored_hash:08X}",
+                    "LZ4 block checksum mismatch",
+                    position=pos,
+                    expected=f"0x{computed:08X}",
+                    found=f"0x{stored_hash:08X}",
                     kind="compression",
                 )
             pos += 4

@@ -123,9 +123,7 @@ class IndexContents(Generic[Entry]):
 
 def _check_relative(relative: int, position: int) -> None:
     if relative < 0:
-        raise CorruptDataError(
-            position=position, expected="relativeOffset >= 0 (offset - baseOffset)", found=str(relative)
-        )
+        raise CorruptDataError(position=position, expected="relativeOffset >= 0 (offset - baseOffset)", found=str(relative))
 
 
 def peek_relative_offset(buf: Buffer, position: int = 0) -> int:
@@ -194,9 +192,7 @@ def _preallocated(body: bytes, size: int | None, entry_size: int) -> bytes:
     return body + bytes(size - len(body))
 
 
-def encode_offset_index(
-    entries: Iterable[OffsetPosition], base_offset: int = 0, *, size: int | None = None
-) -> bytes:
+def encode_offset_index(entries: Iterable[OffsetPosition], base_offset: int = 0, *, size: int | None = None) -> bytes:
     """Encode ``.index`` entries as ``OffsetIndex.append`` lays them out.
 
     ``size`` pads the file with zeros the way an active (pre-allocated) index looks; it is
@@ -212,9 +208,7 @@ def encode_offset_index(
     return _preallocated(bytes(out), size, OFFSET_ENTRY_SIZE)
 
 
-def encode_time_index(
-    entries: Iterable[TimestampOffset], base_offset: int = 0, *, size: int | None = None
-) -> bytes:
+def encode_time_index(entries: Iterable[TimestampOffset], base_offset: int = 0, *, size: int | None = None) -> bytes:
     """Encode ``.timeindex`` entries as ``TimeIndex.maybeAppend`` lays them out (see ``size`` above)."""
     out = bytearray()
     last: TimestampOffset | None = None
@@ -389,9 +383,7 @@ def _checked_count(buf: Buffer, entry_size: int, entries: int | None) -> int:
     if entries is None:
         return index_entry_count(buf, entry_size)
     if not 0 <= entries <= available:
-        raise CorruptDataError(
-            expected=f"at most {available} entries in a {len(buf)}-byte index", found=f"{entries} entries"
-        )
+        raise CorruptDataError(expected=f"at most {available} entries in a {len(buf)}-byte index", found=f"{entries} entries")
     return entries
 
 
@@ -415,9 +407,7 @@ def lookup_offset(buf: Buffer, base_offset: int, target_offset: int, *, entries:
     return decode_offset_entry(view, slot * OFFSET_ENTRY_SIZE, base_offset)
 
 
-def lookup_timestamp(
-    buf: Buffer, base_offset: int, target_timestamp: int, *, entries: int | None = None
-) -> TimestampOffset:
+def lookup_timestamp(buf: Buffer, base_offset: int, target_timestamp: int, *, entries: int | None = None) -> TimestampOffset:
     """``TimeIndex.lookup``: the entry with the largest timestamp <= ``target_timestamp``.
 
     Below the first entry (or in an empty index) the answer is ``(-1, base_offset)``.

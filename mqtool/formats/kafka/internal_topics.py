@@ -232,15 +232,20 @@ def decode_group_metadata_value(value: Buffer) -> GroupMetadataValue:
         member_tags = r.unknown_tagged_fields() if flexible else ()
         members.append(
             MemberMetadata(
-                member_id, client_id, client_host, session_timeout, subscription, assignment,
-                group_instance_id, rebalance_timeout, member_tags,
+                member_id,
+                client_id,
+                client_host,
+                session_timeout,
+                subscription,
+                assignment,
+                group_instance_id,
+                rebalance_timeout,
+                member_tags,
             )
         )
     tagged = r.unknown_tagged_fields() if flexible else ()
     r.finish()
-    return GroupMetadataValue(
-        version, protocol_type, generation, protocol, leader, tuple(members), current_state_timestamp, tagged
-    )
+    return GroupMetadataValue(version, protocol_type, generation, protocol, leader, tuple(members), current_state_timestamp, tagged)
 
 
 def encode_group_metadata_value(v: GroupMetadataValue) -> bytes:
@@ -406,8 +411,18 @@ def decode_transaction_log_value(value: Buffer) -> TransactionLogValue:
                 raise exc.at(None, pos) from None
     r.finish()
     return TransactionLogValue(
-        version, producer_id, producer_epoch, timeout, status, partitions, last_update, start,
-        previous_pid, next_pid, client_version, tuple(unknown),
+        version,
+        producer_id,
+        producer_epoch,
+        timeout,
+        status,
+        partitions,
+        last_update,
+        start,
+        previous_pid,
+        next_pid,
+        client_version,
+        tuple(unknown),
     )
 
 
@@ -563,9 +578,7 @@ def decode_metadata_payload(record: MetadataRecord) -> MetadataPayload | bytes:
     """The struct of the few record types decoded here; the raw bytes for any other."""
     r = Reader(record.data, what=record.name)
     if record.name == "TopicRecord":
-        out: MetadataPayload = TopicRecord(
-            r.string("name", True), r.uuid("topic_id"), r.unknown_tagged_fields()
-        )
+        out: MetadataPayload = TopicRecord(r.string("name", True), r.uuid("topic_id"), r.unknown_tagged_fields())
     elif record.name == "FeatureLevelRecord":
         out = FeatureLevelRecord(r.string("name", True), r.int16("feature_level"), r.unknown_tagged_fields())
     elif record.name == "RemoveTopicRecord":

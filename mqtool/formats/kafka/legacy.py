@@ -192,9 +192,7 @@ def _decode_view(view: memoryview, offset: int, size: int, magic: int, check_crc
             expected=f"message size {pos - LOG_OVERHEAD} (from the key and value lengths)",
             found=str(size),
         )
-    return LegacyRecord(
-        offset=offset, value=value, key=key, magic=magic, attributes=attributes, timestamp=timestamp, crc=stored_crc, computed_crc=computed
-    )
+    return LegacyRecord(offset=offset, value=value, key=key, magic=magic, attributes=attributes, timestamp=timestamp, crc=stored_crc, computed_crc=computed)
 
 
 def _sized(view: memoryview, pos: int, end: int, what: str) -> tuple[bytes | None, int]:
@@ -205,9 +203,7 @@ def _sized(view: memoryview, pos: int, end: int, what: str) -> tuple[bytes | Non
     if length < 0:  # upstream: any negative length reads as null
         return None, pos
     if length > end - pos:
-        raise TruncatedDataError(
-            position=pos - _LENGTH.size, expected=f"{length} bytes of {what}", found=f"{end - pos} bytes left in the message"
-        )
+        raise TruncatedDataError(position=pos - _LENGTH.size, expected=f"{length} bytes of {what}", found=f"{end - pos} bytes left in the message")
     return bytes(view[pos : pos + length]), pos + length
 
 
@@ -228,9 +224,7 @@ def iter_message_set(buf: Buffer, *, check_crc: bool = True) -> Iterator[tuple[i
 # --- compressed wrappers ----------------------------------------------------------------------
 
 
-def decode_inner_messages(
-    wrapper: LegacyRecord, *, check_crc: bool = True, max_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE
-) -> tuple[LegacyRecord, ...]:
+def decode_inner_messages(wrapper: LegacyRecord, *, check_crc: bool = True, max_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE) -> tuple[LegacyRecord, ...]:
     """The inner messages of a compressed wrapper, with absolute offsets (``DeepRecordsIterator``).
 
     Positions in errors are relative to the decompressed inner message set; errors in the
@@ -265,9 +259,7 @@ def decode_inner_messages(
                 kind="magic",
             )
         if record.is_compressed:
-            raise CorruptDataError(
-                position=pos + ATTRIBUTES_POSITION, expected="an uncompressed inner message", found=f"codec {record.compression_type}"
-            )
+            raise CorruptDataError(position=pos + ATTRIBUTES_POSITION, expected="an uncompressed inner message", found=f"codec {record.compression_type}")
         if record.magic == MAGIC_V1:
             timestamp = wrapper.timestamp if wrapper_type else record.timestamp
             attributes = (record.attributes & ~TIMESTAMP_TYPE_MASK) | wrapper_type
@@ -280,18 +272,14 @@ def decode_inner_messages(
         if wrapper.offset == 0:
             base = 0
         elif wrapper.offset < last_inner:
-            raise CorruptDataError(
-                expected=f"a wrapper offset >= the last inner offset {last_inner}", found=str(wrapper.offset)
-            )
+            raise CorruptDataError(expected=f"a wrapper offset >= the last inner offset {last_inner}", found=str(wrapper.offset))
         else:
             base = wrapper.offset - last_inner
         inner = [replace(r, offset=base + r.offset) for r in inner]
     return tuple(inner)
 
 
-def deep_messages(
-    record: LegacyRecord, *, check_crc: bool = True, max_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE
-) -> tuple[LegacyRecord, ...]:
+def deep_messages(record: LegacyRecord, *, check_crc: bool = True, max_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE) -> tuple[LegacyRecord, ...]:
     """The logical messages of an entry: itself, or a wrapper's inner messages."""
     if not record.is_compressed:
         return (record,)
@@ -365,9 +353,7 @@ def encode_wrapper(
             timestamp = log_append_time
         else:
             timestamp = max(r.timestamp for r in records)
-    return LegacyRecord(
-        offset=records[-1].offset, value=value, key=None, magic=magic, attributes=attributes, timestamp=timestamp
-    )
+    return LegacyRecord(offset=records[-1].offset, value=value, key=None, magic=magic, attributes=attributes, timestamp=timestamp)
 
 
 __all__ = [

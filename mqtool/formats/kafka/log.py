@@ -131,18 +131,14 @@ def records_of_batch(batch: RecordBatch) -> tuple[LogRecord, ...]:
     )
 
 
-def records_of_message(
-    message: LegacyRecord, position: int = 0, *, check_crc: bool = True, max_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE
-) -> tuple[LogRecord, ...]:
+def records_of_message(message: LegacyRecord, position: int = 0, *, check_crc: bool = True, max_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE) -> tuple[LogRecord, ...]:
     """A legacy entry's logical records (a wrapper decompressed); errors point at ``position``."""
     try:
         messages = legacy.deep_messages(message, check_crc=check_crc, max_size=max_size)
     except CorruptDataError as exc:
         raise in_decompressed(exc, position, "inner message set") from None
     return tuple(
-        LogRecord(
-            offset=m.offset, timestamp=m.timestamp, timestamp_type=m.timestamp_type_name, key=m.key, value=m.value, crc=m.crc, is_valid=m.is_valid
-        )
+        LogRecord(offset=m.offset, timestamp=m.timestamp, timestamp_type=m.timestamp_type_name, key=m.key, value=m.value, crc=m.crc, is_valid=m.is_valid)
         for m in messages
     )
 
@@ -233,9 +229,7 @@ class LogWalker:
                 self.end = DataEnd("partial", pos, LOG_OVERHEAD + entry_size)
                 return
             try:
-                entry = decode_entry(
-                    buf, pos, mode=self.mode, check_crc=self.check_crc, max_decompressed_size=self.max_decompressed_size
-                )
+                entry = decode_entry(buf, pos, mode=self.mode, check_crc=self.check_crc, max_decompressed_size=self.max_decompressed_size)
             except MqError:
                 self.failed_at = pos
                 raise

@@ -379,9 +379,7 @@ def _decode_record(buf: memoryview, pos: int, end: int) -> tuple[Record, int]:
     count_pos = pos
     count, pos = _varint(buf, pos, rec_end, "headers count")
     if count < 0 or count > rec_end - pos:
-        raise CorruptDataError(
-            position=count_pos, expected=f"a headers count between 0 and {rec_end - pos}", found=str(count)
-        )
+        raise CorruptDataError(position=count_pos, expected=f"a headers count between 0 and {rec_end - pos}", found=str(count))
     headers = []
     for _ in range(count):
         key_pos = pos
@@ -434,9 +432,7 @@ def iter_records(data: Buffer, count: int, base: int = 0) -> Iterator[Record]:
         )
 
 
-def decode_batch(
-    buf: Buffer, position: int = 0, *, check_crc: bool = True, max_decompressed_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE
-) -> RecordBatch:
+def decode_batch(buf: Buffer, position: int = 0, *, check_crc: bool = True, max_decompressed_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE) -> RecordBatch:
     """Full decode of the batch at ``position``: header (CRC checked) and every record.
 
     Compressed records are decompressed (``UnsupportedFormatError`` if the codec is missing or
@@ -520,16 +516,19 @@ def encode_batch(batch: RecordBatch, *, compression_level: int | None = None) ->
     codec = h.compression_type
     if codec != compression.NONE:
         records = compression.compress(codec, records, magic=MAGIC_V2, level=compression_level)
-    body = _BODY.pack(
-        h.attributes,
-        h.last_offset_delta,
-        h.base_timestamp,
-        h.max_timestamp,
-        h.producer_id,
-        h.producer_epoch,
-        h.base_sequence,
-        len(batch.records),
-    ) + records
+    body = (
+        _BODY.pack(
+            h.attributes,
+            h.last_offset_delta,
+            h.base_timestamp,
+            h.max_timestamp,
+            h.producer_id,
+            h.producer_epoch,
+            h.base_sequence,
+            len(batch.records),
+        )
+        + records
+    )
     batch_length = _FRAMING.size - LOG_OVERHEAD + _CRC.size + len(body)  # epoch, magic, crc, body
     return _FRAMING.pack(h.base_offset, batch_length, h.partition_leader_epoch, MAGIC_V2) + _CRC.pack(crc32c(body)) + body
 

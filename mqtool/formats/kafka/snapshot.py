@@ -115,9 +115,7 @@ def decode_snapshot(buf: Buffer, *, check_crc: bool = True) -> ProducerSnapshot:
     """Decode a whole ``.snapshot`` file; raise on an unknown version, short data or bad CRC."""
     version, crc, count = peek_snapshot(buf)
     if version != VERSION:
-        raise CorruptDataError(
-            "unknown producer snapshot version", position=0, expected=f"version {VERSION}", found=str(version)
-        )
+        raise CorruptDataError("unknown producer snapshot version", position=0, expected=f"version {VERSION}", found=str(version))
     if count < 0:
         raise CorruptDataError(
             "producer entries array serialized as null",
@@ -144,9 +142,7 @@ def decode_snapshot(buf: Buffer, *, check_crc: bool = True) -> ProducerSnapshot:
             expected=f"end of file after {count} entries",
             found=f"{len(buf) - end} more bytes",
         )
-    entries = tuple(
-        ProducerEntry(*ENTRY.unpack_from(buf, ENTRIES_POSITION + i * ENTRY_SIZE)) for i in range(count)
-    )
+    entries = tuple(ProducerEntry(*ENTRY.unpack_from(buf, ENTRIES_POSITION + i * ENTRY_SIZE)) for i in range(count))
     return ProducerSnapshot(entries, version, crc)
 
 
@@ -171,4 +167,3 @@ def encode_snapshot(snapshot: ProducerSnapshot) -> bytes:
             raise ValueError(f"producer entry field out of range: {exc}") from None
     U32.pack_into(out, CRC_POSITION, compute_crc(out))
     return bytes(out)
-

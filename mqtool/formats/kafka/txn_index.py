@@ -180,9 +180,7 @@ class TxnIndexSearchResult:
     is_complete: bool
 
 
-def collect_aborted_txns(
-    entries: Iterable[AbortedTxn], fetch_offset: int, upper_bound_offset: int
-) -> TxnIndexSearchResult:
+def collect_aborted_txns(entries: Iterable[AbortedTxn], fetch_offset: int, upper_bound_offset: int) -> TxnIndexSearchResult:
     """``TransactionIndex.collectAbortedTxns``: transactions overlapping ``[fetch_offset, upper_bound_offset)``.
 
     ``is_complete`` is True once an entry's ``lastStableOffset >= upper_bound_offset``: no later

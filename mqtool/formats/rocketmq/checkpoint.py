@@ -126,9 +126,7 @@ def decode_abort(content: Buffer) -> int | None:
     if not text:
         return None
     if not (text.isascii() and text.isdigit()):
-        raise CorruptDataError(
-            position=0, expected="an empty abort file or a decimal PID", found=repr(text[:40])
-        )
+        raise CorruptDataError(position=0, expected="an empty abort file or a decimal PID", found=repr(text[:40]))
     return int(text)
 
 

@@ -122,10 +122,7 @@ class CommitLogColumns:
             return None
         starts = np.flatnonzero(new)
         stops = np.append(starts[1:], len(rows))
-        runs = [
-            ((self.topics[int(t[a])], int(q[a])), QueueRun(int(off[a]), int(off[b - 1]), int(b - a), int(self.position[rows[a]])))
-            for a, b in zip(starts, stops)
-        ]
+        runs = [((self.topics[int(t[a])], int(q[a])), QueueRun(int(off[a]), int(off[b - 1]), int(b - a), int(self.position[rows[a]]))) for a, b in zip(starts, stops)]
         # in the order the queues first appear, as a record-by-record walk meets them
         return dict(sorted(runs, key=lambda item: item[1].first_position))
 
@@ -292,9 +289,7 @@ def walk_columns(buf: bytes, base: int, *, start: int = 0, key_hashes: bool = Tr
     count = _first_false(ok)
     # BODYCRC: the masked CRC32 of the body (0 for an empty body)
     view = memoryview(buf)
-    crcs = np.fromiter(
-        map(zlib.crc32, map(view.__getitem__, map(slice, body_at[:count].tolist(), body_end[:count].tolist()))), dtype=np.int64, count=count
-    )
+    crcs = np.fromiter(map(zlib.crc32, map(view.__getitem__, map(slice, body_at[:count].tolist(), body_end[:count].tolist()))), dtype=np.int64, count=count)
     count = _first_false((crcs & 0x7FFFFFFF) == head["body_crc"][:count])
     topic_id, topics, count = _topics(buf, topic_at[:count], topic_len[:count])
     props = _Properties(buf, props_at[:count], end[:count])

@@ -92,7 +92,6 @@ _HEAD8 = struct.Struct(">iI")  # TOTALSIZE, MAGIC
 BLANK_HEADER = _HEAD8
 
 
-
 def _prefix_position(field_index: int) -> int:
     """Position of field ``field_index`` (0: TOTALSIZE) of the fixed prefix, from ``_PREFIX``."""
     return struct.calcsize(_PREFIX.format[: 1 + field_index])
@@ -112,27 +111,27 @@ def host_size(ipv6: bool) -> int:
     return 20 if ipv6 else 8
 
 
-def message_size(
-    body_size: int, topic_size: int, properties_size: int, *, sys_flag: int = 0, magic_code: int = MAGIC_V1
-) -> int:
+def message_size(body_size: int, topic_size: int, properties_size: int, *, sys_flag: int = 0, magic_code: int = MAGIC_V1) -> int:
     """``calMsgLength``: the TOTALSIZE a record with these parts must have."""
     born = host_size(bool(sys_flag & SYSFLAG_BORNHOST_V6))
     store = host_size(bool(sys_flag & SYSFLAG_STOREHOST_V6))
     return (
-        _PREFIX.size + born + _TIMESTAMP.size + store + _TAIL_FIXED.size
-        + body_size + topic_length_size(magic_code) + topic_size + _PROPERTIES_LENGTH.size + properties_size
+        _PREFIX.size
+        + born
+        + _TIMESTAMP.size
+        + store
+        + _TAIL_FIXED.size
+        + body_size
+        + topic_length_size(magic_code)
+        + topic_size
+        + _PROPERTIES_LENGTH.size
+        + properties_size
     )
 
 
 def body_position(sys_flag: int) -> int:
     """Position of BODY inside a record (depends on the IPv6 host bits)."""
-    return (
-        _PREFIX.size
-        + host_size(bool(sys_flag & SYSFLAG_BORNHOST_V6))
-        + _TIMESTAMP.size
-        + host_size(bool(sys_flag & SYSFLAG_STOREHOST_V6))
-        + _TAIL_FIXED.size
-    )
+    return _PREFIX.size + host_size(bool(sys_flag & SYSFLAG_BORNHOST_V6)) + _TIMESTAMP.size + host_size(bool(sys_flag & SYSFLAG_STOREHOST_V6)) + _TAIL_FIXED.size
 
 
 def body_length_position(sys_flag: int) -> int:
@@ -348,7 +347,9 @@ def decode_message(buf: Buffer, position: int = 0, *, check_crc: bool = True) ->
         )
     if total_size < MIN_MESSAGE_SIZE:
         raise CorruptDataError(
-            position=position, expected=f"TOTALSIZE >= {MIN_MESSAGE_SIZE}", found=str(total_size),
+            position=position,
+            expected=f"TOTALSIZE >= {MIN_MESSAGE_SIZE}",
+            found=str(total_size),
             kind="size",
         )
     need(buf, position, total_size, "message record")
@@ -380,8 +381,23 @@ def _decode_message_view(view: memoryview, magic: int, total_size: int, check_cr
     (sys_flag,) = I32.unpack_from(view, SYSFLAG_POSITION)
     if not sys_flag & (SYSFLAG_BORNHOST_V6 | SYSFLAG_STOREHOST_V6):
         (
-            _, _, body_crc, queue_id, flag, queue_offset, physical_offset, _, born_timestamp,
-            born_ip, born_port, store_timestamp, store_ip, store_port, reconsume_times, prepared_tx, body_len,
+            _,
+            _,
+            body_crc,
+            queue_id,
+            flag,
+            queue_offset,
+            physical_offset,
+            _,
+            born_timestamp,
+            born_ip,
+            born_port,
+            store_timestamp,
+            store_ip,
+            store_port,
+            reconsume_times,
+            prepared_tx,
+            body_len,
         ) = _FIXED_V4.unpack_from(view, 0)
         born_host = _host(born_ip, born_port)
         store_host = _host(store_ip, store_port)
@@ -525,9 +541,7 @@ def encode_message(record: MessageRecord, *, append_crc_property: bool = False) 
         raise ValueError(f"topic of {len(topic_bytes)} bytes does not fit magic {hexint(record.magic_code)}")
     if len(prop_bytes) > 32767:
         raise ValueError("properties longer than 32767 bytes")
-    total = message_size(
-        len(record.body), len(topic_bytes), len(prop_bytes), sys_flag=record.sys_flag, magic_code=record.magic_code
-    )
+    total = message_size(len(record.body), len(topic_bytes), len(prop_bytes), sys_flag=record.sys_flag, magic_code=record.magic_code)
     out = bytearray()
     out += _PREFIX.pack(
         total,
@@ -719,9 +733,7 @@ def decode_uniq_key(uniq_key: str) -> UniqKeyInfo:
 
 def encode_uniq_key(info: UniqKeyInfo) -> str:
     family = socket.AF_INET6 if ":" in info.ip else socket.AF_INET
-    raw = socket.inet_pton(family, info.ip) + struct.pack(
-        ">HiiH", info.pid, info.class_loader_hash, info.millis_since_month_start, info.counter
-    )
+    raw = socket.inet_pton(family, info.ip) + struct.pack(">HiiH", info.pid, info.class_loader_hash, info.millis_since_month_start, info.counter)
     return raw.hex().upper()
 
 
@@ -743,9 +755,7 @@ def _decompressor(codec: str) -> Callable[[bytes], bytes]:
 
             return lambda data: zstandard.ZstdDecompressor().decompressobj().decompress(data)
     except ImportError:
-        raise UnsupportedFormatError(
-            f"body compressed with {codec}: install mqtool[codecs]", expected=f"the {codec} codec", found="not installed"
-        ) from None
+        raise UnsupportedFormatError(f"body compressed with {codec}: install mqtool[codecs]", expected=f"the {codec} codec", found="not installed") from None
     raise UnsupportedFormatError(expected="compression ZLIB, LZ4 or ZSTD", found=codec)
 
 

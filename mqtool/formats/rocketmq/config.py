@@ -383,7 +383,14 @@ class TopicConfig:
 
 
 _TOPIC_FIELDS = {
-    "topicName", "readQueueNums", "writeQueueNums", "perm", "topicFilterType", "topicSysFlag", "order", "attributes",
+    "topicName",
+    "readQueueNums",
+    "writeQueueNums",
+    "perm",
+    "topicFilterType",
+    "topicSysFlag",
+    "order",
+    "attributes",
 }
 
 
@@ -442,8 +449,15 @@ class SubscriptionGroupConfig:
 
 
 _GROUP_FIELDS = {
-    "groupName", "consumeEnable", "consumeFromMinEnable", "consumeBroadcastEnable", "retryQueueNums",
-    "retryMaxTimes", "brokerId", "whichBrokerWhenConsumeSlowly", "notifyConsumerIdsChangedEnable",
+    "groupName",
+    "consumeEnable",
+    "consumeFromMinEnable",
+    "consumeBroadcastEnable",
+    "retryQueueNums",
+    "retryMaxTimes",
+    "brokerId",
+    "whichBrokerWhenConsumeSlowly",
+    "notifyConsumerIdsChangedEnable",
 }
 
 
@@ -494,9 +508,7 @@ def _with_version(body: dict[str, Any], data_version: DataVersion | None) -> str
     return encode_fastjson(dict(sorted(body.items())))
 
 
-def encode_consumer_offsets(
-    offsets: Mapping[tuple[str, str], Mapping[int, int]], data_version: DataVersion | None = None
-) -> str:
+def encode_consumer_offsets(offsets: Mapping[tuple[str, str], Mapping[int, int]], data_version: DataVersion | None = None) -> str:
     table = {f"{topic}{TOPIC_GROUP_SEPARATOR}{group}": dict(q) for (topic, group), q in offsets.items()}
     return _with_version({"offsetTable": table}, data_version)
 
@@ -509,9 +521,7 @@ def encode_topics(topics: Mapping[str, TopicConfig], data_version: DataVersion |
     return _with_version({"topicConfigTable": {name: t.to_json() for name, t in topics.items()}}, data_version)
 
 
-def encode_subscription_groups(
-    groups: Mapping[str, SubscriptionGroupConfig], data_version: DataVersion | None = None
-) -> str:
+def encode_subscription_groups(groups: Mapping[str, SubscriptionGroupConfig], data_version: DataVersion | None = None) -> str:
     table = {name: g.to_json() for name, g in groups.items()}
     return _with_version({"subscriptionGroupTable": table}, data_version)
 

@@ -365,9 +365,7 @@ def decode_cq_ext_unit(buf: Buffer, position: int = 0) -> CqExtUnit:
     need(buf, position, CQ_EXT_HEAD.size, "ConsumeQueueExt unit header")
     size, tags_code, store_time, bitmap_size = CQ_EXT_HEAD.unpack_from(buf, position)
     if size < CQ_EXT_MIN_UNIT_SIZE:
-        raise CorruptDataError(
-            position=position, expected=f"ext unit size >= {CQ_EXT_MIN_UNIT_SIZE}", found=str(size)
-        )
+        raise CorruptDataError(position=position, expected=f"ext unit size >= {CQ_EXT_MIN_UNIT_SIZE}", found=str(size))
     if bitmap_size < 0 or size != CQ_EXT_MIN_UNIT_SIZE + bitmap_size:
         raise CorruptDataError(
             position=position + CQ_EXT_HEAD.size - 2,
@@ -383,9 +381,7 @@ def encode_cq_ext_unit(unit: CqExtUnit) -> bytes:
         raise ValueError(f"ext unit of {unit.size} bytes exceeds {CQ_EXT_MAX_UNIT_SIZE}")
     _check_range("tags_code", unit.tags_code, 64)
     _check_range("msg_store_time", unit.msg_store_time, 64)
-    return CQ_EXT_HEAD.pack(unit.size, unit.tags_code, unit.msg_store_time, unit.bitmap_size) + bytes(
-        unit.filter_bitmap
-    )
+    return CQ_EXT_HEAD.pack(unit.size, unit.tags_code, unit.msg_store_time, unit.bitmap_size) + bytes(unit.filter_bitmap)
 
 
 def encode_cq_ext_end_marker() -> bytes:

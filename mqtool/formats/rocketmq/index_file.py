@@ -280,9 +280,7 @@ def infer_index_geometry(
     ``maxIndexNum``).
     """
     if length < INDEX_HEADER_SIZE:
-        raise TruncatedDataError(
-            position=0, expected=f"an IndexFile of at least {INDEX_HEADER_SIZE} bytes", found=f"{length} bytes"
-        )
+        raise TruncatedDataError(position=0, expected=f"an IndexFile of at least {INDEX_HEADER_SIZE} bytes", found=f"{length} bytes")
     body = length - INDEX_HEADER_SIZE
     if hash_slot_num is not None and index_num is None:
         rest = body - hash_slot_num * HASH_SLOT_SIZE
@@ -635,8 +633,14 @@ class IndexWriter:
         """``IndexHeader.updateByteBuffer``: write every in-memory header field."""
         h = self.header
         INDEX_HEADER.pack_into(
-            self._buf, 0,
-            h.begin_timestamp, h.end_timestamp, h.begin_phy_offset, h.end_phy_offset, h.hash_slot_count, h.index_count,
+            self._buf,
+            0,
+            h.begin_timestamp,
+            h.end_timestamp,
+            h.begin_phy_offset,
+            h.end_phy_offset,
+            h.hash_slot_count,
+            h.index_count,
         )
 
     def inherit(self, prev_end_phy_offset: int, prev_end_timestamp: int) -> None:
@@ -831,9 +835,7 @@ def iter_chain(
         number = prev
 
 
-def iter_entries(
-    buf: Buffer, hash_slot_num: int = DEFAULT_HASH_SLOT_NUM, index_num: int = DEFAULT_INDEX_NUM
-) -> Iterator[tuple[int, IndexEntry]]:
+def iter_entries(buf: Buffer, hash_slot_num: int = DEFAULT_HASH_SLOT_NUM, index_num: int = DEFAULT_INDEX_NUM) -> Iterator[tuple[int, IndexEntry]]:
     """``(entry number, IndexEntry)`` for every used entry 1 .. indexCount-1, in write order."""
     geometry = _geometry_for(buf, hash_slot_num, index_num)
     header = decode_index_header(buf)

@@ -124,7 +124,7 @@ def _read_metaq_ini(path: Path) -> dict[str, object]:
         if line.startswith("[") and line.endswith("]"):
             section = line[1:-1].strip()
             continue
-        key, sep, value = (line.partition("=") if "=" in line else line.partition(":"))
+        key, sep, value = line.partition("=") if "=" in line else line.partition(":")
         if not sep or key.strip() != "deletePolicy" or not value.strip():
             continue
         if section == "system":

@@ -233,6 +233,7 @@ def plan_clean_kafka(path: str | Path, options: CleanOptions = CleanOptions(), *
             "partitions": [],
         }
     )
+
     def rel(p: Path) -> str:
         return relative(root, p)
 

@@ -366,9 +366,7 @@ def _check_zip(path: Path, entry: str, size: int, crc: int) -> None:
         if z.entries != [entry]:
             raise CorruptDataError("archive check failed", path=path, expected=f"one entry {entry}", found=", ".join(z.entries[:5]))
         if z.size != size or z.crc != crc:
-            raise CorruptDataError(
-                "archive check failed", path=path, expected=f"{size} bytes with CRC-32 0x{crc:08X}", found=f"{z.size} bytes with CRC-32 0x{z.crc:08X}"
-            )
+            raise CorruptDataError("archive check failed", path=path, expected=f"{size} bytes with CRC-32 0x{crc:08X}", found=f"{z.size} bytes with CRC-32 0x{z.crc:08X}")
         z.verify()
 
 
@@ -469,9 +467,7 @@ def apply_custom(step: Step, ctx: ApplyContext) -> None:
             _check_zip(tmp, entry, size, crc)
         except MqError as exc:
             ctx.mutator.delete(tmp)
-            raise CorruptDataError(
-                f"the archive written for {source.name} does not read back as the segment; the segment is kept", path=tmp, found=str(exc)
-            ) from None
+            raise CorruptDataError(f"the archive written for {source.name} does not read back as the segment; the segment is kept", path=tmp, found=str(exc)) from None
         ctx.mutator.rename(tmp, target)
     ctx.mutator.delete(source)
 

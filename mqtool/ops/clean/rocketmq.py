@@ -101,9 +101,7 @@ def plan_clean_rocketmq(path: str | Path, options: CleanOptions = CleanOptions()
         }
     )
     if ratio * 100 > options.warning_ratio:
-        plan.notes.append(
-            f"disk {ratio:.0%} used, above diskSpaceWarningLevelRatio {options.warning_ratio} %: the broker rejects new messages"
-        )
+        plan.notes.append(f"disk {ratio:.0%} used, above diskSpaceWarningLevelRatio {options.warning_ratio} %: the broker rejects new messages")
     if not (time_ok or space_ok or options.manual):
         plan.notes.append(f"not the hour to delete (deleteWhen {delete_when}), disk at {ratio:.0%}: nothing is deleted")
         return plan
@@ -142,8 +140,10 @@ def plan_clean_rocketmq(path: str | Path, options: CleanOptions = CleanOptions()
                 break
             losing.update(held)
         age_h = (now_ms - int(seg.mtime * 1000)) / HOUR_MS
-        why = f"expired: last modified {age_h:.1f} h ago (fileReservedTime {options.file_reserved_hours:g} h)" if expired else (
-            f"disk {ratio:.0%} used (above {options.clean_forcibly_ratio} %): deleted before expiry"
+        why = (
+            f"expired: last modified {age_h:.1f} h ago (fileReservedTime {options.file_reserved_hours:g} h)"
+            if expired
+            else (f"disk {ratio:.0%} used (above {options.clean_forcibly_ratio} %): deleted before expiry")
         )
         plan.add(
             Step(

@@ -233,9 +233,7 @@ class ModelReading:
         return log_findings.select(self.found, self.within)
 
 
-def model_reading(
-    path: Path, options: LogDumpOptions, targets: list[LogTarget], *, topic: str | None = None, partition: int | None = None
-) -> ModelReading | None:
+def model_reading(path: Path, options: LogDumpOptions, targets: list[LogTarget], *, topic: str | None = None, partition: int | None = None) -> ModelReading | None:
     """The store model's reading of PATH (a log dir, a partition dir or a segment) for a dump
     that reads each of its ``.log`` files whole with validate's checks (no ``--max-bytes``,
     ``--from-offset`` or ``--no-crc``): the dump walks ``targets`` through it.  None when the
@@ -340,16 +338,55 @@ def batch_info(path: Path, position: int, entry: LogEntry, raw: bytes | memoryvi
         computed = h.crc if checked else crc32c(memoryview(raw)[rel + rb.ATTRIBUTES_POSITION : rel + h.size])
         codec = compression.CODEC_NAMES.get(h.compression_type, f"unknown({h.compression_type})")
         return BatchInfo(
-            path, position, 2, h.base_offset, h.last_offset, h.records_count, h.base_sequence, h.last_sequence, h.producer_id,
-            h.producer_epoch, h.partition_leader_epoch, h.is_transactional, h.is_control_batch, h.delete_horizon_ms,
-            h.timestamp_type_name, h.max_timestamp, h.base_timestamp, h.size, codec, h.attributes, h.crc, computed,
+            path,
+            position,
+            2,
+            h.base_offset,
+            h.last_offset,
+            h.records_count,
+            h.base_sequence,
+            h.last_sequence,
+            h.producer_id,
+            h.producer_epoch,
+            h.partition_leader_epoch,
+            h.is_transactional,
+            h.is_control_batch,
+            h.delete_horizon_ms,
+            h.timestamp_type_name,
+            h.max_timestamp,
+            h.base_timestamp,
+            h.size,
+            codec,
+            h.attributes,
+            h.crc,
+            computed,
         )
     assert isinstance(h, LegacyRecord)
     computed = h.crc if checked else crc32(memoryview(raw)[rel + 16 : rel + entry.size])
     codec = compression.CODEC_NAMES.get(h.compression_type, f"unknown({h.compression_type})")
     return BatchInfo(
-        path, position, h.magic, None if h.is_compressed else h.offset, h.offset, None if h.is_compressed else 1, -1, -1, -1, -1, -1,
-        False, False, None, h.timestamp_type_name, h.timestamp, None, entry.size, codec, h.attributes, h.crc, computed,
+        path,
+        position,
+        h.magic,
+        None if h.is_compressed else h.offset,
+        h.offset,
+        None if h.is_compressed else 1,
+        -1,
+        -1,
+        -1,
+        -1,
+        -1,
+        False,
+        False,
+        None,
+        h.timestamp_type_name,
+        h.timestamp,
+        None,
+        entry.size,
+        codec,
+        h.attributes,
+        h.crc,
+        computed,
     )
 
 
@@ -550,9 +587,7 @@ class LogDump:
             kind = "limit"
         self.ends.append(FileEnd(target.path, walk.count, walk.valid_end, kind, size, walk.error))
 
-    def _precise(
-        self, target: LogTarget, pos: int, entry: LogEntry, info: BatchInfo, buf: bytes, rel: int, decoder: str | None, walk: Walk
-    ) -> DumpItem | None:
+    def _precise(self, target: LogTarget, pos: int, entry: LogEntry, info: BatchInfo, buf: bytes, rel: int, decoder: str | None, walk: Walk) -> DumpItem | None:
         """The entry at ``pos`` read precisely: the damage the walk kept it despite (a problem, the
         walk's error; the item names its finding), the filters, and with ``--deep`` its records;
         None when a filter leaves it out."""
@@ -587,9 +622,7 @@ class LogDump:
                 return False
         return True
 
-    def _records(
-        self, target: LogTarget, entry: LogEntry, buf: bytes, rel: int, at: int, decoder: str | None
-    ) -> tuple[tuple[RecordInfo, ...] | None, str | None, bool]:
+    def _records(self, target: LogTarget, entry: LogEntry, buf: bytes, rel: int, at: int, decoder: str | None) -> tuple[tuple[RecordInfo, ...] | None, str | None, bool]:
         """The records of the entry at ``buf[rel:]``, which is at ``at`` in its file (an error's
         byte is a file position, whatever piece of the file ``buf`` holds); else why not, and
         whether that is a codec not installed (no damage)."""
@@ -783,9 +816,7 @@ class _RunBuilder:
             keep_batch = np.array(fits, dtype=bool)
             keep = np.repeat(keep_batch, n)
             keep_headers = np.repeat(keep, c.header_count)
-            c = rcol.RecordColumns(
-                *(getattr(c, name)[keep] for name in rcol.RECORD_FIELDS), *(getattr(c, name)[keep_headers] for name in rcol.HEADER_FIELDS)
-            )
+            c = rcol.RecordColumns(*(getattr(c, name)[keep] for name in rcol.RECORD_FIELDS), *(getattr(c, name)[keep_headers] for name in rcol.HEADER_FIELDS))
             n = n[keep_batch]
             fitting = iter(fits)
             accepted = [ok and next(fitting) for ok in accepted]
@@ -1209,4 +1240,3 @@ def partition_filter(docs: list[dict[str, object]], topic: str | None, partition
                 continue
         out.append(d)
     return out
-

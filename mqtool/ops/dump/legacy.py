@@ -154,9 +154,7 @@ class _ScanDump:
                     if self.from_offset is not None and offset < self.from_offset:
                         continue
                     if first and self.from_offset is not None and seg.start_offset < self.from_offset < offset:
-                        self.notes.append(
-                            f"{seg.path}: offset {self.from_offset} is not the start of a valid message; starting at the next message after it"
-                        )
+                        self.notes.append(f"{seg.path}: offset {self.from_offset} is not the start of a valid message; starting at the next message after it")
                     first = False
                     for item in self._rows(Where(part, seg, scanned.position, offset), scanned):
                         yield item
@@ -340,9 +338,7 @@ class MetaqDump(_ScanDump):
                     found=error.found,
                 )
             )
-        return MetaqItem(
-            where, message, computed, attribute, payload, None if error is None else f"expected {error.expected}, found {error.found}", code
-        )
+        return MetaqItem(where, message, computed, attribute, payload, None if error is None else f"expected {error.expected}, found {error.found}", code)
 
 
 # --- read by offset (``mqtool query --offset``) ----------------------------------------------------------

@@ -486,11 +486,7 @@ def consumequeue_targets(path: Path, *, topic: str | None = None, queue_id: int 
                         targets.append(QueueTarget(tdir.name, int(qdir.name), rmq.list_segments(qdir)))
     if not targets:
         raise StoreLayoutError(expected="ConsumeQueue files (consumequeue/<topic>/<queueId>/<20-digit name>)", found="none", path=path)
-    return [
-        t
-        for t in targets
-        if (topic is None or t.topic == topic) and (queue_id is None or t.queue_id == queue_id)
-    ]
+    return [t for t in targets if (topic is None or t.topic == topic) and (queue_id is None or t.queue_id == queue_id)]
 
 
 @dataclass
@@ -725,9 +721,7 @@ def read_config(path: Path) -> object:
     """A config JSON file as data (fastjson's unquoted integer keys accepted)."""
     family = model_timer.timer_family(Path(path))
     if family in ("timercheck", "timerwheel", "timerlog"):  # binary files of the timer store
-        raise StoreLayoutError(
-            expected="a config JSON file", found=f"the {family} of the timer store (binary): read it with `mqtool dump {family}`", path=path
-        )
+        raise StoreLayoutError(expected="a config JSON file", found=f"the {family} of the timer store (binary): read it with `mqtool dump {family}`", path=path)
     raw = read_small_file(path, 256 << 20)
     try:
         text = raw.decode("utf-8")

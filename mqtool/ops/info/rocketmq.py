@@ -173,9 +173,7 @@ def _commitlog_info(store: rmq.RocketMQStore, hints: set[str], findings: list[Fi
     )
 
 
-def _walk_active(
-    seg: rmq.Segment, file_size: int | None, hints: set[str]
-) -> tuple[rmq.CommitLogFileWalk, MessageRecord | None, list[Finding], FileQueueOffsets]:
+def _walk_active(seg: rmq.Segment, file_size: int | None, hints: set[str]) -> tuple[rmq.CommitLogFileWalk, MessageRecord | None, list[Finding], FileQueueOffsets]:
     """Walk the active CommitLog file to where its data ends (a torn tail ends it, as in validate)
     and say how it ends, as validate says it; with its records' queue offsets."""
     offsets = FileQueueOffsets(str(seg.path))
@@ -262,9 +260,7 @@ def _shutdown_findings(store: rmq.RocketMQStore, commitlog: CommitLogInfo) -> li
     ]
 
 
-def rocketmq_info(
-    path: str | Path, *, broker_version: str | None = None, version_hints: tuple[VersionHint, ...] = (), config_path: str | None = None
-) -> StoreInfo:
+def rocketmq_info(path: str | Path, *, broker_version: str | None = None, version_hints: tuple[VersionHint, ...] = (), config_path: str | None = None) -> StoreInfo:
     """The store's cheap facts, and the restart preview of the broker modelled for it
     (``--broker-version``, else ``version_hints`` from ``--config``, else the store's marks)."""
     store = rmq.open_store(path)
@@ -369,6 +365,7 @@ def _timer_info(store: rmq.RocketMQStore, problems: list[str]) -> dict[str, Any]
     if not paths.present():
         return None
     from mqtool.store.model import timer as model_timer  # numpy: only for a store with timer files
+
     segments = rmq.list_segments(paths.timerlog_dir) if is_directory(paths.timerlog_dir) else []
     wheel = paths.wheel.stat().st_size if paths.wheel.is_file() else None
     checkpoint: dict[str, Any] | None = None

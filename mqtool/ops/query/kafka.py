@@ -209,9 +209,7 @@ def with_findings(result: KafkaQueryResult, part: ks.KafkaPartition) -> KafkaQue
     return result
 
 
-def query_offset(
-    store: ks.KafkaStore, topic: str | None, partition: int | None, offset: int, *, max_results: int = 1, decoder: Decoder = "auto"
-) -> KafkaQueryResult:
+def query_offset(store: ks.KafkaStore, topic: str | None, partition: int | None, offset: int, *, max_results: int = 1, decoder: Decoder = "auto") -> KafkaQueryResult:
     """The record at ``offset`` (and the ``max_results - 1`` after it), with the partition's
     gaps and damage as validate names them (``with_findings``)."""
     part = store.find_partition(topic, partition)
@@ -337,9 +335,7 @@ def _query_timestamp(store: ks.KafkaStore, part: ks.KafkaPartition, timestamp: i
             def batch_ok(e: LogEntry) -> bool:
                 return entry_max_timestamp(e) >= timestamp and e.last_offset >= start
 
-            _read, ok = collector.scan(
-                seg, position, accept, "timeindex", batch_filter=batch_ok, indexed_offset=position_entry.offset if oslot >= 0 else None
-            )
+            _read, ok = collector.scan(seg, position, accept, "timeindex", batch_filter=batch_ok, indexed_offset=position_entry.offset if oslot >= 0 else None)
             if not ok and position:
                 result.notes.append(f"the indexes of {seg.name} point at position {position}, where no valid batch starts; scanned from 0")
                 collector.scan(seg, 0, accept, "scan", batch_filter=batch_ok)
@@ -348,7 +344,5 @@ def _query_timestamp(store: ks.KafkaStore, part: ks.KafkaPartition, timestamp: i
         if collector.done:
             break
     if not result.hits:
-        result.notes.append(
-            f"no record with a timestamp >= {timestamp} in {part.name}" + ("" if found_segment else " (every segment's largest timestamp is below it)")
-        )
+        result.notes.append(f"no record with a timestamp >= {timestamp} in {part.name}" + ("" if found_segment else " (every segment's largest timestamp is below it)"))
     return result

@@ -284,9 +284,7 @@ def _unindexed_findings(store: rmq.RocketMQStore, hash_slot_num: int | None, ind
     return [finding] if finding is not None else []
 
 
-def query_by_topic(
-    store: rmq.RocketMQStore, topic: str, *, begin: int = 0, end: int = LONG_MAX, tag: str | None = None, max_results: int | None = None
-) -> QueryResult:
+def query_by_topic(store: rmq.RocketMQStore, topic: str, *, begin: int = 0, end: int = LONG_MAX, tag: str | None = None, max_results: int | None = None) -> QueryResult:
     """The messages of ``topic`` stored in ``[begin, end]`` (``mqadmin printMsg -b -e``), queue
     by queue in queue order, each queue's ConsumeQueue read from its first unit; with ``tag``,
     the units whose tagsCode is the tag's hash (as the broker filters a subscription), whose
@@ -372,9 +370,7 @@ def query_by_msg_id(store: rmq.RocketMQStore, msg_id: str) -> QueryResult:
         hit = _read_hit(reader, offset, "msg-id", result)
     if hit is not None:
         if hit.record.physical_offset != offset:
-            result.notes.append(
-                f"the record at {offset} says PHYSICALOFFSET {hit.record.physical_offset}: stale or misplaced data"
-            )
+            result.notes.append(f"the record at {offset} says PHYSICALOFFSET {hit.record.physical_offset}: stale or misplaced data")
         if hit.record.store_host != host:  # same offset, another broker's message: not the one asked for
             result.notes.append(
                 f"no match: the id names store host {host}, the record at {offset} ({hit.path}:{hit.position}) "
@@ -436,9 +432,7 @@ def query_by_queue_offset(store: rmq.RocketMQStore, topic: str, queue_id: int, q
     unit = rmq.read_cq_unit(store, topic, queue_id, queue_offset)
     if unit is None:
         qr = rmq.queue_range(store, topic, queue_id)
-        result.notes.append(
-            f"no ConsumeQueue unit for {topic}/{queue_id} offset {queue_offset} (queue holds [{qr.min_offset}, {qr.max_offset}))"
-        )
+        result.notes.append(f"no ConsumeQueue unit for {topic}/{queue_id} offset {queue_offset} (queue holds [{qr.min_offset}, {qr.max_offset}))")
         if queue_offset >= qr.max_offset:
             result.findings.extend(_queue_end_findings(store, topic, queue_id, qr))
         elif queue_offset < qr.min_offset:

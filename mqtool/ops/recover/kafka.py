@@ -372,9 +372,7 @@ def plan_kafka(path: str | Path, options: RecoverOptions = RecoverOptions()) -> 
     broker = kb.resolve_broker(store, options.broker_version)
     log_dir = store.log_dir
     clean = log_dir is not None and (log_dir / cpf.CLEAN_SHUTDOWN).exists()
-    plan.facts.update(
-        {"kind": store.kind, "target": str(Path(store.root).resolve()), "log_dir": log_dir is not None, "clean_shutdown_marker": clean, "partitions": []}
-    )
+    plan.facts.update({"kind": store.kind, "target": str(Path(store.root).resolve()), "log_dir": log_dir is not None, "clean_shutdown_marker": clean, "partitions": []})
 
     rp_path = log_dir / cpf.RECOVERY_POINT_OFFSET_CHECKPOINT if log_dir is not None else None
     hw_path = log_dir / cpf.REPLICATION_OFFSET_CHECKPOINT if log_dir is not None else None
@@ -499,9 +497,7 @@ def _updated_offsets(entries: list[cpf.TopicPartitionOffset], values: dict, *, a
     return (out if changed else None), []
 
 
-def _plan_partition(
-    planner: _Planner, part: ks.KafkaPartition, rps: dict, lsos: dict, options: RecoverOptions, clean: bool
-) -> _PartFacts:
+def _plan_partition(planner: _Planner, part: ks.KafkaPartition, rps: dict, lsos: dict, options: RecoverOptions, clean: bool) -> _PartFacts:
     plan = planner.plan
     facts = _PartFacts(part.name, part.key)
     if part.suffix == "delete":

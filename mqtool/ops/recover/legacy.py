@@ -322,9 +322,7 @@ def _plan(layout: str, path: str | Path, options: RecoverOptions) -> RecoverPlan
         shown = ", ".join(_unresolved(root, p) for p in links[:5]) + (f" and {len(links) - 5} more" if len(links) > 5 else "")
         plan.notes.append(f"symbolic links are never followed: {shown}")
     if plan.records_dropped:
-        plan.needs_force.append(
-            f"{plan.records_dropped} valid message(s) after the cut point(s) would be cut (the broker's recovery drops them too)"
-        )
+        plan.needs_force.append(f"{plan.records_dropped} valid message(s) after the cut point(s) would be cut (the broker's recovery drops them too)")
     # what validate still finds after the plan (a gap between segments, damage before the last
     # segment's tail): named, the plan exits 1
     plan.unfixable = [f.to_dict() for f in log_findings.unfixed(path, layout, plan.root, plan.steps, found=log_findings.select(found))]
@@ -366,9 +364,7 @@ def _plan_partition(
     return fact
 
 
-def _plan_cut(
-    layout: str, plan: RecoverPlan, part: Partition, seg: Segment, tail: _Tail, root: Path, fact: dict, dialect: sj.Dialect = sj.JAFKA
-) -> None:
+def _plan_cut(layout: str, plan: RecoverPlan, part: Partition, seg: Segment, tail: _Tail, root: Path, fact: dict, dialect: sj.Dialect = sj.JAFKA) -> None:
     start, cut, size = seg.start_offset, tail.cut_from, tail.size
     with _reader(layout, seg) as reader:
         extent = nonzero_extent(reader, cut)
@@ -414,20 +410,17 @@ def _plan_holes(layout: str, plan: RecoverPlan, part: Partition, root: Path) -> 
     b = breaks[-1]
     prev, nxt = segs[b - 1], segs[b]
     expected = prev.start_offset + (prev.size or 0)
-    what = f"offsets {expected}..{nxt.start_offset - 1} are in no live segment" if nxt.start_offset > expected else (
-        f"{nxt.name} overlaps {prev.name} by {expected - nxt.start_offset} bytes"
+    what = (
+        f"offsets {expected}..{nxt.start_offset - 1} are in no live segment"
+        if nxt.start_offset > expected
+        else (f"{nxt.name} overlaps {prev.name} by {expected - nxt.start_offset} bytes")
     )
     moved = segs[:b]
     total = sum(s.size or 0 for s in moved)
     how = "renamed to .meta.arc (MetaQ's archive name, ignored at load)" if layout == "metaq" else "deleted (kept in the quarantine)"
-    plan.needs_force.append(
-        f"{part.name}: {len(moved)} segment(s) before offset {nxt.start_offset} ({total} bytes) are {how}: consumers can no longer fetch them"
-    )
+    plan.needs_force.append(f"{part.name}: {len(moved)} segment(s) before offset {nxt.start_offset} ({total} bytes) are {how}: consumers can no longer fetch them")
     for seg in moved:
-        reason = (
-            f"{part.name}: {what}; the broker refuses the partition (\"The following segments don't validate\"): the live log starts at "
-            f"{nxt.name}"
-        )
+        reason = f'{part.name}: {what}; the broker refuses the partition ("The following segments don\'t validate"): the live log starts at {nxt.name}'
         if layout == "metaq" and seg.size:
             target = seg.path.with_name(segnames.metaq_archive_name(seg.name, compress=False))
             plan.add(
@@ -487,9 +480,7 @@ def apply_legacy(plan: RecoverPlan, *, quarantine_root: Path | None = None, forc
         report = fn(plan.root, ValidateOptions(jobs=jobs))
         result.verification = report
         if report.failed:
-            result.notes.append(
-                f"the recovered {plan.layout} store still has validation errors that recover does not repair (see `mqtool validate {plan.root}`)"
-            )
+            result.notes.append(f"the recovered {plan.layout} store still has validation errors that recover does not repair (see `mqtool validate {plan.root}`)")
     return result
 
 

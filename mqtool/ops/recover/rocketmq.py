@@ -726,9 +726,7 @@ def _plan_dispatch(
     rebuilt = {k for k in queues if options.rebuild_cq and (not options.queues or f"{k[0]}/{k[1]}" in options.queues)}
     # Scan from the oldest point any queue may lack: the last kept unit of each queue; rebuilt
     # queues and queues without units need the whole CommitLog.
-    scan_from = min(
-        [q.max_physic_offset for k, q in queues.items() if k not in rebuilt and q.max_physic_offset >= 0] or [store.commitlog_min_offset]
-    )
+    scan_from = min([q.max_physic_offset for k, q in queues.items() if k not in rebuilt and q.max_physic_offset >= 0] or [store.commitlog_min_offset])
     if rebuilt or any(q.max_physic_offset < 0 for q in queues.values()) or queue_offsets.missing_queue_findings(store, offsets.edges):
         scan_from = store.commitlog_min_offset
     missing_queues = _scan_undispatched(store, queues, segments, scan_from, process_offset, options, cq_max)
@@ -757,8 +755,7 @@ def _plan_dispatch(
             Step(
                 "dispatch-cq",
                 relative(root, state.directory),
-                f"{state.dispatch} record(s) of {state.topic}/{state.queue_id} have no ConsumeQueue unit (dispatch behind the CommitLog)"
-                + _dispatch_text(state, cq_max),
+                f"{state.dispatch} record(s) of {state.topic}/{state.queue_id} have no ConsumeQueue unit (dispatch behind the CommitLog)" + _dispatch_text(state, cq_max),
                 details={
                     "topic": state.topic,
                     "queue_id": state.queue_id,
@@ -857,9 +854,7 @@ def _scan_undispatched(
                 if state is None and not rmq.is_topic_dir_name(rec.topic):
                     continue  # a topic that cannot name a directory: no queue is created for it
                 if state is None:
-                    state = missing_queues[key] = _QueueState(
-                        rec.topic, rec.queue_id, rmq.queue_dir(store, *key), options.cq_file_size or _default_cq_size(queues)
-                    )
+                    state = missing_queues[key] = _QueueState(rec.topic, rec.queue_id, rmq.queue_dir(store, *key), options.cq_file_size or _default_cq_size(queues))
                     state.max_offset = rec.queue_offset  # a new queue starts at its first record
                 if rec.queue_offset >= state.max_offset:
                     if state.missing_from is None:
@@ -1239,9 +1234,7 @@ def unfixable_lines(plan: RecoverPlan) -> list[str]:
     return [f"{f['code']} {f['path']}:{f['position'] if f['position'] is not None else '-'}: {f['message']}" for f in plan.unfixable]
 
 
-def apply_rocketmq(
-    plan: RecoverPlan, *, quarantine_root: Path | None = None, force: bool = False, verify: bool = True, jobs: int = 1
-) -> ApplyResult:
+def apply_rocketmq(plan: RecoverPlan, *, quarantine_root: Path | None = None, force: bool = False, verify: bool = True, jobs: int = 1) -> ApplyResult:
     """Apply a RocketMQ plan.  Before ``abort`` is removed the store is validated; if errors
     remain, ``abort`` stays (the broker will recover abnormally) and the result says why."""
     from mqtool.ops.validate import ValidateOptions

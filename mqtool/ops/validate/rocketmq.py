@@ -200,9 +200,7 @@ def _fast_commitlog_file(f: ReadOnlyFile, task: CommitLogTask, res: CommitLogFil
     if end.kind == "blank":
         _check_blank(f, task, end.position, end.length, fast)
     elif task.is_last:
-        fast.findings.append(
-            Finding(RMQ_CL_VALID_END, task.path, end.position, f"valid data ends at commitlog offset {task.base + end.position} ({end.kind} follow)")
-        )
+        fast.findings.append(Finding(RMQ_CL_VALID_END, task.path, end.position, f"valid data ends at commitlog offset {task.base + end.position} ({end.kind} follow)"))
     if any(x.level is not Severity.info for x in fast.findings):
         return False
     if task.cq_file_size and task.root:
@@ -325,9 +323,7 @@ def _walk_commitlog_file(f: ReadOnlyFile, task: CommitLogTask, res: CommitLogFil
             )
         )
         return
-    res.findings.append(
-        Finding(RMQ_CL_VALID_END, path, end_pos, f"valid data ends at commitlog offset {base + end_pos} ({end.kind} follow)")
-    )
+    res.findings.append(Finding(RMQ_CL_VALID_END, path, end_pos, f"valid data ends at commitlog offset {base + end_pos} ({end.kind} follow)"))
 
 
 def _after_broken_record(f: ReadOnlyFile, task: CommitLogTask, bad: int, exc: MqError, base: int, res: CommitLogFileResult) -> int | None:
@@ -593,9 +589,7 @@ def _nonzero_units(data: bytes, start: int) -> tuple[int, int] | None:
     return start + first, start + min(last, len(rest))
 
 
-def _check_unit(
-    task: QueueTask, reader: rmq.CommitLogReader, ext: _ExtReader | None, path: str, pos: int, qoff: int, unit: cqf.CqUnit, res: QueueResult
-) -> None:
+def _check_unit(task: QueueTask, reader: rmq.CommitLogReader, ext: _ExtReader | None, path: str, pos: int, qoff: int, unit: cqf.CqUnit, res: QueueResult) -> None:
     off = unit.commit_log_offset
     if off < task.commitlog_min:
         res.expired += 1
@@ -618,9 +612,7 @@ def _check_unit(
     try:
         rec = reader.read(off, size_hint=unit.size if 0 < unit.size <= rmq.MAX_RECORD_SIZE else 4096)
     except MqError as exc:
-        res.findings.append(
-            Finding(RMQ_CQ_NOT_A_RECORD, path, pos, f"queue offset {qoff}: commitlog offset {off} is not the start of a valid record ({exc})")
-        )
+        res.findings.append(Finding(RMQ_CQ_NOT_A_RECORD, path, pos, f"queue offset {qoff}: commitlog offset {off} is not the start of a valid record ({exc})"))
         return
     if rec.physical_offset != off:
         res.findings.append(
@@ -640,9 +632,7 @@ def _check_unit(
     if rec.queue_offset != qoff:
         problems.append(f"queue offset {qoff} vs record QUEUEOFFSET {rec.queue_offset}")
     if problems:
-        res.findings.append(
-            Finding(RMQ_CQ_MISMATCH, path, pos, f"unit at queue offset {qoff} -> commitlog offset {off}: " + "; ".join(problems))
-        )
+        res.findings.append(Finding(RMQ_CQ_MISMATCH, path, pos, f"unit at queue offset {qoff} -> commitlog offset {off}: " + "; ".join(problems)))
         return
     if rec.dropped_properties and "TAGS" not in rec.properties:
         return  # its tags may be in a segment the broker drops (RMQ-CL-PROPERTIES says so)
@@ -658,9 +648,7 @@ def _check_unit(
         tags = ext_unit.tags_code
     if tags != expected_tags:
         what = "delivery time (store time + delay level)" if rec.topic == "SCHEDULE_TOPIC_XXXX" else f"TAGS {rec.tags!r} hash"
-        res.findings.append(
-            Finding(RMQ_CQ_TAGS, path, pos + 12, f"queue offset {qoff}: expected tagsCode {expected_tags} ({what}), found {tags}")
-        )
+        res.findings.append(Finding(RMQ_CQ_TAGS, path, pos + 12, f"queue offset {qoff}: expected tagsCode {expected_tags} ({what}), found {tags}"))
 
 
 class _ExtReader:
@@ -785,9 +773,7 @@ def _check_index_structure(view: rmq.IndexFileView, task: IndexTask, written: in
     slots = geo.hash_slot_num
     path = task.path
     if header.index_count > geo.index_num:
-        res.findings.append(
-            Finding(RMQ_IDX_HEADER, path, idxf.INDEX_COUNT_POSITION, f"expected indexCount <= {geo.index_num}, found {header.index_count}")
-        )
+        res.findings.append(Finding(RMQ_IDX_HEADER, path, idxf.INDEX_COUNT_POSITION, f"expected indexCount <= {geo.index_num}, found {header.index_count}"))
     elif header.effective_index_count != written:
         res.findings.append(
             Finding(
@@ -804,18 +790,14 @@ def _check_index_structure(view: rmq.IndexFileView, task: IndexTask, written: in
     for slot, value in idxf.iter_used_slots(buf, slots):
         used_slots += 1
         if not 0 < value < written:
-            res.findings.append(
-                Finding(RMQ_IDX_CHAIN, path, geo.slot_position(slot), f"slot {slot}: expected an entry number in 1..{written - 1}, found {value}")
-            )
+            res.findings.append(Finding(RMQ_IDX_CHAIN, path, geo.slot_position(slot), f"slot {slot}: expected an entry number in 1..{written - 1}, found {value}"))
             broken.add(slot)
             continue
         number = value
         steps = 0
         while number and steps < written:
             if reached[number]:
-                res.findings.append(
-                    Finding(RMQ_IDX_CHAIN, path, geo.entry_position(number), f"entry #{number} is reached from two chains (slot {slot})")
-                )
+                res.findings.append(Finding(RMQ_IDX_CHAIN, path, geo.entry_position(number), f"entry #{number} is reached from two chains (slot {slot})"))
                 broken.add(slot)
                 break
             reached[number] = 1
@@ -836,8 +818,7 @@ def _check_index_structure(view: rmq.IndexFileView, task: IndexTask, written: in
                         RMQ_IDX_CHAIN,
                         path,
                         geo.entry_position(number) + idxf.PREV_INDEX_POSITION,
-                        f"entry #{number}: expected prevIndex 0 or an older entry 1..{number - 1}, found {prev}"
-                        + (" (a cycle)" if prev >= number else ""),
+                        f"entry #{number}: expected prevIndex 0 or an older entry 1..{number - 1}, found {prev}" + (" (a cycle)" if prev >= number else ""),
                     )
                 )
                 broken.add(slot)
@@ -853,11 +834,7 @@ def _check_index_structure(view: rmq.IndexFileView, task: IndexTask, written: in
                 f"expected hashSlotCount {used_slots} (slots in use), found {header.hash_slot_count}",
             )
         )
-    unreached = [
-        n
-        for n in range(1, written)
-        if not reached[n] and idxf.decode_index_entry(buf, geo.entry_position(n)).key_hash % slots not in broken
-    ]
+    unreached = [n for n in range(1, written) if not reached[n] and idxf.decode_index_entry(buf, geo.entry_position(n)).key_hash % slots not in broken]
     if unreached:
         res.findings.append(
             Finding(
@@ -871,26 +848,18 @@ def _check_index_structure(view: rmq.IndexFileView, task: IndexTask, written: in
         first = idxf.decode_index_entry(buf, geo.entry_position(1))
         last = idxf.decode_index_entry(buf, geo.entry_position(written - 1))
         if header.end_phy_offset != last.phy_offset:
-            res.findings.append(
-                Finding(RMQ_IDX_HEADER, path, 24, f"expected endPhyOffset {last.phy_offset} (the last entry's), found {header.end_phy_offset}")
-            )
+            res.findings.append(Finding(RMQ_IDX_HEADER, path, 24, f"expected endPhyOffset {last.phy_offset} (the last entry's), found {header.end_phy_offset}"))
         if header.begin_phy_offset != first.phy_offset:
-            res.findings.append(
-                Finding(RMQ_IDX_HEADER, path, 16, f"expected beginPhyOffset {first.phy_offset} (the first entry's), found {header.begin_phy_offset}")
-            )
+            res.findings.append(Finding(RMQ_IDX_HEADER, path, 16, f"expected beginPhyOffset {first.phy_offset} (the first entry's), found {header.begin_phy_offset}"))
         if header.end_timestamp < header.begin_timestamp:
-            res.findings.append(
-                Finding(RMQ_IDX_HEADER, path, 8, f"expected endTimestamp >= beginTimestamp {header.begin_timestamp}, found {header.end_timestamp}")
-            )
+            res.findings.append(Finding(RMQ_IDX_HEADER, path, 8, f"expected endTimestamp >= beginTimestamp {header.begin_timestamp}, found {header.end_timestamp}"))
         else:
             entries = memoryview(buf)[geo.entry_position(1) : geo.entry_position(written)]
             max_diff = max((diff for _, _, diff, _ in idxf.INDEX_ENTRY.iter_unpack(entries) if diff >= 0), default=None)
             entries.release()
             max_ts = header.begin_timestamp + max_diff * 1000 if max_diff is not None else 0
             if max_ts > header.end_timestamp + 999:
-                res.findings.append(
-                    Finding(RMQ_IDX_HEADER, path, 8, f"expected endTimestamp >= the newest entry's time {max_ts}, found {header.end_timestamp}")
-                )
+                res.findings.append(Finding(RMQ_IDX_HEADER, path, 8, f"expected endTimestamp >= the newest entry's time {max_ts}, found {header.end_timestamp}"))
 
 
 def _check_index_entries(view: rmq.IndexFileView, task: IndexTask, written: int, reader: rmq.CommitLogReader, res: IndexResult) -> None:

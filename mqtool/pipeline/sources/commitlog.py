@@ -380,9 +380,7 @@ def _fast_stretch(f: AnyFile, part: FilePart, opts: ReadOptions, schema: pa.Sche
         if refused is not None:
             return _FastEnd(False, last, refused)
         stop = walk.stop
-        if rmq.piece_goes_on(stop.kind, stop.position, len(data), pos + len(data) < f.size) and not (
-            stop.kind == "partial" and stop.length > MAX_RECORD_SIZE
-        ):
+        if rmq.piece_goes_on(stop.kind, stop.position, len(data), pos + len(data) < f.size) and not (stop.kind == "partial" and stop.length > MAX_RECORD_SIZE):
             if stop.kind == "partial" and stop.position == 0:
                 want = max(stop.length, piece)
             pos += stop.position
@@ -480,4 +478,3 @@ def _ahead(batches: Iterator[pa.RecordBatch], depth: int = 1) -> Iterator[pa.Rec
 def read_commitlog_ahead(part: FilePart, opts: ReadOptions, schema: pa.Schema) -> Iterator[pa.RecordBatch]:
     """:func:`read_commitlog`, one batch built ahead (:func:`_ahead`): what the source reads."""
     return _ahead(read_commitlog(part, opts, schema))
-

@@ -79,7 +79,7 @@ def parse_options(options: Mapping[str, str]) -> ReadOptions:
     if options.get("sources"):
         pairs = json.loads(options["sources"])
         if not isinstance(pairs, list) or not all(isinstance(p, list) and len(p) == 2 and all(isinstance(x, str) for x in p) for p in pairs):
-            raise ValueError('option sources: expected a JSON list of [label, path] pairs, found ' + options["sources"][:200])
+            raise ValueError("option sources: expected a JSON list of [label, path] pairs, found " + options["sources"][:200])
         labeled = [(label, path) for label, path in pairs]
     if not paths and not labeled:
         raise ValueError("no path: use .load(PATH), .load([PATH, ...]), .option('path', PATH) or .option('sources', ...)")

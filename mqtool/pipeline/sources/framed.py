@@ -131,9 +131,6 @@ class Adapt:
         return self.walker.end
 
 
-
-
-
 class _MemoryFile:
     """An inflated ``.meta.zip`` segment with ``ReadOnlyFile``'s read interface."""
 

@@ -125,4 +125,3 @@ def kafka_rows(part: FilePart, pos: int, entry: object, opts: ReadOptions) -> It
             "producer_epoch": batch.producer_epoch if batch is not None else None,
             "compression_type": header.compression_type if header is not None else None,
         }
-

@@ -112,9 +112,7 @@ class _ExtUnits:
     """The ConsumeQueueExt files of one queue, read a file at a time as units are looked up."""
 
     def __init__(self, directory: str) -> None:
-        self.segments = sorted(
-            ((int(e.name), e) for e in fs.listdir(directory) if not e.is_dir and segnames.ROCKETMQ_FILE_NAME.match(e.name)), key=lambda t: t[0]
-        )
+        self.segments = sorted(((int(e.name), e) for e in fs.listdir(directory) if not e.is_dir and segnames.ROCKETMQ_FILE_NAME.match(e.name)), key=lambda t: t[0])
         self._cache: tuple[str, bytes] | None = None
 
     def tags_code(self, ext_offset: int) -> int | None:
@@ -275,4 +273,3 @@ def read_index(part: FilePart, opts: ReadOptions, schema: pa.Schema) -> Iterator
             yield pa.RecordBatch.from_arrays([columns[name].cast(field.type) for name, field in zip(schema.names, schema)], schema=schema)
             if count < stop - first:
                 break  # the file is shorter than its header says
-

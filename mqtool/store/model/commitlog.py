@@ -101,9 +101,7 @@ def read_file_columns(f: ReadOnlyFile, base: int, *, file_size: int, is_last: bo
     return FileColumns(columns, queues, end, bytes_read)
 
 
-def verify_queue_units(
-    store: rmq.RocketMQStore, base: int, cols: FileColumns, cq_file_size: int
-) -> dict[tuple[str, int], list[tuple[int, int]]]:
+def verify_queue_units(store: rmq.RocketMQStore, base: int, cols: FileColumns, cq_file_size: int) -> dict[tuple[str, int], list[tuple[int, int]]]:
     """For every topic/queue of a healthy CommitLog file: the runs ``[first, stop)`` of queue
     offsets whose ConsumeQueue unit points at exactly its record (commitlog offset, size and
     tagsCode agree).  Units that are missing, differ, or hold a ConsumeQueueExt address are left

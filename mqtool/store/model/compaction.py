@@ -230,9 +230,7 @@ class LogWalk:
         path = str(seg.path)
         if walk.error is not None:
             at = walk.failed_at if walk.failed_at is not None else 0
-            self.findings.append(
-                Finding(ids.RMQ_COMPACTION_RECORD, path, at, f"{walk.error.reason}: the broker's MessageDecoder stops reading this file here")
-            )
+            self.findings.append(Finding(ids.RMQ_COMPACTION_RECORD, path, at, f"{walk.error.reason}: the broker's MessageDecoder stops reading this file here"))
             self.ends[path] = seg.base + at
             return
         end = walk.end

@@ -95,11 +95,7 @@ def config_findings(load: ConfigLoad[Any]) -> list[Finding]:
         fallback = f" (the broker loads {load.bak.name} instead)" if load.bak is not None and load.bak_error is None else ""
         out.append(Finding(RMQ_CONFIG_PARSE, str(load.main), load.main_error.position, load.main_error.reason + fallback))
     if load.bak is not None and load.bak_error is not None:
-        why = (
-            f" (the backup the broker loads when {load.name} is missing or unparseable)"
-            if load.needed
-            else f" (the backup of {load.name}, which parses)"
-        )
+        why = f" (the backup the broker loads when {load.name} is missing or unparseable)" if load.needed else f" (the backup of {load.name}, which parses)"
         out.append(
             Finding(
                 RMQ_CONFIG_PARSE,
@@ -134,9 +130,7 @@ def offset_findings(
             rng = ranges.get((topic, qid))
             if rng is None:
                 if (topic, qid) not in queues:
-                    out.append(
-                        Finding(RMQ_CONSUMER_UNKNOWN_QUEUE, str(path), None, f"group {group}: offset {offset} for {topic}/{qid}, which has no ConsumeQueue")
-                    )
+                    out.append(Finding(RMQ_CONSUMER_UNKNOWN_QUEUE, str(path), None, f"group {group}: offset {offset} for {topic}/{qid}, which has no ConsumeQueue"))
                 continue
             low, high = rng
             if offset > high:

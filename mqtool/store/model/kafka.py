@@ -273,8 +273,7 @@ class _IndexStream(Generic[IndexEntry]):
                     KAFKA_INDEX_SIZE,
                     path,
                     self._file.size - extra,
-                    f"expected a size that is a multiple of {step} bytes, found {self._file.size} ({extra} trailing bytes): "
-                    + kafka_broker.INDEX_SIZE_CONSEQUENCE,
+                    f"expected a size that is a multiple of {step} bytes, found {self._file.size} ({extra} trailing bytes): " + kafka_broker.INDEX_SIZE_CONSEQUENCE,
                     length=extra,
                 )
             )
@@ -360,9 +359,7 @@ class _IndexStream(Generic[IndexEntry]):
         if length <= 0:
             return
         if self.kind == "txnindex":
-            self.res.findings.append(
-                Finding(KAFKA_TXNINDEX_ENTRY, self.file, position, f"{length} zero bytes after the last entry", length=length, severity=W)
-            )
+            self.res.findings.append(Finding(KAFKA_TXNINDEX_ENTRY, self.file, position, f"{length} zero bytes after the last entry", length=length, severity=W))
             return
         why = (
             "the active segment's index stays pre-allocated until the broker rolls or closes it"
@@ -537,8 +534,7 @@ class _SegmentChecker:
                 self.find(
                     KAFKA_LOG_SIZE,
                     end.position + 8,
-                    f"expected an entry size >= 14, found 0: {first - end.position} zero bytes before more data at {first}"
-                    + self._truncation_note(end.position),
+                    f"expected an entry size >= 14, found 0: {first - end.position} zero bytes before more data at {first}" + self._truncation_note(end.position),
                     length=first - end.position,
                 )
                 nxt = self._resync(first - 11 if first - 11 > end.position else end.position + 1)
@@ -587,8 +583,7 @@ class _SegmentChecker:
             self.find(
                 KAFKA_LOG_TORN_TAIL,
                 position,
-                f"torn tail: {what}; the broker ignores it and recovery truncates the segment to {position}"
-                + ("" if last else ", deleting every later segment"),
+                f"torn tail: {what}; the broker ignores it and recovery truncates the segment to {position}" + ("" if last else ", deleting every later segment"),
                 length=present,
                 severity=severity,
             )
@@ -873,10 +868,7 @@ class _SegmentChecker:
             if e.offset < lower:
                 msg = f"entry ({e.timestamp}, offset {e.offset}): expected an offset inside a batch, found one before the batch at {pos} ({lower}..{last})"
             elif e.timestamp != max_ts:
-                msg = (
-                    f"entry for offset {e.offset}: expected timestamp {max_ts} (the max timestamp of the batch at {pos} holding it), "
-                    f"found {e.timestamp}"
-                )
+                msg = f"entry for offset {e.offset}: expected timestamp {max_ts} (the max timestamp of the batch at {pos} holding it), found {e.timestamp}"
             elif self.running_max_ts > e.timestamp:
                 msg = (
                     f"entry ({e.timestamp}, offset {e.offset}): an earlier batch has the larger timestamp {self.running_max_ts}, "
@@ -960,9 +952,7 @@ class _SegmentChecker:
                         ipos,
                         f"{len(past)} entr{'y' if len(past) == 1 else 'ies'} from offset {e.offset} at log position {e.position}: "
                         + (
-                            f"expected a batch start, found a position inside the last batch at {self.prev_pos}"
-                            if inside
-                            else f"past the end of the valid data at {end}"
+                            f"expected a batch start, found a position inside the last batch at {self.prev_pos}" if inside else f"past the end of the valid data at {end}"
                         ),
                         severity=None if inside else sev,
                     )
@@ -989,8 +979,7 @@ class _SegmentChecker:
                         KAFKA_TIMEINDEX_ENTRY,
                         self.ti.file,
                         ipos,
-                        f"{len(past_t)} entr{'y' if len(past_t) == 1 else 'ies'} from offset {te.offset}: expected offsets of the log, "
-                        f"found {self._past_the_log()}",
+                        f"{len(past_t)} entr{'y' if len(past_t) == 1 else 'ies'} from offset {te.offset}: expected offsets of the log, found {self._past_the_log()}",
                         severity=sev,
                     )
                 )
@@ -1116,15 +1105,11 @@ class _SegmentChecker:
         if any(b <= a for a, b in zip(offsets, offsets[1:])):
             self.find(KAFKA_LOG_RECORD_OFFSET, pos, f"wrapper at {pos}: expected increasing inner offsets, found {offsets[:8]}")
         elif offsets[-1] != last:
-            self.find(
-                KAFKA_LOG_RECORD_OFFSET, pos, f"wrapper at {pos}: expected the wrapper offset to be its last inner offset {offsets[-1]}, found {last}"
-            )
+            self.find(KAFKA_LOG_RECORD_OFFSET, pos, f"wrapper at {pos}: expected the wrapper offset to be its last inner offset {offsets[-1]}, found {last}")
         elif prior is not None and offsets[0] <= prior:
             self.find(KAFKA_LOG_RECORD_OFFSET, pos, f"wrapper at {pos}: expected inner offsets after {prior}, found {offsets[0]}")
         elif prior is None and self.t.named and offsets[0] < self.base:
-            self.find(
-                KAFKA_LOG_RECORD_OFFSET, pos, f"wrapper at {pos}: expected inner offsets >= the segment's base offset {self.base}, found {offsets[0]}"
-            )
+            self.find(KAFKA_LOG_RECORD_OFFSET, pos, f"wrapper at {pos}: expected inner offsets >= the segment's base offset {self.base}, found {offsets[0]}")
 
 
 def _find_all(data: bytes, pattern: bytes, start: int) -> Iterator[int]:
@@ -1168,9 +1153,7 @@ class _DeepRangeChecker(_SegmentChecker):
 def check_deep_range(task: DeepRangeTask) -> SegmentResult:
     """The --deep checks of one range of a segment.  Never raises on data."""
     res = SegmentResult(task.log, "", task.base_offset, False)
-    seg_task = SegmentTask(
-        "", task.log, task.base_offset, task.named, deep=True, max_decompressed_size=task.max_decompressed_size, compiled_walk=task.compiled_walk
-    )
+    seg_task = SegmentTask("", task.log, task.base_offset, task.named, deep=True, max_decompressed_size=task.max_decompressed_size, compiled_walk=task.compiled_walk)
     try:
         with ReadOnlyFile(task.log) as f:
             _DeepRangeChecker(seg_task, f, res).run_range(task)
@@ -1210,9 +1193,7 @@ class SegmentScan:
         with f:
             res.size = f.size
             if f.size > ks.MAX_SEGMENT_SIZE:
-                res.findings.append(
-                    Finding(KAFKA_FILE_TOO_LARGE, task.log, None, f"expected a .log of at most {ks.MAX_SEGMENT_SIZE} bytes, found {f.size}")
-                )
+                res.findings.append(Finding(KAFKA_FILE_TOO_LARGE, task.log, None, f"expected a .log of at most {ks.MAX_SEGMENT_SIZE} bytes, found {f.size}"))
             checker = _SegmentChecker(task, f, res)
             try:
                 yield from checker.scan(self.decode)
@@ -1299,9 +1280,7 @@ def _check_files(store: ks.KafkaStore, out: Sink) -> dict[str, list[tuple[int, F
             if seg.log is None:
                 for p in (seg.index, seg.timeindex, seg.txnindex):
                     if p is not None:
-                        mine.append(
-                            (seg.base_offset, Finding(KAFKA_FILE_ORPHAN_INDEX, str(p), None, f"{p.name} has no {seg.name}.log: the broker deletes it at load"))
-                        )
+                        mine.append((seg.base_offset, Finding(KAFKA_FILE_ORPHAN_INDEX, str(p), None, f"{p.name} has no {seg.name}.log: the broker deletes it at load")))
             elif seg.log_size > 0 and (seg.index is None or seg.timeindex is None):
                 missing = " and ".join(n for n, p in (("index", seg.index), ("timeindex", seg.timeindex)) if p is None)
                 out.add(
@@ -1455,8 +1434,7 @@ def _check_leader_epochs(state: _PartitionState, out: Sink) -> None:
                 str(path),
                 None,
                 f"batches at offsets {first}..{last} carry leader epoch {epoch}, the checkpoint gives "
-                f"{'no epoch' if named is None else 'epoch ' + '/'.join(map(str, named))} for them"
-                + (f" ({len(bad) - 1} more run(s) disagree)" if len(bad) > 1 else ""),
+                f"{'no epoch' if named is None else 'epoch ' + '/'.join(map(str, named))} for them" + (f" ({len(bad) - 1} more run(s) disagree)" if len(bad) > 1 else ""),
             )
         )
 
@@ -1594,9 +1572,7 @@ def _read_offset_checkpoints(store: ks.KafkaStore, out: Sink) -> OffsetCheckpoin
     return files
 
 
-def _check_log_dir_checkpoints(
-    store: ks.KafkaStore, states: list[_PartitionState], files: OffsetCheckpoints, out: Sink, live: bool = False
-) -> None:
+def _check_log_dir_checkpoints(store: ks.KafkaStore, states: list[_PartitionState], files: OffsetCheckpoints, out: Sink, live: bool = False) -> None:
     """``live``: a running broker appended after the logs were read, so a checkpoint ahead of the
     log end offset seen is expected (info), not missing data."""
     if store.log_dir is None:
@@ -1700,14 +1676,11 @@ def _check_log_dir_state(store: ks.KafkaStore, states: list[_PartitionState], ou
                 KAFKA_UNCLEAN_SHUTDOWN,
                 str(store.log_dir / cpf.CLEAN_SHUTDOWN),
                 None,
-                "no .kafka_cleanshutdown: the broker is running or did not shut down cleanly; at start it recovers every "
-                "segment after each partition's recovery point",
+                "no .kafka_cleanshutdown: the broker is running or did not shut down cleanly; at start it recovers every segment after each partition's recovery point",
             )
         )
     if pid is not None:
-        out.add(
-            Finding(KAFKA_LOCK_HELD, str(lock), None, f"the log dir lock is held (pid {pid or 'unknown'}): a broker is running; files may change while read")
-        )
+        out.add(Finding(KAFKA_LOCK_HELD, str(lock), None, f"the log dir lock is held (pid {pid or 'unknown'}): a broker is running; files may change while read"))
 
 
 # --- the reading ------------------------------------------------------------------------------------
@@ -1786,7 +1759,6 @@ def _tasks(store: ks.KafkaStore, *, deep: bool, jobs: int, indexes: bool) -> tup
     if bootstrap is not None:
         tasks.append(SegmentTask(str(store.root), str(bootstrap), 0, False, deep=deep, kraft_snapshot=True))
     return tasks, states
-
 
 
 Task = SegmentTask | DeepRangeTask
@@ -1879,9 +1851,7 @@ def read_store_entries(store: ks.KafkaStore, decode: EntryDecode, *, checks: fro
     return _reading(store, checks, False, 1, _serial, decode)
 
 
-def _reading(
-    store: ks.KafkaStore, checks: frozenset[str], deep: bool, jobs: int, run: Runner, entries: EntryDecode | None
-) -> Iterator[Item | ScannedEntry]:
+def _reading(store: ks.KafkaStore, checks: frozenset[str], deep: bool, jobs: int, run: Runner, entries: EntryDecode | None) -> Iterator[Item | ScannedEntry]:
     out = Sink()
     orphans = _check_files(store, out)
     yield from out.drain()

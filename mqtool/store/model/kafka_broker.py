@@ -75,6 +75,7 @@ INDEX_SIZE_CONSEQUENCE = (
     "CorruptIndexException"
 )
 
+
 def no_index_consequence(offset_index_missing: bool) -> str:
     """What the broker does with a ``.log`` missing its ``.index`` (recovers the segment at load) or
     only its ``.timeindex`` (``LogSegment.sanityCheck`` creates it empty; rebuilt only when the
@@ -296,9 +297,7 @@ class LazyPolicies:
         return self._policies
 
 
-def segment_gap_finding(
-    topic: str | None, prev_path: str, prev_last: int, path: str, base: int, policies: LazyPolicies, prev_end: str | None = "eof"
-) -> Finding:
+def segment_gap_finding(topic: str | None, prev_path: str, prev_last: int, path: str, base: int, policies: LazyPolicies, prev_end: str | None = "eof") -> Finding:
     """The finding for offsets ``prev_last + 1 .. base - 1`` in no segment between ``prev_path``
     and ``path``: KAFKA-OFFSET-GAP (info) for a compacted topic, or after a segment whose valid data
     ends early (``prev_end`` other than ``eof``: its own finding names the damage the offsets went
@@ -334,8 +333,7 @@ def segment_gap_finding(
         code_ids.KAFKA_SEGMENT_MISSING,
         path,
         None,
-        f"{span}: the topic's cleanup.policy is {policy} ({source}), which leaves no gaps (unless the topic was compacted before): "
-        f"a segment is lost; {consequence}",
+        f"{span}: the topic's cleanup.policy is {policy} ({source}), which leaves no gaps (unless the topic was compacted before): a segment is lost; {consequence}",
         details={**details, "cleanup_policy": policy},
     )
 

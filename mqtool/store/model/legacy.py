@@ -195,8 +195,7 @@ def _check_zip_entries(task: SegmentTask, reader: SegmentReader, res: SegmentRes
                 METAQ_ZIP,
                 task.path,
                 None,
-                f"expected exactly one entry (ArchiveDeletePolicy writes the segment alone), found {len(z.entries)}: "
-                + ", ".join(repr(e[:60]) for e in z.entries[:5]),
+                f"expected exactly one entry (ArchiveDeletePolicy writes the segment alone), found {len(z.entries)}: " + ", ".join(repr(e[:60]) for e in z.entries[:5]),
             )
         )
     expected = segnames.metaq_zip_entry_name(reader.segment)
@@ -206,8 +205,7 @@ def _check_zip_entries(task: SegmentTask, reader: SegmentReader, res: SegmentRes
                 METAQ_ZIP_NAME,
                 task.path,
                 None,
-                f"expected the entry to be named {expected} (the segment it archives), found {z.entry_name[:120]!r}: "
-                "the archive's offsets cannot be trusted",
+                f"expected the entry to be named {expected} (the segment it archives), found {z.entry_name[:120]!r}: the archive's offsets cannot be trusted",
             )
         )
 
@@ -336,8 +334,7 @@ class _Scan:
                         self.add(
                             "WRAPPER",
                             p,
-                            f"inner message #{inner.index} at inflated byte {inner.position}: expected CRC 0x{inner.crc_computed:08X}, "
-                            f"found 0x{inner.message.crc:08X}",
+                            f"inner message #{inner.index} at inflated byte {inner.position}: expected CRC 0x{inner.crc_computed:08X}, found 0x{inner.message.crc:08X}",
                         )
                     magic = self.magic_error(inner.message.magic, None)
                     if magic is not None:
@@ -351,8 +348,7 @@ class _Scan:
             self.add(
                 "ATTRIBUTE",
                 p + mq.HEADER_LEN,
-                f"flag bit 0 says the data starts with an attribute block: expected {error.expected}, found {error.found}; "
-                "consumers throw on this message",
+                f"flag bit 0 says the data starts with an attribute block: expected {error.expected}, found {error.found}; consumers throw on this message",
             )
         elif attribute is not None:
             try:
@@ -647,9 +643,7 @@ def _check_links(links: list[Path], out: list[Finding], prefix: str) -> None:
             target = os.readlink(path)
         except OSError:
             target = "?"
-        out.append(
-            Finding(f"{prefix}-FILE-LINK", str(path), None, f"expected a regular file or directory, found a symbolic link to {target!r}: not followed")
-        )
+        out.append(Finding(f"{prefix}-FILE-LINK", str(path), None, f"expected a regular file or directory, found a symbolic link to {target!r}: not followed"))
 
 
 def _check_data_dir(data: DataDir, out: list[Finding], prefix: str) -> None:
@@ -659,9 +653,7 @@ def _check_data_dir(data: DataDir, out: list[Finding], prefix: str) -> None:
     for path in data.ignored_dirs:
         if path.name == sm.TRANSACTIONS_DIR:
             continue
-        out.append(
-            Finding(METAQ_DIR_IGNORED, str(path), None, f"no '-' in {path.name!r}: MetaQ ignores this directory (\"Ignore invlaid directory\")")
-        )
+        out.append(Finding(METAQ_DIR_IGNORED, str(path), None, f"no '-' in {path.name!r}: MetaQ ignores this directory (\"Ignore invlaid directory\")"))
     for path, reason in data.bad_dirs:
         out.append(Finding(f"{prefix}-DIR-NAME", str(path), None, f"expected <topic>-<int partition>, found {path.name!r}: {reason}"))
 
@@ -707,7 +699,7 @@ def _check_partition(part: Partition, out: list[Finding], prefix: str) -> None:
                         str(seg.path),
                         None,
                         f"expected the segment after {prev.name} ({prev.start_offset} + {prev.size} bytes) to start at offset {expected}, "
-                        f"found {seg.name}: {what}; the broker refuses to load the partition (\"The following segments don't validate\")",
+                        f'found {seg.name}: {what}; the broker refuses to load the partition ("The following segments don\'t validate")',
                         length=abs(seg.start_offset - expected),
                         details={"missing_from": expected, "missing_to": seg.start_offset} if seg.start_offset > expected else {},
                     )

@@ -188,8 +188,7 @@ def in_progress_finding(path: str, tail: int, grown: int) -> Finding:
         RMQ_CL_IN_PROGRESS,
         path,
         tail,
-        f"the tail from {tail} is being written (a writer holds the store's lock; {grown} more "
-        "valid bytes appeared while validating): checked up to here",
+        f"the tail from {tail} is being written (a writer holds the store's lock; {grown} more valid bytes appeared while validating): checked up to here",
     )
 
 
@@ -200,7 +199,6 @@ def commitlog_findings(store: rmq.RocketMQStore, *, live: bool = False) -> list[
 
 
 # --- damage on the path of a CommitLog read (dump, stats, info, query, diff) ----------------------
-
 
 
 def last_data_file(segments: list[rmq.Segment]) -> int:

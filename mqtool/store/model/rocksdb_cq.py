@@ -103,9 +103,7 @@ def decode_unit(key: bytes, value: bytes) -> RocksUnit | BadEntry:
             raise MqError("queue offset", position=len(key) - 8, expected="a queue offset >= 0", found=str(cq.queue_offset))
         unit = rcq.decode_cq_value(value)
         if unit.commit_log_offset < 0 or unit.size <= 0:  # what ConsumeQueue.recover calls no unit
-            raise MqError(
-                "value", position=0, expected="a CommitLog offset >= 0 and a size > 0", found=f"offset {unit.commit_log_offset}, size {unit.size}"
-            )
+            raise MqError("value", position=0, expected="a CommitLog offset >= 0 and a size > 0", found=f"offset {unit.commit_log_offset}, size {unit.size}")
         return RocksUnit(key, cq, unit)
     except MqError as exc:
         return BadEntry(rcq.UNITS_COLUMN_FAMILY, key, exc)
@@ -412,10 +410,16 @@ def divergence_findings(db: RocksCq, store: rmq.RocketMQStore, rocks_queues: set
     out: list[Finding] = []
     for key in sorted(rocks_queues | file_queues):
         d = Divergence()
-        files = ((qu.queue_offset, (qu.unit.commit_log_offset, qu.unit.size, qu.unit.tags_code))
-                 for qu in rmq.QueueWalk(store.cq_segments(*key), 0) if not qu.unit.is_filler and qu.unit.commit_log_offset >= commitlog_min)
-        rocks = ((u.cq.queue_offset, (u.value.commit_log_offset, u.value.size, u.value.tags_code))
-                 for u in queue_units(db, *key) if isinstance(u, RocksUnit) and u.value.commit_log_offset >= commitlog_min)
+        files = (
+            (qu.queue_offset, (qu.unit.commit_log_offset, qu.unit.size, qu.unit.tags_code))
+            for qu in rmq.QueueWalk(store.cq_segments(*key), 0)
+            if not qu.unit.is_filler and qu.unit.commit_log_offset >= commitlog_min
+        )
+        rocks = (
+            (u.cq.queue_offset, (u.value.commit_log_offset, u.value.size, u.value.tags_code))
+            for u in queue_units(db, *key)
+            if isinstance(u, RocksUnit) and u.value.commit_log_offset >= commitlog_min
+        )
         _merge(files, rocks, d)
         if d.only_file or d.only_rocksdb or d.differ:
             parts = []
