@@ -116,7 +116,7 @@ def recover(
 
 
 def _render_nothing(console: "Console", plan: "RecoverPlan") -> None:
-    console.print("nothing to recover" + (f", but {len(plan.unfixable)} error(s) it cannot fix remain" if plan.unfixable else ""))
+    console.print("nothing to recover" + (f", but {_unfixable_count(plan)} it cannot fix remain" if plan.unfixable else ""))
     for note in plan.notes:
         console.print(f"note: {note}")
     _render_unfixable(console, plan)
@@ -127,11 +127,21 @@ def _finding_line(f: dict[str, Any]) -> str:
     return f"{f['severity']} {f['code']} {f['path']}:{position if position is not None else '-'}: {f['message']}"
 
 
+def _unfixable_count(plan: "RecoverPlan") -> str:
+    """What the plan cannot fix, counted by severity: "1 error(s)", "2 warning(s)", "1 error(s) and 2 warning(s)"."""
+    errors = sum(1 for f in plan.unfixable if f.get("severity") == "error")
+    others = len(plan.unfixable) - errors
+    parts = ([f"{errors} error(s)"] if errors else []) + ([f"{others} warning(s)"] if others else [])
+    return " and ".join(parts)
+
+
 def _render_unfixable(console: "Console", plan: "RecoverPlan") -> None:
     """The errors the plan leaves: named before --apply, which then needs --force."""
     if not plan.unfixable:
         return
-    console.print(markup("[bold]cannot fix[/bold] ({} error(s); the store would still fail validation):", len(plan.unfixable)))
+    fails = any(f.get("severity") == "error" for f in plan.unfixable)
+    consequence = "; the store would still fail validation" if fails else "; validate names them after recover too"
+    console.print(markup("[bold]cannot fix[/bold] ({}{}):", _unfixable_count(plan), consequence))
     for f in plan.unfixable:
         console.print(markup("  {}", _finding_line(f)))
 
@@ -196,7 +206,7 @@ def render_plan(console: "Console", plan: "RecoverPlan") -> None:
             f": {len(plan.steps)} step(s) for {plan.layout} store {plan.root} ({plan.mode} mode); "
             + (f"valid data ends at {plan.valid_end}; " if plan.valid_end is not None else "")
             + f"{humanize.naturalsize(plan.bytes_cut, binary=True)} cut (all quarantined), {plan.files_deleted} file(s) deleted, "
-            f"{plan.records_dropped} valid record(s) dropped" + (f"; {len(plan.unfixable)} error(s) it cannot fix" if plan.unfixable else ""),
+            f"{plan.records_dropped} valid record(s) dropped" + (f"; {_unfixable_count(plan)} it cannot fix" if plan.unfixable else ""),
         )
     )
     console.print()

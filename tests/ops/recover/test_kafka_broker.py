@@ -40,6 +40,9 @@ def test_lost_middle_segment_validate_recover_validate(tmp_path, policy, severit
     assert not plan["has_work"]
     code, out, err = run_cli("recover", root, "--apply", "--force", "--quarantine", tmp_path / "q")
     assert code == 1 and "cannot fix" in out and "KAFKA-SEGMENT-MISSING" in out, err
+    # counted by its severity: only an error makes the store fail validation
+    said = f"cannot fix (1 {severity}(s)"
+    assert said in out and ("the store would still fail validation" in out) == (severity == "error"), out
     code, out, _ = run_cli("validate", root, "-j", "1", "--json")
     again = [f for f in json.loads(out)["findings"] if f["code"] == "KAFKA-SEGMENT-MISSING"]
     assert code == validate_exit and again == lost
