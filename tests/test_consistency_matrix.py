@@ -500,3 +500,36 @@ def test_recover_apply_leaves_a_valid_store_of_configured_sizes(kind, pristine, 
             assert path.stat().st_size == CL_FILE_SIZE, path
         for path in (case.root / "consumequeue").glob("*/*/*"):
             assert path.stat().st_size == CQ_FILE_SIZE, path
+
+
+#: fields of the restart preview that measure this machine's disk, not the store
+SPEED_FIELDS = ("read_bytes_per_second", "estimated_seconds")
+
+
+@pytest.mark.parametrize("abort", [False, True], ids=["clean", "crashed"])
+@pytest.mark.parametrize("kind", sorted(DAMAGES))
+@settings(max_examples=2, deadline=None, phases=MATRIX.phases, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_restart_preview_on_every_damage_is_the_plans(kind, abort, pristine, data):
+    """Issue 28's restart preview on every damage kind, after a clean shutdown and a crash:
+    ``info``'s ``restart`` (JSON and table) is recover's ``facts.restart``; the modelled recovery
+    reads from where it starts to the valid end (``scan_bytes``); what it drops is the plan's cuts
+    and deletions."""
+    with tempfile.TemporaryDirectory() as where:
+        case = _damaged(pristine, Path(where), kind, DAMAGES[kind][1], data)
+        if abort:
+            (case.root / "abort").write_bytes(b"")
+        code, out, err = mqtool("info", case.root, "--json")
+        restart = json.loads(out)["restart"]
+        code, out, err = mqtool("recover", case.root, "--json")
+        plan = json.loads(out)
+        planned = plan["facts"]["restart"]
+        assert {k: v for k, v in restart.items() if k not in SPEED_FIELDS} == {k: v for k, v in planned.items() if k not in SPEED_FIELDS}
+        assert restart["recovery"] == ("abnormal" if abort else "normal") == plan["mode"]
+        if restart["valid_end"] is not None:
+            assert restart["scan_bytes"] == max(0, restart["valid_end"] - restart["starts_at"]["commitlog_offset"])
+        sizes = {f"commitlog/{p.name}": p.stat().st_size for p in (case.root / "commitlog").iterdir()}
+        assert restart["drops"]["bytes"] == sum(c["length"] for c in restart["drops"]["cut"]) + sum(sizes[f] for f in restart["drops"]["files_deleted"])
+        code, out, err = mqtool("info", case.root)
+        flat = " ".join(out.split())
+        assert f"{restart['recovery']} recovery from {restart['starts_at']['file']}" in flat, flat
