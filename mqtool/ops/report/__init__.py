@@ -110,6 +110,9 @@ class Report:
     #: object ``info --json`` gives as ``restart``) as rows of its table; empty when the layout's
     #: plan has no preview
     restart: list[tuple[str, str]] = field(default_factory=list)
+    #: RocketMQ 5.x: the timer messages not delivered yet, by due time, as ``stats`` gives them
+    #: (``store.model.timer.TimerPending.to_dict``); None for a store without a timer store
+    timer: dict[str, Any] | None = None
 
 
 def relative(path: str, root: str) -> str:
@@ -392,6 +395,7 @@ def gather(
         lag=lag,
         notes=notes,
         restart=restart,
+        timer=stats.timer,
     )
 
 

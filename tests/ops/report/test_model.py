@@ -184,3 +184,18 @@ def test_a_missing_kafka07_segment_is_drawn_with_its_own_suffix(tmp_path: Path) 
     r = gather(tmp_path / "logs", "jafka")
     missing = [s.path for log in r.logs for s in log.segments if s.end_kind == "missing"]
     assert missing == [f"events-0/{segments[1].name}"]
+
+
+def test_a_timer_store_has_its_place_in_the_report(tmp_path: Path) -> None:
+    """Issue 29 point 1: the 5.x timer store's pending messages by due time, as stats counts them."""
+    from mqtool.ops.report.html import render_html
+    from mqtool.ops.stats import store_stats
+    from tests.timer_store import make_timer_store
+
+    make_timer_store(tmp_path / "store")
+    r = gather(tmp_path / "store", "rocketmq")
+    assert r.timer is not None and r.timer == store_stats(tmp_path / "store", "rocketmq").timer
+    assert r.timer["pending"] == 6 and sum(b["count"] for b in r.timer["by_due"]) == 6
+    html = render_html(r, utc=True)
+    assert 'id="timer"' in html and "6 timer message(s) not delivered yet" in html
+    assert gather(FIXTURE, "rocketmq").timer is None
