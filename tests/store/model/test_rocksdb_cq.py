@@ -57,12 +57,17 @@ def test_one_flipped_byte_is_found_at_its_key(base, data):
     at = data.draw(st.integers(0, len(target) - 1), label="byte")
     target[at] ^= data.draw(st.integers(1, 255), label="xor")
     key, value = (bytes(target), value) if in_key else (key, bytes(target))
+    # a flipped key that is another unit's key overwrites that unit: both keys stay well formed, and
+    # what is wrong is the queue that lost a unit (found on that queue, not at the key)
+    collides = in_key and key in {k for k, _ in pairs}
     pairs[i] = (key, value)
     with tempfile.TemporaryDirectory() as tmp:
         _write_raw(Path(tmp) / "db", pairs)
         with RocksCq(Path(tmp) / "db") as db:
             judged = model.judge(db, store, commitlog_end=end)
     at_key = [f for f in judged.findings if f.details.get("key") == key.hex()]
+    if collides:
+        at_key = [f for f in judged.findings if f.level.value == "error"]
     assert at_key, [f.message for f in judged.findings]
     assert all(f.level.value == "error" for f in at_key)
 
