@@ -1,7 +1,8 @@
 """``mqtool dump``: every field of every record of one file family, streamed."""
 
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Annotated
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, TypedDict
 
 import typer
 
@@ -28,6 +29,8 @@ from mqtool.cli.render import Column, Renderer, markup, styled
 from mqtool.cli.times import iso_ms, parse_time
 
 if TYPE_CHECKING:
+    from rich.console import Console
+
     from mqtool.ops.dump import rocketmq as ops_dump
 
 QueueOpt = Annotated[int | None, typer.Option("--queue-id", min=0, metavar=INT, help="Only this queue id.")]
@@ -89,7 +92,7 @@ def dump_commitlog(
         out.stream_encoded(_commitlog_json(out, engine, body_mode))
         return _finish_commitlog(out, engine)
 
-    def rows():
+    def rows() -> Iterator[dict[str, object]]:
         with out.progress(engine.total_bytes, "dump commitlog", streaming=True) as advance:
             done = 0
             for loc, record in engine:
@@ -181,7 +184,7 @@ def dump_consumequeue(
     targets = ops_dump.consumequeue_targets(path, topic=topic, queue_id=queue_id)
     engine = ops_dump.QueueDump(targets, from_offset, limit)
 
-    def rows():
+    def rows() -> Iterator[dict[str, object]]:
         for target, qu in engine:
             unit = qu.unit
             kind = "filler" if unit.is_filler else ("ext-address" if unit.has_ext_address else "message")
@@ -230,7 +233,7 @@ INDEX_HEADER_COLUMNS = [
 ]
 
 
-def header_row(p, h, geo, *, table: bool = False) -> dict:
+def header_row(p: Path, h: "ops_dump.IndexHeader", geo: "ops_dump.IndexGeometry", *, table: bool = False) -> dict[str, object]:
     """One IndexFile header: the documented ``"record": "header"`` object, or a table row."""
     if table:
         return {
@@ -288,7 +291,7 @@ def dump_index(
         out.stream((header_row(*h, table=table) for h in headers), INDEX_HEADER_COLUMNS)
         return finish_dump(out, engine.problems)
 
-    def rows():
+    def rows() -> Iterator[dict[str, object]]:
         seen = 0
         for row in engine:
             while seen < len(engine.headers):
@@ -335,8 +338,7 @@ def dump_checkpoint(
 
     out = renderer(fmt, as_json, as_jsonl)
     cp_path, cp = ops_dump.read_checkpoint(path)
-    doc = {
-        "file": str(cp_path),
+    fields: dict[str, int | None] = {
         "physic_msg_timestamp": cp.physic_msg_timestamp,
         "logics_msg_timestamp": cp.logics_msg_timestamp,
         "index_msg_timestamp": cp.index_msg_timestamp,
@@ -345,14 +347,23 @@ def dump_checkpoint(
         "min_timestamp": cp.min_timestamp(),
         "min_timestamp_index": cp.min_timestamp_index(),
     }
+    doc: dict[str, object] = {"file": str(cp_path), **fields}
 
-    def table(console):
-        for k, v in doc.items():
+    def table(console: "Console") -> None:
+        console.print(markup("[bold]{}[/bold] {}", f"{'file':<24}", doc["file"]))
+        for k, v in fields.items():
             shown = f"{v}  ({iso_ms(v)})" if k.endswith("timestamp") or k.startswith("min_timestamp") else v
             console.print(markup("[bold]{}[/bold] {}", f"{k:<24}", shown))
 
     out.document(doc, table)
     return ExitCode.OK
+
+
+class ConfigDoc(TypedDict):
+    """One config file of ``dump config``: its path and its JSON content."""
+
+    file: str
+    content: object
 
 
 def dump_config(
@@ -366,15 +377,15 @@ def dump_config(
     from mqtool.ops.dump import rocketmq as ops_dump
 
     out = renderer(fmt, as_json, as_jsonl)
-    docs = []
-    problems = []
+    docs: list[ConfigDoc] = []
+    problems: list[MqError] = []
     for p in ops_dump.config_files(path):
         try:
-            docs.append({"file": str(p), "content": ops_dump.read_config(p)})
+            docs.append(ConfigDoc(file=str(p), content=ops_dump.read_config(p)))
         except MqError as exc:
             problems.append(exc)
 
-    def table(console):
+    def table(console: "Console") -> None:
         from rich.json import JSON
 
         for d in docs:

@@ -1,7 +1,8 @@
 """``mqtool dump compactionlog|compactioncq``: RocketMQ's compaction store (``compaction/``)."""
 
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -48,7 +49,7 @@ def dump_compactionlog(
     table = out.fmt is OutputFormat.table
     body_mode = decode if not table or decode is not BodyDecode.base64 else BodyDecode.utf8
 
-    def rows():
+    def rows() -> Iterator[dict[str, Any]]:
         for at in engine:
             row = message_row(at.record, file=str(at.path), position=at.position, address=at.offset, decode=body_mode)
             row = {("compaction_offset" if k == "commitlog_offset" else k): v for k, v in row.items()}
@@ -90,7 +91,7 @@ def dump_compactioncq(
     engine = ops.CompactionCqDump(path, topic, queue_id, limit)
     table = out.fmt is OutputFormat.table
 
-    def rows():
+    def rows() -> Iterator[dict[str, Any]]:
         for topic_name, qid, at in engine:
             row = ops.unit_row(topic_name, qid, at)
             if table:

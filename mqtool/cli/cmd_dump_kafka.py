@@ -1,7 +1,8 @@
 """``mqtool dump kafka-*``: Kafka segment, index and checkpoint families."""
 
+from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Literal, Protocol, TypeVar, cast
 
 import typer
 
@@ -12,6 +13,14 @@ from mqtool.cli.render import render_generic
 from mqtool.cli.times import parse_time
 from mqtool.findings import not_stated
 
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from mqtool.cli.render import Renderer
+    from mqtool.errors import MqError
+    from mqtool.findings import Finding
+    from mqtool.ops.dump import kafka as ops_kafka
+
 KafkaPathArg = Annotated[Path, typer.Argument(help="A Kafka log dir, a partition dir, or one file.")]
 TopicOpt = Annotated[str | None, typer.Option("--topic", help="Only partitions of this topic (PATH a log dir).")]
 
@@ -19,7 +28,23 @@ TopicOpt = Annotated[str | None, typer.Option("--topic", help="Only partitions o
 KAFKA_HINT = "`mqtool validate` explains the damage (and what Kafka's recovery would do with it)"
 
 
-def _limited(rows, limit: int | None):
+T = TypeVar("T")
+IndexKind = Literal["index", "timeindex", "txnindex"]
+
+
+class _IndexEnd(Protocol):
+    """How an index file's entries end, as ``ops.dump.kafka.IndexDump.ends`` holds it (a
+    ``formats.kafka.index.DataEnd``, typed ``object`` there)."""
+
+    @property
+    def kind(self) -> str: ...
+    @property
+    def position(self) -> int: ...
+    @property
+    def length(self) -> int: ...
+
+
+def _limited(rows: Iterable[T], limit: int | None) -> Iterator[T]:
     if limit is None:
         yield from rows
         return
@@ -81,10 +106,11 @@ def dump_kafka_log(
 
     out = renderer(fmt, as_json, as_jsonl)
     metadata_decoder = metadata_decoder or metadata_decoder_alias
-    chosen = [name for name, flag in (("offsets", offsets_decoder), ("transaction-log", transaction_log_decoder), ("metadata", metadata_decoder)) if flag]
+    choices: tuple[tuple[ops_kafka.Decoder, bool], ...] = (("offsets", offsets_decoder), ("transaction-log", transaction_log_decoder), ("metadata", metadata_decoder))
+    chosen = [name for name, flag in choices if flag]
     if len(chosen) > 1 or (chosen and no_decoders):
         raise typer.BadParameter("give at most one of --offsets-decoder, --transaction-log-decoder, --cluster-metadata-decoder, --no-decoders")
-    decoder = chosen[0] if chosen else ("none" if no_decoders else "auto")
+    decoder: ops_kafka.Decoder = chosen[0] if chosen else ("none" if no_decoders else "auto")
     deep = deep or records_only or bool(chosen)
     options = ops.LogDumpOptions(
         deep=deep,
@@ -93,7 +119,7 @@ def dump_kafka_log(
         until_ms=parse_time(until, "--until"),
         max_bytes=max_bytes,
         check_crc=not no_crc,
-        decoder=decoder,  # type: ignore[arg-type]
+        decoder=decoder,
     )
     targets = ops.log_targets(path, topic=topic, partition=partition)
     if not targets:
@@ -108,7 +134,7 @@ def dump_kafka_log(
         out.stream_encoded(_limited_lines(_log_json(out, engine, mode, records_only), limit))
         return _finish_log(out, engine, path, topic, partition, no_crc, max_bytes)
 
-    def rows():
+    def rows() -> Iterator[dict[str, object]]:
         with out.progress(engine.total_bytes, "dump kafka-log", streaming=True) as advance:
             done = 0
             for item in engine:
@@ -123,7 +149,7 @@ def dump_kafka_log(
     return _finish_log(out, engine, path, topic, partition, no_crc, max_bytes)
 
 
-def _log_json(out, engine, decode: BodyDecode, records_only: bool):
+def _log_json(out: "Renderer", engine: "ops_kafka.LogDump", decode: BodyDecode, records_only: bool) -> Iterator[bytes]:
     """The JSON lines of every row of ``engine.lean()`` (UTF-8), a run or an entry at a time:
     healthy runs through ``run_lines``, entries of the precise reading through ``item_lines``."""
     from mqtool.cli.rows_kafka_columns import item_lines, run_lines
@@ -140,7 +166,7 @@ def _log_json(out, engine, decode: BodyDecode, records_only: bool):
             done = engine.bytes_done
 
 
-def _limited_lines(texts, limit: int | None):
+def _limited_lines(texts: Iterable[bytes], limit: int | None) -> Iterator[bytes]:
     """The first ``limit`` lines of the texts (JSON lines: a JSON text holds no raw newline);
     stops taking texts as soon as it has them, as ``_limited`` stops taking rows."""
     if limit is None:
@@ -162,10 +188,10 @@ def _limited_lines(texts, limit: int | None):
         return
 
 
-def _finish_log(out, engine, path, topic, partition, no_crc: bool, max_bytes) -> int:
+def _finish_log(out: "Renderer", engine: "ops_kafka.LogDump", path: Path, topic: str | None, partition: int | None, no_crc: bool, max_bytes: int | None) -> int:
     # every gap and damage in the partitions read, as validate states it (CODE path:position:
     # message), after the walk's own lines (with --no-crc, as stats --no-crc, only the walk's)
-    findings = [] if no_crc else engine.findings(path, topic=topic, partition=partition)
+    findings: list[Finding] = [] if no_crc else engine.findings(path, topic=topic, partition=partition)
     for end in engine.ends:
         if end.kind == "partial":
             out.warn(f"{end.path}:{end.valid_end}: {end.size - end.valid_end} bytes of a partial entry at the end (torn tail)")
@@ -174,20 +200,23 @@ def _finish_log(out, engine, path, topic, partition, no_crc: bool, max_bytes) ->
         elif end.kind == "limit":
             out.warn(f"{end.path}: stopped at {end.valid_end} (--max-bytes {max_bytes}); {end.size - end.valid_end} bytes not read")
     damaged = out.findings(findings)
-    return finish_dump(out, not_stated(engine.problems, findings), extra_failures=damaged, hint=KAFKA_HINT)
+    return finish_dump(out, not_stated(list[object](engine.problems), findings), extra_failures=damaged, hint=KAFKA_HINT)
 
 
-def _index_family(kind: str, path: Path, topic, partition, verify: bool, limit, fmt, as_json, as_jsonl) -> int:
+def _index_family(
+    kind: IndexKind, path: Path, topic: str | None, partition: int | None, verify: bool, limit: int | None, fmt: OutputFormat, as_json: bool, as_jsonl: bool
+) -> int:
     from mqtool.cli import rows_kafka
     from mqtool.cli.rows_kafka import index_row
     from mqtool.ops.dump import kafka as ops
 
     columns = {"index": rows_kafka.INDEX_COLUMNS, "timeindex": rows_kafka.TIMEINDEX_COLUMNS, "txnindex": rows_kafka.TXNINDEX_COLUMNS}[kind]
     out = renderer(fmt, as_json, as_jsonl)
-    engine = ops.IndexDump(ops.index_targets(path, kind, topic=topic, partition=partition), kind, verify=verify)  # type: ignore[arg-type]
+    engine = ops.IndexDump(ops.index_targets(path, kind, topic=topic, partition=partition), kind, verify=verify)
     table = out.fmt is OutputFormat.table
     out.stream(_limited((index_row(r, kind, table=table) for r in engine), limit), columns)
-    for file, count, end in engine.ends:
+    for file, count, stated_end in engine.ends:
+        end = cast("_IndexEnd | None", stated_end)  # IndexDump.ends types the DataEnd as object
         if end is not None and end.kind == "zeros" and end.length:
             out.warn(f"{file}:{end.position}: {end.length} bytes of unused zero slots after {count} entries (pre-allocated index)")
         elif end is not None and end.kind == "partial":
@@ -268,7 +297,7 @@ def dump_kafka_snapshot(
     from mqtool.ops.dump import kafka as ops
 
     out = renderer(fmt, as_json, as_jsonl)
-    problems: list = []
+    problems: list[MqError] = []
     targets = ops.index_targets(path, "snapshot", topic=topic, partition=partition)
     table = out.fmt is OutputFormat.table
     out.stream(_limited((snapshot_row(r, table=table) for r in ops.snapshot_rows(targets, problems)), limit), SNAPSHOT_COLUMNS)
@@ -296,12 +325,12 @@ def dump_kafka_checkpoint(
     docs = ops.partition_filter(docs, topic, partition)
     doc = {"files": docs}
 
-    def table(console):
+    def table(console: "Console") -> None:
         for d in docs:
-            render_generic(console, {k: v for k, v in d.items() if k not in ("file",)}, d["file"])
+            render_generic(console, {k: v for k, v in d.items() if k not in ("file",)}, str(d["file"]))  # "file" is the path as text
 
     out.document(doc, table)
-    errors = [d["error"] for d in docs if "error" in d]
+    errors = [str(d["error"]) for d in docs if "error" in d]  # "error" is the message as text
     for error in errors:
         out.error(error)
     return ExitCode.FINDINGS if errors else ExitCode.OK

@@ -1,7 +1,8 @@
 """``mqtool dump timerlog|timerwheel|timercheck|timermetrics``: the RocketMQ 5.x timer store's files."""
 
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -10,6 +11,9 @@ from mqtool.cli.exit_codes import ExitCode
 from mqtool.cli.options import ColumnsOpt, FormatOpt, JsonlOpt, JsonOpt, LimitOpt, OutputFormat
 from mqtool.cli.render import Column, markup, render_generic, styled
 from mqtool.cli.times import iso_ms
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 TimerConfigOpt = Annotated[
     Path | None,
@@ -29,7 +33,7 @@ TIMERLOG_COLUMNS = [
 ]
 
 
-def _kind(row: dict) -> str:
+def _kind(row: dict[str, Any]) -> str:
     return "delete" if row["delete"] else "roll" if row["roll"] else "timer"
 
 
@@ -50,7 +54,7 @@ def dump_timerlog(
     engine = ops.TimerLogDump(path, limit)
     table = out.fmt is OutputFormat.table
 
-    def rows():
+    def rows() -> Iterator[dict[str, Any]]:
         for at in engine:
             row = ops.unit_row(at)
             if table:
@@ -88,11 +92,11 @@ def dump_timerwheel(
 
     out = renderer(fmt, as_json, as_jsonl)
     choose_columns(out, columns)
-    precision_ms = broker_settings(config).timer_precision_ms or ops.tf.DEFAULT_PRECISION_MS
+    precision_ms = broker_settings(config).timer_precision_ms or ops.DEFAULT_PRECISION_MS
     engine = ops.WheelDump(path, limit)
     table = out.fmt is OutputFormat.table
 
-    def rows():
+    def rows() -> Iterator[dict[str, Any]]:
         for at in engine:
             assert engine.file is not None
             row = ops.slot_row(engine.file, at, precision_ms)
@@ -116,7 +120,7 @@ def dump_timercheck(
     out = renderer(fmt, as_json, as_jsonl)
     doc = ops.timercheck_document(path)
 
-    def table(console):
+    def table(console: "Console") -> None:
         for k, v in doc.items():
             shown = f"{v}  ({iso_ms(v)})" if k in ("last_read_time_ms", "data_version_timestamp") and v is not None else v
             console.print(markup("[bold]{}[/bold] {}", f"{k:<27}", shown))
@@ -137,7 +141,7 @@ def dump_timermetrics(
     out = renderer(fmt, as_json, as_jsonl)
     doc = ops.timermetrics_document(path)
 
-    def table(console):
+    def table(console: "Console") -> None:
         console.print(styled(doc["file"], "bold"))
         render_generic(console, {k: v for k, v in doc.items() if k != "file"})
 

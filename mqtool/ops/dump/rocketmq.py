@@ -32,6 +32,9 @@ from mqtool.formats.rocketmq.columns import (
 from mqtool.formats.rocketmq.columns import RecordFields as RecordFields  # rows of cli.rows are built from them
 from mqtool.formats.rocketmq.commitlog import DataEnd, decode_message, decompress_body
 from mqtool.formats.rocketmq.commitlog import MessageRecord as MessageRecord  # rows of cli.rows are built from them
+from mqtool.formats.rocketmq.consume_queue import QueueDataEnd
+from mqtool.formats.rocketmq.index_file import IndexGeometry as IndexGeometry  # header rows of cli.cmd_dump are built from them
+from mqtool.formats.rocketmq.index_file import IndexHeader as IndexHeader  # header rows of cli.cmd_dump are built from them
 from mqtool.formats.rocketmq.properties import TAGS, UNIQ_KEY, split_keys
 from mqtool.store import rocketmq as rmq
 from mqtool.store import rocksdb_cq as store_rcq
@@ -42,6 +45,7 @@ from mqtool.store.model import rocketmq as model
 from mqtool.store.model import rocksdb_cq as model_rcq
 from mqtool.store.model import timer as model_timer
 from mqtool.store.model.queue_offsets import FileQueueOffsets, QueueOffsets
+from mqtool.store.root_rocketmq import find_rocketmq_root, is_rocketmq_root
 
 
 @dataclass(frozen=True)
@@ -407,7 +411,7 @@ def commitlog_files(path: Path) -> list[rmq.Segment]:
         base = int(path.name) if segnames.ROCKETMQ_FILE_NAME.match(path.name) else 0
         return [rmq.Segment(path, base, st.st_size, st.st_mtime)]
     if is_directory(path):
-        if rmq.is_rocketmq_root(path):
+        if is_rocketmq_root(path):
             return rmq.list_segments(path / "commitlog")
         segments = rmq.list_segments(path)
         if segments:
@@ -429,7 +433,7 @@ def commitlog_directory(path: Path) -> Path | None:
     the files' continuity (``store.model.rocketmq.segment_findings``) is on the path of a dump."""
     path = Path(path)
     if is_directory(path):
-        return path / "commitlog" if rmq.is_rocketmq_root(path) else path
+        return path / "commitlog" if is_rocketmq_root(path) else path
     return None
 
 
@@ -467,7 +471,7 @@ def consumequeue_targets(path: Path, *, topic: str | None = None, queue_id: int 
         qid = int(path.parent.name) if path.parent.name.lstrip("-").isdigit() else None
         tname = path.parent.parent.name if qid is not None else None
         return [QueueTarget(tname, qid, [rmq.Segment(path, base, st.st_size, st.st_mtime)])]
-    if rmq.is_rocketmq_root(path):
+    if is_rocketmq_root(path):
         path = path / "consumequeue"
     targets: list[QueueTarget] = []
     if rmq.list_segments(path):  # a queue directory
@@ -495,7 +499,7 @@ class QueueDump:
     from_offset: int | None = None
     limit: int | None = None
     include_fillers: bool = True
-    ends: list[tuple[QueueTarget, rmq.Segment, object]] = field(default_factory=list)
+    ends: list[tuple[QueueTarget, rmq.Segment, QueueDataEnd]] = field(default_factory=list)
 
     def __iter__(self) -> Iterator[tuple[QueueTarget, rmq.QueueUnit]]:
         emitted = 0
@@ -521,7 +525,7 @@ def consumequeue_findings(path: Path, dump: QueueDump) -> list[Finding]:
     invalid or partial unit).  The store's ConsumeQueue file size is known when ``path`` lies in a
     store (a root, ``consumequeue/``, a topic, queue or file); otherwise the dumped queues give it."""
     path = Path(path)
-    root = next((p for p in [path, *path.parents][:5] if rmq.is_rocketmq_root(p)), None)
+    root = next((p for p in [path, *path.parents][:5] if is_rocketmq_root(p)), None)
     out: list[Finding] = []
     if root is not None:
         store = rmq.open_store(root)
@@ -607,7 +611,7 @@ class RocksQueueDump:
 def index_extent(path: Path) -> model_cl.DataExtent | None:
     """Where the CommitLog data lies (``DataExtent``) in the store whose IndexFiles ``path`` names (its root, its
     ``index`` directory or one of its IndexFiles), or None for IndexFiles outside a store."""
-    root = rmq.find_rocketmq_root(Path(path))
+    root = find_rocketmq_root(Path(path))
     if root is None:
         return None
     return model_cl.data_extent(rmq.open_store(root))
@@ -618,7 +622,7 @@ def index_targets(path: Path) -> list[Path]:
     check_path(path)
     if is_regular_file(path):
         return [path]
-    if rmq.is_rocketmq_root(path):
+    if is_rocketmq_root(path):
         path = path / "index"
     files = rmq.list_index_files(path)  # symbolic links and special files are never read
     if not files:
@@ -663,12 +667,14 @@ class IndexDump:
                 self.problems.append(exc)
                 continue
             with view:
+                buf = view.buf
+                assert buf is not None  # the mapping is open until the view closes
                 geo = view.geometry
                 self.headers.append((path, view.header, geo))
                 if self.headers_only:
                     continue
                 try:
-                    for number, entry in idxf.iter_entries(view.buf, geo.hash_slot_num, geo.index_num):
+                    for number, entry in idxf.iter_entries(buf, geo.hash_slot_num, geo.index_num):
                         past = self.extent.index_entry_finding(str(path), geo.entry_position(number), number, entry.phy_offset) if self.extent else None
                         if past is not None:
                             self.findings.append(past)
@@ -693,7 +699,7 @@ class IndexDump:
 def read_checkpoint(path: Path) -> tuple[Path, cpf.Checkpoint]:
     path = Path(path)
     check_path(path)  # a missing path reads as every other command words it
-    if rmq.is_rocketmq_root(path):
+    if is_rocketmq_root(path):
         path = path / "checkpoint"
     family = model_timer.timer_family(path)
     if family is not None:  # the timer store's checkpoint is another file of another layout
@@ -710,7 +716,7 @@ def config_files(path: Path) -> list[Path]:
     path = Path(path)
     if is_regular_file(path):
         return [path]
-    if rmq.is_rocketmq_root(path):
+    if is_rocketmq_root(path):
         path = path / "config"
     if not is_directory(path):
         raise StoreLayoutError(expected="a config/ directory or a config JSON file", found="none", path=path)

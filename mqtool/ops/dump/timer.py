@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from mqtool.findings import Finding
-from mqtool.formats.rocketmq import timer as tf
+from mqtool.formats.rocketmq.timer import DEFAULT_PRECISION_MS  # the wheel's slot width without a broker.conf
 from mqtool.store.files import is_regular_file
 from mqtool.store.model import timer as model_timer
 
@@ -85,7 +85,7 @@ class WheelDump:
             self.findings.extend(walk.findings)
 
 
-def slot_row(path: Path, at: model_timer.SlotAt, precision_ms: int = tf.DEFAULT_PRECISION_MS) -> dict[str, Any]:
+def slot_row(path: Path, at: model_timer.SlotAt, precision_ms: int = DEFAULT_PRECISION_MS) -> dict[str, Any]:
     """One used slot as the documented ``dump timerwheel`` row."""
     s = at.slot
     return {
@@ -129,4 +129,4 @@ def timermetrics_document(path: Path) -> dict[str, Any]:
     }
 
 
-__all__ = ["TimerLogDump", "unit_row", "WheelDump", "slot_row", "timercheck_document", "timermetrics_document"]
+__all__ = ["DEFAULT_PRECISION_MS", "TimerLogDump", "unit_row", "WheelDump", "slot_row", "timercheck_document", "timermetrics_document"]
