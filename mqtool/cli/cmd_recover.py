@@ -59,13 +59,12 @@ def recover(
         return ExitCode.OK
     if from_plan is not None:
         plan = load_plan(from_plan)
-        layout_name = plan.layout
+        _plan_fn, apply_fn, _options_cls = recoverer(plan.layout)
     else:
         if path is None:
             raise typer.BadParameter("give the store PATH (or --undo MANIFEST)")
         layout_name = detect_layout(path, layout)
-    plan_fn, apply_fn, options_cls = recoverer(layout_name)
-    if from_plan is None:
+        plan_fn, apply_fn, options_cls = recoverer(layout_name)
         fields = {f.name for f in dataclasses.fields(options_cls)}
         wanted = {
             "mode": mode,

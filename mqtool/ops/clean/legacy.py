@@ -36,6 +36,7 @@ import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from mqtool.errors import CorruptDataError, MqError, PlanChangedError, StoreLayoutError, UnsupportedFormatError
 from mqtool.formats import metaq as mq
@@ -47,6 +48,9 @@ from mqtool.store import metaq as sm
 from mqtool.store.files import CHUNK_SIZE, ReadOnlyFile
 from mqtool.store.legacy import DataDir, Partition, Segment, ZipEntryReader
 from mqtool.store.mutate import Mutator
+
+if TYPE_CHECKING:
+    from _typeshed import ReadableBuffer
 
 #: Upstream defaults (``ServerConfig``: ``log.retention.hours``, ``log.retention.size``;
 #: ``MetaConfig``/``TopicConfig``: ``deletePolicy``).
@@ -146,7 +150,7 @@ def _mtime_ms(seg: Segment) -> int:
     return os.stat(seg.path).st_mtime_ns // 1_000_000
 
 
-def _segment_details(part: Partition, seg: Segment, mtime_ms: int) -> dict:
+def _segment_details(part: Partition, seg: Segment, mtime_ms: int) -> dict[str, Any]:
     end = seg.start_offset + (seg.size or 0)
     return {
         "kind": "segment",
@@ -402,11 +406,12 @@ class _MutatorSink(io.RawIOBase):
     def tell(self) -> int:
         return self.position + len(self.buffer)
 
-    def write(self, data) -> int:  # type: ignore[override]
-        self.buffer += data
+    def write(self, data: ReadableBuffer, /) -> int:
+        view = memoryview(data)  # ``zipfile`` writes bytes; the count is of bytes, as ``RawIOBase.write`` says
+        self.buffer += view
         if len(self.buffer) >= _ZIP_WRITE_CHUNK:
             self.flush()
-        return len(data)
+        return view.nbytes
 
     def flush(self) -> None:
         if self.buffer:

@@ -57,6 +57,7 @@ import time
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, TypedDict
 
 from mqtool.errors import MqError, PlanChangedError, StoreLayoutError
 from mqtool.findings import Severity, code_ids
@@ -106,7 +107,23 @@ class _Seg:
         return directory / f"{self.stem}.{kind}"
 
 
-def _partition_ids(part: ks.KafkaPartition) -> dict:
+@dataclass
+class _LiveSeg(_Seg):
+    """A segment of the log the broker loads: one with its ``.log`` (``_Planner.leftovers``
+    deletes index files without one)."""
+
+    @property
+    def log(self) -> Path:
+        return self.files["log"]
+
+
+class _PartitionIds(TypedDict):
+    topic: str | None
+    partition: int | None
+    directory: str
+
+
+def _partition_ids(part: ks.KafkaPartition) -> _PartitionIds:
     """How a fact or a step names its partition: ``topic``, ``partition`` (the number; both null
     when the directory's name names none) and the ``directory``'s name."""
     return {"topic": part.topic, "partition": part.partition, "directory": part.name}
@@ -143,7 +160,7 @@ def _file_bytes_equal(path: Path | None, data: bytes) -> bool:
 INFER_ENTRIES = 64
 
 
-def _infer_interval(segs: list[_Seg]) -> int:
+def _infer_interval(segs: list[_LiveSeg]) -> int:
     """The ``index.interval.bytes`` the partition's existing ``.index`` files were written with,
     as far as they tell (a topic setting mqtool cannot read; 4096, the default, without entries).
 
@@ -156,13 +173,13 @@ def _infer_interval(segs: list[_Seg]) -> int:
     looked = 0
     for seg in segs:
         p = seg.files.get("index")
-        if p is None or seg.log is None or looked >= 3:
+        if p is None or looked >= 3:
             continue
         try:
             with ReadOnlyFile(p) as f:
                 count = min(ks.index_entry_count(f, kidx.OFFSET_ENTRY_SIZE), INFER_ENTRIES)
                 data = f.pread(0, count * kidx.OFFSET_ENTRY_SIZE)
-            positions = []
+            positions: list[int] = []
             for i in range(0, len(data) - len(data) % 8, 8):
                 position = kidx.peek_log_position(data, i)
                 if position <= (positions[-1] if positions else 0):
@@ -215,11 +232,11 @@ class _PartFacts:
     scanned_from: int | None = None
     log_end_offset: int | None = None
     interval: int = DEFAULT_INDEX_INTERVAL
-    truncated_at: dict | None = None
+    truncated_at: dict[str, Any] | None = None
     fsync: list[str] = field(default_factory=list)
     left_alone: str | None = None  # why nothing of the partition is changed (overflow, too-large)
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {
             "topic": self.key[0] if self.key is not None else None,
             "partition": self.key[1] if self.key is not None else None,
@@ -262,7 +279,7 @@ class _Planner:
         got = self.reads.get((part.name, seg.base_offset))
         if got is None and seg.log is not None:
             try:
-                got = self.scan(part, seg.log, seg.base_offset, DEFAULT_INDEX_INTERVAL)
+                self.scan(part, seg.log, seg.base_offset, DEFAULT_INDEX_INTERVAL)
             except MqError:
                 return None
             got = self.reads[(part.name, seg.base_offset)]
@@ -271,12 +288,12 @@ class _Planner:
     def rel(self, path: Path) -> str:
         return relative(self.root, path)
 
-    def delete(self, path: Path, reason: str, **details) -> None:
+    def delete(self, path: Path, reason: str, **details: Any) -> None:
         self.plan.add(Step("delete", self.rel(path), reason, expect=observe(path), details=details))
         self.touched.add(path)
 
     # --- 1. temporary files ---------------------------------------------------------------------
-    def leftovers(self, part: ks.KafkaPartition) -> list[_Seg]:
+    def leftovers(self, part: ks.KafkaPartition) -> list[_LiveSeg]:
         """Plan the temporary-file steps of ``LogLoader``; returns the segments as the broker sees
         them afterwards (current paths, ``.swap`` files standing for their targets)."""
         cleaned: list[tuple[Path, int]] = []
@@ -306,7 +323,8 @@ class _Planner:
         for path, _ in cleaned:
             self.delete(path, "an unfinished log-cleaner output (.cleaned): the broker deletes it at load")
         # the swap range: files it replaced are deleted
-        lo, hi = None, None
+        lo: int | None = None
+        hi: int | None = None
         for path, offset in valid_swaps:
             if path.name.endswith(".log.swap"):
                 nxt = next_offset(path, offset)
@@ -319,41 +337,41 @@ class _Planner:
                 p = getattr(seg, kind)
                 if p is None:
                     continue
-                if lo is not None and lo <= seg.base_offset < hi:
+                if lo is not None and hi is not None and lo <= seg.base_offset < hi:
                     self.delete(p, f"replaced by the interrupted swap of offsets [{lo}, {hi}) (the broker deletes it before renaming the .swap files)")
                     continue
                 segs.setdefault(seg.base_offset, _Seg(seg.base_offset, _stem(p.name))).files[kind] = p
         for snap in part.snapshots:
-            if lo is not None and lo <= snap.offset < hi:
+            if lo is not None and hi is not None and lo <= snap.offset < hi:
                 self.delete(snap.path, f"a producer snapshot in the range [{lo}, {hi}) of an interrupted swap (the broker deletes it)")
             else:
                 snapshots.append(snap)
         for path, offset in valid_swaps:
             kind = path.name.split(".")[1]
             if kind in ks.SEGMENT_KINDS:
-                seg = segs.setdefault(offset, _Seg(offset, _stem(path.name)))
-                old = seg.files.get(kind)
+                swapped = segs.setdefault(offset, _Seg(offset, _stem(path.name)))
+                old = swapped.files.get(kind)
                 if old is not None:
                     self.touched.add(old)  # replaced by the rename
-                seg.files[kind] = path
+                swapped.files[kind] = path
             else:  # a snapshot swap (not written by the broker): renamed like the others
                 self.swap_renames.append(path)
         self.snapshots = snapshots
         ordered = [segs[b] for b in sorted(segs)]
         # index files without their .log: deleted at load
-        out = []
-        for seg in ordered:
-            if seg.log is None:
+        out: list[_LiveSeg] = []
+        for entry in ordered:
+            if entry.log is None:
                 for kind in INDEX_KINDS:
-                    p = seg.files.get(kind)
+                    p = entry.files.get(kind)
                     if p is not None:
                         self.delete(p, f"{p.name} has no .log: the broker deletes an orphaned index file at load")
                 continue
-            out.append(seg)
+            out.append(_LiveSeg(entry.base, entry.stem, entry.files))
         return out
 
     swap_renames: list[Path]
-    snapshots: list
+    snapshots: list[ks.ProducerSnapshotFile]
 
 
 def plan_kafka(path: str | Path, options: RecoverOptions = RecoverOptions()) -> RecoverPlan:
@@ -403,8 +421,8 @@ def plan_kafka(path: str | Path, options: RecoverOptions = RecoverOptions()) -> 
         plan.notes.append(f"{link.name}: a symbolic link: not followed (nothing behind it is recovered)")
     for part in store.partitions:
         if part.links or part.special:
-            names = ", ".join(p.name for p in (*part.links, *part.special))
-            plan.notes.append(f"{part.name}: symbolic links or special files ({names}) are not followed: the partition is left as it is")
+            shown = ", ".join(p.name for p in (*part.links, *part.special))
+            plan.notes.append(f"{part.name}: symbolic links or special files ({shown}) are not followed: the partition is left as it is")
             continue
         facts = _plan_partition(planner, part, rps, lsos, options, clean)
         plan.facts["partitions"].append(facts.to_dict())
@@ -447,6 +465,7 @@ def plan_kafka(path: str | Path, options: RecoverOptions = RecoverOptions()) -> 
         lowered = {k: leo for k, leo in leos.items() if k in hws and hws[k] > leo}
         if lowered:
             updated, _ = _updated_offsets(list(hw_entries), lowered, add_missing=False)
+            assert updated is not None  # every lowered value differs from the checkpoint's
             plan.add(
                 Step(
                     "write-checkpoint",
@@ -477,10 +496,12 @@ def plan_kafka(path: str | Path, options: RecoverOptions = RecoverOptions()) -> 
     return plan
 
 
-def _updated_offsets(entries: list[cpf.TopicPartitionOffset], values: dict, *, add_missing: bool):
+def _updated_offsets(
+    entries: list[cpf.TopicPartitionOffset], values: dict[tuple[str, int], int], *, add_missing: bool
+) -> tuple[list[cpf.TopicPartitionOffset] | None, list[str]]:
     """``entries`` with ``values`` applied (None when nothing changes), and an empty fsync list."""
-    out = []
-    seen = set()
+    out: list[cpf.TopicPartitionOffset] = []
+    seen: set[tuple[str, int]] = set()
     changed = False
     for e in entries:
         key = (e.topic, e.partition)
@@ -497,7 +518,9 @@ def _updated_offsets(entries: list[cpf.TopicPartitionOffset], values: dict, *, a
     return (out if changed else None), []
 
 
-def _plan_partition(planner: _Planner, part: ks.KafkaPartition, rps: dict, lsos: dict, options: RecoverOptions, clean: bool) -> _PartFacts:
+def _plan_partition(
+    planner: _Planner, part: ks.KafkaPartition, rps: dict[tuple[str, int], int], lsos: dict[tuple[str, int], int], options: RecoverOptions, clean: bool
+) -> _PartFacts:
     plan = planner.plan
     facts = _PartFacts(part.name, part.key)
     if part.suffix == "delete":
@@ -638,7 +661,7 @@ def _plan_partition(planner: _Planner, part: ks.KafkaPartition, rps: dict, lsos:
     return facts
 
 
-def _plan_cut(planner: _Planner, part: ks.KafkaPartition, seg: _Seg, scan: RecoveryScan, leo: int | None, *, later: int) -> None:
+def _plan_cut(planner: _Planner, part: ks.KafkaPartition, seg: _LiveSeg, scan: RecoveryScan, leo: int | None, *, later: int) -> None:
     """The ``truncate`` step of one segment (its bytes from the valid end on are quarantined)."""
     if scan.end == "invalid-offset":
         inside, complete = count_valid_from(seg.log, 0)
@@ -696,7 +719,7 @@ def _rename_swap(planner: _Planner, source: Path, target: Path) -> None:
 # --- transactions -------------------------------------------------------------------------------------
 
 
-def _replay_txns(part: ks.KafkaPartition, segs: list[_Seg], scans: dict, start: int, last_i: int, planner: _Planner) -> None:
+def _replay_txns(part: ks.KafkaPartition, segs: list[_LiveSeg], scans: dict[int, RecoveryScan], start: int, last_i: int, planner: _Planner) -> None:
     """Fill ``scan.aborts`` of the scanned segments: the producer state at the first scanned
     segment (latest readable snapshot at or below it, then the log), then the scanned batches."""
     first = min(i for i in scans if i <= last_i)
@@ -719,7 +742,6 @@ def _replay_txns(part: ks.KafkaPartition, segs: list[_Seg], scans: dict, start: 
         nxt = segs[i + 1].base if i + 1 < len(segs) else None
         if snap_offset is not None and nxt is not None and nxt <= snap_offset:
             continue
-        assert seg.log is not None  # a segment of the partition's log
         try:
             for pid, event, offset in transaction_events(seg.log, snap_offset):
                 if event == "end":
@@ -751,7 +773,7 @@ def _replay_txns(part: ks.KafkaPartition, segs: list[_Seg], scans: dict, start: 
                 scan.aborts.append(ktxn.AbortedTxn(pid, first_offset, offset, lso))
 
 
-def _existing_aborts(path: Path | None) -> dict:
+def _existing_aborts(path: Path | None) -> dict[tuple[int, int], ktxn.AbortedTxn]:
     if path is None:
         return {}
     try:
@@ -764,7 +786,7 @@ def _existing_aborts(path: Path | None) -> dict:
 # --- leader epochs ------------------------------------------------------------------------------------
 
 
-def _plan_epochs(planner: _Planner, part: ks.KafkaPartition, segs, scans: dict, last_i: int, leo: int, cut: bool) -> None:
+def _plan_epochs(planner: _Planner, part: ks.KafkaPartition, segs: list[_LiveSeg], scans: dict[int, RecoveryScan], last_i: int, leo: int, cut: bool) -> None:
     path = part.leader_epoch_checkpoint
     entries: list[cpf.EpochEntry] = []
     unreadable = False
@@ -814,7 +836,7 @@ def _encode(kind: str, scan: RecoveryScan, base: int) -> bytes:
     return ktxn.encode_txn_index(scan.aborts)
 
 
-def _index_problems(part: ks.KafkaPartition, seg: _Seg, is_last: bool) -> set[str]:
+def _index_problems(part: ks.KafkaPartition, seg: _LiveSeg, is_last: bool) -> set[str]:
     """Index kinds ``validate`` finds inconsistent with the log (an index written by multi-batch
     appends is consistent; a pre-allocated zero tail is not kept)."""
     from mqtool.store.model.kafka import SegmentTask, check_segment
@@ -843,7 +865,7 @@ def _index_problems(part: ks.KafkaPartition, seg: _Seg, is_last: bool) -> set[st
     return kinds
 
 
-def _plan_indexes(planner: _Planner, part: ks.KafkaPartition, seg: _Seg, scan: RecoveryScan, *, interval: int, is_last: bool, truncated: bool) -> None:
+def _plan_indexes(planner: _Planner, part: ks.KafkaPartition, seg: _LiveSeg, scan: RecoveryScan, *, interval: int, is_last: bool, truncated: bool) -> None:
     if scan.end in ("overflow", "too-large"):
         return
     directory = part.path
@@ -921,7 +943,7 @@ def _plan_indexes(planner: _Planner, part: ks.KafkaPartition, seg: _Seg, scan: R
 # --- the log start offset rule ------------------------------------------------------------------------
 
 
-def _plan_restart(planner: _Planner, part: ks.KafkaPartition, segs: list[_Seg], scans: dict, lso: int, facts: _PartFacts) -> None:
+def _plan_restart(planner: _Planner, part: ks.KafkaPartition, segs: list[_LiveSeg], scans: dict[int, RecoveryScan], lso: int, facts: _PartFacts) -> None:
     """The log end is below the checkpointed log start: the broker deletes every segment and
     starts an empty one at the log start offset (``LogLoader``)."""
     plan = planner.plan

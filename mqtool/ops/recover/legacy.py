@@ -45,6 +45,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, TypedDict, cast
 
 from mqtool.errors import MqError, StoreLayoutError
 from mqtool.findings import Finding, code_ids
@@ -55,8 +56,8 @@ from mqtool.ops import log_findings
 from mqtool.ops.recover import ApplyContext, ApplyResult, RecoverPlan, Step, apply_plan, observe, relative, resolve
 from mqtool.store import jafka as sj
 from mqtool.store import metaq as sm
-from mqtool.store.files import CHUNK_SIZE
-from mqtool.store.legacy import MAX_MESSAGE_SIZE, DataDir, Partition, Segment, SegmentReader, SegmentWalk, nonzero_extent, zero_run
+from mqtool.store.files import CHUNK_SIZE, nonzero_extent
+from mqtool.store.legacy import MAX_MESSAGE_SIZE, DataDir, Partition, Segment, SegmentReader, SegmentWalk, zero_run
 from mqtool.store.model import legacy as lm
 from mqtool.store.quarantine import default_quarantine_root
 
@@ -87,7 +88,13 @@ class _Tail:
     kept_gaps: list[tuple[int, int]] | None = None
 
 
-def _partition_ids(part: Partition) -> dict:
+class _PartitionIds(TypedDict):
+    topic: str | None
+    partition: int | None
+    directory: str
+
+
+def _partition_ids(part: Partition) -> _PartitionIds:
     """How a fact or a step names its partition: ``topic``, ``partition`` (the number) and the
     ``directory``'s name."""
     return {"topic": part.topic, "partition": part.partition, "directory": part.name}
@@ -126,7 +133,8 @@ def scan_tail(layout: str, seg: Segment, dialect: sj.Dialect = sj.JAFKA) -> _Tai
 
 def _scan_jafka(reader: SegmentReader, dialect: sj.Dialect) -> _Tail:
     walk = SegmentWalk(reader, dialect.framing, 0, check_crc=True)
-    for pos, message in walk:
+    for pos, item in walk:
+        message = cast(jf.Message, item)  # the dialect's framing walks Jafka messages (``Framing.walker`` is untyped)
         if not dialect.accepts_magic(message.magic):
             magics = " and ".join(str(m) for m in sorted(dialect.magics))
             return _Tail(reader.size, pos, pos, "magic", f"magic byte {message.magic} ({dialect.broker} reads only magic {magics}; its recovery throws here)")
@@ -183,7 +191,8 @@ def _scan_metaq(reader: SegmentReader) -> _Tail:
     gaps: list[tuple[int, int]] = []  # zero runs read as empty messages: (position, whole blocks)
     while True:
         walk = SegmentWalk(reader, sm.FRAMING, pos, check_crc=True)
-        for p, message in walk:
+        for p, item in walk:
+            message = cast(mq.Message, item)  # ``sm.FRAMING`` walks MetaQ messages (``Framing.walker`` is untyped)
             if not (gaps and p == pos and not message.data):
                 last_real = p + message.size
         if walk.error is not None:
@@ -265,9 +274,14 @@ def _count_valid_from(layout: str, seg: Segment, start: int, dialect: sj.Dialect
                 break
             walk = SegmentWalk(reader, framing, found, check_crc=True)
             for _p, message in walk:
-                if layout == "metaq" or dialect.accepts_magic(message.magic):
+                # a Jafka framing walks Jafka messages (``Framing.walker`` is untyped)
+                if layout == "metaq" or dialect.accepts_magic(cast(jf.Message, message).magic):
                     count += 1
-            stop = walk.failed_at if walk.error is not None else (walk.end.position if walk.end is not None else reader.size)
+            if walk.error is not None:
+                assert walk.failed_at is not None  # set with ``error``
+                stop = walk.failed_at
+            else:
+                stop = walk.end.position if walk.end is not None else reader.size
             pos = max(stop, found + 1)
     return count
 
@@ -331,7 +345,7 @@ def _plan(layout: str, path: str | Path, options: RecoverOptions) -> RecoverPlan
 
 def _plan_partition(
     layout: str, plan: RecoverPlan, part: Partition, root: Path, dialect: sj.Dialect = sj.JAFKA, results: dict[str, lm.SegmentResult] | None = None
-) -> dict | None:
+) -> dict[str, Any] | None:
     segs = part.segments
     if not segs:
         return None
@@ -342,7 +356,7 @@ def _plan_partition(
         tail = _tail_from(res, last, dialect) if layout == "jafka" else _metaq_tail_from(res)
     if tail is None:
         tail = scan_tail(layout, last, dialect)
-    fact = {
+    fact: dict[str, Any] = {
         **_partition_ids(part),
         "last_segment": relative(root, last.path),
         "size": last.size,
@@ -364,7 +378,7 @@ def _plan_partition(
     return fact
 
 
-def _plan_cut(layout: str, plan: RecoverPlan, part: Partition, seg: Segment, tail: _Tail, root: Path, fact: dict, dialect: sj.Dialect = sj.JAFKA) -> None:
+def _plan_cut(layout: str, plan: RecoverPlan, part: Partition, seg: Segment, tail: _Tail, root: Path, fact: dict[str, Any], dialect: sj.Dialect = sj.JAFKA) -> None:
     start, cut, size = seg.start_offset, tail.cut_from, tail.size
     with _reader(layout, seg) as reader:
         extent = nonzero_extent(reader, cut)

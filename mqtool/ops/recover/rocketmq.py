@@ -901,8 +901,9 @@ def _plan_index(store: rmq.RocketMQStore, plan: RecoverPlan, process_offset: int
 
 def _plan_index_files(store: rmq.RocketMQStore, plan: RecoverPlan, process_offset: int, options: RecoverOptions) -> None:
     files = store.index_files()
-    headers = []
-    geometry = None
+    # each IndexFile with its header and geometry; (path, None, None): unreadable, it is rebuilt
+    headers: list[tuple[Path, idxf.IndexHeader | None, idxf.IndexGeometry | None]] = []
+    geometry: idxf.IndexGeometry | None = None
     for p in files:
         try:
             with rmq.IndexFileView(p, hash_slot_num=options.index_hash_slot_num, index_num=options.index_num) as view:
@@ -951,8 +952,10 @@ def _plan_index_files(store: rmq.RocketMQStore, plan: RecoverPlan, process_offse
     prev = headers[rebuild_from - 1][1] if rebuild_from > 0 else None
     from_offset, skip_keys = store.commitlog_min_offset, 0
     if prev is not None:
+        prev_path, _, prev_geometry = headers[rebuild_from - 1]
+        assert prev_geometry is not None  # read with its header: both or neither
         from_offset = prev.end_phy_offset
-        skip_keys = _trailing_entries_at(headers[rebuild_from - 1][0], headers[rebuild_from - 1][2], prev, from_offset)
+        skip_keys = _trailing_entries_at(prev_path, prev_geometry, prev, from_offset)
     replaced = [relative(store.root, p) for p, _, _ in headers[rebuild_from:]]
     plan.add(
         Step(
@@ -979,8 +982,10 @@ def _trailing_entries_at(path: Path, geometry: idxf.IndexGeometry, header: idxf.
     """How many of the last entries of an IndexFile point at ``phy_offset``."""
     count = 0
     with rmq.IndexFileView(path, hash_slot_num=geometry.hash_slot_num, index_num=geometry.index_num) as view:
+        buf = view.buf
+        assert buf is not None  # an open view: close() drops the mapping
         for number in range(min(header.effective_index_count, geometry.index_num) - 1, 0, -1):
-            if idxf.decode_index_entry(view.buf, geometry.entry_position(number)).phy_offset != phy_offset:
+            if idxf.decode_index_entry(buf, geometry.entry_position(number)).phy_offset != phy_offset:
                 break
             count += 1
     return count
