@@ -336,7 +336,7 @@ def test_deep_unsupported_codec(logs, monkeypatch):
     def missing(*args, **kw):
         raise UnsupportedFormatError("gzip compression needs a package", expected="the codec", found="not installed")
 
-    monkeypatch.setattr(km.compression, "decompress", missing)
+    monkeypatch.setattr(compression, "decompress", missing)
     path = seg(logs, "events-0", 0)
     e = next(x for x in entries(path) if x.magic == 2 and x.header.compression_type == compression.GZIP)
     found(validate(logs, deep=True), "KAFKA-LOG-UNSUPPORTED", path, e.position, Severity.warning)
