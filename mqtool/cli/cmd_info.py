@@ -184,7 +184,7 @@ def _mentions(findings: "list[Finding]", *parts: str) -> bool:
     return any(needle + "/" in f.path or f.path.endswith(needle) for f in findings)
 
 
-def _timer_row(facts: "Table", t: dict) -> None:
+def _timer_row(facts: "Table", t: dict[str, Any]) -> None:
     """One line on the 5.x timer store: the TimerLog's size, the wheel, how far the dequeue read."""
     import humanize
 

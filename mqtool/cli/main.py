@@ -18,10 +18,10 @@ import re
 import sys
 import traceback
 from collections.abc import Callable
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from typer.core import TyperCommand, TyperGroup
+from typer.core import TyperCommand, TyperGroup, TyperOption
 
 from mqtool import __version__
 from mqtool.cli import (
@@ -48,10 +48,14 @@ from mqtool.cli.options import flag
 from mqtool.cli.render import OutputClosed, silence_stdout
 from mqtool.errors import MqError
 
-try:  # typer < 0.26 depends on click; newer releases vendor it
-    from click.exceptions import ClickException
+if TYPE_CHECKING:
+    from typer._click.core import Context as ClickContext
+
+try:  # typer >= 0.26 vendors click (and raises its own ClickException); older releases depend on click
+    from typer._click.exceptions import ClickException
 except ImportError:  # pragma: no cover - depends on the installed typer
-    from typer._click.exceptions import ClickException  # type: ignore[no-redef]
+    # where typer vendors click, click itself is usually absent: the import is only followed on an older typer
+    from click.exceptions import ClickException  # type: ignore[import-not-found, no-redef, unused-ignore]
 
 HELP = (
     "Offline operations toolkit for message-queue store directories (RocketMQ, Kafka, Jafka, MetaQ).\n\n"
@@ -100,25 +104,28 @@ GROUPS = {
 }
 
 
-class _HelpFlag:
+def _as_flag(option: TyperOption | None) -> TyperOption | None:
     """``--help`` as the other flags: no type beside it in the help (typer shows ``<bool>``), and
     False when not given (typer leaves it None, and coerces a None through pydantic, ~70 ms to
     import, for every group a ``mqtool dump kafka-log --help`` passes through)."""
-
-    def get_help_option(self, ctx: typer.Context) -> Any:
-        option = super().get_help_option(ctx)  # type: ignore[misc]
-        if option is not None:
-            option.metavar = ""
-            option.default = False
-        return option
+    if option is not None:
+        option.metavar = ""
+        option.default = False
+    return option
 
 
-class Command(_HelpFlag, TyperCommand):
-    pass
+class Command(TyperCommand):
+    """A command whose ``--help`` is a flag like the others (``_as_flag``)."""
+
+    def get_help_option(self, ctx: "ClickContext") -> TyperOption | None:
+        return _as_flag(super().get_help_option(ctx))
 
 
-class Group(_HelpFlag, TyperGroup):
-    pass
+class Group(TyperGroup):
+    """A group whose ``--help`` is a flag like the others (``_as_flag``)."""
+
+    def get_help_option(self, ctx: "ClickContext") -> TyperOption | None:
+        return _as_flag(super().get_help_option(ctx))
 
 
 def reflowed(text: str) -> str:

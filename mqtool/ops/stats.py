@@ -28,13 +28,15 @@ tags; their messages carry no time, so times and rates come from segment modific
 
 from __future__ import annotations
 
+import functools
 import heapq
 import math
 import os
 from array import array
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from mqtool.errors import MqError
 from mqtool.findings import Finding, Severity
@@ -47,6 +49,11 @@ DAY_MS = 24 * HOUR_MS
 MINUTE_MS = 60_000
 #: RocketMQ ``diskMaxUsedSpaceRatio`` default: the space rule of CleanCommitLogService.
 ROCKETMQ_CLEAN_RATIO = 0.75
+
+#: told the bytes read since it was last told (for a progress bar)
+Progress = Callable[[int], object]
+#: a tag or key, as text or as the raw bytes (hashed as they are)
+TagValue = str | bytes
 
 
 class HyperLogLog:
@@ -62,7 +69,7 @@ class HyperLogLog:
             raise ValueError("p must be in 4..16")
         self.p = p
         self.m = 1 << p
-        self.exact: array | None = array("Q")  # distinct hashes, until EXACT_LIMIT of them
+        self.exact: array[int] | None = array("Q")  # distinct hashes, until EXACT_LIMIT of them
         self.registers: bytearray | None = None
 
     @property
@@ -148,7 +155,7 @@ class UnitStats:
     #: for layouts without message times: (bytes, mtime ms) per segment
     segment_times: list[tuple[int, int]] = field(default_factory=list)
 
-    def add(self, size: int, timestamp: int | None, tags: Iterable[str] = (), keys: Iterable[str] = ()) -> None:
+    def add(self, size: int, timestamp: int | None, tags: Iterable[TagValue] = (), keys: Iterable[TagValue] = ()) -> None:
         self.messages += 1
         if size > self.max_size:
             self.max_size = size
@@ -208,10 +215,10 @@ class _Top:
         self.heap: list[tuple[int, int, LargeMessage]] = []
         self.seq = 0
 
-    def offer(self, size: int, make) -> None:
+    def offer(self, size: int, make: Callable[[], LargeMessage]) -> None:
         """Keep the message ``make()`` builds if ``size`` is among the N largest; ``make`` is called
-        (at most once) before ``offer`` returns and never kept, so a closure over the caller's loop
-        variables sees the current record."""
+        at most once, before ``offer`` returns (a ``functools.partial`` of ``LargeMessage``: the
+        message is built only for the sizes kept)."""
         if self.n <= 0:
             return
         if len(self.heap) < self.n:
@@ -245,7 +252,7 @@ class _LifetimeBytes:
                 merged[k // 2] = merged.get(k // 2, 0) + b
             self.buckets = merged
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {"bucket_ms": self.bucket_ms, "buckets": [[k * self.bucket_ms, b] for k, b in sorted(self.buckets.items())]}
 
 
@@ -318,11 +325,11 @@ class StoreStats:
     #: walk keeps them, as the broker serves them); they are among ``messages`` too
     damaged_messages: int = 0
     #: RocketMQ 5.x: the timer messages not delivered yet, by due time (``store.model.timer.TimerPending``)
-    timer: dict | None = None
+    timer: dict[str, object] | None = None
 
     # --- derived -----------------------------------------------------------------------------
-    def topics(self) -> list[dict]:
-        out: dict[str | None, dict] = {}
+    def topics(self) -> list[dict[str, Any]]:
+        out: dict[str | None, dict[str, Any]] = {}
         for u in self.units:
             t = out.setdefault(
                 u.topic,
@@ -359,10 +366,10 @@ class StoreStats:
             rows.append(t)
         return rows
 
-    def forecast(self) -> dict:
+    def forecast(self) -> dict[str, Any]:
         day_bytes, hours = self.recent.last_day()
         rate = day_bytes / hours if hours > 0 else None
-        doc: dict = {
+        doc: dict[str, Any] = {
             "store_bytes": self.store_bytes,
             "store_allocated_bytes": self.store_allocated_bytes,
             "filesystem_total": None,
@@ -400,7 +407,7 @@ class StoreStats:
             doc["forecast"] = f"at {window}, disk reaches {pct} in {_hours_text(hours_left)}"
         return doc
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         units = []
         total_messages = total_bytes = 0
         first = last = None
@@ -488,20 +495,22 @@ def _max(a: int | None, b: int | None) -> int | None:
 # --- per layout -------------------------------------------------------------------------------------
 
 
-def _rocketmq(path: Path, stats: StoreStats, top: _Top, options: StatsOptions, progress) -> Path:
+def _rocketmq(path: Path, stats: StoreStats, top: _Top, options: StatsOptions, progress: Progress) -> Path:
     """Every record of every CommitLog file; the gaps and damage met are stated as validate states
     them (``store.model.rocketmq``): a broken frame ends its file's walk, as upstream
     ``CommitLog.recoverNormally`` stops there, and a missing file's records are not counted; a
     record whose frame holds but whose bytes are damaged (a body CRC mismatch) is counted, and
     counted apart in ``damaged_messages`` (``CommitLogFileWalk(keep_damaged=True)``); a record
     that breaks its queue's QUEUEOFFSET sequence is named by ``store.model.queue_offsets``."""
+    from mqtool.findings import finding_text
     from mqtool.ops.dump.rocketmq import walk_findings
     from mqtool.store import rocketmq as rmq
     from mqtool.store.model import rocketmq as model
     from mqtool.store.model import timer as model_timer
     from mqtool.store.model.queue_offsets import FileQueueOffsets, QueueOffsets
+    from mqtool.store.root_rocketmq import find_rocketmq_root
 
-    root = rmq.find_rocketmq_root(path) or path
+    root = find_rocketmq_root(path) or path
     store = rmq.open_store(root)
     units: dict[tuple[str, int], UnitStats] = {}
     last_index = model.last_data_file(store.commitlog)
@@ -530,9 +539,7 @@ def _rocketmq(path: Path, stats: StoreStats, top: _Top, options: StatsOptions, p
                 stats.recent.add(record.store_timestamp, size)
                 top.offer(
                     size,
-                    lambda size=size, unit=unit, record=record, seg=seg, pos=pos: LargeMessage(
-                        size, unit.name, record.topic, record.queue_id, seg.base + pos, record.store_timestamp
-                    ),
+                    functools.partial(LargeMessage, size, unit.name, record.topic, record.queue_id, seg.base + pos, record.store_timestamp),
                 )
                 end = pos + size
                 if end - done >= 1 << 20:
@@ -549,13 +556,13 @@ def _rocketmq(path: Path, stats: StoreStats, top: _Top, options: StatsOptions, p
         stats.timer = pending.to_dict()
         met.extend(pending.findings)
     stats.findings.extend(met)
-    stats.problems.extend(model.finding_text(x) for x in met if x.level is Severity.error)
+    stats.problems.extend(finding_text(x) for x in met if x.level is Severity.error)
     stats.units = [units[k] for k in sorted(units)]
     stats.threshold, stats.threshold_name = ROCKETMQ_CLEAN_RATIO, "RocketMQ clean threshold (diskMaxUsedSpaceRatio)"
     return root
 
 
-def _kafka(path: Path, stats: StoreStats, top: _Top, options: StatsOptions, progress) -> Path:
+def _kafka(path: Path, stats: StoreStats, top: _Top, options: StatsOptions, progress: Progress) -> Path:
     """Every record of every ``.log`` segment, from the store model's one reading
     (``store.model.kafka.read_store_entries``: each log byte read once); the records of a batch
     whose frame holds but whose CRC fails are counted, and counted apart in ``damaged_messages``
@@ -594,17 +601,17 @@ def _kafka(path: Path, stats: StoreStats, top: _Top, options: StatsOptions, prog
             undecoded = []
             walk = item.first_walk
             if walk is not None and walk.error is None and not segments[log][1] and walk.end is not None:
-                end = walk.end
+                data_end = walk.end
                 size = item.result.size
-                if end.kind in ("partial", "zeros") and end.position < size:
+                if data_end.kind in ("partial", "zeros") and data_end.position < size:
                     # only the active segment can end in a torn write or pre-allocated zeros
-                    what = "a cut entry" if end.kind == "partial" else "zero bytes"
+                    what = "a cut entry" if data_end.kind == "partial" else "zero bytes"
                     own.append(
                         (
                             log,
-                            end.position,
-                            f"{log}:{end.position}: expected the segment to end after its last entry (a segment before the last is complete), "
-                            f"found {what} ({size - end.position} bytes; recovery truncates here and deletes every later segment)",
+                            data_end.position,
+                            f"{log}:{data_end.position}: expected the segment to end after its last entry (a segment before the last is complete), "
+                            f"found {what} ({size - data_end.position} bytes; recovery truncates here and deletes every later segment)",
                         )
                     )
             continue
@@ -636,7 +643,7 @@ def _kafka(path: Path, stats: StoreStats, top: _Top, options: StatsOptions, prog
                 share = 0
             top.offer(
                 size,
-                lambda size=size, unit=unit, part=part, rec=rec: LargeMessage(size, unit.name, part.topic, part.partition, rec.offset, rec.timestamp),
+                functools.partial(LargeMessage, size, unit.name, part.topic, part.partition, rec.offset, rec.timestamp),
             )
         end = item.position + entry.size
         if end - done >= 1 << 20:
@@ -647,7 +654,9 @@ def _kafka(path: Path, stats: StoreStats, top: _Top, options: StatsOptions, prog
     return Path(store.root)
 
 
-def _state_findings(stats: StoreStats, path: Path, layout: str, own: list[tuple[str, int | None, str]], options: StatsOptions, found: list | None = None) -> None:
+def _state_findings(
+    stats: StoreStats, path: Path, layout: str, own: list[tuple[str, int | None, str]], options: StatsOptions, found: list[Finding] | None = None
+) -> None:
     """Kafka, Jafka, MetaQ: every gap and damage of the pass as validate states it (its code and
     position: ``ops.log_findings``), errors also in ``problems`` as ``CODE path:position:
     message``, after the walk's own problems.  With
@@ -656,6 +665,7 @@ def _state_findings(stats: StoreStats, path: Path, layout: str, own: list[tuple[
     from mqtool.findings import finding_text
     from mqtool.ops import log_findings
 
+    met: list[Finding]
     if not options.check_crc:
         met = []
     else:
@@ -667,27 +677,26 @@ def _state_findings(stats: StoreStats, path: Path, layout: str, own: list[tuple[
     stats.problems.extend(finding_text(f) for f in met if f.level is Severity.error)
 
 
-def _legacy(path: Path, stats: StoreStats, top: _Top, options: StatsOptions, progress, layout: str) -> Path:
+def _legacy(path: Path, stats: StoreStats, top: _Top, options: StatsOptions, progress: Progress, layout: str) -> Path:
     """Every message of every live segment, from the store model's one reading
     (``store.model.legacy.read_store``: each log byte read once); a message whose frame holds but
     whose checksum fails is counted, and counted apart in ``damaged_messages``; the gaps and
     damage the reading finds are stated as validate states them (``ops.log_findings.select``)."""
     from mqtool.formats import jafka as jf
+    from mqtool.formats import metaq as mq
+    from mqtool.store import jafka as sj
+    from mqtool.store import metaq as sm
     from mqtool.store.model import legacy as lm
 
     if layout == "jafka":
-        from mqtool.store import jafka as mod
-
-        data = mod.open_jafka(path)
-        snappy = jf.CODEC_SNAPPY in mod.dialect_of(data).codecs
+        data = sj.open_jafka(path)
+        snappy = jf.CODEC_SNAPPY in sj.dialect_of(data).codecs
     else:
-        from mqtool.store import metaq as mod  # type: ignore[no-redef]
-
-        data = mod.open_metaq(path)
+        data = sm.open_metaq(path)
         snappy = False
     stats.time_source = "segment modification times (the messages carry no time)"
     own: list[tuple[str, int | None, str]] = []  # the rows' own problems: (path, position, text)
-    found: list = []
+    found: list[Finding] = []
     reading = lm.plan_reading(data, layout)
     found.extend(reading.files)
     units: dict[int, UnitStats] = {}
@@ -705,12 +714,13 @@ def _legacy(path: Path, stats: StoreStats, top: _Top, options: StatsOptions, pro
             pos, message, damaged = scanned.position, scanned.message, scanned.code is not None
             offset = task.start_offset + pos
             if layout == "jafka":
-                size_on_disk = message.serialized_size  # type: ignore[attr-defined]
+                assert isinstance(message, jf.Message)  # the scan of a Jafka segment
+                size_on_disk = message.serialized_size
                 unit.bytes += size_on_disk
                 seg_bytes += size_on_disk
-                if message.compressed:  # type: ignore[attr-defined]
+                if message.compressed:
                     try:
-                        inner_messages = [m.message for m in jf.iter_wrapper(message, snappy=snappy) if not m.message.compressed]  # type: ignore[arg-type]
+                        inner_messages = [m.message for m in jf.iter_wrapper(message, snappy=snappy) if not m.message.compressed]
                     except MqError as exc:
                         if not damaged:
                             located = exc.at(seg_path, pos)
@@ -723,18 +733,19 @@ def _legacy(path: Path, stats: StoreStats, top: _Top, options: StatsOptions, pro
                         stats.damaged_messages += 1
                     size = len(inner.payload)
                     unit.add(size, None)
-                    top.offer(size, lambda size=size, unit=unit, part=part, offset=offset: LargeMessage(size, unit.name, part.topic, part.partition, offset, None))
+                    top.offer(size, functools.partial(LargeMessage, size, unit.name, part.topic, part.partition, offset, None))
             else:
                 if damaged:
                     stats.damaged_messages += 1
-                unit.bytes += message.size  # type: ignore[attr-defined]
-                seg_bytes += message.size  # type: ignore[attr-defined]
+                assert isinstance(message, mq.Message)  # the scan of a MetaQ segment
+                unit.bytes += message.size
+                seg_bytes += message.size
                 # a malformed attribute block leaves the whole data as payload (its METAQ-ATTRIBUTE finding says so)
-                raw_attribute, payload, _ = mod.split_message(message)  # type: ignore[attr-defined]
+                raw_attribute, payload, _ = sm.split_message(message)
                 size = len(payload)
                 attribute = None if raw_attribute is None else raw_attribute.decode("utf-8", "replace")
                 unit.add(size, None, (attribute,) if attribute is not None else ())
-                top.offer(size, lambda size=size, unit=unit, part=part, offset=offset: LargeMessage(size, unit.name, part.topic, part.partition, offset, None))
+                top.offer(size, functools.partial(LargeMessage, size, unit.name, part.topic, part.partition, offset, None))
         found.extend(scan.result.findings)
         if scan.reader_error is not None:
             located = scan.reader_error
@@ -777,21 +788,21 @@ def store_stats(
     options: StatsOptions | None = None,
     *,
     probe: DiskProbe = statvfs_usage,
-    progress=None,
+    progress: Progress | None = None,
 ) -> StoreStats:
     """Stats of the store at ``path`` (``layout`` from ``store.layout.detect_layout``)."""
     path = Path(path)
     if options is None:
         options = StatsOptions()
-    progress = progress or (lambda n: None)
+    report: Progress = progress or (lambda n: None)
     stats = StoreStats(layout, str(path))
     top = _Top(options.top)
     if layout == "rocketmq":
-        root = _rocketmq(path, stats, top, options, progress)
+        root = _rocketmq(path, stats, top, options, report)
     elif layout == "kafka":
-        root = _kafka(path, stats, top, options, progress)
+        root = _kafka(path, stats, top, options, report)
     elif layout in ("jafka", "metaq"):
-        root = _legacy(path, stats, top, options, progress, layout)
+        root = _legacy(path, stats, top, options, report, layout)
     else:
         from mqtool.errors import UnsupportedFormatError
 
@@ -813,7 +824,8 @@ def input_size(path: str | Path, layout: str) -> int:
     root = Path(path)
     if layout == "rocketmq":
         from mqtool.store import rocketmq as rmq
+        from mqtool.store.root_rocketmq import find_rocketmq_root
 
-        found = rmq.find_rocketmq_root(root)
+        found = find_rocketmq_root(root)
         return sum(s.size for s in rmq.open_store(found).commitlog) if found else 0
     return tree_usage(root)[0]

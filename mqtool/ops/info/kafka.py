@@ -14,13 +14,17 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, TypedDict, TypeVar
 
 from mqtool.errors import MqError, StoreIOError
+from mqtool.findings import Finding
 from mqtool.formats.kafka import checkpoint_file as cpf
 from mqtool.formats.kafka import compression
 from mqtool.formats.kafka import record_batch as rb
+from mqtool.formats.kafka.log import LogEntry
 from mqtool.ops import log_findings
 from mqtool.store import kafka as ks
 from mqtool.store.files import ReadOnlyFile, read_small_file
@@ -33,6 +37,28 @@ _MAGIC_HINTS = {
     1: "message format v1 (Kafka 0.10+, timestamps)",
     2: "message format v2 (Kafka 0.11+, record batches)",
 }
+
+T = TypeVar("T")
+
+#: a log-dir checkpoint file's entries, by file name: ``(topic, partition)`` -> offset
+Checkpoints = dict[str, dict[tuple[str, int], int]]
+
+
+class MetaPropertiesDoc(TypedDict):
+    """``meta.properties`` as ``meta_properties`` shows it."""
+
+    version: int
+    node_id: int | None
+    cluster_id: str | None
+    directory_id: str | None
+
+
+class CheckpointFileDoc(TypedDict):
+    """One row of ``checkpoint_files``: whether the file is there and how many entries it holds."""
+
+    name: str
+    present: bool
+    entries: int | None
 
 
 @dataclass
@@ -70,12 +96,12 @@ class KafkaInfo:
     log_dir: str | None
     version_hints: list[str]
     mode: str | None  # KRaft, ZooKeeper
-    meta_properties: dict | None
+    meta_properties: MetaPropertiesDoc | None
     shutdown: str
     broker_epoch: int | None
     broker_lock_pid: int | None
-    checkpoint_files: list[dict]
-    totals: dict
+    checkpoint_files: list[CheckpointFileDoc]
+    totals: dict[str, int]
     partitions: list[PartitionInfo]
     leftovers: list[str] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
@@ -83,9 +109,9 @@ class KafkaInfo:
     #: every error validate finds in the log (``CODE path:position: message``): exit 1
     errors: list[str] = field(default_factory=list)
     #: validate's errors and warnings (``ops.log_findings``); the warnings also in ``problems``
-    findings: list[dict] = field(default_factory=list)
+    findings: list[dict[str, object]] = field(default_factory=list)
     #: what the modelled broker's next start does (``kafka_broker.restart_preview``); None for a segment file
-    restart: dict | None = None
+    restart: dict[str, object] | None = None
 
     #: ``partitions`` rows hold offsets and sizes, ``partition_details`` formats and ids (both
     #: carry ``directory``, ``topic`` and ``partition``), so that each renders as a readable table;
@@ -100,7 +126,7 @@ class KafkaInfo:
         "high_watermark", "max_timestamp", "end_kind", "topic", "partition",
     )  # fmt: skip
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         doc = dataclasses.asdict(self)
         rows = doc.pop("partitions")
         doc["partitions"] = [{k: row[k] for k in self.OVERVIEW} for row in rows]
@@ -108,7 +134,7 @@ class KafkaInfo:
         return doc
 
 
-def _read(path: Path | None, decode, problems: list[str]):
+def _read(path: Path | None, decode: Callable[[bytes], T], problems: list[str]) -> T | None:
     if path is None:
         return None
     try:
@@ -122,6 +148,7 @@ def _read(path: Path | None, decode, problems: list[str]):
 
 def _first_record(seg: ks.KafkaSegment, hints: set[str]) -> tuple[int | None, int | None]:
     """(first offset, first timestamp) of a segment: its first entry, decoded."""
+    assert seg.log is not None  # a segment of log_segments()
     with ReadOnlyFile(seg.log) as f:
         for _pos, entry in ks.LogFileWalk(f, 0, mode="full", check_crc=False):
             _note(entry, hints)
@@ -132,7 +159,7 @@ def _first_record(seg: ks.KafkaSegment, hints: set[str]) -> tuple[int | None, in
     return None, None
 
 
-def _note(entry, hints: set[str], magics: set[int] | None = None, codecs: set[str] | None = None) -> None:
+def _note(entry: LogEntry, hints: set[str], magics: set[int] | None = None, codecs: set[str] | None = None) -> None:
     hints.add(_MAGIC_HINTS.get(entry.magic, f"magic {entry.magic}"))
     h = entry.header
     if h is None:
@@ -151,7 +178,14 @@ def _note(entry, hints: set[str], magics: set[int] | None = None, codecs: set[st
             hints.add("0.11.0+ transactions in use")
 
 
-def _active_segment(seg: ks.KafkaSegment, hints: set[str], magics: set[int], codecs: set[str], errors: list[MqError]):
+def _max_timestamp(entry: LogEntry) -> int:
+    """An entry's largest timestamp: a v2 batch's ``max_timestamp``, a v0/v1 message's own."""
+    h = entry.header
+    assert h is not None  # the header and full modes decode every entry's header
+    return h.max_timestamp if isinstance(h, rb.BatchHeader) else h.timestamp
+
+
+def _active_segment(seg: ks.KafkaSegment, hints: set[str], magics: set[int], codecs: set[str], errors: list[MqError]) -> tuple[int | None, int | None, str | None]:
     """Walk the active segment from its last index entry: (last offset, max timestamp, end kind)."""
     position = 0
     try:
@@ -159,8 +193,9 @@ def _active_segment(seg: ks.KafkaSegment, hints: set[str], magics: set[int], cod
         position = entry.position if slot >= 0 else 0
     except MqError:
         position = 0
-    last = None
-    max_ts = None
+    last: int | None = None
+    max_ts: int | None = None
+    assert seg.log is not None  # a segment of log_segments()
     with ReadOnlyFile(seg.log) as f:
         if position >= f.size:
             position = 0
@@ -169,18 +204,19 @@ def _active_segment(seg: ks.KafkaSegment, hints: set[str], magics: set[int], cod
             for _pos, e in walk:
                 _note(e, hints, magics, codecs)
                 last = e.last_offset
-                ts = e.header.max_timestamp if e.magic == 2 else e.header.timestamp
+                ts = _max_timestamp(e)
                 max_ts = ts if max_ts is None else max(max_ts, ts)
             if walk.count == 0 and attempt:
                 continue  # the index pointed at no complete batch (a torn one, garbage): walk from the start
             if walk.error is not None:
                 errors.append(walk.error)
                 return last, max_ts, "corrupt"
+            assert walk.end is not None  # a walk that ends without an error says how
             return last, max_ts, walk.end.kind
     return last, max_ts, None
 
 
-def _partition_info(part: ks.KafkaPartition, checkpoints: dict, hints: set[str], problems: list[str], errors: list[MqError]) -> PartitionInfo:
+def _partition_info(part: ks.KafkaPartition, checkpoints: Checkpoints, hints: set[str], problems: list[str], errors: list[MqError]) -> PartitionInfo:
     segments = part.log_segments()
     magics: set[int] = set()
     codecs: set[str] = set()
@@ -259,12 +295,12 @@ def _partition_info(part: ks.KafkaPartition, checkpoints: dict, hints: set[str],
     )
 
 
-def _model_reading(store: ks.KafkaStore) -> tuple[list, dict[tuple[str, int], kb.SegmentRead], kb.Stopwatch]:
+def _model_reading(store: ks.KafkaStore) -> tuple[list[Finding], dict[tuple[str, int], kb.SegmentRead], kb.Stopwatch]:
     """The store model's reading of the log (``log_findings.LOG`` families), once: its findings,
     what each segment's recovery reads (size, valid end, records) and how fast it was read."""
     import time
 
-    found = []
+    found: list[Finding] = []
     reads: dict[tuple[str, int], kb.SegmentRead] = {}
     watch = kb.Stopwatch()
     items = km.read_store(store, checks=log_findings.LOG)
@@ -291,9 +327,9 @@ def kafka_info(path: str | Path, *, broker_version: str | None = None) -> KafkaI
     broker = kb.resolve_broker(store, broker_version)
     hints: set[str] = set()
     problems: list[str] = []
-    checkpoints: dict[str, dict] = {}
-    checkpoint_files = []
-    meta_doc = None
+    checkpoints: Checkpoints = {}
+    checkpoint_files: list[CheckpointFileDoc] = []
+    meta_doc: MetaPropertiesDoc | None = None
     mode = None
     shutdown = "unknown (no log dir)"
     broker_epoch = None

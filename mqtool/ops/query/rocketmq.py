@@ -104,6 +104,8 @@ def _index_lookup(
     tail_base = store.commitlog[model.last_data_file(store.commitlog)].base if store.commitlog else 0
     for view in _index_views(store, hash_slot_num, index_num, result):
         with view:
+            buf = view.buf
+            assert buf is not None  # the mapping is open until the view closes
             header = view.header
             result.index_files_searched += 1
             if header.effective_index_count <= 1:
@@ -112,7 +114,7 @@ def _index_lookup(
                 continue
             for key in index_keys:
                 try:
-                    found = idxf.select_entries(view.buf, key, LONG_MAX, begin, end, view.geometry.hash_slot_num, view.geometry.index_num)
+                    found = idxf.select_entries(buf, key, LONG_MAX, begin, end, view.geometry.hash_slot_num, view.geometry.index_num)
                 except MqError as exc:
                     result.problems.append(exc.at(view.path))
                     continue
