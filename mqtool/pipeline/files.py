@@ -14,6 +14,7 @@ from __future__ import annotations
 import fnmatch
 import os
 import stat
+from typing import Any
 
 from mqtool.errors import StoreIOError, StoreLayoutError
 from mqtool.store.files import ReadOnlyFile
@@ -45,9 +46,8 @@ class ArrowFile:
         if size == 0:
             return b""
         try:
-            data = self._file.read_at(size, position)
-            if not isinstance(data, bytes):
-                data = data.to_pybytes()
+            raw = self._file.read_at(size, position)  # pyarrow's Buffer or bytes
+            data: bytes = raw if isinstance(raw, bytes) else raw.to_pybytes()
         except OSError as exc:
             raise StoreIOError(str(exc), path=self.path, position=position) from None
         if len(data) < size:
@@ -88,7 +88,9 @@ class Entry:
         self.size = size
 
 
-def _split_uri(uri: str):
+def _split_uri(uri: str) -> tuple[Any, str, str]:
+    """The pyarrow FileSystem of ``uri`` (untyped: pyarrow ships no types), the path inside it,
+    and the URI's prefix before that path."""
     from pyarrow import fs as pafs
 
     filesystem, inner = pafs.FileSystem.from_uri(uri)
@@ -159,7 +161,7 @@ def expand(pattern: str) -> list[str]:
     for part in parts[first:]:
         if not part:
             continue
-        nxt = []
+        nxt: list[str] = []
         for root in roots:
             if any(c in part for c in _MAGIC):
                 nxt.extend(e.path for e in listdir(root) if fnmatch.fnmatchcase(e.name, part))

@@ -22,6 +22,7 @@ import contextlib
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
@@ -125,15 +126,20 @@ class ScanConfig:
     max_duplicates: int = 20
 
 
+#: A JSON object of the scan's answer: Spark ``Row.asDict()`` values (typed ``Any`` by pyspark)
+#: and the documents built from them.
+JsonDoc = dict[str, Any]
+
+
 @dataclass
 class ScanResult:
-    findings: list[dict] = field(default_factory=list)
-    topics: list[dict] = field(default_factory=list)
-    duplicates: dict = field(default_factory=dict)
-    kafka_offsets: list[dict] = field(default_factory=list)
+    findings: list[JsonDoc] = field(default_factory=list)
+    topics: list[JsonDoc] = field(default_factory=list)
+    duplicates: JsonDoc = field(default_factory=dict)
+    kafka_offsets: list[JsonDoc] = field(default_factory=list)
     datasets: dict[str, str] = field(default_factory=dict)
     rows: dict[str, int] = field(default_factory=dict)
-    facts: dict = field(default_factory=dict)
+    facts: JsonDoc = field(default_factory=dict)
 
 
 def stage_names(cfg: ScanConfig) -> list[str]:
@@ -197,7 +203,7 @@ def detect_layout(path: str) -> str:
 # --- reading ----------------------------------------------------------------------------------------
 
 
-def read_family(spark: SparkSession, fmt: str, inputs: list[ScanInput], cfg: ScanConfig, **options) -> DataFrame:
+def read_family(spark: SparkSession, fmt: str, inputs: list[ScanInput], cfg: ScanConfig, **options: object) -> DataFrame:
     """One data source read over every input of a layout (one planning round trip, however
     many stores), each row tagged with its input's label."""
     reader = spark.read.format(fmt).option("splitSize", str(cfg.split_size))
@@ -589,9 +595,11 @@ def _stage(frame: DataFrame, path: str) -> DataFrame:
     return frame.sparkSession.read.schema(frame.schema).parquet(path)
 
 
-def _hadoop(spark: SparkSession, path: str):
-    """(Hadoop ``Path``, its ``FileSystem``): whatever filesystem Spark writes ``--out`` to."""
+def _hadoop(spark: SparkSession, path: str) -> tuple[Any, Any]:
+    """(Hadoop ``Path``, its ``FileSystem``): whatever filesystem Spark writes ``--out`` to
+    (py4j proxies of JVM objects, untyped)."""
     jvm = spark.sparkContext._jvm
+    assert jvm is not None  # a running SparkContext has its JVM gateway
     target = jvm.org.apache.hadoop.fs.Path(path)
     return target, target.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
 
@@ -618,9 +626,9 @@ def clear_out(spark: SparkSession, out: str) -> None:
         _delete(spark, f"{out.rstrip('/')}/{name}")
 
 
-def _rocketmq_bounds(inputs: list[ScanInput], ends: list) -> list[tuple[str, int, int]]:
+def _rocketmq_bounds(inputs: list[ScanInput], ends: list[JsonDoc]) -> list[tuple[str, int, int]]:
     """(source, commitlog_min, commitlog_end) per store, as validate computes them."""
-    out = []
+    out: list[tuple[str, int, int]] = []
     for inp in inputs:
         segs = src.commitlog_segments(inp.path)
         if not segs:
@@ -638,12 +646,12 @@ def _rocketmq_bounds(inputs: list[ScanInput], ends: list) -> list[tuple[str, int
     return out
 
 
-def _missing_ranges(inputs: list[ScanInput]) -> list[dict]:
+def _missing_ranges(inputs: list[ScanInput]) -> list[JsonDoc]:
     """Commitlog offsets no file holds between two CommitLog files up to the last holding data (a
     missing or zero-length file): RMQ-FILE-GAP / RMQ-FILE-ZERO-LENGTH report them, so -- as in
     validate -- nothing pointing there is reported again, and a queue may skip the records they
     held."""
-    out = []
+    out: list[JsonDoc] = []
     for inp in inputs:
         segs = src.commitlog_segments(inp.path)
         file_size = src.commitlog_file_size(segs)
@@ -694,7 +702,7 @@ def run_rocketmq(spark: SparkSession, cfg: ScanConfig, inputs: list[ScanInput], 
 
     with steps.reading(read_consumequeue) as progress:
         units = read_family(spark, "rocketmq_consumequeue", inputs, cfg, **progress)
-        units = _write(units, f"{out}/queue_units", ("source", "topic"))  # type: ignore[arg-type]
+        units = _write(units, f"{out}/queue_units", ("source", "topic"))
     result.datasets["queue_units"] = f"{out}/queue_units"
     findings.append(consumequeue_findings(units, messages, bounds, ranges))
 
@@ -715,9 +723,12 @@ def run_rocketmq(spark: SparkSession, cfg: ScanConfig, inputs: list[ScanInput], 
     result.topics += [r.asDict() for r in topic_stats(messages, "rocketmq", "store_timestamp", "total_size", "queue_id").collect()]
     dups = uniq_key_duplicates(messages)
     dups = dups.persist()
+    keys = dups.count()
+    total = dups.agg(F.sum("copies")).first()
+    assert total is not None  # an aggregate without grouping has exactly one row
     result.duplicates = {
-        "keys": dups.count(),
-        "copies": int(dups.agg(F.sum("copies")).first()[0] or 0),
+        "keys": keys,
+        "copies": int(total[0] or 0),
         "examples": [r.asDict() for r in dups.orderBy(F.desc("copies"), "topic", "uniq_key").limit(cfg.max_duplicates).collect()],
     }
     dups.unpersist()
@@ -810,5 +821,5 @@ def write_text(path: str, text: str) -> None:
         handle.write(text)
 
 
-def to_json(doc: dict) -> str:
+def to_json(doc: JsonDoc) -> str:
     return json.dumps(doc, indent=2, sort_keys=False, default=str) + "\n"
