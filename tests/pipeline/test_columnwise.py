@@ -15,7 +15,9 @@ import pytest
 pa = pytest.importorskip("pyarrow")
 pytest.importorskip("pyspark")
 
+from mqtool.formats import column_ops
 from mqtool.formats.rocketmq import columns as rcols
+from mqtool.formats.rocketmq import record_fields as rfields
 from mqtool.formats.rocketmq.commitlog import (
     MAGIC_V2,
     SYSFLAG_BORNHOST_V6,
@@ -153,7 +155,7 @@ def _fields_dict(fields) -> dict:
     """The values of a ``RecordFields`` as plain lists (Spans as their bytes and offsets)."""
     out = {}
     for name, value in vars(fields).items():
-        if isinstance(value, rcols.Spans):
+        if isinstance(value, column_ops.Spans):
             out[name] = (value.values.tobytes(), value.offsets.tolist())
         elif isinstance(value, np.ndarray):
             out[name] = value.tolist()
@@ -180,8 +182,8 @@ def test_the_walks_properties_give_the_fields_split_again(tmp_path):
             assert lean.columns.topics == walk.columns.topics and not len(lean.columns.key_hash)
             hashes += len(walk.columns.key_hash)
             for rows in (np.arange(len(walk.columns)), np.arange(1, len(walk.columns), 3)):
-                split_again = rcols.record_fields(data, walk.columns, rows)
-                taken = rcols.record_fields(data, walk.columns, rows, properties=walk.properties)
+                split_again = rfields.record_fields(data, walk.columns, rows)
+                taken = rfields.record_fields(data, walk.columns, rows, properties=walk.properties)
                 assert _fields_dict(taken) == _fields_dict(split_again)
                 checked += len(rows)
             size = int.from_bytes(data[walk.stop.position : walk.stop.position + 4], "big", signed=True)

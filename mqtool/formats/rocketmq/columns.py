@@ -38,7 +38,7 @@ from typing import Literal
 
 import numpy as np
 
-from mqtool.formats._binary import Buffer
+from mqtool.formats.column_ops import Spans, gather_clipped, joined, offsets_of
 from mqtool.formats.rocketmq.commitlog import (
     BLANK_MAGIC,
     MAGIC_V1,
@@ -135,7 +135,7 @@ class ColumnWalk:
     stop: ColumnStop
     #: the walk's PROPERTIES, already split into pairs: :func:`record_fields` takes them
     #: (``properties=``) instead of splitting them again
-    properties: _Properties | None = None
+    properties: Properties | None = None
 
     @property
     def max_store_timestamp(self) -> int:
@@ -144,15 +144,6 @@ class ColumnWalk:
     @property
     def last_store_timestamp(self) -> int:
         return int(self.columns.store_timestamp[-1]) if len(self.columns) else 0
-
-
-def _gather(data: np.ndarray, at: np.ndarray, dtype: str) -> np.ndarray:
-    """The big-endian integers of ``dtype`` at byte positions ``at`` of ``data``."""
-    width = np.dtype(dtype).itemsize
-    if not len(at):
-        return np.zeros(0, dtype=np.dtype(dtype).newbyteorder("="))
-    raw = data[at[:, None] + np.arange(width)]
-    return raw.view(dtype).ravel().astype(np.dtype(dtype).newbyteorder("="))
 
 
 #: The fixed part of a record whose two hosts are IPv4 (the common case), as numpy reads it; a
@@ -179,25 +170,6 @@ def _pow31(n: int) -> np.ndarray:
         # a product that wraps mod 2**64 is still right mod 2**32
         _POW31 = np.concatenate((np.ones(1, dtype=np.uint64), np.cumprod(np.full(n - 1, 31, dtype=np.uint64)))) & _MASK32
     return _POW31
-
-
-def _at(data: np.ndarray, at: np.ndarray, dtype: str) -> np.ndarray:
-    """``_gather`` at positions clipped into ``data``: a position a damaged record computes may lie
-    anywhere; what is read there only matters for records whose checks hold."""
-    width = np.dtype(dtype).itemsize
-    return _gather(data, np.clip(at, 0, max(len(data) - width, 0)), dtype)
-
-
-def _joined(buf: bytes, starts: np.ndarray, stops: np.ndarray) -> np.ndarray:
-    """The byte ranges ``[starts[i], stops[i])`` of ``buf`` packed end to end (one copy of each)."""
-    view = memoryview(buf)
-    return np.frombuffer(b"".join(map(view.__getitem__, map(slice, starts.tolist(), stops.tolist()))), dtype=np.uint8)
-
-
-def _offsets(lengths: np.ndarray) -> np.ndarray:
-    offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
-    np.cumsum(lengths, out=offsets[1:])
-    return offsets
 
 
 def _first_false(ok: np.ndarray) -> int:
@@ -265,13 +237,13 @@ def walk_columns(buf: bytes, base: int, *, start: int = 0, key_hashes: bool = Tr
     if len(v6):
         born_v6 = (sys_flag[v6] & SYSFLAG_BORNHOST_V6) != 0
         fixed[v6] += 12 * born_v6 + 12 * ((sys_flag[v6] & SYSFLAG_STOREHOST_V6) != 0)
-        body_len[v6] = _at(data, at[v6] + fixed[v6] - 4, ">i4")
-        store_timestamp[v6] = _at(data, at[v6] + 48 + np.where(born_v6, 20, 8), ">i8")
+        body_len[v6] = gather_clipped(data, at[v6] + fixed[v6] - 4, ">i4")
+        store_timestamp[v6] = gather_clipped(data, at[v6] + 48 + np.where(born_v6, 20, 8), ">i8")
     body_at = at + fixed
     body_end = body_at + body_len
     v2 = head["magic"] == MAGIC_V2
     # TOPICLEN: a short (v2) or a signed byte (v1: above 127 it is negative), the high byte of that short
-    topic_len = _at(data, body_end, ">i2").astype(np.int64)
+    topic_len = gather_clipped(data, body_end, ">i2").astype(np.int64)
     topic_len = np.where(v2, topic_len, topic_len >> 8)
     topic_at = body_end + 1 + v2
     props_at = topic_at + topic_len + 2
@@ -282,7 +254,7 @@ def walk_columns(buf: bytes, base: int, *, start: int = 0, key_hashes: bool = Tr
         & (body_end + 3 <= end)
         & (topic_len >= 0)
         & (props_at <= end)
-        & (_at(data, props_at - 2, ">i2").astype(np.int64) == end - props_at)
+        & (gather_clipped(data, props_at - 2, ">i2").astype(np.int64) == end - props_at)
         # a last byte of zero is how a torn write looks (``torn_record_tail``): the precise path judges it
         & (data[np.clip(end - 1, 0, max(len(data) - 1, 0))] != 0)
     )
@@ -292,7 +264,7 @@ def walk_columns(buf: bytes, base: int, *, start: int = 0, key_hashes: bool = Tr
     crcs = np.fromiter(map(zlib.crc32, map(view.__getitem__, map(slice, body_at[:count].tolist(), body_end[:count].tolist()))), dtype=np.int64, count=count)
     count = _first_false((crcs & 0x7FFFFFFF) == head["body_crc"][:count])
     topic_id, topics, count = _topics(buf, topic_at[:count], topic_len[:count])
-    props = _Properties(buf, props_at[:count], end[:count])
+    props = Properties(buf, props_at[:count], end[:count])
     count = min(count, props.first_bad())
     props.keep(count)
     at, topic_id, store_timestamp = at[:count], topic_id[:count], store_timestamp[:count]
@@ -371,7 +343,7 @@ def _topics_exactly(buf: bytes, starts: np.ndarray, lengths: np.ndarray) -> tupl
     return out, names, len(starts)
 
 
-class _Properties:
+class Properties:
     """The PROPERTIES of the records of a walk, packed end to end (``chars``; record ``i``'s are
     ``chars[offsets[i]:offsets[i + 1]]``), checked and split into name/value pairs in bulk.
 
@@ -382,8 +354,8 @@ class _Properties:
 
     def __init__(self, buf: bytes, starts: np.ndarray, stops: np.ndarray) -> None:
         self.lengths = stops - starts
-        self.offsets = _offsets(self.lengths)
-        self.chars = _joined(buf, starts, stops)
+        self.offsets = offsets_of(self.lengths)
+        self.chars = joined(buf, starts, stops)
         self.sep = np.flatnonzero((self.chars == 1) | (self.chars == 2))
         self.sep_record = np.searchsorted(self.offsets, self.sep, side="right") - 1
         empty = np.zeros(0, dtype=np.int64)
@@ -444,12 +416,12 @@ class _Properties:
             chosen = record_of_pair >= 0
             record_of_pair = record_of_pair[chosen]
             name_at, name_len, value_at, value_len = name_at[chosen], name_len[chosen], value_at[chosen], value_len[chosen]
-        pair_offsets = _offsets(np.bincount(record_of_pair, minlength=len(rows)))
+        pair_offsets = offsets_of(np.bincount(record_of_pair, minlength=len(rows)))
         return self.packed(name_at, name_len), self.packed(value_at, value_len), pair_offsets.astype(np.int32), record_of_pair
 
     def packed(self, at: np.ndarray, length: np.ndarray) -> Spans:
         """The spans ``[at, at + length)`` of ``chars`` packed end to end."""
-        offsets = _offsets(length)
+        offsets = offsets_of(length)
         index = np.repeat(at - offsets[:-1], length) + np.arange(offsets[-1], dtype=np.int64)
         return Spans(self.chars[index], offsets.astype(np.int32))
 
@@ -497,7 +469,7 @@ class _Properties:
         keys_records, keys_pairs = self._last_named(b"KEYS")
         # the tokens of KEYS: runs of bytes other than a space
         lengths = self.value_len[keys_pairs]
-        offsets = _offsets(lengths)
+        offsets = offsets_of(lengths)
         index = np.repeat(self.value_at[keys_pairs] - offsets[:-1], lengths) + np.arange(offsets[-1], dtype=np.int64)
         token = self.chars[index] != 0x20
         begins, ends = token.copy(), token.copy()
@@ -556,352 +528,3 @@ def concat_columns(parts: list[tuple[int, CommitLogColumns]]) -> CommitLogColumn
 
 
 #: A ConsumeQueue unit as numpy reads it: commitlog offset, size, tagsCode (big-endian).
-CQ_UNIT_DTYPE = np.dtype([("offset", ">i8"), ("size", ">i4"), ("tags_code", ">i8")])
-#: An IndexFile entry: key hash, commitlog offset, time diff, previous entry.
-INDEX_ENTRY_DTYPE = np.dtype([("key_hash", ">i4"), ("phy_offset", ">i8"), ("time_diff", ">i4"), ("prev_index", ">i4")])
-
-
-def cq_units(buf: Buffer) -> np.ndarray:
-    """The whole 20-byte ConsumeQueue units of ``buf`` as a structured array (no copy)."""
-    return np.frombuffer(buf, dtype=CQ_UNIT_DTYPE, count=len(buf) // CQ_UNIT_DTYPE.itemsize)
-
-
-def index_entries(buf: Buffer) -> np.ndarray:
-    """The whole 20-byte IndexFile entries of ``buf`` as a structured array (no copy)."""
-    return np.frombuffer(buf, dtype=INDEX_ENTRY_DTYPE, count=len(buf) // INDEX_ENTRY_DTYPE.itemsize)
-
-
-def record_key_table(columns: CommitLogColumns) -> np.ndarray:
-    """Sorted ``position << 32 | key hash`` (uint64) of every indexed key of the records: an
-    IndexFile entry is right about a record of this file exactly when its pair is in here."""
-    pairs = (columns.position[columns.key_record].astype(np.uint64) << np.uint64(32)) | columns.key_hash.astype(np.uint64)
-    return np.sort(pairs)
-
-
-def index_slots(buf: Buffer, hash_slot_num: int) -> np.ndarray:
-    """The hash slot table of an IndexFile (big-endian int32 entry numbers, no copy)."""
-    return np.frombuffer(buf, dtype=">i4", count=hash_slot_num, offset=40)
-
-
-# --- the other fields of a row, for the records of a walk (the Spark ``rocketmq_commitlog`` source) --
-
-
-@dataclass
-class Spans:
-    """Variable-length values packed end to end: value ``i`` is ``values[offsets[i]:offsets[i + 1]]``."""
-
-    values: np.ndarray  # uint8 (int32 for key hashes)
-    offsets: np.ndarray  # int32, one more than there are values
-
-    def __len__(self) -> int:
-        return len(self.offsets) - 1
-
-
-@dataclass
-class RecordFields:
-    """The fields of the selected records of a walk that :class:`CommitLogColumns` leaves out,
-    read from the same buffer, one element per selected record (``MessageRecord``'s fields).
-
-    Properties are name/value pairs in stored order (``pair_offsets``: the pairs of each record);
-    ``tags_pair``, ``uniq_pair`` and ``keys_pair`` are the pair holding TAGS, UNIQ_KEY and KEYS
-    (-1: none); ``key_tokens`` are the non-empty tokens of KEYS split on a space
-    (``token_offsets``: the tokens of each record); ``msg_id`` is the offsetMsgId text."""
-
-    magic: np.ndarray  # int64
-    body_crc: np.ndarray  # int64
-    flag: np.ndarray  # int32
-    physical_offset: np.ndarray  # int64
-    born_timestamp: np.ndarray  # int64
-    reconsume_times: np.ndarray  # int32
-    prepared_transaction_offset: np.ndarray  # int64
-    body_size: np.ndarray  # int32
-    body_at: np.ndarray  # int64, buffer position of the body
-    body: Spans | None
-    hosts: list[str]  # host texts (``ip:port``, ``[ipv6]:port``), indexed by the two host columns
-    born_host: np.ndarray  # int32
-    store_host: np.ndarray  # int32
-    msg_id: Spans
-    names: Spans
-    values: Spans
-    pair_offsets: np.ndarray  # int32
-    tags_pair: np.ndarray  # int64
-    uniq_pair: np.ndarray  # int64
-    keys_pair: np.ndarray  # int64
-    key_tokens: Spans
-    token_offsets: np.ndarray  # int32
-    props_at: np.ndarray  # int64, buffer positions of PROPERTIES ...
-    props_end: np.ndarray  # int64, ... and of the record's end
-
-
-def texts(buf: bytes, starts: np.ndarray, stops: np.ndarray) -> list[str]:
-    """The UTF-8 text of each byte range ``[starts[i], stops[i])`` of ``buf`` (ranges the walk
-    found to be UTF-8)."""
-    return list(map(bytes.decode, map(buf.__getitem__, map(slice, starts.tolist(), stops.tolist()))))
-
-
-def span_texts(spans: Spans, which: np.ndarray | None = None) -> list[str]:
-    """The UTF-8 text of values ``which`` (all when None) of ``spans``."""
-    offsets = spans.offsets.astype(np.int64)
-    picked = np.arange(len(spans)) if which is None else which
-    return texts(spans.values.tobytes(), offsets[picked], offsets[picked + 1])
-
-
-def gather_spans(buf: bytes, starts: np.ndarray, lengths: np.ndarray) -> Spans:
-    """The byte ranges ``[starts[i], starts[i] + lengths[i])`` of ``buf`` packed end to end."""
-    return Spans(_joined(buf, starts, starts + lengths), _offsets(lengths).astype(np.int32))
-
-
-def _bytes_equal(spans: Spans, literal: bytes) -> np.ndarray:
-    """Which values of ``spans`` are exactly ``literal``."""
-    starts, lengths = spans.offsets[:-1].astype(np.int64), np.diff(spans.offsets)
-    same = lengths == len(literal)
-    for k, byte in enumerate(literal):
-        rows = np.flatnonzero(same)
-        same[rows] = spans.values[starts[rows] + k] == byte
-    return np.asarray(same, dtype=bool)
-
-
-_HEX = np.frombuffer(b"0123456789ABCDEF", dtype=np.uint8)
-
-
-def _hosts(data: np.ndarray, at: np.ndarray, v6: np.ndarray) -> tuple[list[str], np.ndarray]:
-    """The text of the host (IP and int port) at each position, as numbers into a list of texts."""
-    import socket
-
-    from mqtool.formats.rocketmq.commitlog import HostAddress
-
-    if not len(at):
-        return [], np.zeros(0, dtype=np.int32)
-    raw = data[at[:, None] + np.arange(20)]
-    raw[~v6, 8:] = 0
-    keyed = np.concatenate([raw, v6[:, None].astype(np.uint8)], axis=1)
-    key = np.ascontiguousarray(keyed).view("V21").ravel()
-    if not v6.any():  # IPv4 only: the 8 bytes as one number sort alike, ten times faster
-        _, first, number = np.unique(np.ascontiguousarray(raw[:, :8]).view(">u8").ravel(), return_index=True, return_inverse=True)
-        unique = key[first]
-    else:
-        unique, number = np.unique(key, return_inverse=True)
-    texts = []
-    for key in unique:
-        packed = bytes(key)
-        width = 16 if packed[20] else 4
-        ip = socket.inet_ntop(socket.AF_INET6 if packed[20] else socket.AF_INET, packed[:width])
-        texts.append(str(HostAddress(ip, int.from_bytes(packed[width : width + 4], "big", signed=True))))
-    return texts, number.astype(np.int32).ravel()
-
-
-def _msg_ids(data: np.ndarray, store_at: np.ndarray, v6: np.ndarray, physical_at: np.ndarray) -> Spans:
-    """offsetMsgId texts: store host IP and port, then PHYSICALOFFSET, in uppercase hex."""
-    widths = np.where(v6, 56, 32)
-    offsets = np.zeros(len(store_at) + 1, dtype=np.int64)
-    np.cumsum(widths, out=offsets[1:])
-    out = np.empty(int(offsets[-1]), dtype=np.uint8)
-    for flag, host in ((False, 8), (True, 20)):
-        rows = np.flatnonzero(v6 == flag)
-        if not len(rows):
-            continue
-        raw = np.concatenate([data[store_at[rows, None] + np.arange(host)], data[physical_at[rows, None] + np.arange(8)]], axis=1)
-        text = np.stack([_HEX[raw >> 4], _HEX[raw & 15]], axis=2).reshape(len(rows), -1)
-        out[offsets[rows, None] + np.arange(text.shape[1])] = text
-    return Spans(out, offsets.astype(np.int32))
-
-
-def _property_pairs(buf: bytes, starts: np.ndarray, stops: np.ndarray) -> tuple[Spans, Spans, np.ndarray, np.ndarray]:
-    """The name/value pairs of properties the fast walk accepted, split as the walk splits them
-    (:class:`_Properties`): names, values, the pairs of each record, and each pair's record."""
-    props = _Properties(buf, starts, stops)
-    props.first_bad()
-    pair_offsets = _offsets(np.bincount(props.pair_record, minlength=len(starts)))
-    return props.packed(props.name_at, props.name_len), props.packed(props.value_at, props.value_len), pair_offsets.astype(np.int32), props.pair_record
-
-
-def repeated_property_names(names: Spans, pair_offsets: np.ndarray) -> np.ndarray:
-    """The records (numbers, ascending) whose properties hold a name twice: their map is not
-    their list of pairs (the broker's map keeps the last value at the first name's place)."""
-    if len(names) < 2:
-        return np.zeros(0, dtype=np.int64)
-    record_of_pair = np.repeat(np.arange(len(pair_offsets) - 1), np.diff(pair_offsets))
-    starts = names.offsets[:-1].astype(np.int64)
-    lengths = np.diff(names.offsets).astype(np.int64)
-    total = np.add.reduceat(names.values.astype(np.int64), starts)
-    first = names.values[starts].astype(np.int64)
-    last = names.values[starts + lengths - 1].astype(np.int64)
-    # pairs of one record alike in length, first and last byte and byte sum: compared exactly
-    order = np.lexsort((total, last, first, lengths, record_of_pair))
-    keys = np.stack([record_of_pair, lengths, first, last, total])[:, order]
-    alike = np.flatnonzero(np.all(keys[:, 1:] == keys[:, :-1], axis=0))
-    repeated = []
-    for record in np.unique(record_of_pair[order[alike]]).tolist():
-        found = [names.values[names.offsets[p] : names.offsets[p + 1]].tobytes() for p in range(pair_offsets[record], pair_offsets[record + 1])]
-        if len(set(found)) < len(found):
-            repeated.append(record)
-    return np.array(repeated, dtype=np.int64)
-
-
-def _pair_named(names: Spans, record_of_pair: np.ndarray, count: int, name: bytes) -> np.ndarray:
-    """For each record, its pair named ``name`` (-1: none); names are not repeated."""
-    out = np.full(count, -1, dtype=np.int64)
-    pairs = np.flatnonzero(_bytes_equal(names, name))
-    out[record_of_pair[pairs]] = pairs
-    return out
-
-
-def _key_tokens(values: Spans, keys_pair: np.ndarray) -> tuple[Spans, np.ndarray]:
-    """The non-empty space-separated tokens of each record's KEYS value (``MessageRecord.keys``)."""
-    count = len(keys_pair)
-    has = np.flatnonzero(keys_pair >= 0)
-    pairs = keys_pair[has]
-    starts = values.offsets[pairs].astype(np.int64)
-    stops = values.offsets[pairs + 1].astype(np.int64)
-    chars = values.values
-    # the bytes of KEYS values that are not spaces, and where each token starts
-    depth = np.zeros(len(chars) + 1, dtype=np.int64)
-    np.add.at(depth, starts, 1)
-    np.add.at(depth, stops, -1)
-    inside = np.cumsum(depth[:-1]) > 0
-    token = inside & (chars != 0x20)
-    begins = token.copy()
-    begins[1:] &= ~token[:-1]
-    begins[starts[starts < len(chars)]] = token[starts[starts < len(chars)]]
-    token_number = np.cumsum(begins) - 1
-    token_starts = np.flatnonzero(begins)
-    lengths = np.bincount(token_number[token], minlength=len(token_starts))
-    offsets = np.zeros(len(token_starts) + 1, dtype=np.int64)
-    np.cumsum(lengths, out=offsets[1:])
-    # each token's record: the KEYS value it starts in
-    value_of_token = np.searchsorted(starts, token_starts, side="right") - 1
-    record_of_token = has[value_of_token]
-    token_offsets = np.zeros(count + 1, dtype=np.int64)
-    np.cumsum(np.bincount(record_of_token, minlength=count), out=token_offsets[1:])
-    return Spans(chars[token], offsets.astype(np.int32)), token_offsets.astype(np.int32)
-
-
-def record_fields(
-    buf: bytes,
-    columns: CommitLogColumns,
-    rows: np.ndarray,
-    *,
-    with_body: bool = True,
-    with_key_tokens: bool = True,
-    properties: _Properties | None = None,
-) -> RecordFields:
-    """The fields of records ``rows`` (numbers in ``columns``, ascending) of a walk of ``buf``
-    that its columns leave out, read from ``buf`` in bulk.  Records whose properties repeat a
-    name are found by :func:`repeated_property_names` (the caller reads those with the precise
-    decoders: the pairs are not their map).  ``with_key_tokens=False`` leaves ``key_tokens``
-    empty (no record has a token) for a caller that splits the KEYS value itself.
-    ``properties``: the walk's (``ColumnWalk.properties``), whose pairs are then taken as they
-    are instead of being split again."""
-    data = np.frombuffer(buf, dtype=np.uint8)
-    at = columns.position[rows]
-    sys_flag = columns.sys_flag[rows]
-    born_v6 = (sys_flag & SYSFLAG_BORNHOST_V6) != 0
-    store_v6 = (sys_flag & SYSFLAG_STOREHOST_V6) != 0
-    born_at = at + 48
-    store_at = born_at + np.where(born_v6, 20, 8) + 8
-    tail_at = store_at + np.where(store_v6, 20, 8)  # RECONSUMETIMES, PREPARED_TRANSACTION_OFFSET, BODYLEN
-    body_at = tail_at + 16
-    body_size = _gather(data, tail_at + 12, ">i4")
-    magic = _gather(data, at + 4, ">u4").astype(np.int64)
-    body_end = body_at + body_size
-    topic_len = np.where(magic == MAGIC_V2, _gather(data, body_end, ">i2").astype(np.int64), data[body_end].astype(np.int64))
-    props_at = body_end + np.where(magic == MAGIC_V2, 2, 1) + topic_len + 2
-    if properties is not None:
-        names, values, pair_offsets, record_of_pair = properties.pairs_of(rows)
-    else:
-        names, values, pair_offsets, record_of_pair = _property_pairs(buf, props_at, at + columns.size[rows])
-    hosts, numbers = _hosts(data, np.concatenate([born_at, store_at]), np.concatenate([born_v6, store_v6]))
-    keys_pair = _pair_named(names, record_of_pair, len(rows), b"KEYS")
-    if with_key_tokens:
-        key_tokens, token_offsets = _key_tokens(values, keys_pair)
-    else:
-        key_tokens, token_offsets = Spans(np.zeros(0, dtype=np.uint8), np.zeros(1, dtype=np.int32)), np.zeros(len(rows) + 1, dtype=np.int32)
-    return RecordFields(
-        magic=magic,
-        body_crc=_gather(data, at + 8, ">u4").astype(np.int64),
-        flag=_gather(data, at + 16, ">i4"),
-        physical_offset=_gather(data, at + 28, ">i8"),
-        born_timestamp=_gather(data, at + 40, ">i8"),
-        reconsume_times=_gather(data, tail_at, ">i4"),
-        prepared_transaction_offset=_gather(data, tail_at + 4, ">i8"),
-        body_size=body_size,
-        body_at=body_at,
-        body=gather_spans(buf, body_at, body_size) if with_body else None,
-        hosts=hosts,
-        born_host=numbers[: len(rows)],
-        store_host=numbers[len(rows) :],
-        msg_id=_msg_ids(data, store_at, store_v6, at + 28),
-        names=names,
-        values=values,
-        pair_offsets=pair_offsets,
-        tags_pair=_pair_named(names, record_of_pair, len(rows), b"TAGS"),
-        uniq_pair=_pair_named(names, record_of_pair, len(rows), b"UNIQ_KEY"),
-        keys_pair=keys_pair,
-        key_tokens=key_tokens,
-        token_offsets=token_offsets,
-        props_at=props_at,
-        props_end=at + columns.size[rows],
-    )
-
-
-def key_hash_lists(columns: CommitLogColumns, rows: np.ndarray) -> Spans:
-    """The sorted distinct ``IndexFile`` key hashes of each of records ``rows`` (as a list per
-    record: ``values`` int32 hashes, ``offsets`` per record)."""
-    number = np.full(len(columns), -1, dtype=np.int64)
-    number[rows] = np.arange(len(rows))
-    keep = number[columns.key_record] >= 0 if len(columns.key_record) else np.zeros(0, dtype=bool)
-    record = number[columns.key_record[keep]]
-    hashes = columns.key_hash[keep]
-    order = np.lexsort((hashes, record))
-    record, hashes = record[order], hashes[order]
-    distinct = np.ones(len(record), dtype=bool)
-    distinct[1:] = (record[1:] != record[:-1]) | (hashes[1:] != hashes[:-1])
-    record, hashes = record[distinct], hashes[distinct]
-    offsets = np.zeros(len(rows) + 1, dtype=np.int64)
-    np.cumsum(np.bincount(record, minlength=len(rows)), out=offsets[1:])
-    return Spans(hashes.astype(np.int32), offsets.astype(np.int32))
-
-
-def records_with_tag(buf: bytes, columns: CommitLogColumns, rows: np.ndarray, tag: str) -> np.ndarray:
-    """Which of records ``rows`` have TAGS equal to ``tag``: the records whose ConsumeQueue
-    tagsCode is the tag's hash (``tagsString2tagsCode``, as the broker filters a subscription)
-    -- or that are delayed messages, whose tagsCode is a delivery time -- are read and compared
-    exactly."""
-    found = np.zeros(len(rows), dtype=bool)
-    if not len(rows):
-        return found
-    candidates = columns.tags_code[rows] == tags_code(tag)
-    if SCHEDULE_TOPIC in columns.topics:
-        candidates |= columns.topic[rows] == columns.topics.index(SCHEDULE_TOPIC)
-    which = np.flatnonzero(candidates)
-    if not len(which):
-        return found
-    fields = record_fields(buf, columns, rows[which], with_body=False)
-    tagged = np.flatnonzero(fields.tags_pair >= 0)
-    for i, value in zip(tagged.tolist(), span_texts(fields.values, fields.tags_pair[tagged])):
-        found[which[i]] = value == tag
-    return found
-
-
-def records_with_key(buf: bytes, columns: CommitLogColumns, rows: np.ndarray, key: str) -> np.ndarray:
-    """Which of records ``rows`` have ``key`` as their UNIQ_KEY or a token of their KEYS (the
-    keys ``IndexService.buildIndex`` indexes them by): the records whose key hashes hold the
-    key's hash are read and compared exactly."""
-    found = np.zeros(len(rows), dtype=bool)
-    if not len(rows) or not len(columns.key_record):
-        return found
-    wanted = np.array([index_key_hashes([f"{t}#{key}".encode()])[0] for t in columns.topics], dtype=np.int64)
-    number = np.full(len(columns), -1, dtype=np.int64)
-    number[rows] = np.arange(len(rows))
-    hit = (number[columns.key_record] >= 0) & (columns.key_hash == wanted[columns.topic[columns.key_record]])
-    candidates = np.unique(number[columns.key_record[hit]])
-    if not len(candidates):
-        return found
-    fields = record_fields(buf, columns, rows[candidates], with_body=False)
-    uniq = np.flatnonzero(fields.uniq_pair >= 0)
-    tokens = span_texts(fields.key_tokens)
-    values = dict(zip(uniq.tolist(), span_texts(fields.values, fields.uniq_pair[uniq])))
-    offsets = fields.token_offsets.tolist()
-    for i, row in enumerate(candidates.tolist()):
-        found[row] = values.get(i) == key or key in tokens[offsets[i] : offsets[i + 1]]
-    return found

@@ -21,21 +21,15 @@ from mqtool.formats import segment_names as segnames
 from mqtool.formats.rocketmq import checkpoint as cpf
 from mqtool.formats.rocketmq import config as cfgf
 from mqtool.formats.rocketmq import index_file as idxf
-from mqtool.formats.rocketmq.columns import (
-    ColumnWalk,
-    record_fields,
-    records_with_key,
-    records_with_tag,
-    repeated_property_names,
-    walk_columns,
-)
-from mqtool.formats.rocketmq.columns import RecordFields as RecordFields  # rows of cli.rows are built from them
+from mqtool.formats.rocketmq.columns import ColumnWalk, walk_columns
 from mqtool.formats.rocketmq.commitlog import DataEnd, decode_message, decompress_body
 from mqtool.formats.rocketmq.commitlog import MessageRecord as MessageRecord  # rows of cli.rows are built from them
 from mqtool.formats.rocketmq.consume_queue import QueueDataEnd
 from mqtool.formats.rocketmq.index_file import IndexGeometry as IndexGeometry  # header rows of cli.cmd_dump are built from them
 from mqtool.formats.rocketmq.index_file import IndexHeader as IndexHeader  # header rows of cli.cmd_dump are built from them
 from mqtool.formats.rocketmq.properties import TAGS, UNIQ_KEY, split_keys
+from mqtool.formats.rocketmq.record_fields import RecordFields as RecordFields  # rows of cli.rows are built from them
+from mqtool.formats.rocketmq.record_fields import record_fields, records_with_key, records_with_tag, repeated_property_names
 from mqtool.store import rocketmq as rmq
 from mqtool.store import rocksdb_cq as store_rcq
 from mqtool.store.files import ReadOnlyFile, check_path, is_directory, is_regular_file, piece_size, read_small_file

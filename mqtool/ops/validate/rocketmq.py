@@ -57,7 +57,6 @@ from mqtool.formats.rocketmq import checkpoint as cpf
 from mqtool.formats.rocketmq import config as cfgf
 from mqtool.formats.rocketmq import consume_queue as cqf
 from mqtool.formats.rocketmq import index_file as idxf
-from mqtool.formats.rocketmq.columns import cq_units
 from mqtool.formats.rocketmq.commitlog import (
     BORNHOST_POSITION,
     MessageRecord,
@@ -68,6 +67,7 @@ from mqtool.formats.rocketmq.commitlog import (
 )
 from mqtool.formats.rocketmq.hashing import index_key_hash
 from mqtool.formats.rocketmq.properties import split_keys
+from mqtool.formats.rocketmq.unit_columns import cq_units
 from mqtool.ops.validate import FileSummary, Progress, ValidateOptions, ValidationReport, run_tasks
 from mqtool.ops.validate import compaction as validate_compaction
 from mqtool.ops.validate import rocksdb_cq as validate_rocksdb_cq

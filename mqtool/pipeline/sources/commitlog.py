@@ -26,8 +26,10 @@ import numpy as np
 import pyarrow as pa
 
 from mqtool.errors import MqError, StoreLayoutError, hexint
+from mqtool.formats import column_ops
 from mqtool.formats import segment_names as segnames
 from mqtool.formats.rocketmq import columns as rcols
+from mqtool.formats.rocketmq import record_fields as rfields
 from mqtool.formats.rocketmq.commitlog import (
     COMPRESSION_TYPES,
     MAGIC_V1,
@@ -264,12 +266,12 @@ _PRECISE_RECORDS_CAP = 1 << 20
 _PAST_STOP = 64 << 10
 
 
-def _spans(type_: pa.DataType, spans: rcols.Spans) -> pa.Array:
+def _spans(type_: pa.DataType, spans: column_ops.Spans) -> pa.Array:
     """Arrow strings or binaries over the packed values (no copy)."""
     return pa.Array.from_buffers(type_, len(spans), [None, pa.py_buffer(spans.offsets), pa.py_buffer(spans.values)])
 
 
-def _strings(spans: rcols.Spans) -> pa.Array:
+def _strings(spans: column_ops.Spans) -> pa.Array:
     """Arrow strings over the packed values (no copy)."""
     return _spans(_STR, spans)
 
@@ -280,7 +282,7 @@ def _pick(texts: pa.Array, index: np.ndarray, missing: np.ndarray | None = None)
 
 
 def _column_batch(
-    part: FilePart, opts: ReadOptions, schema: pa.Schema, shift: int, cols: rcols.CommitLogColumns, rows: np.ndarray, fields: rcols.RecordFields
+    part: FilePart, opts: ReadOptions, schema: pa.Schema, shift: int, cols: rcols.CommitLogColumns, rows: np.ndarray, fields: rfields.RecordFields
 ) -> pa.RecordBatch:
     """The rows of records ``rows`` of a fast walk (positions ``shift`` + the walk's), column by
     column: the values ``commitlog_row`` gives for them, built in bulk."""
@@ -323,7 +325,7 @@ def _column_batch(
         "tags_code": pa.array(cols.tags_code[rows]),
     }
     if opts.with_key_hashes:
-        hashes = rcols.key_hash_lists(cols, rows)
+        hashes = rfields.key_hash_lists(cols, rows)
         built["key_hashes"] = pa.ListArray.from_arrays(pa.array(hashes.offsets), pa.array(hashes.values))
     if opts.with_problems:
         built["row_kind"] = constant("record", pa.string(), count)
@@ -362,13 +364,13 @@ def _fast_stretch(f: AnyFile, part: FilePart, opts: ReadOptions, schema: pa.Sche
             if opts.topics is not None:
                 keep = np.array([opts.wants(t) for t in cols.topics] or [False], dtype=bool)
                 wanted = wanted[keep[cols.topic[:count]]]
-            fields = rcols.record_fields(data, cols, wanted, with_body=opts.with_body, properties=walk.properties)
-            repeated = rcols.repeated_property_names(fields.names, fields.pair_offsets)
+            fields = rfields.record_fields(data, cols, wanted, with_body=opts.with_body, properties=walk.properties)
+            repeated = rfields.repeated_property_names(fields.names, fields.pair_offsets)
             if len(repeated):  # a map that is not its list of pairs: the per-record path reads it
                 count = int(wanted[repeated[0]])
                 done, refused = False, pos + int(cols.position[count])
                 wanted = wanted[: repeated[0]]
-                fields = rcols.record_fields(data, cols, wanted, with_body=opts.with_body, properties=walk.properties)
+                fields = rfields.record_fields(data, cols, wanted, with_body=opts.with_body, properties=walk.properties)
             if len(wanted):
                 batch = _column_batch(part, opts, schema, pos, cols, wanted, fields)
                 for at in range(0, batch.num_rows, BATCH_ROWS):

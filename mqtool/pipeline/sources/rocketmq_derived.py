@@ -9,7 +9,7 @@ marked, the ext unit's tagsCode read from ``consumequeue_ext`` (upstream ``Consu
 IndexFile entries are planned as ranges of used entries (the header's ``indexCount``, as upstream
 ``IndexFile`` counts them) and read a column at a time, each entry's timestamp as upstream
 ``IndexFile.selectPhyOffset`` computes it (``beginTimestamp + timeDiff * 1000``).  Both are fixed-size
-20-byte units decoded in bulk by ``formats.rocketmq.columns``.
+20-byte units decoded in bulk by ``formats.rocketmq.unit_columns``.
 """
 
 from __future__ import annotations
@@ -21,9 +21,9 @@ import pyarrow as pa
 
 from mqtool.errors import MqError, StoreLayoutError
 from mqtool.formats import segment_names as segnames
-from mqtool.formats.rocketmq import columns as rcols
 from mqtool.formats.rocketmq import consume_queue as cqf
 from mqtool.formats.rocketmq import index_file as idxf
+from mqtool.formats.rocketmq import unit_columns
 from mqtool.pipeline import files as fs
 from mqtool.pipeline.sources.commitlog import rmq_root_dir
 from mqtool.pipeline.sources.common import FilePart, ReadOptions, constant, roots
@@ -191,7 +191,7 @@ def read_consumequeue(part: FilePart, opts: ReadOptions, schema: pa.Schema) -> I
                 continue
             with fs.open_file(path) as f:
                 data = f.read_all()
-            units = rcols.cq_units(data)
+            units = unit_columns.cq_units(data)
             ends = np.flatnonzero((units["offset"] < 0) | (units["size"] <= 0))
             kept = int(ends[0]) if len(ends) else len(units)
             for first in range(0, kept, BATCH_ROWS):
@@ -252,7 +252,7 @@ def read_index(part: FilePart, opts: ReadOptions, schema: pa.Schema) -> Iterator
     with fs.open_file(part.path) as f:
         for first in range(part.start, part.stop, BATCH_ROWS):
             stop = min(first + BATCH_ROWS, part.stop)
-            entries = rcols.index_entries(f.pread(entries_at + first * size, (stop - first) * size))
+            entries = unit_columns.index_entries(f.pread(entries_at + first * size, (stop - first) * size))
             count = len(entries)
             number = np.arange(first, first + count, dtype=np.int64)
             key_hash = entries["key_hash"].astype(np.int32)

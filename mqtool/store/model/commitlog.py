@@ -40,10 +40,9 @@ from mqtool.formats.rocketmq.columns import (
     CommitLogColumns,
     QueueRun,
     concat_columns,
-    cq_units,
-    record_key_table,
     walk_columns,
 )
+from mqtool.formats.rocketmq.unit_columns import cq_units, record_key_table
 from mqtool.store import rocketmq as rmq
 from mqtool.store.files import ReadOnlyFile, nonzero_extent, piece_size
 from mqtool.store.model import rocketmq as model

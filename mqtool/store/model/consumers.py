@@ -30,7 +30,7 @@ from mqtool.formats.kafka import internal_topics as it
 from mqtool.formats.kafka import record_batch as rb
 from mqtool.formats.rocketmq import config as cfgf
 from mqtool.formats.rocketmq import consume_queue as cqf
-from mqtool.formats.rocketmq.columns import cq_units
+from mqtool.formats.rocketmq.unit_columns import cq_units
 from mqtool.store import kafka as ks
 from mqtool.store import rocketmq as rmq
 from mqtool.store.files import ReadOnlyFile, read_small_file

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from mqtool.formats.rocketmq.columns import index_entries, index_slots
+from mqtool.formats.rocketmq.unit_columns import index_entries, index_slots
 from mqtool.store import rocketmq as rmq
 from mqtool.store.model.commitlog import KeyTables
 

@@ -9,7 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mqtool.formats.rocketmq import commitlog as cl
-from mqtool.formats.rocketmq.columns import concat_columns, cq_units, record_key_table, walk_columns
+from mqtool.formats.rocketmq.columns import concat_columns, walk_columns
+from mqtool.formats.rocketmq.unit_columns import cq_units, record_key_table
 from mqtool.formats.rocketmq.consume_queue import CqUnit, encode_cq_unit
 from mqtool.formats.rocketmq.hashing import dispatch_tags_code, index_key_hash, index_key_hashes
 from mqtool.formats.rocketmq.properties import split_keys
