@@ -215,3 +215,16 @@ def test_dump_commitlog_and_consumequeue_name_the_compaction_families(store):
     assert code != 0 and "mqtool dump compactionlog" in err
     code, _, err = run_cli("dump", "consumequeue", writer.placed[0].cq_file.parent)
     assert code != 0 and "mqtool dump compactioncq" in err
+
+
+def test_a_unit_recovery_stops_at_is_found_at_its_position(copy):
+    """A unit that is neither valid, the end unit nor zeros (its size field negative): the broker's
+    ``SparseConsumeQueue.recover`` drops it and every unit after it in the file."""
+    root, writer = copy
+    p = writer.placed[9]
+    cq = _at(p.cq_file, writer.root, root)
+    _patch(cq, p.cq_position + 8, struct.pack(">i", -5))
+    found = compaction_findings(root)
+    units = [(f.code, f.path, f.position) for f in found if f.code == "RMQ-COMPACTION-CQ-UNIT"]
+    assert units == [("RMQ-COMPACTION-CQ-UNIT", str(cq), p.cq_position)]
+    assert "size -5" in next(f.message for f in found if f.code == "RMQ-COMPACTION-CQ-UNIT")
