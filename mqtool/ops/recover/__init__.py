@@ -32,7 +32,7 @@ import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol, cast, get_args
 
 from mqtool.errors import BrokerRunningError, PlanChangedError, StoreIOError, StoreLayoutError
 from mqtool.layouts import Layout, for_layout
@@ -40,10 +40,35 @@ from mqtool.store.lock import ExclusiveLock, probe_record_lock
 from mqtool.store.mutate import Faults, Mutator
 from mqtool.store.quarantine import Quarantine, Restored, default_quarantine_root, region_crc, undo
 
+#: Every action a plan step takes (recover's and clean's plans); a plan read back
+#: (``--from-plan``) with any other is refused before anything is applied.
+StepAction = Literal[
+    "archive",
+    "archive-segment",
+    "begin-cq-rebuild",
+    "create-segment",
+    "cut",
+    "delete",
+    "dispatch-cq",
+    "end-cq-rebuild",
+    "extend",
+    "finish-index-swap",
+    "patch",
+    "rebuild-index",
+    "remove",
+    "remove-abort",
+    "rename",
+    "rename-swap",
+    "truncate",
+    "write-checkpoint",
+    "write-leader-epochs",
+]
+STEP_ACTIONS: frozenset[str] = frozenset(get_args(StepAction))
+
 
 @dataclass
 class Step:
-    action: str
+    action: StepAction
     path: str
     reason: str
     position: int | None = None
@@ -64,7 +89,10 @@ class Step:
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> Step:
-        return cls(d["action"], d["path"], d.get("reason", ""), d.get("position"), d.get("length"), d.get("expect", {}), d.get("details", {}))
+        action = d["action"]
+        if action not in STEP_ACTIONS:
+            raise ValueError(f"step action {action!r} is none of {', '.join(sorted(STEP_ACTIONS))}")
+        return cls(cast(StepAction, action), d["path"], d.get("reason", ""), d.get("position"), d.get("length"), d.get("expect", {}), d.get("details", {}))
 
 
 @dataclass
