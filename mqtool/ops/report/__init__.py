@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mqtool.findings.code_ids import JAFKA_SEGMENT_GAP, KAFKA_OFFSET_GAP, METAQ_SEGMENT_GAP, RMQ_CL_VALID_END
+from mqtool.findings.code_ids import JAFKA_SEGMENT_GAP, KAFKA_OFFSET_GAP, KAFKA_SEGMENT_MISSING, METAQ_SEGMENT_GAP, RMQ_CL_VALID_END
 from mqtool.formats.segment_names import KAFKA07_SUFFIX, jafka_file_name, kafka07_file_name, kafka_file_name, metaq_file_name, rocketmq_file_name
 
 DAY_MS = 86_400_000
@@ -401,7 +401,7 @@ def gather(
 
 #: the findings that say a log's files skip offsets (a missing file), with ``details``
 #: ``missing_from`` / ``missing_to``: the report draws a ``missing`` segment there
-GAP_CODES = {KAFKA_OFFSET_GAP: "kafka", JAFKA_SEGMENT_GAP: "jafka", METAQ_SEGMENT_GAP: "metaq"}
+GAP_CODES = {KAFKA_OFFSET_GAP: "kafka", KAFKA_SEGMENT_MISSING: "kafka", JAFKA_SEGMENT_GAP: "jafka", METAQ_SEGMENT_GAP: "metaq"}
 
 
 def _insert_gap(logs: dict[str, Log], finding: Any, rel: str, layout: str) -> None:
