@@ -22,6 +22,7 @@ from mqtool.cli.options import (
     JsonOpt,
     LimitOpt,
     OutputFormat,
+    QueueOpt,
     TopicOpt,
     flag,
 )
@@ -33,7 +34,6 @@ if TYPE_CHECKING:
 
     from mqtool.ops.dump import rocketmq as ops_dump
 
-QueueOpt = Annotated[int | None, typer.Option("--queue-id", min=0, metavar=INT, help="Only this queue id.")]
 SinceOpt = Annotated[str | None, typer.Option("--since", help="Store time >= this (ms since epoch or ISO-8601).")]
 UntilOpt = Annotated[str | None, typer.Option("--until", help="Store time <= this (ms since epoch or ISO-8601).")]
 

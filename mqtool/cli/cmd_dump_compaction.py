@@ -7,14 +7,13 @@ from typing import Annotated, Any
 import typer
 
 from mqtool.cli.common import choose_columns, finish_dump, renderer
-from mqtool.cli.options import INT, BodyDecode, ColumnsOpt, DecodeOpt, FormatOpt, JsonlOpt, JsonOpt, LimitOpt, OutputFormat, TopicOpt
+from mqtool.cli.options import BodyDecode, ColumnsOpt, DecodeOpt, FormatOpt, JsonlOpt, JsonOpt, LimitOpt, OutputFormat, QueueOpt, TopicOpt
 from mqtool.cli.render import Column
 from mqtool.cli.times import iso_ms
 
 CompactionPathArg = Annotated[
     Path, typer.Argument(help="A store root, compaction/, its compactionLog/ or compactionCq/, a topic's or queue's directory there, or one file.")
 ]
-QueueOpt = Annotated[int | None, typer.Option("--queue-id", min=0, metavar=INT, help="Only this queue id.")]
 
 LOG_COLUMNS = [
     Column("compaction_offset", "OFFSET", 12, ">"),

@@ -139,6 +139,7 @@ StorePathArg = Annotated[Path, typer.Argument(help="A store root, Kafka log dir 
 DumpPathArg = Annotated[Path, typer.Argument(help="A store root, the family's directory, or one file.")]
 LimitOpt = Annotated[int | None, typer.Option("--limit", min=0, metavar=INT, help="Stop after this many rows.")]
 TopicOpt = Annotated[str | None, typer.Option("--topic", help="Only this topic.")]
+QueueOpt = Annotated[int | None, typer.Option("--queue-id", min=0, metavar=INT, help="Only this queue id.")]
 PartitionOpt = Annotated[int | None, typer.Option("--partition", min=0, metavar=INT, help="Only this partition number.")]
 IndexSlotsOpt = Annotated[int | None, typer.Option("--index-hash-slots", min=1, metavar=INT, help="maxHashSlotNum when not inferable.")]
 IndexNumOpt = Annotated[int | None, typer.Option("--index-num", min=1, metavar=INT, help="maxIndexNum when not inferable.")]

@@ -304,16 +304,20 @@ def query_by_topic(store: rmq.RocketMQStore, topic: str, *, begin: int = 0, end:
             for unit in rmq.QueueWalk(store.cq_segments(topic, qid)):
                 if unit.unit.is_filler or (wanted is not None and unit.unit.tags_code != wanted):
                     continue
-                result.candidates += 1
-                hit = _read_hit(reader, unit.unit.commit_log_offset, "consumequeue", result)
-                if hit is None or not begin <= hit.record.store_timestamp <= end:
-                    continue
-                if tag is not None and hit.record.tags != tag:
-                    continue
-                result.hits.append(hit)
-                if max_results is not None and len(result.hits) >= max_results:
+                if _take(reader, unit.unit.commit_log_offset, begin, end, tag, max_results, result):
                     return result
     return result
+
+
+def _take(reader: rmq.CommitLogReader, offset: int, begin: int, end: int, tag: str | None, max_results: int | None, result: QueryResult) -> bool:
+    """Read the record a unit points at (a candidate) and keep it when its store time is inside
+    ``[begin, end]`` and its tag is ``tag``; True when ``max_results`` hits are kept."""
+    result.candidates += 1
+    hit = _read_hit(reader, offset, "consumequeue", result)
+    if hit is None or not begin <= hit.record.store_timestamp <= end or (tag is not None and hit.record.tags != tag):
+        return False
+    result.hits.append(hit)
+    return max_results is not None and len(result.hits) >= max_results
 
 
 def _rocksdb_topic(store: rmq.RocketMQStore, topic: str, begin: int, end: int, tag: str | None, max_results: int | None, result: QueryResult) -> QueryResult:
@@ -338,14 +342,7 @@ def _rocksdb_topic(store: rmq.RocketMQStore, topic: str, begin: int, end: int, t
                     value = item.value
                     if (wanted is not None and value.tags_code != wanted) or not begin <= value.store_timestamp <= end:
                         continue
-                    result.candidates += 1
-                    hit = _read_hit(reader, value.commit_log_offset, "consumequeue", result)
-                    if hit is None or not begin <= hit.record.store_timestamp <= end:
-                        continue
-                    if tag is not None and hit.record.tags != tag:
-                        continue
-                    result.hits.append(hit)
-                    if max_results is not None and len(result.hits) >= max_results:
+                    if _take(reader, value.commit_log_offset, begin, end, tag, max_results, result):
                         return result
     return result
 
