@@ -228,3 +228,14 @@ def test_a_unit_recovery_stops_at_is_found_at_its_position(copy):
     units = [(f.code, f.path, f.position) for f in found if f.code == "RMQ-COMPACTION-CQ-UNIT"]
     assert units == [("RMQ-COMPACTION-CQ-UNIT", str(cq), p.cq_position)]
     assert "size -5" in next(f.message for f in found if f.code == "RMQ-COMPACTION-CQ-UNIT")
+
+
+def test_a_unit_whose_base_offset_goes_back_is_out_of_order(copy):
+    """Units must grow in offset and msgBaseOffset: the broker binary-searches them."""
+    root, writer = copy
+    p = writer.placed[10]
+    cq = _at(p.cq_file, writer.root, root)
+    _patch(cq, p.cq_position + 28, struct.pack(">q", 0))  # msgBaseOffset (BatchConsumeQueue unit: q i q q q h i i)
+    found = compaction_findings(root)
+    order = [(f.code, f.path, f.position) for f in found if f.code == "RMQ-COMPACTION-CQ-ORDER"]
+    assert order == [("RMQ-COMPACTION-CQ-ORDER", str(cq), p.cq_position)]
