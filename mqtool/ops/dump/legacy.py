@@ -23,6 +23,7 @@ offset order with the live segments; a ``.meta.zip`` dumps exactly like the segm
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -98,7 +99,7 @@ def _tail_note(segment: Segment, result: lm.SegmentResult) -> str | None:
 
 
 @dataclass
-class _ScanDump:
+class _ScanDump(ABC):
     """What the two dumps share: the store model's segment scans, in offset order, consumed lazily."""
 
     data: DataDir
@@ -123,8 +124,9 @@ class _ScanDump:
     def total_bytes(self) -> int:
         return sum(s.size or 0 for p in self.partitions for s in self._segments(p))
 
+    @abstractmethod
     def _rows(self, where: Where, scanned: lm.ScannedMessage) -> Iterator[Any]:
-        raise NotImplementedError  # (each layout's rows)
+        """The rows of one scanned message (``JafkaDump``'s, ``MetaqDump``'s)."""
 
     def __iter__(self) -> Iterator[Any]:
         self.notes.extend(self.data.notes)
