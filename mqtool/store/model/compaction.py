@@ -33,7 +33,7 @@ from mqtool.formats.rocketmq import compaction as cf
 from mqtool.formats.rocketmq import consume_queue as cqf
 from mqtool.formats.rocketmq.commitlog import MessageRecord
 from mqtool.store import rocketmq as rmq
-from mqtool.store.files import ReadOnlyFile, check_path, is_directory, is_regular_file, nonzero_extent, piece_size, read_small_file, safe_listdir
+from mqtool.store.files import ReadOnlyFile, check_path, is_directory, is_regular_file, piece_size, read_small_file, safe_listdir
 from mqtool.store.model import rocketmq as model
 from mqtool.store.root_rocketmq import is_rocketmq_root
 
@@ -257,18 +257,9 @@ class LogWalk:
                 )
             )
         elif end.kind == "zeros":
-            extent = nonzero_extent(f, end.position)
-            if extent is not None:
-                first, stop = extent
-                self.findings.append(
-                    Finding(
-                        ids.RMQ_COMPACTION_GARBAGE,
-                        path,
-                        first,
-                        f"expected zeros after the file's valid data at {end.position}, found non-zero bytes up to {stop}",
-                        length=stop - first,
-                    )
-                )
+            garbage = model.zero_tail_finding(f, ids.RMQ_COMPACTION_GARBAGE, end.position, "the file's valid data")
+            if garbage is not None:
+                self.findings.append(garbage)
 
 
 # --- the sparse consume queue ----------------------------------------------------------------

@@ -635,6 +635,17 @@ def planned_commitlog_findings(store: rmq.RocketMQStore, outcome: dict[Path, int
     return segment_findings(store.commitlog_dir, after, file_size or store.commitlog_file_size, "commitlog")
 
 
+def zero_tail_finding(f: ReadOnlyFile, code: str, position: int, after: str) -> Finding | None:
+    """``code`` for non-zero bytes in what should be the zero tail of ``f`` from ``position`` (the
+    first extent of them, ``nonzero_extent``), or None when it is all zeros; ``after`` names the
+    valid data they follow ("the file's valid data", "the TimerLog's valid end")."""
+    extent = nonzero_extent(f, position)
+    if extent is None:
+        return None
+    first, stop = extent
+    return Finding(code, str(f.path), first, f"expected zeros after {after} at {position}, found non-zero bytes up to {stop}", length=stop - first)
+
+
 def unscanned_commitlog_findings(store: rmq.RocketMQStore, stop: int, known: Mapping[str, list[Finding]] | None = None) -> list[Finding]:
     """How each CommitLog file before ``store.commitlog[stop]`` ends, as validate states it
     (``commitlog_file_findings``): its first broken record, a missing or wrong END_OF_FILE record.

@@ -36,7 +36,7 @@ from mqtool.findings import code_ids as ids
 from mqtool.formats import segment_names as segnames
 from mqtool.formats.rocketmq import timer as tf
 from mqtool.store import rocketmq as rmq
-from mqtool.store.files import ReadOnlyFile, check_path, is_directory, is_regular_file, nonzero_extent, piece_size, read_small_file
+from mqtool.store.files import ReadOnlyFile, check_path, is_directory, is_regular_file, piece_size, read_small_file
 from mqtool.store.model import rocketmq as model
 from mqtool.store.rocketmq import TimerPaths as TimerPaths  # where the files are: the store layer's
 from mqtool.store.root_rocketmq import is_rocketmq_root
@@ -228,18 +228,9 @@ class TimerLogWalk:
             self._stop(seg.base + end.position)
             return
         self._stop(seg.base + end.position)
-        extent = nonzero_extent(f, end.position)
-        if extent is not None:
-            first, stop = extent
-            self.findings.append(
-                Finding(
-                    ids.RMQ_TIMER_LOG_GARBAGE,
-                    path,
-                    first,
-                    f"expected zeros after the TimerLog's valid end at {end.position}, found non-zero bytes up to {stop}",
-                    length=stop - first,
-                )
-            )
+        garbage = model.zero_tail_finding(f, ids.RMQ_TIMER_LOG_GARBAGE, end.position, "the TimerLog's valid end")
+        if garbage is not None:
+            self.findings.append(garbage)
 
 
 # --- timerwheel -------------------------------------------------------------------------------
