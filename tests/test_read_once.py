@@ -42,9 +42,8 @@ FIXED_PER_FILE = 4096
 #: ``model``: the command's own walk, then the store model's findings read the bytes again;
 #: ``verbs``: report runs validate, recover's plan, clean's plan and stats, each its own reading.
 READ_TODAY: dict[tuple[str, str], float] = {
-    ("rocketmq", "info"): 1.55,  # model: its walks of the newest file, the restart preview's plan walk and read-speed probe
-    ("rocketmq", "recover"): 2.3,  # model: the plan's recovery window and undispatched-record walks, the preview's read-speed probe
-    ("rocketmq", "report"): 3.3,  # verbs
+    ("rocketmq", "recover"): 1.55,  # model: the plan's undispatched-record walk
+    ("rocketmq", "report"): 2.55,  # verbs
     ("kafka", "info"): 1.7,  # model: the last segment's walk, then validate's findings
     ("kafka", "recover"): 2.45,  # model: recover's scan, validate's findings before and after
     ("kafka", "report"): 4.8,  # verbs

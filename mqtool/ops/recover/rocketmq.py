@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -129,23 +130,147 @@ class _Scan:
     start: int
     last_store_ts: int = 0
     kept_damage: list[Finding] = field(default_factory=list)
+    #: the queue offsets of the whole CommitLog, from the same reading (a plan's, not a preview's)
+    offsets: queue_offsets.QueueOffsets | None = None
+    #: bytes the recovery window's reading judged and the seconds it took: the read speed
+    read_bytes: int = 0
+    read_seconds: float = 0.0
+
+
+class _Window:
+    """The modelled broker's recovery scan (``CommitLog.recoverNormally`` / ``recoverAbnormally``)
+    over ``segments[start:]``, judged from the one reading of each file
+    (``queue_offsets.read_commitlog``: the columns of a healthy file, else the precise walk with body
+    CRCs checked, the newest file ending at a torn tail): it goes on past a file that ends in an
+    END_OF_FILE record, and stops at the first file whose data ends otherwise (``process_offset``).
+    The file holding the valid end is judged for the cut while it is open (``cut``), each file
+    after it for its deletion (``later``); a file the reading does not cover (not a data file, or
+    one it could not read) is walked here."""
+
+    def __init__(self, store: rmq.RocketMQStore, segments: list[rmq.Segment], start: int, process_offset: int) -> None:
+        self.store, self.segments = store, segments
+        self.next = start  # index in ``segments`` of the next file the scan reads
+        self.done = not segments
+        self.process_offset = process_offset
+        self.end_index: int | None = None
+        self.stop_kind = "no-data"
+        self.last_store_ts = 0
+        #: records the recovery keeps that validate still calls damaged (a PHYSICALOFFSET that is
+        #: not the record's address, a bad __CRC32#): the plan cannot fix them (``_plan_unfixable``)
+        self.kept_damage: list[Finding] = []
+        #: the file holding the valid end: non-zero extent after it, whether an END_OF_FILE record
+        #: is there, decodable records a cut drops, bytes it zeroes
+        self.cut: tuple[tuple[int, int] | None, bool, int, int] = (None, False, 0, 0)
+        #: each data file after it: its non-zero extent and the decodable records it holds
+        self.later: dict[Path, tuple[tuple[int, int] | None, int]] = {}
+        self.read_bytes = 0
+        self.read_seconds = 0.0
+        # the newest file's walk ends at a torn tail as validate's does (the store model's rule): a
+        # last record whose tail is zeros is cut like any torn tail, even where it decodes
+        self.last_path = store.commitlog[model.last_data_file(store.commitlog)].path if store.commitlog else None
+
+    def wants(self, seg: rmq.Segment) -> bool:
+        return not self.done and self.segments[self.next].path == seg.path
+
+    def is_later(self, seg: rmq.Segment) -> bool:
+        return self.done and self.end_index is not None and seg.base > self.segments[self.end_index].base
+
+    def take(self, seg: rmq.Segment, f: ReadOnlyFile | None, reading: queue_offsets.FileReading) -> None:
+        """The next file of the scan, as the one reading read it."""
+        if f is None or reading.failed:
+            self._walk(seg)  # the recovery's walk meets what the reading met, and says so
+            return
+        self.read_bytes += reading.bytes_read
+        self.read_seconds += reading.seconds
+        if reading.records:
+            self.last_store_ts = reading.last_store_timestamp
+        if reading.columns is not None:
+            # a healthy file (``read_file_columns``): no record validate calls damaged, and only
+            # zeros after data that ends in zeros
+            end = reading.columns.end
+            self._ended(seg, f, end.position, end.kind, end.kind, zeros_after=end.kind == "zeros")
+            return
+        walk = reading.walk
+        assert walk is not None  # a reading that did not fail has one or the other
+        self._walked(seg, f, walk)
+
+    def _walk(self, seg: rmq.Segment) -> None:
+        with ReadOnlyFile(seg.path) as f:
+            walk = rmq.CommitLogFileWalk(f, check_crc=True, last=seg.path == self.last_path, file_size=self.store.commitlog_file_size, base=seg.base)
+            started = time.perf_counter()
+            for _pos, rec in walk:
+                self.last_store_ts = rec.store_timestamp
+            self.read_seconds += time.perf_counter() - started
+            self.read_bytes += walk.valid_end
+            self._walked(seg, f, walk)
+
+    def _walked(self, seg: rmq.Segment, f: ReadOnlyFile, walk: rmq.CommitLogFileWalk) -> None:
+        self.kept_damage += model.walk_record_findings(walk)
+        kind = walk.end.kind if walk.end is not None else None
+        self._ended(seg, f, walk.valid_end, kind, kind or f"broken record ({walk.error})", zeros_after=False)
+
+    def _ended(self, seg: rmq.Segment, f: ReadOnlyFile, valid_end: int, kind: str | None, stop_kind: str, *, zeros_after: bool) -> None:
+        """The file's data ends at ``valid_end`` (``kind``): the scan goes on to the next file after
+        an END_OF_FILE record, else it stops here (``zeros_after``: the reading saw only zeros after)."""
+        self.process_offset = seg.base + valid_end
+        self.end_index = self.next
+        if kind == "blank" and self.next + 1 < len(self.segments):
+            self.next += 1
+            return
+        self.stop_kind = stop_kind
+        self.done = True
+        file_size = self.store.commitlog_file_size
+        # bytes past the configured file size go with the excess (``_plan_commitlog_sizes``)
+        limit = file_size if file_size and seg.size > file_size and valid_end <= file_size else seg.size
+        walk_blank = valid_end < f.size and f.pread(valid_end + 4, 4) == (0xCBD43194).to_bytes(4, "big")
+        if walk_blank or zeros_after:
+            return
+        extent = nonzero_extent(f, valid_end)
+        if extent is None:
+            return
+        dropped = _count_valid_after(f, seg.base, valid_end)
+        # non-zero bytes only past the size: nothing to zero before it
+        length = min(extent[1], limit) - valid_end if extent[0] < limit else 0
+        self.cut = (extent, False, dropped, length)
+
+    def take_later(self, seg: rmq.Segment, f: ReadOnlyFile | None) -> None:
+        """A data file after the one holding the valid end (``truncateDirtyFiles`` deletes it)."""
+        if f is not None:
+            self.later[seg.path] = _later_extent(f, seg)
+
+    def finish(self) -> None:
+        """The rest of the scan: files the reading does not cover (after the last data file)."""
+        while not self.done:
+            self._walk(self.segments[self.next])
+
+
+def _later_file(seg: rmq.Segment) -> tuple[tuple[int, int] | None, int]:
+    with ReadOnlyFile(seg.path) as f:
+        return _later_extent(f, seg)
+
+
+def _later_extent(f: ReadOnlyFile, seg: rmq.Segment) -> tuple[tuple[int, int] | None, int]:
+    """A file wholly after the valid end: its non-zero extent and the decodable records it holds."""
+    extent = nonzero_extent(f, 0)
+    return extent, (_count_valid_from(f, seg.base, rmq.find_next_record(f, seg.base, 0)) if extent else 0)
 
 
 def plan_rocketmq(path: str | Path, options: RecoverOptions = RecoverOptions()) -> RecoverPlan:
     store = rmq.open_store(path, commitlog_file_size=options.commitlog_file_size)
     # its dispatch steps would write file ConsumeQueue units beside the broker's RocksDB one
     _refuse_rocksdb_cq(store, "recover does not plan for")
-    plan, scan = _plan_commitlog(store, options)
+    plan, scan = _plan_commitlog(store, options, whole=True)
     root, mode, broker, segments, start, cq_max = store.root, plan.mode, scan.broker, scan.segments, scan.start, scan.cq_max
     process_offset = plan.valid_end if plan.valid_end is not None else store.commitlog_min_offset
     last_store_ts, kept_damage = scan.last_store_ts, scan.kept_damage
-    _estimate_restart(plan.facts["restart"], segments[start:])
+    _estimate_restart(store, plan.facts["restart"], scan)
 
     # --- 3. ConsumeQueues -----------------------------------------------------------------------------
-    # every queue's QUEUEOFFSETs in the whole CommitLog (the store model's continuity rule, the
-    # column walk for healthy files): the queues that have records and no ConsumeQueue, and the
-    # records that break their queue's sequence
-    offsets = queue_offsets.commitlog_queue_offsets(store, end_findings=True)
+    # every queue's QUEUEOFFSETs in the whole CommitLog, from the plan's one reading (the store
+    # model's continuity rule, the column walk for healthy files): the queues that have records and
+    # no ConsumeQueue, and the records that break their queue's sequence
+    offsets = scan.offsets
+    assert offsets is not None  # a whole reading
     journal = _read_cq_journal(store)
     first_cq_step = len(plan.steps)
     queues = _plan_queues(store, plan, process_offset, options, journal)
@@ -195,7 +320,7 @@ def restart_preview(path: str | Path, options: RecoverOptions = RecoverOptions()
     _refuse_rocksdb_cq(store, "the restart preview does not model")
     plan, scan = _plan_commitlog(store, options)
     restart: dict[str, Any] = plan.facts["restart"]
-    _estimate_restart(restart, scan.segments[scan.start :])
+    _estimate_restart(store, restart, scan)
     return restart
 
 
@@ -211,8 +336,11 @@ def _refuse_rocksdb_cq(store: rmq.RocketMQStore, what: str) -> None:
         )
 
 
-def _estimate_restart(restart: dict[str, Any], scanned: list[rmq.Segment]) -> None:
-    speed = brokers.read_speed([s.path for s in scanned])
+def _estimate_restart(store: rmq.RocketMQStore, restart: dict[str, Any], scan: _Scan) -> None:
+    """How long the restart's scan takes at this disk's read speed: the first figure of the
+    process, else the speed of the plan's own reading of the recovery window (``_Window``), else,
+    when that read nothing, a timed read of the files the recovery reads."""
+    speed = brokers.device_speed(store.root, scan.read_bytes, scan.read_seconds, [s.path for s in scan.segments[scan.start :]])
     restart["read_bytes_per_second"] = round(speed) if speed else None
     restart["estimated_seconds"] = round(restart["scan_bytes"] / speed, 3) if speed else None
 
@@ -265,9 +393,11 @@ def _start_rule(broker: brokers.BrokerModel, mode: str) -> str:
     return "CommitLog.recoverNormally (4.x-5.3.1): the third-last file"
 
 
-def _plan_commitlog(store: rmq.RocketMQStore, options: RecoverOptions) -> tuple[RecoverPlan, _Scan]:
+def _plan_commitlog(store: rmq.RocketMQStore, options: RecoverOptions, *, whole: bool = False) -> tuple[RecoverPlan, _Scan]:
     """Steps 0-2 of a plan: the broker modelled, where its recovery starts and ends, and the
-    CommitLog cuts and deletions (``truncateDirtyFiles``); ``facts["restart"]`` describes them."""
+    CommitLog cuts and deletions (``truncateDirtyFiles``); ``facts["restart"]`` describes them.
+    ``whole``: the reading covers every CommitLog file holding records, for the plan's queue
+    offsets (``_Scan.offsets``); else only the files the recovery reads (the restart preview)."""
     root = store.root
     mode = options.mode
     if mode == "auto":
@@ -297,73 +427,56 @@ def _plan_commitlog(store: rmq.RocketMQStore, options: RecoverOptions) -> tuple[
     start = _start_index(store, segments, mode, broker, cq_max)
     plan.facts["scan_start_file"] = segments[start].name if segments else None
     plan.facts["scan_start_offset"] = segments[start].base if segments else store.commitlog_min_offset
-    process_offset = segments[start].base if segments else store.commitlog_min_offset
-    end_seg_index = None
-    last_store_ts = 0
-    stop_kind = "no-data"
-    # the newest file's walk ends at a torn tail as validate's does (the store model's rule): a
-    # last record whose tail is zeros is cut like any torn tail, even where it decodes
-    last_path = store.commitlog[model.last_data_file(store.commitlog)].path if store.commitlog else None
-    # records the recovery keeps that validate still calls damaged (a PHYSICALOFFSET that is not
-    # the record's address, a bad __CRC32#): the plan cannot fix them (``_plan_unfixable``)
-    kept_damage: list[Finding] = []
-    for i in range(start, len(segments)):
-        seg = segments[i]
-        with ReadOnlyFile(seg.path) as f:
-            walk = rmq.CommitLogFileWalk(f, check_crc=True, last=seg.path == last_path, file_size=store.commitlog_file_size, base=seg.base)
-            for _pos, rec in walk:
-                last_store_ts = rec.store_timestamp
-            kept_damage += model.walk_record_findings(walk)
-        process_offset = seg.base + walk.valid_end
-        end_seg_index = i
-        if walk.end is not None and walk.end.kind == "blank" and i + 1 < len(segments):
-            continue
-        stop_kind = walk.end.kind if walk.end is not None else f"broken record ({walk.error})"
-        break
+    window = _Window(store, segments, start, segments[start].base if segments else store.commitlog_min_offset)
+    # one reading of the CommitLog: the files the recovery reads (and, for a plan, every file
+    # holding records: their queue offsets and how each ends), each read once, its window and
+    # cut judged from that reading while the file is open
+    offsets = queue_offsets.QueueOffsets() if whole else None
+    first = store.commitlog.index(segments[start]) if segments and offsets is None else 0
+    for _i, seg, f, reading in queue_offsets.read_commitlog(store, first, end_findings=offsets is not None):
+        if offsets is not None:
+            offsets.add_file(reading.offsets, seg.base, store.commitlog_file_size)
+        if window.wants(seg):
+            window.take(seg, f, reading)
+        elif window.is_later(seg):
+            window.take_later(seg, f)
+        if offsets is None and window.done:
+            break
+    window.finish()
+    process_offset, end_seg_index, stop_kind = window.process_offset, window.end_index, window.stop_kind
     plan.valid_end = process_offset
     plan.facts["valid_end_reason"] = stop_kind
-    plan.facts["last_store_timestamp"] = last_store_ts
+    plan.facts["last_store_timestamp"] = window.last_store_ts
 
     # --- 2. CommitLog cuts ------------------------------------------------------------------------
-    file_size = store.commitlog_file_size
     if end_seg_index is not None:
         seg = segments[end_seg_index]
         cut_from = process_offset - seg.base
-        # bytes past the configured file size go with the excess (``_plan_commitlog_sizes``)
-        limit = file_size if file_size and seg.size > file_size and cut_from <= file_size else seg.size
-        with ReadOnlyFile(seg.path) as f:
-            extent = nonzero_extent(f, cut_from)
-            walk_blank = cut_from < f.size and f.pread(cut_from + 4, 4) == (0xCBD43194).to_bytes(4, "big")
-            length = 0
-            if extent is not None and not walk_blank:
-                dropped = _count_valid_after(f, seg.base, cut_from)
-                plan.records_dropped += dropped
-                # non-zero bytes only past the size: nothing to zero before it
-                length = min(extent[1], limit) - cut_from if extent[0] < limit else 0
-            if extent is not None and not walk_blank and length > 0:
-                plan.add(
-                    Step(
-                        "cut",
-                        relative(root, seg.path),
-                        f"{'torn tail' if dropped == 0 else 'data after a broken record'} after the valid end at commitlog offset {process_offset}"
-                        + (f" ({dropped} decodable record(s) follow it)" if dropped else ""),
-                        position=cut_from,
-                        length=length,
-                        expect=observe(seg.path, cut_from, length),
-                        details={"valid_records_cut": dropped},
-                    )
+        extent, walk_blank, dropped, length = window.cut
+        if extent is not None and not walk_blank:
+            plan.records_dropped += dropped
+        if extent is not None and not walk_blank and length > 0:
+            plan.add(
+                Step(
+                    "cut",
+                    relative(root, seg.path),
+                    f"{'torn tail' if dropped == 0 else 'data after a broken record'} after the valid end at commitlog offset {process_offset}"
+                    + (f" ({dropped} decodable record(s) follow it)" if dropped else ""),
+                    position=cut_from,
+                    length=length,
+                    expect=observe(seg.path, cut_from, length),
+                    details={"valid_records_cut": dropped},
                 )
+            )
         for later in segments[end_seg_index + 1 :]:
-            with ReadOnlyFile(later.path) as f:
-                extent = nonzero_extent(f, 0)
-                dropped = _count_valid_from(f, later.base, rmq.find_next_record(f, later.base, 0)) if extent else 0
+            later_extent, dropped = window.later.get(later.path) or _later_file(later)
             plan.records_dropped += dropped
             plan.add(
                 Step(
                     "delete",
                     relative(root, later.path),
                     f"CommitLog file wholly after the valid end {process_offset} (truncateDirtyFiles deletes it)"
-                    + ("; all zeros" if extent is None else f"; {dropped} decodable record(s)"),
+                    + ("; all zeros" if later_extent is None else f"; {dropped} decodable record(s)"),
                     expect=observe(later.path),
                     details={"valid_records_cut": dropped},
                 )
@@ -375,7 +488,7 @@ def _plan_commitlog(store: rmq.RocketMQStore, options: RecoverOptions) -> tuple[
             f"{plan.records_dropped} decodable record(s) after the valid end would be cut "
             f"(RocketMQ {broker.version}'s {mode} recovery, CommitLog.{recovery}, scanning from {plan.facts['scan_start_file']}, drops them too on restart)"
         )
-    scan = _Scan(broker, cq_max, segments, start, last_store_ts, kept_damage)
+    scan = _Scan(broker, cq_max, segments, start, window.last_store_ts, window.kept_damage, offsets, window.read_bytes, window.read_seconds)
     plan.facts["restart"] = _restart_facts(store, plan, scan)
     return plan, scan
 

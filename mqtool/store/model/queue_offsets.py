@@ -22,11 +22,16 @@ does not follow the previous file's last.  ``validate`` feeds them from its walk
 of them name the same records.  The last QUEUEOFFSET of each queue (``last_queue_offset``) is
 what the ConsumeQueue checks compare a queue's end with (RMQ-CQ-LAG, RMQ-CQ-MISSING-QUEUE:
 :func:`queue_lag_finding`, :func:`missing_queue_findings`).
+
+:func:`read_commitlog` is that reading file by file, each file open while its consumer looks at
+what the reading saw (``FileReading``: the columns of a healthy file, else the precise walk): a
+recover plan judges the broker's recovery window (``CommitLog.recoverNormally``) from the same
+reading instead of walking those files again.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -279,31 +284,77 @@ def file_queue_offsets(store: rmq.RocketMQStore, seg: rmq.Segment, *, last: bool
     ``end_findings``: also state how the file ends, as validate does
     (``model.commitlog_file_findings``), from the same reading: a recover plan asks for it so as
     not to read the files again for the damage it leaves."""
-    out = FileQueueOffsets(str(seg.path))
     size = store.commitlog_file_size or seg.size
     try:
         f = ReadOnlyFile(seg.path)
     except MqError:  # RMQ-FILE-UNREADABLE: none of its records is known, any may have been there
+        out = FileQueueOffsets(str(seg.path))
         out.skip(size)
         return out
     with f:
-        try:
-            fast = _columns(f, seg.base, size, last)
-            if fast is not None:
-                out.add_runs(fast.queues)
-                if end_findings:  # healthy records: only an END_OF_FILE record can be wrong
-                    blank = model.blank_size_finding(str(seg.path), fast.end.position, fast.end.length, size) if fast.end.kind == "blank" else None
-                    out.end_findings = [blank] if blank is not None else []
-                return out
-            walk = rmq.CommitLogFileWalk(f, check_crc=True, last=last, file_size=size, base=seg.base)
+        return read_file(f, seg.base, size, last=last, end_findings=end_findings).offsets
+
+
+@dataclass
+class FileReading:
+    """What one reading of a CommitLog file (``read_file``) saw: its queue offsets, and the
+    reading itself for a consumer that needs more of it than the offsets (a recover plan's
+    recovery window: where the valid data ends, the store time of the last record): the file's
+    columns when it is healthy, else the precise walk, run to its end.  ``failed``: an I/O error
+    cut the reading short (neither is complete).  ``seconds``: the time the reading took."""
+
+    offsets: FileQueueOffsets
+    columns: FileColumns | None = None
+    walk: rmq.CommitLogFileWalk | None = None
+    #: records read, and the STORETIMESTAMP of the last one
+    records: int = 0
+    last_store_timestamp: int = 0
+    failed: bool = False
+    seconds: float = 0.0
+
+    @property
+    def bytes_read(self) -> int:
+        """The bytes of the file the reading judged (for a read speed)."""
+        if self.columns is not None:
+            return self.columns.bytes_read
+        return self.walk.valid_end if self.walk is not None else 0
+
+
+def read_file(f: ReadOnlyFile, base: int, size: int, *, last: bool, end_findings: bool = False) -> FileReading:
+    """Read the open CommitLog file ``f`` (named ``base``; ``size`` the configured file size) once
+    for its queue offsets (``file_queue_offsets``), keeping what the reading saw (``FileReading``).
+    The precise walk is the recovery's (``CommitLog.recoverNormally``: body CRCs checked, the newest
+    file ending at a torn tail), so a plan takes its valid end from it."""
+    import time
+
+    started = time.perf_counter()
+    out = FileQueueOffsets(str(f.path))
+    reading = FileReading(out)
+    try:
+        fast = _columns(f, base, size, last)
+        if fast is not None:
+            reading.columns = fast
+            out.add_runs(fast.queues)
+            reading.records = len(fast.columns)
+            if reading.records:
+                reading.last_store_timestamp = int(fast.columns.store_timestamp[-1])
+            if end_findings:  # healthy records: only an END_OF_FILE record can be wrong
+                blank = model.blank_size_finding(str(f.path), fast.end.position, fast.end.length, size) if fast.end.kind == "blank" else None
+                out.end_findings = [blank] if blank is not None else []
+        else:
+            walk = reading.walk = rmq.CommitLogFileWalk(f, check_crc=True, last=last, file_size=size, base=base)
             for pos, record in walk:
                 out.record(pos, record)
+                reading.records += 1
+                reading.last_store_timestamp = record.store_timestamp
             out.walk_end(walk, size)
             if end_findings:
                 out.end_findings = model.commitlog_file_findings(f, walk, size, last=last)
-        except StoreIOError as exc:  # what could not be read may have held records
-            out.skip(max(size, f.size) - (exc.position or 0))
-    return out
+    except StoreIOError as exc:  # what could not be read may have held records
+        out.skip(max(size, f.size) - (exc.position or 0))
+        reading.failed = True
+    reading.seconds = time.perf_counter() - started
+    return reading
 
 
 #: CommitLog files smaller than this are walked record by record (the precise walk, which gives the
@@ -327,12 +378,33 @@ def commitlog_queue_offsets(store: rmq.RocketMQStore, start: int = 0, *, end_fin
     queue's last QUEUEOFFSET, as validate finds them; with ``end_findings``, how each file ends too
     (``QueueOffsets.end_findings``), from the same reading."""
     out = QueueOffsets()
+    for _i, seg, _f, reading in read_commitlog(store, start, end_findings=end_findings):
+        out.add_file(reading.offsets, seg.base, store.commitlog_file_size)
+    return out
+
+
+def read_commitlog(
+    store: rmq.RocketMQStore, start: int = 0, stop: int | None = None, *, end_findings: bool = False
+) -> Iterator[tuple[int, rmq.Segment, ReadOnlyFile | None, FileReading]]:
+    """Read each CommitLog file that holds records (``data_files``) from ``store.commitlog[start]``
+    up to before ``store.commitlog[stop]`` once (``read_file``), in order: ``(index, file, the open
+    file, its reading)``, the file still open while the consumer looks at the reading (a read inside
+    the piece it keeps costs no I/O); None for a file that cannot be opened (its reading says so)."""
     files = data_files(store)
     last = files[-1][0] if files else -1
     for i, seg in files:
-        if i >= start:
-            out.add_file(file_queue_offsets(store, seg, last=i == last, end_findings=end_findings), seg.base, store.commitlog_file_size)
-    return out
+        if i < start or (stop is not None and i >= stop):
+            continue
+        size = store.commitlog_file_size or seg.size
+        try:
+            f = ReadOnlyFile(seg.path)
+        except MqError:  # RMQ-FILE-UNREADABLE: none of its records is known, any may have been there
+            offsets = FileQueueOffsets(str(seg.path))
+            offsets.skip(size)
+            yield i, seg, None, FileReading(offsets, failed=True)
+            continue
+        with f:
+            yield i, seg, f, read_file(f, seg.base, size, last=i == last, end_findings=end_findings)
 
 
 def queue_offsets_before(store: rmq.RocketMQStore, index: int, keys: Iterable[QueueKey]) -> QueueOffsets:

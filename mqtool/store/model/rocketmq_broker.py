@@ -328,6 +328,23 @@ def read_speed(paths: Sequence[Path]) -> float | None:
     return _SPEEDS[device]
 
 
+def device_speed(root: Path, read_bytes: int, seconds: float, paths: Sequence[Path]) -> float | None:
+    """The read speed of the device holding ``root``: the first figure of the process; else the
+    speed of the caller's own reading of the log (``read_bytes`` judged in ``seconds``: a recover
+    plan's reading of the recovery window, decoding included, as the broker's recovery reads), kept
+    for the rest of the process; else, when that read nothing, a timed read of ``paths``
+    (``read_speed``)."""
+    try:
+        device = os.stat(root).st_dev
+    except OSError:
+        return None
+    if _SPEEDS.get(device) is None and read_bytes > 0 and seconds > 0:
+        _SPEEDS[device] = read_bytes / seconds
+    if _SPEEDS.get(device) is not None:
+        return _SPEEDS[device]
+    return read_speed(paths)
+
+
 def measure_read_speed(paths: Sequence[Path], budget: int = SPEED_SAMPLE) -> float | None:
     """Bytes per second of a sequential read of up to ``budget`` bytes of ``paths`` (in order, 1 MiB
     at a time), as the broker's recovery reads them; None when nothing could be read.  Pages the
@@ -361,6 +378,7 @@ __all__ = [
     "VersionHint",
     "as_the_broker_sees_it",
     "consume_queue_max_physic_offset",
+    "device_speed",
     "first_record_timestamp",
     "measure_read_speed",
     "read_speed",
