@@ -8,6 +8,16 @@ file's records as columns; otherwise it returns None and the caller reads the fi
 precise decoders, which name every finding (``CommitLog.recoverAbnormally`` stops at the first
 record ``checkMessageAndReturnSize`` refuses; the precise reading says why).
 
+:func:`read_file_rows` is the one reading of a CommitLog file its record consumers (stats, diff)
+take their records from: the healthy records through the same column walk, piece by piece, and
+from the first record the column walk declines (or where the file does not end the way the broker
+ends it) the store's precise walk (``store.rocketmq.CommitLogFileWalk``), which names the damage.
+It yields typed events -- :class:`RecordRows` (records as columns) and one :class:`FileEnd` (where
+and how the data ends, the findings validate states about the file, the file's queue offsets) --
+and reads each byte of the file once (the handover re-reads nothing before it).
+:func:`read_file_records` is the precise walk alone, for a reader that wants the decoded records
+of a range (diff's description of the record holding a commitlog offset).
+
 The columns answer the cross-file checks without decoding a record again:
 
 * :func:`verify_queue_units` reads, for every topic/queue of the file, exactly the ConsumeQueue
@@ -28,6 +38,7 @@ import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -37,15 +48,21 @@ from mqtool.formats import segment_names as segnames
 from mqtool.formats.rocketmq import consume_queue as cqf
 from mqtool.formats.rocketmq.columns import (
     ColumnStop,
+    ColumnWalk,
     CommitLogColumns,
     QueueRun,
     concat_columns,
     walk_columns,
 )
+from mqtool.formats.rocketmq.commitlog import DataEnd, MessageRecord, decode_message
+from mqtool.formats.rocketmq.record_fields import record_fields, repeated_property_names
 from mqtool.formats.rocketmq.unit_columns import cq_units, record_key_table
 from mqtool.store import rocketmq as rmq
 from mqtool.store.files import ReadOnlyFile, nonzero_extent, piece_size
 from mqtool.store.model import rocketmq as model
+
+if TYPE_CHECKING:
+    from mqtool.store.model.queue_offsets import FileQueueOffsets
 
 
 @dataclass
@@ -58,6 +75,57 @@ class FileColumns:
     bytes_read: int
 
 
+class _ColumnPieces:
+    """The column walk over one CommitLog file, a piece at a time: iterating yields ``(position,
+    piece bytes, ColumnWalk)`` for each piece read (a record a piece boundary cuts is read again
+    with the next piece, ``rmq.piece_goes_on``); after it, ``end`` is where the healthy records
+    stop (a file position: ``anomaly`` at the first record the walk declines, ``partial`` at a
+    record the file cuts or whose TOTALSIZE no record has) and ``bytes_read`` what was read."""
+
+    def __init__(self, f: ReadOnlyFile, base: int) -> None:
+        self.f = f
+        self.base = base
+        self.end = ColumnStop("eof", 0)
+        self.bytes_read = 0
+
+    def __iter__(self) -> Iterator[tuple[int, bytes, ColumnWalk]]:
+        f = self.f
+        pos = 0
+        piece = want = piece_size()
+        while True:
+            data = f.pread(pos, want)
+            self.bytes_read += len(data)
+            want = piece
+            walk = walk_columns(data, self.base + pos)
+            yield pos, data, walk
+            stop = walk.stop
+            more = pos + len(data) < f.size
+            if rmq.piece_goes_on(stop.kind, stop.position, len(data), more):
+                if stop.kind == "partial" and stop.position == 0:
+                    if stop.length > rmq.MAX_RECORD_SIZE:
+                        self.end = ColumnStop("partial", pos, stop.length)
+                        return
+                    want = max(stop.length, piece)
+                pos += stop.position
+                continue
+            self.end = ColumnStop(stop.kind, pos + stop.position, stop.length)
+            return
+
+
+def _healthy_end(f: ReadOnlyFile, end: ColumnStop, is_last: bool) -> DataEnd | None:
+    """The column walk's ``end`` when it is how the broker ends a file: END_OF_FILE in a file
+    before the last; zeros (nothing but zeros after), END_OF_FILE or the end of the file in the
+    last one.  None otherwise."""
+    kind = end.kind
+    if kind == "anomaly" or kind == "partial":
+        return None
+    if not is_last and kind != "blank":
+        return None
+    if kind == "zeros" and nonzero_extent(f, end.position) is not None:
+        return None
+    return DataEnd(kind, end.position, end.length)
+
+
 def read_file_columns(f: ReadOnlyFile, base: int, *, file_size: int, is_last: bool) -> FileColumns | None:
     """The records of the CommitLog file ``f`` (named ``base``) as columns, or None when anything
     about the file needs the precise reading: a record that is not healthy, a file of another
@@ -66,38 +134,245 @@ def read_file_columns(f: ReadOnlyFile, base: int, *, file_size: int, is_last: bo
     if f.size != file_size:
         return None
     parts: list[tuple[int, CommitLogColumns]] = []
-    pos = 0
-    piece = want = piece_size()
-    bytes_read = 0
-    while True:
-        data = f.pread(pos, want)
-        bytes_read += len(data)
-        want = piece
-        walk = walk_columns(data, base + pos)
+    pieces = _ColumnPieces(f, base)
+    for pos, _data, walk in pieces:
         if len(walk.columns):
             parts.append((pos, walk.columns))
-        stop = walk.stop
-        more = pos + len(data) < f.size
-        if rmq.piece_goes_on(stop.kind, stop.position, len(data), more):
-            if stop.kind == "partial" and stop.position == 0:
-                if stop.length > rmq.MAX_RECORD_SIZE:
-                    return None
-                want = max(stop.length, piece)
-            pos += stop.position
-            continue
-        break
-    end = ColumnStop(stop.kind, pos + stop.position, stop.length)
-    if end.kind == "anomaly" or end.kind == "partial":
-        return None
-    if not is_last and end.kind != "blank":
-        return None
-    if end.kind == "zeros" and nonzero_extent(f, end.position) is not None:
+    end = pieces.end
+    if _healthy_end(f, end, is_last) is None:
         return None
     columns = concat_columns(parts)
     queues = columns.queue_runs()
     if queues is None:
         return None
-    return FileColumns(columns, queues, end, bytes_read)
+    return FileColumns(columns, queues, end, pieces.bytes_read)
+
+
+# --- the one reading of a CommitLog file's records (stats, diff) ----------------------------------
+
+#: A TAGS value or KEYS token: text (the precise decoders') or its UTF-8 bytes (the column walk's,
+#: which checked they are UTF-8), hashed alike by a consumer that encodes text as UTF-8.
+TextValue = str | bytes
+
+#: Records the precise walk hands over in one :class:`RecordRows`.
+ROWS_BATCH = 4096
+
+
+@dataclass(frozen=True)
+class RecordRows:
+    """Records of one CommitLog file, in file order, as columns (one element per record): file
+    ``position``, TOTALSIZE ``size``, TOPIC, QUEUEID, QUEUEOFFSET, STORETIMESTAMP; with ``texts``
+    (:func:`read_file_rows`) the TAGS value (None: none) and the non-empty KEYS tokens split on a
+    space (``MessageRecord.tags``, ``MessageRecord.keys``), else None and no tokens; ``code``:
+    the code of the first finding validate states about the record's own bytes
+    (``CommitLogFileWalk.finding_code``: a body CRC mismatch its frame survives, a PHYSICALOFFSET
+    that is not its address, properties the broker drops), None for a healthy record."""
+
+    position: list[int]
+    size: list[int]
+    topic: list[str]
+    queue_id: list[int]
+    queue_offset: list[int]
+    store_timestamp: list[int]
+    tags: list[TextValue | None]
+    keys: list[tuple[TextValue, ...]]
+    code: list[str | None]
+
+    def __len__(self) -> int:
+        return len(self.position)
+
+
+@dataclass(frozen=True)
+class DecodedRecord:
+    """One record the precise walk decoded at file ``position``, with what validate states about
+    its own bytes (``findings``, in position order; ``code``: the first one's code as
+    ``CommitLogFileWalk.finding_code`` names it)."""
+
+    position: int
+    record: MessageRecord
+    findings: list[Finding]
+    code: str | None
+
+
+@dataclass(frozen=True)
+class FileEnd:
+    """How the reading of one CommitLog file ended: ``valid_end`` (the file position where its
+    valid records stop), the clean end ``end`` (kinds of ``CommitLogFileWalk.end``: ``blank``,
+    ``zeros``, ``eof``, ``partial``, ``torn``, ``stale``) or the first broken record (``error``,
+    located in the file, at ``failed_at``), the torn tail when the data ends in one; ``findings``:
+    what validate states about the file (its records' findings in position order, then how the
+    file ends: ``model.commitlog_file_findings``); ``queue_offsets``: the QUEUEOFFSETs of its
+    records and the bytes the reading skipped (``store.model.queue_offsets``)."""
+
+    valid_end: int
+    end: DataEnd | None
+    error: MqError | None
+    failed_at: int | None
+    torn: rmq.TornTail | None
+    findings: list[Finding]
+    queue_offsets: FileQueueOffsets | None
+
+
+def read_file_rows(
+    f: ReadOnlyFile,
+    base: int,
+    *,
+    file_size: int | None,
+    last: bool,
+    after_last: bool = False,
+    check_crc: bool = True,
+    keep_damaged: bool = False,
+    texts: bool = False,
+) -> Iterator[RecordRows | FileEnd]:
+    """The records of the CommitLog file ``f`` (named ``base``) as :class:`RecordRows`, then one
+    :class:`FileEnd`: the one reading of a file for the consumers that count or compare records.
+
+    The healthy records are read by the column walk a piece at a time (a file of the configured
+    ``file_size``, at least ``queue_offsets.COLUMN_WALK_MIN_SIZE`` bytes); where it stops at a
+    record it declines, or the file does not end the way the broker ends it, the precise walk
+    (``store.rocketmq.CommitLogFileWalk``) reads on from that record, so the records before it
+    are not read again and the precise decoders name the damage.  ``last``: the last data file
+    (``model.last_data_file``: a torn tail or stale data ends its data); ``after_last``: a
+    pre-allocated file after it (no record is read: only its non-zero bytes are a finding).
+    ``keep_damaged``: a record whose frame holds but whose body CRC fails is a record too (the
+    broker serves it), its ``code`` says so; without it the file's data ends there, as upstream
+    ``CommitLog.recoverNormally`` ends it.  ``check_crc=False``: no body CRC is judged."""
+    from mqtool.store.model.queue_offsets import COLUMN_WALK_MIN_SIZE, FileQueueOffsets
+
+    size = file_size or f.size
+    path = str(f.path)
+    if after_last:
+        yield FileEnd(0, None, None, None, None, model.commitlog_file_findings(f, None, size, last=False, after_last=True), None)
+        return
+    offsets = FileQueueOffsets(path)
+    start = 0
+    if f.size == size and f.size >= COLUMN_WALK_MIN_SIZE:
+        pieces = _ColumnPieces(f, base)
+        for pos, data, walk in pieces:
+            if len(walk.columns):
+                offsets.add_columns(walk.columns, pos)
+                yield _column_rows(data, pos, walk, texts)
+        healthy = _healthy_end(f, pieces.end, last)
+        if healthy is not None:
+            blank = model.blank_size_finding(path, healthy.position, healthy.length, size) if healthy.kind == "blank" else None
+            yield FileEnd(healthy.position, healthy, None, None, None, [blank] if blank is not None else [], offsets)
+            return
+        start = pieces.end.position  # the precise walk reads on from the record the column walk declined
+    batch: list[DecodedRecord] = []
+    for item in _precise(f, base, start, file_size=file_size, last=last, check_crc=check_crc, keep_damaged=keep_damaged, offsets=offsets):
+        if isinstance(item, FileEnd):
+            if batch:
+                yield _decoded_rows(batch, texts)
+            yield item
+            return
+        batch.append(item)
+        if len(batch) >= ROWS_BATCH:
+            yield _decoded_rows(batch, texts)
+            batch = []
+
+
+def read_file_records(
+    f: ReadOnlyFile, base: int, start: int = 0, *, file_size: int | None = None, last: bool = False, judge: bool = True
+) -> Iterator[DecodedRecord | FileEnd]:
+    """The records of the CommitLog file ``f`` (named ``base``) from file position ``start`` on,
+    decoded by the precise walk (``store.rocketmq.CommitLogFileWalk``), then one :class:`FileEnd`
+    (its ``findings`` only with ``judge``: stating how the file ends may read its tail).  For a
+    reader that wants a few decoded records (the record holding an offset), not the columns."""
+    yield from _precise(f, base, start, file_size=file_size, last=last, check_crc=True, keep_damaged=False, offsets=None, judge=judge)
+
+
+def _precise(
+    f: ReadOnlyFile,
+    base: int,
+    start: int,
+    *,
+    file_size: int | None,
+    last: bool,
+    check_crc: bool,
+    keep_damaged: bool,
+    offsets: FileQueueOffsets | None,
+    judge: bool = True,
+) -> Iterator[DecodedRecord | FileEnd]:
+    """The precise walk from ``start``: each record with what validate says of it, then the end."""
+    size = file_size or f.size
+    path = str(f.path)
+    walk = rmq.CommitLogFileWalk(f, start, check_crc=check_crc, last=last, file_size=file_size, base=base, keep_damaged=keep_damaged)
+    found: list[Finding] = []
+    for pos, record in walk:
+        if offsets is not None:
+            offsets.record(pos, record)
+        own: list[Finding] = []
+        exc = walk.damaged.get(pos)
+        if exc is not None:
+            own.append(model.broken_record_finding(f, path, pos, exc, size, last))
+        if walk.odd and walk.odd[-1][0] == pos:
+            own.extend(model.record_findings(path, base, *walk.odd[-1]))
+        found.extend(own)
+        yield DecodedRecord(pos, record, own, walk.finding_code(pos) if own else None)
+    if offsets is not None:
+        offsets.walk_end(walk, file_size)
+    findings: list[Finding] = []
+    if judge:
+        whole = model.commitlog_file_findings(f, walk, file_size, last=last)
+        if walk.damaged:  # the kept records' findings among the others, in position order
+            found.sort(key=lambda x: x.position or 0)
+        findings = found + whole[len(model.walk_record_findings(walk)) :]
+    yield FileEnd(walk.valid_end, walk.end, walk.error, walk.failed_at, walk.torn, findings, offsets)
+
+
+def _column_rows(data: bytes, pos: int, walk: ColumnWalk, texts: bool) -> RecordRows:
+    """The healthy records of one piece (at file position ``pos``) as rows."""
+    cols = walk.columns
+    count = len(cols)
+    topics = cols.topics
+    tags: list[TextValue | None]
+    keys: list[tuple[TextValue, ...]]
+    if texts:
+        tags, keys = _column_texts(data, walk)
+    else:
+        tags, keys = [None] * count, [()] * count
+    return RecordRows(
+        position=(cols.position + pos).tolist(),
+        size=cols.size.tolist(),
+        topic=[topics[i] for i in cols.topic.tolist()],
+        queue_id=cols.queue_id.tolist(),
+        queue_offset=cols.queue_offset.tolist(),
+        store_timestamp=cols.store_timestamp.tolist(),
+        tags=tags,
+        keys=keys,
+        code=[None] * count,
+    )
+
+
+def _column_texts(data: bytes, walk: ColumnWalk) -> tuple[list[TextValue | None], list[tuple[TextValue, ...]]]:
+    """TAGS and KEYS tokens of a piece's healthy records, from their property pairs in bulk
+    (``record_fields``); a record whose properties repeat a name is decoded (its map keeps the
+    last value: ``repeated_property_names``)."""
+    cols = walk.columns
+    fields = record_fields(data, cols, np.arange(len(cols)), with_body=False, properties=walk.properties)
+    raw, at = fields.values.values.tobytes(), fields.values.offsets.tolist()
+    tags: list[TextValue | None] = [raw[at[p] : at[p + 1]] if p >= 0 else None for p in fields.tags_pair.tolist()]
+    tokens, token_at, per = fields.key_tokens.values.tobytes(), fields.key_tokens.offsets.tolist(), fields.token_offsets.tolist()
+    keys: list[tuple[TextValue, ...]] = [tuple(tokens[token_at[t] : token_at[t + 1]] for t in range(a, b)) for a, b in zip(per, per[1:])]
+    for r in repeated_property_names(fields.names, fields.pair_offsets).tolist():
+        record = decode_message(data, int(cols.position[r]))
+        tags[r], keys[r] = record.tags, tuple(record.keys)
+    return tags, keys
+
+
+def _decoded_rows(batch: list[DecodedRecord], texts: bool) -> RecordRows:
+    records = [item.record for item in batch]
+    return RecordRows(
+        position=[item.position for item in batch],
+        size=[r.total_size for r in records],
+        topic=[r.topic for r in records],
+        queue_id=[r.queue_id for r in records],
+        queue_offset=[r.queue_offset for r in records],
+        store_timestamp=[r.store_timestamp for r in records],
+        tags=[r.tags for r in records] if texts else [None] * len(records),
+        keys=[tuple(r.keys) for r in records] if texts else [()] * len(records),
+        code=[item.code for item in batch],
+    )
 
 
 def verify_queue_units(store: rmq.RocketMQStore, base: int, cols: FileColumns, cq_file_size: int) -> dict[tuple[str, int], list[tuple[int, int]]]:
