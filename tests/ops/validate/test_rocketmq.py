@@ -1106,7 +1106,7 @@ def test_record_completed_while_validating_is_in_progress(tmp_path, monkeypatch,
     file again a moment later: when the record is complete by then, the tail is
     RMQ-CL-IN-PROGRESS (info) and the store passes; when nothing more arrives, the same tail stays
     damage (not in progress)."""
-    import mqtool.ops.validate.rocketmq as engine
+    import mqtool.store.model.commitlog_check as engine
 
     root = tmp_path / "store"
     with StoreWriter(root, SMALL) as w:
