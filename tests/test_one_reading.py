@@ -64,7 +64,6 @@ WALKING_TODAY: dict[str, frozenset[str]] = {
     "ops/query/rocketmq.py": frozenset({"CommitLogFileWalk"}),
     "ops/recover/legacy.py": frozenset({"SegmentWalk", "decode_message"}),
     "ops/recover/rocketmq.py": frozenset({"CommitLogFileWalk", "find_next_record"}),
-    "ops/stats.py": frozenset({"CommitLogFileWalk"}),
     "pipeline/sources/commitlog.py": frozenset({"find_next_record", "walk_columns", "walk_commitlog"}),
     "pipeline/sources/framed.py": frozenset({"walk_framed"}),
     "pipeline/sources/kafka.py": frozenset({"LogWalker", "decode_entry", "peek_entry"}),

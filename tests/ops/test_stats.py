@@ -326,7 +326,7 @@ def test_bytes_written_covers_the_whole_lifetime_hourly():
 
 def test_bytes_written_buckets_widen_instead_of_growing():
     """Timestamps spread over centuries keep at most MAX_BUCKETS buckets, with every byte kept."""
-    from mqtool.ops.stats import _LifetimeBytes
+    from mqtool.ops.stats import LifetimeBytes as _LifetimeBytes
 
     life = _LifetimeBytes()
     life.MAX_BUCKETS = 50
