@@ -55,7 +55,6 @@ WALKING_TODAY: dict[str, frozenset[str]] = {
     "ops/clean/kafka.py": frozenset({"LogFileWalk"}),
     "ops/diff/kafka.py": frozenset({"LogFileWalk"}),
     "ops/diff/legacy.py": frozenset({"SegmentWalk"}),
-    "ops/diff/rocketmq.py": frozenset({"CommitLogFileWalk"}),
     "ops/dump/kafka.py": frozenset({"LogFileWalk", "decode_batch", "frame_records", "read_entry_at"}),
     "ops/dump/rocketmq.py": frozenset({"CommitLogFileWalk", "decode_message", "iter_entries", "walk_columns"}),
     "ops/info/kafka.py": frozenset({"LogFileWalk"}),

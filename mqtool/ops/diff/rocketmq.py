@@ -3,13 +3,14 @@
 A side's CommitLog is read as validate reads it for the findings diff states: the directory's
 gaps and wrong sizes (``store.model.rocketmq.commitlog_findings``), every data file's records for
 their queues' QUEUEOFFSET sequences (``store.model.queue_offsets``: the files before the last
-through ``file_queue_offsets``, the last one walked record by record, ``CommitLogFileWalk``, which
-also says how the file ends: ``commitlog_file_findings``), and the pre-allocated files
-(``preallocated_findings``).  That reading is watched (``store.files.observe_reads``) and its
+through ``file_queue_offsets``, the last one through the store model's reading of a file,
+``store.model.commitlog.read_file_rows``, which also says how the file ends and states it as
+validate does), and the pre-allocated files (``preallocated_findings``).  That reading is watched (``store.files.observe_reads``) and its
 bytes kept as block digests (``ops.diff.digest``), which the comparison (``ops.diff.bytelog``)
 compares instead of reading the CommitLog again.  Only what the comparison has to look at
 closer is read again: the blocks where the two sides differ, the records there (to describe
-them), and the records one side holds past the other's end (to count them).
+them), and the records one side holds past the other's end (to count them), both decoded by the
+model's precise reading (``store.model.commitlog.read_file_records``).
 
 Where a side's data ends is stated as validate states it: a torn tail is the end (noted, a
 warning); garbage after the valid end is a finding, and so is a broken "record" there that is
@@ -21,7 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from mqtool.errors import MqError
 from mqtool.findings import Severity, finding_location, finding_text
@@ -30,9 +31,7 @@ from mqtool.ops.diff.bytelog import ByteLog, Seg
 from mqtool.ops.diff.digest import ReadDigests
 from mqtool.ops.diff.report import torn_note
 from mqtool.store.files import ReadOnlyFile, nonzero_extent, observe_reads
-
-if TYPE_CHECKING:
-    from mqtool.store import rocketmq as rmq
+from mqtool.store.model import commitlog as reading
 
 
 def _opener(path: Path) -> Callable[[], ReadOnlyFile]:
@@ -66,28 +65,24 @@ def rocketmq_log(path: Path, problems: list[str], progress: Callable[[int], obje
             valid.append(Seg(s.base, s.size, s.path, _opener(s.path)))
         if files:
             seg = files[-1][1]
-            file_size = store.commitlog_file_size or seg.size
             with ReadOnlyFile(seg.path) as f:
-                # the last file's one walk: its records' queue offsets and how it ends
-                walk = rmq.CommitLogFileWalk(f, check_crc=True, last=True, file_size=store.commitlog_file_size, base=seg.base)
-                own = queue_offsets.FileQueueOffsets(str(seg.path))
-                for pos, record in walk:
-                    own.record(pos, record)
-                own.walk_end(walk, file_size)
-                offsets.add_file(own, seg.base, store.commitlog_file_size)
-                last_end = walk.valid_end
-                if walk.end is not None and walk.end.kind == "blank":
-                    last_end = walk.end.position + walk.end.length
-                for x in model.commitlog_file_findings(f, walk, store.commitlog_file_size, last=True):
+                # the last file's one reading: its records' queue offsets and how it ends
+                end = _file_end(reading.read_file_rows(f, seg.base, file_size=store.commitlog_file_size, last=True))
+                assert end.queue_offsets is not None  # a data file's reading follows its queue offsets
+                offsets.add_file(end.queue_offsets, seg.base, store.commitlog_file_size)
+                last_end = end.valid_end
+                if end.end is not None and end.end.kind == "blank":
+                    last_end = end.end.position + end.end.length
+                for x in end.findings:
                     if x.code == RMQ_CL_TORN_TAIL:
-                        torn = torn_note(seg.path, walk.valid_end, walk.torn.what if walk.torn is not None else x.message)
+                        torn = torn_note(seg.path, end.valid_end, end.torn.what if end.torn is not None else x.message)
                         findings.append(x)
                     elif x.code in (RMQ_CL_GARBAGE, RMQ_CL_BLANK) or x.level is not Severity.error:
                         # after the data: not compared (a warning: bytes the broker overwrites, ``ignored_tail``)
                         findings.append(x)
                     else:
-                        bad = walk.valid_end
-                        error: MqError | str = walk.error if walk.error is not None else finding_location(x)
+                        bad = end.valid_end
+                        error: MqError | str = end.error if end.error is not None else finding_location(x)
                         problems.append(str(error))
                         damage = (seg.path, bad, seg.base + bad, error, x)
                         extent = nonzero_extent(f, bad)
@@ -105,13 +100,21 @@ def rocketmq_log(path: Path, problems: list[str], progress: Callable[[int], obje
     return log
 
 
-def rocketmq_damage(log: ByteLog, f: ReadOnlyFile, seg: Seg, walk: rmq.CommitLogFileWalk) -> None:
-    """The broken record a walk of ``seg`` stopped at, with validate's finding for it."""
+def _file_end(events: Iterator[reading.RecordRows | reading.FileEnd]) -> reading.FileEnd:
+    """The end of a file's reading (its records are not needed)."""
+    for item in events:
+        if isinstance(item, reading.FileEnd):
+            return item
+    raise AssertionError("a CommitLog file's reading ends with its FileEnd")
+
+
+def rocketmq_damage(log: ByteLog, f: ReadOnlyFile, seg: Seg, end: reading.FileEnd) -> None:
+    """The broken record a reading of ``seg`` stopped at, with validate's finding for it."""
     from mqtool.store.model import rocketmq as model
 
     size = log.file_size or f.size
-    finding = model.broken_record_finding(f, str(seg.path), walk.valid_end, walk.error, size, False)
-    log.add_damage(seg.path, walk.valid_end, seg.base + walk.valid_end, walk.error if walk.error is not None else finding_location(finding), finding)
+    finding = model.broken_record_finding(f, str(seg.path), end.valid_end, end.error, size, False)
+    log.add_damage(seg.path, end.valid_end, seg.base + end.valid_end, end.error if end.error is not None else finding_location(finding), finding)
 
 
 def rocketmq_missing(log: ByteLog, offset: int) -> dict[str, Any] | None:
@@ -135,19 +138,20 @@ def rocketmq_missing(log: ByteLog, offset: int) -> dict[str, Any] | None:
 def rocketmq_describe(log: ByteLog, offset: int) -> tuple[int, dict[str, Any] | None, tuple[int, int] | None]:
     """(record start, record dict, END_OF_FILE filler range or None) for the byte at ``offset``."""
     from mqtool.formats.rocketmq.commitlog import encode_offset_msg_id
-    from mqtool.store import rocketmq as rmq
-    from mqtool.store.model import rocketmq as model
 
     seg = log.segment_for(offset)
     if seg is None:
         return offset, None, None
     with ReadOnlyFile(seg.path) as f:
-        walk = rmq.CommitLogFileWalk(f, base=seg.base)
-        for pos, rec in walk:
+        walk: reading.FileEnd | None = None
+        for item in reading.read_file_records(f, seg.base, file_size=log.file_size):
+            if isinstance(item, reading.FileEnd):
+                walk = item
+                break
+            pos, rec = item.position, item.record
             if seg.base + pos + rec.total_size > offset:
                 # what validate says of the record itself (a PHYSICALOFFSET that is not its address...)
-                judged = model.record_findings(str(seg.path), seg.base, *walk.odd[-1]) if walk.odd and walk.odd[-1][0] == pos else []
-                found = judged[0] if judged else None
+                found = item.findings[0] if item.findings else None
                 if found is not None:
                     log.add_damage(seg.path, pos, seg.base + pos, found.message, found)
                 return (
@@ -167,6 +171,7 @@ def rocketmq_describe(log: ByteLog, offset: int) -> tuple[int, dict[str, Any] | 
                     },
                     None,
                 )
+        assert walk is not None
         end = walk.end
         if end is not None and end.kind == "blank":
             start = seg.base + end.position
@@ -192,8 +197,7 @@ def rocketmq_describe(log: ByteLog, offset: int) -> tuple[int, dict[str, Any] | 
         if seg is not log.segments[-1]:
             # a file before the last whose records stop early (zeros, the end of the file): how it
             # ends as validate states it (RMQ-CL-NO-BLANK); the last file's end is stated by _rocketmq_log
-            size = log.file_size
-            for finding in model.commitlog_file_findings(f, walk, size, last=False):
+            for finding in walk.findings:
                 log.add_damage(seg.path, walk.valid_end, where, finding.message, finding)
                 return (
                     where,
@@ -212,21 +216,25 @@ def rocketmq_describe(log: ByteLog, offset: int) -> tuple[int, dict[str, Any] | 
 
 
 def rocketmq_walk(log: ByteLog, offset: int) -> Iterator[tuple[int, int]]:
-    from mqtool.store import rocketmq as rmq
-
+    """(commitlog offset, size) of each record from ``offset`` on, file after file (over an
+    END_OF_FILE record), until the data this side holds ends; a broken record inside it is damage."""
     pos = offset
     while True:
         seg = log.segment_for(pos)
         if seg is None:
             return
         with ReadOnlyFile(seg.path) as f:
-            walk = rmq.CommitLogFileWalk(f, pos - seg.base, base=seg.base)
-            for p, rec in walk:
-                if seg.base + p >= seg.base + seg.size:
+            end: reading.FileEnd | None = None
+            for item in reading.read_file_records(f, seg.base, pos - seg.base, judge=False):
+                if isinstance(item, reading.FileEnd):
+                    end = item
+                    break
+                if seg.base + item.position >= seg.base + seg.size:
                     return
-                yield seg.base + p, rec.total_size
-            if walk.error is not None and walk.valid_end < seg.size:
-                rocketmq_damage(log, f, seg, walk)  # inside the data this side holds
-        if walk.end is None or walk.end.kind != "blank":
+                yield seg.base + item.position, item.record.total_size
+            assert end is not None
+            if end.error is not None and end.valid_end < seg.size:
+                rocketmq_damage(log, f, seg, end)  # inside the data this side holds
+        if end.end is None or end.end.kind != "blank":
             return
-        pos = seg.base + walk.end.position + walk.end.length
+        pos = seg.base + end.end.position + end.end.length
