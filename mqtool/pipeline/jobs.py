@@ -28,6 +28,41 @@ from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
 from mqtool.errors import StoreLayoutError
+from mqtool.findings.code_ids import (
+    JAFKA_CRC,
+    JAFKA_MAGIC,
+    JAFKA_SIZE,
+    JAFKA_UNREADABLE_REGION,
+    KAFKA_LOG_COMPRESSION,
+    KAFKA_LOG_CRC,
+    KAFKA_LOG_GARBAGE,
+    KAFKA_LOG_MAGIC,
+    KAFKA_LOG_RECORDS,
+    KAFKA_LOG_SIZE,
+    KAFKA_LOG_UNSUPPORTED,
+    KAFKA_OFFSET_GAP,
+    KAFKA_OFFSET_ORDER,
+    METAQ_CRC,
+    METAQ_SIZE,
+    METAQ_UNREADABLE_REGION,
+    RMQ_CL_BODY_CRC,
+    RMQ_CL_ENCODING,
+    RMQ_CL_MAGIC,
+    RMQ_CL_PHYS_OFFSET,
+    RMQ_CL_QUEUE_OFFSET,
+    RMQ_CL_SIZE,
+    RMQ_CL_TORN_TAIL,
+    RMQ_CL_TRUNCATED,
+    RMQ_CL_UNREADABLE_REGION,
+    RMQ_CQ_EXPIRED,
+    RMQ_CQ_MISMATCH,
+    RMQ_CQ_NOT_A_RECORD,
+    RMQ_CQ_PAST_END,
+    RMQ_CQ_TAGS,
+    RMQ_IDX_ENTRY,
+    RMQ_IDX_EXPIRED,
+    RMQ_IDX_PAST_END,
+)
 from mqtool.formats import segment_names as segnames
 from mqtool.formats.rocketmq.commitlog import MIN_MESSAGE_SIZE, PHYSICAL_OFFSET_POSITION, QUEUE_OFFSET_POSITION
 from mqtool.layouts import LAYOUTS
@@ -41,39 +76,39 @@ from mqtool.store.model import rocketmq as rmq_model
 #: stay with ``mqtool validate``).
 SCAN_CODES = frozenset(
     {
-        "RMQ-CL-MAGIC",
-        "RMQ-CL-SIZE",
-        "RMQ-CL-TRUNCATED",
-        "RMQ-CL-BODY-CRC",
-        "RMQ-CL-ENCODING",
-        "RMQ-CL-PHYS-OFFSET",
-        "RMQ-CL-QUEUE-OFFSET",
-        "RMQ-CL-TORN-TAIL",
-        "RMQ-CL-UNREADABLE-REGION",
-        "RMQ-CQ-PAST-END",
-        "RMQ-CQ-EXPIRED",
-        "RMQ-CQ-NOT-A-RECORD",
-        "RMQ-CQ-MISMATCH",
-        "RMQ-CQ-TAGS",
-        "RMQ-IDX-ENTRY",
-        "RMQ-IDX-EXPIRED",
-        "RMQ-IDX-PAST-END",
-        "KAFKA-LOG-MAGIC",
-        "KAFKA-LOG-SIZE",
-        "KAFKA-LOG-CRC",
-        "KAFKA-LOG-RECORDS",
-        "KAFKA-LOG-COMPRESSION",
-        "KAFKA-LOG-UNSUPPORTED",
-        "KAFKA-LOG-GARBAGE",
-        "KAFKA-OFFSET-ORDER",
-        "KAFKA-OFFSET-GAP",
-        "JAFKA-CRC",
-        "JAFKA-MAGIC",
-        "JAFKA-SIZE",
-        "JAFKA-UNREADABLE-REGION",
-        "METAQ-CRC",
-        "METAQ-SIZE",
-        "METAQ-UNREADABLE-REGION",
+        RMQ_CL_MAGIC,
+        RMQ_CL_SIZE,
+        RMQ_CL_TRUNCATED,
+        RMQ_CL_BODY_CRC,
+        RMQ_CL_ENCODING,
+        RMQ_CL_PHYS_OFFSET,
+        RMQ_CL_QUEUE_OFFSET,
+        RMQ_CL_TORN_TAIL,
+        RMQ_CL_UNREADABLE_REGION,
+        RMQ_CQ_PAST_END,
+        RMQ_CQ_EXPIRED,
+        RMQ_CQ_NOT_A_RECORD,
+        RMQ_CQ_MISMATCH,
+        RMQ_CQ_TAGS,
+        RMQ_IDX_ENTRY,
+        RMQ_IDX_EXPIRED,
+        RMQ_IDX_PAST_END,
+        KAFKA_LOG_MAGIC,
+        KAFKA_LOG_SIZE,
+        KAFKA_LOG_CRC,
+        KAFKA_LOG_RECORDS,
+        KAFKA_LOG_COMPRESSION,
+        KAFKA_LOG_UNSUPPORTED,
+        KAFKA_LOG_GARBAGE,
+        KAFKA_OFFSET_ORDER,
+        KAFKA_OFFSET_GAP,
+        JAFKA_CRC,
+        JAFKA_MAGIC,
+        JAFKA_SIZE,
+        JAFKA_UNREADABLE_REGION,
+        METAQ_CRC,
+        METAQ_SIZE,
+        METAQ_UNREADABLE_REGION,
     }
 )
 
@@ -274,7 +309,7 @@ def phys_offset_findings(messages: DataFrame) -> DataFrame:
     bad = messages.where(F.col("physical_offset") != F.col("commitlog_offset"))
     return bad.select(
         "source",
-        F.lit("RMQ-CL-PHYS-OFFSET").alias("code"),
+        F.lit(RMQ_CL_PHYS_OFFSET).alias("code"),
         F.col("file").alias("path"),
         (F.col("position") + PHYSICAL_OFFSET_POSITION).alias("position"),
         F.lit(None).cast("long").alias("length"),
@@ -321,7 +356,7 @@ def queue_offset_breaks(messages: DataFrame, ranges: DataFrame) -> DataFrame:
 def queue_offset_findings(breaks: DataFrame) -> DataFrame:
     return breaks.select(
         "source",
-        F.lit("RMQ-CL-QUEUE-OFFSET").alias("code"),
+        F.lit(RMQ_CL_QUEUE_OFFSET).alias("code"),
         F.col("file").alias("path"),
         (F.col("position") + QUEUE_OFFSET_POSITION).alias("position"),
         F.lit(None).cast("long").alias("length"),
@@ -357,7 +392,7 @@ def consumequeue_findings(units: DataFrame, messages: DataFrame, bounds: DataFra
     out = [
         expired_f.select(
             "source",
-            F.lit("RMQ-CQ-EXPIRED").alias("code"),
+            F.lit(RMQ_CQ_EXPIRED).alias("code"),
             F.col("qdir").alias("path"),
             F.lit(None).cast("long").alias("position"),
             F.lit(None).cast("long").alias("length"),
@@ -365,7 +400,7 @@ def consumequeue_findings(units: DataFrame, messages: DataFrame, bounds: DataFra
         ),
         past.select(
             "source",
-            F.lit("RMQ-CQ-PAST-END").alias("code"),
+            F.lit(RMQ_CQ_PAST_END).alias("code"),
             F.col("file").alias("path"),
             "position",
             F.lit(None).cast("long").alias("length"),
@@ -393,7 +428,7 @@ def consumequeue_findings(units: DataFrame, messages: DataFrame, bounds: DataFra
     out.append(
         not_record.select(
             "source",
-            F.lit("RMQ-CQ-NOT-A-RECORD").alias("code"),
+            F.lit(RMQ_CQ_NOT_A_RECORD).alias("code"),
             F.col("file").alias("path"),
             "position",
             F.lit(None).cast("long").alias("length"),
@@ -419,7 +454,7 @@ def consumequeue_findings(units: DataFrame, messages: DataFrame, bounds: DataFra
     out.append(
         matched.where(F.col("problems") != "").select(
             "source",
-            F.lit("RMQ-CQ-MISMATCH").alias("code"),
+            F.lit(RMQ_CQ_MISMATCH).alias("code"),
             F.col("file").alias("path"),
             "position",
             F.lit(None).cast("long").alias("length"),
@@ -432,7 +467,7 @@ def consumequeue_findings(units: DataFrame, messages: DataFrame, bounds: DataFra
     out.append(
         tags_bad.select(
             "source",
-            F.lit("RMQ-CQ-TAGS").alias("code"),
+            F.lit(RMQ_CQ_TAGS).alias("code"),
             F.col("file").alias("path"),
             (F.col("position") + 12).alias("position"),
             F.lit(None).cast("long").alias("length"),
@@ -462,7 +497,7 @@ def index_findings(entries: DataFrame, messages: DataFrame, bounds: DataFrame, r
         .agg(F.count("*").alias("n"))
         .select(
             "source",
-            F.lit("RMQ-IDX-EXPIRED").alias("code"),
+            F.lit(RMQ_IDX_EXPIRED).alias("code"),
             F.col("file").alias("path"),
             F.lit(None).cast("long").alias("position"),
             F.lit(None).cast("long").alias("length"),
@@ -470,7 +505,7 @@ def index_findings(entries: DataFrame, messages: DataFrame, bounds: DataFrame, r
         ),
         past.select(
             "source",
-            F.lit("RMQ-IDX-PAST-END").alias("code"),
+            F.lit(RMQ_IDX_PAST_END).alias("code"),
             F.col("file").alias("path"),
             "position",
             F.lit(None).cast("long").alias("length"),
@@ -485,7 +520,7 @@ def index_findings(entries: DataFrame, messages: DataFrame, bounds: DataFrame, r
     out.append(
         bad.select(
             "source",
-            F.lit("RMQ-IDX-ENTRY").alias("code"),
+            F.lit(RMQ_IDX_ENTRY).alias("code"),
             F.col("file").alias("path"),
             "position",
             F.lit(None).cast("long").alias("length"),
@@ -550,7 +585,7 @@ def kafka_offset_findings(batches: DataFrame) -> DataFrame:
     gap = b.where(F.col("first_offset") > F.col("prev_last") + 1)
     return order.select(
         "source",
-        F.lit("KAFKA-OFFSET-ORDER").alias("code"),
+        F.lit(KAFKA_OFFSET_ORDER).alias("code"),
         F.col("file").alias("path"),
         "position",
         F.lit(None).cast("long").alias("length"),
@@ -558,7 +593,7 @@ def kafka_offset_findings(batches: DataFrame) -> DataFrame:
     ).unionByName(
         gap.select(
             "source",
-            F.lit("KAFKA-OFFSET-GAP").alias("code"),
+            F.lit(KAFKA_OFFSET_GAP).alias("code"),
             F.col("file").alias("path"),
             "position",
             (F.col("first_offset") - F.col("prev_last") - 1).alias("length"),

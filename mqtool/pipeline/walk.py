@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from mqtool.errors import CorruptDataError, MqError
+from mqtool.findings.code_ids import RMQ_CL_TORN_TAIL, RMQ_CL_UNREADABLE_REGION
 from mqtool.pipeline.files import AnyFile
 from mqtool.store import rocketmq as rmq
 from mqtool.store.files import CHUNK_SIZE, Readable, ReadOnlyFile, nonzero_extent, piece_size
@@ -84,7 +85,7 @@ def _after_broken_record(f: AnyFile, base: int, bad: int, exc: MqError, is_last:
     if is_last:
         torn = rmq.torn_tail_at(f, bad, file_size)
         if torn is not None:
-            yield "problem", bad, Problem("RMQ-CL-TORN-TAIL", bad, torn.reason, torn.stop - bad, torn.damaged(base))
+            yield "problem", bad, Problem(RMQ_CL_TORN_TAIL, bad, torn.reason, torn.stop - bad, torn.damaged(base))
             yield "end", bad, "torn"
             return None
     code, located, frames = rmq.classify_broken_record(f, bad, exc)
@@ -99,7 +100,7 @@ def _after_broken_record(f: AnyFile, base: int, bad: int, exc: MqError, is_last:
             extent = nonzero_extent(f, bad)
             end = extent[1] if extent else bad
             region = Problem(
-                "RMQ-CL-UNREADABLE-REGION",
+                RMQ_CL_UNREADABLE_REGION,
                 bad,
                 f"no valid record after the broken one: {end - bad} bytes up to position {end} cannot be read",
                 end - bad,
@@ -108,7 +109,7 @@ def _after_broken_record(f: AnyFile, base: int, bad: int, exc: MqError, is_last:
             )
         else:
             region = Problem(
-                "RMQ-CL-UNREADABLE-REGION",
+                RMQ_CL_UNREADABLE_REGION,
                 bad,
                 f"{resume - bad} bytes between the broken record and the next valid record at {resume} were skipped",
                 resume - bad,
@@ -170,7 +171,7 @@ def walk_commitlog(f: AnyFile, base: int, start: int, stop: int, is_last: bool, 
         elif end is not None and end.kind == "torn":
             assert walk.torn is not None
             torn = walk.torn
-            yield "problem", end.position, Problem("RMQ-CL-TORN-TAIL", end.position, torn.reason, torn.stop - end.position, torn.damaged(base))
+            yield "problem", end.position, Problem(RMQ_CL_TORN_TAIL, end.position, torn.reason, torn.stop - end.position, torn.damaged(base))
             yield "end", end.position, "torn"
             return
         elif end is not None and end.kind == "partial" and not cut_short:
