@@ -45,8 +45,7 @@ READ_TODAY: dict[tuple[str, str], float] = {
     ("rocketmq", "recover"): 1.55,  # model: the plan's undispatched-record walk
     ("rocketmq", "report"): 2.55,  # verbs
     ("kafka", "info"): 1.7,  # model: the last segment's walk, then validate's findings
-    ("kafka", "recover"): 2.45,  # model: recover's scan, validate's findings before and after
-    ("kafka", "report"): 4.8,  # verbs
+    ("kafka", "report"): 3.4,  # verbs
     ("jafka", "report"): 2.05,  # verbs
     ("metaq", "report"): 2.05,  # verbs
 }

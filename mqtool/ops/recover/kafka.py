@@ -48,6 +48,11 @@ quarantined either way.  ``.kafka_cleanshutdown`` is left alone: with it the bro
 recovery, so damage found behind it is noted (mqtool repairs it all the same).  Partition dirs
 being deleted (``-delete``) are not recovered (the broker does not either).  Producer snapshots are
 not written (the broker rebuilds producer state from the latest snapshot and the log).
+
+The plan reads each log byte once: the Kafka store model's reading of the store
+(``kafka_recovery.RecoveryReading``) gives each segment's ``LogSegment.recover`` as the plan asks
+for it, and from the same reading the findings ``validate`` states, which the plan reports (a lost
+segment, what it cannot fix).
 """
 
 from __future__ import annotations
@@ -71,7 +76,7 @@ from mqtool.ops.recover import ApplyContext, ApplyResult, RecoverPlan, Step, app
 from mqtool.store import kafka as ks
 from mqtool.store.files import ReadOnlyFile, is_regular_file, read_small_file, safe_listdir
 from mqtool.store.model import kafka_broker as kb
-from mqtool.store.model.kafka_recovery import RecoveryScan, batch_starts, count_valid_from, next_offset, scan_segment, transaction_events
+from mqtool.store.model.kafka_recovery import RecoveryReading, RecoveryScan, batch_starts, count_valid_from, next_offset, scan_segment, transaction_events
 
 #: ``log.index.interval.bytes`` default (``index.interval.bytes``).
 DEFAULT_INDEX_INTERVAL = 4096
@@ -265,19 +270,30 @@ class _Planner:
         #: the restart preview (``kafka_broker.restart_preview``) reads nothing the plan read
         self.reads: dict[tuple[str, int], kb.SegmentRead] = {}
         self.watch = kb.Stopwatch()
+        #: the store model's one reading: the segments' scans and validate's findings
+        self.reading = RecoveryReading(store, log_findings.LOG)
 
     def scan(self, part: ks.KafkaPartition, log: Path, base: int, interval: int) -> RecoveryScan:
-        """``scan_segment``, timed and remembered for the restart preview."""
-        started = time.perf_counter()
-        scan = scan_segment(log, base, interval)
-        self.watch.time(scan.size, started)
+        """``LogSegment.recover`` of one segment from the store model's reading (a log it does
+        not walk: ``scan_segment``), timed and remembered for the restart preview."""
+        scan = self.reading.scan(str(log), base, interval)
+        if scan is not None:
+            self.watch.seconds += self.reading.seconds.get(str(log), 0.0)
+            self.watch.bytes += scan.size
+        else:
+            started = time.perf_counter()
+            scan = scan_segment(log, base, interval)
+            self.watch.time(scan.size, started)
         self.reads[(part.name, base)] = kb.SegmentRead(scan.size, scan.valid_bytes, scan.records)
         return scan
 
     def segment_read(self, part: ks.KafkaPartition, seg: ks.KafkaSegment) -> kb.SegmentRead | None:
-        """What ``LogSegment.recover`` reads of ``seg``: the plan's scan, else one made now."""
+        """What ``LogSegment.recover`` reads of ``seg``: the plan's scan, else the reading's."""
         got = self.reads.get((part.name, seg.base_offset))
         if got is None and seg.log is not None:
+            folded = self.reading.folded(str(seg.log))
+            if folded is not None:
+                return kb.SegmentRead(folded.size, folded.valid_bytes, folded.records)
             try:
                 self.scan(part, seg.log, seg.base_offset, DEFAULT_INDEX_INTERVAL)
             except MqError:
@@ -481,7 +497,7 @@ def plan_kafka(path: str | Path, options: RecoverOptions = RecoverOptions()) -> 
         )
     # what validate still finds after the plan (a log below its checkpoints, damage before a
     # recovery point, a lost segment): named, the plan exits 1
-    met = log_findings.on_path(path, "kafka")
+    met = log_findings.select(planner.reading.findings)
     lost = [f for f in met if f.code == code_ids.KAFKA_SEGMENT_MISSING]
     for f in lost:
         plan.notes.append(

@@ -3,35 +3,47 @@
 ``recover`` plans the broker's load (``LogLoader.load``): this module is the part of it that reads
 ``.log`` bytes, so that no ``ops`` module walks a segment itself.
 
-* :func:`scan_segment` runs ``LogSegment.recover`` over one ``.log`` (read-only): batches are read
-  while their size and CRC are valid and, for a control batch with a producer id, its
-  end-transaction marker reads (``LogSegment.recover`` -> ``ProducerStateManager``); a batch whose
-  offset cannot be stored relative to the segment's base offset stops it
+* :class:`RecoveryFold` is ``LogSegment.recover`` over the entries of one walk of a ``.log``:
+  batches are read while their size and CRC are valid and, for a control batch with a producer
+  id, its end-transaction marker reads (``LogSegment.recover`` -> ``ProducerStateManager``); a
+  batch whose offset cannot be stored relative to the segment's base offset stops it
   (``LogSegmentOffsetOverflowException``: the broker splits the segment); an index entry every
   ``index.interval.bytes`` (``OffsetIndex``/``TimeIndex.maybeAppend``), and an index entry whose
-  offset goes backwards empties the segment (``InvalidOffsetException``).  It returns where valid
+  offset goes backwards empties the segment (``InvalidOffsetException``).  It gives where valid
   data ends, the indexes recovery builds, the epochs and the transaction markers met.
+* :class:`RecoveryReading` feeds the folds from the store model's reading of the whole store
+  (``store.model.kafka.read_store_entries``), pulled segment by segment as the plan asks, and
+  keeps the findings ``validate`` states from that same reading: the plan, the damage it reports
+  and what would remain after it come from one reading of each log byte.
+  :func:`scan_segment` runs a fold over a walk of its own, for a ``.log`` that reading does not
+  walk (a ``.swap`` file) and for ``--apply``'s rebuild of the indexes.
 * :func:`count_valid_from` counts the records of the valid batches from a position on, resyncing
   on the next batch with a valid size and CRC: what a cut drops.
 * :func:`next_offset` is ``LogSegment.readNextOffset``; :func:`batch_starts` the positions of the
-  batches up to a position (to infer ``index.interval.bytes`` from an existing ``.index``);
-  :func:`transaction_events` the producer-id batches of a segment (to replay producer state).
+  batches up to a position, from their headers alone (to infer ``index.interval.bytes`` from an
+  existing ``.index``); :func:`transaction_events` the producer-id batches of a segment (to replay
+  producer state).
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from mqtool.errors import MqError, StoreLayoutError
+from mqtool.findings import Finding
+from mqtool.findings.code_ids import KAFKA_FILE_UNREADABLE
 from mqtool.formats.kafka import index as kidx
 from mqtool.formats.kafka import record_batch as rb
 from mqtool.formats.kafka import txn_index as ktxn
 from mqtool.formats.kafka.legacy import LegacyRecord
-from mqtool.formats.kafka.log import LogEntry, peek_entry
+from mqtool.formats.kafka.log import HEADER_SIZE_UP_TO_MAGIC, LOG_OVERHEAD, MIN_ENTRY_SIZE_FIELD, DataEnd, LogEntry, peek_entry
 from mqtool.store import kafka as ks
 from mqtool.store.files import CHUNK_SIZE, ReadOnlyFile, nonzero_extent
+from mqtool.store.model import kafka as km
+from mqtool.store.model.kafka_segment import EntryDecode, ScannedEntry
 
 INT32_MAX = 2**31 - 1
 #: How far past a broken batch the count of the valid batches it condemns looks (bytes).
@@ -87,63 +99,94 @@ def marker_type(buf: bytes, rel: int) -> int:
     return key.type
 
 
-def scan_segment(path: Path, base: int, interval: int) -> RecoveryScan:
-    """Run ``LogSegment.recover`` over one ``.log`` (read-only): where valid data ends, and the
-    indexes recovery builds for it."""
-    with ReadOnlyFile(path) as f:
-        scan = RecoveryScan(f.size)
-        if f.size > ks.MAX_SEGMENT_SIZE:
-            scan.end, scan.valid_bytes = "too-large", f.size
-            scan.detail = f"a .log of {f.size} bytes, more than the broker opens"
-            return scan
-        walk = ks.LogFileWalk(f, 0, mode="header", check_crc=True)
-        max_ts, offset_of_max = -1, -1
-        last_index_pos = 0
-        epoch_seen = -1
-        stop: tuple[str, int, str] | None = None
-        for pos, entry in walk:
-            last, ts, epoch, pid, control, transactional = entry_facts(entry)
-            if not 0 <= last - base <= INT32_MAX:
-                stop = ("overflow", pos, f"offset {last} cannot be stored relative to the base offset {base} (the broker splits the segment)")
-                break
-            marker = None
-            if control and pid >= 0:
-                try:
-                    marker = marker_type(walk.buffer, pos - walk.buffer_start)
-                except MqError as exc:
-                    stop = ("control", pos, f"the end-transaction marker of the control batch at {pos} does not read ({exc})")
-                    break
-            if ts > max_ts:
-                max_ts, offset_of_max = ts, last
-            if pos - last_index_pos > interval:
-                if scan.index and last <= scan.index[-1].offset:
-                    stop = ("invalid-offset", pos, f"the batch at {pos} ends at offset {last}, not after the indexed offset {scan.index[-1].offset}")
-                    break
-                if scan.timeindex and offset_of_max < scan.timeindex[-1].offset:
-                    stop = ("invalid-offset", pos, f"time-index offset {offset_of_max} below the previous entry's {scan.timeindex[-1].offset}")
-                    break
-                scan.index.append(kidx.OffsetPosition(last, pos))
-                if max_ts > (scan.timeindex[-1].timestamp if scan.timeindex else -1):
-                    scan.timeindex.append(kidx.TimestampOffset(max_ts, offset_of_max))
-                last_index_pos = pos
-            scan.entries += 1
-            scan.records += records_of(entry)
-            scan.last_offset = last if scan.last_offset is None else max(scan.last_offset, last)
-            if epoch >= 0 and epoch > epoch_seen and entry.offset >= 0:
-                scan.epochs.append((epoch, entry.offset))
-                epoch_seen = epoch
-            if pid >= 0:
-                if marker is not None:
-                    scan.txn.append(("abort" if marker == rb.ABORT else "commit", pid, entry.offset))
-                elif transactional and not control:
-                    scan.txn.append(("data", pid, entry.offset))
-            scan.valid_bytes = pos + entry.size
-        if stop is None and scan.timeindex and offset_of_max < scan.timeindex[-1].offset:
-            stop = ("invalid-offset", scan.valid_bytes, f"the largest timestamp is at offset {offset_of_max}, below the time index's {scan.timeindex[-1].offset}")
-        if stop is not None:
-            scan.end, position, scan.detail = stop
+class RecoveryFold:
+    """``LogSegment.recover`` folded over the entries of one walk of a segment, fed in order from
+    position 0: ``entry`` for each valid entry (decoded in ``header`` mode, its CRC checked) until it
+    returns False (recovery stops there), ``broken`` for the first entry that does not read, then
+    ``finish`` with how the walk ended.  :func:`scan_segment` feeds it from a walk of its own;
+    :class:`RecoveryReading` from the store model's reading (``read_store_entries``), so that
+    ``recover``'s plan and the findings it reports come from one reading of the log."""
+
+    def __init__(self, base: int, interval: int) -> None:
+        self.base = base
+        self.interval = interval
+        self.scan = RecoveryScan(0)
+        self.max_ts = -1
+        self.offset_of_max = -1
+        self.last_index_pos = 0
+        self.epoch_seen = -1
+        #: (end kind, position, detail) where recovery stopped before the walk's end
+        self.stop: tuple[str, int, str] | None = None
+        #: (position, error) of the first entry that does not read
+        self.failure: tuple[int, MqError] | None = None
+
+    @property
+    def over(self) -> bool:
+        """Whether recovery stopped: later entries are not its."""
+        return self.stop is not None or self.failure is not None
+
+    def entry(self, pos: int, entry: LogEntry, buffer: bytes, rel: int) -> bool:
+        """One valid entry at file position ``pos`` (its bytes at ``buffer[rel:]``); False when
+        recovery stops at it."""
+        scan, base = self.scan, self.base
+        last, ts, epoch, pid, control, transactional = entry_facts(entry)
+        if not 0 <= last - base <= INT32_MAX:
+            self.stop = ("overflow", pos, f"offset {last} cannot be stored relative to the base offset {base} (the broker splits the segment)")
+            return False
+        marker = None
+        if control and pid >= 0:
+            try:
+                marker = marker_type(buffer, rel)
+            except MqError as exc:
+                self.stop = ("control", pos, f"the end-transaction marker of the control batch at {pos} does not read ({exc})")
+                return False
+        if ts > self.max_ts:
+            self.max_ts, self.offset_of_max = ts, last
+        if pos - self.last_index_pos > self.interval:
+            if scan.index and last <= scan.index[-1].offset:
+                self.stop = ("invalid-offset", pos, f"the batch at {pos} ends at offset {last}, not after the indexed offset {scan.index[-1].offset}")
+                return False
+            if scan.timeindex and self.offset_of_max < scan.timeindex[-1].offset:
+                self.stop = ("invalid-offset", pos, f"time-index offset {self.offset_of_max} below the previous entry's {scan.timeindex[-1].offset}")
+                return False
+            scan.index.append(kidx.OffsetPosition(last, pos))
+            if self.max_ts > (scan.timeindex[-1].timestamp if scan.timeindex else -1):
+                scan.timeindex.append(kidx.TimestampOffset(self.max_ts, self.offset_of_max))
+            self.last_index_pos = pos
+        scan.entries += 1
+        scan.records += records_of(entry)
+        scan.last_offset = last if scan.last_offset is None else max(scan.last_offset, last)
+        if epoch >= 0 and epoch > self.epoch_seen and entry.offset >= 0:
+            scan.epochs.append((epoch, entry.offset))
+            self.epoch_seen = epoch
+        if pid >= 0:
+            if marker is not None:
+                scan.txn.append(("abort" if marker == rb.ABORT else "commit", pid, entry.offset))
+            elif transactional and not control:
+                scan.txn.append(("data", pid, entry.offset))
+        scan.valid_bytes = pos + entry.size
+        return True
+
+    def broken(self, pos: int, error: MqError) -> None:
+        """The first entry that does not read (its size, magic or CRC): recovery stops there."""
+        if not self.over:
+            self.failure = (pos, error)
+
+    def finish(self, size: int, end: DataEnd | None) -> RecoveryScan:
+        """The scan of a ``size``-byte segment whose walk ended at ``end`` (None when it met a
+        broken entry)."""
+        scan = self.scan
+        scan.size = size
+        if self.stop is None and scan.timeindex and self.offset_of_max < scan.timeindex[-1].offset:
+            self.stop = (
+                "invalid-offset",
+                scan.valid_bytes,
+                f"the largest timestamp is at offset {self.offset_of_max}, below the time index's {scan.timeindex[-1].offset}",
+            )
+        if self.stop is not None:
+            scan.end, position, scan.detail = self.stop
             if scan.end == "overflow":
-                scan.valid_bytes = f.size  # left alone: the broker splits it, mqtool does not
+                scan.valid_bytes = size  # left alone: the broker splits it, mqtool does not
             elif scan.end == "invalid-offset":
                 scan.valid_bytes = 0  # InvalidOffsetException: "Deleting the corrupt segment and creating an empty one"
                 scan.index, scan.timeindex, scan.txn, scan.epochs = [], [], [], []
@@ -151,22 +194,137 @@ def scan_segment(path: Path, base: int, interval: int) -> RecoveryScan:
             else:
                 scan.valid_bytes = position
             return scan
-        if walk.error is not None:
+        if self.failure is not None:
             scan.end = "corrupt"
-            scan.valid_bytes = walk.failed_at if walk.failed_at is not None else scan.valid_bytes
-            scan.detail = f"invalid batch at {scan.valid_bytes}: {walk.error}"
+            scan.valid_bytes, error = self.failure
+            scan.detail = f"invalid batch at {scan.valid_bytes}: {error}"
         else:
-            assert walk.end is not None
-            scan.end = walk.end.kind
-            scan.valid_bytes = walk.end.position
-            if walk.end.kind == "zeros" and scan.valid_bytes < f.size:
-                scan.detail = f"{f.size - scan.valid_bytes} zero bytes after the last batch (read as a batch of size 0)"
-            elif walk.end.kind == "partial":
-                scan.detail = f"a partially written batch of {f.size - scan.valid_bytes} bytes at {scan.valid_bytes}"
+            assert end is not None  # a walk ends cleanly or at a broken entry
+            scan.end = end.kind
+            scan.valid_bytes = end.position
+            if end.kind == "zeros" and scan.valid_bytes < size:
+                scan.detail = f"{size - scan.valid_bytes} zero bytes after the last batch (read as a batch of size 0)"
+            elif end.kind == "partial":
+                scan.detail = f"a partially written batch of {size - scan.valid_bytes} bytes at {scan.valid_bytes}"
         # the final entry ``LogSegment.recover`` forces (``maybeAppend(..., skipFullCheck=true)``)
-        if max_ts > (scan.timeindex[-1].timestamp if scan.timeindex else -1):
-            scan.timeindex.append(kidx.TimestampOffset(max_ts, offset_of_max))
+        if self.max_ts > (scan.timeindex[-1].timestamp if scan.timeindex else -1):
+            scan.timeindex.append(kidx.TimestampOffset(self.max_ts, self.offset_of_max))
         return scan
+
+
+def too_large(size: int) -> RecoveryScan | None:
+    """The scan of a ``.log`` larger than the broker opens (nothing of it is read), else None."""
+    if size <= ks.MAX_SEGMENT_SIZE:
+        return None
+    return RecoveryScan(size, size, "too-large", f"a .log of {size} bytes, more than the broker opens")
+
+
+def scan_segment(path: Path, base: int, interval: int) -> RecoveryScan:
+    """Run ``LogSegment.recover`` over one ``.log`` (read-only): where valid data ends, and the
+    indexes recovery builds for it."""
+    with ReadOnlyFile(path) as f:
+        large = too_large(f.size)
+        if large is not None:
+            return large
+        fold = RecoveryFold(base, interval)
+        walk = ks.LogFileWalk(f, 0, mode="header", check_crc=True)
+        for pos, entry in walk:
+            if not fold.entry(pos, entry, walk.buffer, pos - walk.buffer_start):
+                break
+        if not fold.over and walk.error is not None:
+            fold.broken(walk.failed_at if walk.failed_at is not None else fold.scan.valid_bytes, walk.error)
+        return fold.finish(f.size, walk.end)
+
+
+#: ``index.interval.bytes`` of a segment ``RecoveryReading`` folds for no one in particular
+#: (the broker's default): what the restart preview reads of a segment the plan did not scan.
+DEFAULT_INTERVAL = 4096
+
+
+class RecoveryReading:
+    """The store model's one reading of a store (``read_store_entries``, the families ``checks``),
+    pulled segment by segment as ``recover``'s plan asks: each segment's entries fold into
+    ``LogSegment.recover`` (:class:`RecoveryFold`) as the model's walk judges them, and the
+    findings ``validate`` states come from the same reading (``findings`` once it is over).
+
+    ``scan(log, base, interval)`` before the reading reaches ``log`` folds it with ``interval``;
+    a segment it passes without being asked is folded with :data:`DEFAULT_INTERVAL`.  A ``.log``
+    the reading does not walk (a ``.swap`` file, one that cannot be read, one larger than the
+    broker opens) has no scan here: ``scan`` returns None and the caller reads it itself."""
+
+    def __init__(self, store: ks.KafkaStore, checks: frozenset[str]) -> None:
+        self.checks = checks
+        self._items = iter(km.read_store_entries(store, EntryDecode(mode="header", check_crc=True), checks=checks))
+        self._folds: dict[str, RecoveryFold] = {}
+        self._done: dict[str, tuple[int, RecoveryScan | None]] = {}  # log -> (interval, scan)
+        self._found: list[Finding] = []
+        self._over = False
+        #: seconds the reading spent on each segment (log path): its read speed
+        self.seconds: dict[str, float] = {}
+        self._spent = 0.0  # seconds of the segment being read so far
+
+    def scan(self, log: str, base: int, interval: int) -> RecoveryScan | None:
+        """``LogSegment.recover`` of ``log`` with ``interval``, from the reading (None: not in it,
+        or already passed with another interval)."""
+        if log not in self._done and log not in self._folds:
+            self._folds[log] = RecoveryFold(base, interval)
+        while log not in self._done and not self._over:
+            self._pull()
+        got = self._done.get(log)
+        if got is None or got[0] != interval:
+            return None
+        return got[1]
+
+    def folded(self, log: str) -> RecoveryScan | None:
+        """The scan of ``log`` with :data:`DEFAULT_INTERVAL` the reading made, if it made one."""
+        got = self._done.get(log)
+        return got[1] if got is not None and got[0] == DEFAULT_INTERVAL else None
+
+    @property
+    def findings(self) -> list[Finding]:
+        """Every finding of the reading whose family is among ``checks`` (``km.findings``'s, in
+        its order); reads what is left of the store."""
+        while not self._over:
+            self._pull()
+        return self._found
+
+    def _pull(self) -> None:
+        started = time.perf_counter()
+        item = next(self._items, None)
+        self._spent += time.perf_counter() - started
+        if item is None:
+            self._over = True
+            return
+        if isinstance(item, ScannedEntry):
+            task = item.task
+            if task.kraft_snapshot or item.resumed:
+                return
+            fold = self._folds.get(task.log)
+            if fold is None:
+                fold = self._folds[task.log] = RecoveryFold(task.base_offset, DEFAULT_INTERVAL)
+            if fold.over:
+                return
+            if item.error is not None or item.entry is None:
+                assert item.error is not None  # a broken frame comes with its error
+                fold.broken(item.position, item.error)
+            else:
+                fold.entry(item.position, item.entry, item.buffer, item.rel)
+        elif isinstance(item, km.Placed):
+            if item.finding.family in self.checks:
+                self._found.append(item.finding)
+        elif isinstance(item, km.SegmentRead):
+            res = item.result
+            self._found.extend(f for f in res.findings if f.family in self.checks)
+            read = item.task
+            if not isinstance(read, km.SegmentTask) or read.kraft_snapshot:
+                return
+            self.seconds[read.log], self._spent = self._spent, 0.0
+            fold = self._folds.pop(read.log, None) or RecoveryFold(read.base_offset, DEFAULT_INTERVAL)
+            walk = item.first_walk
+            scan = None
+            if too_large(res.size) is None and walk is not None and not any(f.code == KAFKA_FILE_UNREADABLE and f.path == read.log for f in res.findings):
+                scan = fold.finish(res.size, None if fold.over else walk.end)
+            self._done[read.log] = (fold.interval, scan)
 
 
 # --- counting what a cut drops ------------------------------------------------------------------------
@@ -252,9 +410,22 @@ def next_offset(path: Path, base: int) -> int:
 
 
 def batch_starts(path: Path, upto: int) -> list[int]:
-    """Positions of the valid batches of a ``.log`` that start before ``upto``."""
+    """Positions of the entries of a ``.log`` whose framing holds (offset, size, magic: what a
+    ``framing`` walk checks) and that end by ``upto``, up to the first that does not.  Only each
+    entry's first 17 bytes are read: the answer is where entries start, not what they hold (the
+    store model's reading judges that), so the log is not read a second time for it."""
+    starts: list[int] = []
     with ReadOnlyFile(path) as f:
-        return [pos for pos, _entry in ks.LogFileWalk(f, 0, mode="framing", limit=min(f.size, upto))]
+        stop = min(f.size, upto)
+        pos = 0
+        while pos + HEADER_SIZE_UP_TO_MAGIC <= stop:
+            _offset, size, magic = peek_entry(f.pread(pos, HEADER_SIZE_UP_TO_MAGIC))
+            total = LOG_OVERHEAD + size
+            if not 0 <= magic <= rb.MAGIC_V2 or size < MIN_ENTRY_SIZE_FIELD or total > ks.MAX_ENTRY_SIZE or pos + total > stop:
+                break
+            starts.append(pos)
+            pos += total
+    return starts
 
 
 def transaction_events(path: Path, from_offset: int | None) -> Iterator[tuple[int, str, int]]:
@@ -278,7 +449,10 @@ def transaction_events(path: Path, from_offset: int | None) -> Iterator[tuple[in
 
 
 __all__ = [
+    "DEFAULT_INTERVAL",
     "RESYNC_LIMIT",
+    "RecoveryFold",
+    "RecoveryReading",
     "RecoveryScan",
     "batch_starts",
     "count_valid_from",
@@ -287,5 +461,6 @@ __all__ = [
     "next_offset",
     "records_of",
     "scan_segment",
+    "too_large",
     "transaction_events",
 ]
