@@ -57,6 +57,11 @@ class UnitStats:
                 self.first_timestamp = timestamp
             if self.last_timestamp is None or timestamp > self.last_timestamp:
                 self.last_timestamp = timestamp
+        self.add_texts(tags, keys)
+
+    def add_texts(self, tags: Iterable[TagValue] = (), keys: Iterable[TagValue] = ()) -> None:
+        """Count TAGS and KEYS values into the sketches (a value met again changes nothing, so a
+        caller may hand each distinct value of many messages once)."""
         for tag in tags:
             if self.tags is None:
                 self.tags = HyperLogLog()
@@ -107,6 +112,10 @@ class Top:
         self.n = n
         self.heap: list[tuple[int, int, LargeMessage]] = []
         self.seq = 0
+
+    def wants(self, size: int) -> bool:
+        """A message of ``size`` would be kept now (``offer`` would call its ``make``)."""
+        return self.n > 0 and (len(self.heap) < self.n or size > self.heap[0][0])
 
     def offer(self, size: int, make: Callable[[], LargeMessage]) -> None:
         """Keep the message ``make()`` builds if ``size`` is among the N largest; ``make`` is called

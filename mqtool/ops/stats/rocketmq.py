@@ -20,7 +20,7 @@ import functools
 from pathlib import Path
 
 from mqtool.findings import Finding, Severity
-from mqtool.ops.stats.aggregates import ROCKETMQ_CLEAN_RATIO, LargeMessage, Progress, StatsOptions, StoreStats, Top, UnitStats
+from mqtool.ops.stats.aggregates import ROCKETMQ_CLEAN_RATIO, LargeMessage, Progress, StatsOptions, StoreStats, TagValue, Top, UnitStats
 from mqtool.store.files import ReadOnlyFile
 from mqtool.store.model import commitlog as reading
 
@@ -85,7 +85,11 @@ def rocketmq_stats(path: Path, stats: StoreStats, top: Top, options: StatsOption
 
 
 def _count(rows: reading.RecordRows, base: int, units: dict[tuple[str, int], UnitStats], stats: StoreStats, top: Top) -> None:
-    """The records of one ``RecordRows``, in file order, into their units, the recent bytes and the top."""
+    """The records of one ``RecordRows``, in file order, into their units, the recent bytes and the
+    top; the distinct TAGS and KEYS values of each unit go to its sketches once per batch."""
+    tags_of: dict[tuple[str, int], set[TagValue]] = {}
+    keys_of: dict[tuple[str, int], set[TagValue]] = {}
+    recent = stats.recent
     for pos, size, topic, queue_id, timestamp, tags, keys, code in zip(
         rows.position, rows.size, rows.topic, rows.queue_id, rows.store_timestamp, rows.tags, rows.keys, rows.code
     ):
@@ -96,6 +100,15 @@ def _count(rows: reading.RecordRows, base: int, units: dict[tuple[str, int], Uni
         if unit is None:
             unit = units[key] = UnitStats(topic, queue_id, f"{topic}/{queue_id}")
         unit.bytes += size
-        unit.add(size, timestamp, (tags,) if tags else (), keys)
-        stats.recent.add(timestamp, size)
-        top.offer(size, functools.partial(LargeMessage, size, unit.name, topic, queue_id, base + pos, timestamp))
+        unit.add(size, timestamp)
+        if tags:
+            tags_of.setdefault(key, set()).add(tags)
+        if keys:
+            keys_of.setdefault(key, set()).update(keys)
+        recent.add(timestamp, size)
+        if top.wants(size):
+            top.offer(size, functools.partial(LargeMessage, size, unit.name, topic, queue_id, base + pos, timestamp))
+    for key, values in tags_of.items():
+        units[key].add_texts(tags=values)
+    for key, values in keys_of.items():
+        units[key].add_texts(keys=values)
