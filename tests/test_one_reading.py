@@ -57,7 +57,6 @@ WALKING_TODAY: dict[str, frozenset[str]] = {
     "ops/diff/legacy.py": frozenset({"SegmentWalk"}),
     "ops/dump/kafka.py": frozenset({"LogFileWalk", "decode_batch", "frame_records", "read_entry_at"}),
     "ops/dump/rocketmq.py": frozenset({"CommitLogFileWalk", "decode_message", "iter_entries", "walk_columns"}),
-    "ops/info/kafka.py": frozenset({"LogFileWalk"}),
     "ops/info/rocketmq.py": frozenset({"CommitLogFileWalk"}),
     "ops/query/kafka.py": frozenset({"LogFileWalk", "decode_batch"}),
     "ops/query/rocketmq.py": frozenset({"CommitLogFileWalk"}),

@@ -44,7 +44,6 @@ FIXED_PER_FILE = 4096
 READ_TODAY: dict[tuple[str, str], float] = {
     ("rocketmq", "recover"): 1.55,  # model: the plan's undispatched-record walk
     ("rocketmq", "report"): 2.55,  # verbs
-    ("kafka", "info"): 1.7,  # model: the last segment's walk, then validate's findings
     ("kafka", "report"): 3.4,  # verbs
     ("jafka", "report"): 2.05,  # verbs
     ("metaq", "report"): 2.05,  # verbs

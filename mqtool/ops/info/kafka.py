@@ -1,13 +1,15 @@
 """info for Kafka: what a log dir, partition dir or segment file is, from its cheap facts.
 
-Reads names, checkpoint files, the first entry of each partition and the active segment from
-its last ``.index`` entry on (where the broker's recovery would look), never whole logs: the log
-end offset, how the data ends and the largest timestamp come from there (and the last
-``.timeindex`` entry of every segment).  The store model's reading (``store.model.kafka``) names
-the damage on the way; the same reading gives the restart preview (``restart``:
-``store.model.kafka_broker.restart_preview``, for the Kafka version modelled) where each segment's
-recovery would stop, and its pace the read speed the estimate uses, so the preview reads nothing
-more of a healthy log.
+Reads names and checkpoint files, and takes the rest from the store model's one reading of the
+log (``store.model.kafka.read_store_entries``), which names the damage on the way: each
+partition's first entry (decoded: its first offset and timestamp) and its active segment from
+its last ``.index`` entry on (where the broker's recovery would look; from its start when no
+entry starts there), as a walk that stops at a broken entry sees them (``LogFileWalk``, header
+mode): the log end offset, how the data ends and the largest timestamp come from there (and the
+last ``.timeindex`` entry of every segment).  The same reading gives the restart preview
+(``restart``: ``store.model.kafka_broker.restart_preview``, for the Kafka version modelled) where
+each segment's recovery would stop, and its pace the read speed the estimate uses, so info reads
+each log byte once.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from mqtool.formats.kafka import record_batch as rb
 from mqtool.formats.kafka.log import LogEntry
 from mqtool.ops import log_findings
 from mqtool.store import kafka as ks
-from mqtool.store.files import ReadOnlyFile, read_small_file
+from mqtool.store.files import read_small_file
 from mqtool.store.lock import probe_record_lock
 from mqtool.store.model import kafka as km
 from mqtool.store.model import kafka_broker as kb
@@ -146,19 +148,6 @@ def _read(path: Path | None, decode: Callable[[bytes], T], problems: list[str]) 
     return None
 
 
-def _first_record(seg: ks.KafkaSegment, hints: set[str]) -> tuple[int | None, int | None]:
-    """(first offset, first timestamp) of a segment: its first entry, decoded."""
-    assert seg.log is not None  # a segment of log_segments()
-    with ReadOnlyFile(seg.log) as f:
-        for _pos, entry in ks.LogFileWalk(f, 0, mode="full", check_crc=False):
-            _note(entry, hints)
-            records = entry.records or ()
-            if records:
-                return records[0].offset, records[0].timestamp
-            return entry.offset, None
-    return None, None
-
-
 def _note(entry: LogEntry, hints: set[str], magics: set[int] | None = None, codecs: set[str] | None = None) -> None:
     hints.add(_MAGIC_HINTS.get(entry.magic, f"magic {entry.magic}"))
     h = entry.header
@@ -185,66 +174,154 @@ def _max_timestamp(entry: LogEntry) -> int:
     return h.max_timestamp if isinstance(h, rb.BatchHeader) else h.timestamp
 
 
-def _active_segment(seg: ks.KafkaSegment, hints: set[str], magics: set[int], codecs: set[str], errors: list[MqError]) -> tuple[int | None, int | None, str | None]:
-    """Walk the active segment from its last index entry: (last offset, max timestamp, end kind)."""
-    position = 0
-    try:
-        entry, slot = ks.lookup_offset(seg.index, seg.base_offset, 2**63 - 1)
-        position = entry.position if slot >= 0 else 0
-    except MqError:
-        position = 0
+@dataclass
+class _Walk:
+    """What a walk of a segment from one position meets, as a walk that stops at a broken entry
+    sees it (``LogFileWalk``, header mode, CRC checked): the entries' marks, the last offset, the
+    largest timestamp, and how it ends (``corrupt`` with the ``error`` of the broken entry)."""
+
+    count: int = 0
     last: int | None = None
     max_ts: int | None = None
-    assert seg.log is not None  # a segment of log_segments()
-    with ReadOnlyFile(seg.log) as f:
-        if position >= f.size:
-            position = 0
-        for attempt in (position, 0) if position else (0,):
-            walk = ks.LogFileWalk(f, attempt, mode="header", check_crc=True)
-            for _pos, e in walk:
-                _note(e, hints, magics, codecs)
-                last = e.last_offset
-                ts = _max_timestamp(e)
-                max_ts = ts if max_ts is None else max(max_ts, ts)
-            if walk.count == 0 and attempt:
-                continue  # the index pointed at no complete batch (a torn one, garbage): walk from the start
-            if walk.error is not None:
-                errors.append(walk.error)
-                return last, max_ts, "corrupt"
-            assert walk.end is not None  # a walk that ends without an error says how
-            return last, max_ts, walk.end.kind
-    return last, max_ts, None
+    hints: set[str] = field(default_factory=set)
+    magics: set[int] = field(default_factory=set)
+    codecs: set[str] = field(default_factory=set)
+    error: MqError | None = None
+    end: str | None = None
+    #: where the next entry of the walk starts (an entry elsewhere belongs to another walk)
+    next_position: int | None = None
+
+    def add(self, scanned: km.ScannedEntry) -> bool:
+        """One entry of the walk; False when it stops the walk (it does not decode)."""
+        if self.end is not None:
+            return False
+        try:
+            if scanned.entry is None:
+                assert scanned.error is not None  # a broken frame comes with its error
+                raise scanned.error
+            entry = scanned.decoded("header", check_crc=True)
+        except MqError as exc:
+            self.error, self.end = exc, "corrupt"
+            return False
+        _note(entry, self.hints, self.magics, self.codecs)
+        self.count += 1
+        self.last = entry.last_offset
+        ts = _max_timestamp(entry)
+        self.max_ts = ts if self.max_ts is None else max(self.max_ts, ts)
+        self.next_position = scanned.position + entry.size
+        return True
 
 
-def _partition_info(part: ks.KafkaPartition, checkpoints: Checkpoints, hints: set[str], problems: list[str], errors: list[MqError]) -> PartitionInfo:
+@dataclass
+class _Ends:
+    """What info takes of one partition from the store model's reading: its first entry, decoded
+    (the first offset and timestamp), and its active segment (the last one holding bytes) walked
+    from its last ``.index`` entry on, where the broker's recovery would look -- else, when no
+    entry starts there, from its start."""
+
+    first_log: str | None
+    active_log: str | None
+    index_position: int = 0
+    first: tuple[int | None, int | None] | None = None
+    first_hints: set[str] = field(default_factory=set)
+    from_start: _Walk = field(default_factory=_Walk)
+    from_index: _Walk | None = None
+    first_error: MqError | None = None
+    active_error: MqError | None = None
+
+    def entry(self, scanned: km.ScannedEntry) -> None:
+        log = scanned.task.log
+        if log == self.first_log and self.first is None and not scanned.resumed:
+            self.first = (None, None)
+            if scanned.entry is not None:
+                try:
+                    entry = scanned.decoded("full", check_crc=False)
+                except MqError:
+                    pass  # the first entry does not decode: no first record
+                else:
+                    _note(entry, self.first_hints)
+                    records = entry.records or ()
+                    self.first = (records[0].offset, records[0].timestamp) if records else (entry.offset, None)
+        if log != self.active_log:
+            return
+        if not scanned.resumed:
+            self.from_start.add(scanned)
+        if not self.index_position:
+            return
+        walk = self.from_index
+        if walk is None:
+            if scanned.position == self.index_position:
+                self.from_index = walk = _Walk()
+                walk.add(scanned)
+        elif walk.end is None:
+            if scanned.position != walk.next_position:
+                walk.end = "zeros"  # its walk ended in zeros that other data follows
+            else:
+                walk.add(scanned)
+
+    def read(self, item: km.SegmentRead) -> None:
+        log = item.task.log
+        if log == self.first_log and self.first is None:
+            self.first = (None, None)
+            self.first_error = item.io_error
+        if log != self.active_log:
+            return
+        self.active_error = item.io_error
+        if item.first_walk is not None and item.first_walk.end is not None and self.from_start.end is None:
+            self.from_start.end = item.first_walk.end.kind
+        walk = self.from_index
+        if walk is not None and walk.end is None and item.last_walk is not None and item.last_walk.end is not None:
+            walk.end = item.last_walk.end.kind
+
+    def active(self) -> _Walk:
+        """The walk from the last index entry, or from the start when no entry starts there."""
+        return self.from_index if self.from_index is not None and self.from_index.count else self.from_start
+
+
+def _ends(part: ks.KafkaPartition) -> _Ends:
+    """Which segments of ``part`` info reads the ends of, and where its active segment's last
+    ``.index`` entry points."""
     segments = part.log_segments()
-    magics: set[int] = set()
-    codecs: set[str] = set()
+    holding = [s for s in segments if s.log_size]
+    first = holding[0] if holding else None
+    active = holding[-1] if holding else (segments[0] if segments else None)
+    ends = _Ends(str(first.log) if first is not None else None, str(active.log) if active is not None else None)
+    if active is not None:
+        try:
+            entry, slot = ks.lookup_offset(active.index, active.base_offset, 2**63 - 1)
+            ends.index_position = entry.position if slot >= 0 else 0
+        except MqError:
+            ends.index_position = 0
+        if ends.index_position >= active.log_size:
+            ends.index_position = 0
+    return ends
+
+
+def _partition_info(part: ks.KafkaPartition, ends: _Ends, checkpoints: Checkpoints, hints: set[str], problems: list[str], errors: list[MqError]) -> PartitionInfo:
+    segments = part.log_segments()
     log_bytes = sum(s.log_size for s in segments)
     index_bytes = sum(s.index_size + s.timeindex_size + s.txnindex_size for s in part.segments)
     first_ts = None
-    for seg in segments:
-        if seg.log_size:
-            try:
-                _offset, first_ts = _first_record(seg, hints)
-            except StoreIOError as exc:  # unreadable files are problems
+    for exc in (ends.first_error, ends.active_error):
+        if exc is not None:
+            if isinstance(exc, StoreIOError):  # unreadable files are problems
                 problems.append(str(exc))
-            except MqError as exc:  # damage
+            else:  # damage
                 errors.append(exc)
-            break
+    if ends.first is not None:
+        hints |= ends.first_hints
+        _offset, first_ts = ends.first
+    magics: set[int] = set()
+    codecs: set[str] = set()
     last_offset = max_ts = None
     end_kind = None
-    for seg in reversed(segments):
-        try:
-            last_offset, max_ts, end_kind = _active_segment(seg, hints, magics, codecs, errors)
-        except StoreIOError as exc:  # unreadable files are problems
-            problems.append(str(exc))
-            break
-        except MqError as exc:  # damage
-            errors.append(exc)
-            break
-        if last_offset is not None or seg is segments[0] or end_kind != "eof":
-            break
+    if ends.active_error is None:
+        walk = ends.active()
+        hints |= walk.hints
+        magics, codecs = walk.magics, walk.codecs
+        last_offset, max_ts, end_kind = walk.last, walk.max_ts, walk.end
+        if walk.error is not None:
+            errors.append(walk.error)
     for seg in segments:
         try:
             entry = ks.last_time_entry(seg.timeindex, seg.base_offset)
@@ -295,29 +372,39 @@ def _partition_info(part: ks.KafkaPartition, checkpoints: Checkpoints, hints: se
     )
 
 
-def _model_reading(store: ks.KafkaStore) -> tuple[list[Finding], dict[tuple[str, int], kb.SegmentRead], kb.Stopwatch]:
+def _model_reading(store: ks.KafkaStore, ends: dict[str, _Ends]) -> tuple[list[Finding], dict[tuple[str, int], kb.SegmentRead], kb.Stopwatch]:
     """The store model's reading of the log (``log_findings.LOG`` families), once: its findings,
-    what each segment's recovery reads (size, valid end, records) and how fast it was read."""
+    what each segment's recovery reads (size, valid end, records) and how fast it was read; each
+    partition's first entry and active segment (``ends``, by partition directory) from its entries."""
     import time
 
     found: list[Finding] = []
     reads: dict[tuple[str, int], kb.SegmentRead] = {}
     watch = kb.Stopwatch()
-    items = km.read_store(store, checks=log_findings.LOG)
+    items = km.read_store_entries(store, km.EntryDecode(mode="framing"), checks=log_findings.LOG)
+    started = time.perf_counter()
     while True:
-        started = time.perf_counter()
         item = next(items, None)
         if item is None:
             break
-        if isinstance(item, km.Placed):
+        if isinstance(item, km.ScannedEntry):
+            mine = ends.get(item.task.partition)
+            if mine is not None and not item.task.kraft_snapshot:
+                mine.entry(item)
+        elif isinstance(item, km.Placed):
             if item.finding.family in log_findings.LOG:
                 found.append(item.finding)
         elif isinstance(item, km.SegmentRead):
             res = item.result
             found.extend(f for f in res.findings if f.family in log_findings.LOG)
+            mine = ends.get(item.task.partition) if isinstance(item.task, km.SegmentTask) else None
+            if mine is not None:
+                mine.read(item)
             if item.counted:
                 watch.time(res.size, started)
                 reads[(Path(res.partition).name, res.base_offset)] = kb.SegmentRead(res.size, res.valid_end, res.records)
+        if not isinstance(item, km.ScannedEntry):  # a segment's time runs from its first entry to its end
+            started = time.perf_counter()
     return found, reads, watch
 
 
@@ -360,10 +447,12 @@ def kafka_info(path: str | Path, *, broker_version: str | None = None) -> KafkaI
         lock_pid = probe_record_lock(store.log_dir / ks.LOCK_FILE)
         if store.log_dir_file(ks.BOOTSTRAP_CHECKPOINT) is not None:
             hints.add("KRaft controller (bootstrap.checkpoint)")
+    ends = {str(part.path): _ends(part) for part in store.partitions}
+    found, reads, watch = _model_reading(store, ends)
     partitions = []
     errors: list[MqError] = []
     for part in store.partitions:
-        partitions.append(_partition_info(part, checkpoints, hints, problems, errors))
+        partitions.append(_partition_info(part, ends[str(part.path)], checkpoints, hints, problems, errors))
         if part.topic == ks.CLUSTER_METADATA:
             hints.add("KRaft metadata log (__cluster_metadata)")
             if part.quorum_state is not None:
@@ -377,7 +466,6 @@ def kafka_info(path: str | Path, *, broker_version: str | None = None) -> KafkaI
         "log_bytes": sum(p.log_bytes for p in partitions),
         "index_bytes": sum(p.index_bytes for p in partitions),
     }
-    found, reads, watch = _model_reading(store)
     problems, texts, met = log_findings.merged(path, "kafka", problems, errors, found=log_findings.select(found))
     restart = None
     if store.kind != "segment":

@@ -710,6 +710,12 @@ class SegmentRead:
     #: ``read_store_entries``: the segment's first walk (its ``end``, or its ``error`` where a
     #: walk that stops at a broken entry stops)
     first_walk: ks.LogFileWalk | None = None
+    #: ``read_store_entries``: the segment's last walk (the first, or the one resumed after the
+    #: last broken entry: how the data after it ends)
+    last_walk: ks.LogFileWalk | None = None
+    #: ``read_store_entries``: the error that stopped the reading of the ``.log`` (it cannot be
+    #: opened or read; the finding is KAFKA-FILE-UNREADABLE)
+    io_error: MqError | None = None
 
 
 @dataclass(frozen=True)
@@ -794,11 +800,12 @@ def _reading(store: ks.KafkaStore, checks: frozenset[str], deep: bool, jobs: int
     live = store.log_dir is not None and probe_record_lock(store.log_dir / ks.LOCK_FILE) is not None
     active = {str(s.part.log_segments()[-1].log) for s in states if s.part.log_segments()} if live else set()
     for task, res in zip(tasks, run(run_task, tasks) if entries is None else _scanning(tasks, entries)):
-        first_walk = None
+        first_walk = last_walk = None
+        io_error = None
         if isinstance(res, SegmentScan):
             scan = res
             yield from scan
-            res, first_walk = scan.result, scan.first_walk
+            res, first_walk, last_walk, io_error = scan.result, scan.first_walk, scan.last_walk, scan.io_error
         counted = False
         if isinstance(task, SegmentTask):
             if res.path in active:
@@ -807,7 +814,7 @@ def _reading(store: ks.KafkaStore, checks: frozenset[str], deep: bool, jobs: int
             if state is not None and res.path in {str(s.log) for s in state.part.log_segments()}:
                 state.results.append(res)
                 counted = True
-        yield SegmentRead(task, res, counted, first_walk)
+        yield SegmentRead(task, res, counted, first_walk, last_walk, io_error)
 
     checkpoints = _read_offset_checkpoints(store, out) if store.kind != "segment" and store.log_dir is not None else {}
     yield from out.drain()

@@ -360,6 +360,15 @@ class ScannedEntry:
     def kept(self) -> bool:
         return self.entry is not None and self.error is not None
 
+    def decoded(self, mode: Mode, *, check_crc: bool = True) -> LogEntry:
+        """The entry decoded in ``mode`` from the bytes the walk read (a consumer that asked for
+        less -- ``framing`` -- decodes the few entries it needs); raises the ``MqError`` (located
+        in the file) of an entry that does not decode so."""
+        try:
+            return decode_entry(self.buffer, self.rel, mode=mode, check_crc=check_crc)
+        except MqError as exc:
+            raise exc.at(self.task.log, self.position - self.rel) from None
+
 
 def _scanned(task: SegmentTask, pos: int, framed: LogEntry, buf: bytes, rel: int, decode: EntryDecode, *, resumed: bool) -> ScannedEntry:
     entry: LogEntry | None = framed
@@ -376,6 +385,8 @@ def _scanned(task: SegmentTask, pos: int, framed: LogEntry, buf: bytes, rel: int
 class _SegmentChecker:
     #: the segment's first walk (from position 0) once it is over: its ``error`` or ``end``
     first_walk: ks.LogFileWalk | None = None
+    #: the segment's last walk (the first, or the one after the last resynchronisation)
+    last_walk: ks.LogFileWalk | None = None
 
     def __init__(self, task: SegmentTask, f: ReadOnlyFile, res: SegmentResult) -> None:
         self.t = task
@@ -437,6 +448,7 @@ class _SegmentChecker:
                     yield _scanned(self.t, pos, entry, walk.buffer, rel, decode, resumed=start > 0)
             if start == 0:  # the first walk: where a walk that stops at a broken entry stops
                 self.first_walk = walk
+            self.last_walk = walk
             if walk.error is not None and decode is not None:
                 assert walk.failed_at is not None  # set with the error
                 yield ScannedEntry(self.t, walk.failed_at, None, walk.error, walk.buffer, walk.failed_at - walk.buffer_start, start > 0)
@@ -1126,12 +1138,16 @@ class SegmentScan:
         self.decode = decode
         self.result = SegmentResult(task.log, task.partition, task.base_offset, task.is_last)
         self.first_walk: ks.LogFileWalk | None = None
+        self.last_walk: ks.LogFileWalk | None = None
+        #: the error that stopped the reading of the ``.log`` (it cannot be opened or read)
+        self.io_error: MqError | None = None
 
     def __iter__(self) -> Iterator[ScannedEntry]:
         task, res = self.task, self.result
         try:
             f = ReadOnlyFile(task.log)
         except MqError as exc:
+            self.io_error = exc
             res.findings.append(Finding(KAFKA_FILE_UNREADABLE, task.log, None, str(exc)))
             return
         with f:
@@ -1142,6 +1158,7 @@ class SegmentScan:
             try:
                 yield from checker.scan(self.decode)
             except StoreIOError as exc:
+                self.io_error = exc
                 res.findings.append(Finding(KAFKA_FILE_UNREADABLE, task.log, exc.position, str(exc)))
             finally:
-                self.first_walk = checker.first_walk
+                self.first_walk, self.last_walk = checker.first_walk, checker.last_walk
