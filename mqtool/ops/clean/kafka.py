@@ -54,11 +54,11 @@ from typing import Any
 from mqtool.errors import MqError, StoreLayoutError
 from mqtool.formats import segment_names as segnames
 from mqtool.formats.kafka import checkpoint_file as cpf
-from mqtool.formats.kafka import record_batch as rb
 from mqtool.ops.recover import ApplyContext, RecoverPlan, Step, observe, relative, resolve
 from mqtool.store import kafka as ks
 from mqtool.store.files import ReadOnlyFile, read_small_file
 from mqtool.store.model import consumers as model_consumers
+from mqtool.store.model import kafka_reads as kr
 
 #: Upstream defaults (``ServerLogConfigs``): log.retention.hours=168, log.retention.bytes=-1.
 DEFAULT_RETENTION_MS = 7 * 24 * 3_600_000
@@ -133,38 +133,14 @@ def _next_offset(seg: ks.KafkaSegment) -> int:
                     start = indexed.position
         except MqError:
             start = 0
-    last = None
-    for attempt in (start, 0):
-        try:
-            with ReadOnlyFile(_log_of(seg)) as f:
-                if attempt > f.size:
-                    continue
-                walk = ks.LogFileWalk(f, attempt, mode="header")
-                for _pos, entry in walk:
-                    h = entry.header
-                    off = h.last_offset if isinstance(h, rb.BatchHeader) else entry.offset
-                    last = off if last is None else max(last, off)
-                if walk.error is not None and attempt and last is None:
-                    continue
-        except MqError:
-            continue
-        break
-    return seg.base_offset if last is None else last + 1
+    return kr.next_offset_from(_log_of(seg), seg.base_offset, start)
 
 
 def _largest_timestamp(seg: ks.KafkaSegment, *, scan: bool = False) -> tuple[int, str]:
     """``LogSegment.largestTimestamp``: the last time-index entry, else the ``.log``'s mtime.
     ``scan``: the largest batch timestamp (the active segment, whose index lags its appends)."""
     if scan:
-        best = -1
-        try:
-            with ReadOnlyFile(_log_of(seg)) as f:
-                for _pos, entry in ks.LogFileWalk(f, 0, mode="header"):
-                    h = entry.header  # never None in the header mode
-                    if h is not None:
-                        best = max(best, h.max_timestamp if isinstance(h, rb.BatchHeader) else h.timestamp)
-        except MqError:
-            best = -1
+        best = kr.largest_batch_timestamp(_log_of(seg))
         if best >= 0:
             return best, "the largest batch timestamp"
     try:

@@ -12,7 +12,7 @@ or where one side's last segment holds the first bytes of the other's same segme
 other may have more segments after it), every batch a v2 batch the model found no fault in and
 no offset missing, are identical or a clean prefix (replication lag): their offsets, batch counts
 and what only one side holds are the model's (``SegmentResult``), and nothing is read again.  Any
-other pair is walked batch by batch (``LogFileWalk``) to find where the two differ; a broken entry (a batch
+other pair is walked batch by batch (the store model's ``kafka_reads.partition_batches``) to find where the two differ; a broken entry (a batch
 that does not decode, which is damage, unlike a torn tail: a ``partial`` end) is met there at
 the offset expected.
 """
@@ -24,7 +24,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from mqtool.errors import MqError
 from mqtool.findings import Finding, Severity
 from mqtool.ops.diff.digest import BLOCK, FileDigests, ReadDigests
 from mqtool.ops.diff.report import Extra, LogDiff, damaged_verdict
@@ -171,39 +170,24 @@ class _Entry:
 
 
 def _kafka_entries(part: ks.KafkaPartition, problems: list[str], damage: list[dict[str, Any]]) -> Iterator[_Entry]:
-    """The partition's batches in order; a broken entry (a batch that does not decode, which is
-    damage, unlike a torn tail: a ``partial`` end) is yielded as an ``_Entry`` with ``error``
-    at the offset expected there, and the walk goes on with the next segment."""
-    from mqtool.errors import CorruptDataError
-    from mqtool.store import kafka as kstore
+    """The partition's batches in order (the store model's ``kafka_reads.partition_batches``); a
+    broken entry (a batch that does not decode, which is damage, unlike a torn tail: a
+    ``partial`` end) is yielded as an ``_Entry`` with ``error`` at the offset expected there, and
+    the walk goes on with the next segment."""
+    from mqtool.store.model import kafka_reads as kr
 
     expected = None
-    segments = part.log_segments()
-    for i, seg in enumerate(segments):
-        if seg.log is None:  # (log_segments: every one has its .log)
+    for item in kr.partition_batches(part):
+        if isinstance(item, kr.WalkedBatch):
+            entry = item.entry
+            expected = entry.last_offset + 1
+            yield _Entry(entry.offset, entry.last_offset, entry.size, item.raw, entry.header, item.position, item.path)
             continue
-        with ReadOnlyFile(seg.log) as f:
-            walk = kstore.LogFileWalk(f, mode="header")
-            for pos, entry in walk:
-                start = pos - walk.buffer_start
-                raw = bytes(walk.buffer[start : start + entry.size])
-                expected = entry.last_offset + 1
-                yield _Entry(entry.offset, entry.last_offset, entry.size, raw, entry.header, pos, seg.log)
-            error: MqError | None = walk.error
-            if error is None and walk.end is not None and walk.end.kind == "partial" and i < len(segments) - 1:
-                # a torn tail only ends the last segment; before a later one it is lost data
-                error = CorruptDataError(
-                    path=seg.log,
-                    position=walk.end.position,
-                    expected="whole entries up to the end of a segment that is not the last",
-                    found=f"an entry of {walk.end.length} bytes with {f.size - walk.end.position} present",
-                )
-        if error is not None:
-            problems.append(str(error))
-            bad = walk.valid_end
-            offset = expected if expected is not None and walk.count else seg.base_offset
-            damage.append({"file": str(seg.log), "position": bad, "offset": offset, "error": str(error)})
-            yield _Entry(offset, offset, 0, b"", None, bad, seg.log, error=str(error))
+        error = str(item.error)
+        problems.append(error)
+        offset = expected if expected is not None and item.walked else item.base_offset
+        damage.append({"file": str(item.path), "position": item.position, "offset": offset, "error": error})
+        yield _Entry(offset, offset, 0, b"", None, item.position, item.path, error=error)
 
 
 def compare_kafka_partitions(name: str, pa: ks.KafkaPartition, pb: ks.KafkaPartition) -> LogDiff:

@@ -26,10 +26,11 @@ from mqtool.errors import MqError
 from mqtool.formats.kafka import checkpoint_file as cpf
 from mqtool.formats.kafka import record_batch as rb
 from mqtool.formats.kafka.legacy import LegacyRecord
-from mqtool.formats.kafka.log import LogEntry, LogRecord, records_of_batch, records_of_message
+from mqtool.formats.kafka.log import LogEntry, LogRecord
 from mqtool.ops.dump.kafka import BatchInfo, Decoder, LogTarget, RecordInfo, batch_info, decoder_for, entry_max_timestamp, record_info
 from mqtool.store import kafka as ks
 from mqtool.store.files import ReadOnlyFile, read_small_file
+from mqtool.store.model import kafka_reads as kr
 
 
 @dataclass(frozen=True)
@@ -41,7 +42,7 @@ class KafkaHit:
     record: RecordInfo
     via: str  # "index", "timeindex", "scan"
     #: the code of the finding the record's batch carries: a batch the walk kept despite damage
-    #: that leaves its frame intact (``LogFileWalk.finding_code``: KAFKA-LOG-CRC); None when healthy
+    #: that leaves its frame intact (``kafka_reads.ScannedBatch.finding``: KAFKA-LOG-CRC); None when healthy
     finding: str | None = None
 
 
@@ -94,9 +95,7 @@ class _Collector:
     def _collect(
         self,
         log: Path,
-        pos: int,
-        entry: LogEntry,
-        walk: ks.LogFileWalk,
+        scanned: kr.ScannedBatch,
         accept: Accept,
         via: str,
         decoder: str | None,
@@ -105,29 +104,20 @@ class _Collector:
         """Add the accepted records of one batch; True once ``max_results`` are in.  A batch the
         walk kept despite its CRC (its frame holds) gives its records with its finding."""
         hits = self.result.hits
+        entry, pos = scanned.entry, scanned.position
         if hits and entry.last_offset <= hits[-1].record.offset:
             return False
         if not hits and batch_filter is not None and not batch_filter(entry):
             return False
-        buffer, rel = walk.buffer, pos - walk.buffer_start
-        damage = walk.damaged.get(pos)
-        finding = walk.finding_code(pos)
+        damage, finding = scanned.damage, scanned.finding
         if damage is not None:
             self.result.problems.append(damage)
-        info = batch_info(log, pos, entry, buffer, rel, checked=damage is None)
-        raw: tuple[rb.Record, ...] | None
+        info = batch_info(log, pos, entry, scanned.buffer, scanned.rel, checked=damage is None)
         try:
-            if entry.magic == 2:
-                batch = rb.decode_batch(buffer, rel, check_crc=damage is None)
-                logical = records_of_batch(batch)
-                raw = batch.records
-            else:
-                assert isinstance(entry.header, LegacyRecord)  # a v0/v1 entry of a "header" walk
-                logical = records_of_message(entry.header, 0, check_crc=damage is None)
-                raw = None
+            logical, raw = scanned.records()
         except MqError as exc:
             if damage is None:
-                self.result.problems.append(exc.at(log, pos - rel))  # positions in ``buffer``
+                self.result.problems.append(exc)
             why = "whose CRC fails and whose records cannot be read" if damage is not None else "whose records cannot be read"
             self.damaged.append((_first_offset(entry), entry.last_offset, f"{log}:{pos}", why))
             return False
@@ -169,12 +159,12 @@ class _Collector:
         with ReadOnlyFile(log) as f:
             if position >= f.size:
                 return 0, position == f.size
-            walk = ks.LogFileWalk(f, position, mode="header", check_crc=True, keep_damaged=True)
-            for pos, entry in walk:
+            walk = kr.BatchScan(f, position)
+            for scanned in walk:
                 read += 1
-                if read == 1 and indexed_offset is not None and position and _first_offset(entry) > indexed_offset:
+                if read == 1 and indexed_offset is not None and position and _first_offset(scanned.entry) > indexed_offset:
                     return 0, False
-                if self._collect(log, pos, entry, walk, accept, via, decoder, batch_filter):
+                if self._collect(log, scanned, accept, via, decoder, batch_filter):
                     self.result.steps.append(f"{log.name}: read {read} batch(es) from position {position}")
                     return read, True
             if read == 0 and position:
@@ -285,15 +275,10 @@ def segment_largest_timestamp(seg: ks.KafkaSegment) -> int:
         start, _slot = ks.lookup_offset(seg.index, seg.base_offset, max(last.offset, seg.base_offset))
     except MqError:
         start = None
-    largest = last.timestamp
     position = start.position if start is not None else 0
     assert seg.log is not None  # a segment of log_segments()
-    with ReadOnlyFile(seg.log) as f:
-        if position >= f.size:
-            position = 0
-        for _pos, entry in ks.LogFileWalk(f, position, mode="header", check_crc=False):
-            largest = max(largest, entry_max_timestamp(entry))
-    return largest
+    after = kr.largest_timestamp_from(seg.log, position)
+    return last.timestamp if after is None else max(last.timestamp, after)
 
 
 def query_timestamp(
