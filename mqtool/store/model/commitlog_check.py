@@ -3,9 +3,15 @@
 One task (:class:`CommitLogTask`) names a file: its path, the commitlog offset its name says
 (``base``), the configured file size, whether it is the newest file holding data (``is_last``),
 whether a writer holds the store's lock (``live``), the base it would have after its predecessor
-when its name says otherwise (``alt_base``), and the fast-path options.  :func:`check_commitlog_file`
-reads it and returns a :class:`CommitLogFileResult` (picklable: validate runs tasks in worker
-processes).  It never raises on data.
+when its name says otherwise (``alt_base``), the piece size, and the fast-path options.
+
+:func:`read_events` is the reading, as typed events: one :class:`Columns` for a healthy file, or
+the precise walk's :class:`Record`, :class:`Rebased` and :class:`Damage` events in file order
+(each finding with its position, the commitlog range it covers, the bytes it skips), then how the
+file ends (its findings as :class:`Damage`) and one :class:`FileEnd`.  :func:`check_commitlog_file`
+folds them, with the queue-offset continuity rule and the bulk cross-checks of a healthy file's
+ConsumeQueue units and IndexFile keys, into a :class:`CommitLogFileResult` (picklable: validate
+runs tasks in worker processes).  It never raises on data.
 
 The reading has two speeds:
 
@@ -51,6 +57,7 @@ from __future__ import annotations
 
 import bisect
 import time
+from collections.abc import Generator, Iterator
 from dataclasses import dataclass, field, replace
 
 from mqtool.errors import MqError, StoreIOError, TruncatedDataError
@@ -144,6 +151,98 @@ def _header_store_timestamp(f: ReadOnlyFile, base: int, pos: int) -> int:
         return 0
 
 
+# --- the events of one file's reading ----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Columns:
+    """The whole file is healthy and was read as columns (the fast path): its records, their
+    queue runs, where and how its data ends.  Followed by the findings of how it ends (info
+    only: RMQ-CL-VALID-END) and :class:`FileEnd`."""
+
+    columns: model_cl.FileColumns
+
+
+@dataclass(slots=True)
+class Record:
+    """One record the precise walk decoded at file ``position``; the findings about its own
+    bytes (``model.record_findings``) are the :class:`Damage` events just before it."""
+
+    position: int
+    record: MessageRecord
+
+
+@dataclass(frozen=True)
+class Rebased:
+    """The file's records say it starts at commitlog offset ``base``, not at its name's (a
+    misnamed file, RMQ-FILE-OVERLAP/GAP/ALIGN): every address after this event is from it."""
+
+    base: int
+
+
+@dataclass(frozen=True)
+class Damage:
+    """What the reading states about one region of the file, in file order: ``finding`` (a
+    broken record, a region it skipped, a torn tail, stale data, garbage, a missing or odd
+    END_OF_FILE; also the info RMQ-CL-VALID-END saying where the valid data ends), or None for
+    bytes it only skips.  ``covers``: the commitlog range [start, stop) the finding reports
+    (what points into it is not reported again); ``skipped``: bytes the reading skipped (the
+    records they may have held, ``FileQueueOffsets.skip``), ``torn``: it ended at one record it
+    does not take; ``valid_end``: where the valid data ends as far as the reading knows (a broken
+    record); ``store_timestamp``: a broken record's STORETIMESTAMP when its header is trusted."""
+
+    finding: Finding | None
+    covers: tuple[int, int] | None = None
+    skipped: int | None = None
+    torn: bool = False
+    valid_end: int | None = None
+    store_timestamp: int = 0
+
+
+@dataclass(frozen=True)
+class FileEnd:
+    """How the reading of the file ended: ``valid_end`` (the file position where its valid
+    records stop), ``kind`` -- the clean ends ``blank``, ``zeros``, ``eof``, ``partial`` (a file
+    cut short), ``stale`` and ``torn`` in the newest file, or ``broken`` (a broken record with no
+    valid record after it) -- ``first_broken`` (the file position of its first broken record;
+    the reading went on past it) and the bytes it read."""
+
+    valid_end: int
+    kind: str
+    bytes_read: int
+    first_broken: int | None = None
+
+
+Event = Columns | Record | Rebased | Damage | FileEnd
+
+
+def read_events(f: ReadOnlyFile, task: CommitLogTask) -> Iterator[Event]:
+    """The judge's reading of one open CommitLog file, as events (see the module docstring): a
+    healthy file (with ``task.fast``) as one :class:`Columns`, any other file by the precise walk
+    as :class:`Record`, :class:`Rebased` and :class:`Damage` events in file order; then how the
+    file ends (its :class:`Damage` findings) and one :class:`FileEnd`.  Raises ``StoreIOError``
+    when the file cannot be read."""
+    if task.fast:
+        cols = model_cl.read_file_columns(f, task.base, file_size=task.file_size, is_last=task.is_last)
+        if cols is not None:
+            end = cols.end
+            if end.kind == "blank":
+                ends = list(_blank_damage(f, task, task.base, end.position, end.length))
+            elif task.is_last:
+                ends = [Damage(_valid_end_finding(task.path, task.base, end.position, end.kind))]
+            else:
+                ends = []
+            if all(d.finding is None or d.finding.level is Severity.info for d in ends):
+                yield Columns(cols)
+                yield from ends
+                yield FileEnd(end.position, end.kind, cols.bytes_read)
+                return
+    yield from _walk_commitlog_file(f, task)
+
+
+# --- validate's result ---------------------------------------------------------------------------
+
+
 def check_commitlog_file(task: CommitLogTask) -> CommitLogFileResult:
     """Every record of one CommitLog file and how the file ends.  Never raises on data."""
     res = CommitLogFileResult(task.path, task.base, 0)
@@ -158,9 +257,7 @@ def check_commitlog_file(task: CommitLogTask) -> CommitLogFileResult:
     with f:
         res.size = f.size
         try:
-            if task.fast and _fast_commitlog_file(f, task, res):
-                return res
-            _walk_commitlog_file(f, task, res)
+            _assemble(task, res, read_events(f, task))
             if task.live and task.is_last and any(x.level is not Severity.info for x in res.findings):
                 res = _recheck_live_tail(task, res)
         except StoreIOError as exc:
@@ -172,32 +269,49 @@ def check_commitlog_file(task: CommitLogTask) -> CommitLogFileResult:
     return res
 
 
-def _fast_commitlog_file(f: ReadOnlyFile, task: CommitLogTask, res: CommitLogFileResult) -> bool:
-    """Fill ``res`` from the file's columns when the file is healthy (True), else leave it alone
-    (False: the precise walk reads the file).  Gives exactly what the precise walk gives for a
-    healthy file: the records, queue edges, timestamps, how the file ends."""
-    cols = model_cl.read_file_columns(f, task.base, file_size=task.file_size, is_last=task.is_last)
-    if cols is None:
-        return False
-    end = cols.end
-    fast = CommitLogFileResult(task.path, task.base, f.size, records=len(cols.columns), valid_end=end.position, bytes_read=cols.bytes_read)
-    fast.offsets = FileQueueOffsets.from_runs(task.path, cols.queues)
-    fast.max_store_timestamp = cols.columns.store_timestamp.max(initial=0)
-    fast.last_store_timestamp = int(cols.columns.store_timestamp[-1]) if len(cols.columns) else 0
-    fast.max_store_timestamp = int(fast.max_store_timestamp)
-    if end.kind == "blank":
-        _check_blank(f, task, end.position, end.length, fast)
-    elif task.is_last:
-        fast.findings.append(Finding(RMQ_CL_VALID_END, task.path, end.position, f"valid data ends at commitlog offset {task.base + end.position} ({end.kind} follow)"))
-    if any(x.level is not Severity.info for x in fast.findings):
-        return False
-    if task.cq_file_size and task.root:
-        store = rmq.open_store(task.root, commitlog_file_size=task.file_size)
-        fast.verified = model_cl.verify_queue_units(store, task.base, cols, task.cq_file_size)
-    if task.keys_dir is not None:
-        model_cl.save_key_table(task.keys_dir, task.base, cols)
-    res.__dict__.update(fast.__dict__)
-    return True
+def _assemble(task: CommitLogTask, res: CommitLogFileResult, events: Iterator[Event]) -> None:
+    """Fold one file's events into ``res``: records, queue offsets (the store model's continuity
+    rule, ``FileQueueOffsets.record``), timestamps, findings, the ranges they cover."""
+    base = task.base
+    offsets = res.offsets
+    for ev in events:
+        if type(ev) is Record:
+            at, rec = ev.position, ev.record
+            if (broke := offsets.record(at, rec)) is not None:
+                res.findings.append(broke)
+                res.damaged.append((base + at, base + at + rec.total_size))
+            res.records += 1
+            res.max_store_timestamp = max(res.max_store_timestamp, rec.store_timestamp)
+            res.last_store_timestamp = rec.store_timestamp
+        elif isinstance(ev, Damage):
+            if ev.finding is not None:
+                res.findings.append(ev.finding)
+            if ev.covers is not None:
+                res.damaged.append(ev.covers)
+            if ev.skipped is not None:
+                offsets.skip(ev.skipped)
+            if ev.torn:
+                offsets.skip_record()
+            if ev.valid_end is not None:
+                res.valid_end = ev.valid_end
+            res.max_store_timestamp = max(res.max_store_timestamp, ev.store_timestamp)
+        elif isinstance(ev, Rebased):
+            base = res.content_base = ev.base
+        elif isinstance(ev, Columns):
+            cols = ev.columns
+            if task.cq_file_size and task.root:
+                store = rmq.open_store(task.root, commitlog_file_size=task.file_size)
+                res.verified = model_cl.verify_queue_units(store, task.base, cols, task.cq_file_size)
+            if task.keys_dir is not None:
+                model_cl.save_key_table(task.keys_dir, task.base, cols)
+            res.records = len(cols.columns)
+            res.offsets = offsets = FileQueueOffsets.from_runs(task.path, cols.queues)
+            res.max_store_timestamp = int(cols.columns.store_timestamp.max(initial=0))
+            res.last_store_timestamp = int(cols.columns.store_timestamp[-1]) if len(cols.columns) else 0
+        elif isinstance(ev, FileEnd):
+            res.valid_end = ev.valid_end
+            res.first_broken = ev.first_broken
+            res.bytes_read = ev.bytes_read
 
 
 def _recheck_live_tail(task: CommitLogTask, first: CommitLogFileResult) -> CommitLogFileResult:
@@ -209,7 +323,7 @@ def _recheck_live_tail(task: CommitLogTask, first: CommitLogFileResult) -> Commi
         second = CommitLogFileResult(task.path, task.base, 0)
         with ReadOnlyFile(task.path) as f:
             second.size = f.size
-            _walk_commitlog_file(f, task, second)
+            _assemble(task, second, _walk_commitlog_file(f, task))
         if second.valid_end > first.valid_end:
             tail = first.valid_end
             kept = [x for x in first.findings if x.level is Severity.info or x.position is None or x.position < tail]
@@ -221,45 +335,77 @@ def _recheck_live_tail(task: CommitLogTask, first: CommitLogFileResult) -> Commi
     return first
 
 
-def _walk_commitlog_file(f: ReadOnlyFile, task: CommitLogTask, res: CommitLogFileResult) -> None:
+# --- the precise walk ------------------------------------------------------------------------------
+
+
+@dataclass
+class _Walk:
+    """Where the precise walk stands: the records' base, records so far, the first broken
+    record, the valid end as far as known, bytes read."""
+
+    base: int
+    records: int = 0
+    first_broken: int | None = None
+    valid_end: int = 0
+    bytes_read: int = 0
+    #: how a walk that stops at a broken record stopped: ``torn`` or ``broken``
+    stopped: str = "broken"
+
+    def end(self, kind: str) -> FileEnd:
+        return FileEnd(self.valid_end, kind, self.bytes_read, self.first_broken)
+
+
+def _walk_commitlog_file(f: ReadOnlyFile, task: CommitLogTask) -> Iterator[Event]:
+    """The precise walk over the whole file, a piece (``task.piece``) at a time."""
     path = task.path
-    base = task.base  # becomes the records' base for a misnamed file
-    offsets = res.offsets
+    st = _Walk(task.base)  # st.base becomes the records' base for a misnamed file
     pos = 0
     piece = want = task.piece or piece_size()
-    end = None
     while True:
         data = f.pread(pos, want)
         want = piece
-        res.bytes_read += len(data)
+        st.bytes_read += len(data)
         walker = RecordWalker(data, 0, check_crc=True)
         try:
             for p, rec in walker:
                 at = pos + p
-                if rec.physical_offset != base + at:
-                    if not res.records and task.alt_base is not None and rec.physical_offset == task.alt_base + at:
-                        base = res.content_base = task.alt_base  # misnamed: RMQ-FILE-OVERLAP/GAP/ALIGN say so
-                    elif task.is_last and rmq.is_stale_copy(f, base, at, rec, task.file_size):
-                        _stale_tail(f, task, at, rec, base, res)
+                if rec.physical_offset != st.base + at:
+                    if not st.records and task.alt_base is not None and rec.physical_offset == task.alt_base + at:
+                        st.base = task.alt_base  # misnamed: RMQ-FILE-OVERLAP/GAP/ALIGN say so
+                        yield Rebased(st.base)
+                    elif task.is_last and rmq.is_stale_copy(f, st.base, at, rec, task.file_size):
+                        # A record at ``at`` of the last file that claims another place, with no
+                        # record at its own place after it: valid data ends here and the rest is
+                        # stale (copied or left behind) data.
+                        extent = nonzero_extent(f, at)
+                        stop = extent[1] if extent else at + rec.total_size
+                        st.valid_end = at
+                        yield Damage(model.stale_finding(path, at, stop, rec.physical_offset))
+                        yield Damage(Finding(RMQ_CL_VALID_END, path, at, f"valid data ends at commitlog offset {st.base + at} (stale data follow)"))
+                        yield st.end("stale")
                         return
                 # the store model's rule (every reader's walk applies it): a decoded record whose
                 # last byte is zero is a torn tail when only zeros follow
                 if task.is_last and not data[p + rec.total_size - 1]:
                     torn = rmq.torn_record_tail(f, at, rec, 0, task.file_size)
                     if torn is not None:
-                        _report_torn(task, torn, base, res)
-                        res.valid_end = at
+                        yield _torn_damage(task, torn, st.base)
+                        st.valid_end = at
+                        yield st.end("torn")
                         return
-                _check_record(rec, base, at, path, res, task.check_properties, data, p)
-                if (broke := offsets.record(at, rec)) is not None:  # the store model's queue-offset continuity rule
-                    res.findings.append(broke)
-                    res.damaged.append((base + at, base + at + rec.total_size))
-                res.records += 1
-                res.max_store_timestamp = max(res.max_store_timestamp, rec.store_timestamp)
-                res.last_store_timestamp = rec.store_timestamp
+                found = model.record_findings(path, st.base, at, rec, memoryview(data)[p : p + rec.total_size], check_properties=task.check_properties)
+                if found:
+                    covers = (st.base + at, st.base + at + rec.total_size) if any(x.code == RMQ_CL_PHYS_OFFSET for x in found) else None
+                    for x in found:
+                        yield Damage(x)
+                    if covers is not None:
+                        yield Damage(None, covers=covers)
+                yield Record(at, rec)
+                st.records += 1
         except MqError as exc:
-            resume = _after_broken_record(f, task, pos + (walker.failed_at or 0), exc.at(path, pos), base, res)
+            resume = yield from _after_broken_record(f, task, pos + (walker.failed_at or 0), exc.at(path, pos), st)
             if resume is None:
+                yield st.end(st.stopped)
                 return
             pos = resume
             continue
@@ -271,8 +417,9 @@ def _walk_commitlog_file(f: ReadOnlyFile, task: CommitLogTask, res: CommitLogFil
         if end.kind == "partial" and not cut_short and (not more or end.length > rmq.MAX_RECORD_SIZE):
             # A record reaching past the end of the file: a torn write in the last file, else a
             # broken TOTALSIZE (the broker never writes a record past the end of a file).
-            resume = _after_broken_record(f, task, end_pos, rmq.past_the_end_error(f, end_pos, end.length), base, res)
+            resume = yield from _after_broken_record(f, task, end_pos, rmq.past_the_end_error(f, end_pos, end.length), st)
             if resume is None:
+                yield st.end(st.stopped)
                 return
             pos = resume
             continue
@@ -282,60 +429,82 @@ def _walk_commitlog_file(f: ReadOnlyFile, task: CommitLogTask, res: CommitLogFil
             pos = end_pos
             continue
         break
-    res.valid_end = end_pos
-    if end.kind == "blank":
-        _check_blank(f, task, end_pos, end.length, res)
+    yield from _end_damage(f, task, st, end_pos, end.kind, end.length)
+    yield st.end(end.kind)
+
+
+def _end_damage(f: ReadOnlyFile, task: CommitLogTask, st: _Walk, end_pos: int, kind: str, length: int) -> Iterator[Damage]:
+    """How a file the precise walk read to its end ends (``kind`` at ``end_pos``)."""
+    path = task.path
+    base = st.base
+    st.valid_end = end_pos
+    yield Damage(None, valid_end=end_pos)  # known before the end's bytes are read
+    if kind == "blank":
+        yield from _blank_damage(f, task, base, end_pos, length)
         return
     if not task.is_last:
-        if f.size < task.file_size and end.kind in ("partial", "eof"):
+        if f.size < task.file_size and kind in ("partial", "eof"):
             # The file was cut short (RMQ-FILE-SIZE): what is missing is not a second finding.
-            res.damaged.append((base + end_pos, base + task.file_size))
-            res.offsets.skip(task.file_size - end_pos)
+            yield Damage(None, covers=(base + end_pos, base + task.file_size), skipped=task.file_size - end_pos)
             return
-        res.findings.append(model.no_blank_finding(path, end_pos, end.kind))
+        yield Damage(model.no_blank_finding(path, end_pos, kind))
         return
-    if end.kind == "zeros":
+    if kind == "zeros":
         extent = nonzero_extent(f, end_pos)
         if extent is not None:
-            ignored = res.first_broken is None and model.ignored_tail(f, base, end_pos)
-            res.findings.append(model.garbage_finding(path, end_pos, extent, ignored=ignored))
-    if res.first_broken is not None:  # where recover and the broker stop, not only where the records end
-        bad = res.first_broken
-        res.findings.append(
+            ignored = st.first_broken is None and model.ignored_tail(f, base, end_pos)
+            yield Damage(model.garbage_finding(path, end_pos, extent, ignored=ignored))
+    if st.first_broken is not None:  # where recover and the broker stop, not only where the records end
+        bad = st.first_broken
+        yield Damage(
             Finding(
                 RMQ_CL_VALID_END,
                 path,
                 bad,
                 f"valid data ends at commitlog offset {base + bad} (a broken record: the broker's recovery and "
-                f"`mqtool recover` stop there); records go on to {base + end_pos} ({end.kind} follow)",
+                f"`mqtool recover` stop there); records go on to {base + end_pos} ({kind} follow)",
             )
         )
         return
-    res.findings.append(Finding(RMQ_CL_VALID_END, path, end_pos, f"valid data ends at commitlog offset {base + end_pos} ({end.kind} follow)"))
+    yield Damage(_valid_end_finding(path, base, end_pos, kind))
 
 
-def _after_broken_record(f: ReadOnlyFile, task: CommitLogTask, bad: int, exc: MqError, base: int, res: CommitLogFileResult) -> int | None:
+def _valid_end_finding(path: str, base: int, pos: int, kind: str) -> Finding:
+    return Finding(RMQ_CL_VALID_END, path, pos, f"valid data ends at commitlog offset {base + pos} ({kind} follow)")
+
+
+def _after_broken_record(f: ReadOnlyFile, task: CommitLogTask, bad: int, exc: MqError, st: _Walk) -> Generator[Damage, None, int | None]:
     """Report the record that fails at ``bad`` (or the torn tail it is) and return where the walk
     goes on: right after it when its TOTALSIZE or its length fields end where the data goes on,
     else at the next valid record (the bytes between are an unreadable region).  None: stop."""
-    res.valid_end = bad
-    if _torn_tail(f, task, bad, base, res):
-        return None
-    if res.first_broken is None:
-        res.first_broken = bad
+    st.valid_end = bad
+    yield Damage(None, valid_end=bad)  # known before the record's bytes are read again
+    base = st.base
+    if task.is_last:
+        # In the last file, a record whose bytes stop early and are followed only by zeros is a
+        # torn tail (a crash while writing), not damage (``rmq.torn_tail_at``).
+        torn = rmq.torn_tail_at(f, bad, task.file_size)
+        if torn is not None:
+            st.stopped = "torn"
+            yield _torn_damage(task, torn, base)
+            return None
+    if st.first_broken is None:
+        st.first_broken = bad
     code, located, frames = rmq.classify_broken_record(f, bad, exc)
     # at the valid end of the newest file, bytes the broker overwrites (the store model's rule): a warning
-    ignored = task.is_last and res.first_broken == bad and model.ignored_tail(f, base, bad)
+    ignored = task.is_last and st.first_broken == bad and model.ignored_tail(f, base, bad)
     level = Severity.warning if ignored else None
-    res.findings.append(Finding(code, task.path, located.position, located.reason + (f"; {model.IGNORED_TAIL.format(end=bad)}" if ignored else ""), severity=level))
-    res.max_store_timestamp = max(res.max_store_timestamp, _header_store_timestamp(f, base, bad))
+    reason = located.reason + (f"; {model.IGNORED_TAIL.format(end=bad)}" if ignored else "")
+    yield Damage(Finding(code, task.path, located.position, reason, severity=level), store_timestamp=_header_store_timestamp(f, base, bad))
     resume = next((bad + n for n in sorted(frames) if rmq.clean_at(f, base, bad + n)), None)
+    region = None
     if resume is None:
         resume = rmq.find_next_record(f, base, bad + 1)
         if resume is None:
             extent = nonzero_extent(f, bad)
             stop = extent[1] if extent else bad
-            res.findings.append(
+            st.stopped = "broken"
+            yield Damage(
                 Finding(
                     RMQ_CL_UNREADABLE_REGION,
                     task.path,
@@ -343,67 +512,39 @@ def _after_broken_record(f: ReadOnlyFile, task: CommitLogTask, bad: int, exc: Mq
                     f"no valid record after the broken one: {stop - bad} bytes up to position {stop} cannot be read",
                     length=stop - bad,
                     severity=level,
-                )
+                ),
+                covers=(base + bad, base + max(stop, bad + 1)),
+                skipped=f.size - bad,
             )
-            res.damaged.append((base + bad, base + max(stop, bad + 1)))
-            res.offsets.skip(f.size - bad)
             return None
-        res.findings.append(
-            Finding(
-                RMQ_CL_UNREADABLE_REGION,
-                task.path,
-                bad,
-                f"{resume - bad} bytes between the broken record and the next valid record at {resume} were skipped",
-                length=resume - bad,
-                severity=level,
-            )
+        region = Finding(
+            RMQ_CL_UNREADABLE_REGION,
+            task.path,
+            bad,
+            f"{resume - bad} bytes between the broken record and the next valid record at {resume} were skipped",
+            length=resume - bad,
+            severity=level,
         )
-    res.damaged.append((base + bad, base + resume))
-    res.offsets.skip(resume - bad)
+    yield Damage(region, covers=(base + bad, base + resume), skipped=resume - bad)
     return resume
 
 
-def _stale_tail(f: ReadOnlyFile, task: CommitLogTask, at: int, rec: MessageRecord, base: int, res: CommitLogFileResult) -> None:
-    """A record at ``at`` of the last file that claims another place, with no record at its own
-    place after it: valid data ends here and the rest is stale (copied or left behind) data."""
-    extent = nonzero_extent(f, at)
-    stop = extent[1] if extent else at + rec.total_size
-    res.valid_end = at
-    res.findings.append(model.stale_finding(task.path, at, stop, rec.physical_offset))
-    res.findings.append(Finding(RMQ_CL_VALID_END, task.path, at, f"valid data ends at commitlog offset {base + at} (stale data follow)"))
+def _torn_damage(task: CommitLogTask, torn: rmq.TornTail, base: int) -> Damage:
+    return Damage(model.torn_tail_finding(task.path, torn.position, torn), covers=torn.damaged(base), torn=True)
 
 
-def _torn_tail(f: ReadOnlyFile, task: CommitLogTask, bad: int, base: int, res: CommitLogFileResult) -> bool:
-    """In the last file, a record whose bytes stop early and are followed only by zeros is a
-    torn tail (a crash while writing), not damage (``rmq.torn_tail_at``): report it as such.
-    Returns True when it was one."""
-    if not task.is_last:
-        return False
-    torn = rmq.torn_tail_at(f, bad, task.file_size)
-    if torn is None:
-        return False
-    _report_torn(task, torn, base, res)
-    return True
-
-
-def _report_torn(task: CommitLogTask, torn: rmq.TornTail, base: int, res: CommitLogFileResult) -> None:
-    res.findings.append(model.torn_tail_finding(task.path, torn.position, torn))
-    res.damaged.append(torn.damaged(base))
-    res.offsets.skip_record()
-
-
-def _check_blank(f: ReadOnlyFile, task: CommitLogTask, pos: int, total: int, res: CommitLogFileResult) -> None:
+def _blank_damage(f: ReadOnlyFile, task: CommitLogTask, base: int, pos: int, total: int) -> Iterator[Damage]:
+    """The END_OF_FILE record at ``pos`` (``total`` its TOTALSIZE) and the bytes after its header."""
     # the configured size: a file of the wrong size is RMQ-FILE-SIZE
     blank = model.blank_size_finding(task.path, pos, total, task.file_size)
     if blank is not None:
-        res.findings.append(blank)
+        yield Damage(blank)
     if task.is_last:
-        base = task.base if res.content_base is None else res.content_base
-        res.findings.append(Finding(RMQ_CL_VALID_END, task.path, pos, f"valid data ends at commitlog offset {base + pos} (END_OF_FILE)"))
+        yield Damage(Finding(RMQ_CL_VALID_END, task.path, pos, f"valid data ends at commitlog offset {base + pos} (END_OF_FILE)"))
     extent = nonzero_extent(f, pos + 8)
     if extent is not None:
         first, stop = extent
-        res.findings.append(
+        yield Damage(
             Finding(
                 RMQ_CL_AFTER_BLANK,
                 task.path,
@@ -413,13 +554,6 @@ def _check_blank(f: ReadOnlyFile, task: CommitLogTask, pos: int, total: int, res
                 length=stop - first,
             )
         )
-
-
-def _check_record(rec: MessageRecord, base: int, pos: int, path: str, res: CommitLogFileResult, check_props: bool, data: bytes, p: int) -> None:
-    found = model.record_findings(path, base, pos, rec, memoryview(data)[p : p + rec.total_size], check_properties=check_props)
-    res.findings.extend(found)
-    if any(x.code == RMQ_CL_PHYS_OFFSET for x in found):
-        res.damaged.append((base + pos, base + pos + rec.total_size))
 
 
 # --- what the other checks need of this one ------------------------------------------------------
