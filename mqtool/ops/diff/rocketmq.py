@@ -67,7 +67,7 @@ def rocketmq_log(path: Path, problems: list[str], progress: Callable[[int], obje
             seg = files[-1][1]
             with ReadOnlyFile(seg.path) as f:
                 # the last file's one reading: its records' queue offsets and how it ends
-                end = _file_end(reading.read_file_rows(f, seg.base, file_size=store.commitlog_file_size, last=True))
+                end = reading.file_end(reading.read_file_rows(f, seg.base, file_size=store.commitlog_file_size, last=True, records=False))
                 assert end.queue_offsets is not None  # a data file's reading follows its queue offsets
                 offsets.add_file(end.queue_offsets, seg.base, store.commitlog_file_size)
                 last_end = end.valid_end
@@ -98,14 +98,6 @@ def rocketmq_log(path: Path, problems: list[str], progress: Callable[[int], obje
     if torn is not None:
         log.notes.append(torn)
     return log
-
-
-def _file_end(events: Iterator[reading.RecordRows | reading.FileEnd]) -> reading.FileEnd:
-    """The end of a file's reading (its records are not needed)."""
-    for item in events:
-        if isinstance(item, reading.FileEnd):
-            return item
-    raise AssertionError("a CommitLog file's reading ends with its FileEnd")
 
 
 def rocketmq_damage(log: ByteLog, f: ReadOnlyFile, seg: Seg, end: reading.FileEnd) -> None:

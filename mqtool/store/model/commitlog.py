@@ -35,7 +35,7 @@ from __future__ import annotations
 import contextlib
 import os
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -223,6 +223,8 @@ def read_file_rows(
     check_crc: bool = True,
     keep_damaged: bool = False,
     texts: bool = False,
+    records: bool = True,
+    judge: bool = True,
 ) -> Iterator[RecordRows | FileEnd]:
     """The records of the CommitLog file ``f`` (named ``base``) as :class:`RecordRows`, then one
     :class:`FileEnd`: the one reading of a file for the consumers that count or compare records.
@@ -236,7 +238,9 @@ def read_file_rows(
     pre-allocated file after it (no record is read: only its non-zero bytes are a finding).
     ``keep_damaged``: a record whose frame holds but whose body CRC fails is a record too (the
     broker serves it), its ``code`` says so; without it the file's data ends there, as upstream
-    ``CommitLog.recoverNormally`` ends it.  ``check_crc=False``: no body CRC is judged."""
+    ``CommitLog.recoverNormally`` ends it.  ``check_crc=False``: no body CRC is judged.
+    ``records=False``: only the :class:`FileEnd` (a reader that wants where the data ends);
+    ``judge=False``: a damaged file's ``FileEnd.findings`` are not stated (that may read its tail)."""
     from mqtool.store.model.queue_offsets import COLUMN_WALK_MIN_SIZE, FileQueueOffsets
 
     size = file_size or f.size
@@ -251,7 +255,8 @@ def read_file_rows(
         for pos, data, walk in pieces:
             if len(walk.columns):
                 offsets.add_columns(walk.columns, pos)
-                yield _column_rows(data, pos, walk, texts)
+                if records:
+                    yield _column_rows(data, pos, walk, texts)
         healthy = _healthy_end(f, pieces.end, last)
         if healthy is not None:
             blank = model.blank_size_finding(path, healthy.position, healthy.length, size) if healthy.kind == "blank" else None
@@ -259,12 +264,14 @@ def read_file_rows(
             return
         start = pieces.end.position  # the precise walk reads on from the record the column walk declined
     batch: list[DecodedRecord] = []
-    for item in _precise(f, base, start, file_size=file_size, last=last, check_crc=check_crc, keep_damaged=keep_damaged, offsets=offsets):
+    for item in _precise(f, base, start, file_size=file_size, last=last, check_crc=check_crc, keep_damaged=keep_damaged, offsets=offsets, judge=judge):
         if isinstance(item, FileEnd):
             if batch:
                 yield _decoded_rows(batch, texts)
             yield item
             return
+        if not records:
+            continue
         batch.append(item)
         if len(batch) >= ROWS_BATCH:
             yield _decoded_rows(batch, texts)
@@ -279,6 +286,14 @@ def read_file_records(
     (its ``findings`` only with ``judge``: stating how the file ends may read its tail).  For a
     reader that wants a few decoded records (the record holding an offset), not the columns."""
     yield from _precise(f, base, start, file_size=file_size, last=last, check_crc=True, keep_damaged=False, offsets=None, judge=judge)
+
+
+def file_end(events: Iterable[RecordRows | DecodedRecord | FileEnd]) -> FileEnd:
+    """The :class:`FileEnd` of a file's reading, its records passed over."""
+    for item in events:
+        if isinstance(item, FileEnd):
+            return item
+    raise AssertionError("a CommitLog file's reading ends with its FileEnd")
 
 
 def _precise(
@@ -520,10 +535,7 @@ class DataExtent:
         if "end" not in self._cause:
             path, base, size = self.last
             with ReadOnlyFile(Path(path)) as f:
-                walk = rmq.CommitLogFileWalk(f, check_crc=True, last=True, file_size=size, base=base)
-                for _ in walk:
-                    pass
-                found = model.commitlog_file_findings(f, walk, size, last=True)
+                found = file_end(read_file_rows(f, base, file_size=size, last=True, records=False)).findings
             self._cause["end"] = model.valid_end_cause(found, {path: base}, self.end)
         return self._cause["end"]
 
@@ -543,22 +555,17 @@ class DataExtent:
 
 def data_extent(store: rmq.RocketMQStore) -> DataExtent:
     """Where a store's CommitLog data lies, as validate finds it: the last data file is read
-    with the fast walk, and with the precise walk when the fast one declines."""
+    once (``read_file_rows``: the fast walk, the precise walk from where it declines)."""
     held = [seg for seg in store.commitlog if seg.size > 0]
     if not held:
         return DataExtent(0, 0)
     seg = store.commitlog[model.last_data_file(store.commitlog)]
     size = store.commitlog_file_size or seg.size
     with ReadOnlyFile(seg.path) as f:
-        fast = read_file_columns(f, seg.base, file_size=size, is_last=True)
-        if fast is not None:
-            return DataExtent(held[0].base, seg.base + fast.end.position, last=(str(seg.path), seg.base, size))
-        walk = rmq.CommitLogFileWalk(f, check_crc=True, last=True, file_size=size, base=seg.base)
-        for _ in walk:
-            pass
-        damaged: tuple[tuple[int, int], ...] = (walk.torn.damaged(seg.base),) if walk.torn is not None else ()
-        if walk.error is not None and walk.failed_at is not None:
+        end = file_end(read_file_rows(f, seg.base, file_size=size, last=True, records=False, judge=False))
+        damaged: tuple[tuple[int, int], ...] = (end.torn.damaged(seg.base),) if end.torn is not None else ()
+        if end.error is not None and end.failed_at is not None:
             # a broken record: validate names it and reads on past it (its valid end lies further,
             # where it finds it), so no offset from it on is called past the end here
-            damaged += ((seg.base + walk.failed_at, seg.base + max(size, f.size)),)
-        return DataExtent(held[0].base, seg.base + walk.valid_end, damaged, last=(str(seg.path), seg.base, size))
+            damaged += ((seg.base + end.failed_at, seg.base + max(size, f.size)),)
+        return DataExtent(held[0].base, seg.base + end.valid_end, damaged, last=(str(seg.path), seg.base, size))
