@@ -53,7 +53,6 @@ WALKERS = frozenset(
 #: Modules of ops/, cli/ and pipeline/ that walk log bytes today, and with what.
 WALKING_TODAY: dict[str, frozenset[str]] = {
     "ops/diff/legacy.py": frozenset({"SegmentWalk"}),
-    "ops/dump/kafka.py": frozenset({"LogFileWalk", "decode_batch", "frame_records", "read_entry_at"}),
     "ops/dump/rocketmq.py": frozenset({"CommitLogFileWalk", "decode_message", "iter_entries", "walk_columns"}),
     "ops/info/rocketmq.py": frozenset({"CommitLogFileWalk"}),
     "ops/query/rocketmq.py": frozenset({"CommitLogFileWalk"}),

@@ -1,7 +1,10 @@
 """dump for Kafka: log segments (batches and records), indexes, producer snapshots, checkpoints.
 
-Every engine streams: ``.log`` files are read in bounded chunks (``store.kafka.LogFileWalk``),
-index files entry by entry.  What ``kafka-dump-log`` prints is here as data (``BatchInfo``,
+Every engine streams: ``.log`` files are read in bounded chunks by the store model (its reading,
+``store.model.kafka.read_store_entries``, or for a dump it does not serve -- ``--max-bytes``,
+``--from-offset``, ``--no-crc`` -- ``store.model.kafka_reads.log_walk``), index files entry by entry;
+the model also decodes an entry's records (``kafka_reads.entry_records``) and frames healthy batches'
+records as columns (``kafka_reads.frame_batch_records``), from which the dump builds its rows.  What ``kafka-dump-log`` prints is here as data (``BatchInfo``,
 ``RecordInfo``...): the CLI only presents it.  A broken entry does not end the dump when its
 framing is intact (a CRC mismatch is shown as ``is_valid: false``, as kafka-dump-log does); a
 broken framing ends the walk of that file; both are collected in ``problems``.
@@ -30,11 +33,12 @@ from mqtool.formats.kafka import record_columns as rcol
 from mqtool.formats.kafka import snapshot as ksnap
 from mqtool.formats.kafka import txn_index as ktxn
 from mqtool.formats.kafka.legacy import LegacyRecord
-from mqtool.formats.kafka.log import DataEnd, LogEntry, LogRecord, records_of_batch, records_of_message
+from mqtool.formats.kafka.log import DataEnd, LogEntry, LogRecord
 from mqtool.ops import log_findings
 from mqtool.store import kafka as ks
 from mqtool.store.files import ReadOnlyFile, check_path, is_regular_file, read_small_file
 from mqtool.store.model import kafka as km
+from mqtool.store.model import kafka_reads as kr
 
 Decoder = Literal["auto", "none", "offsets", "transaction-log", "metadata"]
 DECODERS = ("offsets", "transaction-log", "metadata")
@@ -139,8 +143,7 @@ def decoder_for(target: LogTarget, choice: Decoder) -> str | None:
 
 
 class _ScannedWalk:
-    """One ``.log`` of the model's reading, walked as ``LogFileWalk(mode="header",
-    keep_damaged=True)`` walks it: the entries up to the first broken one, each kept despite a
+    """One ``.log`` of the model's reading, walked as ``kafka_reads.log_walk`` walks it: the entries up to the first broken one, each kept despite a
     failing CRC listed in ``damaged``, then the end or the error, from the entries the model
     yields as it judges them (``read_store_entries``)."""
 
@@ -186,8 +189,8 @@ class _ScannedWalk:
             self.error, self.failed_at, self.end = first.error, first.failed_at, first.end
 
 
-#: A ``.log``'s walk as the dump consumes it: the store's own, or through the model's reading.
-Walk = ks.LogFileWalk | _ScannedWalk
+#: A ``.log``'s walk as the dump consumes it: the model's walk of the file alone, or through its reading.
+Walk = kr.EntryWalk
 
 
 class ModelReading:
@@ -316,7 +319,7 @@ class DumpItem:
     records: tuple[RecordInfo, ...] | None = None  # deep iteration
     records_error: str | None = None
     #: the code of the finding validate states about an entry the walk kept despite damage that
-    #: leaves its frame intact (``LogFileWalk.finding_code``: KAFKA-LOG-CRC); None when healthy
+    #: leaves its frame intact (``kafka_reads.EntryWalk.finding_code``: KAFKA-LOG-CRC); None when healthy
     finding: str | None = None
 
 
@@ -506,11 +509,12 @@ class LogDump:
                 yield item
         self._file_end(target, size, walk)
 
-    def _log_walk(self, f: ReadOnlyFile, start: int) -> ks.LogFileWalk:
-        """The store's walk of one ``.log``: it checks each entry's CRC (unless ``--no-crc``) and
-        keeps an entry whose CRC fails but whose frame holds, as kafka-dump-log lists it."""
+    def _log_walk(self, f: ReadOnlyFile, start: int) -> Walk:
+        """The model's walk of one ``.log`` on its own: it checks each entry's CRC (unless
+        ``--no-crc``) and keeps an entry whose CRC fails but whose frame holds, as kafka-dump-log
+        lists it."""
         opts = self.options
-        return ks.LogFileWalk(f, start, mode="header", check_crc=opts.check_crc, limit=opts.max_bytes, keep_damaged=True)
+        return kr.log_walk(f, start, check_crc=opts.check_crc, limit=opts.max_bytes)
 
     def findings(self, path: Path, *, topic: str | None = None, partition: int | None = None) -> list[Finding]:
         """validate's errors and warnings on what was read (``findings_on_path``): from the
@@ -627,18 +631,8 @@ class LogDump:
         byte is a file position, whatever piece of the file ``buf`` holds); else why not, and
         whether that is a codec not installed (no damage)."""
         opts = self.options
-        h = entry.header
         try:
-            if isinstance(h, rb.BatchHeader):
-                try:
-                    batch = rb.decode_batch(buf, rel, check_crc=False, max_decompressed_size=opts.max_decompressed_size)
-                except MqError as exc:
-                    raise exc.at(target.path, at - rel) from None
-                logical = records_of_batch(batch)
-                raw: tuple[rb.Record, ...] | None = batch.records
-            else:
-                logical = records_of_message(_legacy_header(entry), at, check_crc=opts.check_crc, max_size=opts.max_decompressed_size)
-                raw = None
+            logical, raw = kr.entry_records(target.path, at, entry, buf, rel, check_crc=opts.check_crc, max_size=opts.max_decompressed_size)
         except UnsupportedFormatError as exc:
             return None, f"records not decoded: {exc.reason}", True
         except MqError as exc:
@@ -754,7 +748,7 @@ class _Columns(NamedTuple):
 
 class _RunBuilder:
     """Collects healthy v2 batches and frames their records a run at a time
-    (``record_columns.frame_records``) into ``RecordRun``s: absolute offsets, timestamps and
+    (the model's ``kafka_reads.frame_batch_records``) into ``RecordRun``s: absolute offsets, timestamps and
     sequences as ``record_info`` has them, the record filters applied."""
 
     def __init__(self, target: LogTarget, options: LogDumpOptions) -> None:
@@ -792,7 +786,7 @@ class _RunBuilder:
             ends.append(at)
             counts.append(_count(p))
         data = b"".join(p.records for p in pending)
-        accepted, c = rcol.frame_records(data, starts, ends, counts)
+        accepted, c = kr.frame_batch_records(data, starts, ends, counts)
         framed = [p for p, ok in zip(pending, accepted) if ok]
         n = np.array([_count(p) for p in framed], dtype=np.int64)
         # 64-bit: each batch's base plus its smallest and largest delta (as Python integers)
@@ -1048,7 +1042,7 @@ def verify_offset_entry(log: ReadOnlyFile, entry: kidx.OffsetPosition, next_posi
     if entry.position >= log.size:
         return {"status": "past-end", "log_size": log.size}
     try:
-        first = ks.read_entry_at(log, entry.position, mode="header")
+        first = kr.entry_at(log, entry.position)
     except MqError as exc:
         return {"status": "not-a-batch", "error": str(exc)}
     lower, last = _entry_span(first, None)
@@ -1063,7 +1057,7 @@ def verify_offset_entry(log: ReadOnlyFile, entry: kidx.OffsetPosition, next_posi
         stop = next_position if next_position is not None else log.size
         while pos < stop:
             try:
-                nxt = ks.read_entry_at(log, pos, mode="header")
+                nxt = kr.entry_at(log, pos)
             except MqError:
                 break
             if nxt.last_offset == entry.offset:
@@ -1083,7 +1077,7 @@ def verify_time_entry(log: ReadOnlyFile, target: IndexTarget, entry: kidx.Timest
     except MqError:
         start = kidx.OffsetPosition(target.base_offset, 0)
     prev_last = None
-    for pos, e in ks.LogFileWalk(log, start.position if start.position < log.size else 0, mode="header", check_crc=False):
+    for pos, e in kr.entries_from(log, start.position):
         lower, last = _entry_span(e, prev_last)
         prev_last = last
         if last < entry.offset:
@@ -1103,7 +1097,7 @@ def verify_txn_entry(log: ReadOnlyFile, target: IndexTarget, entry: ktxn.Aborted
         start, _slot = ks.lookup_offset(seg.index if seg else None, target.base_offset, entry.last_offset)
     except MqError:
         start = kidx.OffsetPosition(target.base_offset, 0)
-    for pos, e in ks.LogFileWalk(log, start.position if start.position < log.size else 0, mode="full", check_crc=False):
+    for pos, e in kr.entries_from(log, start.position, full=True):
         if e.last_offset < entry.last_offset:
             continue
         h = e.header

@@ -12,7 +12,16 @@ does not read the whole store, walked here so that no ``ops`` module walks log b
   its error (``DumpLogSegments`` lists such a batch, the broker's consumers stop there);
 * :func:`partition_batches` walks a partition's batches in order, segment after segment, each
   segment's walk stopping at its first broken entry (``diff``, which compares two stores batch by
-  batch where the store model's reading cannot tell them equal).
+  batch where the store model's reading cannot tell them equal);
+* for ``dump``: :func:`log_walk` reads one ``.log`` on its own where the store model's reading
+  does not serve the dump (``--max-bytes``, ``--from-offset``, ``--no-crc``), as
+  ``DumpLogSegments`` lists it (a batch whose CRC fails but whose frame holds is kept,
+  ``isValid: false``); :func:`entry_records` decodes one entry's records;
+  :func:`frame_batch_records` frames the records of healthy v2 batches as columns (the
+  ``--deep --jsonl`` fast path builds its rows from them); :func:`entry_at` and
+  :func:`entries_from` read the entry an index entry points at and the entries from there on
+  (``dump kafka-index --verify``: ``OffsetIndex``, ``TimeIndex``, ``TransactionIndex`` entries
+  against the log).
 
 A walk that stops at a broken entry names it with the ``MqError`` located in the file, as
 ``validate`` (the store model's reading) does.
@@ -23,11 +32,13 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 from mqtool.errors import CorruptDataError, MqError
 from mqtool.formats.kafka import record_batch as rb
+from mqtool.formats.kafka import record_columns as rcol
 from mqtool.formats.kafka.legacy import LegacyRecord
-from mqtool.formats.kafka.log import LogEntry, LogRecord, records_of_batch, records_of_message
+from mqtool.formats.kafka.log import DataEnd, LogEntry, LogRecord, records_of_batch, records_of_message
 from mqtool.store import kafka as ks
 from mqtool.store.files import ReadOnlyFile
 
@@ -188,3 +199,84 @@ def largest_timestamp_from(path: Path, position: int) -> int | None:
             ts = h.max_timestamp if isinstance(h, rb.BatchHeader) else h.timestamp
             largest = ts if largest is None else max(largest, ts)
     return largest
+
+
+# --- dump: a .log read on its own, the records of one entry, healthy batches' records as columns -----
+
+
+class EntryWalk(Protocol):
+    """A walk of one ``.log`` as a dump consumes it: ``(position, entry)`` pairs, the piece of the
+    file the current entry lies in (``buffer`` from ``buffer_start``), the entries kept despite a
+    failing CRC (``damaged``, ``finding_code``) and, once over, how it ended (``end``, or
+    ``error`` at ``valid_end``).  Both :func:`log_walk` and a walk through the store model's
+    reading (``read_store_entries``) are one."""
+
+    @property
+    def buffer(self) -> bytes: ...
+    @property
+    def buffer_start(self) -> int: ...
+    @property
+    def damaged(self) -> dict[int, MqError]: ...
+    @property
+    def error(self) -> MqError | None: ...
+    @property
+    def end(self) -> DataEnd | None: ...
+    @property
+    def limited(self) -> bool: ...
+    @property
+    def count(self) -> int: ...
+    @property
+    def valid_end(self) -> int: ...
+    def finding_code(self, position: int) -> str | None: ...
+    def __iter__(self) -> Iterator[tuple[int, LogEntry]]: ...
+
+
+def log_walk(f: ReadOnlyFile, start: int, *, check_crc: bool, limit: int | None) -> EntryWalk:
+    """One ``.log`` read on its own from ``start`` (a dump with ``--max-bytes``, ``--from-offset``
+    or ``--no-crc``, which the store model's reading does not serve): header mode, each entry's
+    CRC checked unless ``check_crc`` is off, an entry whose CRC fails but whose frame holds kept
+    (as ``kafka-dump-log`` lists it, ``isValid: false``), ``limit`` the position it stops at."""
+    return ks.LogFileWalk(f, start, mode="header", check_crc=check_crc, limit=limit, keep_damaged=True)
+
+
+#: An entry's logical records and, for a v2 batch, its records as stored.
+EntryRecords = tuple[tuple[LogRecord, ...], tuple[rb.Record, ...] | None]
+
+
+def entry_records(path: Path, at: int, entry: LogEntry, buffer: bytes, rel: int, *, check_crc: bool, max_size: int) -> EntryRecords:
+    """The logical records of the entry at file position ``at`` (its bytes at ``buffer[rel:]``)
+    and, for a v2 batch, its records as stored: a v2 batch's records decompressed (at most
+    ``max_size`` bytes) without its CRC checked (the walk judged it), a v0/v1 message's or its
+    wrapper's inner ones, their CRCs checked when ``check_crc``.  Raises the ``MqError`` (located
+    in the file) of records that do not decode, ``UnsupportedFormatError`` for a codec that is not
+    installed."""
+    h = entry.header
+    if isinstance(h, rb.BatchHeader):
+        try:
+            batch = rb.decode_batch(buffer, rel, check_crc=False, max_decompressed_size=max_size)
+        except MqError as exc:
+            raise exc.at(path, at - rel) from None
+        return records_of_batch(batch), batch.records
+    assert isinstance(h, LegacyRecord)  # a v0/v1 entry of a header or full walk
+    return records_of_message(h, at, check_crc=check_crc, max_size=max_size), None
+
+
+def frame_batch_records(data: bytes, starts: list[int], ends: list[int], counts: list[int]) -> tuple[list[bool], rcol.RecordColumns]:
+    """The records of healthy v2 batches as columns: ``data`` holds each batch's records
+    (decompressed) back to back, batch ``i``'s in ``data[starts[i]:ends[i]]``, ``counts[i]`` of
+    them; returns which batches the framer accepted and the accepted batches' records
+    (``record_columns.frame_records``; a refused batch is read precisely by the caller)."""
+    return rcol.frame_records(data, starts, ends, counts)
+
+
+def entry_at(log: ReadOnlyFile, position: int) -> LogEntry:
+    """The entry at ``position`` of an open ``.log``, header decoded, CRC checked (raises the
+    located ``MqError`` when none reads there): what an index entry points at."""
+    return ks.read_entry_at(log, position, mode="header")
+
+
+def entries_from(log: ReadOnlyFile, position: int, *, full: bool = False) -> Iterator[tuple[int, LogEntry]]:
+    """The valid entries of an open ``.log`` from ``position`` on (from 0 when it is at or past
+    the end), CRCs not checked: header decoded, or with ``full`` their records too."""
+    start = position if position < log.size else 0
+    yield from ks.LogFileWalk(log, start, mode="full" if full else "header", check_crc=False)
