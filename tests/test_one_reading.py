@@ -55,7 +55,6 @@ WALKING_TODAY: dict[str, frozenset[str]] = {
     "ops/diff/legacy.py": frozenset({"SegmentWalk"}),
     "ops/dump/rocketmq.py": frozenset({"CommitLogFileWalk", "decode_message", "iter_entries", "walk_columns"}),
     "ops/info/rocketmq.py": frozenset({"CommitLogFileWalk"}),
-    "ops/query/rocketmq.py": frozenset({"CommitLogFileWalk"}),
     "ops/recover/legacy.py": frozenset({"SegmentWalk", "decode_message"}),
     "ops/recover/rocketmq.py": frozenset({"CommitLogFileWalk", "find_next_record"}),
     "pipeline/sources/commitlog.py": frozenset({"find_next_record", "walk_columns", "walk_commitlog"}),

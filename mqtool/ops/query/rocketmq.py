@@ -24,7 +24,7 @@ from mqtool.formats.rocketmq import index_file as idxf
 from mqtool.formats.rocketmq.commitlog import MessageRecord, decode_offset_msg_id
 from mqtool.formats.rocketmq.config import parse_topics
 from mqtool.formats.rocketmq.hashing import SCHEDULE_TOPIC, tags_code
-from mqtool.ops.dump.rocketmq import CommitLogDump, RecordFilter, walk_findings_so_far
+from mqtool.ops.dump.rocketmq import CommitLogDump, RecordFilter
 from mqtool.store import rocketmq as rmq
 from mqtool.store import rocksdb_cq as store_rcq
 from mqtool.store.files import ReadOnlyFile, read_small_file
@@ -193,14 +193,13 @@ def _read_hit(reader: rmq.CommitLogReader, offset: int, via: str, result: QueryR
 
 def _kept_record(store: rmq.RocketMQStore, seg: rmq.Segment, pos: int, last: bool) -> tuple[MessageRecord, list[Finding]] | None:
     """The record at ``pos`` of ``seg`` that does not decode, when the walk keeps it: its frame is
-    intact and only its bytes are damaged (``CommitLogFileWalk(keep_damaged=True)``, a body CRC
-    mismatch: the broker serves it), with what validate states about it; None otherwise."""
-    size = store.commitlog_file_size
+    intact and only its bytes are damaged (the store model's precise reading with
+    ``keep_damaged``, ``store.model.commitlog.read_file_records``: a body CRC mismatch, the broker
+    serves it), with what validate states about it; None otherwise."""
     with ReadOnlyFile(seg.path) as f:
-        walk = rmq.CommitLogFileWalk(f, pos, last=last, file_size=size, base=seg.base, keep_damaged=True)
-        for at, record in walk:
-            if at == pos and at in walk.damaged:
-                return record, walk_findings_so_far(f, walk, size, last=last)
+        for item in model_cl.read_file_records(f, seg.base, pos, file_size=store.commitlog_file_size, last=last, keep_damaged=True):
+            if isinstance(item, model_cl.DecodedRecord) and item.position == pos and item.damaged:
+                return item.record, item.findings
             break
     return None
 

@@ -186,12 +186,14 @@ class RecordRows:
 class DecodedRecord:
     """One record the precise walk decoded at file ``position``, with what validate states about
     its own bytes (``findings``, in position order; ``code``: the first one's code as
-    ``CommitLogFileWalk.finding_code`` names it)."""
+    ``CommitLogFileWalk.finding_code`` names it); ``damaged``: a record whose frame holds but
+    whose bytes do not decode (a body CRC mismatch), kept by a walk with ``keep_damaged``."""
 
     position: int
     record: MessageRecord
     findings: list[Finding]
     code: str | None
+    damaged: bool = False
 
 
 @dataclass(frozen=True)
@@ -279,13 +281,23 @@ def read_file_rows(
 
 
 def read_file_records(
-    f: ReadOnlyFile, base: int, start: int = 0, *, file_size: int | None = None, last: bool = False, judge: bool = True
+    f: ReadOnlyFile,
+    base: int,
+    start: int = 0,
+    *,
+    file_size: int | None = None,
+    last: bool = False,
+    judge: bool = True,
+    keep_damaged: bool = False,
 ) -> Iterator[DecodedRecord | FileEnd]:
     """The records of the CommitLog file ``f`` (named ``base``) from file position ``start`` on,
     decoded by the precise walk (``store.rocketmq.CommitLogFileWalk``), then one :class:`FileEnd`
     (its ``findings`` only with ``judge``: stating how the file ends may read its tail).  For a
-    reader that wants a few decoded records (the record holding an offset), not the columns."""
-    yield from _precise(f, base, start, file_size=file_size, last=last, check_crc=True, keep_damaged=False, offsets=None, judge=judge)
+    reader that wants a few decoded records (the record holding an offset), not the columns.
+    ``keep_damaged``: a record whose frame holds but whose body CRC fails is yielded too, its
+    ``findings`` saying so (as :func:`read_file_rows`); the walk is lazy, so a reader that takes
+    one record reads no further than that record."""
+    yield from _precise(f, base, start, file_size=file_size, last=last, check_crc=True, keep_damaged=keep_damaged, offsets=None, judge=judge)
 
 
 def file_end(events: Iterable[RecordRows | DecodedRecord | FileEnd]) -> FileEnd:
@@ -322,8 +334,10 @@ def _precise(
             own.append(model.broken_record_finding(f, path, pos, exc, size, last))
         if walk.odd and walk.odd[-1][0] == pos:
             own.extend(model.record_findings(path, base, *walk.odd[-1]))
+            if exc is not None:  # a kept record's findings in position order, as the file's are
+                own.sort(key=lambda x: x.position or 0)
         found.extend(own)
-        yield DecodedRecord(pos, record, own, walk.finding_code(pos) if own else None)
+        yield DecodedRecord(pos, record, own, walk.finding_code(pos) if own else None, exc is not None)
     if offsets is not None:
         offsets.walk_end(walk, file_size)
     findings: list[Finding] = []
