@@ -42,8 +42,7 @@ FIXED_PER_FILE = 4096
 #: ``model``: the command's own walk, then the store model's findings read the bytes again;
 #: ``verbs``: report runs validate, recover's plan, clean's plan and stats, each its own reading.
 READ_TODAY: dict[tuple[str, str], float] = {
-    ("rocketmq", "recover"): 1.55,  # model: the plan's undispatched-record walk
-    ("rocketmq", "report"): 2.55,  # verbs
+    ("rocketmq", "report"): 2.05,  # verbs
     ("kafka", "report"): 3.4,  # verbs
     ("jafka", "report"): 2.05,  # verbs
     ("metaq", "report"): 2.05,  # verbs

@@ -6,6 +6,12 @@ first and last ConsumeQueue files give its offset range, IndexFile headers give 
 Whether that file's records continue their queues' QUEUEOFFSET sequences is read from the files
 before it only as far back as each of those queues' last record
 (``store.model.queue_offsets.queue_offsets_before``; healthy files with the column walk).
+
+The restart preview (``ops.recover.rocketmq.read_restart``: ``DefaultMessageStore.recover``,
+``CommitLog.recoverNormally`` / ``recoverAbnormally`` of the broker version modelled) reads the
+files the broker's recovery reads; when those include the last non-empty file, that reading is
+the walk of it (record by record, each record's version hints taken), so the file is read once.
+The first file's first record is one small read.
 """
 
 from __future__ import annotations
@@ -23,7 +29,7 @@ from mqtool.findings.code_ids import RMQ_CHECKPOINT, RMQ_CHECKPOINT_FORMAT
 from mqtool.formats.rocketmq import checkpoint as cpf
 from mqtool.formats.rocketmq import config as cfgf
 from mqtool.formats.rocketmq.commitlog import MAGIC_V2, SYSFLAG_BORNHOST_V6, SYSFLAG_COMPRESSION_MASK, SYSFLAG_STOREHOST_V6, MessageRecord
-from mqtool.ops.recover.rocketmq import RecoverOptions, restart_preview
+from mqtool.ops.recover.rocketmq import RecoverOptions, RestartReading, read_restart
 from mqtool.store import rocketmq as rmq
 from mqtool.store.files import ReadOnlyFile, is_directory, read_small_file
 from mqtool.store.lock import probe_record_lock
@@ -107,13 +113,15 @@ class StoreInfo:
         return doc
 
 
-def _commitlog_info(store: rmq.RocketMQStore, hints: set[str], findings: list[Finding]) -> CommitLogInfo:
+def _commitlog_info(store: rmq.RocketMQStore, hints: set[str], findings: list[Finding], read: RestartReading | None = None) -> CommitLogInfo:
     """The CommitLog's files, offsets and times from the first record of the first file and the
     active file (``store.model.rocketmq.last_data_file``: the broker's last mapped file), walked to
     where its data ends.  ``findings`` gets the directory's continuity facts, how the active file
     ends and whether the pre-allocated files after it hold only zeros, as validate states them
     (``commitlog_findings``, ``commitlog_file_findings``, ``preallocated_findings``), and the
-    active file's records that break their queue's QUEUEOFFSET sequence (``store.model.queue_offsets``)."""
+    active file's records that break their queue's QUEUEOFFSET sequence (``store.model.queue_offsets``).
+    ``read``: what the restart preview's reading read: the active file (walked record by record,
+    its records' hints taken), when its scan read it, and the files before it: not read again."""
     segments = store.commitlog
     zero_length = [s.name for s in segments if s.size == 0]
     non_empty = [s for s in segments if s.size > 0]
@@ -123,17 +131,22 @@ def _commitlog_info(store: rmq.RocketMQStore, hints: set[str], findings: list[Fi
     preallocated: list[str] = []
     findings.extend(model.segment_findings_on_path(model.commitlog_findings(store), [s.path for s in segments]))
     if non_empty:
-        with ReadOnlyFile(non_empty[0].path) as f:
-            walk = rmq.CommitLogFileWalk(f)
-            for _, record in walk:
-                first_ts = record.store_timestamp
-                _hints_from_record(record, hints)
-                break
+        first = model.first_record(non_empty[0].path)  # one small read, not a piece of the file
+        if first is not None:
+            first_ts = first.store_timestamp
+            _hints_from_record(first, hints)
         last_index = model.last_data_file(segments)
         seg = segments[last_index]
         preallocated = [s.name for s in segments[last_index + 1 :] if s.size > 0]
         if seg.size > 0:
-            walk, last_record, end, offsets = _walk_active(seg, store.commitlog_file_size, hints)
+            newest = read.newest if read is not None else None
+            if newest is not None and newest.walk is not None and not newest.failed and newest.offsets.path == str(seg.path):
+                walk, offsets = newest.walk, newest.offsets
+                end = offsets.end_findings or []
+                last_ts = newest.last_store_timestamp if newest.records else None
+            else:
+                walk, last_record, end, offsets = _walk_active(seg, store.commitlog_file_size, hints)
+                last_ts = last_record.store_timestamp if last_record is not None else None
             if any(x.level is not Severity.info for x in end) and probe_record_lock(store.lock_path) is not None:
                 # a writer holds the lock: a tail that grows while we read it is being written
                 for delay in model.LIVE_TAIL_DELAYS:
@@ -141,21 +154,20 @@ def _commitlog_info(store: rmq.RocketMQStore, hints: set[str], findings: list[Fi
                     again, again_last, _, again_offsets = _walk_active(seg, store.commitlog_file_size, set())
                     if again.valid_end > walk.valid_end:
                         end = [model.in_progress_finding(str(seg.path), walk.valid_end, again.valid_end - walk.valid_end)]
-                        walk, last_record, offsets = again, again_last, again_offsets
+                        walk, offsets = again, again_offsets
+                        last_ts = again_last.store_timestamp if again_last is not None else None
                         break
             findings.extend(end)
             # its records against each other, and its first record of each queue against the
             # queue's last record in the files before it
             findings.extend(offsets.findings)
-            before = queue_offsets_before(store, last_index, offsets.queues)
+            before = queue_offsets_before(store, last_index, offsets.queues, read.file_offsets if read is not None else None)
             findings.extend(before.add_file(offsets, seg.base, store.commitlog_file_size))
             max_offset = seg.base + walk.valid_end
             # how it ends: as its findings say (the finding vocabulary's rule), else as the walk stopped
             end_kind = end_kind_of({x.code for x in end})
             if end_kind is None:
                 end_kind = "corrupt" if walk.end is None or any(x.level is Severity.error for x in end) else walk.end.kind
-            if last_record is not None:
-                last_ts = last_record.store_timestamp
         # the pre-allocated files after it hold only zeros, or validate's RMQ-CL-GARBAGE
         findings.extend(model.preallocated_findings(store))
     return CommitLogInfo(
@@ -267,7 +279,20 @@ def rocketmq_info(path: str | Path, *, broker_version: str | None = None, versio
     hints: set[str] = set()
     problems: list[str] = []
     findings: list[Finding] = []
-    commitlog = _commitlog_info(store, hints, findings)
+    # the restart preview reads the files the modelled broker's recovery reads: the newest one
+    # among them, walked record by record (its records' hints taken), is the active file's reading
+    restart: dict[str, Any] | None = None
+    restart_problem = None
+    read = None
+    try:
+        restart, read = read_restart(
+            path,
+            RecoverOptions(broker_version=broker_version, version_hints=version_hints, config_path=config_path),
+            on_last_record=lambda _pos, record: _hints_from_record(record, hints),
+        )
+    except MqError as exc:
+        restart_problem = f"restart preview: {exc}"
+    commitlog = _commitlog_info(store, hints, findings, read)
     # info reads every queue's files (their count, min and max offset): their sizes and continuity
     # as validate states them
     for topic, qid in store.queues():
@@ -330,11 +355,8 @@ def rocketmq_info(path: str | Path, *, broker_version: str | None = None, versio
         except (MqError, UnicodeDecodeError) as exc:
             problems.append(f"{offsets_path}: {exc}")
 
-    restart = None
-    try:
-        restart = restart_preview(path, RecoverOptions(broker_version=broker_version, version_hints=version_hints, config_path=config_path))
-    except MqError as exc:
-        problems.append(f"restart preview: {exc}")
+    if restart_problem is not None:
+        problems.append(restart_problem)
     return StoreInfo(
         layout="rocketmq",
         root=str(store.root),

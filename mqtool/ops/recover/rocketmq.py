@@ -30,6 +30,14 @@ the plan's ``facts["broker"]`` names it):
 * the checkpoint gets the store time of the last valid record; ``abort`` is removed last, and only
   when a validation of the result finds no errors.
 
+The plan reads each CommitLog byte once: one reading per file (``queue_offsets.read_commitlog``:
+the column walk of a healthy file, else the precise record walk the recovery itself makes, body
+CRCs checked) gives every file's queue offsets and how it ends, the recovery window's valid end
+(``_Window``, judged while the file is open, its cut too), the records the dispatch steps count
+(``ReputMessageService``'s work: kept as columns for the newest healthy files, ``_DispatchRows``;
+an older or damaged file is walked again) and the read speed of the restart estimate (that
+reading's own bytes and time).
+
 Where the broker would silently drop valid records (a broken record followed by good ones), the
 plan counts them and needs ``--force``; they are quarantined either way.  Where mqtool
 deliberately does more than the broker, the step says so ("the broker would ...; mqtool ..."):
@@ -45,7 +53,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -135,6 +143,55 @@ class _Scan:
     #: bytes the recovery window's reading judged and the seconds it took: the read speed
     read_bytes: int = 0
     read_seconds: float = 0.0
+    #: the records of the newest healthy files the reading read as columns (``_DispatchRows``, by
+    #: path): the dispatch scan takes them from there instead of walking those files again
+    rows: dict[Path, _DispatchRows] = field(default_factory=dict)
+    #: the reading of the last data file, when the recovery's scan read it for ``on_last_record``
+    newest: queue_offsets.FileReading | None = None
+    #: the queue offsets of each file the reading read (by path)
+    file_offsets: dict[str, queue_offsets.FileQueueOffsets] = field(default_factory=dict)
+
+
+#: records of healthy files a plan keeps for its dispatch scan (``_DispatchRows``, ~30 bytes each):
+#: the newest files, as many as fit; an older file the scan needs is walked again
+DISPATCH_ROWS_KEPT = 1 << 20
+
+
+@dataclass(frozen=True)
+class _DispatchRows:
+    """What the dispatch scan (``_scan_undispatched``) needs of the records of a healthy CommitLog
+    file, from the columns its one reading produced (``FileColumns``): file position, TOTALSIZE,
+    topic (a number into ``topics``), queue id, QUEUEOFFSET, dispatched (not a prepared or rolled
+    back transaction record)."""
+
+    position: Any  # numpy arrays: numpy is loaded only where a file was read as columns
+    size: Any
+    topic: Any
+    queue_id: Any
+    queue_offset: Any
+    dispatched: Any
+    topics: list[str]
+    #: file positions of the records the broker indexes (``derived.keyed_positions``), for the
+    #: IndexFile steps' search for keyed records no IndexFile holds
+    keyed: Any
+
+    @classmethod
+    def of(cls, columns: Any) -> _DispatchRows:
+        from mqtool.store.model.derived import keyed_positions  # numpy: loaded already, the columns are numpy's
+
+        return cls(columns.position, columns.size, columns.topic, columns.queue_id, columns.queue_offset, columns.dispatched(), columns.topics, keyed_positions(columns))
+
+    def __len__(self) -> int:
+        return len(self.position)
+
+
+def _keep_rows(kept: dict[Path, _DispatchRows], path: Path, rows: _DispatchRows) -> None:
+    """Keep ``rows`` of the file ``path``, dropping the oldest files kept beyond ``DISPATCH_ROWS_KEPT``."""
+    kept[path] = rows
+    total = sum(len(r) for r in kept.values())
+    while total > DISPATCH_ROWS_KEPT and kept:
+        oldest = next(iter(kept))
+        total -= len(kept.pop(oldest))
 
 
 class _Window:
@@ -188,11 +245,11 @@ class _Window:
             # a healthy file (``read_file_columns``): no record validate calls damaged, and only
             # zeros after data that ends in zeros
             end = reading.columns.end
-            self._ended(seg, f, end.position, end.kind, end.kind, zeros_after=end.kind == "zeros")
+            self._ended(seg, f, end.position, end.kind, end.kind, reading.tails)
             return
         walk = reading.walk
         assert walk is not None  # a reading that did not fail has one or the other
-        self._walked(seg, f, walk)
+        self._walked(seg, f, walk, reading.tails)
 
     def _walk(self, seg: rmq.Segment) -> None:
         with ReadOnlyFile(seg.path) as f:
@@ -202,16 +259,17 @@ class _Window:
                 self.last_store_ts = rec.store_timestamp
             self.read_seconds += time.perf_counter() - started
             self.read_bytes += walk.valid_end
-            self._walked(seg, f, walk)
+            self._walked(seg, f, walk, {})
 
-    def _walked(self, seg: rmq.Segment, f: ReadOnlyFile, walk: rmq.CommitLogFileWalk) -> None:
+    def _walked(self, seg: rmq.Segment, f: ReadOnlyFile, walk: rmq.CommitLogFileWalk, tails: dict[int, tuple[int, int] | None]) -> None:
         self.kept_damage += model.walk_record_findings(walk)
         kind = walk.end.kind if walk.end is not None else None
-        self._ended(seg, f, walk.valid_end, kind, kind or f"broken record ({walk.error})", zeros_after=False)
+        self._ended(seg, f, walk.valid_end, kind, kind or f"broken record ({walk.error})", tails)
 
-    def _ended(self, seg: rmq.Segment, f: ReadOnlyFile, valid_end: int, kind: str | None, stop_kind: str, *, zeros_after: bool) -> None:
+    def _ended(self, seg: rmq.Segment, f: ReadOnlyFile, valid_end: int, kind: str | None, stop_kind: str, tails: dict[int, tuple[int, int] | None]) -> None:
         """The file's data ends at ``valid_end`` (``kind``): the scan goes on to the next file after
-        an END_OF_FILE record, else it stops here (``zeros_after``: the reading saw only zeros after)."""
+        an END_OF_FILE record, else it stops here (``tails``: the non-zero extents after positions
+        the reading judged already, ``FileReading.tails``)."""
         self.process_offset = seg.base + valid_end
         self.end_index = self.next
         if kind == "blank" and self.next + 1 < len(self.segments):
@@ -223,9 +281,9 @@ class _Window:
         # bytes past the configured file size go with the excess (``_plan_commitlog_sizes``)
         limit = file_size if file_size and seg.size > file_size and valid_end <= file_size else seg.size
         walk_blank = valid_end < f.size and f.pread(valid_end + 4, 4) == (0xCBD43194).to_bytes(4, "big")
-        if walk_blank or zeros_after:
+        if walk_blank:
             return
-        extent = nonzero_extent(f, valid_end)
+        extent = tails[valid_end] if valid_end in tails else nonzero_extent(f, valid_end)
         if extent is None:
             return
         dropped = _count_valid_after(f, seg.base, valid_end)
@@ -274,12 +332,12 @@ def plan_rocketmq(path: str | Path, options: RecoverOptions = RecoverOptions()) 
     journal = _read_cq_journal(store)
     first_cq_step = len(plan.steps)
     queues = _plan_queues(store, plan, process_offset, options, journal)
-    _plan_dispatch(store, plan, queues, segments, start, process_offset, options, offsets, cq_max)
+    _plan_dispatch(store, plan, queues, segments, start, process_offset, options, offsets, cq_max, scan.rows)
     _plan_queue_heads(store, plan, queues, process_offset, options, offsets)
     _plan_cq_journal(store, plan, queues, first_cq_step, journal, options)
 
     # --- 4. IndexFiles ------------------------------------------------------------------------------
-    _plan_index(store, plan, process_offset, options)
+    _plan_index(store, plan, process_offset, options, {p: r.keyed for p, r in scan.rows.items()})
 
     # --- 4b. the 5.x timer store: TimerLog units and wheel slots the CommitLog's end leaves stale
     # (imported here: its formats load numpy, which info's restart preview, built on this module, must not)
@@ -314,14 +372,34 @@ def restart_preview(path: str | Path, options: RecoverOptions = RecoverOptions()
     (from there to the valid end), what its ``truncateDirtyFiles`` drops (records, bytes, files),
     what it re-dispatches and re-indexes, whether a file's size stops it from starting
     (``MappedFileQueue.load``), and about how long the scan takes at this disk's measured read speed."""
+    return read_restart(path, options)[0]
+
+
+@dataclass(frozen=True)
+class RestartReading:
+    """What the restart preview's reading read: the newest CommitLog file holding records, when
+    the recovery's scan read it (None when it stops before), and the queue offsets of every file
+    it read (by path)."""
+
+    newest: queue_offsets.FileReading | None
+    file_offsets: Mapping[str, queue_offsets.FileQueueOffsets]
+
+
+def read_restart(
+    path: str | Path, options: RecoverOptions = RecoverOptions(), *, on_last_record: Callable[[int, MessageRecord], None] | None = None
+) -> tuple[dict[str, Any], RestartReading]:
+    """``restart_preview``, and what its reading read (``RestartReading``): with ``on_last_record``
+    the newest file is walked record by record, each record handed to it, and its reading states
+    how it ends (``queue_offsets.read_commitlog``), so ``info`` takes the newest file, and the
+    queue offsets of the files before it, from the same reading."""
     store = rmq.open_store(path, commitlog_file_size=options.commitlog_file_size)
     # the broker's restart takes the ConsumeQueue maximum from RocksDB's dispatch checkpoint then
     # (``RocksDBConsumeQueueStore``), which this model does not read
     _refuse_rocksdb_cq(store, "the restart preview does not model")
-    plan, scan = _plan_commitlog(store, options)
+    plan, scan = _plan_commitlog(store, options, on_last_record=on_last_record)
     restart: dict[str, Any] = plan.facts["restart"]
     _estimate_restart(store, restart, scan)
-    return restart
+    return restart, RestartReading(scan.newest, scan.file_offsets)
 
 
 def _refuse_rocksdb_cq(store: rmq.RocketMQStore, what: str) -> None:
@@ -393,11 +471,19 @@ def _start_rule(broker: brokers.BrokerModel, mode: str) -> str:
     return "CommitLog.recoverNormally (4.x-5.3.1): the third-last file"
 
 
-def _plan_commitlog(store: rmq.RocketMQStore, options: RecoverOptions, *, whole: bool = False) -> tuple[RecoverPlan, _Scan]:
+def _plan_commitlog(
+    store: rmq.RocketMQStore,
+    options: RecoverOptions,
+    *,
+    whole: bool = False,
+    on_last_record: Callable[[int, MessageRecord], None] | None = None,
+) -> tuple[RecoverPlan, _Scan]:
     """Steps 0-2 of a plan: the broker modelled, where its recovery starts and ends, and the
     CommitLog cuts and deletions (``truncateDirtyFiles``); ``facts["restart"]`` describes them.
     ``whole``: the reading covers every CommitLog file holding records, for the plan's queue
-    offsets (``_Scan.offsets``); else only the files the recovery reads (the restart preview)."""
+    offsets (``_Scan.offsets``); else only the files the recovery reads (the restart preview).
+    ``on_last_record``: the last data file, when the scan reads it, is walked record by record,
+    each record handed to it (``queue_offsets.read_commitlog``; ``_Scan.newest`` is its reading)."""
     root = store.root
     mode = options.mode
     if mode == "auto":
@@ -433,15 +519,23 @@ def _plan_commitlog(store: rmq.RocketMQStore, options: RecoverOptions, *, whole:
     # cut judged from that reading while the file is open
     offsets = queue_offsets.QueueOffsets() if whole else None
     first = store.commitlog.index(segments[start]) if segments and offsets is None else 0
-    for _i, seg, f, reading in queue_offsets.read_commitlog(store, first, end_findings=offsets is not None):
+    rows: dict[Path, _DispatchRows] = {}
+    newest = None
+    file_offsets: dict[str, queue_offsets.FileQueueOffsets] = {}
+    for _i, seg, f, reading in queue_offsets.read_commitlog(store, first, end_findings=offsets is not None, on_last_record=on_last_record):
+        file_offsets[str(seg.path)] = reading.offsets
+        if seg.path == window.last_path and on_last_record is not None:
+            newest = reading  # kept for the caller (its columns are not held otherwise)
         if offsets is not None:
             offsets.add_file(reading.offsets, seg.base, store.commitlog_file_size)
+            if reading.columns is not None:
+                _keep_rows(rows, seg.path, _DispatchRows.of(reading.columns.columns))
         if window.wants(seg):
             window.take(seg, f, reading)
         elif window.is_later(seg):
             window.take_later(seg, f)
-        if offsets is None and window.done:
-            break
+        if offsets is None and window.done and on_last_record is None:
+            break  # a preview reads no further, unless its caller wants the newest file's reading
     window.finish()
     process_offset, end_seg_index, stop_kind = window.process_offset, window.end_index, window.stop_kind
     plan.valid_end = process_offset
@@ -488,7 +582,7 @@ def _plan_commitlog(store: rmq.RocketMQStore, options: RecoverOptions, *, whole:
             f"{plan.records_dropped} decodable record(s) after the valid end would be cut "
             f"(RocketMQ {broker.version}'s {mode} recovery, CommitLog.{recovery}, scanning from {plan.facts['scan_start_file']}, drops them too on restart)"
         )
-    scan = _Scan(broker, cq_max, segments, start, window.last_store_ts, window.kept_damage, offsets, window.read_bytes, window.read_seconds)
+    scan = _Scan(broker, cq_max, segments, start, window.last_store_ts, window.kept_damage, offsets, window.read_bytes, window.read_seconds, rows, newest, file_offsets)
     plan.facts["restart"] = _restart_facts(store, plan, scan)
     return plan, scan
 
@@ -828,9 +922,11 @@ def _plan_dispatch(
     options: RecoverOptions,
     offsets: queue_offsets.QueueOffsets,
     cq_max: int = -1,
+    rows: Mapping[Path, _DispatchRows] | None = None,
 ) -> None:
     """Records before the valid end that their queue lacks: dispatch them (one CommitLog scan,
-    a second one from the start when a queue has no files at all).  A queue validate calls
+    a second one from the start when a queue has no files at all; ``rows``: the records the plan's
+    reading kept, taken instead of walking their files again).  A queue validate calls
     missing (RMQ-CQ-MISSING-QUEUE: records in ``offsets``, the CommitLog's queue offsets, and no
     ConsumeQueue directory) lacks all its records, wherever they lie: the scan starts at the
     CommitLog's first record."""
@@ -842,10 +938,10 @@ def _plan_dispatch(
     scan_from = min([q.max_physic_offset for k, q in queues.items() if k not in rebuilt and q.max_physic_offset >= 0] or [store.commitlog_min_offset])
     if rebuilt or any(q.max_physic_offset < 0 for q in queues.values()) or queue_offsets.missing_queue_findings(store, offsets.edges):
         scan_from = store.commitlog_min_offset
-    missing_queues = _scan_undispatched(store, queues, segments, scan_from, process_offset, options, cq_max)
+    missing_queues = _scan_undispatched(store, queues, segments, scan_from, process_offset, options, cq_max, rows)
     if missing_queues and scan_from > store.commitlog_min_offset:
         # a queue without any file lacks its records before ``scan_from`` too
-        missing_queues = _scan_undispatched(store, queues, segments, store.commitlog_min_offset, process_offset, options, cq_max)
+        missing_queues = _scan_undispatched(store, queues, segments, store.commitlog_min_offset, process_offset, options, cq_max, rows)
     root = store.root
     # a topic or queue directory that is a symbolic link is never followed: nor written through
     linked = {path: kind for path, kind in store.irregular_queue_dirs()}
@@ -944,15 +1040,41 @@ def _scan_undispatched(
     process_offset: int,
     options: RecoverOptions,
     cq_max: int = -1,
+    rows: Mapping[Path, _DispatchRows] | None = None,
 ) -> dict[tuple[str, int], _QueueState]:
-    """Count the records of ``[scan_from, process_offset)`` past their queue's end (``dispatch``,
-    ``missing_from`` of each state); returns the states of queues that have no files at all."""
+    """Count the records before ``process_offset`` of the files from the one holding ``scan_from``
+    on that are past their queue's end (``dispatch``, ``missing_from`` of each state); returns the
+    states of queues that have no files at all.  A file in ``rows`` is not walked: its records are
+    there (a healthy file: the walk would yield every one of them)."""
     for queue in queues.values():
         queue.missing_from = queue.first_dispatch_qoff = None
         queue.dispatch = queue.before_cq_max = 0
     missing_queues: dict[tuple[str, int], _QueueState] = {}
+
+    def count(off: int, topic: str, queue_id: int, queue_offset: int, total_size: int) -> None:
+        """A dispatched record at commitlog offset ``off``."""
+        key = (topic, queue_id)
+        state = queues.get(key) or missing_queues.get(key)
+        if state is None and not rmq.is_topic_dir_name(topic):
+            return  # a topic that cannot name a directory: no queue is created for it
+        if state is None:
+            state = missing_queues[key] = _QueueState(topic, queue_id, rmq.queue_dir(store, *key), options.cq_file_size or _default_cq_size(queues))
+            state.max_offset = queue_offset  # a new queue starts at its first record
+        if queue_offset >= state.max_offset:
+            if state.missing_from is None:
+                state.missing_from = off
+                state.first_dispatch_qoff = queue_offset
+            state.dispatch += 1
+            if off + total_size <= cq_max:
+                state.before_cq_max += 1
+
     for seg in segments:
         if seg.base + seg.size <= scan_from or seg.base >= process_offset:
+            continue
+        kept = rows.get(seg.path) if rows else None
+        if kept is not None:
+            for row in _rows_past_queue_ends(kept, seg.base, process_offset, queues):
+                count(seg.base + int(kept.position[row]), kept.topics[kept.topic[row]], int(kept.queue_id[row]), int(kept.queue_offset[row]), int(kept.size[row]))
             continue
         with ReadOnlyFile(seg.path) as f:
             walk = rmq.CommitLogFileWalk(f, check_crc=False)
@@ -960,23 +1082,25 @@ def _scan_undispatched(
                 off = seg.base + pos
                 if off >= process_offset:
                     break
-                if not _is_dispatched(rec.sys_flag):
-                    continue
-                key = (rec.topic, rec.queue_id)
-                state = queues.get(key) or missing_queues.get(key)
-                if state is None and not rmq.is_topic_dir_name(rec.topic):
-                    continue  # a topic that cannot name a directory: no queue is created for it
-                if state is None:
-                    state = missing_queues[key] = _QueueState(rec.topic, rec.queue_id, rmq.queue_dir(store, *key), options.cq_file_size or _default_cq_size(queues))
-                    state.max_offset = rec.queue_offset  # a new queue starts at its first record
-                if rec.queue_offset >= state.max_offset:
-                    if state.missing_from is None:
-                        state.missing_from = off
-                        state.first_dispatch_qoff = rec.queue_offset
-                    state.dispatch += 1
-                    if off + rec.total_size <= cq_max:
-                        state.before_cq_max += 1
+                if _is_dispatched(rec.sys_flag):
+                    count(off, rec.topic, rec.queue_id, rec.queue_offset, rec.total_size)
     return missing_queues
+
+
+def _rows_past_queue_ends(rows: _DispatchRows, base: int, process_offset: int, queues: Mapping[tuple[str, int], _QueueState]) -> Any:
+    """The rows, in file order, of the dispatched records before ``process_offset`` that ``count``
+    may count: of a queue with a state, those at or past its ``max_offset`` (``count`` skips the
+    others without a trace); of any other queue, all of them (its state starts at its first record)."""
+    import numpy as np  # loaded already: the rows come from a column walk
+
+    picked = np.flatnonzero(rows.dispatched & (rows.position < process_offset - base))
+    topic, queue_id, queue_offset = rows.topic[picked], rows.queue_id[picked], rows.queue_offset[picked]
+    floor = np.full(len(picked), np.iinfo(np.int64).min, dtype=np.int64)
+    for t, q in {(int(t), int(q)) for t, q in zip(topic.tolist(), queue_id.tolist(), strict=True)}:
+        state = queues.get((rows.topics[t], q))
+        if state is not None:
+            floor[(topic == t) & (queue_id == q)] = state.max_offset
+    return picked[queue_offset >= floor]
 
 
 def _default_cq_size(queues: dict[tuple[str, int], _QueueState], journal: int | None = None) -> int:
@@ -986,7 +1110,10 @@ def _default_cq_size(queues: dict[tuple[str, int], _QueueState], journal: int | 
     return max(set(sizes), key=sizes.count) if sizes else rmq.DEFAULT_CQ_FILE_SIZE
 
 
-def _plan_index(store: rmq.RocketMQStore, plan: RecoverPlan, process_offset: int, options: RecoverOptions) -> None:
+def _plan_index(store: rmq.RocketMQStore, plan: RecoverPlan, process_offset: int, options: RecoverOptions, keyed: Mapping[Path, Any] | None = None) -> None:
+    """IndexFile steps: finish an interrupted swap, else rebuild the files that point past the valid
+    end or lack keyed records (``keyed``: the keyed records of files the plan's reading kept, by
+    path: ``derived.unindexed_records`` does not read those files again)."""
     staging = store.root / INDEX_STAGING
     if (staging / SWAP_JOURNAL).exists():
         # a run was interrupted while swapping in IndexFiles it had completed: finish that swap
@@ -1000,7 +1127,7 @@ def _plan_index(store: rmq.RocketMQStore, plan: RecoverPlan, process_offset: int
         )
         return
     planned = len(plan.steps)
-    _plan_index_files(store, plan, process_offset, options)
+    _plan_index_files(store, plan, process_offset, options, keyed)
     if staging.is_dir() and not any(s.action == "rebuild-index" for s in plan.steps[planned:]):
         plan.add(
             Step(
@@ -1012,7 +1139,7 @@ def _plan_index(store: rmq.RocketMQStore, plan: RecoverPlan, process_offset: int
         )
 
 
-def _plan_index_files(store: rmq.RocketMQStore, plan: RecoverPlan, process_offset: int, options: RecoverOptions) -> None:
+def _plan_index_files(store: rmq.RocketMQStore, plan: RecoverPlan, process_offset: int, options: RecoverOptions, keyed: Mapping[Path, Any] | None = None) -> None:
     files = store.index_files()
     # each IndexFile with its header and geometry; (path, None, None): unreadable, it is rebuilt
     headers: list[tuple[Path, idxf.IndexHeader | None, idxf.IndexGeometry | None]] = []
@@ -1044,7 +1171,7 @@ def _plan_index_files(store: rmq.RocketMQStore, plan: RecoverPlan, process_offse
             coverage = derived.index_coverage(
                 store, hash_slot_num=options.index_hash_slot_num, index_num=options.index_num, message_index_enable=options.message_index_enable
             )
-            unindexed = derived.unindexed_records(store, coverage, process_offset)
+            unindexed = derived.unindexed_records(store, coverage, process_offset, keyed)
             if unindexed.first is not None and not coverage.expected:
                 why = (
                     "broker.conf sets messageIndexEnable=false"

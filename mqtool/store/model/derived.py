@@ -45,6 +45,7 @@ from mqtool.findings.code_ids import RMQ_CQ_MISSING_HEAD, RMQ_IDX_MISSING
 from mqtool.formats.rocketmq import checkpoint as cpf
 from mqtool.formats.rocketmq import consume_queue as cqf
 from mqtool.formats.rocketmq import index_file as idxf
+from mqtool.formats.rocketmq.columns import CommitLogColumns
 from mqtool.formats.rocketmq.commitlog import SYSFLAG_TRANSACTION_MASK, SYSFLAG_TRANSACTION_ROLLBACK, MessageRecord
 from mqtool.store import rocketmq as rmq
 from mqtool.store.files import ReadOnlyFile, read_small_file
@@ -233,13 +234,16 @@ class Unindexed:
         self.last = offsets[-1] if self.last is None else max(self.last, offsets[-1])
 
 
-def unindexed_records(store: rmq.RocketMQStore, coverage: IndexCoverage, end: int) -> Unindexed:
+def unindexed_records(store: rmq.RocketMQStore, coverage: IndexCoverage, end: int, keyed: Mapping[Path, np.ndarray] | None = None) -> Unindexed:
     """The keyed records of ``[commitlog min, end)`` (``end``: where the CommitLog's valid data
     ends) outside ``coverage``.  Only the uncovered runs are read (``IndexCoverage.gaps``: on a
     store whose index is complete, the records after the newest IndexFile's last entry); a run
     starts at a file's start or at a record an IndexFile names, so it is walked from there.  A
     healthy file wholly in a run is read as columns; a broken record ends a file's walk (its own
-    finding says so), a body CRC mismatch does not (the broker serves and indexes that record)."""
+    finding says so), a body CRC mismatch does not (the broker serves and indexes that record).
+    ``keyed``: the file positions of the keyed records of healthy files a reading read already (by
+    path: ``keyed_positions`` of their columns), taken for a file wholly in a run instead of
+    reading it again."""
     out = Unindexed()
     gaps = coverage.gaps(store.commitlog_min_offset, end)
     if not gaps:
@@ -253,8 +257,18 @@ def unindexed_records(store: rmq.RocketMQStore, coverage: IndexCoverage, end: in
                 continue
             start = max(low, seg.base) - seg.base
             stop = min(high, seg.base + span) - seg.base
-            out.add([o for o in _keyed_in_file(seg, start, stop, span, last=i == len(segments) - 1) if not coverage.covers(o)])
+            known = keyed.get(seg.path) if keyed is not None and start == 0 and stop >= span else None
+            found = [seg.base + int(p) for p in known.tolist()] if known is not None else _keyed_in_file(seg, start, stop, span, last=i == len(segments) - 1)
+            out.add([o for o in found if not coverage.covers(o)])
     return out
+
+
+def keyed_positions(columns: CommitLogColumns) -> np.ndarray:
+    """File positions of the records of a healthy file's columns the broker indexes: those with
+    keys (``IndexService.buildIndex``: UNIQ_KEY, KEYS), but a rolled-back transaction record."""
+    rows = np.unique(columns.key_record)
+    rows = rows[(columns.sys_flag[rows] & SYSFLAG_TRANSACTION_MASK) != SYSFLAG_TRANSACTION_ROLLBACK]
+    return np.asarray(columns.position[rows])
 
 
 def _keyed_in_file(seg: rmq.Segment, start: int, stop: int, file_size: int, *, last: bool) -> list[int]:
@@ -267,10 +281,7 @@ def _keyed_in_file(seg: rmq.Segment, start: int, stop: int, file_size: int, *, l
         if start == 0 and stop >= file_size:
             cols = read_file_columns(f, seg.base, file_size=file_size, is_last=last)
             if cols is not None:
-                columns = cols.columns
-                rows = np.unique(columns.key_record)
-                rows = rows[(columns.sys_flag[rows] & SYSFLAG_TRANSACTION_MASK) != SYSFLAG_TRANSACTION_ROLLBACK]
-                return [seg.base + int(p) for p in columns.position[rows].tolist()]
+                return [seg.base + int(p) for p in keyed_positions(cols.columns).tolist()]
         out: list[int] = []
         try:
             walk = rmq.CommitLogFileWalk(f, start, check_crc=True, last=last, file_size=file_size, keep_damaged=True, stop=stop)

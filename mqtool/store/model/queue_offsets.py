@@ -31,7 +31,7 @@ reading instead of walking those files again.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -311,6 +311,10 @@ class FileReading:
     last_store_timestamp: int = 0
     failed: bool = False
     seconds: float = 0.0
+    #: the non-zero extents after file positions the reading judged (``nonzero_extent``; None:
+    #: only zeros), for a consumer judging the same bytes: the zeros after a healthy last file's
+    #: data, the bytes after where the precise walk's data ends
+    tails: dict[int, tuple[int, int] | None] = field(default_factory=dict)
 
     @property
     def bytes_read(self) -> int:
@@ -320,22 +324,34 @@ class FileReading:
         return self.walk.valid_end if self.walk is not None else 0
 
 
-def read_file(f: ReadOnlyFile, base: int, size: int, *, last: bool, end_findings: bool = False) -> FileReading:
+def read_file(
+    f: ReadOnlyFile,
+    base: int,
+    size: int,
+    *,
+    last: bool,
+    end_findings: bool = False,
+    on_record: Callable[[int, MessageRecord], None] | None = None,
+) -> FileReading:
     """Read the open CommitLog file ``f`` (named ``base``; ``size`` the configured file size) once
     for its queue offsets (``file_queue_offsets``), keeping what the reading saw (``FileReading``).
     The precise walk is the recovery's (``CommitLog.recoverNormally``: body CRCs checked, the newest
-    file ending at a torn tail), so a plan takes its valid end from it."""
+    file ending at a torn tail), so a plan takes its valid end from it.  ``on_record``: the file is
+    walked record by record (never as columns), each record handed to it (``info`` reads the
+    newest file's records for the broker version they show)."""
     import time
 
     started = time.perf_counter()
     out = FileQueueOffsets(str(f.path))
     reading = FileReading(out)
     try:
-        fast = _columns(f, base, size, last)
+        fast = _columns(f, base, size, last) if on_record is None else None
         if fast is not None:
             reading.columns = fast
             out.add_runs(fast.queues)
             reading.records = len(fast.columns)
+            if fast.end.kind == "zeros":  # ``read_file_columns`` found only zeros after it
+                reading.tails[fast.end.position] = None
             if reading.records:
                 reading.last_store_timestamp = int(fast.columns.store_timestamp[-1])
             if end_findings:  # healthy records: only an END_OF_FILE record can be wrong
@@ -345,11 +361,13 @@ def read_file(f: ReadOnlyFile, base: int, size: int, *, last: bool, end_findings
             walk = reading.walk = rmq.CommitLogFileWalk(f, check_crc=True, last=last, file_size=size, base=base)
             for pos, record in walk:
                 out.record(pos, record)
+                if on_record is not None:
+                    on_record(pos, record)
                 reading.records += 1
                 reading.last_store_timestamp = record.store_timestamp
             out.walk_end(walk, size)
             if end_findings:
-                out.end_findings = model.commitlog_file_findings(f, walk, size, last=last)
+                out.end_findings = model.commitlog_file_findings(f, walk, size, last=last, tails=reading.tails)
     except StoreIOError as exc:  # what could not be read may have held records
         out.skip(max(size, f.size) - (exc.position or 0))
         reading.failed = True
@@ -384,13 +402,21 @@ def commitlog_queue_offsets(store: rmq.RocketMQStore, start: int = 0, *, end_fin
 
 
 def read_commitlog(
-    store: rmq.RocketMQStore, start: int = 0, stop: int | None = None, *, end_findings: bool = False
+    store: rmq.RocketMQStore,
+    start: int = 0,
+    stop: int | None = None,
+    *,
+    end_findings: bool = False,
+    on_last_record: Callable[[int, MessageRecord], None] | None = None,
 ) -> Iterator[tuple[int, rmq.Segment, ReadOnlyFile | None, FileReading]]:
     """Read each CommitLog file that holds records (``data_files``) from ``store.commitlog[start]``
     up to before ``store.commitlog[stop]`` once (``read_file``), in order: ``(index, file, the open
     file, its reading)``, the file still open while the consumer looks at the reading (a read inside
-    the piece it keeps costs no I/O); None for a file that cannot be opened (its reading says so)."""
-    files = data_files(store)
+    the piece it keeps costs no I/O); None for a file that cannot be opened (its reading says so).
+    ``on_last_record``: the last data file is walked record by record, each record handed to it,
+    and its reading states how it ends (``FileQueueOffsets.end_findings``)."""
+    newest = model.last_data_file(store.commitlog)
+    files = [(i, seg) for i, seg in enumerate(store.commitlog) if seg.size > 0 and i <= newest]  # ``data_files``
     last = files[-1][0] if files else -1
     for i, seg in files:
         if i < start or (stop is not None and i >= stop):
@@ -404,21 +430,25 @@ def read_commitlog(
             yield i, seg, None, FileReading(offsets, failed=True)
             continue
         with f:
-            yield i, seg, f, read_file(f, seg.base, size, last=i == last, end_findings=end_findings)
+            hook = on_last_record if i == newest else None
+            yield i, seg, f, read_file(f, seg.base, size, last=i == last, end_findings=end_findings or hook is not None, on_record=hook)
 
 
-def queue_offsets_before(store: rmq.RocketMQStore, index: int, keys: Iterable[QueueKey]) -> QueueOffsets:
+def queue_offsets_before(store: rmq.RocketMQStore, index: int, keys: Iterable[QueueKey], known: Mapping[str, FileQueueOffsets] | None = None) -> QueueOffsets:
     """The queue offsets the files before ``store.commitlog[index]`` leave for the queues ``keys``:
     the files are read backwards only as far as the last record of each of them (a queue's state
     after a file depends only on the last file holding it and the bytes skipped after), then
-    joined in order.  What the next file's first records of those queues must follow."""
+    joined in order.  What the next file's first records of those queues must follow.
+    ``known``: the queue offsets of files a reading read already (by path), not read again."""
     wanted = set(keys)
     files = [(i, seg) for i, seg in data_files(store) if i < index]
     read: list[tuple[rmq.Segment, FileQueueOffsets]] = []
     for _i, seg in reversed(files):
         if not wanted:
             break
-        offsets = file_queue_offsets(store, seg, last=False)
+        offsets = known.get(str(seg.path)) if known else None
+        if offsets is None:
+            offsets = file_queue_offsets(store, seg, last=False)
         read.append((seg, offsets))
         wanted -= set(offsets.queues)
     out = QueueOffsets()

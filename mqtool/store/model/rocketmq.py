@@ -201,6 +201,17 @@ def commitlog_findings(store: rmq.RocketMQStore, *, live: bool = False) -> list[
 # --- damage on the path of a CommitLog read (dump, stats, info, query, diff) ----------------------
 
 
+def first_record(path: Path) -> MessageRecord | None:
+    """The first record of a CommitLog file, as a walk of the file yields it first: a message at
+    position 0 that decodes, body CRC checked; None when there is none (zeros, END_OF_FILE, a
+    broken record, an unreadable file).  One small read, not a piece of the file."""
+    try:
+        with ReadOnlyFile(path) as f:
+            return rmq.read_record_at(f, 0)
+    except MqError:
+        return None
+
+
 def last_data_file(segments: list[rmq.Segment]) -> int:
     """Index of the CommitLog file that ends in zeros rather than END_OF_FILE (upstream
     ``MappedFileQueue``'s last mapped file): the last file whose first record header is not zeros,
@@ -353,6 +364,7 @@ def commitlog_file_findings(
     *,
     last: bool,
     after_last: bool = False,
+    tails: dict[int, tuple[int, int] | None] | None = None,
 ) -> list[Finding]:
     """How one CommitLog file a reader walked ends, stated as validate states it: its first broken
     record (``rmq.classify_broken_record``'s code at its position) or torn tail, a file before the
@@ -362,7 +374,9 @@ def commitlog_file_findings(
     its end; ``last``: ``last_data_file``'s file (upstream ``CommitLog.recoverNormally`` reads
     every file but the last to its END_OF_FILE record, the last to where its data stops).
     A file cut short before the last is RMQ-FILE-SIZE's (``segment_findings``), not a second
-    finding.  Reads only the bytes after where the walk stopped."""
+    finding.  Reads only the bytes after where the walk stopped.  ``tails``: the non-zero extents
+    (``nonzero_extent``) after file positions, known already or, when judged here, noted there for
+    a caller that judges the same bytes next (a recover plan's cut), so they are read once."""
     path = str(f.path)
     size = file_size or f.size
     if after_last:
@@ -371,7 +385,7 @@ def commitlog_file_findings(
             return []
         return [Finding(RMQ_CL_GARBAGE, path, extent[0], "non-zero bytes in a file after the last file holding records", length=extent[1] - extent[0])]
     assert walk is not None
-    return walk_record_findings(walk) + _file_end_findings(f, walk, path, size, last)
+    return walk_record_findings(walk) + _file_end_findings(f, walk, path, size, last, {} if tails is None else tails)
 
 
 def walk_record_findings(walk: rmq.CommitLogFileWalk) -> list[Finding]:
@@ -380,14 +394,21 @@ def walk_record_findings(walk: rmq.CommitLogFileWalk) -> list[Finding]:
     return [x for pos, rec, raw in walk.odd for x in record_findings(path, walk.base or 0, pos, rec, raw)]
 
 
-def _file_end_findings(f: ReadOnlyFile, walk: rmq.CommitLogFileWalk, path: str, size: int, last: bool) -> list[Finding]:
+def _tail(f: ReadOnlyFile, position: int, tails: dict[int, tuple[int, int] | None]) -> tuple[int, int] | None:
+    """``nonzero_extent(f, position)``, from ``tails`` when known there, else noted there."""
+    if position not in tails:
+        tails[position] = nonzero_extent(f, position)
+    return tails[position]
+
+
+def _file_end_findings(f: ReadOnlyFile, walk: rmq.CommitLogFileWalk, path: str, size: int, last: bool, tails: dict[int, tuple[int, int] | None]) -> list[Finding]:
     end = walk.end
     if walk.error is not None and walk.failed_at is not None:
         return [broken_record_finding(f, path, walk.failed_at, walk.error, size, last)]
     if end is None:
         return []
     if end.kind == "stale":
-        extent = nonzero_extent(f, end.position)
+        extent = _tail(f, end.position, tails)
         return [stale_finding(path, end.position, extent[1] if extent else end.position, walk.stale_claim)]
     if end.kind == "torn":
         if walk.torn is not None:
@@ -405,7 +426,7 @@ def _file_end_findings(f: ReadOnlyFile, walk: rmq.CommitLogFileWalk, path: str, 
             return []  # cut short: RMQ-FILE-SIZE
         return [no_blank_finding(path, end.position, end.kind)]
     if end.kind == "zeros":
-        extent = nonzero_extent(f, end.position)
+        extent = _tail(f, end.position, tails)
         if extent is not None:
             if extent[0] < end.position + 8 and walk.base is not None and rmq.record_starts_at(f, walk.base, end.position):
                 # zeros when the walk got there, a valid record now: a writer appended since (the
