@@ -271,7 +271,7 @@ class _Planner:
         self.reads: dict[tuple[str, int], kb.SegmentRead] = {}
         self.watch = kb.Stopwatch()
         #: the store model's one reading: the segments' scans and validate's findings
-        self.reading = RecoveryReading(store, log_findings.LOG)
+        self.reading = RecoveryReading(store, log_findings.INDEX)
 
     def scan(self, part: ks.KafkaPartition, log: Path, base: int, interval: int) -> RecoveryScan:
         """``LogSegment.recover`` of one segment from the store model's reading (a log it does
@@ -852,9 +852,10 @@ def _encode(kind: str, scan: RecoveryScan, base: int) -> bytes:
     return ktxn.encode_txn_index(scan.aborts)
 
 
-def _index_problems(part: ks.KafkaPartition, seg: _LiveSeg, is_last: bool) -> set[str]:
+def _index_problems(planner: _Planner, part: ks.KafkaPartition, seg: _LiveSeg, is_last: bool) -> set[str]:
     """Index kinds ``validate`` finds inconsistent with the log (an index written by multi-batch
-    appends is consistent; a pre-allocated zero tail is not kept)."""
+    appends is consistent; a pre-allocated zero tail is not kept): from the plan's reading of the
+    store when it checked the segment so, else from a check of the segment alone."""
     from mqtool.store.model.kafka import SegmentTask, check_segment
 
     files = seg.files
@@ -870,7 +871,8 @@ def _index_problems(part: ks.KafkaPartition, seg: _LiveSeg, is_last: bool) -> se
     )
     by_path = {str(p): k for k, p in files.items() if k in INDEX_KINDS}
     kinds = set()
-    for finding in check_segment(task).findings:
+    found = planner.reading.segment_findings(task)
+    for finding in found if found is not None else check_segment(task).findings:
         code = finding.code
         if code == code_ids.KAFKA_INDEX_MULTI_BATCH:
             continue
@@ -907,7 +909,7 @@ def _plan_indexes(planner: _Planner, part: ks.KafkaPartition, seg: _LiveSeg, sca
             rebuild[kind] = data
             continue
         if problems is None:
-            problems = _index_problems(part, seg, is_last)
+            problems = _index_problems(planner, part, seg, is_last)
         if kind in problems:
             rebuild[kind] = data
     if not rebuild:

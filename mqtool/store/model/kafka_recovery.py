@@ -257,6 +257,8 @@ class RecoveryReading:
         self._items = iter(km.read_store_entries(store, EntryDecode(mode="header", check_crc=True), checks=checks))
         self._folds: dict[str, RecoveryFold] = {}
         self._done: dict[str, tuple[int, RecoveryScan | None]] = {}  # log -> (interval, scan)
+        #: log -> the reading's task of the segment and every finding of it (the families read)
+        self._segments: dict[str, tuple[km.SegmentTask, list[Finding]]] = {}
         self._found: list[Finding] = []
         self._over = False
         #: seconds the reading spent on each segment (log path): its read speed
@@ -279,6 +281,29 @@ class RecoveryReading:
         """The scan of ``log`` with :data:`DEFAULT_INTERVAL` the reading made, if it made one."""
         got = self._done.get(log)
         return got[1] if got is not None and got[0] == DEFAULT_INTERVAL else None
+
+    def segment_findings(self, task: km.SegmentTask) -> list[Finding] | None:
+        """Every finding of ``task``'s segment (``check_segment(task).findings``) when the reading
+        checked that segment as ``task`` asks (the same files, the same place in its partition,
+        its indexes read), reading on to it; None otherwise."""
+        log = task.log
+        while log not in self._segments and not self._over:
+            self._pull()
+        got = self._segments.get(log)
+        if got is None:
+            return None
+        read, found = got
+        same = (read.partition, read.base_offset, read.named, read.index, read.timeindex, read.txnindex, read.is_last, read.indexes) == (
+            task.partition,
+            task.base_offset,
+            task.named,
+            task.index,
+            task.timeindex,
+            task.txnindex,
+            task.is_last,
+            task.indexes,
+        )
+        return found if same and not read.deep and not read.kraft_snapshot else None
 
     @property
     def findings(self) -> list[Finding]:
@@ -318,6 +343,7 @@ class RecoveryReading:
             read = item.task
             if not isinstance(read, km.SegmentTask) or read.kraft_snapshot:
                 return
+            self._segments[read.log] = (read, res.findings)
             self.seconds[read.log], self._spent = self._spent, 0.0
             fold = self._folds.pop(read.log, None) or RecoveryFold(read.base_offset, DEFAULT_INTERVAL)
             walk = item.first_walk
