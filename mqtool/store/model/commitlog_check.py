@@ -185,11 +185,12 @@ class Damage:
     """What the reading states about one region of the file, in file order: ``finding`` (a
     broken record, a region it skipped, a torn tail, stale data, garbage, a missing or odd
     END_OF_FILE; also the info RMQ-CL-VALID-END saying where the valid data ends), or None for
-    bytes it only skips.  ``covers``: the commitlog range [start, stop) the finding reports
-    (what points into it is not reported again); ``skipped``: bytes the reading skipped (the
-    records they may have held, ``FileQueueOffsets.skip``), ``torn``: it ended at one record it
-    does not take; ``valid_end``: where the valid data ends as far as the reading knows (a broken
-    record); ``store_timestamp``: a broken record's STORETIMESTAMP when its header is trusted."""
+    an event that only covers or skips bytes or moves the valid end.  ``covers``: the commitlog
+    range [start, stop) reported (what points into it is not reported again); ``skipped``: bytes
+    the reading skipped (the records they may have held, ``FileQueueOffsets.skip``); ``torn``:
+    it ended at one record it does not take; ``valid_end``: where the valid data ends as far as
+    the reading knows, before it reads on (at a broken record, at the end of the records);
+    ``store_timestamp``: a broken record's STORETIMESTAMP when its header is trusted."""
 
     finding: Finding | None
     covers: tuple[int, int] | None = None
