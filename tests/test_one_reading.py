@@ -52,15 +52,11 @@ WALKERS = frozenset(
 
 #: Modules of ops/, cli/ and pipeline/ that walk log bytes today, and with what.
 WALKING_TODAY: dict[str, frozenset[str]] = {
-    "ops/diff/legacy.py": frozenset({"SegmentWalk"}),
-    "ops/dump/rocketmq.py": frozenset({"CommitLogFileWalk", "decode_message", "iter_entries", "walk_columns"}),
+    "ops/dump/rocketmq.py": frozenset({"iter_entries"}),
     "ops/info/rocketmq.py": frozenset({"CommitLogFileWalk"}),
-    "ops/recover/legacy.py": frozenset({"SegmentWalk", "decode_message"}),
     "ops/recover/rocketmq.py": frozenset({"CommitLogFileWalk", "find_next_record"}),
     "pipeline/sources/commitlog.py": frozenset({"find_next_record", "walk_columns", "walk_commitlog"}),
-    "pipeline/sources/framed.py": frozenset({"walk_framed"}),
     "pipeline/sources/kafka.py": frozenset({"LogWalker", "decode_entry", "peek_entry"}),
-    "pipeline/sources/legacy.py": frozenset({"MessageWalker", "decode_message"}),
     "pipeline/walk.py": frozenset({"CommitLogFileWalk", "find_next_record"}),
 }
 

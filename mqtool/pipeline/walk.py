@@ -1,13 +1,13 @@
-"""Byte-range walks of segment files, for the data sources' input partitions.
+"""Byte-range walks of CommitLog files, for the data sources' input partitions.
 
 A file bigger than the split size is read as several byte ranges ``[start, stop)``.  A range
 owns the records of the file's record chain that start inside it.  It finds its first record
 with a *sync point* search (the first position >= ``start`` where a record decodes with a good
-checksum -- for RocketMQ also with a PHYSICALOFFSET equal to its own address -- and, for the
-formats without a magic code, where the next record decodes too), walks the chain from there,
-and stops at the first sync point at or after ``stop``: exactly where the next range starts.
-Records met after ``stop`` that are *not* sync points (a RocketMQ record with a stale
-PHYSICALOFFSET) are still this range's, since the next range skips them.
+checksum and a PHYSICALOFFSET equal to its own address), walks the chain from there, and stops
+at the first sync point at or after ``stop``: exactly where the next range starts.  Records met
+after ``stop`` that are *not* sync points (a record with a stale PHYSICALOFFSET) are still this
+range's, since the next range skips them.  (The formats without a magic code -- Kafka, Jafka,
+MetaQ -- are read in ranges by the store model: ``store.model.framed.read_range``.)
 
 A record whose frame holds but whose body CRC fails (``CommitLogFileWalk.framed_record``) is
 yielded as a record after its problem, and the walk goes on where its frame says, as the
@@ -24,17 +24,16 @@ yield ``("damaged", position, (from, to))``: commitlog offsets a file-level find
 
 from __future__ import annotations
 
-from collections.abc import Callable, Generator, Iterator
+from collections.abc import Generator, Iterator
 from dataclasses import dataclass
-from typing import Protocol
 
-from mqtool.errors import CorruptDataError, MqError
+from mqtool.errors import MqError
 from mqtool.findings.code_ids import RMQ_CL_TORN_TAIL, RMQ_CL_UNREADABLE_REGION
 from mqtool.pipeline.files import AnyFile
 from mqtool.store import rocketmq as rmq
-from mqtool.store.files import CHUNK_SIZE, Readable, ReadOnlyFile, nonzero_extent, piece_size
+from mqtool.store.files import ReadOnlyFile, nonzero_extent
 from mqtool.store.model import rocketmq as rmq_model
-from mqtool.store.rocketmq import MAX_RECORD_SIZE, find_next_record
+from mqtool.store.rocketmq import find_next_record
 
 #: What a walk yields: ``("record", position, item)``, ``("problem", position, Problem)``,
 #: ``("end", position, kind)`` and, for the CommitLog, ``("damaged", position, (from, to))``.
@@ -188,165 +187,3 @@ def walk_commitlog(f: AnyFile, base: int, start: int, stop: int, is_last: bool, 
     if cut_short and end.kind in ("partial", "eof"):
         yield "damaged", end.position, (base + end.position, base + file_size)
     yield "end", end.position, end.kind
-
-
-# --- formats without a magic code: Kafka, Jafka, MetaQ ------------------------------------------
-
-
-class DataEndLike(Protocol):
-    """Where a walker's valid records stop (the ``DataEnd`` of each ``formats`` walker)."""
-
-    @property
-    def kind(self) -> str: ...
-
-    @property
-    def position(self) -> int: ...
-
-    @property
-    def length(self) -> int: ...
-
-
-class FramedWalker(Protocol):
-    """A walker over one buffer: ``(position, item, size)`` per record, then ``failed_at`` (where
-    a broken record stopped it) or ``end`` (where the data stopped)."""
-
-    def __iter__(self) -> Iterator[tuple[int, object, int]]: ...
-
-    @property
-    def failed_at(self) -> int | None: ...
-
-    @property
-    def end(self) -> DataEndLike | None: ...
-
-
-@dataclass(frozen=True)
-class Framing:
-    """How to walk one family: a walker over a buffer, and the checks a sync point needs.
-
-    ``walker(data)`` iterates ``(position, item, size)`` and has ``failed_at`` and ``end``
-    (``kind``, ``position``, ``length``) like the ``formats`` walkers; ``decodes(f, pos)`` returns
-    the size of a valid non-empty record at ``pos`` (None otherwise); ``classify(exc)`` gives
-    the validate code of a broken record; ``region_code`` the code of skipped bytes.
-    """
-
-    walker: Callable[[bytes], FramedWalker]
-    decodes: Callable[[Readable, int], int | None]
-    candidates: Callable[[bytes], Iterator[int]]
-    classify: Callable[[MqError], str]
-    region_code: str
-    max_record: int = MAX_RECORD_SIZE
-    #: ``torn_check(head, length, last_item)``: why a record cut by the end of the file cannot be a
-    #: torn write (an ``MqError`` positioned in the record), or None; None: every cut record is one
-    torn_check: Callable[[bytes, int, object], MqError | None] | None = None
-    #: Bytes of a record the walker needs in hand to judge a stop (its header up to the magic):
-    #: a stop fewer bytes than that before a piece's end is the piece's, not the data's.
-    judged: int = 8
-    #: ``framed(data, position, exc)``: the record at ``data[position:]`` that ``exc`` rejected
-    #: and its size, when its frame holds and only its checksum failed (the store's rule:
-    #: ``store.kafka.framed_entry``, ``store.legacy.framed_message``); None otherwise
-    framed: Callable[[bytes, int, MqError], tuple[object, int] | None] | None = None
-
-
-def is_sync(framing: Framing, f: Readable, pos: int) -> bool:
-    """A valid record at ``pos`` followed by a valid record or a clean end (zeros, end of file)."""
-    size = framing.decodes(f, pos)
-    if size is None:
-        return False
-    nxt = pos + size
-    if nxt >= f.size:
-        return True
-    if framing.decodes(f, nxt) is not None:
-        return True
-    return not f.pread(nxt, 64).strip(b"\x00")
-
-
-def find_sync(framing: Framing, f: Readable, start: int) -> int | None:
-    pos = start
-    overlap = 64
-    while pos < f.size:
-        chunk = f.pread(pos, CHUNK_SIZE + overlap)
-        for i in framing.candidates(chunk):
-            if i >= len(chunk) - overlap and pos + len(chunk) < f.size:
-                break
-            if is_sync(framing, f, pos + i):
-                return pos + i
-        if len(chunk) <= overlap:
-            break
-        pos += len(chunk) - overlap
-    return None
-
-
-def walk_framed(framing: Framing, f: Readable, start: int, stop: int) -> Iterator[Event]:
-    if start:
-        first = find_sync(framing, f, start)
-        if first is None:
-            return
-        pos = first
-    else:
-        pos = 0
-    piece = want = piece_size()
-    last_item: object = None
-    while True:
-        data = f.pread(pos, want)
-        want = piece
-        walker = framing.walker(data)
-        try:
-            for p, item, _size in walker:
-                at = pos + p
-                if at >= stop and is_sync(framing, f, at):
-                    return
-                last_item = item
-                yield "record", at, item
-        except MqError as exc:
-            bad = pos + (walker.failed_at or 0)
-            located = exc.at(f.path, pos)
-            kept = framing.framed(data, walker.failed_at or 0, exc) if framing.framed is not None else None
-            if kept is not None:
-                # the frame holds (a checksum mismatch): stated as validate states it and exported
-                # too, as every reader lists it; the walk reads on where the frame says
-                item, size = kept
-                yield "problem", bad, Problem(framing.classify(exc), located.position, located.reason, kept=True)
-                last_item = item
-                yield "record", bad, item
-                pos = bad + size
-                continue
-            resume = find_sync(framing, f, bad + 1)
-            yield "problem", bad, Problem(framing.classify(exc), located.position, located.reason)
-            if resume is None:
-                extent = nonzero_extent(f, bad)
-                data_end = extent[1] if extent else bad
-                yield "problem", bad, Problem(framing.region_code, bad, f"no valid record after the broken one: {data_end - bad} bytes cannot be read", data_end - bad)
-                yield "end", bad, "unreadable"
-                return
-            if resume > bad:
-                yield (
-                    "problem",
-                    bad,
-                    Problem(framing.region_code, bad, f"{resume - bad} bytes between the broken record and the next valid one at {resume} were skipped", resume - bad),
-                )
-            pos = resume
-            continue
-        end = walker.end
-        assert end is not None
-        more = pos + len(data) < f.size
-        if more and (end.kind in ("partial", "eof") or len(data) - end.position < framing.judged):
-            if end.kind == "partial" and end.position == 0:
-                if end.length > framing.max_record:
-                    too_big = f"a record of {end.length} bytes: more than mqtool reads ({framing.max_record})"
-                    yield "problem", pos, Problem(framing.classify(CorruptDataError(kind="size")), pos, too_big)
-                    yield "end", pos, "size"
-                    return
-                want = max(end.length, piece)
-            pos += end.position
-            continue
-        at = pos + end.position
-        if end.kind == "partial" and framing.torn_check is not None:
-            not_torn = framing.torn_check(data[end.position : end.position + 64], end.length, last_item)
-            if not_torn is not None:
-                located = not_torn.at(f.path, at)
-                yield "problem", at, Problem(framing.classify(located), located.position, located.reason)
-                yield "problem", at, Problem(framing.region_code, at, f"no valid record after the broken one: {f.size - at} bytes cannot be read", f.size - at)
-                yield "end", at, "unreadable"
-                return
-        yield "end", at, end.kind
-        return

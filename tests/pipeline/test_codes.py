@@ -1,6 +1,6 @@
 """The data sources' codes for broken Kafka, Jafka and MetaQ records come from the error's
 ``kind`` (``mqtool.errors.KINDS``): each kind of damage gets the code validate gives it.  No
-SparkSession: the byte-range walk is called directly on one damaged segment."""
+SparkSession: the store model's range reading is called directly on one damaged segment."""
 
 from __future__ import annotations
 
@@ -27,11 +27,11 @@ def _flip(raw: bytes, at: int) -> bytes:
 
 
 def _walk_codes(framing, path: Path) -> list[str]:
-    from mqtool.pipeline.walk import walk_framed
     from mqtool.store.files import ReadOnlyFile
+    from mqtool.store.model.framed import RangeProblem, read_range
 
     with ReadOnlyFile(path) as f:
-        return [item.code for kind, _pos, item in walk_framed(framing, f, 0, f.size) if kind == "problem"]
+        return [event.code for event in read_range(framing, f, 0, f.size) if isinstance(event, RangeProblem)]
 
 
 def _validate_codes(validate, directory: Path) -> set[str]:

@@ -316,22 +316,22 @@ def test_scan_judges_a_cut_kafka_entry_as_validate_does(tmp_path, head, code):
     from mqtool.ops.validate import ValidateOptions
     from mqtool.ops.validate.kafka import validate_kafka
     from mqtool.pipeline.sources import KAFKA_FRAMING
-    from mqtool.pipeline.walk import walk_framed
     from mqtool.store.files import ReadOnlyFile
+    from mqtool.store.model.framed import RangeProblem, read_range
 
     part = tmp_path / "t-0"
     part.mkdir()
     log = part / "00000000000000000090.log"
     log.write_bytes((FIXTURES / "kafka-logs" / "orders-0" / log.name).read_bytes() + head + b"\x01" * 40)
     with ReadOnlyFile(log) as f:
-        events = list(walk_framed(KAFKA_FRAMING, f, 0, f.size))
-    problems = [item.code for kind, _pos, item in events if kind == "problem"]
+        events = list(read_range(KAFKA_FRAMING, f, 0, f.size))
+    problems = [event.code for event in events if isinstance(event, RangeProblem)]
     report = validate_kafka(part, ValidateOptions())
     errors = [x.code for x in report.findings if x.level.name == "error"]
     if code is None:
-        assert problems == [] and events[-1][2] == "partial" and errors == []
+        assert problems == [] and events[-1].kind == "partial" and errors == []
     else:
-        assert problems == [code, "KAFKA-LOG-GARBAGE"] and events[-1][2] == "unreadable"
+        assert problems == [code, "KAFKA-LOG-GARBAGE"] and events[-1].kind == "unreadable"
         assert errors == problems
 
 

@@ -8,7 +8,7 @@ partitions again.  Where a partition's data ends is the model's valid end of its
 torn tail there (the model's ``*-TORN-TAIL``) is the end, noted; an error there is damage, and
 the log then goes on to the file's last non-zero byte, so the damaged bytes are compared too.
 Only what the comparison looks at closer is read again: differing blocks, the messages there,
-and the messages one side holds past the other's end (``SegmentWalk``).
+and the messages one side holds past the other's end (the model's ``read_messages``).
 """
 
 from __future__ import annotations
@@ -25,7 +25,8 @@ from mqtool.ops.diff.bytelog import ByteLog, Seg
 from mqtool.ops.diff.digest import ReadDigests
 from mqtool.ops.diff.report import torn_note
 from mqtool.store.files import nonzero_extent, observe_reads
-from mqtool.store.legacy import DataDir, Framing, Segment, SegmentReader, SegmentWalk
+from mqtool.store.legacy import DataDir, Framing, Segment, SegmentReader
+from mqtool.store.model import legacy as lm
 
 
 def _is_segment(path: str) -> bool:
@@ -50,13 +51,6 @@ def _layout(name: str) -> _Layout:
     return _Layout(name, metaq.open_metaq, metaq.open_segment, metaq.FRAMING)
 
 
-def _size(message: object) -> int:
-    if isinstance(message, jf.Message):
-        return message.serialized_size
-    assert isinstance(message, mq.Message)
-    return message.size
-
-
 def _opener(lay: _Layout, seg: Segment) -> Callable[[], SegmentReader]:
     return lambda: lay.open_segment(seg)
 
@@ -65,7 +59,6 @@ def legacy_logs(path: Path, layout: str, problems: list[str], progress: Callable
     """A byte log per partition, ending where its data ends (the module docstring), and the
     side's findings as a reader states them (``ops.log_findings.select``), from one reading."""
     from mqtool.ops import log_findings
-    from mqtool.store.model import legacy as lm
 
     lay = _layout(layout)
     data = lay.open(path)
@@ -122,9 +115,10 @@ def _describer(lay: _Layout) -> Callable[[ByteLog, int], tuple[int, dict[str, An
         reader = seg.opener()
         try:
             assert isinstance(reader, SegmentReader)
-            walk = SegmentWalk(reader, lay.framing)
-            for pos, message in walk:
-                size = _size(message)
+            for event in lm.read_messages(reader, lay.framing):
+                if isinstance(event, lm.MessagesStop):
+                    break
+                pos, message, size = event.position, event.message, event.size
                 if seg.base + pos + size > offset:
                     info: dict[str, Any] = {"offset": seg.base + pos, "file": str(seg.path), "position": pos, "size": size}
                     if isinstance(message, mq.Message):
@@ -132,10 +126,11 @@ def _describer(lay: _Layout) -> Callable[[ByteLog, int], tuple[int, dict[str, An
                     elif isinstance(message, jf.Message):
                         info.update(magic=message.magic, crc=message.crc)
                     return seg.base + pos, info, None
-            where = seg.base + walk.valid_end
-            if walk.error is not None:
-                log.add_damage(seg.path, walk.valid_end, where, walk.error)
-            return where, {"offset": where, "file": str(seg.path), "position": walk.valid_end, "error": str(walk.error) if walk.error else "no valid message"}, None
+            assert isinstance(event, lm.MessagesStop)  # the stream ends with one
+            where = seg.base + event.position
+            if event.error is not None:
+                log.add_damage(seg.path, event.position, where, event.error)
+            return where, {"offset": where, "file": str(seg.path), "position": event.position, "error": str(event.error) if event.error else "no valid message"}, None
         finally:
             reader.close()
 
@@ -152,15 +147,18 @@ def _walker(lay: _Layout) -> Callable[[ByteLog, int], Iterator[tuple[int, int]]]
             reader = seg.opener()
             try:
                 assert isinstance(reader, SegmentReader)
-                walk = SegmentWalk(reader, lay.framing, pos - seg.base)
-                for p, message in walk:
-                    if p >= seg.size:
+                stop: lm.MessagesStop | None = None
+                for event in lm.read_messages(reader, lay.framing, pos - seg.base):
+                    if isinstance(event, lm.MessagesStop):
+                        stop = event
+                        break
+                    if event.position >= seg.size:
                         return
-                    yield seg.base + p, _size(message)
+                    yield seg.base + event.position, event.size
             finally:
                 reader.close()
-            if walk.error is not None and walk.valid_end < seg.size:
-                log.add_damage(seg.path, walk.valid_end, seg.base + walk.valid_end, walk.error)  # inside the data this side holds
+            if stop is not None and stop.error is not None and stop.position < seg.size:
+                log.add_damage(seg.path, stop.position, seg.base + stop.position, stop.error)  # inside the data this side holds
                 return
             pos = seg.base + seg.size
 

@@ -34,6 +34,10 @@ a zero gap MetaQ cannot read through), the plan counts them and needs ``--force`
 RocketMQ; they are quarantined either way.  Segments before the last are never rewritten: their
 damage is reported by the verification (``validate``) that follows ``--apply``.
 
+The recovery loops are the store model's (``store.model.legacy.recovery_tail``, and
+``tail_from_reading`` that takes the answer from the one reading validate also makes), as is the
+count of valid messages after a cut (``count_valid_from``): this module plans from their answers.
+
 Neither broker has a lock file: stop the broker before ``--apply`` (mqtool's own
 ``.mqtool.lock`` still keeps two mqtool runs apart).  The default quarantine is a sibling of the
 *data dir* even when one partition is given: a ``mqtool-quarantine`` directory inside the data
@@ -42,22 +46,20 @@ dir would stop Jafka (and MetaQ) from loading it.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypedDict, cast
+from typing import Any, TypedDict
 
-from mqtool.errors import MqError, StoreLayoutError
-from mqtool.findings import Finding, code_ids
-from mqtool.formats import jafka as jf
+from mqtool.errors import StoreLayoutError
+from mqtool.findings import Finding
 from mqtool.formats import metaq as mq
 from mqtool.formats import segment_names as segnames
 from mqtool.ops import log_findings
 from mqtool.ops.recover import ApplyContext, ApplyResult, RecoverPlan, Step, apply_plan, observe, relative, resolve
 from mqtool.store import jafka as sj
 from mqtool.store import metaq as sm
-from mqtool.store.files import CHUNK_SIZE, nonzero_extent
-from mqtool.store.legacy import MAX_MESSAGE_SIZE, DataDir, Partition, Segment, SegmentReader, SegmentWalk, zero_run
+from mqtool.store.files import nonzero_extent
+from mqtool.store.legacy import DataDir, Partition, Segment, SegmentReader
 from mqtool.store.model import legacy as lm
 from mqtool.store.quarantine import default_quarantine_root
 
@@ -69,23 +71,6 @@ class RecoverOptions:
     """Options of a Jafka/MetaQ recovery.  None of ``--mode``, ``--full``, ``--rebuild-cq``,
     ``--queue`` or ``--rebuild-index`` applies: there is no recovery mode (the last segment is
     always the one repaired), no queue and no index file to rebuild."""
-
-
-@dataclass
-class _Tail:
-    """Where the valid data of a last segment ends.
-
-    ``cut_from``: mqtool's cut point (after the last real message); ``broker_end``: where the
-    broker's own recovery stops; ``kind``: why the data ends there; ``kept_gaps``: MetaQ zero runs
-    before ``cut_from`` (``(position, length)``) the loader reads as empty messages."""
-
-    size: int
-    cut_from: int
-    broker_end: int
-    kind: str  # "eof", "zeros", "partial", "broken", "magic"
-    detail: str = ""
-    trailing_empties: int = 0  # MetaQ: empty messages the broker would keep after cut_from
-    kept_gaps: list[tuple[int, int]] | None = None
 
 
 class _PartitionIds(TypedDict):
@@ -124,168 +109,6 @@ def _reader(layout: str, seg: Segment) -> SegmentReader:
     return sj.open_segment(seg) if layout == "jafka" else sm.open_segment(seg)
 
 
-def scan_tail(layout: str, seg: Segment, dialect: sj.Dialect = sj.JAFKA) -> _Tail:
-    """Run the broker's recovery loop over a last segment (read-only); ``dialect``: Jafka's or
-    Kafka 0.7's (magic 0 and 1)."""
-    with _reader(layout, seg) as reader:
-        return _scan_jafka(reader, dialect) if layout == "jafka" else _scan_metaq(reader)
-
-
-def _scan_jafka(reader: SegmentReader, dialect: sj.Dialect) -> _Tail:
-    walk = SegmentWalk(reader, dialect.framing, 0, check_crc=True)
-    for pos, item in walk:
-        message = cast(jf.Message, item)  # the dialect's framing walks Jafka messages (``Framing.walker`` is untyped)
-        if not dialect.accepts_magic(message.magic):
-            magics = " and ".join(str(m) for m in sorted(dialect.magics))
-            return _Tail(reader.size, pos, pos, "magic", f"magic byte {message.magic} ({dialect.broker} reads only magic {magics}; its recovery throws here)")
-    if walk.error is not None:
-        assert walk.failed_at is not None
-        return _Tail(reader.size, walk.failed_at, walk.failed_at, "broken", walk.error.reason)
-    assert walk.end is not None
-    return _Tail(reader.size, walk.end.position, walk.end.position, walk.end.kind)
-
-
-def _tail_from(res: lm.SegmentResult, seg: Segment, dialect: sj.Dialect) -> _Tail:
-    """``_scan_jafka``'s answer from the store model's reading of the last segment (the same loop:
-    ``store.model.legacy`` stops the broker's recovery at the first message with a magic the
-    dialect does not read, a broken message, or the end of the valid data)."""
-    size = res.size
-    cut = res.recovery_end if res.recovery_end is not None else size
-    if cut >= size:
-        return _Tail(size, size, size, "eof")
-    magic = next((f for f in res.findings if f.code == code_ids.JAFKA_MAGIC and f.position == cut + jf.LOG_OVERHEAD), None)
-    if magic is not None and res.valid_end > cut:  # an intact message the dialect cannot read (no break there)
-        with _reader("jafka", seg) as reader:
-            value = reader.pread(cut + jf.LOG_OVERHEAD, 1)[0]
-        magics = " and ".join(str(m) for m in sorted(dialect.magics))
-        return _Tail(size, cut, cut, "magic", f"magic byte {value} ({dialect.broker} reads only magic {magics}; its recovery throws here)")
-    if res.end_kind == "corrupt":
-        return _Tail(size, cut, cut, "broken", res.break_reason or "")
-    return _Tail(size, cut, cut, res.end_kind or "eof")
-
-
-def _metaq_tail_from(res: lm.SegmentResult) -> _Tail | None:
-    """``_scan_metaq``'s answer from the store model's reading of the last segment when the valid
-    data ends without zeros (the end of the file, a broken or a partial message: MetaQ's loop
-    stops right there); None when it ends in zeros, which MetaQ's loop reads on through
-    (``_scan_metaq`` walks them)."""
-    size, b = res.size, res.valid_end
-    if res.end_kind == "eof":
-        return _metaq_tail(size, size, size, "eof", "", [])
-    if res.end_kind == "corrupt":
-        return _metaq_tail(size, b, b, "broken", res.break_reason or "", [])
-    if res.end_kind == "partial" and res.end is not None and res.end.length - mq.HEADER_LEN <= MAX_MESSAGE_SIZE:
-        return _metaq_tail(size, b, b, "partial", "", [])
-    return None
-
-
-def _scan_metaq(reader: SegmentReader) -> _Tail:
-    """MetaQ's loop, zero headers included: they are valid empty messages to the broker.
-
-    The walk goes on after a zero run from its last whole 20-byte block, as the loader does.
-    An empty message read right there (msgLen 0, checksum 0: the rest of the zeros and the start
-    of the next bytes) is no message anybody wrote, so it does not move the valid end."""
-    size = reader.size
-    pos = 0
-    last_real = 0  # end of the last message that is not an all-zero header
-    gaps: list[tuple[int, int]] = []  # zero runs read as empty messages: (position, whole blocks)
-    while True:
-        walk = SegmentWalk(reader, sm.FRAMING, pos, check_crc=True)
-        for p, item in walk:
-            message = cast(mq.Message, item)  # ``sm.FRAMING`` walks MetaQ messages (``Framing.walker`` is untyped)
-            if not (gaps and p == pos and not message.data):
-                last_real = p + message.size
-        if walk.error is not None:
-            assert walk.failed_at is not None
-            return _metaq_tail(size, last_real, walk.failed_at, "broken", walk.error.reason, gaps)
-        end = walk.end
-        assert end is not None
-        if end.kind == "zeros" and size - end.position >= mq.HEADER_LEN:
-            blocks = zero_run(reader, end.position) // mq.HEADER_LEN
-            gaps.append((end.position, blocks))
-            pos = end.position + blocks * mq.HEADER_LEN
-            if pos >= size:
-                return _metaq_tail(size, last_real, pos, "zeros", "", gaps)
-            continue
-        return _metaq_tail(size, last_real, end.position, end.kind, "", gaps)
-
-
-def _metaq_tail(size: int, last_real: int, broker_end: int, kind: str, detail: str, gaps: list[tuple[int, int]]) -> _Tail:
-    kept = [(p, n * mq.HEADER_LEN) for p, n in gaps if p < last_real]
-    trailing = sum(n for p, n in gaps if p >= last_real)
-    if last_real < broker_end and kind != "zeros":
-        kind = "zeros"  # the data ends in zeros the loader reads up to a point, then fails
-    return _Tail(size, last_real, broker_end, kind, detail, trailing, kept)
-
-
-# A candidate message start: Jafka LENGTH >= 0 then MAGIC 1 (Kafka 0.7: MAGIC 0 or 1); MetaQ
-# 0 < msgLen < 2**24, checksum >= 0.
-_CANDIDATE = {
-    "jafka": re.compile(rb"(?=[\x00-\x7f][\x00-\xff]{3}\x01)"),
-    "kafka07": re.compile(rb"(?=[\x00-\x7f][\x00-\xff]{3}[\x00\x01])"),
-    "metaq": re.compile(rb"(?=\x00(?!\x00\x00\x00)[\x00-\xff]{3}[\x00-\x7f])"),
-}
-
-
-def _decodes(layout: str, reader: SegmentReader, pos: int, chunk: bytes, i: int, dialect: sj.Dialect = sj.JAFKA) -> bool:
-    """Whether a valid message (CRC checked; Jafka: magic 1, Kafka 0.7: 0 or 1) starts at ``pos`` (= ``chunk[i]``)."""
-    overhead = jf.LOG_OVERHEAD if layout == "jafka" else mq.HEADER_LEN
-    length = (jf.peek_length if layout == "jafka" else mq.peek_length)(chunk, i)  # _CANDIDATE spans 5 bytes
-    if not (dialect.min_length if layout == "jafka" else 1) <= length <= min(MAX_MESSAGE_SIZE, reader.size - pos - overhead):
-        return False
-    data = chunk[i : i + overhead + length] if i + overhead + length <= len(chunk) else reader.pread(pos, overhead + length)
-    try:
-        if layout == "jafka":
-            return dialect.accepts_magic(jf.decode_message(data, 0).magic)
-        mq.decode_message(data, 0)
-    except MqError:
-        return False
-    return True
-
-
-def _next_message(layout: str, reader: SegmentReader, start: int, dialect: sj.Dialect = sj.JAFKA) -> int | None:
-    """The first position >= ``start`` where a valid message starts."""
-    overhead = jf.LOG_OVERHEAD + 1 if layout == "jafka" else mq.HEADER_LEN
-    candidate = _CANDIDATE[dialect.name if layout == "jafka" else layout]
-    pos = start
-    while pos < reader.size:
-        chunk = reader.pread(pos, CHUNK_SIZE + overhead)
-        span = min(CHUNK_SIZE, len(chunk))
-        for match in candidate.finditer(chunk, 0, span + overhead):
-            i = match.start()
-            if i >= span:
-                break
-            if _decodes(layout, reader, pos + i, chunk, i, dialect):
-                return pos + i
-        pos += span
-    return None
-
-
-def _count_valid_from(layout: str, seg: Segment, start: int, dialect: sj.Dialect = sj.JAFKA) -> int:
-    """Valid messages at or after ``start`` (what cutting there drops), resynchronising after
-    every break as validate does."""
-    framing = dialect.framing if layout == "jafka" else sm.FRAMING
-    count = 0
-    with _reader(layout, seg) as reader:
-        pos = start
-        while pos < reader.size:
-            found = _next_message(layout, reader, pos, dialect)
-            if found is None:
-                break
-            walk = SegmentWalk(reader, framing, found, check_crc=True)
-            for _p, message in walk:
-                # a Jafka framing walks Jafka messages (``Framing.walker`` is untyped)
-                if layout == "metaq" or dialect.accepts_magic(cast(jf.Message, message).magic):
-                    count += 1
-            if walk.error is not None:
-                assert walk.failed_at is not None  # set with ``error``
-                stop = walk.failed_at
-            else:
-                stop = walk.end.position if walk.end is not None else reader.size
-            pos = max(stop, found + 1)
-    return count
-
-
 # --- planning ---------------------------------------------------------------------------------------------
 
 
@@ -308,7 +131,7 @@ def _plan(layout: str, path: str | Path, options: RecoverOptions) -> RecoverPlan
     if layout == "jafka":
         plan.facts["clean_shutdown_marker"] = marker
     # the store model's one reading: validate's findings (what the plan leaves unfixed) and where
-    # each last segment's recovery stops (``_tail_from``; MetaQ's zero tails: ``_scan_metaq``)
+    # each last segment's recovery stops (``lm.tail_from_reading``; MetaQ's zero tails: ``lm.recovery_tail``)
     found: list[Finding] = []
     results: dict[str, lm.SegmentResult] = {}
     for item in lm.read_store(data, layout):
@@ -351,11 +174,11 @@ def _plan_partition(
         return None
     last = segs[-1]
     res = (results or {}).get(str(last.path))
-    tail: _Tail | None = None
+    tail: lm.RecoveryTail | None = None
     if res is not None and res.opened:  # the store model's reading of it: not read again
-        tail = _tail_from(res, last, dialect) if layout == "jafka" else _metaq_tail_from(res)
+        tail = lm.tail_from_reading(layout, res, last, dialect)
     if tail is None:
-        tail = scan_tail(layout, last, dialect)
+        tail = lm.recovery_tail(layout, last, dialect)
     fact: dict[str, Any] = {
         **_partition_ids(part),
         "last_segment": relative(root, last.path),
@@ -378,11 +201,13 @@ def _plan_partition(
     return fact
 
 
-def _plan_cut(layout: str, plan: RecoverPlan, part: Partition, seg: Segment, tail: _Tail, root: Path, fact: dict[str, Any], dialect: sj.Dialect = sj.JAFKA) -> None:
+def _plan_cut(
+    layout: str, plan: RecoverPlan, part: Partition, seg: Segment, tail: lm.RecoveryTail, root: Path, fact: dict[str, Any], dialect: sj.Dialect = sj.JAFKA
+) -> None:
     start, cut, size = seg.start_offset, tail.cut_from, tail.size
     with _reader(layout, seg) as reader:
         extent = nonzero_extent(reader, cut)
-    dropped = _count_valid_from(layout, seg, cut, dialect) if extent is not None else 0
+    dropped = lm.count_valid_from(layout, seg, cut, dialect) if extent is not None else 0
     plan.records_dropped += dropped
     fact["valid_messages_cut"] = dropped
     at = f"offset {start + cut}"
@@ -498,4 +323,4 @@ def apply_legacy(plan: RecoverPlan, *, quarantine_root: Path | None = None, forc
     return result
 
 
-__all__ = ["RecoverOptions", "apply_custom", "apply_legacy", "plan_jafka", "plan_metaq", "quarantine_root_for", "scan_tail"]
+__all__ = ["RecoverOptions", "apply_custom", "apply_legacy", "plan_jafka", "plan_metaq", "quarantine_root_for"]

@@ -4,15 +4,15 @@ segment files, and the walk of one segment's byte range into rows.
 The three layouts keep a log per partition directory (``topic-N``, Kafka's rule:
 ``formats.kafka.checkpoint_file.parse_partition_dir_name``) of segment files named by their base
 offset.  ``plan_partitioned`` gives a partition per ``splitSize`` byte range of every segment (a
-``.meta.zip`` archive whole); ``read_framed`` walks a range with ``pipeline.walk.walk_framed``
-under the family's ``Framing`` (``sources.kafka``, ``sources.legacy``) and turns each record
-into rows with the family's ``rows`` function.
+``.meta.zip`` archive whole); ``read_framed`` takes a range's records, findings and end from the
+store model's range reading (``store.model.framed.read_range``) under the family's framing
+(``sources.kafka``, ``store.model.legacy``) and turns each record into rows with the family's
+``rows`` function.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from typing import Any, Protocol
 
 import pyarrow as pa
 
@@ -29,9 +29,9 @@ from mqtool.pipeline.sources.common import (
     problem_row,
     ranges,
     roots,
-    with_findings,
 )
-from mqtool.pipeline.walk import DataEndLike, Framing, Problem, walk_framed
+from mqtool.pipeline.walk import Problem
+from mqtool.store.model.framed import RangeEnd, RangeFraming, RangeProblem, read_range
 
 #: A segment's base offset from its file name (None: not a segment of the layout).
 Accept = Callable[[str], "int | None"]
@@ -99,38 +99,6 @@ def plan_partitioned(opts: ReadOptions, accept: Accept, splittable: Callable[[st
     return parts
 
 
-class FormatsWalker(Protocol):
-    """A ``formats`` walker over one buffer: its items, then ``failed_at`` or ``end``."""
-
-    def __iter__(self) -> Iterator[Any]: ...
-
-    @property
-    def failed_at(self) -> int | None: ...
-
-    @property
-    def end(self) -> DataEndLike | None: ...
-
-
-class Adapt:
-    """A formats walker whose items become ``(position, item, size)`` (``FramedWalker``)."""
-
-    def __init__(self, walker: FormatsWalker, unpack: Callable[[object], tuple[int, object, int]]) -> None:
-        self.walker = walker
-        self.unpack = unpack
-
-    def __iter__(self) -> Iterator[tuple[int, object, int]]:
-        for item in self.walker:
-            yield self.unpack(item)
-
-    @property
-    def failed_at(self) -> int | None:
-        return self.walker.failed_at
-
-    @property
-    def end(self) -> DataEndLike | None:
-        return self.walker.end
-
-
 class _MemoryFile:
     """An inflated ``.meta.zip`` segment with ``ReadOnlyFile``'s read interface."""
 
@@ -162,9 +130,10 @@ def _open_segment(path: str) -> AnyFile | _MemoryFile:
     return fs.open_file(path)
 
 
-def read_framed(part: FilePart, opts: ReadOptions, schema: pa.Schema, framing: Framing, rows: RowsOf) -> Iterator[pa.RecordBatch]:
-    """The rows of a partition of one segment: ``rows`` of each record ``walk_framed`` yields
-    (with ``withProblems``, each carrying the code of the problem it was kept despite), then its
+def read_framed(part: FilePart, opts: ReadOptions, schema: pa.Schema, framing: RangeFraming, rows: RowsOf) -> Iterator[pa.RecordBatch]:
+    """The rows of a partition of one segment: ``rows`` of each record ``read_range`` yields
+    (with ``withProblems``, each carrying the code of the problem it was kept despite: the
+    ``kept`` problem just before it, at its position), then its
     problem and end rows (a segment that cannot be opened, a ``.meta.zip`` that does not inflate:
     one problem row)."""
     out = Batches(schema)
@@ -179,8 +148,11 @@ def read_framed(part: FilePart, opts: ReadOptions, schema: pa.Schema, framing: F
         return
     with f:
         stop = min(f.size, part.stop)
-        for kind, pos, item, finding in with_findings(walk_framed(framing, f, part.start, stop)):
-            if kind == "record":
+        kept: tuple[int, str] | None = None  # the last problem a record was kept despite: (position, code)
+        for event in read_range(framing, f, part.start, stop):
+            if type(event) is tuple:  # a record: (position, item)
+                pos, item = event
+                finding = kept[1] if kept is not None and kept[0] == pos else None
                 for row in rows(part, pos, item, opts):
                     if opts.with_problems:
                         row["row_kind"] = "record"
@@ -189,9 +161,18 @@ def read_framed(part: FilePart, opts: ReadOptions, schema: pa.Schema, framing: F
                     if batch is not None:
                         yield batch
                 continue
-            if not opts.with_problems:
+            if isinstance(event, RangeProblem):
+                if event.kept:
+                    kept = (event.at, event.code)
+                if not opts.with_problems:
+                    continue
+                row = problem_row(part, event.at, Problem(event.code, event.position, event.message, event.length, kept=event.kept))
+            elif isinstance(event, RangeEnd):
+                if not opts.with_problems:
+                    continue
+                row = end_row(part, event.position, event.kind)
+            else:
                 continue
-            row = problem_row(part, pos, item) if isinstance(item, Problem) else end_row(part, pos, str(item))
             row["topic"] = part.meta.get("topic")
             row["partition"] = part.meta.get("partition")
             if "batch_position" in out.names:

@@ -1,7 +1,8 @@
 """The ``kafka_log`` source: Kafka records of every magic (v0/v1 messages, v2 batches), one row each.
 
-A segment's byte range is walked with ``pipeline.walk.walk_framed`` under ``KAFKA_FRAMING``: the
-``formats.kafka.log.LogWalker`` over each piece, a sync point where an entry decodes with a good
+A segment's byte range is read by the store model's range reading
+(``store.model.framed.read_range``) under ``KAFKA_FRAMING``: the ``formats.kafka.log.LogWalker``
+over each piece, a sync point where an entry decodes with a good
 CRC (upstream ``FileRecords``/``LogSegment.recover`` read a log as a chain of entries: offset, size,
 then the batch or message), the store's rules for a broken entry's code
 (``store.kafka.entry_error_code``), a frame that holds around a failed CRC
@@ -26,10 +27,9 @@ from mqtool.formats.kafka.log import (
     peek_entry,
 )
 from mqtool.pipeline.sources.common import FilePart, ReadOptions
-from mqtool.pipeline.sources.framed import Adapt
-from mqtool.pipeline.walk import Framing
 from mqtool.store import kafka as kstore
 from mqtool.store.files import Readable
+from mqtool.store.model.framed import Adapt, RangeFraming
 from mqtool.store.rocketmq import MAX_RECORD_SIZE
 
 
@@ -78,13 +78,14 @@ def _kafka_torn_check(head: bytes, length: int, last: object) -> MqError | None:
     return kstore.not_a_torn_write(head, length, last.last_offset if isinstance(last, LogEntry) else None)
 
 
-KAFKA_FRAMING = Framing(
+KAFKA_FRAMING = RangeFraming(
     walker=lambda data: Adapt(LogWalker(data, 0, mode="full"), _kafka_item),
     framed=_kafka_framed,
     decodes=_kafka_decodes,
     candidates=_kafka_candidates,
     classify=kstore.entry_error_code,
     region_code=KAFKA_LOG_GARBAGE,
+    max_record=MAX_RECORD_SIZE,
     torn_check=_kafka_torn_check,
     judged=HEADER_SIZE_UP_TO_MAGIC,
 )

@@ -1,33 +1,26 @@
 """The ``jafka_log`` and ``metaq_log`` sources: Jafka messages (gzip wrappers expanded) and MetaQ
 messages (``.meta``, ``.meta.arc`` and ``.meta.zip`` segments), one row each.
 
-Both layouts frame a log as a chain of length-prefixed messages with a CRC (upstream Jafka's
-``ByteBufferMessageSet`` and MetaQ's ``MessageUtils.decodeMessage``); a segment's byte range is
-walked with ``pipeline.walk.walk_framed`` under ``JAFKA_FRAMING`` / ``METAQ_FRAMING``: the
-``formats`` message walker over each piece, a sync point where a message decodes with a good
-checksum, the store's codes for a broken message (``store.jafka.error_code``,
-``store.metaq.error_code``) and its rule for a frame that holds around a failed checksum
-(``store.legacy.framed_message``).  Rows carry ``dump jafka`` / ``dump metaq``'s fields.
+A segment's byte range is read by the store model (``store.model.framed.read_range`` under
+``store.model.legacy.JAFKA_RANGE`` / ``METAQ_RANGE``: the messages of the range, the findings
+of its broken messages, where its data ends); this module names the layouts' segment files and
+turns each message into ``dump jafka`` / ``dump metaq``'s rows.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from typing import cast
+from collections.abc import Iterator
 
 from mqtool.errors import MqError
-from mqtool.findings.code_ids import JAFKA_UNREADABLE_REGION, METAQ_UNREADABLE_REGION
 from mqtool.formats import jafka as jf
 from mqtool.formats import metaq as mq
 from mqtool.formats import segment_names as segnames
 from mqtool.pipeline.sources.common import FilePart, ReadOptions
-from mqtool.pipeline.sources.framed import Adapt
-from mqtool.pipeline.walk import Framing
-from mqtool.store import jafka as sjafka
-from mqtool.store import legacy as slegacy
-from mqtool.store import metaq as smetaq
-from mqtool.store.files import Readable
-from mqtool.store.rocketmq import MAX_RECORD_SIZE
+from mqtool.store.model import legacy as lm
+
+#: the store model's range framings, read by ``pipeline.sources.framed.read_framed``
+JAFKA_FRAMING = lm.JAFKA_RANGE
+METAQ_FRAMING = lm.METAQ_RANGE
 
 # --- Jafka -----------------------------------------------------------------------------------
 
@@ -38,54 +31,6 @@ def jafka_base(name: str) -> int | None:
         return segnames.parse_jafka_file_name(name)
     except MqError:
         return None
-
-
-def _jafka_decodes(f: Readable, pos: int) -> int | None:
-    head = f.pread(pos, 5)
-    if len(head) < 5:
-        return None
-    length, magic = jf.peek_message(head)
-    if magic not in jf.MAGICS:
-        return None
-    if length <= jf.HEADER_SIZES[magic] or 4 + length > min(f.size - pos, MAX_RECORD_SIZE):
-        return None
-    try:
-        jf.decode_message(f.pread(pos, 4 + length), 0)
-    except MqError:
-        return None
-    return 4 + length
-
-
-def _jafka_candidates(chunk: bytes) -> Iterator[int]:
-    for i in range(max(0, len(chunk) - 4)):
-        if chunk[i + 4] <= 1 and chunk[i] == 0:
-            yield i
-
-
-def _legacy_framed(framing: slegacy.Framing) -> Callable[[bytes, int, MqError], tuple[object, int] | None]:
-    """The layout's rule for a message whose frame holds around a failed checksum."""
-
-    def framed(data: bytes, rel: int, exc: MqError) -> tuple[object, int] | None:
-        message = slegacy.framed_message(framing, data, rel, exc)
-        return (message, framing.overhead + framing.peek_length(data, rel)) if message is not None else None
-
-    return framed
-
-
-def _jafka_item(item: object) -> tuple[int, object, int]:
-    position, message = cast("tuple[int, jf.Message]", item)
-    return position, message, message.serialized_size
-
-
-JAFKA_FRAMING = Framing(
-    walker=lambda data: Adapt(jf.MessageWalker(data), _jafka_item),
-    framed=_legacy_framed(sjafka.FRAMING),
-    decodes=_jafka_decodes,
-    candidates=_jafka_candidates,
-    classify=sjafka.error_code,
-    region_code=JAFKA_UNREADABLE_REGION,
-    judged=jf.MIN_HEADER_SIZE,
-)
 
 
 def _jafka_inner(message: jf.Message, depth: int, counter: list[int]) -> Iterator[tuple[jf.Message, int, int, int]]:
@@ -148,42 +93,6 @@ def metaq_base(name: str) -> int | None:
         return segnames.parse_metaq_file_name(name).start_offset
     except MqError:
         return None
-
-
-def _metaq_decodes(f: Readable, pos: int) -> int | None:
-    head = f.pread(pos, mq.HEADER_LEN)
-    if len(head) < mq.HEADER_LEN:
-        return None
-    msg_len = mq.peek_length(head)
-    if msg_len <= 0 or mq.HEADER_LEN + msg_len > min(f.size - pos, MAX_RECORD_SIZE):
-        return None
-    try:
-        mq.decode_message(f.pread(pos, mq.HEADER_LEN + msg_len), 0)
-    except MqError:
-        return None
-    return mq.HEADER_LEN + msg_len
-
-
-def _metaq_candidates(chunk: bytes) -> Iterator[int]:
-    for i in range(max(0, len(chunk) - mq.HEADER_LEN)):
-        if chunk[i] == 0:  # msgLen < 16 MiB: its first byte is zero
-            yield i
-
-
-def _metaq_item(item: object) -> tuple[int, object, int]:
-    position, message = cast("tuple[int, mq.Message]", item)
-    return position, message, message.size
-
-
-METAQ_FRAMING = Framing(
-    walker=lambda data: Adapt(mq.MessageWalker(data), _metaq_item),
-    framed=_legacy_framed(smetaq.FRAMING),
-    decodes=_metaq_decodes,
-    candidates=_metaq_candidates,
-    classify=smetaq.error_code,
-    region_code=METAQ_UNREADABLE_REGION,
-    judged=mq.HEADER_LEN,
-)
 
 
 def metaq_rows(part: FilePart, pos: int, message: object, opts: ReadOptions) -> Iterator[dict[str, object]]:

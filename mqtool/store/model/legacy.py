@@ -19,6 +19,13 @@ once as findings for every command: ``validate`` assembles them into its report,
    ``.meta.zip`` is inflated on the fly, its name and CRC checked;
 3. Jafka: the missing clean-shutdown marker of a data dir (a list of at most one finding).
 
+Readers that need less than a whole reading take it from the model too: ``JAFKA_RANGE`` and
+``METAQ_RANGE`` are the families' framings for ``store.model.framed.read_range`` (one byte range
+of a segment, as the Spark sources split a file); ``recovery_tail`` runs a broker's recovery loop
+over a last segment and ``count_valid_from`` counts the valid messages after a point (recover's
+plan); ``read_messages`` streams the messages from a position up to where they stop (diff's
+closer look at a region).
+
 How a file ends is judged as the broker would: only the last live segment of a partition is ever
 repaired, by recovery at start-up (Jafka: only without ``.jafka_cleanshutdown``; MetaQ: always).
 There a partial message followed by zeros or the end is a torn tail (warning: recovery truncates
@@ -35,6 +42,7 @@ length (``SIZE``), followed by the unreadable span and the walk resumed at the n
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -43,10 +51,13 @@ from typing import cast
 from mqtool.errors import ChecksumError, CorruptDataError, MqError, StoreIOError, StoreLayoutError
 from mqtool.findings import Finding
 from mqtool.findings.code_ids import (
+    JAFKA_MAGIC,
     JAFKA_UNCLEAN_SHUTDOWN,
+    JAFKA_UNREADABLE_REGION,
     METAQ_ARCHIVE_DUPLICATE,
     METAQ_ARCHIVE_GAP,
     METAQ_DIR_IGNORED,
+    METAQ_UNREADABLE_REGION,
     METAQ_ZERO_LENGTH,
     METAQ_ZIP,
     METAQ_ZIP_CRC,
@@ -57,18 +68,22 @@ from mqtool.formats import metaq as mq
 from mqtool.formats import segment_names as segnames
 from mqtool.store import jafka as sj
 from mqtool.store import metaq as sm
-from mqtool.store.files import nonzero_extent
+from mqtool.store.files import CHUNK_SIZE, Readable, nonzero_extent
 from mqtool.store.legacy import (
+    MAX_MESSAGE_SIZE,
     DataDir,
+    Framing,
     Partition,
     Segment,
     SegmentReader,
     SegmentWalk,
     WalkEnd,
     end_damage,
+    framed_message,
     next_message,
     zero_run,
 )
+from mqtool.store.model.framed import Adapt, RangeFraming
 
 # --- phase 2: one segment file ------------------------------------------------------------------------
 
@@ -831,3 +846,327 @@ def findings(data: DataDir, layout: str) -> Iterator[Finding]:
     """Every finding of ``read_store``, in its order."""
     for item in read_store(data, layout):
         yield from item.result.findings if isinstance(item, SegmentRead) else item
+
+
+# --- ranges of a segment (the Spark sources' splits) ------------------------------------------------------
+# Both layouts frame a log as a chain of length-prefixed messages with a CRC (upstream Jafka's
+# ``ByteBufferMessageSet`` and MetaQ's ``MessageUtils.decodeMessage``): a range is read by
+# ``store.model.framed.read_range`` with the ``formats`` message walker over each piece, a sync
+# point where a message decodes with a good checksum, the store's codes for a broken message
+# (``store.jafka.error_code``, ``store.metaq.error_code``) and its rule for a frame that holds
+# around a failed checksum (``store.legacy.framed_message``).
+
+
+def _jafka_decodes(f: Readable, pos: int) -> int | None:
+    head = f.pread(pos, 5)
+    if len(head) < 5:
+        return None
+    length, magic = jf.peek_message(head)
+    if magic not in jf.MAGICS:
+        return None
+    if length <= jf.HEADER_SIZES[magic] or 4 + length > min(f.size - pos, MAX_MESSAGE_SIZE):
+        return None
+    try:
+        jf.decode_message(f.pread(pos, 4 + length), 0)
+    except MqError:
+        return None
+    return 4 + length
+
+
+def _jafka_candidates(chunk: bytes) -> Iterator[int]:
+    for i in range(max(0, len(chunk) - 4)):
+        if chunk[i + 4] <= 1 and chunk[i] == 0:
+            yield i
+
+
+def _range_framed(framing: Framing) -> Callable[[bytes, int, MqError], tuple[object, int] | None]:
+    """The layout's rule for a message whose frame holds around a failed checksum."""
+
+    def framed(data: bytes, rel: int, exc: MqError) -> tuple[object, int] | None:
+        message = framed_message(framing, data, rel, exc)
+        return (message, framing.overhead + framing.peek_length(data, rel)) if message is not None else None
+
+    return framed
+
+
+def _jafka_item(item: object) -> tuple[int, object, int]:
+    position, message = cast("tuple[int, jf.Message]", item)
+    return position, message, message.serialized_size
+
+
+#: Jafka's range framing (``store.model.framed.read_range``)
+JAFKA_RANGE = RangeFraming(
+    walker=lambda data: Adapt(jf.MessageWalker(data), _jafka_item),
+    framed=_range_framed(sj.FRAMING),
+    decodes=_jafka_decodes,
+    candidates=_jafka_candidates,
+    classify=sj.error_code,
+    region_code=JAFKA_UNREADABLE_REGION,
+    max_record=MAX_MESSAGE_SIZE,
+    judged=jf.MIN_HEADER_SIZE,
+)
+
+
+def _metaq_decodes(f: Readable, pos: int) -> int | None:
+    head = f.pread(pos, mq.HEADER_LEN)
+    if len(head) < mq.HEADER_LEN:
+        return None
+    msg_len = mq.peek_length(head)
+    if msg_len <= 0 or mq.HEADER_LEN + msg_len > min(f.size - pos, MAX_MESSAGE_SIZE):
+        return None
+    try:
+        mq.decode_message(f.pread(pos, mq.HEADER_LEN + msg_len), 0)
+    except MqError:
+        return None
+    return mq.HEADER_LEN + msg_len
+
+
+def _metaq_candidates(chunk: bytes) -> Iterator[int]:
+    for i in range(max(0, len(chunk) - mq.HEADER_LEN)):
+        if chunk[i] == 0:  # msgLen < 16 MiB: its first byte is zero
+            yield i
+
+
+def _metaq_item(item: object) -> tuple[int, object, int]:
+    position, message = cast("tuple[int, mq.Message]", item)
+    return position, message, message.size
+
+
+#: MetaQ's range framing (``store.model.framed.read_range``)
+METAQ_RANGE = RangeFraming(
+    walker=lambda data: Adapt(mq.MessageWalker(data), _metaq_item),
+    framed=_range_framed(sm.FRAMING),
+    decodes=_metaq_decodes,
+    candidates=_metaq_candidates,
+    classify=sm.error_code,
+    region_code=METAQ_UNREADABLE_REGION,
+    max_record=MAX_MESSAGE_SIZE,
+    judged=mq.HEADER_LEN,
+)
+
+
+# --- the brokers' recovery loop over a last segment (recover's plan) ---------------------------------------
+
+
+@dataclass
+class RecoveryTail:
+    """Where the valid data of a last segment ends, as the broker's recovery loop reads it.
+
+    ``cut_from``: the cut point (after the last real message); ``broker_end``: where the
+    broker's own recovery stops; ``kind``: why the data ends there (``eof``, ``zeros``,
+    ``partial``, ``broken``, ``magic``); ``kept_gaps``: MetaQ zero runs before ``cut_from``
+    (``(position, length)``) the loader reads as empty messages."""
+
+    size: int
+    cut_from: int
+    broker_end: int
+    kind: str
+    detail: str = ""
+    trailing_empties: int = 0  # MetaQ: empty messages the broker would keep after cut_from
+    kept_gaps: list[tuple[int, int]] | None = None
+
+
+def _segment_reader(layout: str, seg: Segment) -> SegmentReader:
+    return sj.open_segment(seg) if layout == "jafka" else sm.open_segment(seg)
+
+
+def recovery_tail(layout: str, seg: Segment, dialect: sj.Dialect = sj.JAFKA) -> RecoveryTail:
+    """Run the broker's recovery loop over a last segment (read-only); ``dialect``: Jafka's or
+    Kafka 0.7's (magic 0 and 1).  Jafka (``FileMessageSet.recover``): messages are kept while the
+    entry fits, its CRC matches and its magic is one the dialect reads; MetaQ
+    (``MessageStore.recover``): the same loop, zero headers read as valid empty messages."""
+    with _segment_reader(layout, seg) as reader:
+        return _scan_jafka(reader, dialect) if layout == "jafka" else _scan_metaq(reader)
+
+
+def _scan_jafka(reader: SegmentReader, dialect: sj.Dialect) -> RecoveryTail:
+    walk = SegmentWalk(reader, dialect.framing, 0, check_crc=True)
+    for pos, item in walk:
+        message = cast(jf.Message, item)  # the dialect's framing walks Jafka messages (``Framing.walker`` is untyped)
+        if not dialect.accepts_magic(message.magic):
+            magics = " and ".join(str(m) for m in sorted(dialect.magics))
+            return RecoveryTail(reader.size, pos, pos, "magic", f"magic byte {message.magic} ({dialect.broker} reads only magic {magics}; its recovery throws here)")
+    if walk.error is not None:
+        assert walk.failed_at is not None
+        return RecoveryTail(reader.size, walk.failed_at, walk.failed_at, "broken", walk.error.reason)
+    assert walk.end is not None
+    return RecoveryTail(reader.size, walk.end.position, walk.end.position, walk.end.kind)
+
+
+def tail_from_reading(layout: str, res: SegmentResult, seg: Segment, dialect: sj.Dialect = sj.JAFKA) -> RecoveryTail | None:
+    """``recovery_tail``'s answer from the model's reading of the last segment (``res``), without
+    walking it again: Jafka always (the reading stops the broker's recovery at the first message
+    with a magic the dialect does not read, a broken message, or the end of the valid data);
+    MetaQ when the valid data ends without zeros (None otherwise: MetaQ's loop reads on through
+    zeros, ``recovery_tail`` walks them)."""
+    if layout != "jafka":
+        return _metaq_tail_from(res)
+    size = res.size
+    cut = res.recovery_end if res.recovery_end is not None else size
+    if cut >= size:
+        return RecoveryTail(size, size, size, "eof")
+    magic = next((f for f in res.findings if f.code == JAFKA_MAGIC and f.position == cut + jf.LOG_OVERHEAD), None)
+    if magic is not None and res.valid_end > cut:  # an intact message the dialect cannot read (no break there)
+        with _segment_reader("jafka", seg) as reader:
+            value = reader.pread(cut + jf.LOG_OVERHEAD, 1)[0]
+        magics = " and ".join(str(m) for m in sorted(dialect.magics))
+        return RecoveryTail(size, cut, cut, "magic", f"magic byte {value} ({dialect.broker} reads only magic {magics}; its recovery throws here)")
+    if res.end_kind == "corrupt":
+        return RecoveryTail(size, cut, cut, "broken", res.break_reason or "")
+    return RecoveryTail(size, cut, cut, res.end_kind or "eof")
+
+
+def _metaq_tail_from(res: SegmentResult) -> RecoveryTail | None:
+    size, b = res.size, res.valid_end
+    if res.end_kind == "eof":
+        return _metaq_tail(size, size, size, "eof", "", [])
+    if res.end_kind == "corrupt":
+        return _metaq_tail(size, b, b, "broken", res.break_reason or "", [])
+    if res.end_kind == "partial" and res.end is not None and res.end.length - mq.HEADER_LEN <= MAX_MESSAGE_SIZE:
+        return _metaq_tail(size, b, b, "partial", "", [])
+    return None
+
+
+def _scan_metaq(reader: SegmentReader) -> RecoveryTail:
+    """MetaQ's loop, zero headers included: they are valid empty messages to the broker.
+
+    The walk goes on after a zero run from its last whole 20-byte block, as the loader does.
+    An empty message read right there (msgLen 0, checksum 0: the rest of the zeros and the start
+    of the next bytes) is no message anybody wrote, so it does not move the valid end."""
+    size = reader.size
+    pos = 0
+    last_real = 0  # end of the last message that is not an all-zero header
+    gaps: list[tuple[int, int]] = []  # zero runs read as empty messages: (position, whole blocks)
+    while True:
+        walk = SegmentWalk(reader, sm.FRAMING, pos, check_crc=True)
+        for p, item in walk:
+            message = cast(mq.Message, item)  # ``sm.FRAMING`` walks MetaQ messages (``Framing.walker`` is untyped)
+            if not (gaps and p == pos and not message.data):
+                last_real = p + message.size
+        if walk.error is not None:
+            assert walk.failed_at is not None
+            return _metaq_tail(size, last_real, walk.failed_at, "broken", walk.error.reason, gaps)
+        end = walk.end
+        assert end is not None
+        if end.kind == "zeros" and size - end.position >= mq.HEADER_LEN:
+            blocks = zero_run(reader, end.position) // mq.HEADER_LEN
+            gaps.append((end.position, blocks))
+            pos = end.position + blocks * mq.HEADER_LEN
+            if pos >= size:
+                return _metaq_tail(size, last_real, pos, "zeros", "", gaps)
+            continue
+        return _metaq_tail(size, last_real, end.position, end.kind, "", gaps)
+
+
+def _metaq_tail(size: int, last_real: int, broker_end: int, kind: str, detail: str, gaps: list[tuple[int, int]]) -> RecoveryTail:
+    kept = [(p, n * mq.HEADER_LEN) for p, n in gaps if p < last_real]
+    trailing = sum(n for p, n in gaps if p >= last_real)
+    if last_real < broker_end and kind != "zeros":
+        kind = "zeros"  # the data ends in zeros the loader reads up to a point, then fails
+    return RecoveryTail(size, last_real, broker_end, kind, detail, trailing, kept)
+
+
+# A candidate message start: Jafka LENGTH >= 0 then MAGIC 1 (Kafka 0.7: MAGIC 0 or 1); MetaQ
+# 0 < msgLen < 2**24, checksum >= 0.
+_CANDIDATE = {
+    "jafka": re.compile(rb"(?=[\x00-\x7f][\x00-\xff]{3}\x01)"),
+    "kafka07": re.compile(rb"(?=[\x00-\x7f][\x00-\xff]{3}[\x00\x01])"),
+    "metaq": re.compile(rb"(?=\x00(?!\x00\x00\x00)[\x00-\xff]{3}[\x00-\x7f])"),
+}
+
+
+def _decodes(layout: str, reader: SegmentReader, pos: int, chunk: bytes, i: int, dialect: sj.Dialect = sj.JAFKA) -> bool:
+    """Whether a valid message (CRC checked; Jafka: magic 1, Kafka 0.7: 0 or 1) starts at ``pos`` (= ``chunk[i]``)."""
+    overhead = jf.LOG_OVERHEAD if layout == "jafka" else mq.HEADER_LEN
+    length = (jf.peek_length if layout == "jafka" else mq.peek_length)(chunk, i)  # _CANDIDATE spans 5 bytes
+    if not (dialect.min_length if layout == "jafka" else 1) <= length <= min(MAX_MESSAGE_SIZE, reader.size - pos - overhead):
+        return False
+    data = chunk[i : i + overhead + length] if i + overhead + length <= len(chunk) else reader.pread(pos, overhead + length)
+    try:
+        if layout == "jafka":
+            return dialect.accepts_magic(jf.decode_message(data, 0).magic)
+        mq.decode_message(data, 0)
+    except MqError:
+        return False
+    return True
+
+
+def _next_valid(layout: str, reader: SegmentReader, start: int, dialect: sj.Dialect = sj.JAFKA) -> int | None:
+    """The first position >= ``start`` where a valid message starts."""
+    overhead = jf.LOG_OVERHEAD + 1 if layout == "jafka" else mq.HEADER_LEN
+    candidate = _CANDIDATE[dialect.name if layout == "jafka" else layout]
+    pos = start
+    while pos < reader.size:
+        chunk = reader.pread(pos, CHUNK_SIZE + overhead)
+        span = min(CHUNK_SIZE, len(chunk))
+        for match in candidate.finditer(chunk, 0, span + overhead):
+            i = match.start()
+            if i >= span:
+                break
+            if _decodes(layout, reader, pos + i, chunk, i, dialect):
+                return pos + i
+        pos += span
+    return None
+
+
+def count_valid_from(layout: str, seg: Segment, start: int, dialect: sj.Dialect = sj.JAFKA) -> int:
+    """Valid messages at or after ``start`` (what cutting there drops), resynchronising after
+    every break as validate does."""
+    framing = dialect.framing if layout == "jafka" else sm.FRAMING
+    count = 0
+    with _segment_reader(layout, seg) as reader:
+        pos = start
+        while pos < reader.size:
+            found = _next_valid(layout, reader, pos, dialect)
+            if found is None:
+                break
+            walk = SegmentWalk(reader, framing, found, check_crc=True)
+            for _p, message in walk:
+                # a Jafka framing walks Jafka messages (``Framing.walker`` is untyped)
+                if layout == "metaq" or dialect.accepts_magic(cast(jf.Message, message).magic):
+                    count += 1
+            if walk.error is not None:
+                assert walk.failed_at is not None  # set with ``error``
+                stop = walk.failed_at
+            else:
+                stop = walk.end.position if walk.end is not None else reader.size
+            pos = max(stop, found + 1)
+    return count
+
+
+# --- the messages from a position (diff's closer look) ------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class MessageRead:
+    """A message read at file ``position``: the ``message`` and its ``size`` on disk."""
+
+    position: int
+    message: object
+    size: int
+
+
+@dataclass(frozen=True, slots=True)
+class MessagesStop:
+    """Where the valid messages stop (file ``position``): ``error`` is the located ``MqError`` of
+    a broken message there, None at a clean end (zeros, a partial message, the end of the file)."""
+
+    position: int
+    error: MqError | None
+
+
+def message_size(message: object) -> int:
+    """Bytes a message takes on disk (Jafka: LENGTH included; MetaQ: its 20-byte header included)."""
+    if isinstance(message, jf.Message):
+        return message.serialized_size
+    assert isinstance(message, mq.Message)
+    return message.size
+
+
+def read_messages(reader: SegmentReader, framing: Framing, start: int = 0) -> Iterator[MessageRead | MessagesStop]:
+    """The messages from ``start`` (CRC checked) as ``MessageRead``, then one ``MessagesStop``
+    where they stop: no resynchronisation, the caller learns where the chain breaks."""
+    walk = SegmentWalk(reader, framing, start)
+    for pos, message in walk:
+        yield MessageRead(pos, message, message_size(message))
+    yield MessagesStop(walk.valid_end, walk.error)
