@@ -152,7 +152,7 @@ class _Scan:
     file_offsets: dict[str, queue_offsets.FileQueueOffsets] = field(default_factory=dict)
 
 
-#: records of healthy files a plan keeps for its dispatch scan (``_DispatchRows``, ~30 bytes each):
+#: records of healthy files a plan keeps for its dispatch scan (``_DispatchRows``, ~40 bytes each):
 #: the newest files, as many as fit; an older file the scan needs is walked again
 DISPATCH_ROWS_KEPT = 1 << 20
 
