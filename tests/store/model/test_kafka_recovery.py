@@ -1,0 +1,110 @@
+"""recover's plan takes each segment's ``LogSegment.recover`` from the store model's one reading
+(``RecoveryReading``): the same scan as ``scan_segment`` running it over a walk of its own, on
+healthy and damaged segments, whatever the piece size the reading reads the log in."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from mqtool.formats.kafka import record_batch as rb
+from mqtool.ops.log_findings import LOG, select
+from mqtool.store import kafka as ks
+from mqtool.store.files import ReadOnlyFile, read_in_pieces
+from mqtool.store.kafka_writer import PartitionConfig, PartitionWriter
+from mqtool.store.model import kafka as km
+from mqtool.store.model.kafka_recovery import DEFAULT_INTERVAL, RecoveryReading, batch_starts, scan_segment
+
+
+def _partition(root: Path) -> Path:
+    part = root / "orders-0"
+    part.mkdir(parents=True)
+    writer = PartitionWriter(part, PartitionConfig(segment_bytes=16 << 10, index_interval_bytes=1024), snapshots=False)
+    offset = 0
+    while offset < 600:
+        records = [rb.Record(offset_delta=i, timestamp_delta=i * 5, key=b"k%d" % (offset + i), value=bytes(range(offset % 40, offset % 40 + 70))) for i in range(4)]
+        writer.append(rb.build_batch(records, base_offset=offset, base_timestamp=1_700_000_000_000 + offset * 13))
+        offset += 4
+    writer.close()
+    return part
+
+
+def _damage(part: Path, kind: str) -> None:
+    logs = sorted(part.glob("*.log"))
+    log = logs[1] if kind.endswith("-middle") else logs[-1]
+    data = bytearray(log.read_bytes())
+    with ReadOnlyFile(log) as f:
+        starts = [pos for pos, _e in ks.LogFileWalk(f, 0, mode="framing")]
+    at = starts[len(starts) // 2]
+    if kind.startswith("crc"):
+        data[at + 80] ^= 0x04
+    elif kind.startswith("magic"):
+        data[at + 16] = 7
+    elif kind.startswith("torn"):
+        del data[at + 40 :]
+    elif kind.startswith("zeros-then-data"):
+        data[at:at] = bytes(100)
+    elif kind.startswith("zero-tail"):
+        data += bytes(333)
+    elif kind.startswith("offsets-below-base"):
+        data[at : at + 8] = (0).to_bytes(8, "big")
+    elif kind.startswith("offsets-back"):  # to the segment's base offset: an index point goes back
+        data[at : at + 8] = data[0:8]
+    log.write_bytes(bytes(data))
+
+
+KINDS = [
+    "healthy",
+    "crc-last",
+    "crc-middle",
+    "magic-last",
+    "torn-last",
+    "torn-middle",
+    "zeros-then-data-last",
+    "zero-tail-middle",
+    "offsets-below-base-last",
+    "offsets-back-last",
+]
+
+
+@pytest.mark.parametrize("piece", [None, 100, 777])
+@pytest.mark.parametrize("kind", KINDS)
+def test_the_reading_folds_each_segment_as_scan_segment_does(tmp_path: Path, kind: str, piece: int | None) -> None:
+    part = _partition(tmp_path / "logs")
+    if kind != "healthy":
+        _damage(part, kind)
+    store = ks.open_kafka(part)
+    segments = store.partitions[0].log_segments()
+    assert len(segments) >= 3
+    intervals = {str(seg.log): 200 if i % 2 else DEFAULT_INTERVAL for i, seg in enumerate(segments)}
+    reading = RecoveryReading(store, LOG)
+    if piece is None:
+        got = {log: reading.scan(log, seg.base_offset, intervals[log]) for seg in segments for log in [str(seg.log)]}
+        found = reading.findings
+    else:
+        with read_in_pieces(piece):
+            got = {log: reading.scan(log, seg.base_offset, intervals[log]) for seg in segments for log in [str(seg.log)]}
+            found = reading.findings
+    for seg in segments:
+        assert seg.log is not None
+        assert got[str(seg.log)] == scan_segment(seg.log, seg.base_offset, intervals[str(seg.log)]), seg.log
+    # the findings the plan reports are validate's, from the same reading
+    assert select(found) == select(list(km.findings(ks.open_kafka(part), checks=LOG)))
+
+
+def test_batch_starts_reads_headers_as_a_framing_walk_does(tmp_path: Path) -> None:
+    part = _partition(tmp_path / "logs")
+    _damage(part, "magic-last")
+    for log in sorted(part.glob("*.log")):
+        with ReadOnlyFile(log) as f:
+            walked = [pos for pos, _e in ks.LogFileWalk(f, 0, mode="framing")]
+            size = f.size
+        for upto in (0, 17, 500, size // 2, size, size + 10):
+            expected = [p for p in walked if p < upto]
+            got = batch_starts(log, upto)
+            # the entries that end by ``upto`` (a framing walk limited there)
+            with ReadOnlyFile(log) as f:
+                limited = [pos for pos, _e in ks.LogFileWalk(f, 0, mode="framing", limit=min(size, upto))]
+            assert got == limited, (log, upto)
+            assert set(got) <= set(expected)
