@@ -4,7 +4,9 @@ Each ``iter_*`` engine yields ``(location, item)`` pairs lazily and collects the
 (``problems``) instead of printing: the CLI decides how to show them.  A broken frame ends the
 walk of *its file* (where the broker's own recovery would stop too) and the next file is read; a
 record whose frame holds around damaged bytes (a body CRC mismatch) is listed with its finding
-(``Located.finding``) and the walk goes on after it (``CommitLogFileWalk(keep_damaged=True)``).
+(``Located.finding``) and the walk goes on after it.  CommitLog records come from the store
+model's reading of each file (``store.model.commitlog.read_file_pieces``): dump judges no byte
+itself, it filters, limits and collects what the reading states.
 """
 
 from __future__ import annotations
@@ -21,8 +23,8 @@ from mqtool.formats import segment_names as segnames
 from mqtool.formats.rocketmq import checkpoint as cpf
 from mqtool.formats.rocketmq import config as cfgf
 from mqtool.formats.rocketmq import index_file as idxf
-from mqtool.formats.rocketmq.columns import ColumnWalk, walk_columns
-from mqtool.formats.rocketmq.commitlog import DataEnd, decode_message, decompress_body
+from mqtool.formats.rocketmq.columns import ColumnWalk
+from mqtool.formats.rocketmq.commitlog import DataEnd, decompress_body
 from mqtool.formats.rocketmq.commitlog import MessageRecord as MessageRecord  # rows of cli.rows are built from them
 from mqtool.formats.rocketmq.consume_queue import QueueDataEnd
 from mqtool.formats.rocketmq.index_file import IndexGeometry as IndexGeometry  # header rows of cli.cmd_dump are built from them
@@ -32,7 +34,7 @@ from mqtool.formats.rocketmq.record_fields import RecordFields as RecordFields  
 from mqtool.formats.rocketmq.record_fields import record_fields, records_with_key, records_with_tag, repeated_property_names
 from mqtool.store import rocketmq as rmq
 from mqtool.store import rocksdb_cq as store_rcq
-from mqtool.store.files import ReadOnlyFile, check_path, is_directory, is_regular_file, piece_size, read_small_file
+from mqtool.store.files import ReadOnlyFile, check_path, is_directory, is_regular_file, read_small_file
 from mqtool.store.model import commitlog as model_cl
 from mqtool.store.model import compaction as model_compaction
 from mqtool.store.model import rocketmq as model
@@ -76,7 +78,7 @@ class RecordFilter:
 class Located:
     """Where an item sits: file, byte position, and the global (commitlog/queue) address;
     ``finding``: the code of the finding validate states about the record there, for a record
-    whose frame is intact but whose bytes are damaged (``CommitLogFileWalk.finding_code``:
+    whose frame is intact but whose bytes are damaged (``store.model.commitlog.DecodedRecord.code``:
     RMQ-CL-BODY-CRC, RMQ-CL-PHYS-OFFSET, RMQ-CL-PROPERTIES, RMQ-CL-PROP-CRC); None when healthy."""
 
     path: Path
@@ -98,17 +100,24 @@ class FileEnd:
 
 @dataclass(frozen=True)
 class ColumnChunk:
-    """Healthy records of one chunk of a CommitLog file, as ``walk_columns`` frames them:
-    ``rows`` are the numbers (in ``walk.columns``) of the records the filter selects; a record's
-    position is in the chunk ``buf``, its file position ``offset + position``, its commitlog
-    offset ``base + position``."""
+    """Healthy records of one piece of a CommitLog file, as the store model's reading frames
+    them (``store.model.commitlog.ColumnPiece``): ``rows`` are the numbers (in ``walk.columns``)
+    of the records the filter selects; a record's position is in the piece ``buf``, its file
+    position ``offset + position``, its commitlog offset ``base + position``."""
 
     path: Path
     offset: int
     base: int
-    buf: bytes
-    walk: ColumnWalk
+    piece: model_cl.ColumnPiece
     rows: np.ndarray
+
+    @property
+    def buf(self) -> bytes:
+        return self.piece.data
+
+    @property
+    def walk(self) -> ColumnWalk:
+        return self.piece.walk
 
     def __len__(self) -> int:
         return len(self.rows)
@@ -128,30 +137,9 @@ class ColumnChunk:
 
     def record(self, row: int) -> tuple[Located, MessageRecord]:
         """Row ``row`` read by the precise decoder."""
-        pos = int(self.walk.columns.position[self.rows[row]])
-        return Located(self.path, self.offset + pos, self.base + pos), decode_message(self.buf, pos)
-
-
-def walk_findings(f: ReadOnlyFile, walk: rmq.CommitLogFileWalk, file_size: int | None, *, last: bool, after_last: bool = False) -> list[Finding]:
-    """``model.commitlog_file_findings`` of a walk run to its end, with, among the findings about
-    its records (in position order), those of the frame-intact records it kept (``keep_damaged``:
-    ``walk.damaged``, stated as validate states a broken record, ``model.broken_record_finding``)."""
-    records = model.walk_record_findings(walk)
-    whole = model.commitlog_file_findings(f, walk, file_size, last=last, after_last=after_last)
-    return _with_damaged(f, walk, file_size, last, records) + whole[len(records) :]
-
-
-def walk_findings_so_far(f: ReadOnlyFile, walk: rmq.CommitLogFileWalk, file_size: int | None, *, last: bool) -> list[Finding]:
-    """The findings about the records a walk has read so far (a dump that stops at its limit)."""
-    return _with_damaged(f, walk, file_size, last, model.walk_record_findings(walk))
-
-
-def _with_damaged(f: ReadOnlyFile, walk: rmq.CommitLogFileWalk, file_size: int | None, last: bool, records: list[Finding]) -> list[Finding]:
-    if not walk.damaged:
-        return records
-    path = str(f.path)
-    kept = [model.broken_record_finding(f, path, pos, exc, file_size or f.size, last) for pos, exc in walk.damaged.items()]
-    return sorted(kept + records, key=lambda x: x.position or 0)
+        number = int(self.rows[row])
+        pos = int(self.walk.columns.position[number])
+        return Located(self.path, self.offset + pos, self.base + pos), self.piece.record(number)
 
 
 @dataclass
@@ -184,23 +172,25 @@ class CommitLogDump:
         read: list[Path] = []
         file_size = rmq.detect_file_size(self.files)
         try:
-            yield from self._walk(read, file_size)
+            for item in self._read(read, file_size, columns=False):
+                assert not isinstance(item, ColumnChunk)  # the precise reading yields no columns
+                yield item
         finally:
             self._continuity(read, file_size)
 
     def lean(self) -> Iterator[ColumnChunk | tuple[Located, MessageRecord]]:
         """The same records as iterating the dump, in the same order and with the same
         ``findings`` and ``ends``, read the lean way: runs of healthy records come as
-        :class:`ColumnChunk` columns (``formats.rocketmq.columns.walk_columns``); a record the lean
-        walk stops at is decoded by the precise decoder and comes as ``(Located, MessageRecord)``
-        when it reads; where it does not, or where the file's data ends, the precise walk
-        (``store.rocketmq.CommitLogFileWalk``) takes the rest of the file and names how it ends."""
+        :class:`ColumnChunk` columns (the model's ``ColumnPiece``); a record the column walk
+        declines comes decoded, as ``(Located, MessageRecord)``; where the precise decoder refuses
+        one, or where the file's data ends, the model's precise walk reads the rest of the file
+        and names how it ends (``store.model.commitlog.read_file_pieces``)."""
         if self.limit == 0:
             return
         read: list[Path] = []
         file_size = rmq.detect_file_size(self.files)
         try:
-            yield from self._walk_lean(read, file_size)
+            yield from self._read(read, file_size, columns=True)
         finally:
             self._continuity(read, file_size)
 
@@ -231,37 +221,6 @@ class CommitLogDump:
             self.findings.extend(offsets.findings)
             self.findings.extend(self.queue_offsets.add_file(offsets, base, file_size))
 
-    def _walk(self, read: list[Path], file_size: int | None) -> Iterator[tuple[Located, MessageRecord]]:
-        emitted = 0
-        start_at = self.filter.from_offset
-        last_index = model.last_data_file(self.files)
-        for i, seg in self._files_to_walk(read):
-            offsets = FileQueueOffsets(str(seg.path)) if i <= last_index else None
-            with ReadOnlyFile(seg.path) as f:
-                walk = rmq.CommitLogFileWalk(f, check_crc=self.check_crc, last=i == last_index, file_size=file_size, base=seg.base, keep_damaged=True)
-                last = 0
-                for pos, record in walk:
-                    self.bytes_done += pos + record.total_size - last
-                    last = pos + record.total_size
-                    if offsets is not None:
-                        offsets.record(pos, record)
-                    if start_at is not None and seg.base + pos < start_at:
-                        continue
-                    if not self.filter.accepts(record):
-                        continue
-                    yield Located(seg.path, pos, seg.base + pos, walk.finding_code(pos)), record
-                    emitted += 1
-                    if self.limit is not None and emitted >= self.limit:
-                        self.findings.extend(walk_findings_so_far(f, walk, file_size, last=i == last_index))  # the records read so far
-                        self.findings.extend(offsets.findings if offsets is not None else [])
-                        return
-                self.bytes_done += f.size - last
-                self.findings.extend(walk_findings(f, walk, file_size, last=i == last_index, after_last=i > last_index))
-                self.ends.append(FileEnd(seg.path, walk.end, walk.count, walk.error, walk.torn))
-                if offsets is not None:
-                    offsets.walk_end(walk, file_size)
-            self._file_walked(offsets, seg.base, file_size)
-
     def _select(self, buf: bytes, walk: ColumnWalk, base: int) -> np.ndarray:
         """The records of a walk of ``buf`` (at commitlog offset ``base``) the filter selects,
         as numbers in its columns, in order."""
@@ -285,7 +244,11 @@ class CommitLogDump:
             rows = rows[records_with_tag(buf, cols, rows, flt.tag)]
         return rows
 
-    def _walk_lean(self, read: list[Path], file_size: int | None) -> Iterator[ColumnChunk | tuple[Located, MessageRecord]]:
+    def _read(self, read: list[Path], file_size: int | None, *, columns: bool) -> Iterator[ColumnChunk | tuple[Located, MessageRecord]]:
+        """The rows of the files, from the store model's reading of each
+        (``store.model.commitlog.read_file_pieces``), filtered and up to the limit; ``findings``,
+        ``ends`` and the queue offsets as the reading states them.  ``columns=False``: every
+        record comes decoded by the precise walk."""
         emitted = 0
         limit = self.limit
         start_at = self.filter.from_offset
@@ -293,101 +256,66 @@ class CommitLogDump:
         last_index = model.last_data_file(self.files)
         selects_by_key_or_tag = flt.key is not None or flt.tag is not None  # the only users of key hashes and tagsCodes here
         for i, seg in self._files_to_walk(read):
-            is_last = i == last_index
             offsets = FileQueueOffsets(str(seg.path)) if i <= last_index else None
             with ReadOnlyFile(seg.path) as f:
                 count = 0
-                offset = 0  # file position of the chunk in hand
-                piece = want = piece_size()
-                while True:  # piece by piece, as CommitLogFileWalk reads them
-                    data = f.pread(offset, want)
-                    want = piece
-                    more = offset + len(data) < f.size
-                    at = 0
-                    while True:  # runs of healthy records, each odd record decoded precisely
-                        walk = walk_columns(data, seg.base + offset, start=at, key_hashes=selects_by_key_or_tag, tags_codes=selects_by_key_or_tag)
-                        stop = walk.stop
+                done = 0  # file position up to which bytes_done counts the file
+                said: list[Finding] = []  # what validate states about the records read so far
+                reading = model_cl.read_file_pieces(
+                    f,
+                    seg.base,
+                    file_size=file_size,
+                    last=i == last_index,
+                    after_last=i > last_index,
+                    check_crc=self.check_crc,
+                    columns=columns,
+                    key_hashes=selects_by_key_or_tag,
+                    offsets=offsets,
+                )
+                for item in reading:
+                    if isinstance(item, model_cl.ColumnPiece):
+                        walk, offset = item.walk, item.position
                         cols = walk.columns
-                        if len(cols):
-                            count += len(cols)
-                            self.bytes_done += stop.position - at
-                            if offsets is not None:
-                                offsets.add_columns(cols, offset)
-                            rows = self._select(data, walk, seg.base + offset)
-                            if limit is not None and emitted + len(rows) > limit:
-                                rows = rows[: limit - emitted]
-                            if len(rows):
-                                yield ColumnChunk(seg.path, offset, seg.base + offset, data, walk, rows)
-                                emitted += len(rows)
-                                if limit is not None and emitted >= limit:
-                                    # the chunk's columns hold records past the last row: name only
-                                    # what the records up to it show, as the precise walk stops there
-                                    # (a finding's position may be a field inside its record, e.g.
-                                    # QUEUEOFFSET at +20: the bound is the end of the last row)
-                                    last_row = rows[-1]
-                                    upto = offset + int(cols.position[last_row]) + int(cols.size[last_row])
-                                    found = offsets.findings if offsets is not None else []
-                                    self.findings.extend(x for x in found if x.position is None or x.position < upto)
-                                    return
-                        if stop.kind != "anomaly" or rmq.piece_goes_on(stop.kind, stop.position, len(data), more):
-                            break
-                        try:  # a record the lean walk does not take: the precise decoder reads it, or says why not
-                            record = decode_message(data, stop.position, check_crc=self.check_crc)
-                        except MqError:
-                            break
-                        last_byte = data[stop.position + record.total_size - 1]
-                        if is_last and rmq.data_ends_at(f, offset + stop.position, record, last_byte, file_size or f.size, seg.base):
-                            break  # a torn tail or stale data: the precise walk ends there and names it
-                        address = seg.base + offset + stop.position
-                        at = stop.position + record.total_size
-                        # what validate says about the record itself (PHYSICALOFFSET, properties, __CRC32#)
-                        said = model.record_findings(str(seg.path), seg.base, offset + stop.position, record, data[stop.position : at])
-                        self.findings.extend(said)
-                        if offsets is not None:
-                            offsets.record(offset + stop.position, record)
-                        count += 1
-                        self.bytes_done += record.total_size
-                        if (start_at is None or address >= start_at) and flt.accepts(record):
-                            yield Located(seg.path, offset + stop.position, address, said[0].code if said else None), record
-                            emitted += 1
+                        count += len(cols)
+                        self.bytes_done += offset + walk.stop.position - done
+                        done = offset + walk.stop.position
+                        rows = self._select(item.data, walk, seg.base + offset)
+                        if limit is not None and emitted + len(rows) > limit:
+                            rows = rows[: limit - emitted]
+                        if len(rows):
+                            yield ColumnChunk(seg.path, offset, seg.base + offset, item, rows)
+                            emitted += len(rows)
                             if limit is not None and emitted >= limit:
-                                self.findings.extend(offsets.findings if offsets is not None else [])
+                                # the piece's columns hold records past the last row: name only
+                                # what the records up to it show, as the precise walk stops there
+                                # (a finding's position may be a field inside its record, e.g.
+                                # QUEUEOFFSET at +20: the bound is the end of the last row)
+                                last_row = rows[-1]
+                                upto = offset + int(cols.position[last_row]) + int(cols.size[last_row])
+                                found = offsets.findings if offsets is not None else []
+                                self.findings.extend(said)
+                                self.findings.extend(x for x in found if x.position is None or x.position < upto)
                                 return
-                    # a record cut by the piece's end (or a header cut within its first 8
-                    # bytes) is read again from its start with the next piece
-                    if rmq.piece_goes_on(stop.kind, stop.position, len(data), more):
-                        if stop.kind == "partial" and stop.position == 0:
-                            if stop.length > rmq.MAX_RECORD_SIZE:
-                                break
-                            want = max(stop.length, piece)
-                        offset += stop.position
-                        continue
-                    break
-                # where the data ends or breaks, the precise walk names it (and reads on)
-                handover = offset + stop.position
-                precise = rmq.CommitLogFileWalk(f, handover, check_crc=self.check_crc, last=is_last, file_size=file_size, base=seg.base, keep_damaged=True)
-                done = handover
-                for pos, record in precise:
-                    self.bytes_done += pos + record.total_size - done
-                    done = pos + record.total_size
-                    count += 1
-                    if offsets is not None:
-                        offsets.record(pos, record)
-                    if start_at is not None and seg.base + pos < start_at:
-                        continue
-                    if not flt.accepts(record):
-                        continue
-                    yield Located(seg.path, pos, seg.base + pos, precise.finding_code(pos)), record
-                    emitted += 1
-                    if limit is not None and emitted >= limit:
-                        self.findings.extend(walk_findings_so_far(f, precise, file_size, last=is_last))  # the records read so far
-                        self.findings.extend(offsets.findings if offsets is not None else [])
-                        return
-                self.bytes_done += f.size - done
-                self.findings.extend(walk_findings(f, precise, file_size, last=is_last, after_last=i > last_index))
-                self.ends.append(FileEnd(seg.path, precise.end, count, precise.error, precise.torn))
-                if offsets is not None:
-                    offsets.walk_end(precise, file_size)
+                    elif isinstance(item, model_cl.DecodedRecord):
+                        pos, record = item.position, item.record
+                        count += 1
+                        self.bytes_done += pos + record.total_size - done
+                        done = pos + record.total_size
+                        said.extend(item.findings)
+                        if start_at is not None and seg.base + pos < start_at:
+                            continue
+                        if not flt.accepts(record):
+                            continue
+                        yield Located(seg.path, pos, seg.base + pos, item.code), record
+                        emitted += 1
+                        if limit is not None and emitted >= limit:
+                            self.findings.extend(said)  # the records read so far
+                            self.findings.extend(offsets.findings if offsets is not None else [])
+                            return
+                    else:
+                        self.bytes_done += f.size - done
+                        self.findings.extend(item.findings)
+                        self.ends.append(FileEnd(seg.path, item.end, count, item.error, item.torn))
             self._file_walked(offsets, seg.base, file_size)
 
     @property

@@ -35,8 +35,8 @@ from __future__ import annotations
 import contextlib
 import os
 import tempfile
-from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from collections.abc import Generator, Iterable, Iterator
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -308,6 +308,120 @@ def file_end(events: Iterable[RecordRows | DecodedRecord | FileEnd]) -> FileEnd:
     raise AssertionError("a CommitLog file's reading ends with its FileEnd")
 
 
+@dataclass(frozen=True)
+class ColumnPiece:
+    """A run of healthy records the column walk framed in one piece of a file (``data``, read at
+    file position ``position``): ``walk.columns`` from ``start`` (a position in ``data``) to
+    ``walk.stop``; a record's position in ``data`` is its column ``position``."""
+
+    position: int
+    start: int
+    data: bytes
+    walk: ColumnWalk
+
+    def record(self, row: int) -> MessageRecord:
+        """Record ``row`` of the columns read by the precise decoder (a record whose properties
+        repeat a name: its map is not its list of pairs)."""
+        return decode_message(self.data, int(self.walk.columns.position[row]))
+
+
+def read_file_pieces(
+    f: ReadOnlyFile,
+    base: int,
+    *,
+    file_size: int | None,
+    last: bool,
+    after_last: bool = False,
+    check_crc: bool = True,
+    columns: bool = True,
+    key_hashes: bool = False,
+    offsets: FileQueueOffsets | None = None,
+) -> Iterator[ColumnPiece | DecodedRecord | FileEnd]:
+    """Every record of the CommitLog file ``f`` (named ``base``), in file order, for a reader that
+    lists them (dump): runs of healthy records as :class:`ColumnPiece` (the piece's bytes and its
+    column walk, ``key_hashes``: with the key-hash and tagsCode columns), each other record as a
+    :class:`DecodedRecord`, then one :class:`FileEnd`.
+
+    The column walk reads the file a piece at a time (a record a piece boundary cuts is read again
+    from its start with the next piece, ``rmq.piece_goes_on``); a record it declines is decoded by
+    the precise decoder and, when it reads and is not where the newest file's data ends
+    (``rmq.data_ends_at``: a torn tail, a stale copy), comes with what validate states about its
+    own bytes (``model.record_findings``) and the column walk reads on after it.  Where the precise
+    decoder refuses a record, or the data ends, the precise walk (``store.rocketmq.CommitLogFileWalk``
+    with ``keep_damaged``: a record whose frame holds but whose body CRC fails is listed with its
+    finding) reads the rest of the file and names how it ends.  ``columns=False``: the precise walk
+    reads the whole file.  The reading is lazy: a reader that stops early reads nothing after the
+    piece in hand.  ``FileEnd.findings``: what validate states about the records read, in position
+    order, then how the file ends (``after_last``: a pre-allocated file after the last data file,
+    ``model.commitlog_file_findings``); ``offsets`` (``store.model.queue_offsets``) is given every
+    record read."""
+    size = file_size or f.size
+    said: list[Finding] = []  # what validate states about the records the column stretch decoded
+    handover = 0
+    if columns:
+        handover = yield from _column_stretch(f, base, size, last, check_crc, key_hashes, offsets, said)
+    for item in _precise(f, base, handover, file_size=file_size, last=last, check_crc=check_crc, keep_damaged=True, offsets=offsets, after_last=after_last):
+        if isinstance(item, FileEnd):
+            item = replace(item, findings=said + item.findings)
+        yield item
+
+
+def _column_stretch(
+    f: ReadOnlyFile,
+    base: int,
+    size: int,
+    last: bool,
+    check_crc: bool,
+    key_hashes: bool,
+    offsets: FileQueueOffsets | None,
+    said: list[Finding],
+) -> Generator[ColumnPiece | DecodedRecord, None, int]:
+    """The column stretch of :func:`read_file_pieces`; returns the file position the precise walk
+    reads on from.  The findings of the records it decodes are appended to ``said``."""
+    path = str(f.path)
+    offset = 0  # file position of the piece in hand
+    piece = want = piece_size()
+    while True:  # piece by piece, as CommitLogFileWalk reads them
+        data = f.pread(offset, want)
+        want = piece
+        more = offset + len(data) < f.size
+        at = 0
+        while True:  # runs of healthy records, each odd record decoded precisely
+            walk = walk_columns(data, base + offset, start=at, key_hashes=key_hashes, tags_codes=key_hashes)
+            stop = walk.stop
+            if len(walk.columns):
+                if offsets is not None:
+                    offsets.add_columns(walk.columns, offset)
+                yield ColumnPiece(offset, at, data, walk)
+            if stop.kind != "anomaly" or rmq.piece_goes_on(stop.kind, stop.position, len(data), more):
+                break
+            try:  # a record the column walk does not take: the precise decoder reads it, or says why not
+                record = decode_message(data, stop.position, check_crc=check_crc)
+            except MqError:
+                break
+            last_byte = data[stop.position + record.total_size - 1]
+            if last and rmq.data_ends_at(f, offset + stop.position, record, last_byte, size, base):
+                break  # a torn tail or stale data: the precise walk ends there and names it
+            at = stop.position + record.total_size
+            # what validate says about the record itself (PHYSICALOFFSET, properties, __CRC32#)
+            own = model.record_findings(path, base, offset + stop.position, record, data[stop.position : at])
+            said.extend(own)
+            if offsets is not None:
+                offsets.record(offset + stop.position, record)
+            yield DecodedRecord(offset + stop.position, record, own, own[0].code if own else None)
+        # a record cut by the piece's end (or a header cut within its first 8 bytes) is read
+        # again from its start with the next piece
+        if rmq.piece_goes_on(stop.kind, stop.position, len(data), more):
+            if stop.kind == "partial" and stop.position == 0:
+                if stop.length > rmq.MAX_RECORD_SIZE:
+                    break
+                want = max(stop.length, piece)
+            offset += stop.position
+            continue
+        break
+    return offset + stop.position
+
+
 def _precise(
     f: ReadOnlyFile,
     base: int,
@@ -319,8 +433,10 @@ def _precise(
     keep_damaged: bool,
     offsets: FileQueueOffsets | None,
     judge: bool = True,
+    after_last: bool = False,
 ) -> Iterator[DecodedRecord | FileEnd]:
-    """The precise walk from ``start``: each record with what validate says of it, then the end."""
+    """The precise walk from ``start``: each record with what validate says of it, then the end
+    (``after_last``: stated as for a pre-allocated file after the last data file)."""
     size = file_size or f.size
     path = str(f.path)
     walk = rmq.CommitLogFileWalk(f, start, check_crc=check_crc, last=last, file_size=file_size, base=base, keep_damaged=keep_damaged)
@@ -342,7 +458,7 @@ def _precise(
         offsets.walk_end(walk, file_size)
     findings: list[Finding] = []
     if judge:
-        whole = model.commitlog_file_findings(f, walk, file_size, last=last)
+        whole = model.commitlog_file_findings(f, walk, file_size, last=last, after_last=after_last)
         if walk.damaged:  # the kept records' findings among the others, in position order
             found.sort(key=lambda x: x.position or 0)
         findings = found + whole[len(model.walk_record_findings(walk)) :]

@@ -18,14 +18,31 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from mqtool.formats.rocketmq import commitlog as cl
-from mqtool.ops.dump.rocketmq import walk_findings
 from mqtool.store import rocketmq as rmq
 from mqtool.store.files import ReadOnlyFile, count_reads, read_in_pieces
 from mqtool.store.model import commitlog as reading
+from mqtool.store.model import rocketmq as model
 from mqtool.store.model.queue_offsets import FileQueueOffsets
 from mqtool.store.writer import StoreWriter, WriterConfig
 
 FILE_SIZE = 2 << 20
+
+
+def walk_findings(f: ReadOnlyFile, walk: rmq.CommitLogFileWalk, file_size: int | None, *, last: bool) -> list:
+    """What validate states about a file the precise walk (``keep_damaged``) read to its end: its
+    records' findings, with those of the frame-intact records it kept (stated as a broken record,
+    ``model.broken_record_finding``) among them in position order, then how the file ends
+    (``model.commitlog_file_findings``).  The reference the model's reading is held to (it was
+    dump's own statement of a walk before dump read through the model)."""
+    records = model.walk_record_findings(walk)
+    whole = model.commitlog_file_findings(f, walk, file_size, last=last)
+    if walk.damaged:
+        path = str(f.path)
+        kept = [model.broken_record_finding(f, path, pos, exc, file_size or f.size, last) for pos, exc in walk.damaged.items()]
+        records_sorted = sorted(kept + records, key=lambda x: x.position or 0)
+    else:
+        records_sorted = records
+    return records_sorted + whole[len(records) :]
 
 
 @pytest.fixture(scope="module")
