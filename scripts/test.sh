@@ -15,4 +15,5 @@ fi
 python3 -m venv .venv
 .venv/bin/python -m pip install -q --upgrade pip
 .venv/bin/python -m pip install -q -e '.[test,spark]'
-.venv/bin/python -m pytest -q "$@"
+# -n auto: one pytest-xdist worker per core (the suite takes ~27 min on one core of a 2-core machine)
+.venv/bin/python -m pytest -q -n auto "$@"

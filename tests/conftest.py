@@ -20,6 +20,14 @@ PROJECT_ROOT = Path(__file__).resolve().parents[1]
 REAL_ROOT = Path(os.environ.get("MQTOOL_REAL_FIXTURES", PROJECT_ROOT.parent / "shared" / "fixtures-real"))
 FIXTURES = PROJECT_ROOT / "fixtures"
 
+# Under pytest-xdist (scripts/test.sh runs the suite with `-n auto`) every worker is started with
+# COLUMNS=80 and LINES=24 set by xdist; a serial run has no $COLUMNS when piped.  The CLI lays its
+# tables out for $COLUMNS (cli/render.terminal_width), so the workers drop them: a test sees the
+# environment a serial run gives it, and tests that want a width set it themselves.
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    os.environ.pop("COLUMNS", None)
+    os.environ.pop("LINES", None)
+
 settings.register_profile("default", deadline=None, suppress_health_check=[HealthCheck.too_slow])
 # CI: fixed draws, so a run is reproducible (local runs keep exploring new ones)
 settings.register_profile("ci", deadline=None, max_examples=60, derandomize=True, suppress_health_check=[HealthCheck.too_slow])

@@ -9,6 +9,8 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -38,6 +40,18 @@ def _damaged(tmp: Path) -> Path:
     return root
 
 
+@pytest.fixture
+def fixed_tmp() -> Iterator[Path]:
+    """A scratch directory whose path has the same length on every run: the damaged store's path
+    is in validate's table, where lines wrap, so the golden output must not depend on the
+    runner's ``tmp_path`` (``pytest-N``, a pytest-xdist worker's ``popen-gwN``)."""
+    path = Path(tempfile.mkdtemp(prefix="mqtool-tables-"))
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+
+
 def _identifiers_whole(text: str, root: Path) -> None:
     """Every segment name the store holds that the output mentions is on one line, whole."""
     names = {p.name for p in root.rglob("*") if p.is_file() and re.fullmatch(r"\d{20}", p.name)}
@@ -47,8 +61,8 @@ def _identifiers_whole(text: str, root: Path) -> None:
 
 
 @pytest.mark.parametrize("width", WIDTHS)
-def test_validate_table(tmp_path, width):
-    for name, root, expected in (("healthy", FIXTURES / "rocketmq-store", 0), ("damaged", _damaged(tmp_path), 1)):
+def test_validate_table(fixed_tmp, width):
+    for name, root, expected in (("healthy", FIXTURES / "rocketmq-store", 0), ("damaged", _damaged(fixed_tmp), 1)):
         code, out = table(width, "validate", root)
         assert code == expected
         lines = out.splitlines()
