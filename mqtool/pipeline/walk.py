@@ -65,7 +65,7 @@ class Problem:
 # The store's walk reads the bytes (``mqtool.store.rocketmq.CommitLogFileWalk``); every rule that
 # judges them is the store layer's (torn_tail_at, past_the_end_error, classify_broken_record,
 # clean_at, find_next_record, nonzero_extent), called in the order validate calls them
-# (``ops.validate.rocketmq._walk_commitlog_file``), so that scan reports the same code at the same
+# (``store.model.commitlog_check.read_events``), so that scan reports the same code at the same
 # position for the same damage.
 
 
