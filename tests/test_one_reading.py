@@ -52,11 +52,9 @@ WALKERS = frozenset(
 
 #: Modules of ops/, cli/ and pipeline/ that walk log bytes today, and with what.
 WALKING_TODAY: dict[str, frozenset[str]] = {
-    "ops/dump/rocketmq.py": frozenset({"iter_entries"}),
     "ops/info/rocketmq.py": frozenset({"CommitLogFileWalk"}),
     "ops/recover/rocketmq.py": frozenset({"CommitLogFileWalk", "find_next_record"}),
     "pipeline/sources/commitlog.py": frozenset({"find_next_record", "walk_columns", "walk_commitlog"}),
-    "pipeline/sources/kafka.py": frozenset({"LogWalker", "decode_entry", "peek_entry"}),
     "pipeline/walk.py": frozenset({"CommitLogFileWalk", "find_next_record"}),
 }
 

@@ -37,6 +37,7 @@ from mqtool.store import rocksdb_cq as store_rcq
 from mqtool.store.files import ReadOnlyFile, check_path, is_directory, is_regular_file, read_small_file
 from mqtool.store.model import commitlog as model_cl
 from mqtool.store.model import compaction as model_compaction
+from mqtool.store.model import index as model_index
 from mqtool.store.model import rocketmq as model
 from mqtool.store.model import rocksdb_cq as model_rcq
 from mqtool.store.model import timer as model_timer
@@ -589,14 +590,12 @@ class IndexDump:
                 self.problems.append(exc)
                 continue
             with view:
-                buf = view.buf
-                assert buf is not None  # the mapping is open until the view closes
                 geo = view.geometry
                 self.headers.append((path, view.header, geo))
                 if self.headers_only:
                     continue
                 try:
-                    for number, entry in idxf.iter_entries(buf, geo.hash_slot_num, geo.index_num):
+                    for number, entry in model_index.read_entries(view):
                         past = self.extent.index_entry_finding(str(path), geo.entry_position(number), number, entry.phy_offset) if self.extent else None
                         if past is not None:
                             self.findings.append(past)

@@ -12,12 +12,18 @@ the chains one by one to name each finding.
 :func:`unverified_entries` keeps, of a range of entries, those the CommitLog's key tables
 (:class:`mqtool.store.model.commitlog.KeyTables`) do not vouch for: the caller reads those records
 back and checks them one by one.
+
+:func:`read_entries` is the reading of an IndexFile's written entries, in write order, that
+commands (``dump index``) consume instead of decoding the entries themselves.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import numpy as np
 
+from mqtool.formats.rocketmq.index_file import IndexEntry, iter_entries
 from mqtool.formats.rocketmq.unit_columns import index_entries, index_slots
 from mqtool.store import rocketmq as rmq
 from mqtool.store.model.commitlog import KeyTables
@@ -30,6 +36,17 @@ def _entries(view: rmq.IndexFileView, first: int, stop: int) -> np.ndarray:
     geo = view.geometry
     assert view.buf is not None  # open (memoryview(None) fails)
     return index_entries(memoryview(view.buf)[geo.entry_position(first) : geo.entry_position(stop)])
+
+
+def read_entries(view: rmq.IndexFileView) -> Iterator[tuple[int, IndexEntry]]:
+    """``(entry number, IndexEntry)`` for every written entry 1 .. indexCount-1 of the open view's
+    IndexFile, in write order (``IndexFile.putKey`` appends them so).
+
+    Raises ``CorruptDataError`` (its position in the file; the caller names the file) when the
+    header's indexCount exceeds the file's indexNum, before the first entry."""
+    geo = view.geometry
+    assert view.buf is not None  # open (memoryview(None) fails)
+    yield from iter_entries(view.buf, geo.hash_slot_num, geo.index_num)
 
 
 def structure_ok(view: rmq.IndexFileView, written: int) -> bool:
