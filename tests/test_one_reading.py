@@ -55,7 +55,6 @@ WALKING_TODAY: dict[str, frozenset[str]] = {
     "ops/info/rocketmq.py": frozenset({"CommitLogFileWalk"}),
     "ops/recover/rocketmq.py": frozenset({"CommitLogFileWalk", "find_next_record"}),
     "pipeline/sources/commitlog.py": frozenset({"find_next_record", "walk_columns", "walk_commitlog"}),
-    "pipeline/sources/kafka.py": frozenset({"LogWalker", "decode_entry", "peek_entry"}),
     "pipeline/walk.py": frozenset({"CommitLogFileWalk", "find_next_record"}),
 }
 

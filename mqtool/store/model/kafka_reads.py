@@ -21,7 +21,11 @@ does not read the whole store, walked here so that no ``ops`` module walks log b
   ``--deep --jsonl`` fast path builds its rows from them); :func:`entry_at` and
   :func:`entries_from` read the entry an index entry points at and the entries from there on
   (``dump kafka-index --verify``: ``OffsetIndex``, ``TimeIndex``, ``TransactionIndex`` entries
-  against the log).
+  against the log);
+* :data:`KAFKA_RANGE` is the ``.log`` framing for ``store.model.framed.read_range``: one byte
+  range of a segment, as the Spark ``kafka_log`` source splits a file (upstream
+  ``FileRecords``/``LogSegment.recover`` read a log as a chain of entries: offset, size, then
+  the batch or message).
 
 A walk that stops at a broken entry names it with the ``MqError`` located in the file, as
 ``validate`` (the store model's reading) does.
@@ -29,18 +33,31 @@ A walk that stops at a broken entry names it with the ``MqError`` located in the
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
 from mqtool.errors import CorruptDataError, MqError
+from mqtool.findings.code_ids import KAFKA_LOG_GARBAGE
 from mqtool.formats.kafka import record_batch as rb
 from mqtool.formats.kafka import record_columns as rcol
 from mqtool.formats.kafka.legacy import LegacyRecord
-from mqtool.formats.kafka.log import DataEnd, LogEntry, LogRecord, records_of_batch, records_of_message
+from mqtool.formats.kafka.log import (
+    HEADER_SIZE_UP_TO_MAGIC,
+    DataEnd,
+    LogEntry,
+    LogRecord,
+    LogWalker,
+    decode_entry,
+    peek_entry,
+    records_of_batch,
+    records_of_message,
+)
 from mqtool.store import kafka as ks
-from mqtool.store.files import ReadOnlyFile
+from mqtool.store.files import Readable, ReadOnlyFile
+from mqtool.store.model.framed import Adapt, RangeFraming
 
 
 def next_offset_from(path: Path, base: int, start: int) -> int:
@@ -280,3 +297,61 @@ def entries_from(log: ReadOnlyFile, position: int, *, full: bool = False) -> Ite
     the end), CRCs not checked: header decoded, or with ``full`` their records too."""
     start = position if position < log.size else 0
     yield from ks.LogFileWalk(log, start, mode="full" if full else "header", check_crc=False)
+
+
+# --- ranges of a segment (the Spark kafka_log source's splits) ----------------------------------------
+# A range is read by ``store.model.framed.read_range`` with the ``formats.kafka.log.LogWalker``
+# over each piece, a sync point where an entry decodes with a good CRC, the store's rules for a
+# broken entry's code (``store.kafka.entry_error_code``), a frame that holds around a failed CRC
+# (``store.kafka.framed_entry``) and a cut last entry that cannot be a torn write
+# (``store.kafka.not_a_torn_write``).
+
+
+def _range_decodes(f: Readable, pos: int) -> int | None:
+    head = f.pread(pos, 17)
+    if len(head) < 17:
+        return None
+    _offset, size, magic = peek_entry(head, 0)
+    if not 0 <= magic <= 2 or size < (49 if magic == 2 else 14) or 12 + size > min(f.size - pos, ks.MAX_ENTRY_SIZE):
+        return None
+    try:
+        decode_entry(f.pread(pos, 12 + size), 0, mode="header", check_crc=True)
+    except MqError:
+        return None
+    return 12 + size
+
+
+def _range_candidates(chunk: bytes) -> Iterator[int]:
+    unpack = struct.Struct(">i").unpack_from
+    for i in range(max(0, len(chunk) - 16)):
+        if chunk[i + 16] <= 2 and unpack(chunk, i + 8)[0] >= 14:
+            yield i
+
+
+def _range_framed(data: bytes, rel: int, exc: MqError) -> tuple[object, int] | None:
+    entry = ks.framed_entry(data, rel, exc, "full")
+    return (entry, entry.size) if entry is not None else None
+
+
+def _range_item(entry: object) -> tuple[int, object, int]:
+    assert isinstance(entry, LogEntry)
+    return entry.position, entry, entry.size
+
+
+def _range_torn_check(head: bytes, length: int, last: object) -> MqError | None:
+    """Why an entry cut by the end of the segment cannot be a torn write (the store's rule)."""
+    return ks.not_a_torn_write(head, length, last.last_offset if isinstance(last, LogEntry) else None)
+
+
+#: Kafka's ``.log`` range framing (``store.model.framed.read_range``)
+KAFKA_RANGE = RangeFraming(
+    walker=lambda data: Adapt(LogWalker(data, 0, mode="full"), _range_item),
+    framed=_range_framed,
+    decodes=_range_decodes,
+    candidates=_range_candidates,
+    classify=ks.entry_error_code,
+    region_code=KAFKA_LOG_GARBAGE,
+    max_record=ks.MAX_ENTRY_SIZE,
+    torn_check=_range_torn_check,
+    judged=HEADER_SIZE_UP_TO_MAGIC,
+)
