@@ -6,7 +6,7 @@ The three layouts keep a log per partition directory (``topic-N``, Kafka's rule:
 offset.  ``plan_partitioned`` gives a partition per ``splitSize`` byte range of every segment (a
 ``.meta.zip`` archive whole); ``read_framed`` takes a range's records, findings and end from the
 store model's range reading (``store.model.framed.read_range``) under the family's framing
-(``sources.kafka``, ``store.model.legacy``) and turns each record into rows with the family's
+(``store.model.kafka_reads``, ``store.model.legacy``) and turns each record into rows with the family's
 ``rows`` function.
 """
 

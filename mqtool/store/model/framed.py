@@ -21,8 +21,8 @@ the family's ``torn_check`` says why it cannot be one (Kafka: ``store.kafka.not_
 
 ``read_range`` yields a ``RangeRecord`` pair ``(position, item)`` for each record, a
 ``RangeProblem`` for each finding-to-be and one ``RangeEnd`` where the data ends (``zeros``, ``partial``, ``eof``, ``unreadable``,
-``size``).  The families' framings are the store model's: ``store.model.legacy.JAFKA_RANGE``,
-``METAQ_RANGE``; the Spark sources (``pipeline.sources``) turn the events into rows.
+``size``).  The families' framings are the store model's: ``store.model.kafka_reads.KAFKA_RANGE``,
+``store.model.legacy.JAFKA_RANGE`` and ``METAQ_RANGE``; the Spark sources (``pipeline.sources``) turn the events into rows.
 """
 
 from __future__ import annotations
