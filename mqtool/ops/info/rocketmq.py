@@ -31,10 +31,10 @@ from mqtool.formats.rocketmq import config as cfgf
 from mqtool.formats.rocketmq.commitlog import MAGIC_V2, SYSFLAG_BORNHOST_V6, SYSFLAG_COMPRESSION_MASK, SYSFLAG_STOREHOST_V6, MessageRecord
 from mqtool.ops.recover.rocketmq import RecoverOptions, RestartReading, read_restart
 from mqtool.store import rocketmq as rmq
-from mqtool.store.files import ReadOnlyFile, is_directory, read_small_file
+from mqtool.store.files import is_directory, read_small_file
 from mqtool.store.lock import probe_record_lock
 from mqtool.store.model import rocketmq as model
-from mqtool.store.model.queue_offsets import FileQueueOffsets, queue_offsets_before
+from mqtool.store.model.queue_offsets import queue_offsets_before, read_newest_file
 from mqtool.store.model.rocketmq_broker import VersionHint
 from mqtool.store.rocksdb_cq import RocksCq, db_dir, is_rocksdb_cq
 
@@ -141,21 +141,23 @@ def _commitlog_info(store: rmq.RocketMQStore, hints: set[str], findings: list[Fi
         if seg.size > 0:
             newest = read.newest if read is not None else None
             if newest is not None and newest.walk is not None and not newest.failed and newest.offsets.path == str(seg.path):
-                walk, offsets = newest.walk, newest.offsets
-                end = offsets.end_findings or []
-                last_ts = newest.last_store_timestamp if newest.records else None
+                reading = newest
             else:
-                walk, last_record, end, offsets = _walk_active(seg, store.commitlog_file_size, hints)
-                last_ts = last_record.store_timestamp if last_record is not None else None
+                reading = read_newest_file(seg, store.commitlog_file_size, lambda _pos, record: _hints_from_record(record, hints))
+            walk, offsets = reading.walk, reading.offsets
+            assert walk is not None  # both readings walk the file record by record
+            end = offsets.end_findings or []
+            last_ts = reading.last_store_timestamp if reading.records else None
             if any(x.level is not Severity.info for x in end) and probe_record_lock(store.lock_path) is not None:
                 # a writer holds the lock: a tail that grows while we read it is being written
                 for delay in model.LIVE_TAIL_DELAYS:
                     time.sleep(delay)
-                    again, again_last, _, again_offsets = _walk_active(seg, store.commitlog_file_size, set())
-                    if again.valid_end > walk.valid_end:
-                        end = [model.in_progress_finding(str(seg.path), walk.valid_end, again.valid_end - walk.valid_end)]
-                        walk, offsets = again, again_offsets
-                        last_ts = again_last.store_timestamp if again_last is not None else None
+                    again = read_newest_file(seg, store.commitlog_file_size)
+                    assert again.walk is not None
+                    if again.walk.valid_end > walk.valid_end:
+                        end = [model.in_progress_finding(str(seg.path), walk.valid_end, again.walk.valid_end - walk.valid_end)]
+                        walk, offsets = again.walk, again.offsets
+                        last_ts = again.last_store_timestamp if again.records else None
                         break
             findings.extend(end)
             # its records against each other, and its first record of each queue against the
@@ -183,21 +185,6 @@ def _commitlog_info(store: rmq.RocketMQStore, hints: set[str], findings: list[Fi
         zero_length_files=zero_length,
         preallocated_files=preallocated,
     )
-
-
-def _walk_active(seg: rmq.Segment, file_size: int | None, hints: set[str]) -> tuple[rmq.CommitLogFileWalk, MessageRecord | None, list[Finding], FileQueueOffsets]:
-    """Walk the active CommitLog file to where its data ends (a torn tail ends it, as in validate)
-    and say how it ends, as validate says it; with its records' queue offsets."""
-    offsets = FileQueueOffsets(str(seg.path))
-    with ReadOnlyFile(seg.path) as f:
-        walk = rmq.CommitLogFileWalk(f, last=True, file_size=file_size, base=seg.base)
-        last_record = None
-        for pos, record in walk:
-            last_record = record
-            offsets.record(pos, record)
-            _hints_from_record(record, hints)
-        offsets.walk_end(walk, file_size)
-        return walk, last_record, model.commitlog_file_findings(f, walk, file_size, last=True), offsets
 
 
 def _hints_from_record(record: MessageRecord, hints: set[str]) -> None:

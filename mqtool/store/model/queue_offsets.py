@@ -26,7 +26,8 @@ what the ConsumeQueue checks compare a queue's end with (RMQ-CQ-LAG, RMQ-CQ-MISS
 :func:`read_commitlog` is that reading file by file, each file open while its consumer looks at
 what the reading saw (``FileReading``: the columns of a healthy file, else the precise walk): a
 recover plan judges the broker's recovery window (``CommitLog.recoverNormally``) from the same
-reading instead of walking those files again.
+reading instead of walking those files again.  :func:`read_newest_file` is the record-by-record
+reading of the newest file alone (``info``'s active file).
 """
 
 from __future__ import annotations
@@ -372,6 +373,28 @@ def read_file(
         out.skip(max(size, f.size) - (exc.position or 0))
         reading.failed = True
     reading.seconds = time.perf_counter() - started
+    return reading
+
+
+def read_newest_file(seg: rmq.Segment, file_size: int | None, on_record: Callable[[int, MessageRecord], None] | None = None) -> FileReading:
+    """Walk the newest CommitLog file holding records (``model.last_data_file``: the broker's last
+    mapped file) record by record to where its data ends -- a torn tail ends it, as in validate --
+    each record handed to ``on_record``: its queue offsets, and how it ends as validate states it
+    (``FileQueueOffsets.end_findings``, ``model.commitlog_file_findings``).  ``file_size``: the
+    configured CommitLog file size (None: the file's own).  ``info`` reads the active file so when
+    the restart preview's reading did not; an error opening or reading the file is raised."""
+    offsets = FileQueueOffsets(str(seg.path))
+    reading = FileReading(offsets)
+    with ReadOnlyFile(seg.path) as f:
+        walk = reading.walk = rmq.CommitLogFileWalk(f, last=True, file_size=file_size, base=seg.base)
+        for pos, record in walk:
+            offsets.record(pos, record)
+            if on_record is not None:
+                on_record(pos, record)
+            reading.records += 1
+            reading.last_store_timestamp = record.store_timestamp
+        offsets.walk_end(walk, file_size)
+        offsets.end_findings = model.commitlog_file_findings(f, walk, file_size, last=True)
     return reading
 
 
