@@ -249,22 +249,25 @@ class _Window:
             return
         walk = reading.walk
         assert walk is not None  # a reading that did not fail has one or the other
-        self._walked(seg, f, walk, reading.tails)
+        self._walked(seg, f, queue_offsets.WalkEnd(walk.valid_end, walk.end, walk.error, model.walk_record_findings(walk)), reading.tails)
 
     def _walk(self, seg: rmq.Segment) -> None:
-        with ReadOnlyFile(seg.path) as f:
-            walk = rmq.CommitLogFileWalk(f, check_crc=True, last=seg.path == self.last_path, file_size=self.store.commitlog_file_size, base=seg.base)
-            started = time.perf_counter()
-            for _pos, rec in walk:
-                self.last_store_ts = rec.store_timestamp
-            self.read_seconds += time.perf_counter() - started
-            self.read_bytes += walk.valid_end
-            self._walked(seg, f, walk, {})
+        def last_store_ts(_pos: int, rec: MessageRecord) -> None:
+            self.last_store_ts = rec.store_timestamp
 
-    def _walked(self, seg: rmq.Segment, f: ReadOnlyFile, walk: rmq.CommitLogFileWalk, tails: dict[int, tuple[int, int] | None]) -> None:
-        self.kept_damage += model.walk_record_findings(walk)
-        kind = walk.end.kind if walk.end is not None else None
-        self._ended(seg, f, walk.valid_end, kind, kind or f"broken record ({walk.error})", tails)
+        with ReadOnlyFile(seg.path) as f:
+            started = time.perf_counter()
+            walked = queue_offsets.walk_file(
+                f, check_crc=True, last=seg.path == self.last_path, file_size=self.store.commitlog_file_size, base=seg.base, on_record=last_store_ts
+            )
+            self.read_seconds += time.perf_counter() - started
+            self.read_bytes += walked.valid_end
+            self._walked(seg, f, walked, {})
+
+    def _walked(self, seg: rmq.Segment, f: ReadOnlyFile, walked: queue_offsets.WalkEnd, tails: dict[int, tuple[int, int] | None]) -> None:
+        self.kept_damage += walked.record_findings
+        kind = walked.end.kind if walked.end is not None else None
+        self._ended(seg, f, walked.valid_end, kind, kind or f"broken record ({walked.error})", tails)
 
     def _ended(self, seg: rmq.Segment, f: ReadOnlyFile, valid_end: int, kind: str | None, stop_kind: str, tails: dict[int, tuple[int, int] | None]) -> None:
         """The file's data ends at ``valid_end`` (``kind``): the scan goes on to the next file after
@@ -286,7 +289,7 @@ class _Window:
         extent = tails[valid_end] if valid_end in tails else nonzero_extent(f, valid_end)
         if extent is None:
             return
-        dropped = _count_valid_after(f, seg.base, valid_end)
+        dropped = queue_offsets.count_records_after(f, seg.base, valid_end)
         # non-zero bytes only past the size: nothing to zero before it
         length = min(extent[1], limit) - valid_end if extent[0] < limit else 0
         self.cut = (extent, False, dropped, length)
@@ -310,7 +313,7 @@ def _later_file(seg: rmq.Segment) -> tuple[tuple[int, int] | None, int]:
 def _later_extent(f: ReadOnlyFile, seg: rmq.Segment) -> tuple[tuple[int, int] | None, int]:
     """A file wholly after the valid end: its non-zero extent and the decodable records it holds."""
     extent = nonzero_extent(f, 0)
-    return extent, (_count_valid_from(f, seg.base, rmq.find_next_record(f, seg.base, 0)) if extent else 0)
+    return extent, (queue_offsets.count_records_in(f, seg.base) if extent else 0)
 
 
 def plan_rocketmq(path: str | Path, options: RecoverOptions = RecoverOptions()) -> RecoverPlan:
@@ -682,10 +685,8 @@ def _plan_commitlog_sizes(
             # the scan went on after it (it ends in a BLANK record), or it lies before the scan (the
             # broker does not read it): where its BLANK record is, if it has one, is where it ends
             with ReadOnlyFile(seg.path) as f:
-                walk = rmq.CommitLogFileWalk(f, check_crc=i < start)
-                for _ in walk:
-                    pass
-            data_end = walk.end.position if walk.end is not None and walk.end.kind == "blank" else None
+                walked = queue_offsets.walk_file(f, check_crc=i < start)
+            data_end = walked.end.position if walked.end is not None and walked.end.kind == "blank" else None
         rel = relative(root, seg.path)
         if seg.size < file_size:
             if data_end is None or data_end > seg.size:
@@ -755,24 +756,6 @@ def _plan_unfixable(
     left += [f for f in model.unscanned_commitlog_findings(store, scan_start, read) if f.level is Severity.error]
     left += [f for f in kept or [] if f.level is Severity.error]
     plan.unfixable = [f.to_dict() for f in left]
-
-
-def _count_valid_after(f: ReadOnlyFile, base: int, start: int) -> int:
-    """Decodable records (PHYSICALOFFSET = position) after the failed record at ``start``: what
-    a cut would drop."""
-    return _count_valid_from(f, base, rmq.find_next_record(f, base, start + 1) if start < f.size else None)
-
-
-def _count_valid_from(f: ReadOnlyFile, base: int, pos: int | None) -> int:
-    """Decodable records from ``pos`` on (None: none), resynchronising after broken ones."""
-    count = 0
-    while pos is not None:
-        walk = rmq.CommitLogFileWalk(f, pos)
-        count += sum(1 for _ in walk)
-        if walk.error is None:
-            break
-        pos = rmq.find_next_record(f, base, walk.valid_end + 1)
-    return count
 
 
 CQ_JOURNAL = ".mqtool-cq-rebuild.json"
@@ -1077,8 +1060,7 @@ def _scan_undispatched(
                 count(seg.base + int(kept.position[row]), kept.topics[kept.topic[row]], int(kept.queue_id[row]), int(kept.queue_offset[row]), int(kept.size[row]))
             continue
         with ReadOnlyFile(seg.path) as f:
-            walk = rmq.CommitLogFileWalk(f, check_crc=False)
-            for pos, rec in walk:
+            for pos, rec in queue_offsets.file_records(f, check_crc=False):
                 off = seg.base + pos
                 if off >= process_offset:
                     break
@@ -1342,8 +1324,7 @@ def _apply_dispatch(step: Step, ctx: ApplyContext) -> None:
         if seg.size == 0 or seg.base + seg.size <= start or seg.base >= stop:
             continue
         with ReadOnlyFile(seg.path) as f:
-            walk = rmq.CommitLogFileWalk(f, check_crc=False)
-            for pos, rec in walk:
+            for pos, rec in queue_offsets.file_records(f, check_crc=False):
                 off = seg.base + pos
                 if off < start:
                     continue
@@ -1411,8 +1392,7 @@ def _apply_rebuild_index(step: Step, ctx: ApplyContext) -> None:
         if seg.size == 0 or seg.base + seg.size <= start or seg.base >= stop:
             continue
         with ReadOnlyFile(seg.path) as f:
-            walk = rmq.CommitLogFileWalk(f, check_crc=False)
-            for pos, rec in walk:
+            for pos, rec in queue_offsets.file_records(f, check_crc=False):
                 off = seg.base + pos
                 if start <= off < stop:
                     builder.put_record(_without_first_keys(rec, skip) if off == start and skip else rec, off)

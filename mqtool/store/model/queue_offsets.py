@@ -27,7 +27,10 @@ what the ConsumeQueue checks compare a queue's end with (RMQ-CQ-LAG, RMQ-CQ-MISS
 what the reading saw (``FileReading``: the columns of a healthy file, else the precise walk): a
 recover plan judges the broker's recovery window (``CommitLog.recoverNormally``) from the same
 reading instead of walking those files again.  :func:`read_newest_file` is the record-by-record
-reading of the newest file alone (``info``'s active file).
+reading of the newest file alone (``info``'s active file); :func:`walk_file`,
+:func:`file_records`, :func:`count_records_after` and :func:`count_records_in` are the precise walks a
+recover plan and its steps take of a file (the recovery's walk of a file the reading did not read,
+the records of an offset range, the records a cut drops), so that no command walks a file itself.
 """
 
 from __future__ import annotations
@@ -46,6 +49,7 @@ from mqtool.formats.rocketmq.commitlog import (
     SYSFLAG_TRANSACTION_MASK,
     SYSFLAG_TRANSACTION_PREPARED,
     SYSFLAG_TRANSACTION_ROLLBACK,
+    DataEnd,
     MessageRecord,
 )
 from mqtool.store import rocketmq as rmq
@@ -396,6 +400,75 @@ def read_newest_file(seg: rmq.Segment, file_size: int | None, on_record: Callabl
         offsets.walk_end(walk, file_size)
         offsets.end_findings = model.commitlog_file_findings(f, walk, file_size, last=True)
     return reading
+
+
+@dataclass(frozen=True)
+class WalkEnd:
+    """Where a precise walk of a CommitLog file (``walk_file``) stopped: ``valid_end``
+    (the file position where its valid records stop), the clean end ``end`` (kinds of
+    ``DataEnd``: ``blank``, ``zeros``, ``eof``, ``partial``, ``torn``, ``stale``) or the first
+    broken record ``error`` (located in the file); ``record_findings``: what validate states about
+    the records it read (``model.walk_record_findings``: only with the file's ``base``)."""
+
+    valid_end: int
+    end: DataEnd | None
+    error: MqError | None
+    record_findings: list[Finding]
+
+
+def walk_file(
+    f: ReadOnlyFile,
+    *,
+    check_crc: bool = True,
+    last: bool = False,
+    file_size: int | None = None,
+    base: int | None = None,
+    on_record: Callable[[int, MessageRecord], None] | None = None,
+) -> WalkEnd:
+    """The precise walk (``store.rocketmq.CommitLogFileWalk``) of the open CommitLog file ``f``
+    from its start to where its data ends, each ``(file position, record)`` handed to
+    ``on_record``: a recover plan judges the broker's recovery (``CommitLog.recoverNormally``:
+    body CRCs with ``check_crc``, the newest file, ``last``, ending at a torn tail) of a file the
+    one reading did not read, and where a file's END_OF_FILE record is.  Reads no byte after the
+    walk's end."""
+    walk = rmq.CommitLogFileWalk(f, check_crc=check_crc, last=last, file_size=file_size, base=base)
+    for pos, record in walk:
+        if on_record is not None:
+            on_record(pos, record)
+    return WalkEnd(walk.valid_end, walk.end, walk.error, model.walk_record_findings(walk))
+
+
+def file_records(f: ReadOnlyFile, *, check_crc: bool = True) -> Iterator[tuple[int, MessageRecord]]:
+    """``(file position, record)`` of the open CommitLog file ``f`` from its start, in file order,
+    by the precise walk (``store.rocketmq.CommitLogFileWalk``), to where its valid data ends (an
+    END_OF_FILE record, zeros, the first broken record).  Lazy: a consumer that stops early (a
+    recover step's range of offsets) reads no further."""
+    yield from rmq.CommitLogFileWalk(f, check_crc=check_crc)
+
+
+def count_records_after(f: ReadOnlyFile, base: int, start: int) -> int:
+    """Decodable records (PHYSICALOFFSET = position) of the open CommitLog file ``f`` (named
+    ``base``) after the failed record at ``start``: what a cut there would drop."""
+    return _count_records_from(f, base, rmq.find_next_record(f, base, start + 1) if start < f.size else None)
+
+
+def count_records_in(f: ReadOnlyFile, base: int) -> int:
+    """Decodable records of the open CommitLog file ``f`` (named ``base``) from the first one
+    found (``store.rocketmq.find_next_record``) on, resynchronising after broken ones: what a file
+    wholly after the valid end holds."""
+    return _count_records_from(f, base, rmq.find_next_record(f, base, 0))
+
+
+def _count_records_from(f: ReadOnlyFile, base: int, pos: int | None) -> int:
+    """Decodable records from ``pos`` on (None: none), resynchronising after broken ones."""
+    count = 0
+    while pos is not None:
+        walk = rmq.CommitLogFileWalk(f, pos)
+        count += sum(1 for _ in walk)
+        if walk.error is None:
+            break
+        pos = rmq.find_next_record(f, base, walk.valid_end + 1)
+    return count
 
 
 #: CommitLog files smaller than this are walked record by record (the precise walk, which gives the
