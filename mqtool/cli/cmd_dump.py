@@ -194,7 +194,7 @@ def dump_consumequeue(
                 "topic": target.topic,
                 "queue_id": target.queue_id,
                 "queue_offset": qu.queue_offset,
-                "commitlog_offset": unit.commit_log_offset,
+                "commitlog_offset": unit.commitlog_offset,
                 "size": unit.size,
                 "tags_code": unit.tags_code,
                 "ext_offset": unit.ext_offset,

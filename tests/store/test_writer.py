@@ -63,7 +63,7 @@ def test_roll_over_with_blank_and_cq_units(tmp_path):
         assert [u.queue_offset for u in units] == list(range(60))
         by_offset = dict(records)
         for u in units:
-            rec = by_offset[u.unit.commit_log_offset]
+            rec = by_offset[u.unit.commitlog_offset]
             assert (rec.queue_id, rec.queue_offset, rec.total_size) == (qid, u.queue_offset, u.unit.size)
             assert u.unit.tags_code == tags_code("TagA")
     cp = decode_checkpoint((tmp_path / "checkpoint").read_bytes())
@@ -94,7 +94,7 @@ def test_transactions_and_delay(tmp_path):
     assert prepared.queue_offset == rolled.queue_offset == 0 and normal.queue_offset == 0
     store = rmq.open_store(tmp_path)
     units = list(rmq.QueueWalk(store.cq_segments("T", 0)))
-    assert [u.unit.commit_log_offset for u in units] == [normal.commitlog_offset]
+    assert [u.unit.commitlog_offset for u in units] == [normal.commitlog_offset]
     sched = list(rmq.QueueWalk(store.cq_segments("SCHEDULE_TOPIC_XXXX", 2)))
     assert sched[0].unit.tags_code == delivery_tags_code(delayed.store_timestamp, "3") == delayed.store_timestamp + 10_000
 

@@ -103,7 +103,7 @@ DEFAULT_LOG_FILE_SIZE = log_file_size(DEFAULT_CQ_FILE_SIZE)
 
 def is_end_unit(unit: BcqUnit) -> bool:
     """The unit ``putEndPositionInfo`` writes (offset -1, size 0, batchSize 0)."""
-    return unit.commit_log_offset == -1 and unit.size == 0 and unit.batch_size == 0
+    return unit.commitlog_offset == -1 and unit.size == 0 and unit.batch_size == 0
 
 
 def unit_for(offset: int, size: int, tags_code: int, store_time: int, queue_offset: int) -> BcqUnit:

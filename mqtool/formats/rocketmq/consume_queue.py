@@ -144,22 +144,22 @@ def cq_queue_offset(file_from_offset: int, position: int) -> int:
 class CqUnit:
     """One 20-byte ConsumeQueue unit."""
 
-    commit_log_offset: int
+    commitlog_offset: int
     size: int
     tags_code: int
 
     def __str__(self) -> str:  # messages quote units in upstream terms, not as a Python repr
-        return f"commitLogOffset {self.commit_log_offset}, size {self.size}, tagsCode {self.tags_code}"
+        return f"commitLogOffset {self.commitlog_offset}, size {self.size}, tagsCode {self.tags_code}"
 
     @property
     def is_valid(self) -> bool:
         """The recovery rule: ``offset >= 0 && size > 0`` (pre-blank fillers are valid)."""
-        return self.commit_log_offset >= 0 and self.size > 0
+        return self.commitlog_offset >= 0 and self.size > 0
 
     @property
     def is_filler(self) -> bool:
         """A ``fillPreBlank`` unit ``(0, 0x7FFFFFFF, 0)``: padding, not a message."""
-        return self.commit_log_offset == 0 and self.size == FILLER_SIZE and self.tags_code == 0
+        return self.commitlog_offset == 0 and self.size == FILLER_SIZE and self.tags_code == 0
 
     @property
     def has_ext_address(self) -> bool:
@@ -173,7 +173,7 @@ class CqUnit:
     @property
     def end_offset(self) -> int:
         """``offset + size``: the ``maxPhysicOffset`` this unit accounts for."""
-        return self.commit_log_offset + self.size
+        return self.commitlog_offset + self.size
 
 
 #: The pre-blank filler unit.
@@ -187,10 +187,10 @@ def decode_cq_unit(buf: Buffer, position: int = 0) -> CqUnit:
 
 
 def encode_cq_unit(unit: CqUnit) -> bytes:
-    _check_range("commit_log_offset", unit.commit_log_offset, 64)
+    _check_range("commitlog_offset", unit.commitlog_offset, 64)
     _check_range("size", unit.size, 32)
     _check_range("tags_code", unit.tags_code, 64)
-    return CQ_UNIT.pack(unit.commit_log_offset, unit.size, unit.tags_code)
+    return CQ_UNIT.pack(unit.commitlog_offset, unit.size, unit.tags_code)
 
 
 # --- where the valid units end -------------------------------------------------------------
@@ -458,7 +458,7 @@ BCQ_INVALID_POS = -1
 class BcqUnit:
     """One 46-byte BatchConsumeQueue unit."""
 
-    commit_log_offset: int
+    commitlog_offset: int
     size: int
     tags_code: int
     store_time: int
@@ -470,7 +470,7 @@ class BcqUnit:
     @property
     def is_valid(self) -> bool:
         """``offset >= 0 && size > 0 && msgBaseOffset >= 0 && batchSize > 0`` (``recover``)."""
-        return self.commit_log_offset >= 0 and self.size > 0 and self.msg_base_offset >= 0 and self.batch_size > 0
+        return self.commitlog_offset >= 0 and self.size > 0 and self.msg_base_offset >= 0 and self.batch_size > 0
 
     @property
     def next_offset(self) -> int:
@@ -492,7 +492,7 @@ def decode_bcq_unit(buf: Buffer, position: int = 0) -> BcqUnit:
 
 def encode_bcq_unit(unit: BcqUnit) -> bytes:
     for name, bits in (
-        ("commit_log_offset", 64),
+        ("commitlog_offset", 64),
         ("size", 32),
         ("tags_code", 64),
         ("store_time", 64),
@@ -503,7 +503,7 @@ def encode_bcq_unit(unit: BcqUnit) -> bytes:
     ):
         _check_range(name, getattr(unit, name), bits)
     return BCQ_UNIT.pack(
-        unit.commit_log_offset,
+        unit.commitlog_offset,
         unit.size,
         unit.tags_code,
         unit.store_time,

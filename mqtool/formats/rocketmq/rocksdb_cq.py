@@ -100,7 +100,7 @@ class CqKey:
 
 @dataclass(frozen=True)
 class CqValue:
-    commit_log_offset: int
+    commitlog_offset: int
     size: int
     tags_code: int
     store_timestamp: int
@@ -115,7 +115,7 @@ class OffsetKey:
 
 @dataclass(frozen=True)
 class OffsetValue:
-    commit_log_offset: int
+    commitlog_offset: int
     queue_offset: int
 
 
@@ -161,7 +161,7 @@ def decode_cq_key(data: bytes) -> CqKey:
 
 def encode_cq_value(value: CqValue) -> bytes:
     """The value ``RocksDBConsumeQueueTable.buildCQValueByteBuffer`` builds."""
-    return _VALUE.pack(value.commit_log_offset, value.size, value.tags_code, value.store_timestamp)
+    return _VALUE.pack(value.commitlog_offset, value.size, value.tags_code, value.store_timestamp)
 
 
 def decode_cq_value(data: bytes) -> CqValue:
@@ -194,7 +194,7 @@ def decode_offset_key(data: bytes) -> OffsetKey:
 
 
 def encode_offset_value(value: OffsetValue) -> bytes:
-    return _OFFSET_VALUE.pack(value.commit_log_offset, value.queue_offset)
+    return _OFFSET_VALUE.pack(value.commitlog_offset, value.queue_offset)
 
 
 def decode_offset_value(data: bytes) -> OffsetValue:

@@ -216,7 +216,7 @@ def _last_unit_offset(seg: rmq.Segment) -> int | None:
             unit = cqf.decode_cq_unit(f.pread(seg.size - cqf.CQ_UNIT_SIZE, cqf.CQ_UNIT_SIZE))
     except MqError:
         return None
-    return unit.commit_log_offset
+    return unit.commitlog_offset
 
 
 def _unconsumed_boundary(store: rmq.RocketMQStore) -> tuple[int | None, list[tuple[str, str, int, int]]]:
@@ -230,7 +230,7 @@ def _unconsumed_boundary(store: rmq.RocketMQStore) -> tuple[int | None, list[tup
         for qid, offset in table.items():
             unit = rmq.read_cq_unit(store, topic, qid, offset)
             if unit is not None and not unit.unit.is_filler:
-                holders.append((group, topic, qid, unit.unit.commit_log_offset))
+                holders.append((group, topic, qid, unit.unit.commitlog_offset))
     if not holders:
         return None, []
     return min(h[3] for h in holders), holders

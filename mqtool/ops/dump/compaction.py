@@ -84,7 +84,7 @@ def unit_row(topic: str, queue_id: int, at: model.UnitAt) -> dict[str, Any]:
         "topic": topic,
         "queue_id": queue_id,
         "queue_offset": u.msg_base_offset,
-        "compaction_offset": u.commit_log_offset,
+        "compaction_offset": u.commitlog_offset,
         "size": u.size,
         "tags_code": u.tags_code,
         "store_timestamp": u.store_time,

@@ -515,7 +515,7 @@ class RocksQueueDump:
                     "topic": cq.topic,
                     "queue_id": cq.queue_id,
                     "queue_offset": cq.queue_offset,
-                    "commitlog_offset": value.commit_log_offset,
+                    "commitlog_offset": value.commitlog_offset,
                     "size": value.size,
                     "tags_code": value.tags_code,
                     "ext_offset": None,

@@ -238,7 +238,7 @@ def _rocksdb_queues(root: Path) -> list[QueueInfo]:
                 continue
             low, high = span
             last = rocks_model.unit_at(db, key[0], key[1], high - 1) if high > low else None
-            end = last.value.commit_log_offset + last.value.size if isinstance(last, rocks_model.RocksUnit) else None
+            end = last.value.commitlog_offset + last.value.size if isinstance(last, rocks_model.RocksUnit) else None
             out.append(QueueInfo(key[0], key[1], 0, low, high, end))
     return out
 

@@ -85,7 +85,7 @@ def _store_time(store: rmq.RocketMQStore, reader: rmq.CommitLogReader, topic: st
     unit = rmq.read_cq_unit(store, topic, qid, offset)
     if unit is None or unit.unit.is_filler:
         return None
-    offset = unit.unit.commit_log_offset
+    offset = unit.unit.commitlog_offset
     found = store.commitlog_segment_for(offset)
     if found is None:  # in a missing file: the CommitLog's continuity findings name it
         gap = model.gap_holding(model.commitlog_findings(store), offset)

@@ -303,7 +303,7 @@ def query_by_topic(store: rmq.RocketMQStore, topic: str, *, begin: int = 0, end:
             for unit in rmq.QueueWalk(store.cq_segments(topic, qid)):
                 if unit.unit.is_filler or (wanted is not None and unit.unit.tags_code != wanted):
                     continue
-                if _take(reader, unit.unit.commit_log_offset, begin, end, tag, max_results, result):
+                if _take(reader, unit.unit.commitlog_offset, begin, end, tag, max_results, result):
                     return result
     return result
 
@@ -341,7 +341,7 @@ def _rocksdb_topic(store: rmq.RocketMQStore, topic: str, begin: int, end: int, t
                     value = item.value
                     if (wanted is not None and value.tags_code != wanted) or not begin <= value.store_timestamp <= end:
                         continue
-                    if _take(reader, value.commit_log_offset, begin, end, tag, max_results, result):
+                    if _take(reader, value.commitlog_offset, begin, end, tag, max_results, result):
                         return result
     return result
 
@@ -439,7 +439,7 @@ def query_by_queue_offset(store: rmq.RocketMQStore, topic: str, queue_id: int, q
     if unit.unit.is_filler:
         result.notes.append(f"queue offset {queue_offset} is a filler unit (before the queue's first message)")
         return result
-    return _unit_hit(store, topic, queue_id, queue_offset, unit.unit.commit_log_offset, unit.unit.size, result)
+    return _unit_hit(store, topic, queue_id, queue_offset, unit.unit.commitlog_offset, unit.unit.size, result)
 
 
 def _rocksdb_unit(store: rmq.RocketMQStore, topic: str, queue_id: int, queue_offset: int, result: QueryResult) -> tuple[int, int] | None:
@@ -456,7 +456,7 @@ def _rocksdb_unit(store: rmq.RocketMQStore, topic: str, queue_id: int, queue_off
             held = f"queue holds [{rng[0]}, {rng[1]})" if rng is not None else "no unit and no offset entry of that queue"
             result.notes.append(f"no RocksDB ConsumeQueue unit for {topic}/{queue_id} offset {queue_offset} ({held})")
             return None
-        return item.value.commit_log_offset, item.value.size
+        return item.value.commitlog_offset, item.value.size
 
 
 def _unit_hit(store: rmq.RocketMQStore, topic: str, queue_id: int, queue_offset: int, commitlog_offset: int, size: int, result: QueryResult) -> QueryResult:

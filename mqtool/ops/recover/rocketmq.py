@@ -846,12 +846,12 @@ def _plan_queues(
             walker = cqf.CqWalker(data)
             cut_at = None
             for pos, unit in walker:
-                if not unit.is_filler and unit.commit_log_offset + unit.size > process_offset:
+                if not unit.is_filler and unit.commitlog_offset + unit.size > process_offset:
                     cut_at = pos
                     break
                 state.max_offset = cqf.cq_queue_offset(seg.base, pos + cqf.CQ_UNIT_SIZE)
                 if not unit.is_filler:
-                    state.max_physic_offset = unit.commit_log_offset
+                    state.max_physic_offset = unit.commitlog_offset
             if cut_at is None:
                 assert walker.end is not None
                 if walker.end.kind == "eof":

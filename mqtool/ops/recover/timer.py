@@ -156,7 +156,7 @@ def _timer_queue_end(store: rmq.RocketMQStore, commitlog_end: int) -> int | None
     for qu in rmq.QueueWalk(segments):
         if qu.unit.is_filler:
             continue
-        if qu.unit.commit_log_offset + qu.unit.size > commitlog_end:
+        if qu.unit.commitlog_offset + qu.unit.size > commitlog_end:
             return qu.queue_offset
         end = qu.queue_offset + 1
     return end if end is not None else segments[0].base // 20

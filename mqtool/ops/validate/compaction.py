@@ -166,31 +166,31 @@ def _match(log: model.LogWalk, cq: model.CqWalk, out: list[Finding]) -> int | No
     for at in cq:
         u = at.unit
         where = (str(at.path), at.position)
-        if u.commit_log_offset <= last_offset or u.msg_base_offset <= last_base:
+        if u.commitlog_offset <= last_offset or u.msg_base_offset <= last_base:
             out.append(
                 Finding(
                     ids.RMQ_COMPACTION_CQ_ORDER,
                     *where,
-                    f"expected offset and msgBaseOffset above the previous unit's ({last_offset}, {last_base}), found ({u.commit_log_offset}, {u.msg_base_offset}): "
+                    f"expected offset and msgBaseOffset above the previous unit's ({last_offset}, {last_base}), found ({u.commitlog_offset}, {u.msg_base_offset}): "
                     "the broker's binary search over the units goes astray",
                     length=46,
                 )
             )
             continue
-        last_offset, last_base = u.commit_log_offset, u.msg_base_offset
-        while rec is not None and rec.offset < u.commit_log_offset:
+        last_offset, last_base = u.commitlog_offset, u.msg_base_offset
+        while rec is not None and rec.offset < u.commitlog_offset:
             if run is None:
                 run = _Run(rec)
             else:
                 run.count += 1
             rec = next(records, None)
         close_run(after=False)
-        if rec is None or rec.offset != u.commit_log_offset:
+        if rec is None or rec.offset != u.commitlog_offset:
             out.append(
                 Finding(
                     ids.RMQ_COMPACTION_CQ_MISMATCH,
                     *where,
-                    f"expected a unit pointing at a record of the compaction log, found offset {u.commit_log_offset} where no record starts",
+                    f"expected a unit pointing at a record of the compaction log, found offset {u.commitlog_offset} where no record starts",
                     length=12,
                 )
             )

@@ -312,7 +312,7 @@ class CqWalk:
             found = f"{size - at} byte(s) cut by the end of the file"
         elif end.kind == "invalid" and isinstance(end.unit, cqf.BcqUnit) and not cf.is_end_unit(end.unit):
             u = end.unit
-            found = f"offset {u.commit_log_offset}, size {u.size}, msgBaseOffset {u.msg_base_offset}, batchSize {u.batch_size}"
+            found = f"offset {u.commitlog_offset}, size {u.size}, msgBaseOffset {u.msg_base_offset}, batchSize {u.batch_size}"
         else:
             return  # the end unit or zeros: the file's clean end
         self.findings.append(

@@ -190,7 +190,7 @@ def _nonzero_units(data: bytes, start: int) -> tuple[int, int] | None:
 
 
 def _check_unit(task: QueueTask, reader: rmq.CommitLogReader, ext: _ExtReader | None, path: str, pos: int, qoff: int, unit: cqf.CqUnit, res: QueueResult) -> None:
-    off = unit.commit_log_offset
+    off = unit.commitlog_offset
     if off < task.commitlog_min:
         res.expired += 1
         return

@@ -325,7 +325,7 @@ def _referenced_from(root: Path, offset: int) -> bool:
                 walker.scan()
                 last = walker.last
                 if last is not None:
-                    if not last.is_filler and last.commit_log_offset >= offset:
+                    if not last.is_filler and last.commitlog_offset >= offset:
                         return True
                     break
         for path in store.index_files():

@@ -102,8 +102,8 @@ def decode_unit(key: bytes, value: bytes) -> RocksUnit | BadEntry:
         if cq.queue_offset < 0:
             raise MqError("queue offset", position=len(key) - 8, expected="a queue offset >= 0", found=str(cq.queue_offset))
         unit = rcq.decode_cq_value(value)
-        if unit.commit_log_offset < 0 or unit.size <= 0:  # what ConsumeQueue.recover calls no unit
-            raise MqError("value", position=0, expected="a CommitLog offset >= 0 and a size > 0", found=f"offset {unit.commit_log_offset}, size {unit.size}")
+        if unit.commitlog_offset < 0 or unit.size <= 0:  # what ConsumeQueue.recover calls no unit
+            raise MqError("value", position=0, expected="a CommitLog offset >= 0 and a size > 0", found=f"offset {unit.commitlog_offset}, size {unit.size}")
         return RocksUnit(key, cq, unit)
     except MqError as exc:
         return BadEntry(rcq.UNITS_COLUMN_FAMILY, key, exc)
@@ -243,8 +243,8 @@ def judge(
                 )
             span.last = cq.queue_offset
             span.count += 1
-            span.last_physical = item.value.commit_log_offset
-            if item.value.commit_log_offset < commitlog_min:
+            span.last_physical = item.value.commitlog_offset
+            if item.value.commitlog_offset < commitlog_min:
                 expired_by_queue[key] = expired_by_queue.get(key, 0) + 1
                 out.expired += 1
                 continue
@@ -283,7 +283,7 @@ def judge(
 
 def _check_record(db: RocksCq, reader: rmq.CommitLogReader, unit: RocksUnit, commitlog_end: int, damaged: tuple[tuple[int, int], ...]) -> Finding | None:
     """A unit against the record it points at, as validate checks a file unit."""
-    off, value, cq = unit.value.commit_log_offset, unit.value, unit.cq
+    off, value, cq = unit.value.commitlog_offset, unit.value, unit.cq
     if _in_ranges(damaged, off):
         return None  # the CommitLog finding there says what is wrong with this record
     if off >= commitlog_end:
@@ -334,13 +334,13 @@ def _offset_findings(db: RocksCq, table: OffsetTable, spans: Mapping[QueueKey, Q
         if span is not None and mx is None:
             message = f"expected the queue's last unit (queue offset {span.last}), found no max entry: the broker serves none of its {span.count} unit(s)"
             out.append(finding(key, rcq.MAX, message))
-        elif span is not None and mx is not None and (mx.queue_offset != span.last or mx.commit_log_offset != span.last_physical):
+        elif span is not None and mx is not None and (mx.queue_offset != span.last or mx.commitlog_offset != span.last_physical):
             out.append(
                 finding(
                     key,
                     rcq.MAX,
                     f"expected the queue's last unit (queue offset {span.last}, commitlog offset {span.last_physical}), "
-                    f"found queue offset {mx.queue_offset}, commitlog offset {mx.commit_log_offset}"
+                    f"found queue offset {mx.queue_offset}, commitlog offset {mx.commitlog_offset}"
                     + (": units past it are never served" if mx.queue_offset < span.last else ": offsets past the last unit serve nothing"),
                 )
             )
@@ -411,14 +411,14 @@ def divergence_findings(db: RocksCq, store: rmq.RocketMQStore, rocks_queues: set
     for key in sorted(rocks_queues | file_queues):
         d = Divergence()
         files = (
-            (qu.queue_offset, (qu.unit.commit_log_offset, qu.unit.size, qu.unit.tags_code))
+            (qu.queue_offset, (qu.unit.commitlog_offset, qu.unit.size, qu.unit.tags_code))
             for qu in rmq.QueueWalk(store.cq_segments(*key), 0)
-            if not qu.unit.is_filler and qu.unit.commit_log_offset >= commitlog_min
+            if not qu.unit.is_filler and qu.unit.commitlog_offset >= commitlog_min
         )
         rocks = (
-            (u.cq.queue_offset, (u.value.commit_log_offset, u.value.size, u.value.tags_code))
+            (u.cq.queue_offset, (u.value.commitlog_offset, u.value.size, u.value.tags_code))
             for u in queue_units(db, *key)
-            if isinstance(u, RocksUnit) and u.value.commit_log_offset >= commitlog_min
+            if isinstance(u, RocksUnit) and u.value.commitlog_offset >= commitlog_min
         )
         _merge(files, rocks, d)
         if d.only_file or d.only_rocksdb or d.differ:

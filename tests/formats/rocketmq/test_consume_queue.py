@@ -425,12 +425,12 @@ def test_real_cq_matches_ext_and_commitlog():
         ext = decode_cq_ext_unit((ext_dir / name).read_bytes(), pos)
         assert ext.tags_code == tags_code("TAG1") == 2567159
         assert ext.filter_bitmap == b""
-        file_from = unit.commit_log_offset - unit.commit_log_offset % ERIC_COMMITLOG_FILE_SIZE
+        file_from = unit.commitlog_offset - unit.commitlog_offset % ERIC_COMMITLOG_FILE_SIZE
         data = (commitlog_dir / segnames.rocketmq_file_name(file_from)).read_bytes()
-        record = decode_message(data, unit.commit_log_offset - file_from)
+        record = decode_message(data, unit.commitlog_offset - file_from)
         assert record.total_size == unit.size == 172
         assert record.queue_offset == q
-        assert record.physical_offset == unit.commit_log_offset
+        assert record.physical_offset == unit.commitlog_offset
         assert record.store_timestamp == ext.msg_store_time
     first = decode_cq_ext_unit((ext_dir / "00000000000000000000").read_bytes(), 0)
     assert first == CqExtUnit(2567159, 1532257321553, b"")

@@ -73,7 +73,7 @@ def test_safe_policy_deletes_expired_commitlog_then_cq_and_index(tmp_path):
     store = rmq.open_store(tmp_path)
     for topic, qid in store.queues():
         cq = store.cq_segments(topic, qid)
-        expected = [f"consumequeue/{topic}/{qid}/{s.name}" for s in cq[:-1] if rmq.read_cq_unit(store, topic, qid, (s.base + s.size) // 20 - 1).unit.commit_log_offset < new_min]
+        expected = [f"consumequeue/{topic}/{qid}/{s.name}" for s in cq[:-1] if rmq.read_cq_unit(store, topic, qid, (s.base + s.size) // 20 - 1).unit.commitlog_offset < new_min]
         assert [p for p in removed(plan) if p.startswith(f"consumequeue/{topic}/{qid}/")] == expected
     apply_plan(plan, command="clean")
     report = validate_rocketmq(tmp_path, ValidateOptions())
@@ -147,7 +147,7 @@ def test_protect_unconsumed(tmp_path):
     unit = rmq.read_cq_unit(store, "T", 0, 10)
     (tmp_path / "config" / "consumerOffset.json").write_text(encode_fastjson({"offsetTable": {"T@g": {0: 10, 1: 60}}}))
     plan = plan_clean_rocketmq(tmp_path, CleanOptions(protect_unconsumed=True), now_ms=NOW_MS, probe=low_disk)
-    kept_from = next(s for s in segs if s.base <= unit.unit.commit_log_offset < s.base + s.size)
+    kept_from = next(s for s in segs if s.base <= unit.unit.commitlog_offset < s.base + s.size)
     assert [p for p in removed(plan) if p.startswith("commitlog/")] == [f"commitlog/{s.name}" for s in segs if s.base < kept_from.base]
     assert any("g (T/0)" in n for n in plan.notes)
     # the default keeps them too; --allow-unconsumed deletes them and names the group in the plan
