@@ -51,10 +51,7 @@ WALKERS = frozenset(
 )
 
 #: Modules of ops/, cli/ and pipeline/ that walk log bytes today, and with what.
-WALKING_TODAY: dict[str, frozenset[str]] = {
-    "pipeline/sources/commitlog.py": frozenset({"find_next_record", "walk_columns", "walk_commitlog"}),
-    "pipeline/walk.py": frozenset({"CommitLogFileWalk", "find_next_record"}),
-}
+WALKING_TODAY: dict[str, frozenset[str]] = {}
 
 
 def _consumer_modules() -> list[Path]:

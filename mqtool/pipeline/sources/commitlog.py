@@ -1,13 +1,16 @@
 """The ``rocketmq_commitlog`` source: CommitLog message records, one row each.
 
 A CommitLog file is planned as byte ranges of ``splitSize`` (``plan_commitlog``); a range owns the
-records that start in it (``pipeline.walk.walk_commitlog``: the first sync point at or after its
-start, up to the first at or after its stop).  A range is read column-wise where it is healthy:
-``formats.rocketmq.columns.walk_columns`` frames a stretch of records into numpy columns and
-``_column_batch`` builds their Arrow arrays in bulk; where that fast walk stops (a record that
-is not healthy, a properties map that is not its list of pairs, the end of the data), the
-per-record walk ``walk_commitlog`` goes on, so problem, damaged and end rows (``withProblems``)
-are exactly its own, and the fast walk takes over again at the next sync point.  Each row holds
+records that start in it (the first sync point at or after its start, up to the first at or
+after its stop).  The reading of a range is the store model's (``store.model.commitlog_range``:
+upstream ``CommitLog.checkMessageAndReturnSize`` per record, a torn tail where
+``CommitLog.recoverAbnormally`` stops); this source only turns its events into rows.  A range
+is read column-wise where it is healthy: the model's ``column_pieces`` frames a stretch of
+records into numpy columns and ``_column_batch`` builds their Arrow arrays in bulk; where that
+fast reading stops (a record that is not healthy, a properties map that is not its list of
+pairs, the end of the data), the per-record reading ``read_commitlog_range`` goes on, so
+problem, damaged and end rows (``withProblems``) are exactly its own, and the fast reading takes
+over again at the next sync point.  Each row holds
 ``mqtool dump commitlog --jsonl``'s fields plus ``tags_code`` (what ``ConsumeQueue`` stores,
 upstream ``CommitLog.checkMessageAndReturnSize``'s tagsCode) and, with ``withKeyHashes``, the
 IndexFile hashes of the record's keys (upstream ``IndexService.buildKey`` / ``IndexFile.indexKeyHashMethod``).
@@ -58,10 +61,8 @@ from mqtool.pipeline.sources.common import (
     with_findings,
 )
 from mqtool.pipeline.sources.schema import _BIN, _STR, BATCH_ROWS, PROBLEM_COLUMNS
-from mqtool.pipeline.walk import Problem, walk_commitlog
 from mqtool.store import rocketmq as rmq
-from mqtool.store.files import piece_size
-from mqtool.store.rocketmq import MAX_RECORD_SIZE, find_next_record
+from mqtool.store.model.commitlog_range import Problem, column_pieces, range_start, read_commitlog_range
 from mqtool.store.writer import cq_tags_code
 
 
@@ -213,7 +214,7 @@ _RECORD_KIND: tuple[object, ...] = ("record",) + (None,) * (len(PROBLEM_COLUMNS)
 
 
 def _precise_row(part: FilePart, opts: ReadOptions, kind: str, pos: int, item: object, finding: str | None = None) -> Row | None:
-    """The row of one item of ``walk_commitlog`` (None: none, a record of another topic or a
+    """The row of one item of ``read_commitlog_range`` (None: none, a record of another topic or a
     problem without ``withProblems``): a tuple in schema order for a record, else a dict.
     ``finding``: the code a record kept despite its damage carries (its ``finding`` column)."""
     if kind == "record":
@@ -238,11 +239,11 @@ def _precise_row(part: FilePart, opts: ReadOptions, kind: str, pos: int, item: o
 
 
 def read_commitlog_records(part: FilePart, opts: ReadOptions, schema: pa.Schema) -> Iterator[pa.RecordBatch]:
-    """The per-record reading of a partition: every item of ``walk_commitlog`` decoded and turned
+    """The per-record reading of a partition: every item of ``read_commitlog_range`` decoded and turned
     into a row on its own (what :func:`read_commitlog` falls back to where the fast walk stops)."""
     out = Batches(schema)
     with fs.open_file(part.path) as f:
-        walk = walk_commitlog(f, part.base, part.start, part.stop, part.meta.get("is_last", False), part.meta.get("file_size"))
+        walk = read_commitlog_range(f, part.base, part.start, part.stop, part.meta.get("is_last", False), part.meta.get("file_size"))
         for kind, pos, item, finding in with_findings(walk):
             batch = add_row(out, _precise_row(part, opts, kind, pos, item, finding))
             if batch is not None:
@@ -252,7 +253,7 @@ def read_commitlog_records(part: FilePart, opts: ReadOptions, schema: pa.Schema)
         yield last
 
 
-# The column-wise reading: healthy stretches framed by ``walk_columns`` into numpy columns and
+# The column-wise reading: healthy stretches framed by ``column_pieces`` into numpy columns and
 # built into Arrow arrays in bulk; the per-record path takes over wherever the fast walk stops.
 
 _MAGIC_TEXTS = pa.array([_MAGIC_TEXT[MAGIC_V1], _MAGIC_TEXT[MAGIC_V2]])
@@ -262,8 +263,6 @@ _COMPRESSION_TEXTS = pa.array([COMPRESSION_TYPES.get(i, "UNKNOWN") for i in rang
 #: many records (doubling on each such refusal, up to the cap) before the fast walk tries again.
 _PRECISE_RECORDS = 64
 _PRECISE_RECORDS_CAP = 1 << 20
-#: Bytes a fast stretch reads past its range's stop (a longer record there is read whole next).
-_PAST_STOP = 64 << 10
 
 
 def _spans(type_: pa.DataType, spans: column_ops.Spans) -> pa.Array:
@@ -345,19 +344,17 @@ class _FastEnd:
 
 
 def _fast_stretch(f: AnyFile, part: FilePart, opts: ReadOptions, schema: pa.Schema, pos: int, is_last: bool) -> Generator[pa.RecordBatch, None, _FastEnd]:
-    """Batches of the healthy records from the record at ``pos`` on, chunk by chunk, as long as
-    the fast walk frames them (chunks continue exactly as ``walk_commitlog``'s do)."""
+    """Batches of the healthy records from the record at ``pos`` on, piece by piece, as long as
+    the store model's fast reading (``column_pieces``) frames them."""
     last: int | None = None
-    want = 0
-    piece = piece_size()
+    pieces = column_pieces(f, part.base, pos, part.stop, key_hashes=opts.with_key_hashes)
     while True:
-        # up to a piece, no further past the range's stop than a record needs to be seen whole
-        data = f.pread(pos, want or min(piece, max(part.stop - pos, 0) + _PAST_STOP))
-        want = 0
-        walk = rcols.walk_columns(data, part.base + pos, key_hashes=opts.with_key_hashes)
+        try:
+            piece = next(pieces)
+        except StopIteration as stopped:
+            return _FastEnd(False, last, stopped.value)
+        pos, data, walk, count, done = piece.position, piece.data, piece.walk, piece.count, piece.done
         cols = walk.columns
-        count = int(np.searchsorted(cols.position, part.stop - pos))  # the records before the range's stop
-        done = count < len(cols)
         refused: int | None = None
         if count:
             wanted = np.arange(count)
@@ -381,30 +378,24 @@ def _fast_stretch(f: AnyFile, part: FilePart, opts: ReadOptions, schema: pa.Sche
             return _FastEnd(True, last, pos + int(cols.position[count]))
         if refused is not None:
             return _FastEnd(False, last, refused)
-        stop = walk.stop
-        if rmq.piece_goes_on(stop.kind, stop.position, len(data), pos + len(data) < f.size) and not (stop.kind == "partial" and stop.length > MAX_RECORD_SIZE):
-            if stop.kind == "partial" and stop.position == 0:
-                want = max(stop.length, piece)
-            pos += stop.position
-            continue
-        return _FastEnd(False, last, pos + stop.position)
 
 
 def read_commitlog(part: FilePart, opts: ReadOptions, schema: pa.Schema) -> Iterator[pa.RecordBatch]:
     """The rows of a partition: the rows of :func:`read_commitlog_records`, built column-wise.
 
-    Healthy records are framed by ``walk_columns`` and turned into Arrow arrays in bulk; where
-    the fast walk stops (a record that is not healthy, a properties map that is not its list of
-    pairs, the end of the data) ``walk_commitlog`` goes on from the stretch's last record, so
-    problem, damaged and end rows are exactly its own, and the fast walk takes over again at the
-    next record that is a sync point past the place it stopped.  ``walk_commitlog`` started at a
-    record reads from there exactly as it does after reaching that record (its chunks start on
-    records; a sync point is where ``find_next_record`` finds one)."""
+    Healthy records are framed by the store model's ``column_pieces`` and turned into Arrow
+    arrays in bulk; where the fast reading stops (a record that is not healthy, a properties map
+    that is not its list of pairs, the end of the data) ``read_commitlog_range`` goes on from the
+    stretch's last record, so problem, damaged and end rows are exactly its own, and the fast
+    reading takes over again at the next record that is a sync point past the place it stopped.
+    ``read_commitlog_range`` started at a record reads from there exactly as it does after
+    reaching that record (its pieces start on records; a sync point is where ``range_start``
+    finds one)."""
     out = Batches(schema)
     is_last = part.meta.get("is_last", False)
     file_size = part.meta.get("file_size")
     with fs.open_file(part.path) as f:
-        pos = find_next_record(f, part.base, part.start) if part.start else 0  # type: ignore[arg-type]  # reads like ReadOnlyFile
+        pos = range_start(f, part.base, part.start)
         precise_records = 0
         while pos is not None:
             end = yield from _fast_stretch(f, part, opts, schema, pos, is_last)
@@ -414,7 +405,7 @@ def read_commitlog(part: FilePart, opts: ReadOptions, schema: pa.Schema) -> Iter
             restart = end.last if end.last is not None else pos
             pos = None
             seen = 0
-            for kind, at, item, finding in with_findings(walk_commitlog(f, part.base, restart, part.stop, is_last, file_size)):
+            for kind, at, item, finding in with_findings(read_commitlog_range(f, part.base, restart, part.stop, is_last, file_size)):
                 if kind == "record":
                     if at == end.last:  # the fast stretch's row
                         continue
