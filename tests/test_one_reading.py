@@ -1,12 +1,10 @@
-"""One reading of the store: which modules outside the store model still walk log bytes themselves.
+"""One reading of the store: no module outside the store model walks log bytes itself.
 
 The design says one walker per file family, in the store model, reads a log file and judges its
 bytes; commands (``ops/``, ``cli/``) and Spark sources (``pipeline/``) take their answer from it.
 This test finds, by walking every module's AST, the ones that call a record walker, a framing
-or decoding function of a log file, or a store walk that yields raw records, and holds them to
-``WALKING_TODAY``: the debt issue 27 pays off.  It fails when a module not listed starts walking
-log bytes, when a listed module uses a walker it did not use, and when a listed entry is stale
-(the module stopped: remove it from the list, so the list only shrinks).
+or decoding function of a log file, or a store walk that yields raw records, and fails on any
+(issue 27 paid off the list of modules that still did, ``WALKING_TODAY``, down to none).
 """
 
 from __future__ import annotations
@@ -50,10 +48,6 @@ WALKERS = frozenset(
     }
 )
 
-#: Modules of ops/, cli/ and pipeline/ that walk log bytes today, and with what.
-WALKING_TODAY: dict[str, frozenset[str]] = {}
-
-
 def _consumer_modules() -> list[Path]:
     return [p for layer in ("ops", "cli", "pipeline") for p in sorted((PACKAGE / layer).rglob("*.py"))]
 
@@ -71,19 +65,10 @@ def _walkers_used(path: Path) -> frozenset[str]:
 
 
 @pytest.mark.parametrize("path", _consumer_modules(), ids=lambda p: str(p.relative_to(PACKAGE)))
-def test_no_new_consumer_walks_log_bytes(path: Path) -> None:
+def test_no_consumer_walks_log_bytes(path: Path) -> None:
     rel = str(path.relative_to(PACKAGE))
     used = _walkers_used(path)
-    allowed = WALKING_TODAY.get(rel, frozenset())
-    assert used <= allowed, f"{rel} walks log bytes itself with {sorted(used - allowed)}: take the answer from the store model's walker"
-
-
-@pytest.mark.parametrize("rel", sorted(WALKING_TODAY))
-def test_the_list_of_walking_consumers_only_shrinks(rel: str) -> None:
-    path = PACKAGE / rel
-    used = _walkers_used(path) if path.exists() else frozenset()
-    stale = WALKING_TODAY[rel] - used
-    assert not stale, f"{rel} no longer uses {sorted(stale)}: remove it from WALKING_TODAY"
+    assert not used, f"{rel} walks log bytes itself with {sorted(used)}: take the answer from the store model's walker"
 
 
 def test_the_store_model_holds_the_walkers() -> None:

@@ -4,7 +4,8 @@ rows a walk's problems and ends become.
 ``parse_options`` reads the options of ``spark.read.format(NAME)`` (documented in
 ``mqtool.pipeline.sources``) into a ``ReadOptions``; a planner turns them into ``FilePart``
 partitions (a byte range of one file, or a group of files), and a reader turns one partition into
-Arrow record batches through ``Batches``.  A walk (``pipeline.walk``) yields ``("record", ...)``,
+Arrow record batches through ``Batches``.  The store model's range reading of a file
+(``store.model.commitlog_range``, ``store.model.framed``; types named in ``pipeline.walk``) yields ``("record", ...)``,
 ``("problem", ...)`` and ``("end", ...)`` items: ``with_findings`` pairs each record with the code
 of the problem it was kept despite (a frame that holds around a failed checksum), and
 ``problem_row`` / ``end_row`` are the rows ``withProblems`` adds for the others.
