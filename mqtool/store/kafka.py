@@ -805,6 +805,21 @@ def _slot(f: ReadOnlyFile, number: int, size: int) -> bytes:
     return f.pread(number * size, size)
 
 
+def index_log_positions(path: Path, limit: int) -> list[int]:
+    """The ``.log`` positions of the first ``limit`` entries of the offset index at ``path``, up to
+    the first that does not go forward (the written entries are strictly increasing)."""
+    with ReadOnlyFile(path) as f:
+        count = min(index_entry_count(f, kidx.OFFSET_ENTRY_SIZE), limit)
+        data = f.pread(0, count * kidx.OFFSET_ENTRY_SIZE)
+    positions: list[int] = []
+    for i in range(0, len(data) - len(data) % kidx.OFFSET_ENTRY_SIZE, kidx.OFFSET_ENTRY_SIZE):
+        position = kidx.peek_log_position(data, i)
+        if position <= (positions[-1] if positions else 0):
+            break
+        positions.append(position)
+    return positions
+
+
 def index_entry_count(f: ReadOnlyFile, entry_size: int) -> int:
     """Entries before the zero tail (binary search with ``pread``; ``index.index_entry_count``'s rule)."""
     total = f.size // entry_size

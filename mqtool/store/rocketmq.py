@@ -13,9 +13,11 @@ import os
 import re
 import stat
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, Protocol
 
 from mqtool.errors import CorruptDataError, MqError, StoreLayoutError, TruncatedDataError
 from mqtool.findings.code_ids import RMQ_CL_BODY_CRC, RMQ_CL_ENCODING, RMQ_CL_MAGIC, RMQ_CL_SIZE, RMQ_CL_TRUNCATED
@@ -687,6 +689,19 @@ class QueueWalk:
                 return
 
 
+def last_cq_unit(seg: Segment) -> cqf.CqUnit | None:
+    """The unit at ``fileSize - 20`` of a ConsumeQueue file (what upstream
+    ``MappedFileQueue.deleteExpiredFileByOffset`` reads of each file); None when the file holds
+    none or it cannot be read."""
+    if seg.size < cqf.CQ_UNIT_SIZE:
+        return None
+    try:
+        with ReadOnlyFile(seg.path) as f:
+            return cqf.decode_cq_unit(f.pread(seg.size - cqf.CQ_UNIT_SIZE, cqf.CQ_UNIT_SIZE))
+    except MqError:
+        return None
+
+
 def read_cq_unit(store: RocketMQStore, topic: str, queue_id: int, queue_offset: int) -> QueueUnit | None:
     """The unit for ``queue_offset`` (None when the queue has no such unit or it is not valid)."""
     segments = store.cq_segments(topic, queue_id)
@@ -940,20 +955,38 @@ def find_next_record(f: ReadOnlyFile, base: int, start: int) -> int | None:
     return None
 
 
-def last_data_index(segments: list[Segment]) -> int:
+class ListedFile(Protocol):
+    """A file of a directory listing: a local :class:`Segment`, or a Spark source's entry."""
+
+    @property
+    def path(self) -> str | Path: ...
+
+    @property
+    def size(self) -> int: ...
+
+
+def last_data_index(segments: Sequence[ListedFile], open_file: Callable[[Any], AbstractContextManager[Readable]] | None = None) -> int:
     """Index of the last CommitLog file whose first record header is not zeros (-1: none): the
-    active file; files after it are pre-allocated."""
+    active file; files after it are pre-allocated.  ``open_file`` opens a segment's ``path``
+    (default: a local :class:`ReadOnlyFile`; the Spark sources pass their file system's)."""
+    opener: Callable[[Any], AbstractContextManager[Readable]] = open_file or ReadOnlyFile
     for i in range(len(segments) - 1, -1, -1):
         seg = segments[i]
         if seg.size == 0:
             continue
         try:
-            with ReadOnlyFile(seg.path) as f:
+            with opener(seg.path) as f:
                 if f.pread(0, 8).strip(b"\x00"):
                     return i
         except MqError:
             return i
     return -1
+
+
+def blank_at(f: Readable, position: int) -> bool:
+    """Whether an END_OF_FILE record (MAGICCODE ``BLANK_MAGIC``) starts at ``position`` of ``f``."""
+    head = f.pread(position, JUDGED_HEADER)
+    return len(head) == JUDGED_HEADER and peek_record(head)[1] == BLANK_MAGIC
 
 
 # --- classifying a broken record (validate and the Spark pipeline) ---------------------------

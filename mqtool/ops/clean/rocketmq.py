@@ -23,7 +23,6 @@ from mqtool.formats.rocketmq import consume_queue as cqf
 from mqtool.ops.clean import HOUR_MS, DiskProbe, statvfs_usage
 from mqtool.ops.recover import RecoverPlan, Step, observe, relative
 from mqtool.store import rocketmq as rmq
-from mqtool.store.files import ReadOnlyFile
 from mqtool.store.model import consumers as model_consumers
 
 
@@ -209,14 +208,8 @@ def plan_clean_rocketmq(path: str | Path, options: CleanOptions = CleanOptions()
 
 def _last_unit_offset(seg: rmq.Segment) -> int | None:
     """commitLogOffset of the unit at ``fileSize - 20`` (what ``deleteExpiredFileByOffset`` reads)."""
-    if seg.size < cqf.CQ_UNIT_SIZE:
-        return None
-    try:
-        with ReadOnlyFile(seg.path) as f:
-            unit = cqf.decode_cq_unit(f.pread(seg.size - cqf.CQ_UNIT_SIZE, cqf.CQ_UNIT_SIZE))
-    except MqError:
-        return None
-    return unit.commitlog_offset
+    unit = rmq.last_cq_unit(seg)
+    return unit.commitlog_offset if unit is not None else None
 
 
 def _unconsumed_boundary(store: rmq.RocketMQStore) -> tuple[int | None, list[tuple[str, str, int, int]]]:

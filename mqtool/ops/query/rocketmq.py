@@ -175,9 +175,7 @@ def _read_hit(reader: rmq.CommitLogReader, offset: int, via: str, result: QueryR
         record, said = kept
     else:
         if rmq.has_record_findings(record, offset):  # what validate says of the record itself
-            with ReadOnlyFile(seg.path) as f:
-                raw = f.pread(pos, record.total_size)
-            said = model.record_findings(str(seg.path), seg.base, pos, record, raw)
+            said = model.record_findings_in(seg.path, seg.base, pos, record)
     for finding in said:
         if finding not in result.findings:
             result.findings.append(finding)

@@ -181,15 +181,7 @@ def _infer_interval(segs: list[_LiveSeg]) -> int:
         if p is None or looked >= 3:
             continue
         try:
-            with ReadOnlyFile(p) as f:
-                count = min(ks.index_entry_count(f, kidx.OFFSET_ENTRY_SIZE), INFER_ENTRIES)
-                data = f.pread(0, count * kidx.OFFSET_ENTRY_SIZE)
-            positions: list[int] = []
-            for i in range(0, len(data) - len(data) % 8, 8):
-                position = kidx.peek_log_position(data, i)
-                if position <= (positions[-1] if positions else 0):
-                    break
-                positions.append(position)
+            positions = ks.index_log_positions(p, INFER_ENTRIES)
             if not positions:
                 continue
             looked += 1

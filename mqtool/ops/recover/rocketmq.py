@@ -74,6 +74,7 @@ from mqtool.formats.rocketmq.properties import split_keys
 from mqtool.ops.recover import ApplyContext, ApplyResult, RecoverPlan, Step, apply_plan, observe, relative, resolve
 from mqtool.store import rocketmq as rmq
 from mqtool.store.files import ReadOnlyFile, nonzero_extent, read_small_file
+from mqtool.store.model import consume_queue as model_cq
 from mqtool.store.model import queue_offsets
 from mqtool.store.model import rocketmq as model
 from mqtool.store.model import rocketmq_broker as brokers
@@ -283,8 +284,7 @@ class _Window:
         file_size = self.store.commitlog_file_size
         # bytes past the configured file size go with the excess (``_plan_commitlog_sizes``)
         limit = file_size if file_size and seg.size > file_size and valid_end <= file_size else seg.size
-        walk_blank = valid_end < f.size and f.pread(valid_end + 4, 4) == (0xCBD43194).to_bytes(4, "big")
-        if walk_blank:
+        if valid_end < f.size and rmq.blank_at(f, valid_end):
             return
         extent = tails[valid_end] if valid_end in tails else nonzero_extent(f, valid_end)
         if extent is None:
@@ -836,28 +836,22 @@ def _plan_queues(
                 plan.add(Step("delete", relative(root, seg.path), "zero-length ConsumeQueue file", expect=observe(seg.path)))
                 continue
             with ReadOnlyFile(seg.path) as f:
-                data = f.read_all()
+                read = model_cq.read_cq_recovery(f, seg.base, process_offset)
             if ended:
-                if data.strip(b"\x00"):
+                if read.nonzero:
                     plan.add(Step("delete", relative(root, seg.path), f"ConsumeQueue file after the end of {topic}/{qid}", expect=observe(seg.path)))
                 else:
                     plan.add(Step("delete", relative(root, seg.path), f"empty ConsumeQueue file after the end of {topic}/{qid}", expect=observe(seg.path)))
                 continue
-            walker = cqf.CqWalker(data)
-            cut_at = None
-            for pos, unit in walker:
-                if not unit.is_filler and unit.commitlog_offset + unit.size > process_offset:
-                    cut_at = pos
-                    break
-                state.max_offset = cqf.cq_queue_offset(seg.base, pos + cqf.CQ_UNIT_SIZE)
-                if not unit.is_filler:
-                    state.max_physic_offset = unit.commitlog_offset
+            if read.max_offset is not None:
+                state.max_offset = read.max_offset
+            if read.max_physic_offset is not None:
+                state.max_physic_offset = read.max_physic_offset
+            cut_at = read.cut_at
             if cut_at is None:
-                assert walker.end is not None
-                if walker.end.kind == "eof":
-                    _plan_extend(root, plan, seg, state.file_size, topic, qid)
-                    continue
-                cut_at = walker.end.position
+                _plan_extend(root, plan, seg, state.file_size, topic, qid)
+                continue
+            if read.cause == "invalid":
                 reason = f"bytes after the end of {topic}/{qid} (an invalid unit or stale data)"
             elif cut_at == 0:
                 # truncateDirtyLogicFiles deletes a file whose first unit is at or past the end
@@ -868,9 +862,8 @@ def _plan_queues(
             else:
                 reason = f"units of {topic}/{qid} pointing at or past the CommitLog valid end {process_offset}"
             ended = True
-            rest = data[cut_at:]
-            if rest.strip(b"\x00"):
-                length = len(rest.rstrip(b"\x00"))
+            if read.tail_length:
+                length = read.tail_length
                 plan.add(Step("cut", relative(root, seg.path), reason, position=cut_at, length=length, expect=observe(seg.path, cut_at, length)))
             _plan_extend(root, plan, seg, state.file_size, topic, qid)  # after the cut: it expects the size the cut keeps
     return queues

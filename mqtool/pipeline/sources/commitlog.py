@@ -28,7 +28,7 @@ from typing import cast
 import numpy as np
 import pyarrow as pa
 
-from mqtool.errors import MqError, StoreLayoutError, hexint
+from mqtool.errors import StoreLayoutError, hexint
 from mqtool.formats import column_ops
 from mqtool.formats import segment_names as segnames
 from mqtool.formats.rocketmq import columns as rcols
@@ -94,17 +94,9 @@ def segment_base(entry: fs.Entry) -> int:
 
 
 def last_data_index(segs: list[fs.Entry]) -> int:
-    """The last file whose first record header is not zeros (validate's "last file")."""
-    for i in range(len(segs) - 1, -1, -1):
-        if segs[i].size == 0:
-            continue
-        try:
-            with fs.open_file(segs[i].path) as f:
-                if f.pread(0, 8).strip(b"\x00"):
-                    return i
-        except MqError:
-            return i
-    return -1
+    """The last file whose first record header is not zeros (validate's "last file": the store's
+    ``last_data_index``, through the source's file system)."""
+    return rmq.last_data_index(segs, open_file=fs.open_file)
 
 
 def commitlog_file_size(segs: list[fs.Entry]) -> int | None:

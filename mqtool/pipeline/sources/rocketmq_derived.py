@@ -23,11 +23,12 @@ from mqtool.errors import MqError, StoreLayoutError
 from mqtool.formats import segment_names as segnames
 from mqtool.formats.rocketmq import consume_queue as cqf
 from mqtool.formats.rocketmq import index_file as idxf
-from mqtool.formats.rocketmq import unit_columns
 from mqtool.pipeline import files as fs
 from mqtool.pipeline.sources.commitlog import rmq_root_dir
 from mqtool.pipeline.sources.common import FilePart, ReadOptions, constant, roots
 from mqtool.pipeline.sources.schema import BATCH_ROWS, ROW_EQUIVALENT_BYTES
+from mqtool.store.model import consume_queue as model_cq
+from mqtool.store.model import index as model_idx
 
 #: One queue of a ConsumeQueue partition: topic, queue id, ``(path, base, size)`` of its files,
 #: its ``consumequeue_ext`` directory (None: none).
@@ -190,13 +191,11 @@ def read_consumequeue(part: FilePart, opts: ReadOptions, schema: pa.Schema) -> I
             if size == 0:
                 continue
             with fs.open_file(path) as f:
-                data = f.read_all()
-            units = unit_columns.cq_units(data)
-            ends = np.flatnonzero((units["offset"] < 0) | (units["size"] <= 0))
-            kept = int(ends[0]) if len(ends) else len(units)
+                read = model_cq.read_cq_file(f)
+            units, kept = read.units, len(read.units)
             for first in range(0, kept, BATCH_ROWS):
                 yield _cq_batch(part, schema, topic, qid, path, base, first * cqf.CQ_UNIT_SIZE, units[first : min(first + BATCH_ROWS, kept)], ext)
-            if kept < len(units) or len(data) % cqf.CQ_UNIT_SIZE:
+            if read.queue_ends:
                 break  # the queue ends in this file
 
 
@@ -222,8 +221,7 @@ def plan_index(opts: ReadOptions) -> list[FilePart]:
         for entry in index_files(root):
             with fs.open_file(entry.path) as f:
                 try:
-                    header = idxf.decode_index_header(f.pread(0, idxf.INDEX_HEADER_SIZE))
-                    geo = idxf.detect_index_geometry(f.pread, f.size)  # what validate/query read (IndexFileView)
+                    header, geo = model_idx.read_layout(f)  # what validate/query read (IndexFileView)
                 except MqError:
                     continue  # not an IndexFile (validate reports RMQ-IDX-GEOMETRY)
             count = min(header.effective_index_count, geo.index_num)
@@ -252,7 +250,7 @@ def read_index(part: FilePart, opts: ReadOptions, schema: pa.Schema) -> Iterator
     with fs.open_file(part.path) as f:
         for first in range(part.start, part.stop, BATCH_ROWS):
             stop = min(first + BATCH_ROWS, part.stop)
-            entries = unit_columns.index_entries(f.pread(entries_at + first * size, (stop - first) * size))
+            entries = model_idx.read_entry_columns(f, entries_at, first, stop)
             count = len(entries)
             number = np.arange(first, first + count, dtype=np.int64)
             key_hash = entries["key_hash"].astype(np.int32)

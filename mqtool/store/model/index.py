@@ -14,7 +14,9 @@ the chains one by one to name each finding.
 back and checks them one by one.
 
 :func:`read_entries` is the reading of an IndexFile's written entries, in write order, that
-commands (``dump index``) consume instead of decoding the entries themselves.
+commands (``dump index``) consume instead of decoding the entries themselves;
+:func:`read_layout` and :func:`read_entry_columns` read any ``Readable`` (the Spark source's
+files too): the header and geometry, and a range of entries as columns.
 """
 
 from __future__ import annotations
@@ -23,9 +25,11 @@ from collections.abc import Iterator
 
 import numpy as np
 
+from mqtool.formats.rocketmq import index_file as idxf
 from mqtool.formats.rocketmq.index_file import IndexEntry, iter_entries
 from mqtool.formats.rocketmq.unit_columns import index_entries, index_slots
 from mqtool.store import rocketmq as rmq
+from mqtool.store.files import Readable
 from mqtool.store.model.commitlog import KeyTables
 
 #: Entries per numpy step (20 bytes each: 5 MiB of entries).
@@ -142,3 +146,17 @@ def unverified_entries(
         out.extend((start + np.flatnonzero(~ok)).tolist())
         view.release(geo.entry_position(start), geo.entry_position(end))
     return out
+
+
+def read_layout(f: Readable) -> tuple[idxf.IndexHeader, idxf.IndexGeometry]:
+    """The header of the IndexFile ``f`` and its geometry (hash slots, entries), read from its own
+    bytes as validate and query read them; raises ``MqError`` when it is not an IndexFile."""
+    header = idxf.decode_index_header(f.pread(0, idxf.INDEX_HEADER_SIZE))
+    return header, idxf.detect_index_geometry(f.pread, f.size)
+
+
+def read_entry_columns(f: Readable, entries_position: int, first: int, stop: int) -> np.ndarray:
+    """Entries ``first .. stop`` of the IndexFile ``f`` (entries from ``entries_position``) as
+    ``index_entries`` columns."""
+    size = idxf.INDEX_ENTRY_SIZE
+    return index_entries(f.pread(entries_position + first * size, (stop - first) * size))

@@ -506,6 +506,14 @@ def shutdown_findings(store: rmq.RocketMQStore, *, max_store_ts: int, index_end_
     return out
 
 
+def record_findings_in(path: Path, base: int, pos: int, rec: MessageRecord) -> list[Finding]:
+    """:func:`record_findings` of the record ``rec`` decoded at ``pos`` of the file ``path``
+    (named ``base``), its bytes read from the file."""
+    with ReadOnlyFile(path) as f:
+        raw = f.pread(pos, rec.total_size)
+    return record_findings(str(path), base, pos, rec, raw)
+
+
 def record_findings(path: str, base: int, pos: int, rec: MessageRecord, raw: Buffer, *, check_properties: bool = True) -> list[Finding]:
     """What validate says about one record that decodes, at position ``pos`` of the file named
     ``base`` (``raw``: its bytes): a PHYSICALOFFSET that is not its address (RMQ-CL-PHYS-OFFSET),

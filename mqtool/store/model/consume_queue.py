@@ -1,0 +1,94 @@
+"""The reading of one RocketMQ ConsumeQueue file as columns, for readers that list its units.
+
+A ConsumeQueue file is a run of 20-byte units (commitLogOffset, size, tagsCode; upstream
+``ConsumeQueue``).  The broker's reading of a queue stops at the first slot that is not a unit
+(``ConsumeQueue.recover`` keeps units while ``offset >= 0 && size > 0``); the queue's data ends
+there, in this file, and later files hold nothing of it.  :func:`read_cq_file` reads a file in
+one piece (the files are 6 MB by default) and gives its units up to that point, and whether the
+queue ends in it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from mqtool.errors import StoreLayoutError
+from mqtool.formats.rocketmq import consume_queue as cqf
+from mqtool.store.files import Readable
+
+if TYPE_CHECKING:
+    import numpy as np
+
+
+@dataclass(frozen=True)
+class CqFileUnits:
+    """The units of one ConsumeQueue file before its data ends (``cq_units`` columns), and
+    whether the queue's data ends in this file (a slot that is not a unit, or a partial unit)."""
+
+    units: np.ndarray
+    queue_ends: bool
+
+
+def read_cq_file(f: Readable, *, limit: int = 64 << 20) -> CqFileUnits:
+    """The units of the ConsumeQueue file ``f``; a file over ``limit`` bytes is refused (no
+    ConsumeQueue is that big: 300,000 units make 6 MB)."""
+    if f.size > limit:
+        raise StoreLayoutError("file too large to read at once", path=f.path, expected=f"at most {limit} bytes", found=f"{f.size} bytes")
+    import numpy as np  # here: recover's plan and info import this module without loading numpy
+
+    from mqtool.formats.rocketmq.unit_columns import cq_units
+
+    data = f.pread(0, f.size)
+    units = cq_units(data)
+    ends = np.flatnonzero((units["offset"] < 0) | (units["size"] <= 0))
+    kept = int(ends[0]) if len(ends) else len(units)
+    return CqFileUnits(units[:kept], kept < len(units) or len(data) % cqf.CQ_UNIT_SIZE != 0)
+
+
+@dataclass(frozen=True)
+class CqRecovery:
+    """One ConsumeQueue file as the broker's recovery of its queue reads it, against the CommitLog's
+    valid end (``process_offset``): upstream ``ConsumeQueue.recover`` keeps units while they are
+    units, ``ConsumeQueue.truncateDirtyLogicFiles`` cuts from the first unit that points at or past
+    the CommitLog's end (a file whose first unit does is deleted).
+
+    ``cut_at``: the file position where the queue's data ends in this file (None: every slot of
+    the file is a unit below the end); ``cause``: ``"past-end"`` (a unit at or past the CommitLog
+    end is there) or ``"invalid"`` (a slot that is not a unit: zeros or stale data);
+    ``tail_length``: the bytes from ``cut_at`` to the last non-zero byte (0: only zeros follow);
+    ``max_offset`` / ``max_physic_offset``: the queue offset after the last unit kept and the
+    CommitLog offset of the last non-filler unit kept (None when the file kept none of them);
+    ``nonzero``: whether the file holds any non-zero byte."""
+
+    cut_at: int | None
+    cause: str
+    tail_length: int
+    max_offset: int | None
+    max_physic_offset: int | None
+    nonzero: bool
+
+
+def read_cq_recovery(f: Readable, base: int, process_offset: int, *, limit: int = 64 << 20) -> CqRecovery:
+    """:class:`CqRecovery` of the ConsumeQueue file ``f`` (named ``base``)."""
+    if f.size > limit:
+        raise StoreLayoutError("file too large to read at once", path=f.path, expected=f"at most {limit} bytes", found=f"{f.size} bytes")
+    data = f.pread(0, f.size)
+    walker = cqf.CqWalker(data)
+    cut_at: int | None = None
+    max_offset: int | None = None
+    max_physic: int | None = None
+    for pos, unit in walker:
+        if not unit.is_filler and unit.commitlog_offset + unit.size > process_offset:
+            cut_at = pos
+            break
+        max_offset = cqf.cq_queue_offset(base, pos + cqf.CQ_UNIT_SIZE)
+        if not unit.is_filler:
+            max_physic = unit.commitlog_offset
+    cause = "past-end"
+    if cut_at is None:
+        assert walker.end is not None
+        if walker.end.kind != "eof":
+            cut_at, cause = walker.end.position, "invalid"
+    tail = len(data[cut_at:].rstrip(b"\x00")) if cut_at is not None else 0
+    return CqRecovery(cut_at, cause, tail, max_offset, max_physic, bool(data.strip(b"\x00")))
