@@ -42,6 +42,14 @@ WALKERS = frozenset(
         "iter_records",
         "peek_entry",
         "peek_record",
+        # the derived files' and archives' decoders (ConsumeQueue, ConsumeQueueExt, IndexFile, .meta.zip)
+        "CqWalker",
+        "cq_units",
+        "decode_cq_unit",
+        "decode_cq_ext_unit",
+        "decode_index_header",
+        "index_entries",
+        "decode_zip_archive",
         # the Spark pipeline's own walks
         "walk_commitlog",
         "walk_framed",
@@ -75,3 +83,31 @@ def test_the_store_model_holds_the_walkers() -> None:
     """The walks consumers are moved to exist in the store layer (the list is not trivially empty)."""
     store = {name for p in (PACKAGE / "store").rglob("*.py") for name in _walkers_used(p)}
     assert {"CommitLogFileWalk", "LogFileWalk", "SegmentWalk"} <= store
+
+
+#: Modules of ops/ and pipeline/ that read store bytes without judging them, and why: the only
+#: places outside store/ that call ``pread`` / ``read_all`` / ``iter_chunks``.  Everything that
+#: reads to decide what the bytes are goes through the store model.
+RAW_READERS = {
+    "ops/clean/legacy.py": "clean's archive action copies a MetaQ segment, byte for byte, into its .meta.zip",
+    "ops/recover/kafka.py": "recover compares a rebuilt index's bytes with the file on disk before replacing it",
+    "ops/diff/kafka.py": "diff compares two partitions' tail bytes",
+    "ops/diff/bytelog.py": "diff compares two logs' bytes block by block",
+    "pipeline/files.py": "the Spark sources' file system adapter (local files and pyarrow URIs) is what pread is",
+}
+
+_RAW_READS = frozenset({"pread", "read_all", "iter_chunks"})
+
+
+def _raw_reads(path: Path) -> bool:
+    tree = ast.parse(path.read_text(), filename=str(path))
+    return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in _RAW_READS for n in ast.walk(tree))
+
+
+@pytest.mark.parametrize("path", _consumer_modules(), ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_no_consumer_reads_store_bytes_to_judge_them(path: Path) -> None:
+    rel = str(path.relative_to(PACKAGE))
+    if rel in RAW_READERS:
+        assert _raw_reads(path), f"{rel} no longer reads bytes itself: remove it from RAW_READERS"
+        return
+    assert not _raw_reads(path), f"{rel} reads store bytes itself (pread/read_all/iter_chunks): take them from the store model"

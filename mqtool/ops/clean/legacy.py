@@ -45,9 +45,10 @@ from mqtool.ops.clean import HOUR_MS
 from mqtool.ops.recover import ApplyContext, RecoverPlan, Step, observe, relative, resolve
 from mqtool.store import jafka as sj
 from mqtool.store import metaq as sm
-from mqtool.store.files import CHUNK_SIZE, ReadOnlyFile
+from mqtool.store.files import CHUNK_SIZE, ReadOnlyFile, file_size
 from mqtool.store.legacy import DataDir, Partition, Segment, ZipEntryReader
 from mqtool.store.mutate import Mutator
+from mqtool.store.quarantine import region_crc
 
 if TYPE_CHECKING:
     from _typeshed import ReadableBuffer
@@ -351,16 +352,11 @@ def plan_clean_metaq(path: str | Path, options: CleanOptions = CleanOptions(), *
 
 
 def _source_crc(path: Path, size: int) -> int:
-    crc = 0
-    with ReadOnlyFile(path) as f:
-        if f.size != size:
-            raise PlanChangedError(f"{path.name} changed since the plan was made; plan again", path=path, expected=f"size {size}", found=f"size {f.size}")
-        pos = 0
-        while pos < size:
-            chunk = f.pread(pos, min(CHUNK_SIZE, size - pos))
-            crc = zlib.crc32(chunk, crc)
-            pos += len(chunk)
-    return crc & 0xFFFFFFFF
+    """CRC-32 of the segment the plan saw (the quarantine's ``region_crc``), refused when its size changed."""
+    found = file_size(path)
+    if found != size:
+        raise PlanChangedError(f"{path.name} changed since the plan was made; plan again", path=path, expected=f"size {size}", found=f"size {found}")
+    return region_crc(path, 0, size)
 
 
 def _check_zip(path: Path, entry: str, size: int, crc: int) -> None:

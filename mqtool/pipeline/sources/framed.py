@@ -17,7 +17,6 @@ from collections.abc import Callable, Iterator
 import pyarrow as pa
 
 from mqtool.errors import MqError, StoreLayoutError
-from mqtool.formats import metaq as mq
 from mqtool.formats.kafka import checkpoint_file as kcp
 from mqtool.pipeline import files as fs
 from mqtool.pipeline.files import AnyFile
@@ -31,6 +30,7 @@ from mqtool.pipeline.sources.common import (
     roots,
 )
 from mqtool.pipeline.walk import Problem
+from mqtool.store.model import legacy as model_legacy
 from mqtool.store.model.framed import RangeEnd, RangeFraming, RangeProblem, read_range
 
 #: A segment's base offset from its file name (None: not a segment of the layout).
@@ -99,35 +99,9 @@ def plan_partitioned(opts: ReadOptions, accept: Accept, splittable: Callable[[st
     return parts
 
 
-class _MemoryFile:
-    """An inflated ``.meta.zip`` segment with ``ReadOnlyFile``'s read interface."""
-
-    def __init__(self, path: str, data: bytes) -> None:
-        self.path = path
-        self.data = data
-        self.size = len(data)
-
-    def pread(self, position: int, size: int) -> bytes:
-        return self.data[position : position + max(0, size)]
-
-    def close(self) -> None:
-        self.data = b""
-
-    def __enter__(self) -> _MemoryFile:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-
-def _open_segment(path: str) -> AnyFile | _MemoryFile:
-    """A segment to read: a ``.meta.zip`` archive inflated in memory, else the file."""
-    if path.endswith(".meta.zip"):
-        with fs.open_file(path) as f:
-            raw = f.read_all(mq.MAX_SEGMENT_SIZE)
-        name = path.rstrip("/").rsplit("/", 1)[-1]
-        return _MemoryFile(path, mq.decode_zip_archive(raw, expected_name=name[: -len(".zip")]))
-    return fs.open_file(path)
+def _open_segment(path: str) -> AnyFile | model_legacy.MemoryFile:
+    """A segment to read: a ``.meta.zip`` archive inflated in memory (the store model's), else the file."""
+    return model_legacy.open_range_segment(path, fs.open_file)
 
 
 def read_framed(part: FilePart, opts: ReadOptions, schema: pa.Schema, framing: RangeFraming, rows: RowsOf) -> Iterator[pa.RecordBatch]:

@@ -109,25 +109,12 @@ def plan_consumequeue(opts: ReadOptions) -> list[FilePart]:
     return parts
 
 
-class _ExtUnits:
-    """The ConsumeQueueExt files of one queue, read a file at a time as units are looked up."""
+class _ExtUnits(model_cq.ExtUnits):
+    """The ConsumeQueueExt files of one queue (a directory of the source's file system)."""
 
     def __init__(self, directory: str) -> None:
-        self.segments = sorted(((int(e.name), e) for e in fs.listdir(directory) if not e.is_dir and segnames.ROCKETMQ_FILE_NAME.match(e.name)), key=lambda t: t[0])
-        self._cache: tuple[str, bytes] | None = None
-
-    def tags_code(self, ext_offset: int) -> int | None:
-        """The tagsCode of the ext unit at ``ext_offset`` (None: no unit there)."""
-        for base, entry in reversed(self.segments):
-            if base <= ext_offset < base + entry.size:
-                if self._cache is None or self._cache[0] != entry.path:
-                    with fs.open_file(entry.path) as f:
-                        self._cache = (entry.path, f.read_all())
-                try:
-                    return cqf.decode_cq_ext_unit(self._cache[1], ext_offset - base).tags_code
-                except MqError:
-                    return None
-        return None
+        files = [(int(e.name), e.path, e.size) for e in fs.listdir(directory) if not e.is_dir and segnames.ROCKETMQ_FILE_NAME.match(e.name)]
+        super().__init__(files, fs.open_file)
 
 
 def _cq_batch(

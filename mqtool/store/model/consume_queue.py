@@ -5,15 +5,17 @@ A ConsumeQueue file is a run of 20-byte units (commitLogOffset, size, tagsCode; 
 (``ConsumeQueue.recover`` keeps units while ``offset >= 0 && size > 0``); the queue's data ends
 there, in this file, and later files hold nothing of it.  :func:`read_cq_file` reads a file in
 one piece (the files are 6 MB by default) and gives its units up to that point, and whether the
-queue ends in it.
+queue ends in it; :func:`read_cq_recovery` reads it as recover's plan needs it (where the broker's
+recovery cuts it); :class:`ExtUnits` looks tagsCodes up in a queue's ``ConsumeQueueExt`` files.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
-from mqtool.errors import StoreLayoutError
+from mqtool.errors import MqError, StoreLayoutError
 from mqtool.formats.rocketmq import consume_queue as cqf
 from mqtool.store.files import Readable
 
@@ -92,3 +94,35 @@ def read_cq_recovery(f: Readable, base: int, process_offset: int, *, limit: int 
             cut_at, cause = walker.end.position, "invalid"
     tail = len(data[cut_at:].rstrip(b"\x00")) if cut_at is not None else 0
     return CqRecovery(cut_at, cause, tail, max_offset, max_physic, bool(data.strip(b"\x00")))
+
+
+class _ClosableFile(Readable, Protocol):
+    def close(self) -> None: ...
+
+
+class ExtUnits:
+    """The ConsumeQueueExt files of one queue (``(base, path, size)`` each; upstream
+    ``ConsumeQueueExt``), read a file at a time, whole, as units are looked up by address."""
+
+    def __init__(self, files: list[tuple[int, str, int]], open_file: Callable[[str], _ClosableFile]) -> None:
+        self.files = sorted(files)
+        self.open_file = open_file
+        self._cache: tuple[str, bytes] | None = None
+
+    def tags_code(self, ext_offset: int) -> int | None:
+        """The tagsCode of the ext unit at ``ext_offset`` (None: no unit there)."""
+        for base, path, size in reversed(self.files):
+            if base <= ext_offset < base + size:
+                if self._cache is None or self._cache[0] != path:
+                    f = self.open_file(path)
+                    try:
+                        if f.size > 64 << 20:
+                            raise StoreLayoutError("file too large to read at once", path=path, expected=f"at most {64 << 20} bytes", found=f"{f.size} bytes")
+                        self._cache = (path, f.pread(0, f.size))
+                    finally:
+                        f.close()
+                try:
+                    return cqf.decode_cq_ext_unit(self._cache[1], ext_offset - base).tags_code
+                except MqError:
+                    return None
+        return None

@@ -46,7 +46,7 @@ import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import cast
+from typing import Protocol, TypeVar, cast
 
 from mqtool.errors import ChecksumError, CorruptDataError, MqError, StoreIOError, StoreLayoutError
 from mqtool.findings import Finding
@@ -84,6 +84,13 @@ from mqtool.store.legacy import (
     zero_run,
 )
 from mqtool.store.model.framed import Adapt, RangeFraming
+
+
+class _ClosableFile(Readable, Protocol):
+    def close(self) -> None: ...
+
+
+_File = TypeVar("_File", bound=_ClosableFile)
 
 # --- phase 2: one segment file ------------------------------------------------------------------------
 
@@ -892,6 +899,43 @@ def _range_framed(framing: Framing) -> Callable[[bytes, int, MqError], tuple[obj
 def _jafka_item(item: object) -> tuple[int, object, int]:
     position, message = cast("tuple[int, jf.Message]", item)
     return position, message, message.serialized_size
+
+
+class MemoryFile:
+    """An inflated ``.meta.zip`` segment with ``ReadOnlyFile``'s read interface."""
+
+    def __init__(self, path: str, data: bytes) -> None:
+        self.path = path
+        self.data = data
+        self.size = len(data)
+
+    def pread(self, position: int, size: int) -> bytes:
+        return self.data[position : position + max(0, size)]
+
+    def close(self) -> None:
+        self.data = b""
+
+    def __enter__(self) -> MemoryFile:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def open_range_segment(path: str, open_file: Callable[[str], _File]) -> _File | MemoryFile:
+    """A segment for a range reading: a MetaQ ``.meta.zip`` archive inflated in memory (its one
+    entry, named as the archive less ``.zip``), else the file ``open_file`` opens."""
+    if not path.endswith(".meta.zip"):
+        return open_file(path)
+    f = open_file(path)
+    try:
+        if f.size > mq.MAX_SEGMENT_SIZE:
+            raise StoreLayoutError("file too large to read at once", path=path, expected=f"at most {mq.MAX_SEGMENT_SIZE} bytes", found=f"{f.size} bytes")
+        raw = f.pread(0, f.size)
+    finally:
+        f.close()
+    name = path.rstrip("/").rsplit("/", 1)[-1]
+    return MemoryFile(path, mq.decode_zip_archive(raw, expected_name=name[: -len(".zip")]))
 
 
 #: Jafka's range framing (``store.model.framed.read_range``)
