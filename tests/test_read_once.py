@@ -164,3 +164,19 @@ def test_a_read_inside_the_kept_piece_costs_no_io(tmp_path) -> None:
         assert f.pread(100, 1000) == data[100:1100]  # inside: kept
         assert f.pread(KEEP_PIECE - 10, 20) == data[KEEP_PIECE - 10 : KEEP_PIECE + 10]  # crosses its end: read
     assert reads[str(path)] == KEEP_PIECE + 20
+
+
+@pytest.mark.parametrize("extra", [(), ("--jsonl",), ("--deep", "--jsonl"), ("--records-only", "--jsonl")])
+def test_dump_kafka_log_limit_reads_what_it_shows(extra, stores) -> None:
+    """``dump kafka-log --limit 1`` reads the first records and the partition's small files, not
+    the partition: the model's reading stops where the dump does (``EntryReading.stop``), and a
+    segment's first read is small (``kafka_segment.FIRST_PIECE``)."""
+    from mqtool.store.model.kafka_segment import FIRST_PIECE
+
+    root = stores["kafka"]
+    with count_reads() as reads, contextlib.redirect_stdout(io.StringIO()) as out, contextlib.redirect_stderr(io.StringIO()):
+        code = run(["dump", "kafka-log", str(root), "--limit", "1", *extra])
+    assert code == 0 and out.getvalue().strip()
+    logs = {path: n for path, n in reads.items() if _is_log(path) and n}
+    assert len(logs) == 1 and sum(logs.values()) <= FIRST_PIECE, logs  # the first segment's first piece
+    assert sum(n for path, n in reads.items() if not _is_log(path)) <= FIXED_PER_FILE, dict(reads)

@@ -489,6 +489,10 @@ class LogFileWalk:
     ``limit`` stops the walk at that file position (``--max-bytes``): only entries that end
     within it are returned and the end is reported as ``eof`` at the last such entry.
 
+    ``first_piece``: the first read is that small, each next one twice the one before, up to
+    ``chunk`` (a reader that stops after a few entries -- ``dump --limit`` -- reads little
+    more than them); by default every read is ``chunk`` bytes.  No answer depends on either.
+
     After iteration: ``end`` is the clean end (a ``DataEnd`` in file positions: ``eof``,
     ``zeros`` -- zeros from there to the end of the file -- or ``partial``), or ``error`` is the
     ``MqError`` (located in the file) of the first broken entry, at ``failed_at``.
@@ -517,6 +521,7 @@ class LogFileWalk:
         chunk: int | None = None,
         max_entry_size: int = MAX_ENTRY_SIZE,
         keep_damaged: bool = False,
+        first_piece: int | None = None,
     ) -> None:
         self.f = f
         self.start = start
@@ -531,6 +536,7 @@ class LogFileWalk:
         self.stop = f.size if limit is None else min(limit, f.size)
         self.limited = limit is not None and limit < f.size
         self.chunk = chunk or piece_size()
+        self.first_piece = min(self.chunk, first_piece) if first_piece else self.chunk
         self.max_entry_size = max_entry_size
         self.end: DataEnd | None = None
         self.error: MqError | None = None
@@ -553,11 +559,13 @@ class LogFileWalk:
     def __iter__(self) -> Iterator[tuple[int, LogEntry]]:
         f = self.f
         base = self.start
-        want = self.chunk
+        grow = self.first_piece
+        want = grow
         stop = self.stop
         while True:
             data = f.pread(base, min(want, stop - base))
-            want = self.chunk
+            grow = min(self.chunk, 2 * grow)
+            want = grow
             self.buffer = data
             self.buffer_start = base
             resume = 0

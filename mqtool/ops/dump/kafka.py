@@ -198,11 +198,13 @@ class ModelReading:
     the dump's walk of each file (``walk``), so the rows and validate's findings on them come
     from one reading of each log byte."""
 
-    def __init__(self, store: ks.KafkaStore, within: list[str]) -> None:
+    def __init__(self, store: ks.KafkaStore, within: list[str], logs: list[str]) -> None:
         self.items = km.read_store_entries(store, km.EntryDecode("header", True), checks=log_findings.LOG)
         self.within = within
         self.found: list[Finding] = []
         self.last: km.SegmentRead | None = None
+        #: the dump's files not yet walked to their end
+        self.left = set(logs)
 
     def walk(self, log: str) -> _ScannedWalk:
         """The walk of ``log``: its entries are the next ones of the reading (the dump's files come
@@ -222,12 +224,19 @@ class ModelReading:
                 self.found.extend(item.result.findings)
                 if item.task.log == log:
                     self.last = item
+                    self.left.discard(log)
                     return
         raise AssertionError(f"{log} is not in the model's reading")  # the dump's files are the reading's
 
     def findings(self) -> list[Finding]:
-        """validate's errors and warnings on the partitions read (``findings_on_path``'s), the
-        reading read to its end first."""
+        """validate's errors and warnings on what the dump read (``findings_on_path``'s on the
+        partitions read): when the dump walked each of its files to the end, the reading read to
+        its end first (what is left: other segments' and the partitions' small files); when it
+        stopped early (``--limit``), the reading stops there too (``EntryReading.stop``: what the
+        model states about the bytes read), so a dump reads only what it shows."""
+        if self.left:
+            self.found.extend(p.finding for p in self.items.stop())
+            return log_findings.select(self.found, self.within)
         for item in self.items:
             if isinstance(item, km.Placed):
                 self.found.append(item.finding)
@@ -255,7 +264,7 @@ def model_reading(path: Path, options: LogDumpOptions, targets: list[LogTarget],
     in_order = [str(seg.log) for part in store.partitions for seg in part.log_segments() if str(seg.log) in set(wanted)]
     if in_order != wanted or not set(wanted) <= held:
         return None
-    return ModelReading(store, within)
+    return ModelReading(store, within, wanted)
 
 
 # --- what a row holds ------------------------------------------------------------------------------
@@ -544,6 +553,7 @@ class LogDump:
             yield from self._walk(target, walk, size)
             return
         run = _RunBuilder(target, opts)
+        cap = min(FIRST_RUN_RECORDS, RUN_RECORDS)
         for pos, entry in walk:
             rel = pos - walk.buffer_start
             info = batch_info(target.path, pos, entry, walk.buffer, rel, checked=opts.check_crc and pos not in walk.damaged)
@@ -554,8 +564,9 @@ class LogDump:
                 if not self._batch_in_time(info):
                     continue
                 if run.add(pos, entry, info, walk.buffer, rel):
-                    if len(run) >= RUN_RECORDS:
+                    if len(run) >= cap:
                         yield from self._take(run, target, decoder, walk)
+                        cap = min(2 * cap, RUN_RECORDS)
                     continue
             if run:
                 yield from self._take(run, target, decoder, walk)
@@ -665,6 +676,9 @@ def record_info(r: LogRecord, raw: rb.Record | None, decoder: str | None) -> Rec
 
 #: Records of a ``RecordRun`` at most (the CLI writes a run's rows as one text).
 RUN_RECORDS = 8192
+#: Records of a file's first ``RecordRun`` at most; each next run may hold twice as many, up to
+#: ``RUN_RECORDS``: a reader that stops early (``--limit``) reads little more than it shows.
+FIRST_RUN_RECORDS = 64
 _INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
 _INT32_MAX = (1 << 31) - 1
 

@@ -43,7 +43,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Generator, Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, TypeVar
@@ -776,15 +776,83 @@ def read_store(
         yield item
 
 
-def read_store_entries(store: ks.KafkaStore, decode: EntryDecode, *, checks: frozenset[str] = frozenset(FAMILIES)) -> Iterator[Item | ScannedEntry]:
+def read_store_entries(store: ks.KafkaStore, decode: EntryDecode, *, checks: frozenset[str] = frozenset(FAMILIES)) -> EntryReading:
     """``read_store``, also yielding each entry of each segment's walk as it is read
     (``ScannedEntry``, decoded as ``decode`` asks), before the segment's ``SegmentRead``: a
     consumer that builds its own answer from the entries (dump, stats) reads each byte once.
-    The tasks run here, one after the other."""
-    return _reading(store, checks, False, 1, _serial, decode)
+    The tasks run here, one after the other.  A consumer that needs no more (``dump --limit``)
+    stops the reading with ``EntryReading.stop``, which states what was read."""
+    return EntryReading(store, decode, checks)
 
 
-def _reading(store: ks.KafkaStore, checks: frozenset[str], deep: bool, jobs: int, run: Runner, entries: EntryDecode | None) -> Iterator[Item | ScannedEntry]:
+@dataclass
+class _Progress:
+    """Where ``_reading`` is, for ``EntryReading.stop``: the segment being scanned, the
+    partitions' states (the segments read so far; the checks of the first ``checked`` stated),
+    the topic configs for a gap, and whether the reading is over."""
+
+    checks: frozenset[str]
+    scan: SegmentScan | None = None
+    states: list[_PartitionState] = field(default_factory=list)
+    policies: kafka_broker.LazyPolicies | None = None
+    checked: int = 0
+    over: bool = False
+
+
+class EntryReading:
+    """``read_store_entries``' reading, item by item (``Iterator[Item | ScannedEntry]``), which a
+    consumer may stop where it has what it needs (``stop``): nothing after the last entry it
+    took is read, and what was read is still judged."""
+
+    def __init__(self, store: ks.KafkaStore, decode: EntryDecode, checks: frozenset[str]) -> None:
+        self._progress = _Progress(checks)
+        self._items = _reading(store, checks, False, 1, _serial, decode, self._progress)
+
+    def __iter__(self) -> EntryReading:
+        return self
+
+    def __next__(self) -> Item | ScannedEntry:
+        return next(self._items)
+
+    @property
+    def over(self) -> bool:
+        """The reading has yielded its last item (``stop`` has nothing to add)."""
+        return self._progress.over
+
+    def stop(self) -> list[Placed]:
+        """End the reading where the consumer left it, and what the model states about the bytes
+        read that it has not yielded yet: the findings of the segment being read, up to the last
+        entry yielded (the model judges an entry before yielding it), and the continuity of the
+        segments read in each partition (``_check_continuity``: an overlap or gap between two of
+        them; the one being read counts from its base offset, known from its name).  The
+        partition's and the log dir's other checks (checkpoints, snapshots, leader epochs, the
+        log end) need the whole log: they are about what was not read, so not stated.  Nothing
+        when the reading is over (its items said everything)."""
+        progress = self._progress
+        if progress.over:
+            return []
+        self._items.close()  # the segment's walk ends here: its file and indexes are closed
+        progress.over = True
+        out = Sink()
+        scan, states = progress.scan, progress.states
+        read = {id(s): list(s.results) for s in states}
+        if scan is not None:
+            res = scan.result
+            for finding in res.findings:
+                out.add(finding, res.path)
+            for state in states:
+                if str(state.part.path) == res.partition and res.path in {str(s.log) for s in state.part.log_segments()}:
+                    read[id(state)].append(res)
+        if "offsets" in progress.checks and progress.policies is not None:
+            for state in states[progress.checked :]:
+                if read[id(state)]:
+                    _check_continuity(_PartitionState(state.part, read[id(state)]), out, progress.policies)
+        return out.drain()
+
+
+def _reading(
+    store: ks.KafkaStore, checks: frozenset[str], deep: bool, jobs: int, run: Runner, entries: EntryDecode | None, progress: _Progress | None = None
+) -> Generator[Item | ScannedEntry, None, None]:
     out = Sink()
     orphans = _check_files(store, out)
     yield from out.drain()
@@ -795,6 +863,8 @@ def _reading(store: ks.KafkaStore, checks: frozenset[str], deep: bool, jobs: int
             tasks = [replace(t, compiled_walk=True) for t in tasks]
     by_partition = {str(s.part.path): s for s in states}
     policies = kafka_broker.LazyPolicies(store)  # the metadata log's topic configs, read only for a gap between segments
+    if progress is not None:
+        progress.states, progress.policies = states, policies
     # a running broker (its .lock held): the end of each partition's active segment is being
     # written, so a partial entry there is in progress, not damage
     live = store.log_dir is not None and probe_record_lock(store.log_dir / ks.LOCK_FILE) is not None
@@ -804,6 +874,8 @@ def _reading(store: ks.KafkaStore, checks: frozenset[str], deep: bool, jobs: int
         io_error = None
         if isinstance(res, SegmentScan):
             scan = res
+            if progress is not None:
+                progress.scan = scan
             yield from scan
             res, first_walk, last_walk, io_error = scan.result, scan.first_walk, scan.last_walk, scan.io_error
         counted = False
@@ -814,6 +886,8 @@ def _reading(store: ks.KafkaStore, checks: frozenset[str], deep: bool, jobs: int
             if state is not None and res.path in {str(s.log) for s in state.part.log_segments()}:
                 state.results.append(res)
                 counted = True
+        if progress is not None:
+            progress.scan = None  # its findings are the SegmentRead's
         yield SegmentRead(task, res, counted, first_walk, last_walk, io_error)
 
     checkpoints = _read_offset_checkpoints(store, out) if store.kind != "segment" and store.log_dir is not None else {}
@@ -842,12 +916,16 @@ def _reading(store: ks.KafkaStore, checks: frozenset[str], deep: bool, jobs: int
             _check_leader_epochs(state, out)
             _check_snapshot_offsets(state, snapshots, out)
             _check_partition_files(state.part, out)
+        if progress is not None:
+            progress.checked += 1  # its continuity is among the items below
         yield from out.drain()
         yield PartitionRead(state.part.name, state.log_start_offset, state.log_end_offset, len(state.results))
     if store.kind != "segment":
         _check_log_dir_checkpoints(store, states, checkpoints, out, live)
         _check_log_dir_state(store, states, out)
         yield from out.drain()
+    if progress is not None:
+        progress.over = True
 
 
 def findings(store: ks.KafkaStore, *, checks: frozenset[str] = frozenset(FAMILIES)) -> Iterator[Finding]:

@@ -72,6 +72,10 @@ INT32_MAX = 2**31 - 1
 #: allocator, does not (measured: 13 ms against 3 ms to read 33 MiB); an entry larger than this
 #: is still read whole.
 WALK_CHUNK = 1 << 20
+#: Bytes of a segment's first read; each next read is twice as large, up to the piece
+#: (``LogFileWalk(first_piece=...)``): a consumer of the reading that stops after a few entries
+#: (``dump --limit``) reads little more than them.
+FIRST_PIECE = 64 << 10
 E, W = Severity.error, Severity.warning
 T = TypeVar("T")
 #: The entry type of an ``_IndexStream``: ``OffsetPosition``, ``TimestampOffset`` or ``AbortedTxn``.
@@ -440,7 +444,7 @@ class _SegmentChecker:
         res = self.res
         start = 0
         while True:
-            walk = ks.LogFileWalk(f, start, mode="framing", chunk=self.t.piece)
+            walk = ks.LogFileWalk(f, start, mode="framing", chunk=self.t.piece, first_piece=FIRST_PIECE)
             for pos, entry in walk:
                 rel = pos - walk.buffer_start
                 self._entry(pos, entry, walk.buffer, rel)
