@@ -10,9 +10,11 @@ message is ``segment start + position`` (Kafka 0.7 addressing), so segment ``n+1
 Reading is read-only and bounded: ``SegmentReader`` gives ``pread(position, size)`` over a plain
 segment file (``ReadOnlyFile``) or over the single entry of a MetaQ ``.meta.zip`` archive (a
 forward-only inflating window; going backwards re-inflates from the start), and ``SegmentWalk``
-streams ``(position, message)`` through a format walker chunk by chunk, like
-``store.rocketmq.CommitLogFileWalk``.  A length field larger than ``max_message_size`` is reported
-as corruption, never allocated.
+streams ``(position, message)`` through a format walker piece by piece: it is the family's one
+piece loop (``store.model.framed.PieceWalk``, the piece size its parameter), and the one search
+for the next valid message (``next_message``) and the end of a zero run (``zero_run``) is
+``store.model.framed.scan``.  A length field larger than ``max_message_size`` is reported as
+corruption, never allocated.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Literal
+from typing import IO, Literal, cast
 
 from mqtool.errors import (
     ChecksumError,
@@ -45,10 +47,11 @@ from mqtool.store.files import (
     is_directory,
     is_regular_file,
     nonzero_extent,
-    piece_size,
     safe_listdir,
 )
 from mqtool.store.lock import MQTOOL_LOCK_NAME
+from mqtool.store.model.framed import PieceWalk, PieceWalker, WalkEnd, scan
+from mqtool.store.model.framed import zero_run as framed_zero_run
 
 #: Largest message mqtool reads (Jafka's max.message.size and MetaQ's client limit are 1-2 MiB by
 #: default).  A larger length field is corruption, never an allocation.
@@ -643,18 +646,10 @@ class Framing:
     error_code: Callable[[MqError], str] | None = None
 
 
-@dataclass(frozen=True)
-class WalkEnd:
-    """Where the valid messages stop in a file and why: ``zeros``, ``partial`` or ``eof``
-    (``position`` in the file; ``length`` as the format walker reports it)."""
-
-    kind: str
-    position: int
-    length: int = 0
-
-
-class SegmentWalk:
-    """Stream ``(position, message)`` from a segment through the format walker in bounded chunks.
+class SegmentWalk(PieceWalk):
+    """Stream ``(position, message)`` from a segment: the family's piece walk
+    (``store.model.framed.PieceWalk``, the one loop that reads a log in pieces; ``chunk`` is its
+    piece size, default ``store.files.piece_size()``) with the layout's message walker.
 
     After iteration either ``end`` is set (a clean end, file positions) or ``error`` is the
     located ``MqError`` of the first broken message at ``failed_at``.  Errors of the reader
@@ -678,25 +673,32 @@ class SegmentWalk:
         chunk: int | None = None,
         keep_damaged: bool = False,
     ) -> None:
+        walker = framing.walker
+
+        def walk_piece(data: bytes, resume: int) -> PieceWalker:
+            return cast(PieceWalker, walker(data, resume, check_crc=check_crc))
+
+        def keep(data: bytes, rel: int, exc: MqError) -> tuple[object, int] | None:
+            message = framed_message(framing, data, rel, exc)
+            return None if message is None else (message, framing.overhead + framing.peek_length(data, rel))
+
+        super().__init__(
+            reader,
+            walk_piece,
+            start,
+            judged=framing.header_size,
+            max_record=framing.max_message_size,
+            piece=chunk,
+            first=FIRST_PIECE if chunk is None else None,
+            keep=keep if keep_damaged else None,
+            # worded as the model's end of a whole read (``on_end``): one finding, however the file is read in pieces
+            length_field=framing.length_field,
+            overhead=framing.overhead,
+        )
         self.reader = reader
         self.framing = framing
-        self.start = start
         self.check_crc = check_crc
         self.keep_damaged = keep_damaged
-        #: ``keep_damaged``: file position -> error of each frame-intact message yielded despite it
-        self.damaged: dict[int, MqError] = {}
-        self.chunk = chunk or piece_size()
-        self.end: WalkEnd | None = None
-        self.error: MqError | None = None
-        self.failed_at: int | None = None
-        self.count = 0
-        self.bytes_read = 0
-
-    @property
-    def valid_end(self) -> int:
-        if self.end is not None:
-            return self.end.position
-        return self.failed_at if self.failed_at is not None else self.start
 
     def finding_code(self, position: int) -> str | None:
         """The code of the finding validate states about the message the walk yielded at file
@@ -705,70 +707,6 @@ class SegmentWalk:
         if exc is None:
             return None
         return self.framing.error_code(exc) if self.framing.error_code is not None else None
-
-    def _framed_message(self, data: bytes, rel: int, exc: MqError) -> object | None:
-        return framed_message(self.framing, data, rel, exc)
-
-    def __iter__(self) -> Iterator[tuple[int, object]]:
-        reader = self.reader
-        framing = self.framing
-        base = self.start
-        # the first piece is small and each next one twice the last, up to ``chunk``: a reader that
-        # stops after a few messages (``dump --limit``) reads little more than they hold
-        grow = min(self.chunk, FIRST_PIECE)
-        want = grow
-        while True:
-            if base >= reader.size:
-                self.end = WalkEnd("eof", base)
-                return
-            data = reader.pread(base, want)
-            self.bytes_read += len(data)
-            grow = min(self.chunk, grow * 2)
-            want = grow
-            resume = 0
-            while True:  # once, and again after each damaged message kept (in the same piece)
-                walker = framing.walker(data, resume, check_crc=self.check_crc)
-                try:
-                    for pos, message in walker:  # type: ignore[attr-defined]
-                        self.count += 1
-                        yield base + pos, message
-                except MqError as exc:
-                    rel = walker.failed_at or 0  # type: ignore[attr-defined]
-                    kept = self._framed_message(data, rel, exc) if self.keep_damaged else None
-                    if kept is not None:  # the frame holds: listed, and the walk reads on after it
-                        self.damaged[base + rel] = exc.at(reader.path, base)
-                        self.count += 1
-                        yield base + rel, kept
-                        resume = rel + framing.overhead + framing.peek_length(data, rel)
-                        continue
-                    self.failed_at = base + rel
-                    self.error = exc.at(reader.path, base)
-                    return
-                break
-            end = walker.end  # type: ignore[attr-defined]
-            assert end is not None
-            more = base + len(data) < reader.size
-            short_zeros = end.kind == "zeros" and len(data) - end.position < framing.header_size
-            if more and (end.kind in ("partial", "eof") or short_zeros):
-                if end.position == 0:
-                    if end.kind == "partial" and end.length > len(data):
-                        if end.length > framing.max_message_size:
-                            self.failed_at = base
-                            self.error = CorruptDataError(
-                                path=reader.path,
-                                position=base,
-                                # worded as the model's end of a whole read (``on_end``): one finding, however the file is read in pieces
-                                expected=f"{framing.length_field} at most {framing.max_message_size}",
-                                found=str(end.length - framing.overhead),
-                            )
-                            return
-                        want = end.length
-                    elif len(data) >= want:
-                        want = len(data) + framing.header_size
-                base += end.position
-                continue
-            self.end = WalkEnd(end.kind, base + end.position, end.length)
-            return
 
 
 def framed_message(framing: Framing, data: bytes, rel: int, exc: MqError) -> object | None:
@@ -801,18 +739,9 @@ def is_torn_message(reader: SegmentReader, position: int, framing: Framing) -> b
     return stop < position + framing.overhead + length
 
 
-def zero_run(reader: SegmentReader, start: int) -> int:
-    """How many zero bytes follow ``start``."""
-    pos = start
-    while pos < reader.size:
-        data = reader.pread(pos, CHUNK_SIZE)
-        if not data:
-            break
-        stripped = data.lstrip(b"\x00")
-        pos += len(data) - len(stripped)
-        if stripped:
-            break
-    return pos - start
+def zero_run(reader: SegmentReader, start: int, *, piece: int | None = None) -> int:
+    """How many zero bytes follow ``start`` (``store.model.framed.zero_run``)."""
+    return framed_zero_run(reader, start, piece=piece)
 
 
 # --- judging where the messages stop ----------------------------------------------------------------
@@ -821,39 +750,39 @@ def zero_run(reader: SegmentReader, start: int) -> int:
 RESYNC_LIMIT = 16 << 20
 
 
-def next_message(reader: SegmentReader, framing: Framing, start: int, limit: int | None = None) -> tuple[int | None, int]:
+def next_message(reader: SegmentReader, framing: Framing, start: int, limit: int | None = None, *, piece: int | None = None) -> tuple[int | None, int]:
     """The first position >= ``start`` where a valid message starts (decoded, checksum checked),
-    searching at most ``limit`` (``RESYNC_LIMIT``) bytes; also returns where the search stopped."""
-    if framing.candidate is None or framing.decode is None:
+    searching at most ``limit`` (``RESYNC_LIMIT``) bytes; also returns where the search stopped.
+    The search is the family's one scan (``store.model.framed.scan``, in pieces of ``piece``
+    bytes) over the places the framing's ``candidate`` pattern matches."""
+    candidate, decode = framing.candidate, framing.decode
+    if candidate is None or decode is None:
         raise ValueError("this framing cannot resynchronise (no candidate pattern or decoder)")
     size = reader.size
     stop = min(size, start + (RESYNC_LIMIT if limit is None else limit))
     overhead = framing.overhead
-    pos = start
-    while pos < stop:
-        chunk = reader.pread(pos, min(CHUNK_SIZE, stop - pos) + overhead)
-        if len(chunk) < overhead and pos + len(chunk) >= size:
-            break
-        span = min(len(chunk), stop - pos)
-        for match in framing.candidate.finditer(chunk, 0, span + overhead):
+    smallest, largest = framing.candidate_min_length, framing.max_message_size
+    peek = framing.peek_length
+
+    def candidates(chunk: bytes, span: int) -> Iterator[int]:
+        for match in candidate.finditer(chunk, 0, span + overhead):
             i = match.start()
             if i >= span:
-                break
-            q = pos + i
-            length = framing.peek_length(chunk, i)  # the candidate pattern spans more than 4 bytes
-            if not framing.candidate_min_length <= length <= min(framing.max_message_size, size - q - overhead):
-                continue
-            if i + overhead + length <= len(chunk):
-                data = chunk[i : i + overhead + length]
-            else:
-                data = reader.pread(q, overhead + length)
-            try:
-                framing.decode(data, 0)
-            except MqError:
-                continue
-            return q, stop
-        pos += span
-    return None, stop
+                return
+            yield i
+
+    def decodes(q: int, chunk: bytes, i: int) -> bool:
+        length = peek(chunk, i)  # the candidate pattern spans more than 4 bytes
+        if not smallest <= length <= min(largest, size - q - overhead):
+            return False
+        data = chunk[i : i + overhead + length] if i + overhead + length <= len(chunk) else reader.pread(q, overhead + length)
+        try:
+            decode(data, 0)
+        except MqError:
+            return False
+        return True
+
+    return scan(reader, start, stop, candidates, decodes, overlap=overhead, piece=piece), stop
 
 
 def _role(reader: SegmentReader, last: bool) -> str:
@@ -862,7 +791,7 @@ def _role(reader: SegmentReader, last: bool) -> str:
     return "the last segment" if last else "a segment before the last one"
 
 
-def end_damage(reader: SegmentReader, framing: Framing, end: WalkEnd | None, *, last: bool) -> CorruptDataError | None:
+def end_damage(reader: SegmentReader, framing: Framing, end: WalkEnd | None, *, last: bool, piece: int | None = None) -> CorruptDataError | None:
     """Whether the end a walk stopped at is damage rather than a clean end, judged as validate does.
 
     Only the last live segment of a partition is ever repaired (the broker's recovery at start-up):
@@ -879,7 +808,7 @@ def end_damage(reader: SegmentReader, framing: Framing, end: WalkEnd | None, *, 
     repaired = last and reader.segment.archive is None
     nothing = "nothing ever repairs it, consumers fetching there get no message"
     if end.kind == "partial":
-        nxt, _ = next_message(reader, framing, b + 1)
+        nxt, _ = next_message(reader, framing, b + 1, piece=piece)
         if nxt is not None:  # (fewer bytes than a header leave no room for another message)
             return CorruptDataError(
                 f"damaged {framing.length_field}",
@@ -903,34 +832,10 @@ def end_damage(reader: SegmentReader, framing: Framing, end: WalkEnd | None, *, 
             return None
         return CorruptDataError(path=reader.path, position=b, expected=f"{role} to end exactly after its last message ({nothing})", found=f"{size - b} zero bytes")
     first, stop = extent
-    nxt, _ = next_message(reader, framing, b)
+    nxt, _ = next_message(reader, framing, b, piece=piece)
     return CorruptDataError(
         path=reader.path,
         position=first,
         expected=f"only zeros after the end of the valid messages at position {b}",
         found=f"{stop - first} bytes of other data at positions {first} to {stop}" + (f", holding a valid message at position {nxt}" if nxt is not None else ""),
     )
-
-
-def hop_end(reader: SegmentReader, framing: Framing, start: int = 0, *, window: int = 64 << 10) -> int:
-    """Follow the length fields from ``start`` reading only message headers (no payload decoding,
-    no checksums): the position of the first entry that is all zeros, has a length field out of
-    range, or runs past the end of the file -- the file's size when the entries fill it exactly."""
-    size = reader.size
-    header = framing.header_size
-    zeros = bytes(header)
-    buf = b""
-    buf_start = 0
-    pos = start
-    while pos < size:
-        if pos + header > buf_start + len(buf):
-            buf = reader.pread(pos, window)
-            buf_start = pos
-        head = buf[pos - buf_start : pos - buf_start + header]
-        if len(head) < header or head == zeros:
-            return pos
-        length = framing.peek_length(head, 0)
-        if not framing.min_length <= length <= framing.max_message_size or pos + framing.overhead + length > size:
-            return pos
-        pos += framing.overhead + length
-    return min(pos, size)

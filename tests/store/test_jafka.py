@@ -225,9 +225,8 @@ def test_is_torn_message_tells_a_crash_from_damage(tmp_path):
 
 def test_end_damage_tells_a_torn_tail_from_a_damaged_length(tmp_path):
     """A LENGTH running past the end of the file is a crash's torn tail only in the last segment and
-    only when no valid message lies in the bytes it claims; ``hop_end`` finds the same place
-    reading headers only."""
-    from mqtool.store.legacy import Segment, end_damage, hop_end
+    only when no valid message lies in the bytes it claims."""
+    from mqtool.store.legacy import Segment, end_damage
 
     msgs = [jf.encode_message(jf.Message(bytes([65 + i]) * 40)) for i in range(4)]
     damaged = bytearray(b"".join(msgs))
@@ -248,7 +247,6 @@ def test_end_damage_tells_a_torn_tail_from_a_damaged_length(tmp_path):
             walk = SegmentWalk(reader, sj.FRAMING)
             for _ in walk:
                 pass
-            assert hop_end(reader, sj.FRAMING, window=16) == walk.end.position
             error = end_damage(reader, sj.FRAMING, walk.end, last=last)
         if found is None:
             assert error is None, (last, data[-30:])

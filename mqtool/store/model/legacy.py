@@ -42,7 +42,6 @@ length (``SIZE``), followed by the unreadable span and the walk resumed at the n
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -68,7 +67,7 @@ from mqtool.formats import metaq as mq
 from mqtool.formats import segment_names as segnames
 from mqtool.store import jafka as sj
 from mqtool.store import metaq as sm
-from mqtool.store.files import CHUNK_SIZE, Readable, nonzero_extent
+from mqtool.store.files import Readable, nonzero_extent
 from mqtool.store.legacy import (
     MAX_MESSAGE_SIZE,
     DataDir,
@@ -77,13 +76,12 @@ from mqtool.store.legacy import (
     Segment,
     SegmentReader,
     SegmentWalk,
-    WalkEnd,
     end_damage,
     framed_message,
     next_message,
     zero_run,
 )
-from mqtool.store.model.framed import Adapt, RangeFraming
+from mqtool.store.model.framed import Adapt, RangeFraming, WalkEnd
 
 
 class _ClosableFile(Readable, Protocol):
@@ -105,6 +103,9 @@ class SegmentTask:
     is_last: bool  # the last live segment of its partition: the one recovery repairs
     recovery_runs: bool  # Jafka: no clean-shutdown marker; MetaQ: always
     variant: str | None = None  # the Jafka family's dialect (``store.jafka.DIALECTS``): "jafka" or "kafka07"
+    #: the piece size the segment's walk reads it in (``store.model.framed.PieceWalk``); None:
+    #: ``store.files.piece_size()``.  No answer depends on it.
+    piece: int | None = None
 
 
 @dataclass
@@ -249,6 +250,7 @@ class _Scan:
         self.kept: ScannedMessage | None = None
         self.recovery_point: int | None = None  # last segment: where recovery stops
         self.repaired = task.is_last  # recovery (if it runs) repairs this file's tail
+        self.piece = task.piece
 
     # -- helpers -----------------------------------------------------------------------------
     def add(self, code: str, position: int | None, message: str, length: int | None = None) -> None:
@@ -289,7 +291,7 @@ class _Scan:
         holds, with its finding's code); the findings go to ``res``."""
         pos = 0
         while True:
-            walk = SegmentWalk(self.reader, self.framing, pos, check_crc=True)
+            walk = SegmentWalk(self.reader, self.framing, pos, check_crc=True, chunk=self.piece)
             for p, message in walk:
                 self.message(p, message)
                 yield ScannedMessage(p, message)
@@ -438,10 +440,10 @@ class _Scan:
                 self.add("SIZE", b, f"expected {self.framing.length_field} at most {self.framing.max_message_size}, found {declared}")
                 return self.resync_from(b, b + 1)
             self.mark_break(b)
-            nxt, _ = next_message(self.reader, self.framing, b + 1)
+            nxt, _ = next_message(self.reader, self.framing, b + 1, piece=self.piece)
             if nxt is not None:
                 # valid messages inside the span the length claims: the length is damaged, this is no tail
-                damage = end_damage(self.reader, self.framing, end, last=self.task.is_last)
+                damage = end_damage(self.reader, self.framing, end, last=self.task.is_last, piece=self.piece)
                 assert damage is not None
                 self.add("SIZE", b, damage.reason)
                 return self.resync_from(b, b + 1)
@@ -577,7 +579,7 @@ class _Scan:
     def resync(self, start: int) -> tuple[int | None, int]:
         """The first position >= ``start`` where a valid message starts (CRC-checked), searching at
         most ``RESYNC_LIMIT`` bytes; also returns how far the search went."""
-        return next_message(self.reader, self.framing, start)
+        return next_message(self.reader, self.framing, start, piece=self.piece)
 
     # -- MetaQ recovery simulation -------------------------------------------------------------------
     def metaq_recovery_from(self, b: int) -> None:
@@ -589,11 +591,11 @@ class _Scan:
             if self.size - pos < mq.HEADER_LEN:
                 break
             if self.reader.pread(pos, mq.HEADER_LEN) == zeros:
-                kept = zero_run(self.reader, pos) // mq.HEADER_LEN
+                kept = zero_run(self.reader, pos, piece=self.piece) // mq.HEADER_LEN
                 empties += kept
                 pos += kept * mq.HEADER_LEN
                 continue
-            walk = SegmentWalk(self.reader, self.framing, pos, check_crc=True)
+            walk = SegmentWalk(self.reader, self.framing, pos, check_crc=True, chunk=self.piece)
             for _ in walk:
                 pass
             if walk.error is None and walk.end is not None and walk.end.kind == "zeros" and self.size - walk.end.position >= mq.HEADER_LEN:
@@ -1014,17 +1016,17 @@ def _segment_reader(layout: str, seg: Segment) -> SegmentReader:
     return sj.open_segment(seg) if layout == "jafka" else sm.open_segment(seg)
 
 
-def recovery_tail(layout: str, seg: Segment, dialect: sj.Dialect = sj.JAFKA) -> RecoveryTail:
+def recovery_tail(layout: str, seg: Segment, dialect: sj.Dialect = sj.JAFKA, *, piece: int | None = None) -> RecoveryTail:
     """Run the broker's recovery loop over a last segment (read-only); ``dialect``: Jafka's or
     Kafka 0.7's (magic 0 and 1).  Jafka (``FileMessageSet.recover``): messages are kept while the
     entry fits, its CRC matches and its magic is one the dialect reads; MetaQ
     (``MessageStore.recover``): the same loop, zero headers read as valid empty messages."""
     with _segment_reader(layout, seg) as reader:
-        return _scan_jafka(reader, dialect) if layout == "jafka" else _scan_metaq(reader)
+        return _scan_jafka(reader, dialect, piece) if layout == "jafka" else _scan_metaq(reader, piece)
 
 
-def _scan_jafka(reader: SegmentReader, dialect: sj.Dialect) -> RecoveryTail:
-    walk = SegmentWalk(reader, dialect.framing, 0, check_crc=True)
+def _scan_jafka(reader: SegmentReader, dialect: sj.Dialect, piece: int | None) -> RecoveryTail:
+    walk = SegmentWalk(reader, dialect.framing, 0, check_crc=True, chunk=piece)
     for pos, item in walk:
         message = cast(jf.Message, item)  # the dialect's framing walks Jafka messages (``Framing.walker`` is untyped)
         if not dialect.accepts_magic(message.magic):
@@ -1071,7 +1073,7 @@ def _metaq_tail_from(res: SegmentResult) -> RecoveryTail | None:
     return None
 
 
-def _scan_metaq(reader: SegmentReader) -> RecoveryTail:
+def _scan_metaq(reader: SegmentReader, piece: int | None) -> RecoveryTail:
     """MetaQ's loop, zero headers included: they are valid empty messages to the broker.
 
     The walk goes on after a zero run from its last whole 20-byte block, as the loader does.
@@ -1082,7 +1084,7 @@ def _scan_metaq(reader: SegmentReader) -> RecoveryTail:
     last_real = 0  # end of the last message that is not an all-zero header
     gaps: list[tuple[int, int]] = []  # zero runs read as empty messages: (position, whole blocks)
     while True:
-        walk = SegmentWalk(reader, sm.FRAMING, pos, check_crc=True)
+        walk = SegmentWalk(reader, sm.FRAMING, pos, check_crc=True, chunk=piece)
         for p, item in walk:
             message = cast(mq.Message, item)  # ``sm.FRAMING`` walks MetaQ messages (``Framing.walker`` is untyped)
             if not (gaps and p == pos and not message.data):
@@ -1093,7 +1095,7 @@ def _scan_metaq(reader: SegmentReader) -> RecoveryTail:
         end = walk.end
         assert end is not None
         if end.kind == "zeros" and size - end.position >= mq.HEADER_LEN:
-            blocks = zero_run(reader, end.position) // mq.HEADER_LEN
+            blocks = zero_run(reader, end.position, piece=piece) // mq.HEADER_LEN
             gaps.append((end.position, blocks))
             pos = end.position + blocks * mq.HEADER_LEN
             if pos >= size:
@@ -1110,61 +1112,18 @@ def _metaq_tail(size: int, last_real: int, broker_end: int, kind: str, detail: s
     return RecoveryTail(size, last_real, broker_end, kind, detail, trailing, kept)
 
 
-# A candidate message start: Jafka LENGTH >= 0 then MAGIC 1 (Kafka 0.7: MAGIC 0 or 1); MetaQ
-# 0 < msgLen < 2**24, checksum >= 0.
-_CANDIDATE = {
-    "jafka": re.compile(rb"(?=[\x00-\x7f][\x00-\xff]{3}\x01)"),
-    "kafka07": re.compile(rb"(?=[\x00-\x7f][\x00-\xff]{3}[\x00\x01])"),
-    "metaq": re.compile(rb"(?=\x00(?!\x00\x00\x00)[\x00-\xff]{3}[\x00-\x7f])"),
-}
-
-
-def _decodes(layout: str, reader: SegmentReader, pos: int, chunk: bytes, i: int, dialect: sj.Dialect = sj.JAFKA) -> bool:
-    """Whether a valid message (CRC checked; Jafka: magic 1, Kafka 0.7: 0 or 1) starts at ``pos`` (= ``chunk[i]``)."""
-    overhead = jf.LOG_OVERHEAD if layout == "jafka" else mq.HEADER_LEN
-    length = (jf.peek_length if layout == "jafka" else mq.peek_length)(chunk, i)  # _CANDIDATE spans 5 bytes
-    if not (dialect.min_length if layout == "jafka" else 1) <= length <= min(MAX_MESSAGE_SIZE, reader.size - pos - overhead):
-        return False
-    data = chunk[i : i + overhead + length] if i + overhead + length <= len(chunk) else reader.pread(pos, overhead + length)
-    try:
-        if layout == "jafka":
-            return dialect.accepts_magic(jf.decode_message(data, 0).magic)
-        mq.decode_message(data, 0)
-    except MqError:
-        return False
-    return True
-
-
-def _next_valid(layout: str, reader: SegmentReader, start: int, dialect: sj.Dialect = sj.JAFKA) -> int | None:
-    """The first position >= ``start`` where a valid message starts."""
-    overhead = jf.LOG_OVERHEAD + 1 if layout == "jafka" else mq.HEADER_LEN
-    candidate = _CANDIDATE[dialect.name if layout == "jafka" else layout]
-    pos = start
-    while pos < reader.size:
-        chunk = reader.pread(pos, CHUNK_SIZE + overhead)
-        span = min(CHUNK_SIZE, len(chunk))
-        for match in candidate.finditer(chunk, 0, span + overhead):
-            i = match.start()
-            if i >= span:
-                break
-            if _decodes(layout, reader, pos + i, chunk, i, dialect):
-                return pos + i
-        pos += span
-    return None
-
-
-def count_valid_from(layout: str, seg: Segment, start: int, dialect: sj.Dialect = sj.JAFKA) -> int:
+def count_valid_from(layout: str, seg: Segment, start: int, dialect: sj.Dialect = sj.JAFKA, *, piece: int | None = None) -> int:
     """Valid messages at or after ``start`` (what cutting there drops), resynchronising after
-    every break as validate does."""
+    every break (``store.legacy.next_message``, the family's one scan, to the end of the file)."""
     framing = dialect.framing if layout == "jafka" else sm.FRAMING
     count = 0
     with _segment_reader(layout, seg) as reader:
         pos = start
         while pos < reader.size:
-            found = _next_valid(layout, reader, pos, dialect)
+            found, _ = next_message(reader, framing, pos, reader.size, piece=piece)
             if found is None:
                 break
-            walk = SegmentWalk(reader, framing, found, check_crc=True)
+            walk = SegmentWalk(reader, framing, found, check_crc=True, chunk=piece)
             for _p, message in walk:
                 # a Jafka framing walks Jafka messages (``Framing.walker`` is untyped)
                 if layout == "metaq" or dialect.accepts_magic(cast(jf.Message, message).magic):
@@ -1207,10 +1166,10 @@ def message_size(message: object) -> int:
     return message.size
 
 
-def read_messages(reader: SegmentReader, framing: Framing, start: int = 0) -> Iterator[MessageRead | MessagesStop]:
+def read_messages(reader: SegmentReader, framing: Framing, start: int = 0, *, piece: int | None = None) -> Iterator[MessageRead | MessagesStop]:
     """The messages from ``start`` (CRC checked) as ``MessageRead``, then one ``MessagesStop``
     where they stop: no resynchronisation, the caller learns where the chain breaks."""
-    walk = SegmentWalk(reader, framing, start)
+    walk = SegmentWalk(reader, framing, start, chunk=piece)
     for pos, message in walk:
         yield MessageRead(pos, message, message_size(message))
     yield MessagesStop(walk.valid_end, walk.error)
