@@ -5,31 +5,35 @@ One task (:class:`CommitLogTask`) names a file: its path, the commitlog offset i
 whether a writer holds the store's lock (``live``), the base it would have after its predecessor
 when its name says otherwise (``alt_base``), the piece size, and the fast-path options.
 
-:func:`read_events` is the reading, as typed events: one :class:`Columns` for a healthy file, or
-the precise walk's :class:`Record`, :class:`Rebased` and :class:`Damage` events in file order
-(each finding with its position, the commitlog range it covers, the bytes it skips), then how the
-file ends (its findings as :class:`Damage`) and one :class:`FileEnd`.  :func:`check_commitlog_file`
-folds them, with the queue-offset continuity rule and the bulk cross-checks of a healthy file's
-ConsumeQueue units and IndexFile keys, into a :class:`CommitLogFileResult` (picklable: validate
-runs tasks in worker processes).  It never raises on data.
+:func:`read_events` is the reading, as typed events in file order: :class:`Stretch` for each
+run of healthy records, :class:`Record`, :class:`Rebased` and :class:`Damage` for what the
+precise decoder reads around an anomaly (each finding with its position, the commitlog range it
+covers, the bytes it skips), then how the file ends (its findings as :class:`Damage`) and one
+:class:`FileEnd`.  :func:`check_commitlog_file` folds them, with the queue-offset continuity rule
+and, for a file that is columns only, the bulk cross-checks of its ConsumeQueue units and
+IndexFile keys, into a :class:`CommitLogFileResult` (picklable: validate runs tasks in worker
+processes).  It never raises on data.
 
-The reading has two speeds:
+The reading is one walk over the file, a piece at a time (``CommitLogTask.piece`` bytes, default
+:func:`mqtool.store.files.piece_size`), with two speeds inside it:
 
-* **Healthy files as columns.** :func:`mqtool.store.model.commitlog.read_file_columns` frames the
-  file's records in vectorised steps; when every record is healthy and the file ends the way the
-  broker ends one, the result is filled from the columns (records, queue-offset runs, store
-  timestamps, how the file ends), and the file's ConsumeQueue units and IndexFile keys are
-  cross-checked in bulk.
-* **The precise walk around an anomaly.** Otherwise the file is read again in pieces
-  (``CommitLogTask.piece`` bytes, default :func:`mqtool.store.files.piece_size`) with the record
-  decoders, which judge every record as upstream ``CommitLog.checkMessageAndReturnSize`` does
-  (TOTALSIZE, MAGICCODE, body CRC, every length, properties, PHYSICALOFFSET = its address) and
-  name each finding.  Where ``CommitLog.recoverAbnormally`` would stop (the first broken record),
-  this walk reports the record, resynchronises -- right after the record when its frame still
-  holds, else at the next valid record (:func:`mqtool.store.rocketmq.find_next_record`), the bytes
-  between an RMQ-CL-UNREADABLE-REGION -- and goes on, so that the rest of the file is checked
-  too.  A record that crosses a piece boundary is read whole by the next piece
-  (:func:`mqtool.store.rocketmq.piece_goes_on`, the one rule of every CommitLog walk).
+* **Healthy records as columns.** :func:`mqtool.formats.rocketmq.columns.walk_columns` frames the
+  piece's records in vectorised steps and makes every check the precise decoder makes of a
+  healthy record (TOTALSIZE, MAGICCODE, body CRC, lengths, properties, PHYSICALOFFSET = its
+  address, a last byte that is not a torn write's zero); it stops at the first record it
+  declines.
+* **The precise decoder around an anomaly.** That record is decoded by
+  :class:`mqtool.formats.rocketmq.commitlog.RecordWalker`, which judges it as upstream
+  ``CommitLog.checkMessageAndReturnSize`` does and names each finding; then the columns take
+  over again after it.  Where ``CommitLog.recoverAbnormally`` would stop (the first broken
+  record), this walk reports the record, resynchronises -- right after the record when its frame
+  still holds, else at the next valid record (:func:`mqtool.store.rocketmq.find_next_record`),
+  the bytes between an RMQ-CL-UNREADABLE-REGION -- and goes on in the same piece, so that the
+  rest of the file is checked too and each byte is read once.
+
+A record that crosses a piece boundary is read whole by the next piece
+(:func:`mqtool.store.rocketmq.piece_goes_on`, the one rule of every CommitLog walk).
+``task.fast=False`` turns the columns off (every record by the precise decoder).
 
 How the file ends follows the broker: a file before the last ends in an END_OF_FILE blank
 (``CommitLog.BLANK_MAGIC_CODE``, RMQ-CL-NO-BLANK otherwise); the newest file's valid data ends at
@@ -43,14 +47,10 @@ Each damage is reported once, where it is: the result carries the commitlog rang
 and IndexFile entries pointing into them are not reported again (:func:`in_ranges`), and the
 records its skipped bytes may have held (``store.model.queue_offsets``).
 
-Why the precise walk is its own piecewise loop here and not a
-:class:`mqtool.store.rocketmq.CommitLogFileWalk`: that walk ends at the first broken record
-(``CommitLog.recoverNormally``'s view, which recover, dump and info want), while this one reports
-and resynchronises; it also decides a misnamed file's base from its first record, keeps a record
-whose TOTALSIZE reaches past the end of a file that was cut short for RMQ-FILE-SIZE, and judges
-each record's bytes in the piece it was read in (no copy).  Rebuilding those on the walk's
-``start``/``stop`` would restart it at every resync and rebuild these rules around it; the loop
-stays here, the only code that judges a CommitLog file's bytes for validate.
+This walk does not end at the first broken record as
+:class:`mqtool.store.rocketmq.CommitLogFileWalk` does (``CommitLog.recoverNormally``'s view):
+it reports and resynchronises, decides a misnamed file's base from its first record, and keeps a
+record whose TOTALSIZE reaches past the end of a file that was cut short for RMQ-FILE-SIZE.
 """
 
 from __future__ import annotations
@@ -59,6 +59,8 @@ import bisect
 import time
 from collections.abc import Generator, Iterator
 from dataclasses import dataclass, field, replace
+
+import numpy as np
 
 from mqtool.errors import MqError, StoreIOError, TruncatedDataError
 from mqtool.findings import Finding, Severity
@@ -69,8 +71,10 @@ from mqtool.findings.code_ids import (
     RMQ_CL_VALID_END,
     RMQ_FILE_UNREADABLE,
 )
+from mqtool.formats.rocketmq.columns import ColumnStop, ColumnWalk, CommitLogColumns, concat_columns, walk_columns
 from mqtool.formats.rocketmq.commitlog import (
     BORNHOST_POSITION,
+    DataEnd,
     MessageRecord,
     RecordWalker,
     host_size,
@@ -155,12 +159,18 @@ def _header_store_timestamp(f: ReadOnlyFile, base: int, pos: int) -> int:
 
 
 @dataclass(frozen=True)
-class Columns:
-    """The whole file is healthy and was read as columns (the fast path): its records, their
-    queue runs, where and how its data ends.  Followed by the findings of how it ends (info
-    only: RMQ-CL-VALID-END) and :class:`FileEnd`."""
+class Stretch:
+    """Healthy records the column walk framed in one piece read at file ``position``: ``data``
+    is the piece, ``walk.columns`` the records (positions in ``data``); every check the precise
+    decoder makes of a record holds for them (``formats.rocketmq.columns.walk_columns``)."""
 
-    columns: model_cl.FileColumns
+    position: int
+    data: bytes
+    walk: ColumnWalk
+
+    @property
+    def columns(self) -> CommitLogColumns:
+        return self.walk.columns
 
 
 @dataclass(slots=True)
@@ -214,31 +224,16 @@ class FileEnd:
     first_broken: int | None = None
 
 
-Event = Columns | Record | Rebased | Damage | FileEnd
+Event = Stretch | Record | Rebased | Damage | FileEnd
 
 
 def read_events(f: ReadOnlyFile, task: CommitLogTask) -> Iterator[Event]:
-    """The judge's reading of one open CommitLog file, as events (see the module docstring): a
-    healthy file (with ``task.fast``) as one :class:`Columns`, any other file by the precise walk
-    as :class:`Record`, :class:`Rebased` and :class:`Damage` events in file order; then how the
-    file ends (its :class:`Damage` findings) and one :class:`FileEnd`.  Raises ``StoreIOError``
-    when the file cannot be read."""
-    if task.fast:
-        cols = model_cl.read_file_columns(f, task.base, file_size=task.file_size, is_last=task.is_last)
-        if cols is not None:
-            end = cols.end
-            if end.kind == "blank":
-                ends = list(_blank_damage(f, task, task.base, end.position, end.length))
-            elif task.is_last:
-                ends = [Damage(_valid_end_finding(task.path, task.base, end.position, end.kind))]
-            else:
-                ends = []
-            if all(d.finding is None or d.finding.level is Severity.info for d in ends):
-                yield Columns(cols)
-                yield from ends
-                yield FileEnd(end.position, end.kind, cols.bytes_read)
-                return
-    yield from _walk_commitlog_file(f, task)
+    """The judge's reading of one open CommitLog file, as events in file order (see the module
+    docstring): :class:`Stretch` for each run of healthy records (with ``task.fast``),
+    :class:`Record`, :class:`Rebased` and :class:`Damage` for what the precise decoder reads
+    around an anomaly, then how the file ends (its :class:`Damage` findings) and one
+    :class:`FileEnd`.  Raises ``StoreIOError`` when the file cannot be read."""
+    return _walk_commitlog_file(f, task)
 
 
 # --- validate's result ---------------------------------------------------------------------------
@@ -275,8 +270,13 @@ def _assemble(task: CommitLogTask, res: CommitLogFileResult, events: Iterator[Ev
     rule, ``FileQueueOffsets.record``), timestamps, findings, the ranges they cover."""
     base = task.base
     offsets = res.offsets
+    # a healthy file's units and keys are checked in bulk against its columns (``_check_in_bulk``)
+    bulk = task.fast and (bool(task.cq_file_size and task.root) or task.keys_dir is not None)
+    parts: list[tuple[int, CommitLogColumns]] = []
+    precise = False  # a record was decoded precisely: the file is not all columns
     for ev in events:
         if type(ev) is Record:
+            precise = True
             at, rec = ev.position, ev.record
             if (broke := offsets.record(at, rec)) is not None:
                 res.findings.append(broke)
@@ -297,22 +297,41 @@ def _assemble(task: CommitLogTask, res: CommitLogFileResult, events: Iterator[Ev
                 res.valid_end = ev.valid_end
             res.max_store_timestamp = max(res.max_store_timestamp, ev.store_timestamp)
         elif isinstance(ev, Rebased):
+            precise = True
             base = res.content_base = ev.base
-        elif isinstance(ev, Columns):
-            cols = ev.columns
-            if task.cq_file_size and task.root:
-                store = rmq.open_store(task.root, commitlog_file_size=task.file_size)
-                res.verified = model_cl.verify_queue_units(store, task.base, cols, task.cq_file_size)
-            if task.keys_dir is not None:
-                model_cl.save_key_table(task.keys_dir, task.base, cols)
-            res.records = len(cols.columns)
-            res.offsets = offsets = FileQueueOffsets.from_runs(task.path, cols.queues)
-            res.max_store_timestamp = int(cols.columns.store_timestamp.max(initial=0))
-            res.last_store_timestamp = int(cols.columns.store_timestamp[-1]) if len(cols.columns) else 0
+        elif isinstance(ev, Stretch):
+            cols = ev.walk.columns
+            for broke in offsets.add_columns(cols, ev.position):
+                res.findings.append(broke)  # at the record's QUEUEOFFSET field: the record is covered
+                row = int(np.searchsorted(cols.position, (broke.position or 0) - ev.position, side="right")) - 1
+                at = ev.position + int(cols.position[row])
+                res.damaged.append((base + at, base + at + int(cols.size[row])))
+            res.records += len(cols)
+            res.max_store_timestamp = max(res.max_store_timestamp, int(cols.store_timestamp.max(initial=0)))
+            res.last_store_timestamp = int(cols.store_timestamp[-1])
+            if bulk:
+                parts.append((ev.position, cols))
         elif isinstance(ev, FileEnd):
             res.valid_end = ev.valid_end
             res.first_broken = ev.first_broken
             res.bytes_read = ev.bytes_read
+            healthy = ev.kind in ("blank", "zeros", "eof") and res.size == task.file_size and not precise
+            if bulk and healthy and all(x.level is Severity.info for x in res.findings):
+                columns = concat_columns(parts)
+                queues = columns.queue_runs()
+                if queues is not None:  # else a queue's offsets do not go up by one: units are checked one by one
+                    _check_in_bulk(task, res, model_cl.FileColumns(columns, queues, ColumnStop(ev.kind, ev.valid_end), ev.bytes_read))  # type: ignore[arg-type]  # one of the three clean kinds
+
+
+def _check_in_bulk(task: CommitLogTask, res: CommitLogFileResult, cols: model_cl.FileColumns) -> None:
+    """A file whose every record the column walk framed and that ends the way the broker ends
+    one: its ConsumeQueue units are verified against its records and its index keys tabled in
+    bulk (``store.model.commitlog``)."""
+    if task.cq_file_size and task.root:
+        store = rmq.open_store(task.root, commitlog_file_size=task.file_size)
+        res.verified = model_cl.verify_queue_units(store, task.base, cols, task.cq_file_size)
+    if task.keys_dir is not None:
+        model_cl.save_key_table(task.keys_dir, task.base, cols)
 
 
 def _recheck_live_tail(task: CommitLogTask, first: CommitLogFileResult) -> CommitLogFileResult:
@@ -357,63 +376,94 @@ class _Walk:
 
 
 def _walk_commitlog_file(f: ReadOnlyFile, task: CommitLogTask) -> Iterator[Event]:
-    """The precise walk over the whole file, a piece (``task.piece``) at a time."""
+    """The walk over the whole file, a piece (``task.piece``) at a time: healthy stretches as
+    columns (:class:`Stretch`, with ``task.fast``), each record the column walk declines by the
+    precise decoder (:class:`Record` and its :class:`Damage`), a broken record reported and
+    resynchronised after, then how the file ends."""
     path = task.path
     st = _Walk(task.base)  # st.base becomes the records' base for a misnamed file
     pos = 0
     piece = want = task.piece or piece_size()
+    fast = task.fast
+    # the columns a fold asks for: key hashes for the IndexFile check, TAGS codes for the units'
+    hashes = fast and task.keys_dir is not None
+    codes = fast and bool(task.cq_file_size and task.root)
     while True:
         data = f.pread(pos, want)
         want = piece
         st.bytes_read += len(data)
-        walker = RecordWalker(data, 0, check_crc=True)
-        try:
-            for p, rec in walker:
-                at = pos + p
-                if rec.physical_offset != st.base + at:
-                    if not st.records and task.alt_base is not None and rec.physical_offset == task.alt_base + at:
-                        st.base = task.alt_base  # misnamed: RMQ-FILE-OVERLAP/GAP/ALIGN say so
-                        yield Rebased(st.base)
-                    elif task.is_last and rmq.is_stale_copy(f, st.base, at, rec, task.file_size):
-                        # A record at ``at`` of the last file that claims another place, with no
-                        # record at its own place after it: valid data ends here and the rest is
-                        # stale (copied or left behind) data.
-                        extent = nonzero_extent(f, at)
-                        stop = extent[1] if extent else at + rec.total_size
-                        st.valid_end = at
-                        yield Damage(model.stale_finding(path, at, stop, rec.physical_offset))
-                        yield Damage(Finding(RMQ_CL_VALID_END, path, at, f"valid data ends at commitlog offset {st.base + at} (stale data follow)"))
-                        yield st.end("stale")
-                        return
-                # the store model's rule (every reader's walk applies it): a decoded record whose
-                # last byte is zero is a torn tail when only zeros follow
-                if task.is_last and not data[p + rec.total_size - 1]:
-                    torn = rmq.torn_record_tail(f, at, rec, 0, task.file_size)
-                    if torn is not None:
-                        yield _torn_damage(task, torn, st.base)
-                        st.valid_end = at
-                        yield st.end("torn")
-                        return
-                found = model.record_findings(path, st.base, at, rec, memoryview(data)[p : p + rec.total_size], check_properties=task.check_properties)
-                if found:
-                    covers = (st.base + at, st.base + at + rec.total_size) if any(x.code == RMQ_CL_PHYS_OFFSET for x in found) else None
-                    for x in found:
-                        yield Damage(x)
-                    if covers is not None:
-                        yield Damage(None, covers=covers)
-                yield Record(at, rec)
-                st.records += 1
-        except MqError as exc:
-            resume = yield from _after_broken_record(f, task, pos + (walker.failed_at or 0), exc.at(path, pos), st)
+        more = pos + len(data) < f.size
+        at = 0  # where the walk stands in the piece
+        end: ColumnStop | DataEnd | None = None
+        resume: int | None = -1  # -1: no broken record met in this piece
+        while end is None:
+            if fast:
+                cw = walk_columns(data, st.base + pos, start=at, key_hashes=hashes, tags_codes=codes)
+                if len(cw.columns):
+                    yield Stretch(pos, data, cw)
+                    st.records += len(cw.columns)
+                at = cw.stop.position
+                if cw.stop.kind != "anomaly" or rmq.piece_goes_on("anomaly", at, len(data), more):
+                    end = cw.stop
+                    break
+            # the precise decoder: the record the column walk declined (and, without ``fast``,
+            # every record of the piece)
+            walker = RecordWalker(data, at, check_crc=True)
+            try:
+                for p, rec in walker:
+                    here = pos + p
+                    if rec.physical_offset != st.base + here:
+                        if not st.records and task.alt_base is not None and rec.physical_offset == task.alt_base + here:
+                            st.base = task.alt_base  # misnamed: RMQ-FILE-OVERLAP/GAP/ALIGN say so
+                            yield Rebased(st.base)
+                        elif task.is_last and rmq.is_stale_copy(f, st.base, here, rec, task.file_size):
+                            # A record at ``here`` of the last file that claims another place, with no
+                            # record at its own place after it: valid data ends here and the rest is
+                            # stale (copied or left behind) data.
+                            extent = nonzero_extent(f, here)
+                            stop = extent[1] if extent else here + rec.total_size
+                            st.valid_end = here
+                            yield Damage(model.stale_finding(path, here, stop, rec.physical_offset))
+                            yield Damage(Finding(RMQ_CL_VALID_END, path, here, f"valid data ends at commitlog offset {st.base + here} (stale data follow)"))
+                            yield st.end("stale")
+                            return
+                    # the store model's rule (every reader's walk applies it): a decoded record whose
+                    # last byte is zero is a torn tail when only zeros follow
+                    if task.is_last and not data[p + rec.total_size - 1]:
+                        torn = rmq.torn_record_tail(f, here, rec, 0, task.file_size)
+                        if torn is not None:
+                            yield _torn_damage(task, torn, st.base)
+                            st.valid_end = here
+                            yield st.end("torn")
+                            return
+                    found = model.record_findings(path, st.base, here, rec, memoryview(data)[p : p + rec.total_size], check_properties=task.check_properties)
+                    if found:
+                        covers = (st.base + here, st.base + here + rec.total_size) if any(x.code == RMQ_CL_PHYS_OFFSET for x in found) else None
+                        for x in found:
+                            yield Damage(x)
+                        if covers is not None:
+                            yield Damage(None, covers=covers)
+                    yield Record(here, rec)
+                    st.records += 1
+                    at = p + rec.total_size
+                    if fast:
+                        break  # back to the columns after it
+                else:
+                    end = walker.end
+            except MqError as exc:
+                resume = yield from _after_broken_record(f, task, pos + (walker.failed_at or 0), exc.at(path, pos), st)
+                if resume is not None and pos + at < resume < pos + len(data) - rmq.JUDGED_HEADER:
+                    at, resume = resume - pos, -1  # the walk goes on in the piece in hand
+                    continue
+                break
+        if resume != -1:
             if resume is None:
                 yield st.end(st.stopped)
                 return
             pos = resume
             continue
-        end = walker.end
         assert end is not None
         end_pos = pos + end.position
-        more = pos + len(data) < f.size
         cut_short = f.size < task.file_size and not task.is_last  # its end is RMQ-FILE-SIZE's
         if end.kind == "partial" and not cut_short and (not more or end.length > rmq.MAX_RECORD_SIZE):
             # A record reaching past the end of the file: a torn write in the last file, else a

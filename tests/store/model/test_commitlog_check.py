@@ -76,18 +76,36 @@ def test_damage_gives_the_same_findings_at_the_same_positions_whatever_the_piece
     assert _answer(path, piece, fast=True) == whole  # the fast path declines, the precise walk says it
 
 
+def _record_positions(events: list[judge.Event]) -> list[int]:
+    """The file positions of the records the events carry, as columns or decoded one by one."""
+    out: list[int] = []
+    for e in events:
+        if isinstance(e, judge.Stretch):
+            out.extend(e.position + int(p) for p in e.columns.position)
+        elif isinstance(e, judge.Record):
+            out.append(e.position)
+    return out
+
+
 def test_events_of_a_healthy_file_are_its_columns_then_its_end(tmp_path: Path) -> None:
+    """One reading, two speeds inside it: a healthy file is columns only (one stretch per piece,
+    no record decoded one by one), the same records the precise decoder gives one by one."""
     path = _write_store(tmp_path / "store", [100] * 20)
     events = _events(path, 0, fast=True)
-    assert [type(e) for e in events] == [judge.Columns, judge.Damage, judge.FileEnd]
-    cols, valid_end, end = events
-    assert isinstance(cols, judge.Columns) and len(cols.columns.columns) == 20
+    assert [type(e) for e in events] == [judge.Stretch, judge.Damage, judge.Damage, judge.FileEnd]
+    cols, moved, valid_end, end = events
+    assert isinstance(cols, judge.Stretch) and len(cols.columns) == 20
+    assert isinstance(moved, judge.Damage) and moved.finding is None and moved.valid_end == cols.walk.stop.position
     assert isinstance(valid_end, judge.Damage) and valid_end.finding is not None and valid_end.finding.level is Severity.info
-    assert isinstance(end, judge.FileEnd) and end.kind == "zeros" and end.valid_end == int(cols.columns.end.position)
+    assert isinstance(end, judge.FileEnd) and end.kind == "zeros" and end.valid_end == cols.walk.stop.position
     precise = _events(path, 0, fast=False)
-    records = [e for e in precise if isinstance(e, judge.Record)]
-    assert [r.position for r in records] == [int(p) for p in cols.columns.columns.position]
-    assert precise[-1] == end or (isinstance(precise[-1], judge.FileEnd) and precise[-1].valid_end == end.valid_end)
+    assert not any(isinstance(e, judge.Stretch) for e in precise)
+    assert _record_positions(precise) == _record_positions(events)
+    assert precise[-1] == end
+    # small pieces: one stretch per piece, the same records and end
+    small = _events(path, 500, fast=True)
+    assert sum(isinstance(e, judge.Stretch) for e in small) > 1 and not any(isinstance(e, judge.Record) for e in small)
+    assert _record_positions(small) == _record_positions(events) and small[-1].valid_end == end.valid_end  # type: ignore[union-attr]
 
 
 def test_a_broken_record_is_one_damage_event_and_the_walk_goes_on(tmp_path: Path) -> None:
@@ -100,7 +118,7 @@ def test_a_broken_record_is_one_damage_event_and_the_walk_goes_on(tmp_path: Path
     events = _events(path, 0, fast=True)
     damage = [e for e in events if isinstance(e, judge.Damage) and e.finding is not None and e.finding.level is not Severity.info]
     assert damage and damage[0].finding is not None and damage[0].finding.position == positions[4] + 4  # at the field
-    records = [e.position for e in events if isinstance(e, judge.Record)]
+    records = _record_positions(events)
     assert positions[4] not in records and positions[5] in records  # resynchronised after it
     end = events[-1]
     assert isinstance(end, judge.FileEnd) and end.first_broken == positions[4]
