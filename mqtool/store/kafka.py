@@ -10,14 +10,16 @@ metadata log, ``quorum-state`` and ``<offset>-<epoch>.checkpoint`` snapshots (``
 
 Everything here is read-only.  ``.log`` files are streamed in bounded chunks (``LogFileWalk``),
 index files likewise (``IndexFileWalk``), so memory stays flat whatever the segment size; an
-entry whose size field is larger than ``MAX_ENTRY_SIZE`` is never allocated.
+entry whose size field is larger than ``MAX_ENTRY_SIZE`` is never allocated.  ``resync`` is the
+one rule by which a reading resumes after damage (the next entry whose framing and CRC hold).
 """
 
 from __future__ import annotations
 
+import heapq
 import os
 import stat
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -28,7 +30,7 @@ from mqtool.formats import segment_names as segnames
 from mqtool.formats.kafka import checkpoint_file as cpf
 from mqtool.formats.kafka import index as kidx
 from mqtool.formats.kafka import txn_index as ktxn
-from mqtool.formats.kafka.log import HEADER_SIZE_UP_TO_MAGIC, LOG_OVERHEAD, DataEnd, LogEntry, LogWalker, Mode, decode_entry, peek_entry
+from mqtool.formats.kafka.log import HEADER_SIZE_UP_TO_MAGIC, LOG_OVERHEAD, MIN_ENTRY_SIZE_FIELD, DataEnd, LogEntry, LogWalker, Mode, decode_entry, peek_entry
 from mqtool.store.files import ReadOnlyFile, is_directory, is_regular_file, nonzero_extent, piece_size, safe_listdir
 from mqtool.store.lock import MQTOOL_LOCK_NAME
 
@@ -739,6 +741,67 @@ def read_entry_at(f: ReadOnlyFile, position: int, *, mode: Mode = "full", check_
         return decode_entry(data, 0, mode=mode, check_crc=check_crc)
     except MqError as exc:
         raise exc.at(f.path, position) from None
+
+
+def resync(f: ReadOnlyFile, start: int, *, limit: int | None = None, magics: Iterable[int] = (0, 1, 2), after: int | None = None, chunk: int | None = None) -> int | None:
+    """The first position in ``[start, limit)`` of ``f`` where an entry starts whose framing and
+    CRC hold (``read_entry_at(mode="header")``: a size the broker could write, whose bytes are in
+    the file, and a valid CRC-32C / CRC-32), or None: where the reading of a ``.log`` resumes
+    after damage.  The one rule of every Kafka resync: validate's walk of a segment (it goes on
+    checking past a broken entry: ``magics`` the ones the segment holds, ``after`` the last offset
+    read, so an entry continues the offsets) and recover's count of what a cut drops (``limit``:
+    how far it looks).  Kafka's own recovery never resyncs (``LogSegment.recover`` truncates at the
+    first invalid batch); this is mqtool's, to name what lies past the damage.
+
+    The file is searched ``chunk`` bytes at a time (``piece_size()``: no answer depends on it) for
+    the magic byte at an entry's byte 16; zero runs are skipped at memory speed (an entry whose
+    size field is zero is none), so a pre-allocated tail costs one read."""
+    end = f.size if limit is None else min(limit, f.size)
+    piece = chunk or piece_size()
+    patterns = [bytes([m]) for m in sorted(set(magics))]
+    overlap = HEADER_SIZE_UP_TO_MAGIC - 1  # a candidate's header may start in the piece before
+    pos = start
+    while pos < end and pos + HEADER_SIZE_UP_TO_MAGIC <= f.size:
+        data = f.pread(pos, min(piece, end - pos) + overlap)
+        n = len(data)
+        lead = n - len(data.lstrip(b"\x00"))
+        if lead == n:  # all zeros: only an entry whose size field reaches past them may start here
+            pos += n - _SIZE_END + 1
+            continue
+        # a candidate's size field (bytes 8-11) must hold a byte past the leading zeros
+        first = max(overlap, lead - _SIZE_END + 1 + overlap)
+        found = heapq.merge(*(_find_all(data, pat, first) for pat in patterns)) if len(patterns) > 1 else _find_all(data, patterns[0], first)
+        for i in found:
+            rel = i - overlap
+            candidate = pos + rel
+            if candidate >= end:
+                break
+            offset, size, _magic = peek_entry(data, rel)  # the same framing for v0/v1 messages and v2 batches
+            if size < MIN_ENTRY_SIZE_FIELD or size > MAX_ENTRY_SIZE or candidate + LOG_OVERHEAD + size > f.size:
+                continue
+            if after is not None and offset <= after:
+                continue
+            try:
+                if rel + LOG_OVERHEAD + size <= n:  # the whole entry is in the piece: no read
+                    decode_entry(data, rel, mode="header")
+                else:
+                    read_entry_at(f, candidate, mode="header", size_hint=LOG_OVERHEAD + size)
+            except MqError:
+                continue
+            return candidate
+        pos += n - overlap
+    return None
+
+
+#: One past the last byte of an entry's size field (bytes 8-11 of its framing).
+_SIZE_END = 12
+
+
+def _find_all(data: bytes, pattern: bytes, start: int) -> Iterator[int]:
+    i = data.find(pattern, start)
+    while i != -1:
+        yield i
+        i = data.find(pattern, i + 1)
 
 
 IndexKind = Literal["index", "timeindex", "txnindex"]

@@ -41,7 +41,7 @@ from mqtool.formats.kafka import txn_index as ktxn
 from mqtool.formats.kafka.legacy import LegacyRecord
 from mqtool.formats.kafka.log import HEADER_SIZE_UP_TO_MAGIC, LOG_OVERHEAD, MIN_ENTRY_SIZE_FIELD, DataEnd, LogEntry, peek_entry
 from mqtool.store import kafka as ks
-from mqtool.store.files import CHUNK_SIZE, ReadOnlyFile, nonzero_extent
+from mqtool.store.files import ReadOnlyFile, nonzero_extent
 from mqtool.store.model import kafka as km
 from mqtool.store.model.kafka_segment import EntryDecode, ScannedEntry
 
@@ -356,37 +356,6 @@ class RecoveryReading:
 # --- counting what a cut drops ------------------------------------------------------------------------
 
 
-def _resync(f: ReadOnlyFile, start: int, limit: int) -> int | None:
-    """First position in ``[start, limit)`` where a batch with a valid size and CRC starts."""
-    pos = start
-    overlap = 16
-    while pos + 17 <= min(f.size, limit):
-        chunk = f.pread(pos, min(CHUNK_SIZE, limit - pos) + overlap)
-        n = len(chunk)
-        candidates = sorted(i for m in (b"\x00", b"\x01", b"\x02") for i in _find_all(chunk, m, 16))
-        for i in candidates:
-            rel = i - 16
-            size = peek_entry(chunk, rel)[1]  # the candidate magic at rel + 16: 17 bytes are there
-            if size < 14 or size > ks.MAX_ENTRY_SIZE or pos + rel + 12 + size > f.size:
-                continue
-            try:
-                ks.read_entry_at(f, pos + rel, mode="header")
-            except MqError:
-                continue
-            return pos + rel
-        if n <= overlap + 17:
-            break
-        pos += n - overlap
-    return None
-
-
-def _find_all(data: bytes, pattern: bytes, start: int) -> Iterator[int]:
-    i = data.find(pattern, start)
-    while i >= 0:
-        yield i
-        i = data.find(pattern, i + 1)
-
-
 def count_valid_from(path: Path, start: int) -> tuple[int, bool]:
     """Records of the valid batches from ``start`` on (resynchronising on the next batch with a
     valid size and CRC after anything else), and whether the count is complete (False: more than
@@ -396,7 +365,7 @@ def count_valid_from(path: Path, start: int) -> tuple[int, bool]:
     with ReadOnlyFile(path) as f:
         budget_end = start + RESYNC_LIMIT
         searched_from = start
-        pos = _resync(f, start, budget_end)
+        pos = ks.resync(f, start, limit=budget_end)
         while pos is not None:
             walk = ks.LogFileWalk(f, pos, mode="header")
             for p, entry in walk:
@@ -415,7 +384,7 @@ def count_valid_from(path: Path, start: int) -> tuple[int, bool]:
             if stop + 17 > f.size:
                 return count, not undecoded
             searched_from = stop + 1
-            pos = _resync(f, searched_from, budget_end)
+            pos = ks.resync(f, searched_from, limit=budget_end)
         # the search gave up at the budget: is there anything past it?
         beyond = max(searched_from, budget_end)
         complete = beyond >= f.size or nonzero_extent(f, beyond) is None

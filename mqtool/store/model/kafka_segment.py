@@ -16,7 +16,6 @@ and a few numbers; ``SegmentScan`` hands each judged entry to a consumer as it r
 
 from __future__ import annotations
 
-import heapq
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -62,7 +61,7 @@ from mqtool.formats.kafka import record_batch as rb
 from mqtool.formats.kafka import txn_index as ktxn
 from mqtool.formats.kafka.log import LogEntry, Mode, decode_entry, records_of_message
 from mqtool.store import kafka as ks
-from mqtool.store.files import CHUNK_SIZE, ReadOnlyFile, nonzero_extent, piece_size
+from mqtool.store.files import ReadOnlyFile, nonzero_extent, piece_size
 from mqtool.store.model import kafka_broker
 
 _V2_MIN_LENGTH = rb.RECORD_BATCH_OVERHEAD - rb.LOG_OVERHEAD  # 49
@@ -552,36 +551,9 @@ class _SegmentChecker:
             self.find(KAFKA_LOG_VALID_END, position, f"valid data ends at position {position} (log end offset {leo}, {kind} follow)")
 
     def _resync(self, start: int) -> int | None:
-        """First position >= ``start`` where an entry with a valid CRC starts (continuing the
-        offsets seen so far, when there are any)."""
-        f = self.f
-        extent = nonzero_extent(f, start)
-        if extent is None:
-            return None
-        pos = max(start, extent[0] - 11)
-        patterns = [bytes([m]) for m in sorted(self.res.magics or {0, 1, 2})]
-        overlap = 64
-        while pos + 17 <= f.size:
-            chunk = f.pread(pos, CHUNK_SIZE + overlap)
-            for i in heapq.merge(*(_find_all(chunk, pat, 16) for pat in patterns)):
-                rel = i - 16
-                candidate = pos + rel
-                if candidate < start:
-                    continue
-                offset, size, _magic = rb.peek_batch(chunk, rel)  # the same framing for v0/v1 messages
-                if size < 14 or size > ks.MAX_ENTRY_SIZE or candidate + 12 + size > f.size:
-                    continue
-                if self.prev_last is not None and offset <= self.prev_last:
-                    continue
-                try:
-                    ks.read_entry_at(f, candidate, mode="header")
-                except MqError:
-                    continue
-                return candidate
-            if len(chunk) <= overlap + 17:
-                break
-            pos += len(chunk) - overlap
-        return None
+        """First position >= ``start`` where an entry with a valid CRC starts, of a magic the
+        segment holds, continuing the offsets seen so far when there are any (``ks.resync``)."""
+        return ks.resync(self.f, start, magics=self.res.magics or (0, 1, 2), after=self.prev_last)
 
     # --- one entry ---------------------------------------------------------------------------
     def _entry(self, pos: int, entry: LogEntry, buf: bytes, rel: int) -> None:
@@ -1070,13 +1042,6 @@ class _SegmentChecker:
             self.find(KAFKA_LOG_RECORD_OFFSET, pos, f"wrapper at {pos}: expected inner offsets after {prior}, found {offsets[0]}")
         elif prior is None and self.t.named and offsets[0] < self.base:
             self.find(KAFKA_LOG_RECORD_OFFSET, pos, f"wrapper at {pos}: expected inner offsets >= the segment's base offset {self.base}, found {offsets[0]}")
-
-
-def _find_all(data: bytes, pattern: bytes, start: int) -> Iterator[int]:
-    i = data.find(pattern, start)
-    while i != -1:
-        yield i
-        i = data.find(pattern, i + 1)
 
 
 class _DeepRangeChecker(_SegmentChecker):
