@@ -41,8 +41,11 @@ length (``SIZE``), followed by the unreadable span and the walk resumed at the n
 
 from __future__ import annotations
 
+import copy
 import os
 from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol, TypeVar, cast
@@ -188,6 +191,7 @@ class SegmentScan:
             try:
                 yield from _Scan(task, reader, res).run()
                 reader.verify()
+                _share(task, res)
             except StoreIOError as exc:
                 self.reader_error = exc
                 res.findings.append(Finding(f"{prefix}-UNREADABLE", task.path, exc.position, exc.reason))
@@ -841,14 +845,73 @@ def plan_reading(data: DataDir, layout: str) -> StoreReading:
 
 def read_store(data: DataDir, layout: str, *, run: Runner = _serial) -> Iterator[list[Finding] | SegmentRead]:
     """Everything the model states about ``data`` (a Jafka or MetaQ data dir, partition or
-    segment: ``layout``), streamed in the order of the module docstring."""
+    segment: ``layout``), streamed in the order of the module docstring.  Inside
+    ``shared_reading`` a segment read before in the block, unchanged since, is not read again."""
     reading = plan_reading(data, layout)
     yield reading.files
     tasks = [task for task, _ in reading.tasks]
-    for (task, part), res in zip(reading.tasks, run(read_segment, tasks)):
+    shared = _SHARED.get()
+    results = run(read_segment, tasks) if shared is None else _shared_results(shared, tasks, run)
+    for (task, part), res in zip(reading.tasks, results):
         yield SegmentRead(task, part, res)
     if reading.closing:
         yield reading.closing
+
+
+# --- one reading for several commands (report) ------------------------------------------------------------
+
+#: A segment file as read: its task and the file's identity and state when it was read.
+_Key = tuple[SegmentTask, int, int, int, int]
+
+#: The segment readings kept inside ``shared_reading`` (None: outside, nothing is kept).
+_SHARED: ContextVar[dict[_Key, SegmentResult] | None] = ContextVar("mqtool_legacy_shared_reading", default=None)
+
+
+@contextmanager
+def shared_reading() -> Iterator[None]:
+    """Inside the block every segment reading (``read_store``'s, and a ``SegmentScan`` read to the
+    end: stats) is kept, and ``read_store`` hands it to the next reading of the same segment --
+    the same task, the file unchanged since (device, inode, size and modification time) -- instead
+    of reading the file again: a command that runs several verbs over one store (``report``:
+    validate, recover's plan, clean's plan, stats) reads each segment's judgement once.  A reader
+    that needs the messages themselves (stats, dump) still reads them.  The kept results are
+    findings and positions, a few per segment; each reader gets a copy of its own."""
+    token = _SHARED.set({})
+    try:
+        yield
+    finally:
+        _SHARED.reset(token)
+
+
+def _key(task: SegmentTask) -> _Key | None:
+    try:
+        st = os.stat(task.path, follow_symlinks=False)
+    except OSError:
+        return None
+    return (task, st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+def _share(task: SegmentTask, res: SegmentResult) -> None:
+    """Keep a segment's complete reading for the next reader inside ``shared_reading``."""
+    shared = _SHARED.get()
+    if shared is not None and res.opened and (key := _key(task)) is not None:
+        shared[key] = copy.deepcopy(res)
+
+
+def _shared_results(shared: dict[_Key, SegmentResult], tasks: list[SegmentTask], run: Runner) -> Iterator[SegmentResult]:
+    """``run(read_segment, tasks)`` for the tasks not read before in the block, the kept readings
+    for the others, in the order of ``tasks``."""
+    keys = [_key(task) for task in tasks]
+    fresh = iter(run(read_segment, [task for task, key in zip(tasks, keys) if key is None or key not in shared]))
+    for key in keys:
+        kept = shared.get(key) if key is not None else None
+        if kept is not None:
+            yield copy.deepcopy(kept)
+            continue
+        res = next(fresh)
+        if key is not None and res.opened and key not in shared:  # (an in-process reading kept itself)
+            shared[key] = copy.deepcopy(res)
+        yield res
 
 
 def findings(data: DataDir, layout: str) -> Iterator[Finding]:
