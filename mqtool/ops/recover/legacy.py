@@ -131,7 +131,7 @@ def _plan(layout: str, path: str | Path, options: RecoverOptions) -> RecoverPlan
     if layout == "jafka":
         plan.facts["clean_shutdown_marker"] = marker
     # the store model's one reading: validate's findings (what the plan leaves unfixed) and where
-    # each last segment's recovery stops (``lm.tail_from_reading``; MetaQ's zero tails: ``lm.recovery_tail``)
+    # each last segment's recovery stops (``lm.tail_from_reading``; ``lm.recovery_tail`` where the reading cannot tell)
     found: list[Finding] = []
     results: dict[str, lm.SegmentResult] = {}
     for item in lm.read_store(data, layout):

@@ -131,6 +131,9 @@ class SegmentResult:
     end: WalkEnd | None = None
     #: ``end_kind`` ``corrupt``: what the decoder said of the broken message (``MqError.reason``)
     break_reason: str | None = None
+    #: MetaQ, a last segment whose valid data first stops at zeros: where MetaQ's recovery loop,
+    #: reading on through them, stops (``recovery_tail``'s answer, from this reading)
+    metaq_tail: RecoveryTail | None = None
 
     def tail(self) -> WalkEnd | None:
         """``end`` when it is a tail the broker's recovery repairs (the reading states a
@@ -587,28 +590,12 @@ class _Scan:
 
     # -- MetaQ recovery simulation -------------------------------------------------------------------
     def metaq_recovery_from(self, b: int) -> None:
-        """MetaQ's recovery continues through zero headers (valid empty messages): where does it stop?"""
-        pos = b
-        empties = 0
-        zeros = bytes(mq.HEADER_LEN)
-        while True:
-            if self.size - pos < mq.HEADER_LEN:
-                break
-            if self.reader.pread(pos, mq.HEADER_LEN) == zeros:
-                kept = zero_run(self.reader, pos, piece=self.piece) // mq.HEADER_LEN
-                empties += kept
-                pos += kept * mq.HEADER_LEN
-                continue
-            walk = SegmentWalk(self.reader, self.framing, pos, check_crc=True, chunk=self.piece)
-            for _ in walk:
-                pass
-            if walk.error is None and walk.end is not None and walk.end.kind == "zeros" and self.size - walk.end.position >= mq.HEADER_LEN:
-                pos = walk.end.position
-                continue
-            pos = walk.valid_end
-            break
-        self.recovery_point = pos
-        self.res.empty_messages = empties
+        """MetaQ's recovery continues through zero headers (valid empty messages): where does it
+        stop?  The loop is ``_metaq_recovery``'s, recover's plan takes its answer (``metaq_tail``)."""
+        tail = _metaq_recovery(self.reader, b, self.piece)
+        self.recovery_point = tail.broker_end
+        self.res.empty_messages = sum(n for _p, n in tail.gaps)
+        self.res.metaq_tail = tail
 
     # -- the end -------------------------------------------------------------------------------------
     def finish(self) -> None:
@@ -1073,6 +1060,8 @@ class RecoveryTail:
     detail: str = ""
     trailing_empties: int = 0  # MetaQ: empty messages the broker would keep after cut_from
     kept_gaps: list[tuple[int, int]] | None = None
+    #: MetaQ: every zero run the loop read as empty messages, ``(position, whole 20-byte blocks)``
+    gaps: list[tuple[int, int]] = field(default_factory=list)
 
 
 def _segment_reader(layout: str, seg: Segment) -> SegmentReader:
@@ -1106,8 +1095,9 @@ def tail_from_reading(layout: str, res: SegmentResult, seg: Segment, dialect: sj
     """``recovery_tail``'s answer from the model's reading of the last segment (``res``), without
     walking it again: Jafka always (the reading stops the broker's recovery at the first message
     with a magic the dialect does not read, a broken message, or the end of the valid data);
-    MetaQ when the valid data ends without zeros (None otherwise: MetaQ's loop reads on through
-    zeros, ``recovery_tail`` walks them)."""
+    MetaQ when the valid data ends without zeros, or at zeros (the reading ran MetaQ's loop on
+    through them: ``SegmentResult.metaq_tail``); None otherwise (a length field larger than mqtool
+    reads: ``recovery_tail`` walks on)."""
     if layout != "jafka":
         return _metaq_tail_from(res)
     size = res.size
@@ -1126,6 +1116,8 @@ def tail_from_reading(layout: str, res: SegmentResult, seg: Segment, dialect: sj
 
 
 def _metaq_tail_from(res: SegmentResult) -> RecoveryTail | None:
+    if res.metaq_tail is not None:
+        return res.metaq_tail
     size, b = res.size, res.valid_end
     if res.end_kind == "eof":
         return _metaq_tail(size, size, size, "eof", "", [])
@@ -1137,14 +1129,19 @@ def _metaq_tail_from(res: SegmentResult) -> RecoveryTail | None:
 
 
 def _scan_metaq(reader: SegmentReader, piece: int | None) -> RecoveryTail:
-    """MetaQ's loop, zero headers included: they are valid empty messages to the broker.
+    return _metaq_recovery(reader, 0, piece)
+
+
+def _metaq_recovery(reader: SegmentReader, start: int, piece: int | None) -> RecoveryTail:
+    """MetaQ's loop from ``start`` (a message boundary), zero headers included: they are valid
+    empty messages to the broker.
 
     The walk goes on after a zero run from its last whole 20-byte block, as the loader does.
     An empty message read right there (msgLen 0, checksum 0: the rest of the zeros and the start
     of the next bytes) is no message anybody wrote, so it does not move the valid end."""
     size = reader.size
-    pos = 0
-    last_real = 0  # end of the last message that is not an all-zero header
+    pos = start
+    last_real = start  # end of the last message that is not an all-zero header
     gaps: list[tuple[int, int]] = []  # zero runs read as empty messages: (position, whole blocks)
     while True:
         walk = SegmentWalk(reader, sm.FRAMING, pos, check_crc=True, chunk=piece)
@@ -1172,7 +1169,7 @@ def _metaq_tail(size: int, last_real: int, broker_end: int, kind: str, detail: s
     trailing = sum(n for p, n in gaps if p >= last_real)
     if last_real < broker_end and kind != "zeros":
         kind = "zeros"  # the data ends in zeros the loader reads up to a point, then fails
-    return RecoveryTail(size, last_real, broker_end, kind, detail, trailing, kept)
+    return RecoveryTail(size, last_real, broker_end, kind, detail, trailing, kept, gaps)
 
 
 def count_valid_from(layout: str, seg: Segment, start: int, dialect: sj.Dialect = sj.JAFKA, *, piece: int | None = None) -> int:
