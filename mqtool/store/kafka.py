@@ -494,6 +494,8 @@ class LogFileWalk:
     ``first_piece``: the first read is that small, each next one twice the one before, up to
     ``chunk`` (a reader that stops after a few entries -- ``dump --limit`` -- reads little
     more than them); by default every read is ``chunk`` bytes.  No answer depends on either.
+    ``garbage_extent=False``: a ``zeros`` end followed by other bytes reads the zero run only
+    (``data_after_zeros``); where those bytes end is read when ``garbage_after_zeros`` is asked.
 
     After iteration: ``end`` is the clean end (a ``DataEnd`` in file positions: ``eof``,
     ``zeros`` -- zeros from there to the end of the file -- or ``partial``), or ``error`` is the
@@ -524,6 +526,7 @@ class LogFileWalk:
         max_entry_size: int = MAX_ENTRY_SIZE,
         keep_damaged: bool = False,
         first_piece: int | None = None,
+        garbage_extent: bool = True,
     ) -> None:
         self.f = f
         self.start = start
@@ -548,8 +551,24 @@ class LogFileWalk:
         self.last_offset_is = "ends"
         self.buffer: bytes = b""
         self.buffer_start = start
-        #: For a ``zeros`` end followed by other bytes: (first non-zero position, end of them).
-        self.garbage_after_zeros: tuple[int, int] | None = None
+        #: For a ``zeros`` end followed by other bytes: the first non-zero position after the run
+        #: (``garbage_after_zeros`` has the end of those bytes too).
+        self.data_after_zeros: int | None = None
+        self._garbage: tuple[int, int] | None = None
+        self._garbage_extent = garbage_extent
+
+    @property
+    def garbage_after_zeros(self) -> tuple[int, int] | None:
+        """For a ``zeros`` end followed by other bytes: (first non-zero position, end of them),
+        the end found when first asked, the file still open (it reads the rest of the walk's
+        extent)."""
+        first = self.data_after_zeros
+        if first is None:
+            return None
+        if self._garbage is None:
+            extent = nonzero_extent(self.f, first, self.stop)
+            self._garbage = (first, extent[1] if extent is not None else first)
+        return self._garbage
 
     @property
     def valid_end(self) -> int:
@@ -656,15 +675,33 @@ class LogFileWalk:
         """The end at ``at``, where a zero run of at least an entry's framing starts (an entry of
         size 0): a ``zeros`` end, with the extent of whatever non-zero bytes follow the run --
         decided from the file, so the answer is the same wherever a piece of the read ends (a
-        ``--max-bytes`` window that ends in it ends at ``at``)."""
+        ``--max-bytes`` window that ends in it ends at ``at``).  Without ``garbage_extent`` only
+        the zero run is read here: where the bytes after it end is read when asked
+        (``garbage_after_zeros``)."""
         if self.limited:
             self.end = DataEnd("eof", at)
             return
-        self.garbage_after_zeros = nonzero_extent(self.f, at, stop)
+        self.data_after_zeros = first_nonzero(self.f, at, stop)
         self.end = DataEnd("zeros", at)
+        if self._garbage_extent:
+            _ = self.garbage_after_zeros
 
     def _not_a_torn_write(self, data: bytes, rel: int, length: int) -> CorruptDataError | None:
         return not_a_torn_write(data[rel : rel + HEADER_SIZE_UP_TO_MAGIC], length, self.last_offset, self.last_offset_is, self.max_entry_size)
+
+
+def first_nonzero(f: ReadOnlyFile, start: int, stop: int) -> int | None:
+    """The first non-zero byte in ``[start, stop)`` of ``f``, or None: ``nonzero_extent``'s rule
+    (holes of a sparse file skipped), over windows that double from 64 KiB, so that finding the end
+    of a zero run reads the run (and at most as much again), not the file after it."""
+    pos, window = start, 64 << 10
+    while pos < stop:
+        end = min(stop, pos + window)
+        extent = nonzero_extent(f, pos, end)
+        if extent is not None:
+            return extent[0]
+        pos, window = end, min(2 * window, 8 << 20)
+    return None
 
 
 def framed_entry(data: bytes, rel: int, exc: MqError, mode: Mode = "full") -> LogEntry | None:

@@ -261,6 +261,9 @@ class _Planner:
         #: what the plan's scans read of each segment (partition dir, base offset), and how fast:
         #: the restart preview (``kafka_broker.restart_preview``) reads nothing the plan read
         self.reads: dict[tuple[str, int], kb.SegmentRead] = {}
+        #: ``count_valid_from`` of each (log, position) asked for: the plan's cuts and the restart
+        #: preview count the records a cut drops once
+        self.counts: dict[tuple[str, int], tuple[int, bool]] = {}
         self.watch = kb.Stopwatch()
         #: the store model's one reading: the segments' scans and validate's findings
         self.reading = RecoveryReading(store, log_findings.INDEX)
@@ -278,6 +281,16 @@ class _Planner:
             self.watch.time(scan.size, started)
         self.reads[(part.name, base)] = kb.SegmentRead(scan.size, scan.valid_bytes, scan.records)
         return scan
+
+    def valid_from(self, log: Path, start: int) -> tuple[int, bool]:
+        """``count_valid_from(log, start)``, counted once: a segment the store model's reading read
+        whole as valid batches counts from position 0 without being read again."""
+        key = (str(log), start)
+        got = self.counts.get(key)
+        if got is None:
+            known = self.reading.valid_records(str(log)) if start == 0 else None
+            got = self.counts[key] = (known, True) if known is not None else count_valid_from(log, start)
+        return got
 
     def segment_read(self, part: ks.KafkaPartition, seg: ks.KafkaSegment) -> kb.SegmentRead | None:
         """What ``LogSegment.recover`` reads of ``seg``: the plan's scan, else the reading's."""
@@ -500,7 +513,7 @@ def plan_kafka(path: str | Path, options: RecoverOptions = RecoverOptions()) -> 
     plan.unfixable = [f.to_dict() for f in log_findings.unfixed(path, "kafka", plan.root, plan.steps, found=met)]
     plan.unfixable += [f.to_dict() for f in lost if f.level is not Severity.error]  # a warning: still named, recover cannot fix it
     plan.facts["broker"] = broker.to_dict()
-    plan.facts["restart"] = kb.restart_preview(store, broker, planner.segment_read, planner.watch.device_speed(root))
+    plan.facts["restart"] = kb.restart_preview(store, broker, planner.segment_read, planner.watch.device_speed(root), planner.valid_from)
     return plan
 
 
@@ -619,7 +632,7 @@ def _plan_partition(
         dropped = 0
         for j in range(n - 1, cut_index, -1):
             later = segs[j]
-            count, complete = count_valid_from(later.log, 0)
+            count, complete = planner.valid_from(later.log, 0)
             if not complete:
                 planner.dropped_unknown.append(f"{part.name}/{later.log.name}")
             dropped += count
@@ -672,9 +685,11 @@ def _plan_partition(
 def _plan_cut(planner: _Planner, part: ks.KafkaPartition, seg: _LiveSeg, scan: RecoveryScan, leo: int | None, *, later: int) -> None:
     """The ``truncate`` step of one segment (its bytes from the valid end on are quarantined)."""
     if scan.end == "invalid-offset":
-        inside, complete = count_valid_from(seg.log, 0)
+        inside, complete = planner.valid_from(seg.log, 0)
     elif scan.end in ("corrupt", "control"):
-        inside, complete = count_valid_from(seg.log, scan.valid_bytes + 1)
+        # the valid batches from the cut on, as the restart preview counts them (the batch at
+        # the cut is one when its CRC holds: an unreadable end-transaction marker)
+        inside, complete = planner.valid_from(seg.log, scan.valid_bytes)
     else:
         inside, complete = 0, True
     if not complete:
@@ -969,7 +984,7 @@ def _plan_restart(planner: _Planner, part: ks.KafkaPartition, segs: list[_LiveSe
             )
         )
     for seg in reversed(segs):
-        count, complete = count_valid_from(seg.log, 0)
+        count, complete = planner.valid_from(seg.log, 0)
         if not complete:
             planner.dropped_unknown.append(f"{part.name}/{seg.log.name}")
         dropped += count

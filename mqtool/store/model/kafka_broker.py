@@ -397,14 +397,19 @@ def recovery_points(store: ks.KafkaStore) -> dict[tuple[str, int], int]:
         return {}
 
 
-def restart_preview(store: ks.KafkaStore, broker: KafkaBroker, read: SegmentReader, speed: float | None) -> dict[str, object]:
+def restart_preview(
+    store: ks.KafkaStore, broker: KafkaBroker, read: SegmentReader, speed: float | None, count: Callable[[Path, int], tuple[int, bool]] | None = None
+) -> dict[str, object]:
     """What ``broker``'s next start does to ``store``: per partition where its recovery starts,
     the ``.log`` bytes ``LogSegment.recover`` reads (``scan_bytes``: each recovery of a segment
     reads it to its valid end), what it cuts and deletes, and how long the reading takes at
     ``speed`` bytes per second (measured on the caller's own reading of the log).  A log end below
     the log start offset checkpoint (every segment deleted) is not previewed: ``recover``'s plan
-    states it."""
+    states it.  ``count(log, position)``: the records of the valid batches from ``position`` on
+    (``kafka_recovery.count_valid_from``, or the caller's, which counted them already)."""
     from mqtool.store.model.kafka_recovery import count_valid_from
+
+    valid_from = count or count_valid_from
 
     clean = store.log_dir_file(cpf.CLEAN_SHUTDOWN) is not None
     rps = recovery_points(store)
@@ -423,7 +428,7 @@ def restart_preview(store: ks.KafkaStore, broker: KafkaBroker, read: SegmentRead
         recovered.append(_relative(store, seg.log))
         if got.valid_bytes >= got.size or already_cut:
             return False
-        n, complete = count_valid_from(seg.log, got.valid_bytes)
+        n, complete = valid_from(seg.log, got.valid_bytes)
         incomplete |= not complete
         totals["records"] += n
         totals["bytes"] += got.size - got.valid_bytes

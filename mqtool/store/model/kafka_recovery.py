@@ -66,6 +66,8 @@ class RecoveryScan:
     epochs: list[tuple[int, int]] = field(default_factory=list)  # (epoch, base offset) where the epoch grows
     txn: list[tuple[str, int, int]] = field(default_factory=list)  # ("data"|"abort"|"commit", producer id, offset)
     aborts: list[ktxn.AbortedTxn] = field(default_factory=list)  # filled by the partition's txn replay
+    #: compressed v0/v1 wrappers among the entries (``records`` counts each once, not its inner messages)
+    wrappers: int = 0
 
     @property
     def cut(self) -> int:
@@ -155,6 +157,8 @@ class RecoveryFold:
             self.last_index_pos = pos
         scan.entries += 1
         scan.records += records_of(entry)
+        if isinstance(entry.header, LegacyRecord) and entry.header.is_compressed:
+            scan.wrappers += 1
         scan.last_offset = last if scan.last_offset is None else max(scan.last_offset, last)
         if epoch >= 0 and epoch > self.epoch_seen and entry.offset >= 0:
             scan.epochs.append((epoch, entry.offset))
@@ -282,6 +286,18 @@ class RecoveryReading:
         got = self._done.get(log)
         return got[1] if got is not None and got[0] == DEFAULT_INTERVAL else None
 
+    def valid_records(self, log: str) -> int | None:
+        """``count_valid_from(log, 0)`` from the reading, when it read ``log`` whole (reading on to
+        it) and every byte of it is a valid batch -- its walk ended cleanly at the end of the file
+        -- holding no compressed v0/v1 wrapper (whose inner messages the count opens); else None."""
+        while log not in self._done and not self._over:
+            self._pull()
+        got = self._done.get(log)
+        scan = got[1] if got is not None else None
+        if scan is None or scan.end != "eof" or scan.valid_bytes != scan.size or scan.wrappers:
+            return None
+        return scan.records
+
     def segment_findings(self, task: km.SegmentTask) -> list[Finding] | None:
         """Every finding of ``task``'s segment (``check_segment(task).findings``) when the reading
         checked that segment as ``task`` asks (the same files, the same place in its partition,
@@ -367,7 +383,7 @@ def count_valid_from(path: Path, start: int) -> tuple[int, bool]:
         searched_from = start
         pos = ks.resync(f, start, limit=budget_end)
         while pos is not None:
-            walk = ks.LogFileWalk(f, pos, mode="header")
+            walk = ks.LogFileWalk(f, pos, mode="header", garbage_extent=False)
             for p, entry in walk:
                 if isinstance(entry.header, LegacyRecord) and entry.header.is_compressed:
                     # a v0/v1 wrapper: its inner messages are the records an operator loses

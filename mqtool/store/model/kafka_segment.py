@@ -443,7 +443,7 @@ class _SegmentChecker:
         res = self.res
         start = 0
         while True:
-            walk = ks.LogFileWalk(f, start, mode="framing", chunk=self.t.piece, first_piece=FIRST_PIECE)
+            walk = ks.LogFileWalk(f, start, mode="framing", chunk=self.t.piece, first_piece=FIRST_PIECE, garbage_extent=False)
             for pos, entry in walk:
                 rel = pos - walk.buffer_start
                 self._entry(pos, entry, walk.buffer, rel)
@@ -487,8 +487,8 @@ class _SegmentChecker:
                 continue
             end = walk.end
             assert end is not None
-            if end.kind == "zeros" and walk.garbage_after_zeros is not None:
-                first, stop = walk.garbage_after_zeros
+            if end.kind == "zeros" and walk.data_after_zeros is not None:
+                first = walk.data_after_zeros
                 self.broken(end.position)
                 self.find(
                     KAFKA_LOG_SIZE,
@@ -498,6 +498,9 @@ class _SegmentChecker:
                 )
                 nxt = self._resync(first - 11 if first - 11 > end.position else end.position + 1)
                 if nxt is None:
+                    garbage = walk.garbage_after_zeros
+                    assert garbage is not None  # data_after_zeros is set
+                    stop = garbage[1]
                     self.find(KAFKA_LOG_GARBAGE, first, f"{stop - first} bytes after the zero run do not start a valid entry", length=stop - first)
                     res.end_kind = "corrupt"
                     assert self.first_break is not None  # broken() above
