@@ -198,8 +198,8 @@ class ModelReading:
     the dump's walk of each file (``walk``), so the rows and validate's findings on them come
     from one reading of each log byte."""
 
-    def __init__(self, store: ks.KafkaStore, within: list[str], logs: list[str]) -> None:
-        self.items = km.read_store_entries(store, km.EntryDecode("header", True), checks=log_findings.LOG)
+    def __init__(self, store: ks.KafkaStore, within: list[str], logs: list[str], *, partitions: list[str] | None = None) -> None:
+        self.items = km.read_store_entries(store, km.EntryDecode("header", True), checks=log_findings.LOG, partitions=partitions)
         self.within = within
         self.found: list[Finding] = []
         self.last: km.SegmentRead | None = None
@@ -264,7 +264,8 @@ def model_reading(path: Path, options: LogDumpOptions, targets: list[LogTarget],
     in_order = [str(seg.log) for part in store.partitions for seg in part.log_segments() if str(seg.log) in set(wanted)]
     if in_order != wanted or not set(wanted) <= held:
         return None
-    return ModelReading(store, within, wanted)
+    # the partitions chosen (--topic, --partition) are read, not the rest of the log dir
+    return ModelReading(store, within, wanted, partitions=None if is_regular_file(path) else within)
 
 
 # --- what a row holds ------------------------------------------------------------------------------

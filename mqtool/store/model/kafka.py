@@ -43,7 +43,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Callable, Generator, Iterable, Iterator
+from collections.abc import Callable, Collection, Generator, Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, TypeVar
@@ -776,13 +776,18 @@ def read_store(
         yield item
 
 
-def read_store_entries(store: ks.KafkaStore, decode: EntryDecode, *, checks: frozenset[str] = frozenset(FAMILIES)) -> EntryReading:
+def read_store_entries(
+    store: ks.KafkaStore, decode: EntryDecode, *, checks: frozenset[str] = frozenset(FAMILIES), partitions: Collection[str] | None = None
+) -> EntryReading:
     """``read_store``, also yielding each entry of each segment's walk as it is read
     (``ScannedEntry``, decoded as ``decode`` asks), before the segment's ``SegmentRead``: a
     consumer that builds its own answer from the entries (dump, stats) reads each byte once.
     The tasks run here, one after the other.  A consumer that needs no more (``dump --limit``)
-    stops the reading with ``EntryReading.stop``, which states what was read."""
-    return EntryReading(store, decode, checks)
+    stops the reading with ``EntryReading.stop``, which states what was read.  ``partitions``
+    (partition dir paths): only those are read -- their segments and their partition's checks;
+    the files of the log dir are listed as ever, its checkpoints are not judged (they speak of
+    every partition) -- for a consumer of some partitions of a log dir (``dump --topic``)."""
+    return EntryReading(store, decode, checks, partitions)
 
 
 @dataclass
@@ -804,9 +809,9 @@ class EntryReading:
     consumer may stop where it has what it needs (``stop``): nothing after the last entry it
     took is read, and what was read is still judged."""
 
-    def __init__(self, store: ks.KafkaStore, decode: EntryDecode, checks: frozenset[str]) -> None:
+    def __init__(self, store: ks.KafkaStore, decode: EntryDecode, checks: frozenset[str], partitions: Collection[str] | None = None) -> None:
         self._progress = _Progress(checks)
-        self._items = _reading(store, checks, False, 1, _serial, decode, self._progress)
+        self._items = _reading(store, checks, False, 1, _serial, decode, self._progress, None if partitions is None else frozenset(partitions))
 
     def __iter__(self) -> EntryReading:
         return self
@@ -851,13 +856,23 @@ class EntryReading:
 
 
 def _reading(
-    store: ks.KafkaStore, checks: frozenset[str], deep: bool, jobs: int, run: Runner, entries: EntryDecode | None, progress: _Progress | None = None
+    store: ks.KafkaStore,
+    checks: frozenset[str],
+    deep: bool,
+    jobs: int,
+    run: Runner,
+    entries: EntryDecode | None,
+    progress: _Progress | None = None,
+    only: frozenset[str] | None = None,
 ) -> Generator[Item | ScannedEntry, None, None]:
     out = Sink()
     orphans = _check_files(store, out)
     yield from out.drain()
 
     tasks, states = _tasks(store, deep=deep, jobs=jobs, indexes="index" in checks)
+    if only is not None:  # some partitions: the others' segments are not read, nor judged
+        tasks = [t for t in tasks if isinstance(t, SegmentTask) and t.partition in only]
+        states = [s for s in states if str(s.part.path) in only]
     if deep and sum(seg.log_size for s in states for seg in s.part.log_segments()) >= COMPILED_WALK_MIN_BYTES:
         if record_scan.compiled_available():  # loaded here, before ``run`` forks its workers
             tasks = [replace(t, compiled_walk=True) for t in tasks]
@@ -920,7 +935,7 @@ def _reading(
             progress.checked += 1  # its continuity is among the items below
         yield from out.drain()
         yield PartitionRead(state.part.name, state.log_start_offset, state.log_end_offset, len(state.results))
-    if store.kind != "segment":
+    if store.kind != "segment" and only is None:
         _check_log_dir_checkpoints(store, states, checkpoints, out, live)
         _check_log_dir_state(store, states, out)
         yield from out.drain()

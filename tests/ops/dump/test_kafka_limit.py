@@ -82,3 +82,15 @@ def test_limit_states_an_overlap_of_the_segments_it_read(tmp_path) -> None:
     assert code == 1 and f"KAFKA-OFFSET-OVERLAP {moved}" in err, err
     code, out, err = run_cli("dump", "kafka-log", root, "--jsonl", "--limit", in_first - 1)
     assert code == 0 and "KAFKA-OFFSET-OVERLAP" not in err, err
+
+
+def test_topic_reads_only_its_partitions() -> None:
+    """``--topic``/``--partition`` read the partitions chosen through the model's reading, not the
+    rest of the log dir (``read_store_entries(partitions=...)``), with or without ``--limit``."""
+    root = Path(__file__).resolve().parents[3] / "fixtures" / "kafka-logs"
+    for extra in ((), ("--limit", "2"), ("--partition", "1")):
+        with count_reads() as reads:
+            code, out, err = run_cli("dump", "kafka-log", root, "--topic", "orders", "--jsonl", *extra)
+        assert code == 0 and out, err
+        logs = {Path(p).parent.name for p, n in reads.items() if p.endswith(".log") and n}
+        assert logs == ({"orders-1"} if "--partition" in extra else {"orders-0"} if "--limit" in extra else {"orders-0", "orders-1"}), (extra, logs)
