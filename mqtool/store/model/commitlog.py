@@ -1,22 +1,24 @@
-"""The fast reading of RocketMQ CommitLog files: healthy files as columns, cross-checked in bulk.
+"""The record readers of RocketMQ CommitLog files: healthy files as columns, cross-checked in bulk.
 
-A CommitLog file is read in 8 MiB chunks by :func:`mqtool.formats.rocketmq.columns.walk_columns`.
-When every record of the file is healthy and the file ends the way the broker ends it (an
-END_OF_FILE record in a file before the last; zeros, END_OF_FILE or the end of the file in the
-last one, with nothing but zeros after the valid data), :func:`read_file_columns` returns the
-file's records as columns; otherwise it returns None and the caller reads the file with the
-precise decoders, which name every finding (``CommitLog.recoverAbnormally`` stops at the first
-record ``checkMessageAndReturnSize`` refuses; the precise reading says why).
+Every reader here takes a file's records from its one reading (``store.model.commitlog_walk``:
+a walk a piece at a time, the column walk over healthy records and the precise decoder at the
+record it declines) in its ``handover`` mode: the walk stops where the broker's normal recovery
+(``CommitLog.recoverNormally``) stops taking the file's records as they are -- its first broken
+record, a torn tail or stale data in the newest file, or the end of its records -- and the reader
+reads on from there as that recovery does (``store.rocketmq.CommitLogFileWalk``), so no byte
+before the handover is read again.
 
-:func:`read_file_rows` is the one reading of a CommitLog file its record consumers (stats, diff)
-take their records from: the healthy records through the same column walk, piece by piece, and
-from the first record the column walk declines (or where the file does not end the way the broker
-ends it) the store's precise walk (``store.rocketmq.CommitLogFileWalk``), which names the damage.
-It yields typed events -- :class:`RecordRows` (records as columns) and one :class:`FileEnd` (where
-and how the data ends, the findings validate states about the file, the file's queue offsets) --
-and reads each byte of the file once (the handover re-reads nothing before it).
-:func:`read_file_records` is the precise walk alone, for a reader that wants the decoded records
-of a range (diff's description of the record holding a commitlog offset).
+* :func:`read_file_columns`: the file's records as columns when every record is healthy and the
+  file ends the way the broker ends it (an END_OF_FILE record in a file before the last; zeros,
+  END_OF_FILE or the end of the file in the last one, with nothing but zeros after the valid
+  data); None otherwise, and the caller reads the file precisely.
+* :func:`read_file_rows`: what stats and diff count and compare -- :class:`RecordRows` (records
+  as columns) and one :class:`FileEnd` (where and how the data ends, the findings validate
+  states about the file, the file's queue offsets).
+* :func:`read_file_pieces`: what dump lists -- the column pieces themselves, each other record
+  decoded, then the :class:`FileEnd`.
+* :func:`read_file_records`: the precise walk alone, for a reader that wants the decoded records
+  of a range (diff's description of the record holding a commitlog offset).
 
 The columns answer the cross-file checks without decoding a record again:
 
@@ -35,7 +37,7 @@ from __future__ import annotations
 import contextlib
 import os
 import tempfile
-from collections.abc import Generator, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -52,13 +54,13 @@ from mqtool.formats.rocketmq.columns import (
     CommitLogColumns,
     QueueRun,
     concat_columns,
-    walk_columns,
 )
 from mqtool.formats.rocketmq.commitlog import DataEnd, MessageRecord, decode_message
 from mqtool.formats.rocketmq.record_fields import record_fields, repeated_property_names
 from mqtool.formats.rocketmq.unit_columns import cq_units, record_key_table
 from mqtool.store import rocketmq as rmq
-from mqtool.store.files import ReadOnlyFile, nonzero_extent, piece_size
+from mqtool.store.files import ReadOnlyFile, nonzero_extent
+from mqtool.store.model import commitlog_walk as cl_walk
 from mqtool.store.model import rocketmq as model
 
 if TYPE_CHECKING:
@@ -75,55 +77,25 @@ class FileColumns:
     bytes_read: int
 
 
-class _ColumnPieces:
-    """The column walk over one CommitLog file, a piece at a time: iterating yields ``(position,
-    piece bytes, ColumnWalk)`` for each piece read (a record a piece boundary cuts is read again
-    with the next piece, ``rmq.piece_goes_on``); after it, ``end`` is where the healthy records
-    stop (a file position: ``anomaly`` at the first record the walk declines, ``partial`` at a
-    record the file cuts or whose TOTALSIZE no record has) and ``bytes_read`` what was read."""
-
-    def __init__(self, f: ReadOnlyFile, base: int) -> None:
-        self.f = f
-        self.base = base
-        self.end = ColumnStop("eof", 0)
-        self.bytes_read = 0
-
-    def __iter__(self) -> Iterator[tuple[int, bytes, ColumnWalk]]:
-        f = self.f
-        pos = 0
-        piece = want = piece_size()
-        while True:
-            data = f.pread(pos, want)
-            self.bytes_read += len(data)
-            want = piece
-            walk = walk_columns(data, self.base + pos)
-            yield pos, data, walk
-            stop = walk.stop
-            more = pos + len(data) < f.size
-            if rmq.piece_goes_on(stop.kind, stop.position, len(data), more):
-                if stop.kind == "partial" and stop.position == 0:
-                    if stop.length > rmq.MAX_RECORD_SIZE:
-                        self.end = ColumnStop("partial", pos, stop.length)
-                        return
-                    want = max(stop.length, piece)
-                pos += stop.position
-                continue
-            self.end = ColumnStop(stop.kind, pos + stop.position, stop.length)
-            return
-
-
 def _healthy_end(f: ReadOnlyFile, end: ColumnStop, is_last: bool) -> DataEnd | None:
     """The column walk's ``end`` when it is how the broker ends a file: END_OF_FILE in a file
     before the last; zeros (nothing but zeros after), END_OF_FILE or the end of the file in the
     last one.  None otherwise."""
     kind = end.kind
-    if kind == "anomaly" or kind == "partial":
+    if kind not in ("blank", "zeros", "eof"):  # a record the walk declined or cut, a broken record, a torn tail
         return None
     if not is_last and kind != "blank":
         return None
     if kind == "zeros" and nonzero_extent(f, end.position) is not None:
         return None
     return DataEnd(kind, end.position, end.length)
+
+
+def _handover_events(f: ReadOnlyFile, base: int, file_size: int, is_last: bool, *, key_hashes: bool, check_crc: bool = True) -> Iterator[cl_walk.Event]:
+    """The file's one reading (``store.model.commitlog_walk``) up to where the broker's normal
+    recovery stops taking its records as they are (:class:`cl_walk.Handover`)."""
+    task = cl_walk.CommitLogTask(str(f.path), base, file_size, is_last, handover=True, key_hashes=key_hashes, check_crc=check_crc)
+    return cl_walk.read_events(f, task)
 
 
 def read_file_columns(f: ReadOnlyFile, base: int, *, file_size: int, is_last: bool) -> FileColumns | None:
@@ -134,18 +106,21 @@ def read_file_columns(f: ReadOnlyFile, base: int, *, file_size: int, is_last: bo
     if f.size != file_size:
         return None
     parts: list[tuple[int, CommitLogColumns]] = []
-    pieces = _ColumnPieces(f, base)
-    for pos, _data, walk in pieces:
-        if len(walk.columns):
-            parts.append((pos, walk.columns))
-    end = pieces.end
-    if _healthy_end(f, end, is_last) is None:
-        return None
-    columns = concat_columns(parts)
-    queues = columns.queue_runs()
-    if queues is None:
-        return None
-    return FileColumns(columns, queues, end, pieces.bytes_read)
+    for ev in _handover_events(f, base, file_size, is_last, key_hashes=True):
+        if isinstance(ev, cl_walk.Stretch):
+            parts.append((ev.position, ev.columns))
+        elif isinstance(ev, cl_walk.Handover):
+            end = ColumnStop(ev.kind, ev.position, ev.length)  # type: ignore[arg-type]  # a kind of the column walk's stops
+            if _healthy_end(f, end, is_last) is None:
+                return None
+            columns = concat_columns(parts)
+            queues = columns.queue_runs()
+            if queues is None:
+                return None
+            return FileColumns(columns, queues, end, ev.bytes_read)
+        else:  # a record the column walk declined
+            return None
+    raise AssertionError("the walk ends with its handover")
 
 
 # --- the one reading of a CommitLog file's records (stats, diff) ----------------------------------
@@ -252,29 +227,41 @@ def read_file_rows(
         return
     offsets = FileQueueOffsets(path)
     start = 0
+    said: list[Finding] = []  # what validate states about the records decoded before the handover
+    batch: list[DecodedRecord] = []
     if f.size == size and f.size >= COLUMN_WALK_MIN_SIZE:
-        pieces = _ColumnPieces(f, base)
-        for pos, data, walk in pieces:
-            if len(walk.columns):
-                offsets.add_columns(walk.columns, pos)
+        handover: cl_walk.Handover | None = None
+        decoded = False
+        for item in _stretch_items(f, base, size, last, check_crc, False, offsets, said):
+            if isinstance(item, cl_walk.Handover):
+                handover = item
+            elif isinstance(item, ColumnPiece):
                 if records:
-                    yield _column_rows(data, pos, walk, texts)
-        healthy = _healthy_end(f, pieces.end, last)
+                    if batch:
+                        yield _decoded_rows(batch, texts)
+                        batch = []
+                    yield _column_rows(item.data, item.position, item.walk, texts)
+            else:
+                decoded = True
+                if records:
+                    batch.append(item)
+        assert handover is not None
+        end = ColumnStop(handover.kind, handover.position, handover.length)  # type: ignore[arg-type]  # a kind of the column walk's stops
+        healthy = None if decoded else _healthy_end(f, end, last)
         if healthy is not None:
             blank = model.blank_size_finding(path, healthy.position, healthy.length, size) if healthy.kind == "blank" else None
             yield FileEnd(healthy.position, healthy, None, None, None, [blank] if blank is not None else [], offsets)
             return
-        start = pieces.end.position  # the precise walk reads on from the record the column walk declined
-    batch: list[DecodedRecord] = []
-    for item in _precise(f, base, start, file_size=file_size, last=last, check_crc=check_crc, keep_damaged=keep_damaged, offsets=offsets, judge=judge):
-        if isinstance(item, FileEnd):
+        start = handover.position  # the precise walk reads on from where the broker's recovery would
+    for rec in _precise(f, base, start, file_size=file_size, last=last, check_crc=check_crc, keep_damaged=keep_damaged, offsets=offsets, judge=judge):
+        if isinstance(rec, FileEnd):
             if batch:
                 yield _decoded_rows(batch, texts)
-            yield item
+            yield replace(rec, findings=said + rec.findings) if said else rec
             return
         if not records:
             continue
-        batch.append(item)
+        batch.append(rec)
         if len(batch) >= ROWS_BATCH:
             yield _decoded_rows(batch, texts)
             batch = []
@@ -359,14 +346,18 @@ def read_file_pieces(
     said: list[Finding] = []  # what validate states about the records the column stretch decoded
     handover = 0
     if columns:
-        handover = yield from _column_stretch(f, base, size, last, check_crc, key_hashes, offsets, said)
+        for got in _stretch_items(f, base, size, last, check_crc, key_hashes, offsets, said):
+            if isinstance(got, cl_walk.Handover):
+                handover = got.position
+            else:
+                yield got
     for item in _precise(f, base, handover, file_size=file_size, last=last, check_crc=check_crc, keep_damaged=True, offsets=offsets, after_last=after_last):
         if isinstance(item, FileEnd):
             item = replace(item, findings=said + item.findings)
         yield item
 
 
-def _column_stretch(
+def _stretch_items(
     f: ReadOnlyFile,
     base: int,
     size: int,
@@ -375,51 +366,29 @@ def _column_stretch(
     key_hashes: bool,
     offsets: FileQueueOffsets | None,
     said: list[Finding],
-) -> Generator[ColumnPiece | DecodedRecord, None, int]:
-    """The column stretch of :func:`read_file_pieces`; returns the file position the precise walk
-    reads on from.  The findings of the records it decodes are appended to ``said``."""
-    path = str(f.path)
-    offset = 0  # file position of the piece in hand
-    piece = want = piece_size()
-    while True:  # piece by piece, as CommitLogFileWalk reads them
-        data = f.pread(offset, want)
-        want = piece
-        more = offset + len(data) < f.size
-        at = 0
-        while True:  # runs of healthy records, each odd record decoded precisely
-            walk = walk_columns(data, base + offset, start=at, key_hashes=key_hashes, tags_codes=key_hashes)
-            stop = walk.stop
-            if len(walk.columns):
-                if offsets is not None:
-                    offsets.add_columns(walk.columns, offset)
-                yield ColumnPiece(offset, at, data, walk)
-            if stop.kind != "anomaly" or rmq.piece_goes_on(stop.kind, stop.position, len(data), more):
-                break
-            try:  # a record the column walk does not take: the precise decoder reads it, or says why not
-                record = decode_message(data, stop.position, check_crc=check_crc)
-            except MqError:
-                break
-            last_byte = data[stop.position + record.total_size - 1]
-            if last and rmq.data_ends_at(f, offset + stop.position, record, last_byte, size, base):
-                break  # a torn tail or stale data: the precise walk ends there and names it
-            at = stop.position + record.total_size
-            # what validate says about the record itself (PHYSICALOFFSET, properties, __CRC32#)
-            own = model.record_findings(path, base, offset + stop.position, record, data[stop.position : at])
+) -> Iterator[ColumnPiece | DecodedRecord | cl_walk.Handover]:
+    """The file's one reading (``store.model.commitlog_walk``) up to its handover, as a lister
+    takes it: runs of healthy records as :class:`ColumnPiece`, each record the column walk
+    declined as a :class:`DecodedRecord` with what validate states about its own bytes (also
+    appended to ``said``), then the :class:`cl_walk.Handover`; ``offsets`` is given every record."""
+    own: list[Finding] = []
+    for ev in _handover_events(f, base, size, last, key_hashes=key_hashes, check_crc=check_crc):
+        if isinstance(ev, cl_walk.Stretch):
+            if offsets is not None:
+                offsets.add_columns(ev.columns, ev.position)
+            yield ColumnPiece(ev.position, ev.start, ev.data, ev.walk)
+        elif isinstance(ev, cl_walk.Damage):
+            if ev.finding is not None:
+                own.append(ev.finding)
+        elif isinstance(ev, cl_walk.Record):
             said.extend(own)
             if offsets is not None:
-                offsets.record(offset + stop.position, record)
-            yield DecodedRecord(offset + stop.position, record, own, own[0].code if own else None)
-        # a record cut by the piece's end (or a header cut within its first 8 bytes) is read
-        # again from its start with the next piece
-        if rmq.piece_goes_on(stop.kind, stop.position, len(data), more):
-            if stop.kind == "partial" and stop.position == 0:
-                if stop.length > rmq.MAX_RECORD_SIZE:
-                    break
-                want = max(stop.length, piece)
-            offset += stop.position
-            continue
-        break
-    return offset + stop.position
+                offsets.record(ev.position, ev.record)
+            yield DecodedRecord(ev.position, ev.record, own, own[0].code if own else None)
+            own = []
+        elif isinstance(ev, cl_walk.Handover):
+            yield ev
+            return
 
 
 def _precise(

@@ -101,6 +101,7 @@ def test_damage_anywhere_gives_the_same_report(stores: dict[str, Path], tmp_path
 def test_healthy_stores_take_the_fast_path_everywhere(stores: dict[str, Path], name: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """No record, unit or entry of a healthy store is read back one by one."""
     import mqtool.store.model.commitlog_check as v
+    import mqtool.store.model.commitlog_walk as w
     import mqtool.store.model.queue_check as q
 
     calls = {"walk": 0, "unit": 0, "structure": 0}
@@ -112,7 +113,7 @@ def test_healthy_stores_take_the_fast_path_everywhere(stores: dict[str, Path], n
 
         return wrapper
 
-    monkeypatch.setattr(v, "RecordWalker", count("walk", v.RecordWalker))  # a record decoded one by one
+    monkeypatch.setattr(w, "RecordWalker", count("walk", w.RecordWalker))  # a record decoded one by one
     monkeypatch.setattr(q, "_check_unit", count("unit", q._check_unit))
     real_reader = v.rmq.CommitLogReader.read
     monkeypatch.setattr(v.rmq.CommitLogReader, "read", count("unit", real_reader))

@@ -1,0 +1,478 @@
+"""The one reading of a RocketMQ CommitLog file: a walk a piece at a time that yields typed events.
+
+One task (:class:`CommitLogTask`) names a file: its path, the commitlog offset its name says
+(``base``), the configured file size, whether it is the newest file holding data (``is_last``),
+the base it would have after its predecessor when its name says otherwise (``alt_base``), the
+piece size, and which columns its consumer wants.  :func:`read_events` yields, in file order,
+:class:`Stretch` for each run of healthy records, :class:`Record`, :class:`Rebased` and
+:class:`Damage` for what the precise decoder reads around an anomaly (each finding with its
+position, the commitlog range it covers, the bytes it skips), then how the file ends (its findings
+as :class:`Damage`) and one :class:`FileEnd`.  Every reader of a file's records takes them from
+here: validate's judge (``store.model.commitlog_check``) folds them into its result, and the
+readers that list, count or compare records (``store.model.commitlog.read_file_pieces``,
+``read_file_rows``, ``read_file_columns``) take the stretches and records with ``handover``: the
+walk then stops, with one :class:`Handover`, where the broker's normal recovery
+(``CommitLog.recoverNormally``) stops reading a file -- its first broken record, a torn tail or
+stale data in the newest file, or the end of its data -- and those readers read on from there
+as that recovery does (``store.rocketmq.CommitLogFileWalk``).
+
+The reading is one walk over the file, a piece at a time (``CommitLogTask.piece`` bytes, default
+:func:`mqtool.store.files.piece_size`), with two speeds inside it:
+
+* **Healthy records as columns.** :func:`mqtool.formats.rocketmq.columns.walk_columns` frames the
+  piece's records in vectorised steps and makes every check the precise decoder makes of a
+  healthy record (TOTALSIZE, MAGICCODE, body CRC, lengths, properties, PHYSICALOFFSET = its
+  address, a last byte that is not a torn write's zero); it stops at the first record it
+  declines.
+* **The precise decoder around an anomaly.** That record is decoded by
+  :class:`mqtool.formats.rocketmq.commitlog.RecordWalker`, which judges it as upstream
+  ``CommitLog.checkMessageAndReturnSize`` does and names each finding; then the columns take
+  over again after it.  Where ``CommitLog.recoverAbnormally`` would stop (the first broken
+  record), this walk reports the record, resynchronises -- right after the record when its frame
+  still holds, else at the next valid record (:func:`mqtool.store.rocketmq.find_next_record`),
+  the bytes between an RMQ-CL-UNREADABLE-REGION -- and goes on in the same piece, so that the
+  rest of the file is checked too and each byte is read once.
+
+A record that crosses a piece boundary is read whole by the next piece
+(:func:`mqtool.store.rocketmq.piece_goes_on`, the one rule of every CommitLog walk).
+``task.fast=False`` turns the columns off (every record by the precise decoder).
+
+How the file ends follows the broker: a file before the last ends in an END_OF_FILE blank
+(``CommitLog.BLANK_MAGIC_CODE``, RMQ-CL-NO-BLANK otherwise); the newest file's valid data ends at
+zeros, a blank, or the end of the file (RMQ-CL-VALID-END says where), and what the broker would
+overwrite after it is a torn tail (a crash while writing), stale data (a copy of records that
+belong elsewhere), or garbage.  Each :class:`Damage` says which commitlog range it reported and
+which bytes it skipped, so that a fold reports nothing twice.
+
+Without ``handover`` the walk does not end at the first broken record as upstream
+``CommitLog.recoverNormally`` does: it reports and resynchronises, decides a misnamed file's base from its first record, and keeps a
+record whose TOTALSIZE reaches past the end of a file that was cut short for RMQ-FILE-SIZE.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator, Iterator
+from dataclasses import dataclass
+
+from mqtool.errors import MqError, TruncatedDataError
+from mqtool.findings import Finding, Severity
+from mqtool.findings.code_ids import RMQ_CL_AFTER_BLANK, RMQ_CL_PHYS_OFFSET, RMQ_CL_UNREADABLE_REGION, RMQ_CL_VALID_END
+from mqtool.formats.rocketmq.columns import ColumnStop, ColumnWalk, CommitLogColumns, walk_columns
+from mqtool.formats.rocketmq.commitlog import (
+    BORNHOST_POSITION,
+    DataEnd,
+    MessageRecord,
+    RecordWalker,
+    host_size,
+    peek_physical_offset,
+    peek_store_timestamp,
+)
+from mqtool.store import rocketmq as rmq
+from mqtool.store.files import ReadOnlyFile, nonzero_extent, piece_size
+from mqtool.store.model import rocketmq as model
+
+
+@dataclass(frozen=True)
+class CommitLogTask:
+    path: str
+    base: int
+    file_size: int
+    is_last: bool  # the last file holding data: ends in zeros, not END_OF_FILE
+    check_properties: bool = True
+    #: A writer holds the store's lock: a tail that changes while we read it is in progress.
+    live: bool = False
+    #: The base the file would have after its predecessor, when its name says otherwise.
+    alt_base: int | None = None
+    #: Bytes per read of the precise walk (0: ``store.files.piece_size()``).
+    piece: int = 0
+    #: The fast path (healthy files read as columns; see ``mqtool.store.model.commitlog``):
+    #: the store root and ConsumeQueue file size to verify the file's units against (0: no
+    #: ConsumeQueue check), the directory to leave the file's index key table in (None: no
+    #: IndexFile check).  ``fast=False`` reads every file with the precise decoders.
+    fast: bool = True
+    root: str = ""
+    cq_file_size: int = 0
+    keys_dir: str | None = None
+    #: Stop where the broker's normal recovery stops reading the file (:class:`Handover`)
+    #: instead of resynchronising after a broken record and judging how the file ends.
+    handover: bool = False
+    #: The columns a reader that lists records wants (``walk_columns``'s ``key_hashes`` and
+    #: ``tags_codes``); validate's fold asks for them through ``cq_file_size``/``keys_dir``.
+    key_hashes: bool = False
+    #: Judge each record's body CRC (a reader that lists records may not).
+    check_crc: bool = True
+
+
+def _header_store_timestamp(f: ReadOnlyFile, base: int, pos: int) -> int:
+    """STORETIMESTAMP of a broken record whose header can be trusted (its own PHYSICALOFFSET):
+    the checkpoint may count it.  0 otherwise."""
+    head = f.pread(pos, BORNHOST_POSITION + host_size(True) + 8)
+    if len(head) < BORNHOST_POSITION + host_size(False) + 8:
+        return 0
+    if peek_physical_offset(head) != base + pos:
+        return 0
+    try:
+        return peek_store_timestamp(head)
+    except TruncatedDataError:  # an IPv6 BORNHOST pushes it past the bytes there are
+        return 0
+
+
+# --- the events of one file's reading ----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Stretch:
+    """Healthy records the column walk framed in one piece read at file ``position``: ``data``
+    is the piece, ``walk.columns`` the records (positions in ``data``); every check the precise
+    decoder makes of a record holds for them (``formats.rocketmq.columns.walk_columns``)."""
+
+    position: int
+    data: bytes
+    walk: ColumnWalk
+    #: where in ``data`` the column walk started (after the record before it)
+    start: int = 0
+
+    @property
+    def columns(self) -> CommitLogColumns:
+        return self.walk.columns
+
+
+@dataclass(slots=True)
+class Record:
+    """One record the precise walk decoded at file ``position``; the findings about its own
+    bytes (``model.record_findings``) are the :class:`Damage` events just before it."""
+
+    position: int
+    record: MessageRecord
+
+
+@dataclass(frozen=True)
+class Rebased:
+    """The file's records say it starts at commitlog offset ``base``, not at its name's (a
+    misnamed file, RMQ-FILE-OVERLAP/GAP/ALIGN): every address after this event is from it."""
+
+    base: int
+
+
+@dataclass(frozen=True)
+class Damage:
+    """What the reading states about one region of the file, in file order: ``finding`` (a
+    broken record, a region it skipped, a torn tail, stale data, garbage, a missing or odd
+    END_OF_FILE; also the info RMQ-CL-VALID-END saying where the valid data ends), or None for
+    an event that only covers or skips bytes or moves the valid end.  ``covers``: the commitlog
+    range [start, stop) reported (what points into it is not reported again); ``skipped``: bytes
+    the reading skipped (the records they may have held, ``FileQueueOffsets.skip``); ``torn``:
+    it ended at one record it does not take; ``valid_end``: where the valid data ends as far as
+    the reading knows, before it reads on (at a broken record, at the end of the records);
+    ``store_timestamp``: a broken record's STORETIMESTAMP when its header is trusted."""
+
+    finding: Finding | None
+    covers: tuple[int, int] | None = None
+    skipped: int | None = None
+    torn: bool = False
+    valid_end: int | None = None
+    store_timestamp: int = 0
+
+
+@dataclass(frozen=True)
+class FileEnd:
+    """How the reading of the file ended: ``valid_end`` (the file position where its valid
+    records stop), ``kind`` -- the clean ends ``blank``, ``zeros``, ``eof``, ``partial`` (a file
+    cut short), ``stale`` and ``torn`` in the newest file, or ``broken`` (a broken record with no
+    valid record after it) -- ``first_broken`` (the file position of its first broken record;
+    the reading went on past it) and the bytes it read."""
+
+    valid_end: int
+    kind: str
+    bytes_read: int
+    first_broken: int | None = None
+
+
+@dataclass(frozen=True)
+class Handover:
+    """With ``CommitLogTask.handover``: the walk stops at file ``position``, where the broker's
+    normal recovery stops taking the file's records as they are (its first broken record, a
+    torn tail or stale data in the newest file) or where its records end (``kind``: the end's
+    kind, ``length`` a blank's TOTALSIZE or the bytes a record claims past the data); the reader
+    reads on from there as that recovery does.  ``bytes_read``: what the walk read."""
+
+    position: int
+    kind: str
+    length: int
+    bytes_read: int
+
+
+Event = Stretch | Record | Rebased | Damage | FileEnd | Handover
+
+
+def read_events(f: ReadOnlyFile, task: CommitLogTask) -> Iterator[Event]:
+    """The judge's reading of one open CommitLog file, as events in file order (see the module
+    docstring): :class:`Stretch` for each run of healthy records (with ``task.fast``),
+    :class:`Record`, :class:`Rebased` and :class:`Damage` for what the precise decoder reads
+    around an anomaly, then how the file ends (its :class:`Damage` findings) and one
+    :class:`FileEnd`.  Raises ``StoreIOError`` when the file cannot be read."""
+    return _walk_commitlog_file(f, task)
+
+
+# --- the precise walk ------------------------------------------------------------------------------
+
+
+@dataclass
+class _Walk:
+    """Where the precise walk stands: the records' base, records so far, the first broken
+    record, the valid end as far as known, bytes read."""
+
+    base: int
+    records: int = 0
+    first_broken: int | None = None
+    valid_end: int = 0
+    bytes_read: int = 0
+    #: how a walk that stops at a broken record stopped: ``torn`` or ``broken``
+    stopped: str = "broken"
+
+    def end(self, kind: str) -> FileEnd:
+        return FileEnd(self.valid_end, kind, self.bytes_read, self.first_broken)
+
+
+def _walk_commitlog_file(f: ReadOnlyFile, task: CommitLogTask) -> Iterator[Event]:
+    """The walk over the whole file, a piece (``task.piece``) at a time: healthy stretches as
+    columns (:class:`Stretch`, with ``task.fast``), each record the column walk declines by the
+    precise decoder (:class:`Record` and its :class:`Damage`), a broken record reported and
+    resynchronised after, then how the file ends."""
+    path = task.path
+    st = _Walk(task.base)  # st.base becomes the records' base for a misnamed file
+    pos = 0
+    piece = want = task.piece or piece_size()
+    fast = task.fast
+    # the columns a fold asks for: key hashes for the IndexFile check, TAGS codes for the units'
+    hashes = fast and (task.keys_dir is not None or task.key_hashes)
+    codes = fast and (bool(task.cq_file_size and task.root) or task.key_hashes)
+    handover = task.handover
+    while True:
+        data = f.pread(pos, want)
+        want = piece
+        st.bytes_read += len(data)
+        more = pos + len(data) < f.size
+        at = 0  # where the walk stands in the piece
+        end: ColumnStop | DataEnd | None = None
+        resume: int | None = -1  # -1: no broken record met in this piece
+        while end is None:
+            if fast:
+                cw = walk_columns(data, st.base + pos, start=at, key_hashes=hashes, tags_codes=codes)
+                if len(cw.columns):
+                    yield Stretch(pos, data, cw, at)
+                    st.records += len(cw.columns)
+                at = cw.stop.position
+                if cw.stop.kind != "anomaly" or rmq.piece_goes_on("anomaly", at, len(data), more):
+                    end = cw.stop
+                    break
+            # the precise decoder: the record the column walk declined (and, without ``fast``,
+            # every record of the piece)
+            walker = RecordWalker(data, at, check_crc=task.check_crc)
+            try:
+                for p, rec in walker:
+                    here = pos + p
+                    if handover and task.is_last and rmq.data_ends_at(f, here, rec, data[p + rec.total_size - 1], task.file_size, st.base) is not None:
+                        yield Handover(here, "ends", 0, st.bytes_read)  # a torn tail or stale data: the reader names it
+                        return
+                    if rec.physical_offset != st.base + here:
+                        if not st.records and task.alt_base is not None and rec.physical_offset == task.alt_base + here:
+                            st.base = task.alt_base  # misnamed: RMQ-FILE-OVERLAP/GAP/ALIGN say so
+                            yield Rebased(st.base)
+                        elif task.is_last and rmq.is_stale_copy(f, st.base, here, rec, task.file_size):
+                            # A record at ``here`` of the last file that claims another place, with no
+                            # record at its own place after it: valid data ends here and the rest is
+                            # stale (copied or left behind) data.
+                            extent = nonzero_extent(f, here)
+                            stop = extent[1] if extent else here + rec.total_size
+                            st.valid_end = here
+                            yield Damage(model.stale_finding(path, here, stop, rec.physical_offset))
+                            yield Damage(Finding(RMQ_CL_VALID_END, path, here, f"valid data ends at commitlog offset {st.base + here} (stale data follow)"))
+                            yield st.end("stale")
+                            return
+                    # the store model's rule (every reader's walk applies it): a decoded record whose
+                    # last byte is zero is a torn tail when only zeros follow
+                    if task.is_last and not data[p + rec.total_size - 1]:
+                        torn = rmq.torn_record_tail(f, here, rec, 0, task.file_size)
+                        if torn is not None:
+                            yield _torn_damage(task, torn, st.base)
+                            st.valid_end = here
+                            yield st.end("torn")
+                            return
+                    found = model.record_findings(path, st.base, here, rec, memoryview(data)[p : p + rec.total_size], check_properties=task.check_properties)
+                    if found:
+                        covers = (st.base + here, st.base + here + rec.total_size) if any(x.code == RMQ_CL_PHYS_OFFSET for x in found) else None
+                        for x in found:
+                            yield Damage(x)
+                        if covers is not None:
+                            yield Damage(None, covers=covers)
+                    yield Record(here, rec)
+                    st.records += 1
+                    at = p + rec.total_size
+                    if fast:
+                        break  # back to the columns after it
+                else:
+                    end = walker.end
+            except MqError as exc:
+                if handover:
+                    yield Handover(pos + (walker.failed_at or 0), "broken", 0, st.bytes_read)
+                    return
+                resume = yield from _after_broken_record(f, task, pos + (walker.failed_at or 0), exc.at(path, pos), st)
+                if resume is not None and pos + at < resume < pos + len(data) - rmq.JUDGED_HEADER:
+                    at, resume = resume - pos, -1  # the walk goes on in the piece in hand
+                    continue
+                break
+        if resume != -1:
+            if resume is None:
+                yield st.end(st.stopped)
+                return
+            pos = resume
+            continue
+        assert end is not None
+        end_pos = pos + end.position
+        cut_short = f.size < task.file_size and not task.is_last  # its end is RMQ-FILE-SIZE's
+        if handover and not (
+            rmq.piece_goes_on(end.kind, end.position, len(data), more) and not (end.kind == "partial" and end.position == 0 and end.length > rmq.MAX_RECORD_SIZE)
+        ):
+            yield Handover(end_pos, end.kind, end.length, st.bytes_read)  # the reader judges how the records end
+            return
+        if end.kind == "partial" and not cut_short and (not more or end.length > rmq.MAX_RECORD_SIZE):
+            # A record reaching past the end of the file: a torn write in the last file, else a
+            # broken TOTALSIZE (the broker never writes a record past the end of a file).
+            resume = yield from _after_broken_record(f, task, end_pos, rmq.past_the_end_error(f, end_pos, end.length), st)
+            if resume is None:
+                yield st.end(st.stopped)
+                return
+            pos = resume
+            continue
+        if rmq.piece_goes_on(end.kind, end.position, len(data), more):
+            if end.kind == "partial" and end.position == 0:
+                want = max(end.length, piece)
+            pos = end_pos
+            continue
+        break
+    yield from _end_damage(f, task, st, end_pos, end.kind, end.length)
+    yield st.end(end.kind)
+
+
+def _end_damage(f: ReadOnlyFile, task: CommitLogTask, st: _Walk, end_pos: int, kind: str, length: int) -> Iterator[Damage]:
+    """How a file the precise walk read to its end ends (``kind`` at ``end_pos``)."""
+    path = task.path
+    base = st.base
+    st.valid_end = end_pos
+    yield Damage(None, valid_end=end_pos)  # known before the end's bytes are read
+    if kind == "blank":
+        yield from _blank_damage(f, task, base, end_pos, length)
+        return
+    if not task.is_last:
+        if f.size < task.file_size and kind in ("partial", "eof"):
+            # The file was cut short (RMQ-FILE-SIZE): what is missing is not a second finding.
+            yield Damage(None, covers=(base + end_pos, base + task.file_size), skipped=task.file_size - end_pos)
+            return
+        yield Damage(model.no_blank_finding(path, end_pos, kind))
+        return
+    if kind == "zeros":
+        extent = nonzero_extent(f, end_pos)
+        if extent is not None:
+            ignored = st.first_broken is None and model.ignored_tail(f, base, end_pos)
+            yield Damage(model.garbage_finding(path, end_pos, extent, ignored=ignored))
+    if st.first_broken is not None:  # where recover and the broker stop, not only where the records end
+        bad = st.first_broken
+        yield Damage(
+            Finding(
+                RMQ_CL_VALID_END,
+                path,
+                bad,
+                f"valid data ends at commitlog offset {base + bad} (a broken record: the broker's recovery and "
+                f"`mqtool recover` stop there); records go on to {base + end_pos} ({kind} follow)",
+            )
+        )
+        return
+    yield Damage(_valid_end_finding(path, base, end_pos, kind))
+
+
+def _valid_end_finding(path: str, base: int, pos: int, kind: str) -> Finding:
+    return Finding(RMQ_CL_VALID_END, path, pos, f"valid data ends at commitlog offset {base + pos} ({kind} follow)")
+
+
+def _after_broken_record(f: ReadOnlyFile, task: CommitLogTask, bad: int, exc: MqError, st: _Walk) -> Generator[Damage, None, int | None]:
+    """Report the record that fails at ``bad`` (or the torn tail it is) and return where the walk
+    goes on: right after it when its TOTALSIZE or its length fields end where the data goes on,
+    else at the next valid record (the bytes between are an unreadable region).  None: stop."""
+    st.valid_end = bad
+    yield Damage(None, valid_end=bad)  # known before the record's bytes are read again
+    base = st.base
+    if task.is_last:
+        # In the last file, a record whose bytes stop early and are followed only by zeros is a
+        # torn tail (a crash while writing), not damage (``rmq.torn_tail_at``).
+        torn = rmq.torn_tail_at(f, bad, task.file_size)
+        if torn is not None:
+            st.stopped = "torn"
+            yield _torn_damage(task, torn, base)
+            return None
+    if st.first_broken is None:
+        st.first_broken = bad
+    code, located, frames = rmq.classify_broken_record(f, bad, exc)
+    # at the valid end of the newest file, bytes the broker overwrites (the store model's rule): a warning
+    ignored = task.is_last and st.first_broken == bad and model.ignored_tail(f, base, bad)
+    level = Severity.warning if ignored else None
+    reason = located.reason + (f"; {model.IGNORED_TAIL.format(end=bad)}" if ignored else "")
+    yield Damage(Finding(code, task.path, located.position, reason, severity=level), store_timestamp=_header_store_timestamp(f, base, bad))
+    resume = next((bad + n for n in sorted(frames) if rmq.clean_at(f, base, bad + n)), None)
+    region = None
+    if resume is None:
+        resume = rmq.find_next_record(f, base, bad + 1)
+        if resume is None:
+            extent = nonzero_extent(f, bad)
+            stop = extent[1] if extent else bad
+            st.stopped = "broken"
+            yield Damage(
+                Finding(
+                    RMQ_CL_UNREADABLE_REGION,
+                    task.path,
+                    bad,
+                    f"no valid record after the broken one: {stop - bad} bytes up to position {stop} cannot be read",
+                    length=stop - bad,
+                    severity=level,
+                ),
+                covers=(base + bad, base + max(stop, bad + 1)),
+                skipped=f.size - bad,
+            )
+            return None
+        region = Finding(
+            RMQ_CL_UNREADABLE_REGION,
+            task.path,
+            bad,
+            f"{resume - bad} bytes between the broken record and the next valid record at {resume} were skipped",
+            length=resume - bad,
+            severity=level,
+        )
+    yield Damage(region, covers=(base + bad, base + resume), skipped=resume - bad)
+    return resume
+
+
+def _torn_damage(task: CommitLogTask, torn: rmq.TornTail, base: int) -> Damage:
+    return Damage(model.torn_tail_finding(task.path, torn.position, torn), covers=torn.damaged(base), torn=True)
+
+
+def _blank_damage(f: ReadOnlyFile, task: CommitLogTask, base: int, pos: int, total: int) -> Iterator[Damage]:
+    """The END_OF_FILE record at ``pos`` (``total`` its TOTALSIZE) and the bytes after its header."""
+    # the configured size: a file of the wrong size is RMQ-FILE-SIZE
+    blank = model.blank_size_finding(task.path, pos, total, task.file_size)
+    if blank is not None:
+        yield Damage(blank)
+    if task.is_last:
+        yield Damage(Finding(RMQ_CL_VALID_END, task.path, pos, f"valid data ends at commitlog offset {base + pos} (END_OF_FILE)"))
+    extent = nonzero_extent(f, pos + 8)
+    if extent is not None:
+        first, stop = extent
+        yield Damage(
+            Finding(
+                RMQ_CL_AFTER_BLANK,
+                task.path,
+                first,
+                f"{stop - first} non-zero bytes after the END_OF_FILE header; never read by the broker "
+                "(4.x writes the whole blank from its reused encode buffer, 5.x only the 8-byte header)",
+                length=stop - first,
+            )
+        )
