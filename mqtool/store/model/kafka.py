@@ -36,14 +36,23 @@ recover's plan) name them on their path, and nothing else judges a Kafka segment
 
 Every finding comes as a ``Placed``: the finding and the file whose summary it counts toward.
 Memory stays flat: a segment task streams its files and returns findings plus a few numbers.
+
+A consumer of the entries (``read_store_entries``) may stop the reading where it has what it needs
+(``EntryReading.stop``: ``dump --limit``) or read some partitions only (``dump --topic``).  Inside
+``shared_reading`` validate's reading also folds each segment into ``LogSegment.recover`` and
+keeps it, so that recover's plan after it reads no segment again (``report``).
 """
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 import re
+import time
 from collections.abc import Callable, Collection, Generator, Iterable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, TypeVar
@@ -86,6 +95,9 @@ from mqtool.store import kafka as ks
 from mqtool.store.files import ReadOnlyFile, piece_size, read_small_file
 from mqtool.store.lock import probe_record_lock
 from mqtool.store.model import kafka_broker
+from mqtool.store.model.kafka_segment import (
+    RECOVERY_INTERVAL as RECOVERY_INTERVAL,
+)
 from mqtool.store.model.kafka_segment import (
     WALK_CHUNK as WALK_CHUNK,
 )
@@ -736,11 +748,70 @@ def _serial(fn: Callable[[Task], SegmentResult], tasks: list[Task]) -> Iterable[
     return map(fn, tasks)
 
 
-def _scanning(tasks: list[Task], decode: EntryDecode) -> Iterator[SegmentResult | SegmentScan]:
+def _scanning(tasks: list[Task], decode: EntryDecode, kept: dict[_Key, SegmentResult] | None = None) -> Iterator[SegmentResult | SegmentScan]:
     """``read_store(entries=...)``'s tasks: each segment as a ``SegmentScan`` (the reading yields
-    its entries, then takes its result), a --deep share run as it is."""
+    its entries, then takes its result), a --deep share run as it is; with ``kept`` (inside
+    ``shared_reading``, for a reader of results: ``read_store_entries(kept=True)``) a segment read
+    there before, unchanged since, as its kept result alone (a copy: no entries, nothing read)."""
     for task in tasks:
-        yield SegmentScan(task, decode) if isinstance(task, SegmentTask) else run_task(task)
+        if not isinstance(task, SegmentTask):
+            yield run_task(task)
+            continue
+        key = _key(task) if kept is not None else None
+        got = kept.get(key) if kept is not None and key is not None else None
+        yield copy.deepcopy(got) if got is not None else SegmentScan(task, decode)
+
+
+# --- one reading for several commands (report) ------------------------------------------------------------
+
+#: A segment as read: its task (without what only says how to read it) and the identity and state
+#: (device, inode, size, modification time) of its ``.log`` and index files when it was read.
+_Key = tuple[SegmentTask, tuple[tuple[int, int, int, int] | None, ...]]
+
+#: The segment readings kept inside ``shared_reading`` (None: outside it, nothing is kept).
+_SHARED: ContextVar[dict[_Key, SegmentResult] | None] = ContextVar("mqtool_kafka_shared_reading", default=None)
+
+
+@contextmanager
+def shared_reading() -> Iterator[None]:
+    """Inside the block, ``read_store`` (validate's reading, in-process or from its pool) also folds
+    each segment into ``LogSegment.recover`` (``SegmentResult.recovery``, with the broker's default
+    ``index.interval.bytes``) and keeps each segment's result; a reading that takes results
+    (``read_store_entries(kept=True)``: recover's plan) is handed the kept one -- the same task,
+    its files unchanged since -- instead of reading the segment again.  A command that runs
+    several verbs over one store (``report``: validate, then recover's plan) reads each segment's
+    judgement once.  A reader of the entries themselves (dump, stats) still reads them.  The
+    kept results are findings, counts and the recovery's index points (one per 4 KiB of log)."""
+    token = _SHARED.set({})
+    try:
+        yield
+    finally:
+        _SHARED.reset(token)
+
+
+def _stat(path: str | None) -> tuple[int, int, int, int] | None:
+    if path is None:
+        return None
+    try:
+        st = os.stat(path, follow_symlinks=False)
+    except OSError:
+        return None
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+def _key(task: SegmentTask) -> _Key | None:
+    log = _stat(task.log)
+    if log is None:
+        return None
+    return (replace(task, recovery_interval=None, piece=WALK_CHUNK), (log, _stat(task.index), _stat(task.timeindex), _stat(task.txnindex)))
+
+
+def _keep(shared: dict[_Key, SegmentResult], task: Task, res: SegmentResult, seconds: float | None) -> None:
+    """Keep a segment's reading made inside ``shared_reading`` (with its fold) for the next reader."""
+    if isinstance(task, SegmentTask) and task.recovery_interval is not None and res.recovery is not None and (key := _key(task)) is not None:
+        kept = copy.deepcopy(res)
+        kept.read_seconds = seconds
+        shared[key] = kept
 
 
 def _in_progress(res: SegmentResult) -> None:
@@ -777,7 +848,12 @@ def read_store(
 
 
 def read_store_entries(
-    store: ks.KafkaStore, decode: EntryDecode, *, checks: frozenset[str] = frozenset(FAMILIES), partitions: Collection[str] | None = None
+    store: ks.KafkaStore,
+    decode: EntryDecode,
+    *,
+    checks: frozenset[str] = frozenset(FAMILIES),
+    partitions: Collection[str] | None = None,
+    kept: bool = False,
 ) -> EntryReading:
     """``read_store``, also yielding each entry of each segment's walk as it is read
     (``ScannedEntry``, decoded as ``decode`` asks), before the segment's ``SegmentRead``: a
@@ -786,8 +862,10 @@ def read_store_entries(
     stops the reading with ``EntryReading.stop``, which states what was read.  ``partitions``
     (partition dir paths): only those are read -- their segments and their partition's checks;
     the files of the log dir are listed as ever, its checkpoints are not judged (they speak of
-    every partition) -- for a consumer of some partitions of a log dir (``dump --topic``)."""
-    return EntryReading(store, decode, checks, partitions)
+    every partition) -- for a consumer of some partitions of a log dir (``dump --topic``).
+    ``kept``: inside ``shared_reading``, a segment read there before comes as its ``SegmentRead``
+    alone (its result holds ``recovery``), without entries: for a consumer of results."""
+    return EntryReading(store, decode, checks, partitions, kept)
 
 
 @dataclass
@@ -809,9 +887,9 @@ class EntryReading:
     consumer may stop where it has what it needs (``stop``): nothing after the last entry it
     took is read, and what was read is still judged."""
 
-    def __init__(self, store: ks.KafkaStore, decode: EntryDecode, checks: frozenset[str], partitions: Collection[str] | None = None) -> None:
+    def __init__(self, store: ks.KafkaStore, decode: EntryDecode, checks: frozenset[str], partitions: Collection[str] | None = None, kept: bool = False) -> None:
         self._progress = _Progress(checks)
-        self._items = _reading(store, checks, False, 1, _serial, decode, self._progress, None if partitions is None else frozenset(partitions))
+        self._items = _reading(store, checks, False, 1, _serial, decode, self._progress, None if partitions is None else frozenset(partitions), kept)
 
     def __iter__(self) -> EntryReading:
         return self
@@ -864,6 +942,7 @@ def _reading(
     entries: EntryDecode | None,
     progress: _Progress | None = None,
     only: frozenset[str] | None = None,
+    kept: bool = False,
 ) -> Generator[Item | ScannedEntry, None, None]:
     out = Sink()
     orphans = _check_files(store, out)
@@ -873,6 +952,9 @@ def _reading(
     if only is not None:  # some partitions: the others' segments are not read, nor judged
         tasks = [t for t in tasks if isinstance(t, SegmentTask) and t.partition in only]
         states = [s for s in states if str(s.part.path) in only]
+    shared = _SHARED.get()
+    if shared is not None and entries is None and not deep:  # validate's reading: recover's fold too, kept
+        tasks = [replace(t, recovery_interval=RECOVERY_INTERVAL) if isinstance(t, SegmentTask) and not t.kraft_snapshot else t for t in tasks]
     if deep and sum(seg.log_size for s in states for seg in s.part.log_segments()) >= COMPILED_WALK_MIN_BYTES:
         if record_scan.compiled_available():  # loaded here, before ``run`` forks its workers
             tasks = [replace(t, compiled_walk=True) for t in tasks]
@@ -884,7 +966,9 @@ def _reading(
     # written, so a partial entry there is in progress, not damage
     live = store.log_dir is not None and probe_record_lock(store.log_dir / ks.LOCK_FILE) is not None
     active = {str(s.part.log_segments()[-1].log) for s in states if s.part.log_segments()} if live else set()
-    for task, res in zip(tasks, run(run_task, tasks) if entries is None else _scanning(tasks, entries)):
+    results = run(run_task, tasks) if entries is None else _scanning(tasks, entries, shared if kept else None)
+    started = time.perf_counter()
+    for task, res in zip(tasks, results):
         first_walk = last_walk = None
         io_error = None
         if isinstance(res, SegmentScan):
@@ -903,7 +987,10 @@ def _reading(
                 counted = True
         if progress is not None:
             progress.scan = None  # its findings are the SegmentRead's
+        if shared is not None:
+            _keep(shared, task, res, time.perf_counter() - started)
         yield SegmentRead(task, res, counted, first_walk, last_walk, io_error)
+        started = time.perf_counter()
 
     checkpoints = _read_offset_checkpoints(store, out) if store.kind != "segment" and store.log_dir is not None else {}
     yield from out.drain()

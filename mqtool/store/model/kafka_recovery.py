@@ -14,7 +14,10 @@
 * :class:`RecoveryReading` feeds the folds from the store model's reading of the whole store
   (``store.model.kafka.read_store_entries``), pulled segment by segment as the plan asks, and
   keeps the findings ``validate`` states from that same reading: the plan, the damage it reports
-  and what would remain after it come from one reading of each log byte.
+  and what would remain after it come from one reading of each log byte.  Inside
+  ``store.model.kafka.shared_reading`` a segment validate's reading folded there before comes
+  folded (``SegmentResult.recovery``: :func:`feed` and :func:`finish_fold` are the one way a
+  reading feeds a fold), and is not read again.
   :func:`scan_segment` runs a fold over a walk of its own, for a ``.log`` that reading does not
   walk (a ``.swap`` file) and for ``--apply``'s rebuild of the indexes.
 * :func:`count_valid_from` counts the records of the valid batches from a position on, resyncing
@@ -242,7 +245,7 @@ def scan_segment(path: Path, base: int, interval: int) -> RecoveryScan:
 
 #: ``index.interval.bytes`` of a segment ``RecoveryReading`` folds for no one in particular
 #: (the broker's default): what the restart preview reads of a segment the plan did not scan.
-DEFAULT_INTERVAL = 4096
+DEFAULT_INTERVAL = km.RECOVERY_INTERVAL
 
 
 class RecoveryReading:
@@ -258,7 +261,7 @@ class RecoveryReading:
 
     def __init__(self, store: ks.KafkaStore, checks: frozenset[str]) -> None:
         self.checks = checks
-        self._items = iter(km.read_store_entries(store, EntryDecode(mode="header", check_crc=True), checks=checks))
+        self._items = iter(km.read_store_entries(store, EntryDecode(mode="header", check_crc=True), checks=checks, kept=True))
         self._folds: dict[str, RecoveryFold] = {}
         self._done: dict[str, tuple[int, RecoveryScan | None]] = {}  # log -> (interval, scan)
         #: log -> the reading's task of the segment and every finding of it (the families read)
@@ -343,13 +346,7 @@ class RecoveryReading:
             fold = self._folds.get(task.log)
             if fold is None:
                 fold = self._folds[task.log] = RecoveryFold(task.base_offset, DEFAULT_INTERVAL)
-            if fold.over:
-                return
-            if item.error is not None or item.entry is None:
-                assert item.error is not None  # a broken frame comes with its error
-                fold.broken(item.position, item.error)
-            else:
-                fold.entry(item.position, item.entry, item.buffer, item.rel)
+            feed(fold, item)
         elif isinstance(item, km.Placed):
             if item.finding.family in self.checks:
                 self._found.append(item.finding)
@@ -360,13 +357,37 @@ class RecoveryReading:
             if not isinstance(read, km.SegmentTask) or read.kraft_snapshot:
                 return
             self._segments[read.log] = (read, res.findings)
+            if res.recovery is not None:  # kept inside ``shared_reading``: folded by the reading before
+                self._folds.pop(read.log, None)
+                assert read.recovery_interval is None  # this reading's tasks fold nothing themselves
+                if res.read_seconds is not None:
+                    self.seconds[read.log] = res.read_seconds
+                self._spent = 0.0
+                self._done[read.log] = (DEFAULT_INTERVAL, res.recovery)
+                return
             self.seconds[read.log], self._spent = self._spent, 0.0
             fold = self._folds.pop(read.log, None) or RecoveryFold(read.base_offset, DEFAULT_INTERVAL)
-            walk = item.first_walk
-            scan = None
-            if too_large(res.size) is None and walk is not None and not any(f.code == KAFKA_FILE_UNREADABLE and f.path == read.log for f in res.findings):
-                scan = fold.finish(res.size, None if fold.over else walk.end)
-            self._done[read.log] = (fold.interval, scan)
+            self._done[read.log] = (fold.interval, finish_fold(fold, res, item.first_walk))
+
+
+def feed(fold: RecoveryFold, item: ScannedEntry) -> None:
+    """One entry of a segment's first walk, as the store model's reading yields it, into ``fold``
+    (a broken frame, or an entry whose CRC fails, stops it)."""
+    if fold.over:
+        return
+    if item.error is not None or item.entry is None:
+        assert item.error is not None  # a broken frame comes with its error
+        fold.broken(item.position, item.error)
+    else:
+        fold.entry(item.position, item.entry, item.buffer, item.rel)
+
+
+def finish_fold(fold: RecoveryFold, res: km.SegmentResult, first_walk: ks.LogFileWalk | None) -> RecoveryScan | None:
+    """The scan of the segment ``res`` is the reading of, its entries fed to ``fold``; None where
+    the reading did not walk it (too large for the broker to open, unreadable)."""
+    if too_large(res.size) is not None or first_walk is None or any(f.code == KAFKA_FILE_UNREADABLE and f.path == res.path for f in res.findings):
+        return None
+    return fold.finish(res.size, None if fold.over else first_walk.end)
 
 
 # --- counting what a cut drops ------------------------------------------------------------------------
@@ -468,6 +489,8 @@ __all__ = [
     "batch_starts",
     "count_valid_from",
     "entry_facts",
+    "feed",
+    "finish_fold",
     "marker_type",
     "next_offset",
     "records_of",

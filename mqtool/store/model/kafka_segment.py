@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Generic, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
 
 from mqtool.errors import ChecksumError, CorruptDataError, MqError, StoreIOError, UnsupportedFormatError
 from mqtool.findings import Finding, Severity
@@ -64,6 +64,9 @@ from mqtool.store import kafka as ks
 from mqtool.store.files import ReadOnlyFile, nonzero_extent, piece_size
 from mqtool.store.model import kafka_broker
 
+if TYPE_CHECKING:
+    from mqtool.store.model.kafka_recovery import RecoveryFold, RecoveryScan
+
 _V2_MIN_LENGTH = rb.RECORD_BATCH_OVERHEAD - rb.LOG_OVERHEAD  # 49
 INT32_MAX = 2**31 - 1
 #: Bytes of ``.log`` read at a time by the walks of this module.  Smaller than the store's
@@ -75,6 +78,9 @@ WALK_CHUNK = 1 << 20
 #: (``LogFileWalk(first_piece=...)``): a consumer of the reading that stops after a few entries
 #: (``dump --limit``) reads little more than them.
 FIRST_PIECE = 64 << 10
+#: ``index.interval.bytes`` the broker defaults to (``LogConfig``): what recover's fold of a
+#: segment uses when its plan does not say otherwise (``kafka_recovery.DEFAULT_INTERVAL``).
+RECOVERY_INTERVAL = 4096
 E, W = Severity.error, Severity.warning
 T = TypeVar("T")
 #: The entry type of an ``_IndexStream``: ``OffsetPosition``, ``TimestampOffset`` or ``AbortedTxn``.
@@ -132,6 +138,10 @@ class SegmentTask:
     deep_from: int = 0
     #: Bytes of ``.log`` read at a time (``WALK_CHUNK``): the answer never depends on it.
     piece: int = WALK_CHUNK
+    #: Also fold the segment into ``LogSegment.recover`` with this ``index.interval.bytes``
+    #: (``SegmentResult.recovery``): the reading inside ``shared_reading`` keeps it for recover's
+    #: plan, which then reads the segment no more.
+    recovery_interval: int | None = None
 
 
 @dataclass(frozen=True)
@@ -179,6 +189,12 @@ class SegmentResult:
     codecs: set[int] = field(default_factory=set)
     findings: list[Finding] = field(default_factory=list)
     indexes: list[IndexFileResult] = field(default_factory=list)
+    #: ``SegmentTask.recovery_interval``: what ``LogSegment.recover`` makes of the segment
+    #: (``kafka_recovery.RecoveryScan``; None when it does not read it: too large, unreadable)
+    recovery: RecoveryScan | None = None
+    #: a reading kept inside ``shared_reading``: the seconds the reading of the segment took
+    #: (None from a worker process)
+    read_seconds: float | None = None
 
 
 class _IndexStream(Generic[IndexEntry]):
@@ -373,6 +389,16 @@ class ScannedEntry:
             raise exc.at(self.task.log, self.position - self.rel) from None
 
 
+#: How recover's fold reads each entry (``RecoveryReading``'s decode).
+_FOLDED = EntryDecode(mode="header", check_crc=True)
+
+
+def _feed(fold: RecoveryFold, item: ScannedEntry) -> None:
+    from mqtool.store.model.kafka_recovery import feed
+
+    feed(fold, item)
+
+
 def _scanned(task: SegmentTask, pos: int, framed: LogEntry, buf: bytes, rel: int, decode: EntryDecode, *, resumed: bool) -> ScannedEntry:
     entry: LogEntry | None = framed
     error: MqError | None = None
@@ -409,6 +435,11 @@ class _SegmentChecker:
         self.pending: tuple[int, kidx.OffsetPosition] | None = None
         self.multi_batch = 0
         self.first_break: int | None = None
+        self.fold: RecoveryFold | None = None
+        if task.recovery_interval is not None and not task.kraft_snapshot:
+            from mqtool.store.model.kafka_recovery import RecoveryFold
+
+            self.fold = RecoveryFold(task.base_offset, task.recovery_interval)
 
     def find(self, code: str, position: int | None, message: str, **kw: Any) -> None:
         self.res.findings.append(Finding(code, self.path, position, message, **kw))
@@ -444,11 +475,17 @@ class _SegmentChecker:
         start = 0
         while True:
             walk = ks.LogFileWalk(f, start, mode="framing", chunk=self.t.piece, first_piece=FIRST_PIECE, garbage_extent=False)
+            fold = self.fold if start == 0 else None  # LogSegment.recover reads the first walk only
             for pos, entry in walk:
                 rel = pos - walk.buffer_start
                 self._entry(pos, entry, walk.buffer, rel)
                 if decode is not None:
                     yield _scanned(self.t, pos, entry, walk.buffer, rel, decode, resumed=start > 0)
+                if fold is not None and not fold.over:
+                    _feed(fold, _scanned(self.t, pos, entry, walk.buffer, rel, _FOLDED, resumed=False))
+            if fold is not None and walk.error is not None:
+                assert walk.failed_at is not None  # set with the error
+                fold.broken(walk.failed_at, walk.error)
             if start == 0:  # the first walk: where a walk that stops at a broken entry stops
                 self.first_walk = walk
             self.last_walk = walk
@@ -1134,3 +1171,7 @@ class SegmentScan:
                 res.findings.append(Finding(KAFKA_FILE_UNREADABLE, task.log, exc.position, str(exc)))
             finally:
                 self.first_walk, self.last_walk = checker.first_walk, checker.last_walk
+            if checker.fold is not None:
+                from mqtool.store.model.kafka_recovery import finish_fold
+
+                res.recovery = finish_fold(checker.fold, res, checker.first_walk)
