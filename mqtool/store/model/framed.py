@@ -466,6 +466,13 @@ def read_range(framing: RangeFraming, f: Readable, start: int, stop: int, *, pie
         end = walk.end
         assert end is not None
         at = end.position
+        if end.kind == "partial" and end.length > framing.max_record and framing.torn_check is None:
+            # a length no record has, cut by the end of the file: stated as where a piece ends
+            # inside it (``PieceWalk.oversize``), whatever the piece size
+            too_big = f"a record of {end.length} bytes: more than mqtool reads ({framing.max_record})"
+            yield RangeProblem(at, framing.classify(CorruptDataError(kind="size")), at, too_big)
+            yield RangeEnd(at, "size")
+            return
         if end.kind == "partial" and framing.torn_check is not None:
             rel = at - walk.base
             not_torn = framing.torn_check(walk.data[rel : rel + 64], end.length, last_item)

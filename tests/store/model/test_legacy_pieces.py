@@ -232,3 +232,19 @@ def test_memory_file_reads_as_the_file(tmp_path: Path) -> None:
     expected = _ranges(path, "metaq", 333, [])
     got = list(read_range(METAQ_RANGE, MemoryFile(str(path), data), 0, len(data), piece=333))
     assert [e if isinstance(e, RangeProblem | RangeEnd) else tuple(e) for e in got] == expected
+
+
+@pytest.mark.parametrize("layout", ["jafka", "metaq"])
+def test_a_length_beyond_what_is_read_is_one_answer(tmp_path: Path, layout: str) -> None:
+    """A damaged length larger than mqtool reads, running past the end of the file: the range
+    reading states it as SIZE at the message, whether the message ends the only piece or a piece
+    ends inside it."""
+    data, _ = _segment(layout, [40, 291])
+    path = _path(tmp_path, layout)
+    first = len(_message(layout, 0, 40))
+    path.write_bytes(_damage(data, "flip", first))  # the second message's length: 0x5A......
+    whole = _ranges(path, layout, WHOLE, [])
+    assert [(e.code, e.position) for e in whole if isinstance(e, RangeProblem)] == [(f"{layout.upper()}-SIZE", first)]
+    assert whole[-1] == RangeEnd(first, "size")
+    for piece in (64, 100, 300):
+        assert _ranges(path, layout, piece, []) == whole, piece
