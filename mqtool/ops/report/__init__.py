@@ -10,7 +10,9 @@ the HTML template draws (``mqtool.ops.report.html``)."""
 
 from __future__ import annotations
 
+import contextlib
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -210,7 +212,31 @@ def _text(value: Any) -> str:
     return str(value)
 
 
-def gather(
+@contextlib.contextmanager
+def one_judgement(layout: str) -> Iterator[None]:
+    """Inside the block the store model keeps each log segment's judgement for the next verb that
+    judges the same unchanged file (Kafka: ``store.model.kafka.shared_reading``; Jafka and MetaQ:
+    ``store.model.legacy.shared_reading``), so the report's validate, recover plan, clean plan and
+    stats judge each segment once."""
+    if layout == "kafka":
+        from mqtool.store.model.kafka import shared_reading
+    elif layout in ("jafka", "metaq"):
+        from mqtool.store.model.legacy import shared_reading
+    else:
+        yield
+        return
+    with shared_reading():
+        yield
+
+
+def gather(path: str | Path, layout: str, **options: Any) -> Report:
+    """The report of the store at ``path`` (see :func:`_gather`), its verbs sharing one judgement
+    of each log segment (:func:`one_judgement`)."""
+    with one_judgement(layout):
+        return _gather(path, layout, **options)
+
+
+def _gather(
     path: str | Path,
     layout: str,
     *,
