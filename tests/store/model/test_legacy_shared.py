@@ -120,12 +120,14 @@ def test_outside_the_block_nothing_is_kept(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("layout", list(LAYOUTS))
-def test_report_inside_the_block_reads_the_judgement_once(tmp_path: Path, layout: str) -> None:
-    """``report`` (validate, recover's plan, clean's plan, stats) run inside the block: validate's
-    reading serves recover's plan, stats reads the messages; outside, each verb reads the store."""
+def test_report_inside_the_block_reads_the_judgement_once(tmp_path: Path, layout: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``report`` (validate, recover's plan, clean's plan, stats) runs inside the block
+    (``ops.report.one_judgement``): validate's reading serves recover's plan, stats reads the
+    messages; without the block, each verb reads the store."""
     import contextlib
     import io
 
+    import mqtool.ops.report as ops_report
     from mqtool.cli.app import run
 
     paths = _store(tmp_path / "store", layout)
@@ -134,8 +136,10 @@ def test_report_inside_the_block_reads_the_judgement_once(tmp_path: Path, layout
     ratios = []
     for shared in (False, True):
         with contextlib.ExitStack() as stack:
-            if shared:
-                stack.enter_context(lm.shared_reading())
+            if not shared:  # the report without its block: every verb reads the store
+                monkeypatch.setattr(ops_report, "one_judgement", lambda _layout: contextlib.nullcontext())
+            else:
+                monkeypatch.undo()
             reads = stack.enter_context(count_reads())
             stack.enter_context(contextlib.redirect_stdout(io.StringIO()))
             err = stack.enter_context(contextlib.redirect_stderr(io.StringIO()))
