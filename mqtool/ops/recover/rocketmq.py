@@ -250,7 +250,7 @@ class _Window:
             return
         walk = reading.walk
         assert walk is not None  # a reading that did not fail has one or the other
-        self._walked(seg, f, queue_offsets.WalkEnd(walk.valid_end, walk.end, walk.error, model.walk_record_findings(walk)), reading.tails)
+        self._walked(seg, f, queue_offsets.WalkEnd(walk.valid_end, walk.end, walk.error, reading.record_findings + model.walk_record_findings(walk)), reading.tails)
 
     def _walk(self, seg: rmq.Segment) -> None:
         def last_store_ts(_pos: int, rec: MessageRecord) -> None:

@@ -123,6 +123,60 @@ def read_file_columns(f: ReadOnlyFile, base: int, *, file_size: int, is_last: bo
     raise AssertionError("the walk ends with its handover")
 
 
+@dataclass
+class HandoverReading:
+    """A CommitLog file read up to its handover (:func:`read_to_handover`): ``columns`` when every
+    record is healthy and the file ends the way the broker ends it (as :func:`read_file_columns`),
+    else ``position``, where a reader reads on as the broker's normal recovery does, with what
+    validate states about the records decoded before it (``record_findings``, in file order);
+    ``records`` read, the STORETIMESTAMP of the last one, ``bytes_read``."""
+
+    columns: FileColumns | None
+    position: int
+    record_findings: list[Finding]
+    records: int
+    last_store_timestamp: int
+    bytes_read: int
+
+
+def read_to_handover(f: ReadOnlyFile, base: int, *, file_size: int, is_last: bool, offsets: FileQueueOffsets) -> HandoverReading:
+    """The CommitLog file ``f`` (named ``base``) read once up to its handover, every record's
+    QUEUEOFFSET given to ``offsets``: a reader that needs the whole file (its queue offsets, where
+    its data ends) walks on from ``position`` and reads nothing before it again."""
+    parts: list[tuple[int, CommitLogColumns]] = []
+    said: list[Finding] = []
+    own: list[Finding] = []
+    records = last_ts = 0
+    precise = False
+    for ev in _handover_events(f, base, file_size, is_last, key_hashes=True):
+        if isinstance(ev, cl_walk.Stretch):
+            cols = ev.columns
+            parts.append((ev.position, cols))
+            offsets.add_columns(cols, ev.position)
+            records += len(cols)
+            last_ts = int(cols.store_timestamp[-1])
+        elif isinstance(ev, cl_walk.Damage):
+            if ev.finding is not None:
+                own.append(ev.finding)
+        elif isinstance(ev, cl_walk.Record):
+            precise = True
+            said.extend(own)
+            own = []
+            offsets.record(ev.position, ev.record)
+            records += 1
+            last_ts = ev.record.store_timestamp
+        elif isinstance(ev, cl_walk.Handover):
+            end = ColumnStop(ev.kind, ev.position, ev.length)  # type: ignore[arg-type]  # a kind of the column walk's stops
+            columns = None
+            if not precise and f.size == file_size and _healthy_end(f, end, is_last) is not None:
+                joined = concat_columns(parts)
+                queues = joined.queue_runs()
+                if queues is not None:
+                    columns = FileColumns(joined, queues, end, ev.bytes_read)
+            return HandoverReading(columns, ev.position, said, records, last_ts, ev.bytes_read)
+    raise AssertionError("the walk ends with its handover")
+
+
 # --- the one reading of a CommitLog file's records (stats, diff) ----------------------------------
 
 #: A TAGS value or KEYS token: text (the precise decoders') or its UTF-8 bytes (the column walk's,

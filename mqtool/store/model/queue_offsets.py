@@ -58,7 +58,7 @@ from mqtool.store.model import rocketmq as model
 
 if TYPE_CHECKING:
     from mqtool.formats.rocketmq.columns import CommitLogColumns, QueueRun
-    from mqtool.store.model.commitlog import FileColumns
+    from mqtool.store.model.commitlog import FileColumns, HandoverReading
 
 QueueKey = tuple[str, int]
 
@@ -320,6 +320,9 @@ class FileReading:
     #: only zeros), for a consumer judging the same bytes: the zeros after a healthy last file's
     #: data, the bytes after where the precise walk's data ends
     tails: dict[int, tuple[int, int] | None] = field(default_factory=dict)
+    #: what validate states about the records read before the precise walk took over (in file
+    #: order; the walk's own are ``model.walk_record_findings(walk)``)
+    record_findings: list[Finding] = field(default_factory=list)
 
     @property
     def bytes_read(self) -> int:
@@ -350,20 +353,24 @@ def read_file(
     out = FileQueueOffsets(str(f.path))
     reading = FileReading(out)
     try:
-        fast = _columns(f, base, size, last) if on_record is None else None
-        if fast is not None:
-            reading.columns = fast
-            out.add_runs(fast.queues)
-            reading.records = len(fast.columns)
-            if fast.end.kind == "zeros":  # ``read_file_columns`` found only zeros after it
-                reading.tails[fast.end.position] = None
-            if reading.records:
-                reading.last_store_timestamp = int(fast.columns.store_timestamp[-1])
+        fast = _handover(f, base, size, last, out) if on_record is None else None
+        if fast is not None and fast.columns is not None:
+            cols = reading.columns = fast.columns
+            reading.records = fast.records
+            if cols.end.kind == "zeros":  # ``read_to_handover`` found only zeros after it
+                reading.tails[cols.end.position] = None
+            reading.last_store_timestamp = fast.last_store_timestamp
             if end_findings:  # healthy records: only an END_OF_FILE record can be wrong
-                blank = model.blank_size_finding(str(f.path), fast.end.position, fast.end.length, size) if fast.end.kind == "blank" else None
+                blank = model.blank_size_finding(str(f.path), cols.end.position, cols.end.length, size) if cols.end.kind == "blank" else None
                 out.end_findings = [blank] if blank is not None else []
         else:
-            walk = reading.walk = rmq.CommitLogFileWalk(f, check_crc=True, last=last, file_size=size, base=base)
+            # the precise walk reads on from where the one reading handed over (the file's first
+            # broken record, a torn tail, stale data, the end of its records): nothing before it again
+            start = 0
+            if fast is not None:
+                start, reading.records, reading.last_store_timestamp = fast.position, fast.records, fast.last_store_timestamp
+                reading.record_findings = fast.record_findings
+            walk = reading.walk = rmq.CommitLogFileWalk(f, start, check_crc=True, last=last, file_size=size, base=base)
             for pos, record in walk:
                 out.record(pos, record)
                 if on_record is not None:
@@ -372,7 +379,7 @@ def read_file(
                 reading.last_store_timestamp = record.store_timestamp
             out.walk_end(walk, size)
             if end_findings:
-                out.end_findings = model.commitlog_file_findings(f, walk, size, last=last, tails=reading.tails)
+                out.end_findings = reading.record_findings + model.commitlog_file_findings(f, walk, size, last=last, tails=reading.tails)
     except StoreIOError as exc:  # what could not be read may have held records
         out.skip(max(size, f.size) - (exc.position or 0))
         reading.failed = True
@@ -477,13 +484,14 @@ def _count_records_from(f: ReadOnlyFile, base: int, pos: int | None) -> int:
 COLUMN_WALK_MIN_SIZE = 1 << 20
 
 
-def _columns(f: ReadOnlyFile, base: int, size: int, last: bool) -> FileColumns | None:
-    """The file as columns (``read_file_columns``), or None: not healthy, or too small to be worth it."""
+def _handover(f: ReadOnlyFile, base: int, size: int, last: bool, out: FileQueueOffsets) -> HandoverReading | None:
+    """The file read up to its handover (``read_to_handover``), or None: too small to be worth
+    the column walk (the precise walk reads it from its start)."""
     if f.size < COLUMN_WALK_MIN_SIZE:
         return None
-    from mqtool.store.model.commitlog import read_file_columns
+    from mqtool.store.model.commitlog import read_to_handover
 
-    return read_file_columns(f, base, file_size=size, is_last=last)
+    return read_to_handover(f, base, file_size=size, is_last=last, offsets=out)
 
 
 def commitlog_queue_offsets(store: rmq.RocketMQStore, start: int = 0, *, end_findings: bool = False) -> QueueOffsets:
