@@ -210,12 +210,15 @@ def render_info(console: "Console", r: "StoreInfo", *, all_rows: bool = False) -
     from mqtool.cli.times import iso_ms
 
     cl = r.commitlog
-    messages = sum(q.log_end_offset - q.log_start_offset for q in r.queues)
+    # the messages the broker serves after its next start: the units that point past the
+    # CommitLog's valid end are cut then (as ``stats`` counts the records before it)
+    past = sum(q.units_past_end for q in r.queues)
+    messages = sum(q.log_end_offset - q.log_start_offset for q in r.queues) - past
     topics = len({q.topic for q in r.queues})
     counts = (
         f"{cl.files + sum(q.files for q in r.queues) + len(r.index_files)} files, "
         f"{humanize.naturalsize(cl.bytes_on_disk, binary=True)} of CommitLog, {topics} topic(s), {len(r.queues)} queue(s), "
-        f"{humanize.intcomma(messages)} message(s)"
+        f"{humanize.intcomma(messages)} message(s)" + (f" ({humanize.intcomma(past)} more queued past the CommitLog's valid end)" if past else "")
     )
     _verdict(console, r.layout, list(r.findings), list(r.problems), [cl.end_kind], counts)
     render_findings_by_cause(console, r.findings, r.root)

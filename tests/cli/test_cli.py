@@ -306,7 +306,7 @@ def test_real_ericpan_crashed_store(capsys):
     assert doc["shutdown"].startswith("unclean")
     assert doc["commitlog"]["zero_length_files"] == ["00000000000000032768"]
     assert doc["commitlog"]["log_end_offset"] == 24576 + 6536
-    assert doc["queues"] == [{"topic": "abc", "queue_id": 0, "files": 6, "log_start_offset": 0, "log_end_offset": 56, "max_commitlog_offset": 9740}]
+    assert doc["queues"] == [{"topic": "abc", "queue_id": 0, "files": 6, "log_start_offset": 0, "log_end_offset": 56, "max_commitlog_offset": 9740, "units_past_end": 0}]
     code, out, _ = mqtool(capsys, "dump", "commitlog", root, "--jsonl")
     assert code == 0 and len(out.splitlines()) == 179
     code, out, _ = mqtool(capsys, "dump", "consumequeue", root, "--jsonl")

@@ -62,6 +62,8 @@ class QueueInfo:
     log_start_offset: int  # the first queue offset the ConsumeQueue holds
     log_end_offset: int  # the queue offset the next unit would take (exclusive)
     max_commitlog_offset: int | None  # the last unit's CommitLog offset + size
+    #: units pointing at or past the CommitLog's valid end (the broker's next start cuts them)
+    units_past_end: int = 0
 
 
 @dataclass
@@ -187,6 +189,17 @@ def _commitlog_info(store: rmq.RocketMQStore, hints: set[str], findings: list[Fi
     )
 
 
+def _units_past_end(store: rmq.RocketMQStore, topic: str, qid: int, valid_end: int, max_offset: int) -> int:
+    """The queue's units the broker's next start cuts (``store.model.consume_queue.units_past_end``)."""
+    from mqtool.store.model.consume_queue import units_past_end
+
+    files = [(seg.base, seg.path) for seg in store.cq_segments(topic, qid) if seg.size > 0]
+    try:
+        return units_past_end(files, valid_end, max_offset)
+    except MqError:  # an unreadable file: validate names it; the count stays as the ConsumeQueue says
+        return 0
+
+
 def _hints_from_record(record: MessageRecord, hints: set[str]) -> None:
     if record.magic_code == MAGIC_V2:
         hints.add("5.1.0+ (magic v2 record for a topic longer than 127 characters)")
@@ -293,7 +306,10 @@ def rocketmq_info(path: str | Path, *, broker_version: str | None = None, versio
         except MqError as exc:
             problems.append(str(exc))
             continue
-        queues.append(QueueInfo(topic, qid, len(store.cq_segments(topic, qid)), qr.min_offset, qr.max_offset, qr.max_physic_offset))
+        past = 0
+        if qr.max_physic_offset is not None and qr.max_physic_offset > commitlog.log_end_offset:
+            past = _units_past_end(store, topic, qid, commitlog.log_end_offset, qr.max_offset)
+        queues.append(QueueInfo(topic, qid, len(store.cq_segments(topic, qid)), qr.min_offset, qr.max_offset, qr.max_physic_offset, past))
     if is_rocksdb_cq(store.root):
         hints.add("5.2.0+ (consumequeue/ is a RocksDB database: storeType=defaultRocksDB)")
         try:

@@ -6,18 +6,20 @@ A ConsumeQueue file is a run of 20-byte units (commitLogOffset, size, tagsCode; 
 there, in this file, and later files hold nothing of it.  :func:`read_cq_file` reads a file in
 one piece (the files are 6 MB by default) and gives its units up to that point, and whether the
 queue ends in it; :func:`read_cq_recovery` reads it as recover's plan needs it (where the broker's
-recovery cuts it); :class:`ExtUnits` looks tagsCodes up in a queue's ``ConsumeQueueExt`` files.
+recovery cuts it); :func:`units_past_end` counts a queue's units that recovery cuts;
+:class:`ExtUnits` looks tagsCodes up in a queue's ``ConsumeQueueExt`` files.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from mqtool.errors import MqError, StoreLayoutError
 from mqtool.formats.rocketmq import consume_queue as cqf
-from mqtool.store.files import Readable
+from mqtool.store.files import Readable, ReadOnlyFile
 
 if TYPE_CHECKING:
     import numpy as np
@@ -94,6 +96,24 @@ def read_cq_recovery(f: Readable, base: int, process_offset: int, *, limit: int 
             cut_at, cause = walker.end.position, "invalid"
     tail = len(data[cut_at:].rstrip(b"\x00")) if cut_at is not None else 0
     return CqRecovery(cut_at, cause, tail, max_offset, max_physic, bool(data.strip(b"\x00")))
+
+
+def units_past_end(files: list[tuple[int, Path]], process_offset: int, max_offset: int) -> int:
+    """How many units of a queue point at or past the CommitLog's valid end (``process_offset``):
+    the ones upstream ``ConsumeQueue.truncateDirtyLogicFiles`` cuts at the broker's next start.
+    ``files``: the queue's non-empty files as ``(base, path)``, oldest first; ``max_offset``: the
+    queue offset after its last unit.  Reads the files from the newest back, only as far as the
+    first one whose units all stay below the end."""
+    cut = max_offset
+    for base, path in reversed(files):
+        with ReadOnlyFile(path) as f:
+            rec = read_cq_recovery(f, base, process_offset)
+        if rec.cut_at is None or rec.cause != "past-end":
+            break
+        cut = cqf.cq_queue_offset(base, rec.cut_at)
+        if rec.cut_at > 0:
+            break
+    return max(max_offset - cut, 0)
 
 
 class _ClosableFile(Readable, Protocol):
