@@ -460,10 +460,20 @@ def count_records_after(f: ReadOnlyFile, base: int, start: int) -> int:
 
 
 def count_records_in(f: ReadOnlyFile, base: int) -> int:
-    """Decodable records of the open CommitLog file ``f`` (named ``base``) from the first one
-    found (``store.rocketmq.find_next_record``) on, resynchronising after broken ones: what a file
-    wholly after the valid end holds."""
-    return _count_records_from(f, base, rmq.find_next_record(f, base, 0))
+    """Decodable records of the open CommitLog file ``f`` (named ``base``), resynchronising after
+    broken ones: what a file wholly after the valid end holds.  Counted from the file's one
+    reading (``store.model.commitlog_walk``: its healthy stretches as columns, each other record
+    decoded), read once."""
+    from mqtool.store.model import commitlog_walk as cl_walk
+
+    task = cl_walk.CommitLogTask(str(f.path), base, f.size, False)
+    count = 0
+    for ev in cl_walk.read_events(f, task):
+        if isinstance(ev, cl_walk.Stretch):
+            count += len(ev.columns)
+        elif isinstance(ev, cl_walk.Record):
+            count += 1
+    return count
 
 
 def _count_records_from(f: ReadOnlyFile, base: int, pos: int | None) -> int:
