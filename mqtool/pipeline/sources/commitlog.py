@@ -2,15 +2,13 @@
 
 A CommitLog file is planned as byte ranges of ``splitSize`` (``plan_commitlog``); a range owns the
 records that start in it (the first sync point at or after its start, up to the first at or
-after its stop).  The reading of a range is the store model's (``store.model.commitlog_range``:
-upstream ``CommitLog.checkMessageAndReturnSize`` per record, a torn tail where
-``CommitLog.recoverAbnormally`` stops); this source only turns its events into rows.  A range
-is read column-wise where it is healthy: the model's ``column_pieces`` frames a stretch of
-records into numpy columns and ``_column_batch`` builds their Arrow arrays in bulk; where that
-fast reading stops (a record that is not healthy, a properties map that is not its list of
-pairs, the end of the data), the per-record reading ``read_commitlog_range`` goes on, so
-problem, damaged and end rows (``withProblems``) are exactly its own, and the fast reading takes
-over again at the next sync point.  Each row holds
+after its stop).  The reading of a range is the store model's one CommitLog walk, read once
+(``store.model.commitlog_range.read_range``: upstream ``CommitLog.checkMessageAndReturnSize``
+per record, a torn tail where ``CommitLog.recoverAbnormally`` stops); this source only turns its
+events into rows.  Healthy stretches come as numpy columns (the model's ``ColumnPiece``) and
+``_column_batch`` builds their Arrow arrays in bulk; each record the walk's precise decoder read
+(around an anomaly, or a properties map that is not its list of pairs) and each problem, damaged
+and end row (``withProblems``) is built on its own, in file order.  Each row holds
 ``mqtool dump commitlog --jsonl``'s fields plus ``tags_code`` (what ``ConsumeQueue`` stores,
 upstream ``CommitLog.checkMessageAndReturnSize``'s tagsCode) and, with ``withKeyHashes``, the
 IndexFile hashes of the record's keys (upstream ``IndexService.buildKey`` / ``IndexFile.indexKeyHashMethod``).
@@ -21,8 +19,7 @@ from __future__ import annotations
 
 import queue
 import threading
-from collections.abc import Generator, Iterator
-from dataclasses import dataclass
+from collections.abc import Iterator
 from typing import cast
 
 import numpy as np
@@ -46,7 +43,6 @@ from mqtool.formats.rocketmq.commitlog import (
 from mqtool.formats.rocketmq.hashing import index_key_hash
 from mqtool.formats.rocketmq.properties import split_keys
 from mqtool.pipeline import files as fs
-from mqtool.pipeline.files import AnyFile
 from mqtool.pipeline.sources.common import (
     Batches,
     FilePart,
@@ -62,7 +58,7 @@ from mqtool.pipeline.sources.common import (
 )
 from mqtool.pipeline.sources.schema import _BIN, _STR, BATCH_ROWS, PROBLEM_COLUMNS
 from mqtool.store import rocketmq as rmq
-from mqtool.store.model.commitlog_range import Problem, column_pieces, range_start, read_commitlog_range
+from mqtool.store.model.commitlog_range import ColumnPiece, Problem, read_commitlog_range, read_range
 from mqtool.store.writer import cq_tags_code
 
 
@@ -231,8 +227,9 @@ def _precise_row(part: FilePart, opts: ReadOptions, kind: str, pos: int, item: o
 
 
 def read_commitlog_records(part: FilePart, opts: ReadOptions, schema: pa.Schema) -> Iterator[pa.RecordBatch]:
-    """The per-record reading of a partition: every item of ``read_commitlog_range`` decoded and turned
-    into a row on its own (what :func:`read_commitlog` falls back to where the fast walk stops)."""
+    """The per-record reading of a partition: every item of ``read_commitlog_range`` (the walk
+    without its columns) turned into a row on its own -- the rows :func:`read_commitlog` builds
+    column-wise."""
     out = Batches(schema)
     with fs.open_file(part.path) as f:
         walk = read_commitlog_range(f, part.base, part.start, part.stop, part.meta.get("is_last", False), part.meta.get("file_size"))
@@ -245,16 +242,12 @@ def read_commitlog_records(part: FilePart, opts: ReadOptions, schema: pa.Schema)
         yield last
 
 
-# The column-wise reading: healthy stretches framed by ``column_pieces`` into numpy columns and
-# built into Arrow arrays in bulk; the per-record path takes over wherever the fast walk stops.
+# The column-wise reading: healthy stretches the walk framed into numpy columns (the model's
+# ``ColumnPiece``), built into Arrow arrays in bulk; the rest row by row, in file order.
 
 _MAGIC_TEXTS = pa.array([_MAGIC_TEXT[MAGIC_V1], _MAGIC_TEXT[MAGIC_V2]])
 _TRANSACTION_TEXTS = pa.array([TRANSACTION_TYPES[i << 2] for i in range(4)])
 _COMPRESSION_TEXTS = pa.array([COMPRESSION_TYPES.get(i, "UNKNOWN") for i in range(8)])
-#: After the fast walk refused a stretch's first record, the per-record path reads at least this
-#: many records (doubling on each such refusal, up to the cap) before the fast walk tries again.
-_PRECISE_RECORDS = 64
-_PRECISE_RECORDS_CAP = 1 << 20
 
 
 def _spans(type_: pa.DataType, spans: column_ops.Spans) -> pa.Array:
@@ -324,93 +317,64 @@ def _column_batch(
     return pa.RecordBatch.from_arrays(arrays, schema=schema)
 
 
-@dataclass(frozen=True)
-class _FastEnd:
-    """How a fast stretch ended: ``done`` (a record at or after the range's stop: the range is
-    read), else the per-record path goes on from ``last`` (the stretch's last record, None: none)
-    and reads at least up to ``refused`` (where the fast walk stopped)."""
-
-    done: bool
-    last: int | None
-    refused: int
-
-
-def _fast_stretch(f: AnyFile, part: FilePart, opts: ReadOptions, schema: pa.Schema, pos: int, is_last: bool) -> Generator[pa.RecordBatch, None, _FastEnd]:
-    """Batches of the healthy records from the record at ``pos`` on, piece by piece, as long as
-    the store model's fast reading (``column_pieces``) frames them."""
-    last: int | None = None
-    pieces = column_pieces(f, part.base, pos, part.stop, key_hashes=opts.with_key_hashes)
-    while True:
-        try:
-            piece = next(pieces)
-        except StopIteration as stopped:
-            return _FastEnd(False, last, stopped.value)
-        pos, data, walk, count, done = piece.position, piece.data, piece.walk, piece.count, piece.done
-        cols = walk.columns
-        refused: int | None = None
-        if count:
-            wanted = np.arange(count)
-            if opts.topics is not None:
-                keep = np.array([opts.wants(t) for t in cols.topics] or [False], dtype=bool)
-                wanted = wanted[keep[cols.topic[:count]]]
-            fields = rfields.record_fields(data, cols, wanted, with_body=opts.with_body, properties=walk.properties)
-            repeated = rfields.repeated_property_names(fields.names, fields.pair_offsets)
-            if len(repeated):  # a map that is not its list of pairs: the per-record path reads it
-                count = int(wanted[repeated[0]])
-                done, refused = False, pos + int(cols.position[count])
-                wanted = wanted[: repeated[0]]
-                fields = rfields.record_fields(data, cols, wanted, with_body=opts.with_body, properties=walk.properties)
-            if len(wanted):
-                batch = _column_batch(part, opts, schema, pos, cols, wanted, fields)
-                for at in range(0, batch.num_rows, BATCH_ROWS):
-                    yield batch.slice(at, BATCH_ROWS)
-            if count:
-                last = pos + int(cols.position[count - 1])
-        if done:
-            return _FastEnd(True, last, pos + int(cols.position[count]))
-        if refused is not None:
-            return _FastEnd(False, last, refused)
+def _piece_batches(part: FilePart, opts: ReadOptions, schema: pa.Schema, piece: ColumnPiece, out: Batches) -> Iterator[pa.RecordBatch]:
+    """The batches of one healthy stretch's records (the range's: ``piece.count``), built column by
+    column; a record whose properties map is not its list of pairs (a name repeated) gets its row
+    on its own, added to ``out`` after the rows before it."""
+    pos, data, cols = piece.position, piece.data, piece.walk.columns
+    wanted = np.arange(piece.count)
+    if opts.topics is not None:
+        keep = np.array([opts.wants(t) for t in cols.topics] or [False], dtype=bool)
+        wanted = wanted[keep[cols.topic[: piece.count]]]
+    while len(wanted):
+        fields = rfields.record_fields(data, cols, wanted, with_body=opts.with_body, properties=piece.walk.properties)
+        repeated = rfields.repeated_property_names(fields.names, fields.pair_offsets)
+        cut = int(repeated[0]) if len(repeated) else len(wanted)
+        if cut < len(wanted) and cut:
+            fields = rfields.record_fields(data, cols, wanted[:cut], with_body=opts.with_body, properties=piece.walk.properties)
+        if cut:
+            last = out.flush()  # the rows before the stretch come first
+            if last is not None:
+                yield last
+            batch = _column_batch(part, opts, schema, pos, cols, wanted[:cut], fields)
+            for at in range(0, batch.num_rows, BATCH_ROWS):
+                yield batch.slice(at, BATCH_ROWS)
+        if cut == len(wanted):
+            return
+        i = int(wanted[cut])
+        row = add_row(out, _precise_row(part, opts, "record", pos + int(cols.position[i]), piece.record(i)))
+        if row is not None:
+            yield row
+        wanted = wanted[cut + 1 :]
 
 
 def read_commitlog(part: FilePart, opts: ReadOptions, schema: pa.Schema) -> Iterator[pa.RecordBatch]:
     """The rows of a partition: the rows of :func:`read_commitlog_records`, built column-wise.
 
-    Healthy records are framed by the store model's ``column_pieces`` and turned into Arrow
-    arrays in bulk; where the fast reading stops (a record that is not healthy, a properties map
-    that is not its list of pairs, the end of the data) ``read_commitlog_range`` goes on from the
-    stretch's last record, so problem, damaged and end rows are exactly its own, and the fast
-    reading takes over again at the next record that is a sync point past the place it stopped.
-    ``read_commitlog_range`` started at a record reads from there exactly as it does after
-    reaching that record (its pieces start on records; a sync point is where ``range_start``
-    finds one)."""
+    One reading of the range (the store model's ``read_range``): healthy records come as column
+    pieces, turned into Arrow arrays in bulk (:func:`_piece_batches`); each record the walk's
+    precise decoder read, and each problem, damaged and end row, is built on its own, in file
+    order."""
     out = Batches(schema)
     is_last = part.meta.get("is_last", False)
     file_size = part.meta.get("file_size")
     with fs.open_file(part.path) as f:
-        pos = range_start(f, part.base, part.start)
-        precise_records = 0
-        while pos is not None:
-            end = yield from _fast_stretch(f, part, opts, schema, pos, is_last)
-            if end.done:
-                break
-            precise_records = 0 if end.last is not None else min(max(_PRECISE_RECORDS, 2 * precise_records), _PRECISE_RECORDS_CAP)
-            restart = end.last if end.last is not None else pos
-            pos = None
-            seen = 0
-            for kind, at, item, finding in with_findings(read_commitlog_range(f, part.base, restart, part.stop, is_last, file_size)):
-                if kind == "record":
-                    if at == end.last:  # the fast stretch's row
-                        continue
-                    if at > end.refused and seen >= precise_records and item.physical_offset == part.base + at:  # type: ignore[attr-defined]
-                        pos = at  # a sync point: the fast walk again
-                        break
-                    seen += 1
-                batch = add_row(out, _precise_row(part, opts, kind, at, item, finding))
-                if batch is not None:
-                    yield batch
-            last = out.flush()
-            if last is not None:
-                yield last
+        kept: tuple[int, str] | None = None  # the problem a record just after it is kept despite
+        for item in read_range(f, part.base, part.start, part.stop, is_last, file_size, key_hashes=opts.with_key_hashes):
+            if isinstance(item, ColumnPiece):
+                if item.count:
+                    yield from _piece_batches(part, opts, schema, item, out)
+                continue
+            kind, at, value = item
+            if kind == "problem" and isinstance(value, Problem) and value.kept:
+                kept = (at, value.code)
+            finding = kept[1] if kind == "record" and kept is not None and kept[0] == at else None
+            batch = add_row(out, _precise_row(part, opts, kind, at, value, finding))
+            if batch is not None:
+                yield batch
+    last = out.flush()
+    if last is not None:
+        yield last
 
 
 def _ahead(batches: Iterator[pa.RecordBatch], depth: int = 1) -> Iterator[pa.RecordBatch]:

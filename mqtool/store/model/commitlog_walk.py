@@ -14,7 +14,12 @@ readers that list, count or compare records (``store.model.commitlog.read_file_p
 walk then stops, with one :class:`Handover`, where the broker's normal recovery
 (``CommitLog.recoverNormally``) stops reading a file -- its first broken record, a torn tail or
 stale data in the newest file, or the end of its data -- and those readers read on from there
-as that recovery does (``store.rocketmq.CommitLogFileWalk``).
+as that recovery does (``store.rocketmq.CommitLogFileWalk``).  The Spark CommitLog source reads
+a byte range of a file with the same walk (``store.model.commitlog_range``): ``start`` (the
+range's first record), ``stop`` (the range ends at the first sync point at or after it, one
+:class:`FileEnd` of kind ``stop``), ``keep_damaged`` (a record whose frame holds around a failed
+body CRC is yielded after its :class:`Damage`, as the broker serves it) and a file that is any
+``store.files.Readable`` (a pyarrow file).
 
 The reading is one walk over the file, a piece at a time (``CommitLogTask.piece`` bytes, default
 :func:`mqtool.store.files.piece_size`), with two speeds inside it:
@@ -53,6 +58,9 @@ from __future__ import annotations
 
 from collections.abc import Generator, Iterator
 from dataclasses import dataclass
+from typing import cast
+
+import numpy as np
 
 from mqtool.errors import MqError, TruncatedDataError
 from mqtool.findings import Finding, Severity
@@ -68,7 +76,7 @@ from mqtool.formats.rocketmq.commitlog import (
     peek_store_timestamp,
 )
 from mqtool.store import rocketmq as rmq
-from mqtool.store.files import ReadOnlyFile, nonzero_extent, piece_size
+from mqtool.store.files import Readable, ReadOnlyFile, nonzero_extent, piece_size
 from mqtool.store.model import rocketmq as model
 
 
@@ -101,6 +109,26 @@ class CommitLogTask:
     key_hashes: bool = False
     #: Judge each record's body CRC (a reader that lists records may not).
     check_crc: bool = True
+    #: The ``tags_code`` column (``walk_columns``'s ``tags_codes``) for a reader that lists records.
+    tags_codes: bool = False
+    #: A byte range of the file (the Spark sources' splits, ``store.model.commitlog_range``): the
+    #: walk starts at the record at ``start`` (0, or the sync point ``rmq.find_next_record`` finds
+    #: at or after the range's start) and, with ``stop``, ends -- one :class:`FileEnd` of kind
+    #: ``stop`` -- at the first *sync point* at or after ``stop``: a record there whose
+    #: PHYSICALOFFSET is its own address (where the next range starts); a record after ``stop``
+    #: that is not one still belongs to the range (the next range skips it).  A walk with a
+    #: ``stop`` reads no more than ``PAST_STOP`` bytes past it a piece (a longer record there is
+    #: read whole by the next read), states what it meets as the range reading needs it (each
+    #: :class:`Damage` with its ``cause``; the findings about a record that decodes, stale data and
+    #: how the file ends after its data -- garbage, END_OF_FILE -- are the whole file's, validate's)
+    #: and takes ``f`` as a ``store.files.Readable`` (a pyarrow file: ``size``, ``path``, ``pread``).
+    start: int = 0
+    stop: int | None = None
+    #: A record whose frame holds (TOTALSIZE, MAGICCODE, every length) but whose body CRC fails
+    #: is yielded as a :class:`Record` after its :class:`Damage` (``cause`` ``kept``) and the walk
+    #: goes on after it, as the broker serves it (``store.rocketmq.CommitLogFileWalk``'s
+    #: ``keep_damaged``); without it the walk reports it and resynchronises (validate).
+    keep_damaged: bool = False
 
 
 def _header_store_timestamp(f: ReadOnlyFile, base: int, pos: int) -> int:
@@ -131,10 +159,18 @@ class Stretch:
     walk: ColumnWalk
     #: where in ``data`` the column walk started (after the record before it)
     start: int = 0
+    #: how many of ``walk.columns`` are the reading's (-1: all; with ``CommitLogTask.stop``, the
+    #: records before the range's stop: the walk ends after a stretch that has fewer)
+    count: int = -1
 
     @property
     def columns(self) -> CommitLogColumns:
         return self.walk.columns
+
+    @property
+    def records(self) -> int:
+        """How many of the column walk's records are the reading's (see ``count``)."""
+        return len(self.walk.columns) if self.count < 0 else self.count
 
 
 @dataclass(slots=True)
@@ -164,7 +200,17 @@ class Damage:
     the reading skipped (the records they may have held, ``FileQueueOffsets.skip``); ``torn``:
     it ended at one record it does not take; ``valid_end``: where the valid data ends as far as
     the reading knows, before it reads on (at a broken record, at the end of the records);
-    ``store_timestamp``: a broken record's STORETIMESTAMP when its header is trusted."""
+    ``store_timestamp``: a broken record's STORETIMESTAMP when its header is trusted.
+
+    What a range reading (``CommitLogTask.stop``) is told besides: ``cause`` names what the
+    event is about -- ``broken`` (a broken record's finding; the commitlog range it spoils is the
+    next event's ``covers``), ``region`` (where the walk resynchronised after it: ``covers``, and
+    the RMQ-CL-UNREADABLE-REGION between when there is one), ``kept`` (a record served despite
+    its body CRC, :class:`Record` next), ``torn`` (a torn tail), ``missing`` (the commitlog
+    offsets a file cut short lacks, RMQ-FILE-SIZE's), "" for the rest; ``at`` the file position
+    where the walk met it; ``tail``: the broken record is at bytes of the newest file the broker
+    overwrites (``store.model.rocketmq.ignored_tail``, judged for each broken record of a range;
+    validate's fold makes only the file's first one a warning)."""
 
     finding: Finding | None
     covers: tuple[int, int] | None = None
@@ -172,6 +218,9 @@ class Damage:
     torn: bool = False
     valid_end: int | None = None
     store_timestamp: int = 0
+    cause: str = ""
+    at: int | None = None
+    tail: bool = False
 
 
 @dataclass(frozen=True)
@@ -179,8 +228,9 @@ class FileEnd:
     """How the reading of the file ended: ``valid_end`` (the file position where its valid
     records stop), ``kind`` -- the clean ends ``blank``, ``zeros``, ``eof``, ``partial`` (a file
     cut short), ``stale`` and ``torn`` in the newest file, or ``broken`` (a broken record with no
-    valid record after it) -- ``first_broken`` (the file position of its first broken record;
-    the reading went on past it) and the bytes it read."""
+    valid record after it) -- or ``stop`` (a range reading reached its stop: ``valid_end`` is the
+    sync point there) -- ``first_broken`` (the file position of its first broken record; the
+    reading went on past it) and the bytes it read."""
 
     valid_end: int
     kind: str
@@ -205,13 +255,26 @@ class Handover:
 Event = Stretch | Record | Rebased | Damage | FileEnd | Handover
 
 
-def read_events(f: ReadOnlyFile, task: CommitLogTask) -> Iterator[Event]:
+def read_events(f: ReadOnlyFile | Readable, task: CommitLogTask) -> Iterator[Event]:
     """The judge's reading of one open CommitLog file, as events in file order (see the module
     docstring): :class:`Stretch` for each run of healthy records (with ``task.fast``),
     :class:`Record`, :class:`Rebased` and :class:`Damage` for what the precise decoder reads
     around an anomaly, then how the file ends (its :class:`Damage` findings) and one
-    :class:`FileEnd`.  Raises ``StoreIOError`` when the file cannot be read."""
-    return _walk_commitlog_file(f, task)
+    :class:`FileEnd`.  Raises ``StoreIOError`` when the file cannot be read.  ``f`` may be any
+    ``Readable`` for a range reading (``task.stop``); the rules it calls read only ``size``,
+    ``path`` and ``pread`` there (stale data, which opens the store's other files, is not judged)."""
+    if task.stop is None and not isinstance(f, ReadOnlyFile):
+        raise TypeError("a whole file's reading takes a ReadOnlyFile")
+    return _walk_commitlog_file(cast("ReadOnlyFile", f), task)
+
+
+#: The precise decoder's backoff (records) after the columns declined a record early in a stretch.
+_PRECISE_FIRST = 64
+_PRECISE_CAP = 4096
+
+#: Bytes a range reading reads past its stop in one read (a longer record there is read whole
+#: by the next read).
+PAST_STOP = 64 << 10
 
 
 # --- the precise walk ------------------------------------------------------------------------------
@@ -241,24 +304,41 @@ def _walk_commitlog_file(f: ReadOnlyFile, task: CommitLogTask) -> Iterator[Event
     resynchronised after, then how the file ends."""
     path = task.path
     st = _Walk(task.base)  # st.base becomes the records' base for a misnamed file
-    pos = 0
-    piece = want = task.piece or piece_size()
+    pos = task.start
+    piece = task.piece or piece_size()
+    want = 0  # a read's size when it is not a piece's (a long record seen whole)
     fast = task.fast
     # the columns a fold asks for: key hashes for the IndexFile check, TAGS codes for the units'
     hashes = fast and (task.keys_dir is not None or task.key_hashes)
-    codes = fast and (bool(task.cq_file_size and task.root) or task.key_hashes)
+    codes = fast and (bool(task.cq_file_size and task.root) or task.key_hashes or task.tags_codes)
     handover = task.handover
+    stop = task.stop
+    ranged = stop is not None
+    # After the columns declined a record fewer than ``_PRECISE_FIRST`` records after they were
+    # called, the precise decoder reads that many records (doubling up to ``_PRECISE_CAP``) before
+    # they try again: a column walk frames its whole piece before it judges, so records it
+    # declines one after another (a ``__CRC32#`` property on each) would be framed again for each.
+    backoff = precise_left = 0
     while True:
-        data = f.pread(pos, want)
-        want = piece
+        data = f.pread(pos, want or (piece if stop is None else min(piece, max(stop - pos, 0) + PAST_STOP)))
+        want = 0
         st.bytes_read += len(data)
         more = pos + len(data) < f.size
         at = 0  # where the walk stands in the piece
         end: ColumnStop | DataEnd | None = None
         resume: int | None = -1  # -1: no broken record met in this piece
         while end is None:
-            if fast:
+            if fast and precise_left <= 0:
                 cw = walk_columns(data, st.base + pos, start=at, key_hashes=hashes, tags_codes=codes)
+                if stop is not None and len(cw.columns):
+                    # every record the columns frame is a sync point: the range ends at the first at its stop
+                    count = int(np.searchsorted(cw.columns.position, stop - pos))
+                    if count < len(cw.columns):
+                        if count:
+                            yield Stretch(pos, data, cw, at, count)
+                        st.valid_end = pos + int(cw.columns.position[count])
+                        yield st.end("stop")
+                        return
                 if len(cw.columns):
                     yield Stretch(pos, data, cw, at)
                     st.records += len(cw.columns)
@@ -266,6 +346,9 @@ def _walk_commitlog_file(f: ReadOnlyFile, task: CommitLogTask) -> Iterator[Event
                 if cw.stop.kind != "anomaly" or rmq.piece_goes_on("anomaly", at, len(data), more):
                     end = cw.stop
                     break
+                # a short stretch before a declined record: the precise decoder reads on for a while
+                backoff = 0 if len(cw.columns) >= _PRECISE_FIRST else min(max(_PRECISE_FIRST, 2 * backoff), _PRECISE_CAP)
+                precise_left = backoff + 1  # the record declined, then the backoff's
             # the precise decoder: the record the column walk declined (and, without ``fast``,
             # every record of the piece)
             walker = RecordWalker(data, at, check_crc=task.check_crc)
@@ -279,7 +362,7 @@ def _walk_commitlog_file(f: ReadOnlyFile, task: CommitLogTask) -> Iterator[Event
                         if not st.records and task.alt_base is not None and rec.physical_offset == task.alt_base + here:
                             st.base = task.alt_base  # misnamed: RMQ-FILE-OVERLAP/GAP/ALIGN say so
                             yield Rebased(st.base)
-                        elif task.is_last and rmq.is_stale_copy(f, st.base, here, rec, task.file_size):
+                        elif task.is_last and not ranged and rmq.is_stale_copy(f, st.base, here, rec, task.file_size):
                             # A record at ``here`` of the last file that claims another place, with no
                             # record at its own place after it: valid data ends here and the rest is
                             # stale (copied or left behind) data.
@@ -299,7 +382,15 @@ def _walk_commitlog_file(f: ReadOnlyFile, task: CommitLogTask) -> Iterator[Event
                             st.valid_end = here
                             yield st.end("torn")
                             return
-                    found = model.record_findings(path, st.base, here, rec, memoryview(data)[p : p + rec.total_size], check_properties=task.check_properties)
+                    if stop is not None and here >= stop and rec.physical_offset == st.base + here:
+                        st.valid_end = here  # the range's stop: the next range starts here
+                        yield st.end("stop")
+                        return
+                    found = (
+                        []
+                        if ranged  # a range's reader judges the record from its row
+                        else model.record_findings(path, st.base, here, rec, memoryview(data)[p : p + rec.total_size], check_properties=task.check_properties)
+                    )
                     if found:
                         covers = (st.base + here, st.base + here + rec.total_size) if any(x.code == RMQ_CL_PHYS_OFFSET for x in found) else None
                         for x in found:
@@ -309,7 +400,8 @@ def _walk_commitlog_file(f: ReadOnlyFile, task: CommitLogTask) -> Iterator[Event
                     yield Record(here, rec)
                     st.records += 1
                     at = p + rec.total_size
-                    if fast:
+                    precise_left -= 1
+                    if fast and precise_left <= 0:
                         break  # back to the columns after it
                 else:
                     end = walker.end
@@ -317,6 +409,14 @@ def _walk_commitlog_file(f: ReadOnlyFile, task: CommitLogTask) -> Iterator[Event
                 if handover:
                     yield Handover(pos + (walker.failed_at or 0), "broken", 0, st.bytes_read)
                     return
+                if task.keep_damaged:
+                    kept = yield from _kept_record(f, task, st, data, pos, walker.failed_at or 0, exc)
+                    if kept is None:
+                        return  # a torn tail, or the range's stop
+                    if kept:
+                        at = kept
+                        precise_left -= 1
+                        continue
                 resume = yield from _after_broken_record(f, task, pos + (walker.failed_at or 0), exc.at(path, pos), st)
                 if resume is not None and pos + at < resume < pos + len(data) - rmq.JUDGED_HEADER:
                     at, resume = resume - pos, -1  # the walk goes on in the piece in hand
@@ -351,8 +451,44 @@ def _walk_commitlog_file(f: ReadOnlyFile, task: CommitLogTask) -> Iterator[Event
             pos = end_pos
             continue
         break
+    if ranged:
+        # a range states where its data ends; how the file ends after it is the whole file's
+        st.valid_end = end_pos
+        if cut_short and end.kind in ("partial", "eof"):
+            yield Damage(None, covers=(st.base + end_pos, st.base + task.file_size), skipped=task.file_size - end_pos, cause="missing", at=end_pos)
+        yield st.end(end.kind)
+        return
     yield from _end_damage(f, task, st, end_pos, end.kind, end.length)
     yield st.end(end.kind)
+
+
+def _kept_record(f: ReadOnlyFile, task: CommitLogTask, st: _Walk, data: bytes, pos: int, p: int, exc: MqError) -> Generator[Event, None, int | None]:
+    """With ``task.keep_damaged``: the record at ``p`` of the piece read at ``pos`` failed with
+    ``exc``; when only its body CRC is wrong (its frame holds, ``CommitLogFileWalk.framed_record``)
+    and it is no torn tail, state it (``Damage`` with cause ``kept``), yield it and return where
+    the walk goes on in the piece (after it).  0: its frame is broken (the walk resynchronises);
+    None: the walk ended (a torn tail, or the range's stop)."""
+    here = pos + p
+    kept = rmq.CommitLogFileWalk.framed_record(data, p, exc)
+    if kept is None or (task.is_last and rmq.torn_tail_at(f, here, task.file_size) is not None):
+        return 0
+    if task.is_last and not data[p + kept.total_size - 1]:
+        torn = rmq.torn_record_tail(f, here, kept, 0, task.file_size)
+        if torn is not None:
+            yield _torn_damage(task, torn, st.base)
+            st.valid_end = here
+            yield st.end("torn")
+            return None
+    if task.stop is not None and here >= task.stop and kept.physical_offset == st.base + here:
+        st.valid_end = here
+        yield st.end("stop")
+        return None
+    code, located, _frames = rmq.classify_broken_record(f, here, exc.at(task.path, pos))
+    covers = (st.base + here, st.base + here + kept.total_size)
+    yield Damage(Finding(code, task.path, located.position, located.reason), covers=covers, cause="kept", at=here)
+    yield Record(here, kept)
+    st.records += 1
+    return p + kept.total_size
 
 
 def _end_damage(f: ReadOnlyFile, task: CommitLogTask, st: _Walk, end_pos: int, kind: str, length: int) -> Iterator[Damage]:
@@ -414,10 +550,17 @@ def _after_broken_record(f: ReadOnlyFile, task: CommitLogTask, bad: int, exc: Mq
         st.first_broken = bad
     code, located, frames = rmq.classify_broken_record(f, bad, exc)
     # at the valid end of the newest file, bytes the broker overwrites (the store model's rule): a warning
-    ignored = task.is_last and st.first_broken == bad and model.ignored_tail(f, base, bad)
+    ranged = task.stop is not None
+    ignored = not ranged and task.is_last and st.first_broken == bad and model.ignored_tail(f, base, bad)
     level = Severity.warning if ignored else None
     reason = located.reason + (f"; {model.IGNORED_TAIL.format(end=bad)}" if ignored else "")
-    yield Damage(Finding(code, task.path, located.position, reason, severity=level), store_timestamp=_header_store_timestamp(f, base, bad))
+    if ranged:
+        # a range judges each broken record it meets (which is its file's first, only the
+        # whole file's reading tells); a file without a store around it (pyarrow) is not judged
+        tail = task.is_last and isinstance(f, ReadOnlyFile) and model.ignored_tail(f, base, bad)
+        yield Damage(Finding(code, task.path, located.position, reason), cause="broken", at=bad, tail=tail)
+    else:
+        yield Damage(Finding(code, task.path, located.position, reason, severity=level), store_timestamp=_header_store_timestamp(f, base, bad))
     resume = next((bad + n for n in sorted(frames) if rmq.clean_at(f, base, bad + n)), None)
     region = None
     if resume is None:
@@ -437,6 +580,8 @@ def _after_broken_record(f: ReadOnlyFile, task: CommitLogTask, bad: int, exc: Mq
                 ),
                 covers=(base + bad, base + max(stop, bad + 1)),
                 skipped=f.size - bad,
+                cause="region",
+                at=bad,
             )
             return None
         region = Finding(
@@ -447,12 +592,12 @@ def _after_broken_record(f: ReadOnlyFile, task: CommitLogTask, bad: int, exc: Mq
             length=resume - bad,
             severity=level,
         )
-    yield Damage(region, covers=(base + bad, base + resume), skipped=resume - bad)
+    yield Damage(region, covers=(base + bad, base + resume), skipped=resume - bad, cause="region", at=bad)
     return resume
 
 
 def _torn_damage(task: CommitLogTask, torn: rmq.TornTail, base: int) -> Damage:
-    return Damage(model.torn_tail_finding(task.path, torn.position, torn), covers=torn.damaged(base), torn=True)
+    return Damage(model.torn_tail_finding(task.path, torn.position, torn), covers=torn.damaged(base), torn=True, cause="torn", at=torn.position)
 
 
 def _blank_damage(f: ReadOnlyFile, task: CommitLogTask, base: int, pos: int, total: int) -> Iterator[Damage]:
