@@ -56,6 +56,7 @@ WALKERS = frozenset(
     }
 )
 
+
 def _consumer_modules() -> list[Path]:
     return [p for layer in ("ops", "cli", "pipeline") for p in sorted((PACKAGE / layer).rglob("*.py"))]
 
@@ -111,3 +112,46 @@ def test_no_consumer_reads_store_bytes_to_judge_them(path: Path) -> None:
         assert _raw_reads(path), f"{rel} no longer reads bytes itself: remove it from RAW_READERS"
         return
     assert not _raw_reads(path), f"{rel} reads store bytes itself (pread/read_all/iter_chunks): take them from the store model"
+
+
+#: The loops that read a log file in pieces (``store.files.piece_size`` / ``CHUNK_SIZE``), one
+#: per file family, and why each is one: every other reader of a log takes its bytes from these.
+PIECE_LOOPS = {
+    "store/model/commitlog_walk.py": "the CommitLog's one walk: the column walk over healthy records, the precise decoder around an anomaly",
+    "store/rocketmq.py": "CommitLogFileWalk (the broker's normal recovery reading on from the walk's handover) and find_next_record's sync search",
+    "store/kafka.py": "a Kafka .log: LogFileWalk and its one resync",
+    "store/model/framed.py": "the length-framed logs (Jafka, MetaQ; Kafka's Spark ranges): PieceWalk and its one search",
+    "store/legacy.py": "a MetaQ .meta.zip archive's inflated stream (read as the segment it holds)",
+    "store/model/compaction.py": "the 5.x compaction store's batch ConsumeQueue files",
+    "store/model/timer.py": "the 5.x timer store's timerlog and timerwheel",
+    "store/files.py": "where the piece size is defined, and the zero-tail search every walk shares (nonzero_extent)",
+    "ops/clean/legacy.py": "copies a MetaQ segment byte for byte into its archive (RAW_READERS)",
+    "ops/diff/bytelog.py": "compares two logs' bytes block by block (RAW_READERS)",
+}
+
+#: Modules that only choose the piece size a walk above reads with (they hand it over, read nothing).
+PIECE_SIZE_CHOSEN = {
+    "store/model/kafka.py": "validate's Kafka tasks: LogFileWalk's piece for a deep reading",
+    "store/model/kafka_segment.py": "a segment task's LogFileWalk piece",
+}
+
+_PIECE_NAMES = frozenset({"piece_size", "CHUNK_SIZE"})
+
+
+def _reads_in_pieces(path: Path) -> bool:
+    tree = ast.parse(path.read_text(), filename=str(path))
+    return any(
+        (isinstance(n, ast.Name) and n.id in _PIECE_NAMES)
+        or (isinstance(n, ast.Attribute) and n.attr in _PIECE_NAMES)
+        or (isinstance(n, ast.alias) and n.name in _PIECE_NAMES)
+        for n in ast.walk(tree)
+    )
+
+
+def test_logs_are_read_in_pieces_by_one_loop_per_family() -> None:
+    """A module that reads a log in pieces is one of the listed loops (issue 27: the CommitLog had
+    six, the range reading of the Spark source and the record readers of the model among them)."""
+    found = {str(p.relative_to(PACKAGE)) for p in sorted(PACKAGE.rglob("*.py")) if _reads_in_pieces(p)}
+    listed = set(PIECE_LOOPS) | set(PIECE_SIZE_CHOSEN)
+    assert found - listed == set(), "these read a log in pieces besides the one loop of their family"
+    assert listed - found == set(), "these no longer read in pieces: remove them from PIECE_LOOPS"
