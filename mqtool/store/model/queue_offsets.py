@@ -454,9 +454,11 @@ def file_records(f: ReadOnlyFile, *, check_crc: bool = True) -> Iterator[tuple[i
 
 
 def count_records_after(f: ReadOnlyFile, base: int, start: int) -> int:
-    """Decodable records (PHYSICALOFFSET = position) of the open CommitLog file ``f`` (named
-    ``base``) after the failed record at ``start``: what a cut there would drop."""
-    return _count_records_from(f, base, rmq.find_next_record(f, base, start + 1) if start < f.size else None)
+    """Decodable records of the open CommitLog file ``f`` (named ``base``) from the first one
+    after the failed record at ``start`` (a sync point: PHYSICALOFFSET = its address), resynchronising
+    after broken ones: what a cut there would drop.  Counted from the file's one reading."""
+    first = rmq.find_next_record(f, base, start + 1) if start < f.size else None
+    return 0 if first is None else _count_walked(f, base, first)
 
 
 def count_records_in(f: ReadOnlyFile, base: int) -> int:
@@ -464,27 +466,20 @@ def count_records_in(f: ReadOnlyFile, base: int) -> int:
     broken ones: what a file wholly after the valid end holds.  Counted from the file's one
     reading (``store.model.commitlog_walk``: its healthy stretches as columns, each other record
     decoded), read once."""
+    return _count_walked(f, base, 0)
+
+
+def _count_walked(f: ReadOnlyFile, base: int, start: int) -> int:
+    """The records the CommitLog walk reads in ``f`` from the record at ``start`` on."""
     from mqtool.store.model import commitlog_walk as cl_walk
 
-    task = cl_walk.CommitLogTask(str(f.path), base, f.size, False)
+    task = cl_walk.CommitLogTask(str(f.path), base, f.size, False, start=start)
     count = 0
     for ev in cl_walk.read_events(f, task):
         if isinstance(ev, cl_walk.Stretch):
-            count += len(ev.columns)
+            count += ev.records
         elif isinstance(ev, cl_walk.Record):
             count += 1
-    return count
-
-
-def _count_records_from(f: ReadOnlyFile, base: int, pos: int | None) -> int:
-    """Decodable records from ``pos`` on (None: none), resynchronising after broken ones."""
-    count = 0
-    while pos is not None:
-        walk = rmq.CommitLogFileWalk(f, pos)
-        count += sum(1 for _ in walk)
-        if walk.error is None:
-            break
-        pos = rmq.find_next_record(f, base, walk.valid_end + 1)
     return count
 
 

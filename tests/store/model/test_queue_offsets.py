@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from mqtool.formats.rocketmq import commitlog as cl
 from mqtool.store import rocketmq as rmq
 from mqtool.store.files import ReadOnlyFile
-from mqtool.store.model.queue_offsets import count_records_in
+from mqtool.store.model.queue_offsets import count_records_after, count_records_in
 from mqtool.store.writer import StoreWriter, WriterConfig
 
 FILE_SIZE = 64 * 1024
@@ -49,3 +49,18 @@ def test_the_count_is_the_records_that_decode(tmp_path_factory: pytest.TempPathF
     path.write_bytes(bytes(data))
     with ReadOnlyFile(path) as f:
         assert count_records_in(f, 0) == len(positions) - len(hit)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(bodies=st.lists(st.integers(1, 600), min_size=4, max_size=40), cut=st.integers(0, 38), damaged=st.sets(st.integers(0, 39), max_size=4))
+def test_the_records_a_cut_drops_are_those_after_it_that_decode(tmp_path_factory: pytest.TempPathFactory, bodies: list[int], cut: int, damaged: set[int]) -> None:
+    """What a cut at a broken record drops (``count_records_after``): the records after it that decode."""
+    path, positions = _file(tmp_path_factory.mktemp("store"), bodies)
+    cut = min(cut, len(positions) - 1)
+    hit = sorted({cut} | {i for i in damaged if cut < i < len(positions)})
+    data = bytearray(path.read_bytes())
+    for i in hit:
+        data[positions[i] + cl.body_position(0)] ^= 0xFF
+    path.write_bytes(bytes(data))
+    with ReadOnlyFile(path) as f:
+        assert count_records_after(f, 0, positions[cut]) == len(positions) - cut - len(hit)
