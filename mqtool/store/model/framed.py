@@ -427,9 +427,7 @@ def read_range(framing: RangeFraming, f: Readable, start: int, stop: int, *, pie
         return walker(data)
 
     while True:
-        walk = PieceWalk(
-            f, walk_from, pos, judged=framing.judged, max_record=framing.max_record, piece=piece, keep=framing.framed, resumes=False
-        )
+        walk = PieceWalk(f, walk_from, pos, judged=framing.judged, max_record=framing.max_record, piece=piece, keep=framing.framed, resumes=False)
         for at, item in walk:
             if at >= stop and is_sync(framing, f, at):
                 return
