@@ -8,6 +8,7 @@ its derived views: per topic, the disk forecast, the JSON document (``docs/json.
 
 from __future__ import annotations
 
+import functools
 import heapq
 import os
 from collections.abc import Callable, Iterable
@@ -71,6 +72,24 @@ class UnitStats:
                 self.keys = HyperLogLog()
             self.keys.add(key)
 
+    def merge(self, other: UnitStats) -> None:
+        """Count ``other`` (the same unit, counted from other files) in: what ``add`` would have
+        made of both files' messages (``other``'s sketches are taken, not copied)."""
+        self.messages += other.messages
+        self.bytes += other.bytes
+        self.max_size = max(self.max_size, other.max_size)
+        self.first_timestamp = _min(self.first_timestamp, other.first_timestamp)
+        self.last_timestamp = _max(self.last_timestamp, other.last_timestamp)
+        for attr in ("tags", "keys"):
+            mine, theirs = getattr(self, attr), getattr(other, attr)
+            if theirs is None:
+                continue
+            if mine is None:
+                setattr(self, attr, theirs)
+            else:
+                mine.merge(theirs)
+        self.segment_times.extend(other.segment_times)
+
     def rate(self) -> tuple[float | None, float | None]:
         """(messages/s, bytes/s) over the retained window."""
         if self.segment_times:
@@ -133,6 +152,16 @@ class Top:
     def items(self) -> list[LargeMessage]:
         return [item for _, _, item in sorted(self.heap, key=lambda t: (-t[0], -t[1]))]
 
+    def merge(self, other: Top) -> None:
+        """Offer ``other``'s messages (seen after this one's) in the order it met them: the N
+        largest of both, ties kept by who came first, as one ``Top`` over both would keep them."""
+        for size, _seq, item in sorted(other.heap, key=lambda t: -t[1]):
+            self.offer(size, functools.partial(_same, item))
+
+
+def _same(item: LargeMessage) -> LargeMessage:
+    return item
+
 
 class LifetimeBytes:
     """Bytes written per bucket over the whole span of times seen: hours, widened (doubled) while
@@ -148,11 +177,31 @@ class LifetimeBytes:
         key = timestamp // self.bucket_ms
         self.buckets[key] = self.buckets.get(key, 0) + size
         if len(self.buckets) > self.MAX_BUCKETS:
-            self.bucket_ms *= 2
-            merged: dict[int, int] = {}
-            for k, b in self.buckets.items():
-                merged[k // 2] = merged.get(k // 2, 0) + b
-            self.buckets = merged
+            self._widen()
+
+    def _widen(self) -> None:
+        self.bucket_ms *= 2
+        merged: dict[int, int] = {}
+        for k, b in self.buckets.items():
+            merged[k // 2] = merged.get(k // 2, 0) + b
+        self.buckets = merged
+
+    def merge(self, other: LifetimeBytes) -> None:
+        """Add ``other``'s bytes: the buckets ``add`` would have made of both (the narrowest
+        width that keeps at most ``MAX_BUCKETS`` of them, whatever the order)."""
+        theirs = dict(other.buckets)
+        width = other.bucket_ms
+        while self.bucket_ms < width:
+            self._widen()
+        while width < self.bucket_ms:
+            widened: dict[int, int] = {}
+            for k, b in theirs.items():
+                widened[k // 2] = widened.get(k // 2, 0) + b
+            theirs, width = widened, width * 2
+        for k, b in theirs.items():
+            self.buckets[k] = self.buckets.get(k, 0) + b
+        while len(self.buckets) > self.MAX_BUCKETS:
+            self._widen()
 
     def to_dict(self) -> dict[str, Any]:
         return {"bucket_ms": self.bucket_ms, "buckets": [[k * self.bucket_ms, b] for k, b in sorted(self.buckets.items())]}
@@ -181,6 +230,17 @@ class RecentBytes:
             if len(self.minutes) > 2 * 24 * 60:
                 self._prune()
 
+    def merge(self, other: RecentBytes) -> None:
+        """Add ``other``'s bytes (of other files): the minutes and hours ``add`` would have kept of
+        both (a minute ``add`` skips is before the final window, which ``last_day`` drops too)."""
+        self.lifetime.merge(other.lifetime)
+        self.oldest = _min(self.oldest, other.oldest)
+        for minute, size in other.minutes.items():
+            self.minutes[minute] = self.minutes.get(minute, 0) + size
+        self.newest = _max(self.newest, other.newest)
+        if self.newest is not None and len(self.minutes) > 2 * 24 * 60:
+            self._prune()
+
     def _prune(self) -> None:
         assert self.newest is not None
         floor = self.newest // MINUTE_MS - 24 * 60
@@ -196,6 +256,42 @@ class RecentBytes:
         assert self.oldest is not None
         span_ms = min(DAY_MS, self.newest - self.oldest)
         return total, span_ms / HOUR_MS
+
+
+@dataclass
+class StatsPartial:
+    """What the stats pass counts of some files of a store (one file, or several merged): its
+    units by (topic, queue), the bytes by time, the largest messages and how many of its messages
+    are damaged.  A fold of one file's records makes one (per file, in a worker process too);
+    ``merge`` in file order makes the store's, equal to one pass over all of them."""
+
+    top_n: int = 10
+    units: dict[tuple[str | None, int | None], UnitStats] = field(default_factory=dict)
+    recent: RecentBytes = field(default_factory=RecentBytes)
+    top: Top = field(init=False)
+    damaged_messages: int = 0
+
+    def __post_init__(self) -> None:
+        self.top = Top(self.top_n)
+
+    def merge(self, other: StatsPartial) -> None:
+        """Count ``other`` (the files after this one's) in."""
+        for key, unit in other.units.items():
+            mine = self.units.get(key)
+            if mine is None:
+                self.units[key] = unit
+            else:
+                mine.merge(unit)
+        self.recent.merge(other.recent)
+        self.top.merge(other.top)
+        self.damaged_messages += other.damaged_messages
+
+    def into(self, stats: StoreStats, top: Top) -> None:
+        """Hand the counts to the pass's result: units in key order, bytes by time, largest, damaged."""
+        stats.units = [self.units[k] for k in sorted(self.units, key=lambda k: (k[0] or "", k[1] if k[1] is not None else -1))]
+        stats.recent = self.recent
+        stats.damaged_messages += self.damaged_messages
+        top.merge(self.top)
 
 
 @dataclass
