@@ -43,12 +43,10 @@ FIXED_PER_FILE = 4096
 #: ``verbs``: report runs validate, recover's plan, clean's plan and stats, each its own reading.
 READ_TODAY: dict[tuple[str, str], float] = {
     # report -j 1, every read counted (validate's worker processes hid theirs before): validate,
-    # recover's plan and stats each read the CommitLog; Kafka's stats reads the records twice; on
-    # Jafka/MetaQ validate's judgement serves recover and clean, stats reads the messages again
+    # recover's plan and stats each read the CommitLog; Kafka's stats reads the records twice
+    # (Jafka/MetaQ: validate's reading serves recover, clean and stats' count)
     ("rocketmq", "report"): 3.05,  # verbs
     ("kafka", "report"): 3.4,  # verbs
-    ("jafka", "report"): 2.05,  # verbs
-    ("metaq", "report"): 2.05,  # verbs
 }
 
 

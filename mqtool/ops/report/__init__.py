@@ -217,11 +217,17 @@ def one_judgement(layout: str) -> Iterator[None]:
     """Inside the block the store model keeps each log segment's judgement for the next verb that
     judges the same unchanged file (Kafka: ``store.model.kafka.shared_reading``; Jafka and MetaQ:
     ``store.model.legacy.shared_reading``), so the report's validate, recover plan, clean plan and
-    stats judge each segment once."""
+    stats judge each segment once.  Jafka and MetaQ: validate's reading also counts each live
+    segment for stats (``ops.stats.legacy.counter``), which then reads no message again."""
+    if layout in ("jafka", "metaq"):
+        from mqtool.ops.stats.legacy import counter
+        from mqtool.store.model.legacy import shared_reading as legacy_reading
+
+        with legacy_reading(fold=counter):
+            yield
+        return
     if layout == "kafka":
         from mqtool.store.model.kafka import shared_reading
-    elif layout in ("jafka", "metaq"):
-        from mqtool.store.model.legacy import shared_reading
     else:
         yield
         return

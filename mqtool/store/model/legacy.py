@@ -46,7 +46,7 @@ import os
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Protocol, TypeVar, cast
 
@@ -109,6 +109,9 @@ class SegmentTask:
     #: the piece size the segment's walk reads it in (``store.model.framed.PieceWalk``); None:
     #: ``store.files.piece_size()``.  No answer depends on it.
     piece: int | None = None
+    #: also fold the segment's messages, as the walk reads them, into the fold this makes
+    #: (``SegmentFold``; its answer: ``SegmentResult.folded``).  Not part of the judgement.
+    fold: SegmentFolder | None = None
 
 
 @dataclass
@@ -134,6 +137,10 @@ class SegmentResult:
     #: MetaQ, a last segment whose valid data first stops at zeros: where MetaQ's recovery loop,
     #: reading on through them, stops (``recovery_tail``'s answer, from this reading)
     metaq_tail: RecoveryTail | None = None
+    #: ``SegmentTask.fold``'s answer (``SegmentFold.finish``), made during the same walk, and the
+    #: folder that made it; None without a fold or when the file was not read to its end
+    folded: object | None = None
+    folded_by: SegmentFolder | None = None
 
     def tail(self) -> WalkEnd | None:
         """``end`` when it is a tail the broker's recovery repairs (the reading states a
@@ -156,11 +163,31 @@ class ScannedMessage:
     code: str | None = None
 
 
+class SegmentFold(Protocol):
+    """A reader's fold of one segment's messages (stats' count), fed by the walk that judges the
+    segment: the reader's answer and the judgement come from one reading of the file.  Made in the
+    process that reads the segment (a validate worker too) by the task's ``SegmentFolder``; its
+    answer travels back in ``SegmentResult.folded``, so it must pickle."""
+
+    def add(self, scanned: ScannedMessage) -> None:
+        """A message as the walk reads it (a damaged one whose frame holds too, with its code)."""
+
+    def finish(self, result: SegmentResult, error: MqError | None) -> object:
+        """The walk has ended: ``result`` is the segment's judgement, ``error`` the reader's
+        failure (``SegmentScan.reader_error``).  Returns the fold's answer."""
+
+
+#: Makes a segment's fold (``SegmentTask.fold``).  It goes to the worker with the task, so it must
+#: pickle, and equal folders make equal folds (``read_folded`` takes a kept answer by equality).
+SegmentFolder = Callable[[SegmentTask], SegmentFold]
+
+
 class SegmentScan:
     """One segment's reading as a stream: iterating yields every message (``ScannedMessage``) as
-    the walk reads it, while ``result`` collects the findings, counts and ends.  A consumer that
-    stops early (``dump --limit``) reads no further: ``complete`` stays False and ``result``
-    holds what was judged so far.  ``read_segment`` consumes it whole."""
+    the walk reads it, while ``result`` collects the findings, counts and ends (and the task's
+    fold, fed the same messages, its answer: ``SegmentResult.folded``).  A consumer that stops
+    early (``dump --limit``) reads no further: ``complete`` stays False and ``result`` holds what
+    was judged so far.  ``read_segment`` consumes it whole."""
 
     def __init__(self, task: SegmentTask) -> None:
         self.task = task
@@ -168,6 +195,7 @@ class SegmentScan:
         self.complete = False
         #: the reader failed (I/O, a damaged archive), as raised: readers report it themselves
         self.reader_error: MqError | None = None
+        self.fold = task.fold(task) if task.fold is not None else None
 
     def __iter__(self) -> Iterator[ScannedMessage]:
         task = self.task
@@ -179,22 +207,29 @@ class SegmentScan:
         except (StoreIOError, StoreLayoutError) as exc:
             self.reader_error = exc
             res.findings.append(Finding(f"{prefix}-UNREADABLE", task.path, exc.position, exc.reason))
-            self.complete = True
+            self._end(whole=False)
             return
         except MqError as exc:  # a zip archive whose structure is broken (position: in the archive file)
             self.reader_error = exc
             res.findings.append(Finding(METAQ_ZIP, task.path, exc.position, exc.reason))
-            self.complete = True
+            self._end(whole=False)
             return
+        whole = False
+        fold = self.fold
         with reader:
             res.size = reader.size
             res.opened = True
             if reader.zip is not None:
                 _check_zip_entries(task, reader, res)
             try:
-                yield from _Scan(task, reader, res).run()
+                if fold is None:
+                    yield from _Scan(task, reader, res).run()
+                else:
+                    for scanned in _Scan(task, reader, res).run():
+                        fold.add(scanned)
+                        yield scanned
                 reader.verify()
-                _share(task, res)
+                whole = True
             except StoreIOError as exc:
                 self.reader_error = exc
                 res.findings.append(Finding(f"{prefix}-UNREADABLE", task.path, exc.position, exc.reason))
@@ -205,6 +240,16 @@ class SegmentScan:
                 else:
                     code = METAQ_ZIP_CRC if isinstance(exc, ChecksumError) else METAQ_ZIP
                     res.findings.append(Finding(code, task.path, None, exc.reason))
+        self._end(whole=whole)
+
+    def _end(self, *, whole: bool) -> None:
+        """The reading is complete: the fold's answer, and (``whole``: the file read to its end
+        without a reader failure) the reading kept inside ``shared_reading``."""
+        if self.fold is not None:
+            self.result.folded = self.fold.finish(self.result, self.reader_error)
+            self.result.folded_by = self.task.fold
+        if whole:
+            _share(self.task, self.result)
         self.complete = True
 
 
@@ -833,12 +878,17 @@ def plan_reading(data: DataDir, layout: str) -> StoreReading:
 def read_store(data: DataDir, layout: str, *, run: Runner = _serial) -> Iterator[list[Finding] | SegmentRead]:
     """Everything the model states about ``data`` (a Jafka or MetaQ data dir, partition or
     segment: ``layout``), streamed in the order of the module docstring.  Inside
-    ``shared_reading`` a segment read before in the block, unchanged since, is not read again."""
+    ``shared_reading`` a segment read before in the block, unchanged since, is not read again, and
+    a segment read now also feeds the block's fold (``shared_reading(fold=...)``)."""
     reading = plan_reading(data, layout)
     yield reading.files
-    tasks = [task for task, _ in reading.tasks]
     shared = _SHARED.get()
-    results = run(read_segment, tasks) if shared is None else _shared_results(shared, tasks, run)
+    if shared is None:
+        results = run(read_segment, [task for task, _ in reading.tasks])
+    else:
+        fold = shared.fold
+        tasks = [task if fold is None else replace(task, fold=fold(task, part)) for task, part in reading.tasks]
+        results = _shared_results(shared.kept, tasks, run)
     for (task, part), res in zip(reading.tasks, results):
         yield SegmentRead(task, part, res)
     if reading.closing:
@@ -847,23 +897,37 @@ def read_store(data: DataDir, layout: str, *, run: Runner = _serial) -> Iterator
 
 # --- one reading for several commands (report) ------------------------------------------------------------
 
-#: A segment file as read: its task and the file's identity and state when it was read.
+#: A segment file as read: its task (without its fold) and the file's identity and state when it
+#: was read.
 _Key = tuple[SegmentTask, int, int, int, int]
 
+#: Which fold a reading inside ``shared_reading`` feeds for a segment of a partition (None: none).
+FoldMaker = Callable[[SegmentTask, Partition], SegmentFolder | None]
+
+
+@dataclass
+class _Shared:
+    kept: dict[_Key, SegmentResult] = field(default_factory=dict)
+    fold: FoldMaker | None = None
+
+
 #: The segment readings kept inside ``shared_reading`` (None: outside, nothing is kept).
-_SHARED: ContextVar[dict[_Key, SegmentResult] | None] = ContextVar("mqtool_legacy_shared_reading", default=None)
+_SHARED: ContextVar[_Shared | None] = ContextVar("mqtool_legacy_shared_reading", default=None)
 
 
 @contextmanager
-def shared_reading() -> Iterator[None]:
+def shared_reading(*, fold: FoldMaker | None = None) -> Iterator[None]:
     """Inside the block every segment reading (``read_store``'s, and a ``SegmentScan`` read to the
-    end: stats) is kept, and ``read_store`` hands it to the next reading of the same segment --
-    the same task, the file unchanged since (device, inode, size and modification time) -- instead
-    of reading the file again: a command that runs several verbs over one store (``report``:
-    validate, recover's plan, clean's plan, stats) reads each segment's judgement once.  A reader
-    that needs the messages themselves (stats, dump) still reads them.  The kept results are
-    findings and positions, a few per segment; each reader gets a copy of its own."""
-    token = _SHARED.set({})
+    end) is kept, and ``read_store`` hands it to the next reading of the same segment -- the same
+    task, the file unchanged since (device, inode, size and modification time) -- instead of
+    reading the file again: a command that runs several verbs over one store (``report``:
+    validate, recover's plan, clean's plan, stats) reads each segment once.  ``fold``: the fold a
+    segment ``read_store`` reads in the block feeds (``SegmentTask.fold``, in validate's worker
+    processes too), whose answer a reader of the messages takes from the kept reading instead of
+    walking them again (``read_folded``: stats' count of a segment).  The kept results are
+    findings, positions and the folds' answers, a few per segment; each reader gets a copy of its
+    own."""
+    token = _SHARED.set(_Shared(fold=fold))
     try:
         yield
     finally:
@@ -875,14 +939,33 @@ def _key(task: SegmentTask) -> _Key | None:
         st = os.stat(task.path, follow_symlinks=False)
     except OSError:
         return None
-    return (task, st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+    return (replace(task, fold=None), st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
 
 
 def _share(task: SegmentTask, res: SegmentResult) -> None:
     """Keep a segment's complete reading for the next reader inside ``shared_reading``."""
     shared = _SHARED.get()
     if shared is not None and res.opened and (key := _key(task)) is not None:
-        shared[key] = copy.deepcopy(res)
+        shared.kept[key] = copy.deepcopy(res)
+
+
+def _judgement(res: SegmentResult) -> SegmentResult:
+    """A copy of a kept reading for a reader of the judgement (the fold's answer left out)."""
+    return copy.deepcopy(replace(res, folded=None, folded_by=None))
+
+
+def read_folded(task: SegmentTask, folder: SegmentFolder) -> SegmentResult:
+    """``read_segment`` of ``task`` with ``folder``'s fold of its messages (``SegmentResult.folded``).
+    Inside ``shared_reading``, the reading kept there of the same segment, unchanged since and
+    folded by an equal folder (validate's reading in ``report``), is handed over instead -- a copy
+    -- and the segment is not read again."""
+    task = replace(task, fold=folder)
+    shared = _SHARED.get()
+    if shared is not None and (key := _key(task)) is not None:
+        kept = shared.kept.get(key)
+        if kept is not None and kept.folded is not None and kept.folded_by == folder:
+            return copy.deepcopy(kept)
+    return read_segment(task)
 
 
 def _shared_results(shared: dict[_Key, SegmentResult], tasks: list[SegmentTask], run: Runner) -> Iterator[SegmentResult]:
@@ -893,7 +976,7 @@ def _shared_results(shared: dict[_Key, SegmentResult], tasks: list[SegmentTask],
     for key in keys:
         kept = shared.get(key) if key is not None else None
         if kept is not None:
-            yield copy.deepcopy(kept)
+            yield _judgement(kept)
             continue
         res = next(fresh)
         if key is not None and res.opened and key not in shared:  # (an in-process reading kept itself)

@@ -3,11 +3,15 @@
 Inside the block a segment's judgement is read once: validate's reading (in-process or in its
 process pool) is handed to recover's plan, which then reads no log byte; the plan is the plan made
 without sharing.  A segment changed since is read again, and each reader gets a copy of its own.
+A reader's fold of the messages (``shared_reading(fold=...)``: stats' count) is fed by that same
+reading, in validate's worker processes too, and handed to ``read_folded`` without a reading.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import cast
 
 import pytest
 
@@ -122,8 +126,9 @@ def test_outside_the_block_nothing_is_kept(tmp_path: Path) -> None:
 @pytest.mark.parametrize("layout", list(LAYOUTS))
 def test_report_inside_the_block_reads_the_judgement_once(tmp_path: Path, layout: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """``report`` (validate, recover's plan, clean's plan, stats) runs inside the block
-    (``ops.report.one_judgement``): validate's reading serves recover's plan, stats reads the
-    messages; without the block, each verb reads the store."""
+    (``ops.report.one_judgement``): validate's reading serves recover's plan and stats (its count
+    of each segment, ``ops.stats.legacy.counter``, rides on that reading); without the block,
+    each verb reads the store."""
     import contextlib
     import io
 
@@ -146,4 +151,95 @@ def test_report_inside_the_block_reads_the_judgement_once(tmp_path: Path, layout
             assert run(args) == 0, err.getvalue()
         ratios.append(_log_bytes(reads) / total)
     assert ratios[0] >= 2.9, ratios  # validate, recover's plan and stats: three readings
-    assert ratios[1] <= 2.1, ratios  # validate's reading and stats' walk over the messages
+    assert ratios[1] <= 1.1, ratios  # validate's reading only
+
+
+# --- a reader's fold riding on the reading (stats' count in report) -----------------------------------------
+
+
+@dataclass(frozen=True)
+class _Folder:
+    """A fold that records every message the walk hands it: (position, size on disk, code)."""
+
+    tag: str = "a"
+
+    def __call__(self, task: lm.SegmentTask) -> _Fold:
+        return _Fold(task.path)
+
+
+class _Fold:
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.seen: list[tuple[int, int, str | None]] = []
+
+    def add(self, scanned: lm.ScannedMessage) -> None:
+        self.seen.append((scanned.position, lm.message_size(scanned.message), scanned.code))
+
+    def finish(self, result: lm.SegmentResult, error: object) -> tuple[str, list[tuple[int, int, str | None]], int, bool]:
+        return (self.path, self.seen, result.size, error is None)
+
+
+def _maker(task: lm.SegmentTask, part: object) -> _Folder:
+    return _Folder()
+
+
+def _damaged(root: Path, layout: str) -> None:
+    """``_store`` with a flipped payload byte (a CRC mismatch whose frame holds) in a middle segment."""
+    paths = _store(root, layout)
+    data = bytearray(paths[1].read_bytes())
+    size = len(_message(layout, 0))  # every message of ``_store`` has this size
+    data[20 * size + size - 5] ^= 0xFF  # in the payload of the 21st message
+    paths[1].write_bytes(bytes(data))
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+@pytest.mark.parametrize("layout", list(LAYOUTS))
+def test_a_fold_rides_on_validate_reading(tmp_path: Path, layout: str, jobs: int) -> None:
+    """Inside ``shared_reading(fold=...)`` validate's reading (in-process or in its pool) also feeds
+    each segment's fold, and ``read_folded`` hands its answer over without reading the segment:
+    the answer a reading of the segment outside the block makes, the damaged message included."""
+    validate = LAYOUTS[layout][0]
+    root = tmp_path / "store"
+    _damaged(root, layout)
+    data = LAYOUTS[layout][3](root)
+    tasks = lm.plan_reading(data, layout).tasks
+    alone = [lm.read_segment(replace(task, fold=_Folder())).folded for task, _ in tasks]
+    with lm.shared_reading(fold=_maker):
+        validate(root, ValidateOptions(jobs=jobs))
+        with count_reads() as reads:
+            shared = [lm.read_folded(task, _Folder()) for task, _ in tasks]
+    assert _log_bytes(reads) == 0, dict(reads)
+    assert [res.folded for res in shared] == alone
+    assert any(code is not None for _path, seen, _size, _ok in alone for _p, _n, code in seen)  # the damaged message
+
+
+@pytest.mark.parametrize("layout", list(LAYOUTS))
+def test_a_fold_is_not_taken_from_a_changed_file_or_another_folder(tmp_path: Path, layout: str) -> None:
+    validate = LAYOUTS[layout][0]
+    paths = _store(tmp_path / "store", layout)
+    root = tmp_path / "store"
+    data = LAYOUTS[layout][3](root)
+    with lm.shared_reading(fold=_maker):
+        validate(root, ValidateOptions(jobs=1))
+        last = paths[-1]
+        last.write_bytes(last.read_bytes() + _message(layout, 998))
+        tasks = {task.path: task for task, _ in lm.plan_reading(data, layout).tasks}
+        with count_reads() as reads:
+            changed = lm.read_folded(tasks[str(last)], _Folder())
+            other = lm.read_folded(tasks[str(paths[0])], _Folder("b"))  # not the folder of the reading
+    assert _log_bytes(reads) == last.stat().st_size + paths[0].stat().st_size
+    assert changed.folded == lm.read_segment(replace(tasks[str(last)], fold=_Folder())).folded
+    assert len(cast(tuple[str, list[object], int, bool], changed.folded)[1]) == 41
+    assert other.folded_by == _Folder("b") and other.folded == lm.read_segment(replace(tasks[str(paths[0])], fold=_Folder("b"))).folded
+
+
+def test_readers_of_the_judgement_get_no_fold(tmp_path: Path) -> None:
+    """A kept reading handed to a reader of the judgement (recover's plan) leaves the fold's answer
+    out; the fold's reader gets it."""
+    _store(tmp_path / "store", "metaq")
+    data = sm.open_metaq(tmp_path / "store")
+    with lm.shared_reading(fold=_maker):
+        first = [item.result for item in lm.read_store(data, "metaq") if isinstance(item, lm.SegmentRead)]
+        again = [item.result for item in lm.read_store(data, "metaq") if isinstance(item, lm.SegmentRead)]
+    assert all(res.folded is not None and res.folded_by == _Folder() for res in first)
+    assert all(res.folded is None for res in again)
