@@ -218,7 +218,9 @@ def one_judgement(layout: str) -> Iterator[None]:
     judges the same unchanged file (Kafka: ``store.model.kafka.shared_reading``; Jafka and MetaQ:
     ``store.model.legacy.shared_reading``), so the report's validate, recover plan, clean plan and
     stats judge each segment once.  Jafka and MetaQ: validate's reading also counts each live
-    segment for stats (``ops.stats.legacy.counter``), which then reads no message again."""
+    segment for stats (``ops.stats.legacy.counter``), which then reads no message again.  Kafka:
+    validate's reading also counts each segment for stats (``ops.stats.kafka.KafkaStatsFold``), and
+    its kept segments serve lag's offsets and clean's timestamps."""
     if layout in ("jafka", "metaq"):
         from mqtool.ops.stats.legacy import counter
         from mqtool.store.model.legacy import shared_reading as legacy_reading
@@ -227,12 +229,15 @@ def one_judgement(layout: str) -> Iterator[None]:
             yield
         return
     if layout == "kafka":
+        from mqtool.ops.stats import StatsOptions
+        from mqtool.ops.stats.kafka import KafkaStatsFold
         from mqtool.store.model.kafka import shared_reading
-    else:
-        yield
+
+        defaults = StatsOptions()  # the report's stats count with the defaults
+        with shared_reading(fold=KafkaStatsFold(defaults.top, defaults.check_crc)):
+            yield
         return
-    with shared_reading():
-        yield
+    yield
 
 
 def gather(path: str | Path, layout: str, **options: Any) -> Report:

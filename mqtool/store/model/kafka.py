@@ -38,9 +38,11 @@ Every finding comes as a ``Placed``: the finding and the file whose summary it c
 Memory stays flat: a segment task streams its files and returns findings plus a few numbers.
 
 A consumer of the entries (``read_store_entries``) may stop the reading where it has what it needs
-(``EntryReading.stop``: ``dump --limit``) or read some partitions only (``dump --topic``).  Inside
-``shared_reading`` validate's reading also folds each segment into ``LogSegment.recover`` and
-keeps it, so that recover's plan after it reads no segment again (``report``).
+(``EntryReading.stop``: ``dump --limit``) or read some partitions only (``dump --topic``), and
+have each segment's entries folded into its own count by the same walk (``fold``: a
+``SegmentFold``, stats').  Inside ``shared_reading`` validate's reading also folds each segment
+into ``LogSegment.recover`` and into the block's ``fold``, and keeps it, so that recover's plan,
+stats, lag and clean's plan after it read no segment again (``report``).
 """
 
 from __future__ import annotations
@@ -110,6 +112,9 @@ from mqtool.store.model.kafka_segment import (
     EntryDecode as EntryDecode,
 )
 from mqtool.store.model.kafka_segment import (
+    FirstWalk as FirstWalk,
+)
+from mqtool.store.model.kafka_segment import (
     IndexFileResult as IndexFileResult,
 )
 from mqtool.store.model.kafka_segment import (
@@ -117,6 +122,12 @@ from mqtool.store.model.kafka_segment import (
 )
 from mqtool.store.model.kafka_segment import (
     ScannedEntry as ScannedEntry,
+)
+from mqtool.store.model.kafka_segment import (
+    SegmentFold as SegmentFold,
+)
+from mqtool.store.model.kafka_segment import (
+    SegmentFolder as SegmentFolder,
 )
 from mqtool.store.model.kafka_segment import (
     SegmentResult as SegmentResult,
@@ -748,7 +759,7 @@ def _serial(fn: Callable[[Task], SegmentResult], tasks: list[Task]) -> Iterable[
     return map(fn, tasks)
 
 
-def _scanning(tasks: list[Task], decode: EntryDecode, kept: dict[_Key, SegmentResult] | None = None) -> Iterator[SegmentResult | SegmentScan]:
+def _scanning(tasks: list[Task], decode: EntryDecode, kept: _Shared | None = None) -> Iterator[SegmentResult | SegmentScan]:
     """``read_store(entries=...)``'s tasks: each segment as a ``SegmentScan`` (the reading yields
     its entries, then takes its result), a --deep share run as it is; with ``kept`` (inside
     ``shared_reading``, for a reader of results: ``read_store_entries(kept=True)``) a segment read
@@ -757,9 +768,18 @@ def _scanning(tasks: list[Task], decode: EntryDecode, kept: dict[_Key, SegmentRe
         if not isinstance(task, SegmentTask):
             yield run_task(task)
             continue
-        key = _key(task) if kept is not None else None
-        got = kept.get(key) if kept is not None and key is not None else None
-        yield copy.deepcopy(got) if got is not None else SegmentScan(task, decode)
+        got = kept.result(task, recovery=task.fold is None) if kept is not None else None
+        yield got if got is not None else SegmentScan(task, decode)
+
+
+def _serving(tasks: list[Task], shared: _Shared, run: Runner) -> Iterator[SegmentResult]:
+    """``read_store``'s tasks inside ``shared_reading``: a segment read there before, unchanged
+    since, as its kept result (nothing read; without the recovery fold, which no reader of
+    ``read_store`` takes), the others run by ``run``."""
+    served = [shared.result(task, recovery=False) if isinstance(task, SegmentTask) else None for task in tasks]
+    ran = iter(run(run_task, [task for task, got in zip(tasks, served) if got is None]))
+    for got in served:
+        yield got if got is not None else next(ran)
 
 
 # --- one reading for several commands (report) ------------------------------------------------------------
@@ -768,25 +788,100 @@ def _scanning(tasks: list[Task], decode: EntryDecode, kept: dict[_Key, SegmentRe
 #: (device, inode, size, modification time) of its ``.log`` and index files when it was read.
 _Key = tuple[SegmentTask, tuple[tuple[int, int, int, int] | None, ...]]
 
+#: The index findings, which a reading that does not read the indexes (``SegmentTask.indexes``
+#: False) does not state.
+_INDEX_FAMILY = "index"
+
+
+@dataclass
+class _Shared:
+    """The segment readings kept inside ``shared_reading``, and the fold its ``read_store`` runs."""
+
+    fold: SegmentFold | None
+    #: each segment read with a recovery fold: the fold its task ran, its result
+    kept: dict[_Key, tuple[SegmentFold | None, SegmentResult]] = field(default_factory=dict)
+    #: ``.log`` path -> the key of its last kept reading
+    logs: dict[str, _Key] = field(default_factory=dict)
+
+    def keep(self, task: Task, res: SegmentResult, seconds: float | None) -> None:
+        """Keep a segment's reading made here (with its recovery fold) for the next reader."""
+        if isinstance(task, SegmentTask) and task.recovery_interval is not None and res.recovery is not None and (key := _key(task)) is not None:
+            kept = copy.deepcopy(res)
+            kept.read_seconds = seconds
+            self.kept[key] = (task.fold, kept)
+            self.logs[task.log] = key
+
+    def result(self, task: SegmentTask, *, recovery: bool) -> SegmentResult | None:
+        """The kept reading of ``task``'s segment -- the same task, or the same with the indexes
+        read where ``task`` does not read them (their findings left out); its files unchanged
+        since; read with ``task``'s fold when it has one -- as a copy (``recovery``: with the
+        recovery fold's scan); None when there is none."""
+        key = _key(task) if not task.kraft_snapshot else None
+        if key is None:
+            return None
+        got = self.kept.get(key)
+        narrow = False
+        if got is None and not task.indexes:
+            got, narrow = self.kept.get((replace(key[0], indexes=True), key[1])), True
+        if got is None:
+            return None
+        fold, res = got
+        if task.fold is not None and (fold != task.fold or res.fold_result is None):
+            return None
+        out = replace(
+            res,
+            findings=list(res.findings),
+            indexes=copy.deepcopy(res.indexes),
+            epochs=copy.deepcopy(res.epochs),
+            magics=set(res.magics),
+            codecs=set(res.codecs),
+            recovery=copy.deepcopy(res.recovery) if recovery else None,
+            fold_result=copy.deepcopy(res.fold_result) if task.fold is not None else None,
+        )
+        if narrow:
+            own = {p for p in (task.index, task.timeindex, task.txnindex) if p is not None}
+            out.findings = [f for f in out.findings if f.family != _INDEX_FAMILY and not (f.code == KAFKA_FILE_UNREADABLE and f.path in own)]
+            out.indexes = []
+        return out
+
+    def largest_timestamp(self, log: str) -> int | None:
+        """``SegmentResult.largest_timestamp`` of the kept reading of ``log``, when the file is
+        unchanged since."""
+        key = self.logs.get(log)
+        if key is None or _stat(log) != key[1][0]:
+            return None
+        return self.kept[key][1].largest_timestamp
+
+
 #: The segment readings kept inside ``shared_reading`` (None: outside it, nothing is kept).
-_SHARED: ContextVar[dict[_Key, SegmentResult] | None] = ContextVar("mqtool_kafka_shared_reading", default=None)
+_SHARED: ContextVar[_Shared | None] = ContextVar("mqtool_kafka_shared_reading", default=None)
 
 
 @contextmanager
-def shared_reading() -> Iterator[None]:
+def shared_reading(fold: SegmentFold | None = None) -> Iterator[None]:
     """Inside the block, ``read_store`` (validate's reading, in-process or from its pool) also folds
     each segment into ``LogSegment.recover`` (``SegmentResult.recovery``, with the broker's default
-    ``index.interval.bytes``) and keeps each segment's result; a reading that takes results
-    (``read_store_entries(kept=True)``: recover's plan) is handed the kept one -- the same task,
-    its files unchanged since -- instead of reading the segment again.  A command that runs
-    several verbs over one store (``report``: validate, then recover's plan) reads each segment's
-    judgement once.  A reader of the entries themselves (dump, stats) still reads them.  The
-    kept results are findings, counts and the recovery's index points (one per 4 KiB of log)."""
-    token = _SHARED.set({})
+    ``index.interval.bytes``) and into ``fold`` (``SegmentResult.fold_result``: stats' counts, so
+    the worker that reads a segment counts it too), and keeps each segment's result; a reading
+    that takes results is handed the kept one -- the same task, its files unchanged since --
+    instead of reading the segment again: recover's plan (``read_store_entries(kept=True)``), a
+    consumer of ``fold`` (``read_store_entries(kept=True, fold=fold)``: stats), a ``read_store``
+    (lag), ``kafka_reads.largest_batch_timestamp`` (clean's plan).  A command that runs several
+    verbs over one store (``report``) reads each segment once.  A reader of the entries themselves
+    (dump) still reads them.  The kept results are findings, counts, the recovery's index points
+    (one per 4 KiB of log) and what ``fold`` made of each segment."""
+    token = _SHARED.set(_Shared(fold))
     try:
         yield
     finally:
         _SHARED.reset(token)
+
+
+def kept_largest_timestamp(log: str) -> int | None:
+    """Inside ``shared_reading``: the largest timestamp of the valid entries of ``log``'s first walk
+    (``SegmentResult.largest_timestamp``) from a kept reading of the file, unchanged since; else None."""
+    shared = _SHARED.get()
+    return shared.largest_timestamp(log) if shared is not None else None
 
 
 def _stat(path: str | None) -> tuple[int, int, int, int] | None:
@@ -803,15 +898,7 @@ def _key(task: SegmentTask) -> _Key | None:
     log = _stat(task.log)
     if log is None:
         return None
-    return (replace(task, recovery_interval=None, piece=WALK_CHUNK), (log, _stat(task.index), _stat(task.timeindex), _stat(task.txnindex)))
-
-
-def _keep(shared: dict[_Key, SegmentResult], task: Task, res: SegmentResult, seconds: float | None) -> None:
-    """Keep a segment's reading made inside ``shared_reading`` (with its fold) for the next reader."""
-    if isinstance(task, SegmentTask) and task.recovery_interval is not None and res.recovery is not None and (key := _key(task)) is not None:
-        kept = copy.deepcopy(res)
-        kept.read_seconds = seconds
-        shared[key] = kept
+    return (replace(task, recovery_interval=None, piece=WALK_CHUNK, fold=None), (log, _stat(task.index), _stat(task.timeindex), _stat(task.txnindex)))
 
 
 def _in_progress(res: SegmentResult) -> None:
@@ -854,6 +941,7 @@ def read_store_entries(
     checks: frozenset[str] = frozenset(FAMILIES),
     partitions: Collection[str] | None = None,
     kept: bool = False,
+    fold: SegmentFold | None = None,
 ) -> EntryReading:
     """``read_store``, also yielding each entry of each segment's walk as it is read
     (``ScannedEntry``, decoded as ``decode`` asks), before the segment's ``SegmentRead``: a
@@ -864,8 +952,11 @@ def read_store_entries(
     the files of the log dir are listed as ever, its checkpoints are not judged (they speak of
     every partition) -- for a consumer of some partitions of a log dir (``dump --topic``).
     ``kept``: inside ``shared_reading``, a segment read there before comes as its ``SegmentRead``
-    alone (its result holds ``recovery``), without entries: for a consumer of results."""
-    return EntryReading(store, decode, checks, partitions, kept)
+    alone (its result holds ``recovery``), without entries: for a consumer of results.
+    ``fold``: each segment's entries are folded into it too, by the same walk
+    (``SegmentResult.fold_result``); with ``kept``, a segment kept with an equal fold comes with
+    what that fold made of it (``shared_reading(fold=...)``), one kept without it is read."""
+    return EntryReading(store, decode, checks, partitions, kept, fold)
 
 
 @dataclass
@@ -887,9 +978,17 @@ class EntryReading:
     consumer may stop where it has what it needs (``stop``): nothing after the last entry it
     took is read, and what was read is still judged."""
 
-    def __init__(self, store: ks.KafkaStore, decode: EntryDecode, checks: frozenset[str], partitions: Collection[str] | None = None, kept: bool = False) -> None:
+    def __init__(
+        self,
+        store: ks.KafkaStore,
+        decode: EntryDecode,
+        checks: frozenset[str],
+        partitions: Collection[str] | None = None,
+        kept: bool = False,
+        fold: SegmentFold | None = None,
+    ) -> None:
         self._progress = _Progress(checks)
-        self._items = _reading(store, checks, False, 1, _serial, decode, self._progress, None if partitions is None else frozenset(partitions), kept)
+        self._items = _reading(store, checks, False, 1, _serial, decode, self._progress, None if partitions is None else frozenset(partitions), kept, fold)
 
     def __iter__(self) -> EntryReading:
         return self
@@ -943,6 +1042,7 @@ def _reading(
     progress: _Progress | None = None,
     only: frozenset[str] | None = None,
     kept: bool = False,
+    fold: SegmentFold | None = None,
 ) -> Generator[Item | ScannedEntry, None, None]:
     out = Sink()
     orphans = _check_files(store, out)
@@ -953,8 +1053,10 @@ def _reading(
         tasks = [t for t in tasks if isinstance(t, SegmentTask) and t.partition in only]
         states = [s for s in states if str(s.part.path) in only]
     shared = _SHARED.get()
-    if shared is not None and entries is None and not deep:  # validate's reading: recover's fold too, kept
-        tasks = [replace(t, recovery_interval=RECOVERY_INTERVAL) if isinstance(t, SegmentTask) and not t.kraft_snapshot else t for t in tasks]
+    if shared is not None and entries is None and not deep:  # validate's reading: recover's fold and the block's too, kept
+        tasks = [replace(t, recovery_interval=RECOVERY_INTERVAL, fold=shared.fold) if isinstance(t, SegmentTask) and not t.kraft_snapshot else t for t in tasks]
+    elif fold is not None:
+        tasks = [replace(t, fold=fold) if isinstance(t, SegmentTask) and not t.kraft_snapshot else t for t in tasks]
     if deep and sum(seg.log_size for s in states for seg in s.part.log_segments()) >= COMPILED_WALK_MIN_BYTES:
         if record_scan.compiled_available():  # loaded here, before ``run`` forks its workers
             tasks = [replace(t, compiled_walk=True) for t in tasks]
@@ -966,7 +1068,13 @@ def _reading(
     # written, so a partial entry there is in progress, not damage
     live = store.log_dir is not None and probe_record_lock(store.log_dir / ks.LOCK_FILE) is not None
     active = {str(s.part.log_segments()[-1].log) for s in states if s.part.log_segments()} if live else set()
-    results = run(run_task, tasks) if entries is None else _scanning(tasks, entries, shared if kept else None)
+    results: Iterable[SegmentResult | SegmentScan]
+    if entries is not None:
+        results = _scanning(tasks, entries, shared if kept else None)
+    elif shared is not None and not deep:
+        results = _serving(tasks, shared, run)
+    else:
+        results = run(run_task, tasks)
     started = time.perf_counter()
     for task, res in zip(tasks, results):
         first_walk = last_walk = None
@@ -988,7 +1096,7 @@ def _reading(
         if progress is not None:
             progress.scan = None  # its findings are the SegmentRead's
         if shared is not None:
-            _keep(shared, task, res, time.perf_counter() - started)
+            shared.keep(task, res, time.perf_counter() - started)
         yield SegmentRead(task, res, counted, first_walk, last_walk, io_error)
         started = time.perf_counter()
 

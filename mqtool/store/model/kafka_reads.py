@@ -85,7 +85,14 @@ def next_offset_from(path: Path, base: int, start: int) -> int:
 
 def largest_batch_timestamp(path: Path) -> int:
     """The largest timestamp of the valid batches of ``path`` (a v2 batch's ``max_timestamp``, a
-    v0/v1 message's own), -1 when there is none or the file cannot be read."""
+    v0/v1 message's own), -1 when there is none or the file cannot be read.  Inside
+    ``store.model.kafka.shared_reading``, from the kept reading of the file when there is one
+    (unchanged since): not read again."""
+    from mqtool.store.model.kafka import kept_largest_timestamp
+
+    kept = kept_largest_timestamp(str(path))
+    if kept is not None:
+        return kept
     best = -1
     try:
         with ReadOnlyFile(path) as f:

@@ -11,7 +11,9 @@ index entry against the batch it points at (``OffsetIndex``, ``TimeIndex``,
 ``deep`` every record (``DefaultRecordBatch``, v0/v1 wrappers).  After a broken entry the walk
 resynchronises on the next valid one.  The result is a ``SegmentResult``: findings as ``Placed``
 and a few numbers; ``SegmentScan`` hands each judged entry to a consumer as it reads
-(``read_store_entries``), so a command reads the segment once.
+(``read_store_entries``), so a command reads the segment once, and a consumer's ``SegmentFold``
+(``SegmentTask.fold``) is fed the same entries by the same walk, in whichever process reads the
+segment (``SegmentResult.fold_result``).
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, cast
 
 from mqtool.errors import ChecksumError, CorruptDataError, MqError, StoreIOError, UnsupportedFormatError
 from mqtool.findings import Finding, Severity
@@ -59,7 +61,7 @@ from mqtool.formats.kafka import index as kidx
 from mqtool.formats.kafka import legacy as klegacy
 from mqtool.formats.kafka import record_batch as rb
 from mqtool.formats.kafka import txn_index as ktxn
-from mqtool.formats.kafka.log import LogEntry, Mode, decode_entry, records_of_message
+from mqtool.formats.kafka.log import DataEnd, LogEntry, Mode, decode_entry, records_of_message
 from mqtool.store import kafka as ks
 from mqtool.store.files import ReadOnlyFile, nonzero_extent, piece_size
 from mqtool.store.model import kafka_broker
@@ -142,6 +144,9 @@ class SegmentTask:
     #: (``SegmentResult.recovery``): the reading inside ``shared_reading`` keeps it for recover's
     #: plan, which then reads the segment no more.
     recovery_interval: int | None = None
+    #: A consumer's fold of the segment's entries (``SegmentFold``), run by the same walk as the
+    #: checks; what it makes is ``SegmentResult.fold_result``.
+    fold: SegmentFold | None = None
 
 
 @dataclass(frozen=True)
@@ -195,6 +200,13 @@ class SegmentResult:
     #: a reading kept inside ``shared_reading``: the seconds the reading of the segment took
     #: (None from a worker process)
     read_seconds: float | None = None
+    #: ``SegmentTask.fold``: what the consumer's fold made of the segment's entries
+    fold_result: object | None = None
+    #: ``SegmentTask.recovery_interval``: the largest timestamp of the valid entries of the
+    #: segment's first walk (a v2 batch's ``maxTimestamp``, a v0/v1 message's own; -1 for none),
+    #: the walk stopping at the first entry whose header or CRC does not read -- what
+    #: ``kafka_reads.largest_batch_timestamp`` reads the file for
+    largest_timestamp: int | None = None
 
 
 class _IndexStream(Generic[IndexEntry]):
@@ -389,6 +401,43 @@ class ScannedEntry:
             raise exc.at(self.task.log, self.position - self.rel) from None
 
 
+@dataclass(frozen=True)
+class FirstWalk:
+    """How a segment's first walk (from position 0) ended: its clean ``end``, or the ``error`` of
+    the broken entry it stopped at (where a walk that stops at a broken entry stops)."""
+
+    end: DataEnd | None
+    error: MqError | None
+
+
+class SegmentFolder(Protocol):
+    """A consumer's count of one segment, fed by the model's walk of it as the walk judges it."""
+
+    def entry(self, item: ScannedEntry) -> None:
+        """One entry of the segment's walks, decoded as the fold's ``decode`` asks (``resumed``
+        after a resynchronisation); a broken frame the walk met comes with ``entry`` None and
+        its ``error``, where a walk that stops at a broken entry stops."""
+
+    def finish(self, result: SegmentResult, first_walk: FirstWalk | None) -> object:
+        """What the fold made of the segment once its walk is over (``SegmentResult.fold_result``):
+        how its first walk ended, None when the ``.log`` could not be read."""
+
+
+class SegmentFold(Protocol):
+    """What a consumer folds each segment of a reading into (stats' counts): given to the reading
+    (``store.model.kafka.read_store_entries(fold=...)``, ``shared_reading(fold=...)``) and carried
+    by each ``SegmentTask`` to the process that reads the segment, so it is picklable, and
+    compared with ``==``: a segment kept inside ``shared_reading`` serves a consumer whose fold
+    equals the one it was read with.  ``start`` makes the fold of one segment."""
+
+    @property
+    def decode(self) -> EntryDecode:
+        """How the fold wants each entry decoded."""
+
+    def start(self, task: SegmentTask) -> SegmentFolder:
+        """The fold of the segment ``task`` reads."""
+
+
 #: How recover's fold reads each entry (``RecoveryReading``'s decode).
 _FOLDED = EntryDecode(mode="header", check_crc=True)
 
@@ -417,8 +466,14 @@ class _SegmentChecker:
     #: the segment's last walk (the first, or the one after the last resynchronisation)
     last_walk: ks.LogFileWalk | None = None
 
-    def __init__(self, task: SegmentTask, f: ReadOnlyFile, res: SegmentResult) -> None:
+    def __init__(self, task: SegmentTask, f: ReadOnlyFile, res: SegmentResult, folder: SegmentFolder | None = None) -> None:
         self.t = task
+        self.folder = folder
+        self.folder_decode = task.fold.decode if task.fold is not None else _FOLDED
+        #: ``recovery_interval``: the largest timestamp of the first walk's valid entries so far
+        #: (``SegmentResult.largest_timestamp``), and whether an entry that does not read ended it
+        self.largest = -1
+        self.largest_over = False
         self.f = f
         self.res = res
         self.path = task.log
@@ -476,22 +531,32 @@ class _SegmentChecker:
         while True:
             walk = ks.LogFileWalk(f, start, mode="framing", chunk=self.t.piece, first_piece=FIRST_PIECE, garbage_extent=False)
             fold = self.fold if start == 0 else None  # LogSegment.recover reads the first walk only
+            folder = self.folder
             for pos, entry in walk:
                 rel = pos - walk.buffer_start
                 self._entry(pos, entry, walk.buffer, rel)
                 if decode is not None:
                     yield _scanned(self.t, pos, entry, walk.buffer, rel, decode, resumed=start > 0)
-                if fold is not None and not fold.over:
-                    _feed(fold, _scanned(self.t, pos, entry, walk.buffer, rel, _FOLDED, resumed=False))
+                if folder is not None:
+                    folder.entry(_scanned(self.t, pos, entry, walk.buffer, rel, self.folder_decode, resumed=start > 0))
+                if fold is not None and not (fold.over and self.largest_over):
+                    folded = _scanned(self.t, pos, entry, walk.buffer, rel, _FOLDED, resumed=False)
+                    if not fold.over:
+                        _feed(fold, folded)
+                    self._largest(folded)
             if fold is not None and walk.error is not None:
                 assert walk.failed_at is not None  # set with the error
                 fold.broken(walk.failed_at, walk.error)
             if start == 0:  # the first walk: where a walk that stops at a broken entry stops
                 self.first_walk = walk
             self.last_walk = walk
-            if walk.error is not None and decode is not None:
+            if walk.error is not None and (decode is not None or self.folder is not None):
                 assert walk.failed_at is not None  # set with the error
-                yield ScannedEntry(self.t, walk.failed_at, None, walk.error, walk.buffer, walk.failed_at - walk.buffer_start, start > 0)
+                broken = ScannedEntry(self.t, walk.failed_at, None, walk.error, walk.buffer, walk.failed_at - walk.buffer_start, start > 0)
+                if self.folder is not None:
+                    self.folder.entry(broken)
+                if decode is not None:
+                    yield broken
             if walk.error is not None:
                 bad = walk.failed_at
                 assert bad is not None  # set with the error
@@ -549,6 +614,18 @@ class _SegmentChecker:
                 continue
             self._end(end.kind, end.position, end.length)
             return
+
+    def _largest(self, item: ScannedEntry) -> None:
+        """``largest_timestamp``: the entry of the first walk decoded as ``_FOLDED`` (its header,
+        its CRC checked); the first that does not read ends the count, as it ends a walk in the
+        ``header`` mode (``kafka_reads.largest_batch_timestamp``'s)."""
+        if self.largest_over:
+            return
+        header = item.entry.header if item.entry is not None and item.error is None else None
+        if header is None:
+            self.largest_over = True
+            return
+        self.largest = max(self.largest, header.max_timestamp if isinstance(header, rb.BatchHeader) else header.timestamp)
 
     def _truncation_note(self, position: int) -> str:
         if self.t.kraft_snapshot:
@@ -1153,6 +1230,14 @@ class SegmentScan:
 
     def __iter__(self) -> Iterator[ScannedEntry]:
         task, res = self.task, self.result
+        folder = task.fold.start(task) if task.fold is not None and not task.kraft_snapshot else None
+        yield from self._read(folder)
+        if folder is not None:
+            walk = self.first_walk
+            res.fold_result = folder.finish(res, FirstWalk(walk.end, walk.error) if walk is not None else None)
+
+    def _read(self, folder: SegmentFolder | None) -> Iterator[ScannedEntry]:
+        task, res = self.task, self.result
         try:
             f = ReadOnlyFile(task.log)
         except MqError as exc:
@@ -1163,7 +1248,7 @@ class SegmentScan:
             res.size = f.size
             if f.size > ks.MAX_SEGMENT_SIZE:
                 res.findings.append(Finding(KAFKA_FILE_TOO_LARGE, task.log, None, f"expected a .log of at most {ks.MAX_SEGMENT_SIZE} bytes, found {f.size}"))
-            checker = _SegmentChecker(task, f, res)
+            checker = _SegmentChecker(task, f, res, folder)
             try:
                 yield from checker.scan(self.decode)
             except StoreIOError as exc:
@@ -1175,3 +1260,4 @@ class SegmentScan:
                 from mqtool.store.model.kafka_recovery import finish_fold
 
                 res.recovery = finish_fold(checker.fold, res, checker.first_walk)
+                res.largest_timestamp = checker.largest if checker.first_walk is not None else None

@@ -96,8 +96,8 @@ def test_a_segment_changed_since_is_read_again(tmp_path) -> None:
 
 
 def test_report_in_the_block_reads_validate_and_the_plan_once(tmp_path, monkeypatch) -> None:
-    """``report`` inside the block: validate and recover's plan from one reading (stats still reads
-    the records, and clean's plan what it reads)."""
+    """``report`` inside the block: validate, recover's plan, clean's plan, stats and lag from one
+    reading (``tests/test_read_once.py`` holds it to the log bytes once)."""
     root = _store(tmp_path / "store")
     total = sum(p.stat().st_size for p in root.rglob("*.log"))
     args = ["report", str(root), "--out", str(tmp_path / "r.html"), "--overwrite"]
@@ -115,3 +115,100 @@ def test_report_in_the_block_reads_validate_and_the_plan_once(tmp_path, monkeypa
             assert run(args) == 0
         ratios.append(_log_bytes(reads) / total)
     assert ratios[1] <= ratios[0] - 0.9, ratios  # one whole reading less
+
+
+# --- stats' count, lag's offsets and clean's timestamps from the same reading ----------------------
+
+
+def _flip_a_value_byte(log: Path) -> None:
+    """A byte of a record value in the middle of ``log`` flipped: that batch's CRC fails, its frame
+    holds (stats counts its records, apart, as damaged)."""
+    raw = bytearray(log.read_bytes())
+    at = raw.index(b"v" * 150, len(raw) // 2) + 75
+    raw[at] ^= 0x01
+    log.write_bytes(bytes(raw))
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+@pytest.mark.parametrize("damage", [False, True])
+def test_stats_after_validate_takes_the_count_validates_reading_made(tmp_path, jobs, damage) -> None:
+    """Inside ``shared_reading(fold=KafkaStatsFold())`` validate's reading (in-process, or in its
+    worker processes: the fold goes there with each task and its count comes back) counts each
+    segment for stats, and stats reads no ``.log`` byte: its counts are the fold's."""
+    from mqtool.ops.stats import store_stats
+    from mqtool.ops.stats.kafka import KafkaStatsFold
+
+    root = _store(tmp_path / "store")
+    logs = sorted(root.rglob("*.log"))
+    if damage:
+        _flip_a_value_byte(logs[1])
+    with km.shared_reading(fold=KafkaStatsFold()):
+        validate_path(root, ValidateOptions(jobs=jobs), "kafka")
+        with count_reads() as reads:
+            got = store_stats(root, "kafka").to_dict()
+    assert _log_bytes(reads) == 0, dict(reads)
+    assert got["totals"]["messages"] == 2 * 700 * 3  # every record written, the damaged batch's too
+    assert got["totals"]["damaged_messages"] == (3 if damage else 0)
+    assert [u["messages"] for u in got["units"]] == [700 * 3, 700 * 3]
+    assert got["largest"] and got["bytes_written"]["buckets"]
+    assert [f["code"] for f in got["findings"]] == (["KAFKA-LOG-CRC"] if damage else [])
+
+
+def test_stats_with_another_fold_or_a_changed_segment_reads_it(tmp_path) -> None:
+    """A count kept with other options (``--top``) is not stats' count: it reads the store; a
+    segment changed since validate read it is read again, the others are taken."""
+    from mqtool.ops.stats import StatsOptions, store_stats
+    from mqtool.ops.stats.kafka import KafkaStatsFold
+
+    root = _store(tmp_path / "store")
+    logs = sorted(root.rglob("*.log"))
+    total = sum(log.stat().st_size for log in logs)
+    with km.shared_reading(fold=KafkaStatsFold()):
+        validate_path(root, ValidateOptions(jobs=1), "kafka")
+        with count_reads() as reads:
+            store_stats(root, "kafka", StatsOptions(top=3))
+        assert _log_bytes(reads) >= total
+        raw = logs[0].read_bytes()
+        logs[0].write_bytes(raw[: len(raw) - 7])  # a torn tail now
+        with count_reads() as reads:
+            got = store_stats(root, "kafka")
+    read = {p: n for p, n in reads.items() if p.endswith(".log") and n}
+    assert set(read) == {str(logs[0])} and read[str(logs[0])] >= len(raw) - 7, read
+    assert got.to_dict()["totals"]["messages"] == 2 * 700 * 3 - 3  # the torn batch is not counted
+
+
+def test_lag_and_clean_after_validate_read_no_segment(tmp_path) -> None:
+    """Inside the block a ``read_store`` that reads no index (lag's: ``checks={"offsets"}``) takes
+    validate's kept results less their index findings, and clean's largest batch timestamp of a
+    segment comes from validate's walk: no ``.log`` byte read, the same answers."""
+    from mqtool.store import kafka as ks
+    from mqtool.store.model import kafka_reads as kr
+
+    root = _store(tmp_path / "store")
+    index = sorted(root.rglob("*.index"))[0]
+    raw = bytearray(index.read_bytes())
+    raw[12:16] = b"\xff\xff\xff\xf0"  # the second entry's position: out of order (KAFKA-INDEX-ORDER)
+    index.write_bytes(bytes(raw))
+    logs = sorted(root.rglob("*.log"))
+
+    def lag_view() -> list[object]:
+        out: list[object] = []
+        for item in km.read_store(ks.open_kafka(root), checks=frozenset({"offsets"})):
+            if isinstance(item, km.SegmentRead):
+                r = item.result
+                out.append((r.path, r.size, r.entries, r.records, r.valid_end, r.end_kind, r.first_offset, r.last_offset, r.findings, r.indexes))
+            else:
+                out.append(item)
+        return out
+
+    expected = lag_view()
+    assert not any(f.family == "index" for item in expected if isinstance(item, tuple) for f in item[8])  # type: ignore[attr-defined]
+    newest = [kr.largest_batch_timestamp(log) for log in logs]
+    with km.shared_reading():
+        report = validate_path(root, ValidateOptions(jobs=1), "kafka")
+        assert "KAFKA-INDEX-ORDER" in {f.code for f in report.findings}  # kept, but not lag's
+        with count_reads() as reads:
+            assert lag_view() == expected
+            assert [kr.largest_batch_timestamp(log) for log in logs] == newest
+    assert _log_bytes(reads) == 0, dict(reads)
+    assert newest[1] == 1_700_000_000_000 + 699 + 2  # the last batch's maxTimestamp
