@@ -21,7 +21,11 @@ from typing import TYPE_CHECKING, cast
 
 from mqtool.errors import MqError
 from mqtool.findings import Finding
+from mqtool.formats import jafka as jf
+from mqtool.formats import metaq as mq
 from mqtool.ops.stats.aggregates import LargeMessage, Progress, StatsOptions, StatsPartial, StoreStats, Top, UnitStats, state_findings
+from mqtool.store import jafka as sj
+from mqtool.store import metaq as sm
 
 if TYPE_CHECKING:
     from mqtool.store.legacy import Partition
@@ -71,9 +75,6 @@ class _Counting:
     frame holds but whose checksum fails is counted, and counted apart in ``damaged_messages``."""
 
     def __init__(self, counter: SegmentCounter, task: SegmentTask) -> None:
-        from mqtool.formats import jafka as jf
-        from mqtool.store import jafka as sj
-
         self.jafka = counter.layout == "jafka"
         self.snappy = self.jafka and jf.CODEC_SNAPPY in sj.DIALECTS.get(task.variant or "jafka", sj.JAFKA).codecs
         self.path = task.path
@@ -83,10 +84,6 @@ class _Counting:
         self.count = SegmentCount(StatsPartial(counter.top_n, {(counter.topic, counter.partition): self.unit}))
 
     def add(self, scanned: ScannedMessage) -> None:
-        from mqtool.formats import jafka as jf
-        from mqtool.formats import metaq as mq
-        from mqtool.store import metaq as sm
-
         pos, message, damaged = scanned.position, scanned.message, scanned.code is not None
         partial, unit = self.count.partial, self.unit
         offset = self.start_offset + pos
@@ -94,7 +91,6 @@ class _Counting:
             assert isinstance(message, jf.Message)  # the scan of a Jafka segment
             size_on_disk = message.serialized_size
             unit.bytes += size_on_disk
-            self.count.bytes += size_on_disk
             if message.compressed:
                 try:
                     inner_messages = [m.message for m in jf.iter_wrapper(message, snappy=self.snappy) if not m.message.compressed]
@@ -116,7 +112,6 @@ class _Counting:
                 partial.damaged_messages += 1
             assert isinstance(message, mq.Message)  # the scan of a MetaQ segment
             unit.bytes += message.size
-            self.count.bytes += message.size
             # a malformed attribute block leaves the whole data as payload (its METAQ-ATTRIBUTE finding says so)
             raw_attribute, payload, _ = sm.split_message(message)
             size = len(payload)
@@ -127,6 +122,7 @@ class _Counting:
     def finish(self, result: SegmentResult, error: MqError | None) -> SegmentCount:
         if error is not None:
             self.count.own.append((str(error.path or self.path), error.position, str(error)))
+        self.count.bytes = self.unit.bytes
         return self.count
 
 
@@ -135,8 +131,6 @@ def legacy_stats(path: Path, stats: StoreStats, top: Top, options: StatsOptions,
     walk feeds ``SegmentCounter``'s fold; inside ``shared_reading`` the count validate's reading
     made: ``store.model.legacy.read_folded``); the gaps and damage the reading finds are stated as
     validate states them (``ops.log_findings.select``)."""
-    from mqtool.store import jafka as sj
-    from mqtool.store import metaq as sm
     from mqtool.store.model import legacy as lm
 
     data = sj.open_jafka(path) if layout == "jafka" else sm.open_metaq(path)
