@@ -138,6 +138,7 @@ def validate(
         index_slots = index_slots or cfg.index_hash_slot_num
         index_num = index_num or cfg.index_num
     from mqtool.findings import CODES
+    from mqtool.ops.report import stats_rows
 
     unknown = sorted({code for code in ignore or () if code not in CODES})
     if unknown:
@@ -158,6 +159,7 @@ def validate(
         config_path=str(config) if config is not None else None,
         timer_precision_ms=cfg.timer_precision_ms if detected == "rocketmq" else None,
         message_index_enable=cfg.message_index_enable if detected == "rocketmq" else None,
+        rows=stats_rows(str(detected)) if fmt is ValidateFormat.html else None,  # the page's stats: from this reading
     )
     out = Renderer(
         OutputFormat.table

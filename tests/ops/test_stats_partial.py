@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import functools
 
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from mqtool.ops.stats.aggregates import HOUR_MS, LargeMessage, LifetimeBytes, StatsPartial
@@ -62,6 +62,7 @@ def test_merged_partials_are_one_pass(messages, cuts, top_n) -> None:
 
 
 @given(st.lists(st.integers(0, 1 << 40), max_size=300), st.integers(0, 300))
+@example([i * 2 * HOUR_MS for i in range(9)], 0)  # buckets two apart: one widening merges none
 def test_lifetime_buckets_merge_to_the_same_width(stamps, cut) -> None:
     """The narrowest width keeping at most MAX_BUCKETS buckets, whatever was added first."""
     LifetimeBytes.MAX_BUCKETS = 8  # small, so widening happens  (restored below)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -240,6 +240,18 @@ def one_judgement(layout: str) -> Iterator[None]:
     yield
 
 
+def stats_rows(layout: str) -> Callable[[], Any] | None:
+    """What validate's reading counts for the report's stats (``ValidateOptions.rows``): RocketMQ's
+    CommitLog records (``ops.stats.rocketmq.record_count``, with stats' defaults), so that stats
+    takes its counts from validate's reading of each file instead of reading it again."""
+    if layout != "rocketmq":
+        return None
+    from mqtool.ops.stats import StatsOptions
+    from mqtool.ops.stats.rocketmq import record_count
+
+    return record_count(StatsOptions())
+
+
 def gather(path: str | Path, layout: str, **options: Any) -> Report:
     """The report of the store at ``path`` (see :func:`_gather`), its verbs sharing one judgement
     of each log segment (:func:`one_judgement`)."""
@@ -273,7 +285,7 @@ def _gather(
     from mqtool.ops.validate import ValidateOptions, validate_path
 
     now = now_ms if now_ms is not None else int(time.time() * 1000)
-    options = ValidateOptions(fail_on=fail_on or Severity.error, jobs=jobs, **(sizes or {}), **(broker or {}))  # type: ignore[arg-type]
+    options = ValidateOptions(fail_on=fail_on or Severity.error, jobs=jobs, rows=stats_rows(layout), **(sizes or {}), **(broker or {}))  # type: ignore[arg-type]
     vr = validation if validation is not None else validate_path(path, options, layout)
     root = vr.root
     notes: list[str] = []
@@ -359,7 +371,7 @@ def _gather(
     clean_totals = {"files": len(clean), "bytes": sum(c["bytes"] or 0 for c in clean)}
 
     # stats: topics, bytes per hour, forecast
-    stats = store_stats(path, layout)
+    stats = store_stats(path, layout, validation=vr)
     topics = [{k: v for k, v in t.items() if not k.startswith("_")} for t in stats.topics()]
     # bytes written over the store's whole lifetime: hourly, daily when that is over 60 days of hours
     lifetime = stats.recent.lifetime

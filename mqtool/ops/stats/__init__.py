@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 from mqtool.ops.clean import DiskProbe, statvfs_usage
 from mqtool.ops.stats.aggregates import LargeMessage, LifetimeBytes, Progress, RecentBytes, StatsOptions, StoreStats, Top, UnitStats
@@ -74,8 +75,12 @@ def store_stats(
     *,
     probe: DiskProbe = statvfs_usage,
     progress: Progress | None = None,
+    validation: Any = None,
 ) -> StoreStats:
-    """Stats of the store at ``path`` (``layout`` from ``store.layout.detect_layout``)."""
+    """Stats of the store at ``path`` (``layout`` from ``store.layout.detect_layout``).
+    ``validation``: RocketMQ, a validation of the store that counted its records
+    (``ValidationReport.rows``, made with ``ValidateOptions.rows = rocketmq.record_count(options)``):
+    its counts and findings are taken, the CommitLog is not read again."""
     path = Path(path)
     if options is None:
         options = StatsOptions()
@@ -85,7 +90,8 @@ def store_stats(
     if layout == "rocketmq":
         from mqtool.ops.stats.rocketmq import rocketmq_stats
 
-        root = rocketmq_stats(path, stats, top, options, report)
+        counted = (validation.rows, validation.findings) if validation is not None and validation.options.rows is not None else None
+        root = rocketmq_stats(path, stats, top, options, report, counted)
     elif layout == "kafka":
         from mqtool.ops.stats.kafka import kafka_stats
 

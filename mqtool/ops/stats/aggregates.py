@@ -176,7 +176,7 @@ class LifetimeBytes:
     def add(self, timestamp: int, size: int) -> None:
         key = timestamp // self.bucket_ms
         self.buckets[key] = self.buckets.get(key, 0) + size
-        if len(self.buckets) > self.MAX_BUCKETS:
+        while len(self.buckets) > self.MAX_BUCKETS:  # buckets two apart do not merge: widen again
             self._widen()
 
     def _widen(self) -> None:

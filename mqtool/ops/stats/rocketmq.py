@@ -1,100 +1,114 @@
-"""stats of a RocketMQ store: every CommitLog record by topic and queue id (transactional
-PREPARED/ROLLBACK records included, as in the CommitLog), its TAGS and KEYS properties and store
-timestamp, taken from the store model's one reading of each CommitLog file
-(``store.model.commitlog.read_file_rows``: healthy records as columns, the precise decoders from
-the first record that is not); the 5.x timer store's pending messages
-(``store.model.timer.timer_pending``).
+"""stats of a RocketMQ store: every CommitLog record the broker serves, by topic and queue id
+(transactional PREPARED/ROLLBACK records included, as in the CommitLog), its TAGS and KEYS
+properties and store timestamp, counted by a fold (:class:`RecordCount`) of the store model's one
+reading of each CommitLog file -- the reading validate folds (``store.model.commitlog_check``:
+``commitlog_tasks``, ``check_commitlog_file``), so that ``report`` counts its stats from
+validate's reading (``rocketmq_stats(counted=...)``) and reads no byte twice; the 5.x timer
+store's pending messages (``store.model.timer.timer_pending``).
 
-The gaps and damage met are stated as validate states them (``store.model.rocketmq``): a broken
-frame ends its file's records, as upstream ``CommitLog.recoverNormally`` stops there, and a
-missing file's records are not counted; a record whose frame holds but whose bytes are damaged
-(a body CRC mismatch) is counted, and counted apart in ``damaged_messages``, as are the records
-validate states a finding about (a PHYSICALOFFSET that is not their address, dropped
-properties); a record that breaks its queue's QUEUEOFFSET sequence is named by
-``store.model.queue_offsets``.
+What is counted is what the broker serves: a file's records up to where upstream
+``CommitLog.recoverNormally`` stops taking them (its first broken record, a torn tail or stale
+data in the newest file), and a record whose frame holds around a failed body CRC, counted apart
+in ``damaged_messages`` as are the records validate states a finding about (a PHYSICALOFFSET that
+is not their address, dropped properties); a missing file's records are not counted.  The gaps and
+damage met are stated as validate states them (the findings of the same reading); a record that
+breaks its queue's QUEUEOFFSET sequence is named by ``store.model.queue_offsets``.
 """
 
 from __future__ import annotations
 
 import functools
+from collections.abc import Sequence
 from pathlib import Path
 
 from mqtool.findings import Finding, Severity
-from mqtool.ops.stats.aggregates import ROCKETMQ_CLEAN_RATIO, LargeMessage, Progress, StatsOptions, StoreStats, TagValue, Top, UnitStats
-from mqtool.store.files import ReadOnlyFile
+from mqtool.findings.code_ids import RMQ_CL_VALID_END
+from mqtool.ops.stats.aggregates import ROCKETMQ_CLEAN_RATIO, LargeMessage, Progress, StatsOptions, StatsPartial, StoreStats, TagValue, Top, UnitStats
 from mqtool.store.model import commitlog as reading
 
-#: report progress at least every this many bytes of records
-_PROGRESS_STEP = 1 << 20
+
+class RecordCount:
+    """stats' count of one CommitLog file: a ``store.model.commitlog_check.RowsFold`` the file's
+    reading feeds (in a worker process too: it is pickled there and back)."""
+
+    def __init__(self, top: int) -> None:
+        self.partial = StatsPartial(top)
+
+    def feed(self, rows: reading.RecordRows, base: int) -> None:
+        _count(rows, base, self.partial)
 
 
-def rocketmq_stats(path: Path, stats: StoreStats, top: Top, options: StatsOptions, progress: Progress) -> Path:
+def record_count(options: StatsOptions) -> functools.partial[RecordCount]:
+    """A fresh :class:`RecordCount` per CommitLog file (``ValidateOptions.rows``)."""
+    return functools.partial(RecordCount, options.top)
+
+
+def rocketmq_stats(
+    path: Path, stats: StoreStats, top: Top, options: StatsOptions, progress: Progress, counted: tuple[Sequence[RecordCount], Sequence[Finding]] | None = None
+) -> Path:
     """Count every record of the store at (or under) ``path`` into ``stats`` and ``top``; returns
-    the store's root."""
+    the store's root.  ``counted``: the counts a validation of the store made with
+    ``ValidateOptions.rows = record_count(options)`` (``ValidationReport.rows``) and its findings:
+    the CommitLog is not read again, the findings about its files are the validation's."""
     from mqtool.findings import finding_text
     from mqtool.store import rocketmq as rmq
+    from mqtool.store.lock import probe_record_lock
+    from mqtool.store.model import commitlog_check as cl_check
     from mqtool.store.model import rocketmq as model
     from mqtool.store.model import timer as model_timer
-    from mqtool.store.model.queue_offsets import QueueOffsets
     from mqtool.store.root_rocketmq import find_rocketmq_root
 
     root = find_rocketmq_root(path) or path
     store = rmq.open_store(root)
-    units: dict[tuple[str, int], UnitStats] = {}
-    last_index = model.last_data_file(store.commitlog)
-    met: list[Finding] = model.segment_findings_on_path(model.commitlog_findings(store), [s.path for s in store.commitlog])
-    joined = QueueOffsets()
-    for i, seg in enumerate(store.commitlog):
-        if seg.size == 0:
-            continue
-        with ReadOnlyFile(seg.path) as f:
-            done = 0
-            rows = reading.read_file_rows(
-                f,
-                seg.base,
-                file_size=store.commitlog_file_size,
-                last=i == last_index,
-                after_last=i > last_index,  # the files after it are pre-allocated
-                check_crc=options.check_crc,
-                keep_damaged=True,
-                texts=True,
-            )
-            for item in rows:
-                if isinstance(item, reading.FileEnd):
-                    progress(f.size - done)
-                    met.extend(item.findings)
-                    offsets = item.queue_offsets
-                    if offsets is not None:
-                        met.extend(offsets.findings)
-                        met.extend(joined.add_file(offsets, seg.base, store.commitlog_file_size))
-                    break
-                _count(item, seg.base, units, stats, top)
-                end = item.position[-1] + item.size[-1]
-                if end - done >= _PROGRESS_STEP:
-                    progress(end - done)
-                    done = end
+    total = StatsPartial(options.top)
+    met: list[Finding] = []
+    if counted is not None:
+        folds, findings = counted
+        for fold in folds:
+            total.merge(fold.partial)
+        directory = str(store.commitlog_dir)
+        met.extend(f for f in findings if f.path is not None and (f.path == directory or f.path.startswith(directory + "/")))
+    else:
+        live = probe_record_lock(store.lock_path) is not None
+        met.extend(model.segment_findings_on_path(model.commitlog_findings(store, live=live), [s.path for s in store.commitlog]))
+        join = cl_check.CommitLogJoin(store)
+        tasks = cl_check.commitlog_tasks(store, live=live, check_crc=options.check_crc, rows=record_count(options))
+        for task in tasks:
+            res = cl_check.check_commitlog_file(task)
+            met.extend(res.findings)
+            met.extend(join.add(res))
+            assert isinstance(res.rows, RecordCount)
+            total.merge(res.rows.partial)
+            progress(res.size)
+        last = model.last_data_file(store.commitlog)
+        for i, seg in enumerate(store.commitlog):
+            if i > last and seg.size > 0:
+                met.extend(cl_check.preallocated_file_findings(str(seg.path), store.commitlog_file_size))
+    met = [x for x in met if x.code != RMQ_CL_VALID_END]  # where the valid data ends is no damage
+    total.into(stats, top)
     pending = model_timer.timer_pending(root)  # the 5.x timer store, when there is one
     if pending is not None:
         stats.timer = pending.to_dict()
         met.extend(pending.findings)
     stats.findings.extend(met)
     stats.problems.extend(finding_text(x) for x in met if x.level is Severity.error)
-    stats.units = [units[k] for k in sorted(units)]
     stats.threshold, stats.threshold_name = ROCKETMQ_CLEAN_RATIO, "RocketMQ clean threshold (diskMaxUsedSpaceRatio)"
     return root
 
 
-def _count(rows: reading.RecordRows, base: int, units: dict[tuple[str, int], UnitStats], stats: StoreStats, top: Top) -> None:
+def _count(rows: reading.RecordRows, base: int, part: StatsPartial) -> None:
     """The records of one ``RecordRows``, in file order, into their units, the recent bytes and the
     top; the distinct TAGS and KEYS values of each unit go to its sketches once per batch."""
     tags_of: dict[tuple[str, int], set[TagValue]] = {}
     keys_of: dict[tuple[str, int], set[TagValue]] = {}
-    recent = stats.recent
+    units = part.units
+    recent = part.recent
+    top = part.top
     for pos, size, topic, queue_id, timestamp, tags, keys, code in zip(
         rows.position, rows.size, rows.topic, rows.queue_id, rows.store_timestamp, rows.tags, rows.keys, rows.code
     ):
         if code is not None:
-            stats.damaged_messages += 1
+            part.damaged_messages += 1
         key = (topic, queue_id)
         unit = units.get(key)
         if unit is None:

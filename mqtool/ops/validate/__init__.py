@@ -50,6 +50,10 @@ class ValidateOptions:
     timer_precision_ms: int | None = None
     #: RocketMQ: broker.conf's ``messageIndexEnable`` (``--config``; None: not given, judged from the store)
     message_index_enable: bool | None = None
+    #: RocketMQ: a fold of the records the broker serves, made fresh for each CommitLog file and
+    #: fed by that file's one reading (``store.model.commitlog_check.RowsFold``: report counts its
+    #: stats from validate's reading); the fed folds are ``ValidationReport.rows``, in file order
+    rows: Callable[[], Any] | None = None
 
     def wants(self, family: str) -> bool:
         return family in self.checks
@@ -110,6 +114,8 @@ class ValidationReport:
     bytes_checked: int = 0
     #: findings of ``options.ignore`` codes, by code (not listed, not counted in the verdict)
     ignored: dict[str, int] = field(default_factory=dict)
+    #: ``options.rows``'s folds, one per CommitLog file read, in file order
+    rows: list[Any] = field(default_factory=list)
 
     def add(self, finding: Finding, summary: FileSummary | None = None) -> None:
         if finding.family not in self.options.checks:

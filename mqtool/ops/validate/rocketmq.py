@@ -49,7 +49,6 @@ from mqtool.store.model import derived, index_check, queue_check
 from mqtool.store.model import queue_offsets as queue_offsets_model
 from mqtool.store.model import rocketmq as model
 from mqtool.store.model import rocketmq_broker as brokers
-from mqtool.store.model.queue_offsets import QueueOffsets
 
 
 def validate_rocketmq(path: str | Path, options: ValidateOptions, progress: Progress | None = None) -> ValidationReport:
@@ -90,59 +89,29 @@ def _validate_rocketmq(path: str | Path, options: ValidateOptions, progress: Pro
         report.add(finding)
 
     # phase 2: CommitLog
-    # The last file holding data ends in zeros; with no data at all, the first file is that file.
-    last = max(rmq.last_data_index(segments), 0)
-    tasks = [
-        cl_check.CommitLogTask(
-            str(seg.path),
-            seg.base,
-            file_size or seg.size,
-            i == last,
-            live=live,
-            alt_base=segments[i - 1].base + file_size if i and file_size and seg.base != segments[i - 1].base + file_size else None,
-            fast=options.fast,
-            root=str(store.root),
-            cq_file_size=cq_file_size if options.wants("consumequeue") else 0,
-            keys_dir=keys_dir,
-        )
-        for i, seg in enumerate(segments)
-        if seg.size > 0 and i <= last
-    ]
-    verified: dict[tuple[str, int], list[tuple[int, int]]] = {}
-    summaries: dict[str, FileSummary] = {}
-    queue_offsets = QueueOffsets()  # the continuity rule across files (``store.model.queue_offsets``)
-    commitlog_end = store.commitlog_min_offset
-    max_store_ts = 0
-    prev_file_result: cl_check.CommitLogFileResult | None = None
-    damaged: list[tuple[int, int]] = []
-    rebased: list[tuple[str, int]] = []
+    tasks = cl_check.commitlog_tasks(
+        store,
+        live=live,
+        fast=options.fast,
+        cq_file_size=cq_file_size if options.wants("consumequeue") else 0,
+        keys_dir=keys_dir,
+        rows=options.rows,
+    )
+    join = cl_check.CommitLogJoin(store)
     for res in run_tasks(cl_check.check_commitlog_file, tasks, options.jobs):
         summary = FileSummary(res.path, "commitlog", res.size, res.records, res.valid_end)
-        summaries[res.path] = summary
         report.files.append(summary)
         for finding in res.findings:
             report.add(finding, summary)
-        res_base = res.base if res.content_base is None else res.content_base
-        if res.content_base is not None:
-            rebased.append((res.path, res.content_base))
-        damaged.extend(res.damaged)
-        for key, runs in res.verified.items():
-            verified.setdefault(key, []).extend(runs)
-        # Bytes missing before this file (a missing or zero-length file): records they held are
-        # reported by RMQ-FILE-GAP / RMQ-FILE-ZERO-LENGTH, not again by what points there (and a
-        # queue may skip the records they held: ``QueueOffsets.add_file``).
-        if prev_file_result is not None and file_size:
-            prev_base = prev_file_result.base if prev_file_result.content_base is None else prev_file_result.content_base
-            gap = model.missing_between(prev_base, res_base, file_size)
-            if gap is not None:
-                damaged.append(gap)
-        for finding in queue_offsets.add_file(res.offsets, res_base, file_size):
+        for finding in join.add(res):
             report.add(finding, summary)
-        commitlog_end = res_base + res.valid_end
-        max_store_ts = max(max_store_ts, res.max_store_timestamp)
+        if res.rows is not None:
+            report.rows.append(res.rows)
         report.bytes_checked += res.size
         advance(res.size)
-        prev_file_result = res
+    last = model.last_data_file(segments)
+    queue_offsets, commitlog_end, max_store_ts = join.queue_offsets, join.commitlog_end, join.max_store_timestamp
+    verified, damaged, rebased = join.verified, join.damaged, join.rebased
     damaged_ranges = cl_check.merge_ranges(damaged)
     for i, seg in enumerate(segments):
         if i > last and seg.size > 0:

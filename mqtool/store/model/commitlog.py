@@ -292,9 +292,9 @@ def read_file_rows(
             elif isinstance(item, ColumnPiece):
                 if records:
                     if batch:
-                        yield _decoded_rows(batch, texts)
+                        yield decoded_rows(batch, texts)
                         batch = []
-                    yield _column_rows(item.data, item.position, item.walk, texts)
+                    yield column_rows(item.data, item.position, item.walk, texts)
             else:
                 decoded = True
                 if records:
@@ -310,14 +310,14 @@ def read_file_rows(
     for rec in _precise(f, base, start, file_size=file_size, last=last, check_crc=check_crc, keep_damaged=keep_damaged, offsets=offsets, judge=judge):
         if isinstance(rec, FileEnd):
             if batch:
-                yield _decoded_rows(batch, texts)
+                yield decoded_rows(batch, texts)
             yield replace(rec, findings=said + rec.findings) if said else rec
             return
         if not records:
             continue
         batch.append(rec)
         if len(batch) >= ROWS_BATCH:
-            yield _decoded_rows(batch, texts)
+            yield decoded_rows(batch, texts)
             batch = []
 
 
@@ -488,7 +488,7 @@ def _precise(
     yield FileEnd(walk.valid_end, walk.end, walk.error, walk.failed_at, walk.torn, findings, offsets)
 
 
-def _column_rows(data: bytes, pos: int, walk: ColumnWalk, texts: bool) -> RecordRows:
+def column_rows(data: bytes, pos: int, walk: ColumnWalk, texts: bool) -> RecordRows:
     """The healthy records of one piece (at file position ``pos``) as rows."""
     cols = walk.columns
     count = len(cols)
@@ -528,7 +528,7 @@ def _column_texts(data: bytes, walk: ColumnWalk) -> tuple[list[TextValue | None]
     return tags, keys
 
 
-def _decoded_rows(batch: list[DecodedRecord], texts: bool) -> RecordRows:
+def decoded_rows(batch: list[DecodedRecord], texts: bool) -> RecordRows:
     records = [item.record for item in batch]
     return RecordRows(
         position=[item.position for item in batch],

@@ -19,8 +19,9 @@ from __future__ import annotations
 
 import bisect
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
+from typing import Protocol, cast
 
 import numpy as np
 
@@ -28,6 +29,7 @@ from mqtool.errors import MqError, StoreIOError
 from mqtool.findings import Finding, Severity
 from mqtool.findings.code_ids import RMQ_CL_VALID_END, RMQ_FILE_UNREADABLE
 from mqtool.formats.rocketmq.columns import ColumnStop, CommitLogColumns, concat_columns
+from mqtool.formats.rocketmq.commitlog import MessageRecord
 from mqtool.store import rocketmq as rmq
 from mqtool.store.files import ReadOnlyFile
 from mqtool.store.model import commitlog as model_cl
@@ -40,13 +42,30 @@ from mqtool.store.model.commitlog_walk import (
     Handover,
     Rebased,
     Record,
+    Served,
     Stretch,
     read_events,
 )
 from mqtool.store.model.commitlog_walk import _walk_commitlog_file as _walk_commitlog_file
-from mqtool.store.model.queue_offsets import FileQueueOffsets
+from mqtool.store.model.queue_offsets import FileQueueOffsets, QueueOffsets
 
-__all__ = ["CommitLogFileResult", "CommitLogTask", "Damage", "Event", "FileEnd", "Handover", "Rebased", "Record", "Stretch", "check_commitlog_file", "read_events"]
+__all__ = [
+    "CommitLogFileResult",
+    "CommitLogJoin",
+    "CommitLogTask",
+    "Damage",
+    "Event",
+    "FileEnd",
+    "Handover",
+    "Rebased",
+    "Record",
+    "RowsFold",
+    "Served",
+    "Stretch",
+    "check_commitlog_file",
+    "commitlog_tasks",
+    "read_events",
+]
 
 
 @dataclass
@@ -71,6 +90,8 @@ class CommitLogFileResult:
     #: Fast path only: per topic/queue, the queue-offset runs [first, stop) whose ConsumeQueue
     #: units were verified against this file's records (they need no per-unit check).
     verified: dict[tuple[str, int], list[tuple[int, int]]] = field(default_factory=dict)
+    #: ``CommitLogTask.rows`` after the reading fed it (from a worker process: its copy)
+    rows: object = None
     #: Every topic/queue's QUEUEOFFSETs in this file, and the records its skipped bytes may have
     #: held (``store.model.queue_offsets``: the continuity rule every reader applies too).
     offsets: FileQueueOffsets = field(init=False)
@@ -84,7 +105,7 @@ class CommitLogFileResult:
 
 def check_commitlog_file(task: CommitLogTask) -> CommitLogFileResult:
     """Every record of one CommitLog file and how the file ends.  Never raises on data."""
-    res = CommitLogFileResult(task.path, task.base, 0)
+    res = CommitLogFileResult(task.path, task.base, 0, rows=task.rows)
     try:
         f = ReadOnlyFile(task.path)
     except MqError as exc:
@@ -105,14 +126,60 @@ def check_commitlog_file(task: CommitLogTask) -> CommitLogFileResult:
             start, stop = exc.position or 0, max(task.file_size, f.size)
             res.damaged.append((task.base + start, task.base + stop))
             res.offsets.skip(stop - start)
+    res.rows = task.rows
     return res
+
+
+class RowsFold(Protocol):
+    """A fold of the records the broker serves of one CommitLog file (stats' count), fed by
+    validate's fold as the file's one reading goes (``CommitLogTask.rows``): each run of records
+    as ``RecordRows`` with their TAGS and KEYS texts, in file order, with the commitlog offset the
+    file's records start at.  The records are those ``CommitLog.recoverNormally`` takes (up to
+    the first broken record, a torn tail or stale data), and a record whose frame holds around a
+    failed body CRC (:class:`Served`, its ``code`` the finding's), as the broker serves it."""
+
+    def feed(self, rows: model_cl.RecordRows, base: int) -> None: ...
+
+
+class _Rows:
+    """Feeds ``CommitLogTask.rows`` from the events validate's fold reads."""
+
+    def __init__(self, fold: RowsFold) -> None:
+        self.fold = fold
+        self.batch: list[model_cl.DecodedRecord] = []
+        self.served: model_cl.DecodedRecord | None = None
+        self.open = True  # no broken record met yet
+
+    def stretch(self, ev: Stretch, base: int) -> None:
+        self.flush(base)
+        self.fold.feed(model_cl.column_rows(ev.data, ev.position, ev.walk, True), base)
+
+    def record(self, position: int, record: MessageRecord, code: str | None, base: int) -> None:
+        self.batch.append(model_cl.DecodedRecord(position, record, [], code))
+        if len(self.batch) >= model_cl.ROWS_BATCH:
+            self.flush(base)
+
+    def broken(self, ev: Damage, base: int) -> None:
+        served, self.served = self.served, None
+        if served is not None and served.position == ev.at and ev.finding is not None:
+            self.record(served.position, served.record, ev.finding.code, base)
+            return
+        self.flush(base)
+        self.open = False  # the broker's recovery stops at a broken record: so do its records
+
+    def flush(self, base: int) -> None:
+        if self.batch:
+            self.fold.feed(model_cl.decoded_rows(self.batch, True), base)
+            self.batch = []
 
 
 def _assemble(task: CommitLogTask, res: CommitLogFileResult, events: Iterator[Event]) -> None:
     """Fold one file's events into ``res``: records, queue offsets (the store model's continuity
-    rule, ``FileQueueOffsets.record``), timestamps, findings, the ranges they cover."""
+    rule, ``FileQueueOffsets.record``), timestamps, findings, the ranges they cover; and, with
+    ``task.rows``, feed the records the broker serves to that fold (:class:`RowsFold`)."""
     base = task.base
     offsets = res.offsets
+    rows = _Rows(cast("RowsFold", task.rows)) if task.rows is not None else None
     # a healthy file's units and keys are checked in bulk against its columns (``_check_in_bulk``)
     bulk = task.fast and (bool(task.cq_file_size and task.root) or task.keys_dir is not None)
     parts: list[tuple[int, CommitLogColumns]] = []
@@ -127,7 +194,11 @@ def _assemble(task: CommitLogTask, res: CommitLogFileResult, events: Iterator[Ev
             res.records += 1
             res.max_store_timestamp = max(res.max_store_timestamp, rec.store_timestamp)
             res.last_store_timestamp = rec.store_timestamp
+            if rows is not None and rows.open:
+                rows.record(at, rec, ev.code, base)
         elif isinstance(ev, Damage):
+            if rows is not None and rows.open and ev.cause == "broken":
+                rows.broken(ev, base)
             if ev.finding is not None:
                 res.findings.append(ev.finding)
             if ev.covers is not None:
@@ -142,7 +213,12 @@ def _assemble(task: CommitLogTask, res: CommitLogFileResult, events: Iterator[Ev
         elif isinstance(ev, Rebased):
             precise = True
             base = res.content_base = ev.base
+        elif isinstance(ev, Served):
+            if rows is not None and rows.open:
+                rows.served = model_cl.DecodedRecord(ev.position, ev.record, [], None)
         elif isinstance(ev, Stretch):
+            if rows is not None and rows.open:
+                rows.stretch(ev, base)
             cols = ev.walk.columns
             for broke in offsets.add_columns(cols, ev.position):
                 res.findings.append(broke)  # at the record's QUEUEOFFSET field: the record is covered
@@ -155,6 +231,8 @@ def _assemble(task: CommitLogTask, res: CommitLogFileResult, events: Iterator[Ev
             if bulk:
                 parts.append((ev.position, cols))
         elif isinstance(ev, FileEnd):
+            if rows is not None:
+                rows.flush(base)
             res.valid_end = ev.valid_end
             res.first_broken = ev.first_broken
             res.bytes_read = ev.bytes_read
@@ -186,7 +264,7 @@ def _recheck_live_tail(task: CommitLogTask, first: CommitLogFileResult) -> Commi
         second = CommitLogFileResult(task.path, task.base, 0)
         with ReadOnlyFile(task.path) as f:
             second.size = f.size
-            _assemble(task, second, _walk_commitlog_file(f, task))
+            _assemble(replace(task, rows=None), second, _walk_commitlog_file(f, task))  # the first reading fed the rows
         if second.valid_end > first.valid_end:
             tail = first.valid_end
             kept = [x for x in first.findings if x.level is Severity.info or x.position is None or x.position < tail]
@@ -196,6 +274,88 @@ def _recheck_live_tail(task: CommitLogTask, first: CommitLogFileResult) -> Commi
             first.damaged = [r for r in first.damaged if r[0] < task.base + tail]
             return first
     return first
+
+
+# --- the store's CommitLog files, one task each ------------------------------------------------
+
+
+def commitlog_tasks(
+    store: rmq.RocketMQStore,
+    *,
+    live: bool = False,
+    fast: bool = True,
+    cq_file_size: int = 0,
+    keys_dir: str | None = None,
+    check_crc: bool = True,
+    rows: Callable[[], RowsFold] | None = None,
+) -> list[CommitLogTask]:
+    """One task per CommitLog file that holds data, up to the newest one (``model.last_data_file``:
+    the files after it are pre-allocated, :func:`preallocated_file_findings`), in order: the
+    reading of the store's CommitLog that validate, stats and report fold.  ``cq_file_size`` and
+    ``keys_dir``: validate's bulk cross-checks of a healthy file (0 / None: none); ``rows``: a
+    fresh :class:`RowsFold` for each file (stats' count)."""
+    segments = store.commitlog
+    file_size = store.commitlog_file_size
+    last = model.last_data_file(segments)
+    return [
+        CommitLogTask(
+            str(seg.path),
+            seg.base,
+            file_size or seg.size,
+            i == last,
+            live=live,
+            alt_base=segments[i - 1].base + file_size if i and file_size and seg.base != segments[i - 1].base + file_size else None,
+            fast=fast,
+            root=str(store.root),
+            cq_file_size=cq_file_size,
+            keys_dir=keys_dir,
+            check_crc=check_crc,
+            served=rows is not None,
+            rows=rows() if rows is not None else None,
+        )
+        for i, seg in enumerate(segments)
+        if seg.size > 0 and i <= last
+    ]
+
+
+class CommitLogJoin:
+    """The CommitLog files' results (:func:`check_commitlog_file` of :func:`commitlog_tasks`)
+    joined in file order: the queue-offset continuity across files
+    (``QueueOffsets.add_file``), the commitlog ranges reported or missing between files, the
+    misnamed files, the verified ConsumeQueue runs, where the CommitLog's valid data ends and
+    its newest store time."""
+
+    def __init__(self, store: rmq.RocketMQStore) -> None:
+        self.file_size = store.commitlog_file_size
+        self.queue_offsets = QueueOffsets()
+        self.commitlog_end = store.commitlog_min_offset
+        self.max_store_timestamp = 0
+        self.damaged: list[tuple[int, int]] = []
+        self.rebased: list[tuple[str, int]] = []
+        self.verified: dict[tuple[str, int], list[tuple[int, int]]] = {}
+        self._prev_base: int | None = None
+
+    def add(self, res: CommitLogFileResult) -> list[Finding]:
+        """Join the next file's result; returns the findings the join states about it (a queue
+        whose QUEUEOFFSETs break across files)."""
+        base = res.base if res.content_base is None else res.content_base
+        if res.content_base is not None:
+            self.rebased.append((res.path, res.content_base))
+        self.damaged.extend(res.damaged)
+        for key, runs in res.verified.items():
+            self.verified.setdefault(key, []).extend(runs)
+        # Bytes missing before this file (a missing or zero-length file): records they held are
+        # reported by RMQ-FILE-GAP / RMQ-FILE-ZERO-LENGTH, not again by what points there (and a
+        # queue may skip the records they held: ``QueueOffsets.add_file``).
+        if self._prev_base is not None and self.file_size:
+            gap = model.missing_between(self._prev_base, base, self.file_size)
+            if gap is not None:
+                self.damaged.append(gap)
+        found = self.queue_offsets.add_file(res.offsets, base, self.file_size)
+        self.commitlog_end = base + res.valid_end
+        self.max_store_timestamp = max(self.max_store_timestamp, res.max_store_timestamp)
+        self._prev_base = base
+        return list(found)
 
 
 # --- what the other checks need of this one ------------------------------------------------------

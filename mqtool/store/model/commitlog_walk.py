@@ -57,7 +57,7 @@ record whose TOTALSIZE reaches past the end of a file that was cut short for RMQ
 from __future__ import annotations
 
 from collections.abc import Generator, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import cast
 
 import numpy as np
@@ -129,6 +129,11 @@ class CommitLogTask:
     #: goes on after it, as the broker serves it (``store.rocketmq.CommitLogFileWalk``'s
     #: ``keep_damaged``); without it the walk reports it and resynchronises (validate).
     keep_damaged: bool = False
+    #: Yield a :class:`Served` before the broken record it is (``keep_damaged`` off).
+    served: bool = False
+    #: A fold of the records the broker serves, fed by validate's fold as it reads them
+    #: (``store.model.commitlog_check.RowsFold``; one per task, handed back in the result).
+    rows: object = field(default=None, compare=False)
 
 
 def _header_store_timestamp(f: ReadOnlyFile, base: int, pos: int) -> int:
@@ -176,7 +181,21 @@ class Stretch:
 @dataclass(slots=True)
 class Record:
     """One record the precise walk decoded at file ``position``; the findings about its own
-    bytes (``model.record_findings``) are the :class:`Damage` events just before it."""
+    bytes (``model.record_findings``) are the :class:`Damage` events just before it, ``code``
+    the first one's code (None: a healthy record)."""
+
+    position: int
+    record: MessageRecord
+    code: str | None = None
+
+
+@dataclass(slots=True)
+class Served:
+    """With ``CommitLogTask.served``: the broken record at file ``position`` has a frame that holds
+    around a failed body CRC, so the broker serves it (``CommitLog.recoverNormally`` reads on after
+    it); its :class:`Damage` (``cause`` ``broken``, ``at`` the same position) comes next, and the
+    walk resynchronises after it as for any broken record.  A reader that counts what the broker
+    serves (stats) takes it; validate's fold does not."""
 
     position: int
     record: MessageRecord
@@ -202,7 +221,10 @@ class Damage:
     the reading knows, before it reads on (at a broken record, at the end of the records);
     ``store_timestamp``: a broken record's STORETIMESTAMP when its header is trusted.
 
-    What a range reading (``CommitLogTask.stop``) is told besides: ``cause`` names what the
+    A broken record's finding has ``cause`` ``broken`` and ``at`` its file position in every
+    reading (where a fold of the records the broker serves stops, unless a :class:`Served` at
+    the same position came just before it).  What a range reading (``CommitLogTask.stop``) is
+    told besides: ``cause`` names what the
     event is about -- ``broken`` (a broken record's finding; the commitlog range it spoils is the
     next event's ``covers``), ``region`` (where the walk resynchronised after it: ``covers``, and
     the RMQ-CL-UNREADABLE-REGION between when there is one), ``kept`` (a record served despite
@@ -252,7 +274,7 @@ class Handover:
     bytes_read: int
 
 
-Event = Stretch | Record | Rebased | Damage | FileEnd | Handover
+Event = Stretch | Record | Served | Rebased | Damage | FileEnd | Handover
 
 
 def read_events(f: ReadOnlyFile | Readable, task: CommitLogTask) -> Iterator[Event]:
@@ -397,7 +419,9 @@ def _walk_commitlog_file(f: ReadOnlyFile, task: CommitLogTask) -> Iterator[Event
                             yield Damage(x)
                         if covers is not None:
                             yield Damage(None, covers=covers)
-                    yield Record(here, rec)
+                        yield Record(here, rec, found[0].code)
+                    else:
+                        yield Record(here, rec)
                     st.records += 1
                     at = p + rec.total_size
                     precise_left -= 1
@@ -417,6 +441,10 @@ def _walk_commitlog_file(f: ReadOnlyFile, task: CommitLogTask) -> Iterator[Event
                         at = kept
                         precise_left -= 1
                         continue
+                elif task.served:
+                    served = _servable(f, task, data, pos + (walker.failed_at or 0), walker.failed_at or 0, exc)
+                    if served is not None:
+                        yield Served(pos + (walker.failed_at or 0), served)
                 resume = yield from _after_broken_record(f, task, pos + (walker.failed_at or 0), exc.at(path, pos), st)
                 if resume is not None and pos + at < resume < pos + len(data) - rmq.JUDGED_HEADER:
                     at, resume = resume - pos, -1  # the walk goes on in the piece in hand
@@ -469,8 +497,8 @@ def _kept_record(f: ReadOnlyFile, task: CommitLogTask, st: _Walk, data: bytes, p
     the walk goes on in the piece (after it).  0: its frame is broken (the walk resynchronises);
     None: the walk ended (a torn tail, or the range's stop)."""
     here = pos + p
-    kept = rmq.CommitLogFileWalk.framed_record(data, p, exc)
-    if kept is None or (task.is_last and rmq.torn_tail_at(f, here, task.file_size) is not None):
+    kept = _framed(f, task, data, here, p, exc)
+    if kept is None:
         return 0
     if task.is_last and not data[p + kept.total_size - 1]:
         torn = rmq.torn_record_tail(f, here, kept, 0, task.file_size)
@@ -489,6 +517,25 @@ def _kept_record(f: ReadOnlyFile, task: CommitLogTask, st: _Walk, data: bytes, p
     yield Record(here, kept)
     st.records += 1
     return p + kept.total_size
+
+
+def _framed(f: ReadOnlyFile, task: CommitLogTask, data: bytes, here: int, p: int, exc: MqError) -> MessageRecord | None:
+    """The record at file position ``here`` (``p`` in ``data``) that failed with ``exc``, when its
+    frame holds around a failed body CRC (``CommitLogFileWalk.framed_record``) and it is no torn
+    tail of the newest file; else None."""
+    kept = rmq.CommitLogFileWalk.framed_record(data, p, exc)
+    if kept is None or (task.is_last and rmq.torn_tail_at(f, here, task.file_size) is not None):
+        return None
+    return kept
+
+
+def _servable(f: ReadOnlyFile, task: CommitLogTask, data: bytes, here: int, p: int, exc: MqError) -> MessageRecord | None:
+    """What the broker serves of the broken record at ``here`` (see :class:`Served`): the record
+    when its frame holds and it is no torn tail (``_kept_record``'s rule), else None."""
+    kept = _framed(f, task, data, here, p, exc)
+    if kept is None or (task.is_last and not data[p + kept.total_size - 1] and rmq.torn_record_tail(f, here, kept, 0, task.file_size) is not None):
+        return None
+    return kept
 
 
 def _end_damage(f: ReadOnlyFile, task: CommitLogTask, st: _Walk, end_pos: int, kind: str, length: int) -> Iterator[Damage]:
@@ -560,7 +607,7 @@ def _after_broken_record(f: ReadOnlyFile, task: CommitLogTask, bad: int, exc: Mq
         tail = task.is_last and isinstance(f, ReadOnlyFile) and model.ignored_tail(f, base, bad)
         yield Damage(Finding(code, task.path, located.position, reason), cause="broken", at=bad, tail=tail)
     else:
-        yield Damage(Finding(code, task.path, located.position, reason, severity=level), store_timestamp=_header_store_timestamp(f, base, bad))
+        yield Damage(Finding(code, task.path, located.position, reason, severity=level), store_timestamp=_header_store_timestamp(f, base, bad), cause="broken", at=bad)
     resume = next((bad + n for n in sorted(frames) if rmq.clean_at(f, base, bad + n)), None)
     region = None
     if resume is None:
