@@ -20,7 +20,8 @@ piece, or pieces that put boundaries inside records and headers; validate's find
 depend on it, and the readers run with the same pieces.
 
 Where a command does not read the damaged bytes at all, ``OFF_PATH`` says so with the reason;
-damage validate itself does not see is in ``NOT_SEEN`` (checked: validate still says nothing).
+every damage kind of the matrix is one validate reports (a kind it does not report has no first
+finding for the others to name: ``test_every_command_names_validates_first_damage`` fails on it).
 ``tests/ops/test_readers_agree.py`` holds the fixed-offset cases this matrix generalises;
 ``tests/test_consistency_matrix_big.py`` runs its checks on a generated store whose CommitLog files
 are larger than the walkers' default read piece (8 MiB), with no piece size set.
@@ -286,10 +287,6 @@ DAMAGES: dict[str, tuple[str, Damage]] = {  # kind -> (dump family, damage)
     "missing-indexfile": ("index", _missing_index_file),
 }
 
-#: damage validate does not report (so there is no first finding for the others to name);
-#: ``test_not_seen_by_validate`` checks it still does not, so this table is kept true
-NOT_SEEN: dict[str, tuple[Damage, str]] = {}
-
 _CQ = {"missing-consumequeue-dir", "missing-last-consumequeue-file", "short-consumequeue-file", "missing-first-consumequeue-file"}
 _IDX = {"stale-indexfile", "missing-indexfile"}
 
@@ -449,19 +446,6 @@ def test_off_path_names_real_kinds():
         assert command in READERS and kind in DAMAGES, (command, kind)
     for command, kind in OPEN:
         assert command in (*READERS, "recover") and kind in DAMAGES and (command, kind) not in OFF_PATH, (command, kind)
-
-
-@pytest.mark.parametrize("kind", sorted(NOT_SEEN))
-@settings(max_examples=3, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(data=st.data())
-def test_not_seen_by_validate(kind, pristine, data):
-    """Damage validate does not report: when it learns to, move the kind into DAMAGES."""
-    with tempfile.TemporaryDirectory() as where:
-        root = Path(where) / "store"
-        shutil.copytree(pristine, root)
-        NOT_SEEN[kind][0](data, root)
-        report = validate_path(root, ValidateOptions(jobs=1), "rocketmq")
-        assert [f for f in report.findings if f.level.value in ("error", "warning") and f.family != "config"] == []
 
 
 #: kinds recover refuses: what it cannot fix (the finding is in the plan's ``unfixable``)
