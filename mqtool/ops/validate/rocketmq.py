@@ -22,7 +22,8 @@ skipped bytes may have held; a misnamed file's records are read at the offsets t
 This module assembles: it builds the tasks, runs them with ``run_tasks`` and merges their results
 into the report.  The bytes are judged in the store model, one module per file family:
 ``store.model.commitlog_check`` (a CommitLog file), ``store.model.queue_check`` (a ConsumeQueue),
-``store.model.index_check`` (an IndexFile); ``store.model.rocketmq`` holds the store-wide rules.
+``store.model.index_check`` (an IndexFile), ``store.model.rocksdb_cq_check``, ``timer_check`` and
+``compaction_check``; ``store.model.rocketmq`` holds the store-wide rules.
 """
 
 from __future__ import annotations
@@ -36,19 +37,19 @@ from mqtool.findings.code_ids import RMQ_IDX_IN_PROGRESS
 from mqtool.formats.rocketmq import checkpoint as cpf
 from mqtool.formats.rocketmq import config as cfgf
 from mqtool.ops.validate import FileSummary, Progress, ValidateOptions, ValidationReport, run_tasks
-from mqtool.ops.validate import compaction as validate_compaction
-from mqtool.ops.validate import rocksdb_cq as validate_rocksdb_cq
-from mqtool.ops.validate import timer as validate_timer
 from mqtool.store import rocketmq as rmq
 from mqtool.store.files import read_small_file
 from mqtool.store.lock import probe_record_lock
 from mqtool.store.model import commitlog as model_cl
 from mqtool.store.model import commitlog_check as cl_check
+from mqtool.store.model import compaction_check as validate_compaction
 from mqtool.store.model import consumers as model_consumers
 from mqtool.store.model import derived, index_check, queue_check
 from mqtool.store.model import queue_offsets as queue_offsets_model
 from mqtool.store.model import rocketmq as model
 from mqtool.store.model import rocketmq_broker as brokers
+from mqtool.store.model import rocksdb_cq_check as validate_rocksdb_cq
+from mqtool.store.model import timer_check as validate_timer
 
 
 def validate_rocketmq(path: str | Path, options: ValidateOptions, progress: Progress | None = None) -> ValidationReport:
@@ -163,10 +164,12 @@ def _validate_rocketmq(path: str | Path, options: ValidateOptions, progress: Pro
         rocks = validate_rocksdb_cq.check_rocksdb_cq(
             store, commitlog_end=commitlog_end, last_queue_offsets=last_offsets, damaged=damaged_ranges, end_cause=end_cause, live=live
         )
-        if rocks.summary is not None:
-            report.files.append(rocks.summary)
+        rocks_summary = None
+        if rocks.path is not None:
+            rocks_summary = FileSummary(rocks.path, "consumequeue", rocks.size, rocks.units, None)
+            report.files.append(rocks_summary)
         for finding in rocks.findings:
-            report.add(finding, rocks.summary)
+            report.add(finding, rocks_summary)
         if rocks.facts:
             report.facts["rocksdb_consumequeue"] = rocks.facts
         queue_ranges = {**rocks.ranges, **queue_ranges}

@@ -16,7 +16,7 @@ and sparse consume queue read once, for every command, as located items and find
 * ``position-checkpoint`` is a config JSON file (``CompactionPositionMgr``).
 
 What ties them together (units to records, the two file lists, the position) is checked by
-``ops/validate/compaction.py`` from what this module reads.
+``store.model.compaction_check`` from what this module reads.
 """
 
 from __future__ import annotations

@@ -21,7 +21,7 @@ and ``config/timermetrics`` read once, for every command, as typed items and fin
   ``timermetrics`` is a config JSON file (``RMQ-CONFIG-PARSE``, as the other config files).
 
 What ties them together (slots to units, units to CommitLog records, the checkpoint to the files)
-is checked by ``ops/validate/timer.py`` from what this module reads.
+is checked by ``store.model.timer_check`` from what this module reads.
 """
 
 from __future__ import annotations

@@ -1146,10 +1146,11 @@ def test_every_code_has_a_test_or_a_reason():
     """Every RMQ code is asserted by a test (here, or for file-system oddities in another test
     module), or is listed above with the reason validate never produces it."""
     import mqtool.ops.validate.rocketmq as engine
-    from mqtool.store.model import commitlog_check, commitlog_walk, index_check, queue_check
+    from mqtool.store.model import commitlog_check, commitlog_walk, compaction_check, index_check, queue_check, rocksdb_cq_check, timer_check
 
     # validate's checks live in the store model since issue 27: every module that produces its codes
-    engine_source = "".join(Path(m.__file__).read_text() for m in (engine, commitlog_check, commitlog_walk, queue_check, index_check))
+    modules = (engine, commitlog_check, commitlog_walk, queue_check, index_check, rocksdb_cq_check, timer_check, compaction_check)
+    engine_source = "".join(Path(m.__file__).read_text() for m in modules)
     here = Path(__file__)
     tests_source = here.read_text().split("#: Codes validate never produces")[0] + "".join(
         p.read_text() for p in here.parents[1].rglob("test_*.py") if p != here

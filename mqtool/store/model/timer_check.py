@@ -1,6 +1,7 @@
-"""validate: the RocketMQ 5.x timer store, across its files and against the CommitLog.
+"""The RocketMQ 5.x timer store judged across its files and against the CommitLog (validate's
+``timer`` family, ``store.model.rocketmq_read`` runs it).
 
-What the store model reads (``store.model.timer``: each TimerLog file's units and how it ends,
+What ``store.model.timer`` reads (each TimerLog file's units and how it ends,
 the wheel's size and used slots, the checkpoint) is tied together here, as the broker's timer
 store (``TimerMessageStore``) relies on it:
 

@@ -1,7 +1,8 @@
-"""validate: RocketMQ's compaction store (``compaction/``), each queue's compaction log against its
-sparse consume queue, as the broker loads and serves them.
+"""RocketMQ's compaction store (``compaction/``) judged: each queue's compaction log against its
+sparse consume queue, as the broker loads and serves them (validate's ``compaction`` family,
+``store.model.rocketmq_read`` runs it).
 
-What the store model reads (``store.model.compaction``: each compaction-log file's records and how
+What ``store.model.compaction`` reads (each compaction-log file's records and how
 it ends, each sparse-CQ file's units and how it ends, ``position-checkpoint``) is tied together
 here:
 

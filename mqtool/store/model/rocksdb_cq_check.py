@@ -1,7 +1,7 @@
-"""validate: the RocksDB ConsumeQueue of a RocketMQ 5.2+ store (``storeType=defaultRocksDB``).
+"""The RocksDB ConsumeQueue of a RocketMQ 5.2+ store (``storeType=defaultRocksDB``) judged.
 
-Part of the RocketMQ checks (``ops.validate.rocketmq`` calls ``check_rocksdb_cq`` after the file
-ConsumeQueues), in their ``consumequeue`` family and finding vocabulary.  What is read and judged
+Part of the RocketMQ reading (``store.model.rocketmq_read`` calls ``check_rocksdb_cq`` after the
+file ConsumeQueues), in its ``consumequeue`` family and finding vocabulary.  What is read and judged
 is the store model's (``store.model.rocksdb_cq.judge``: units against the CommitLog, holes between
 a queue's keys, the offset table, the dispatch checkpoint); here it is tied to the rest of the store:
 
@@ -27,7 +27,6 @@ from typing import Any
 from mqtool.errors import CorruptDataError
 from mqtool.findings import Finding
 from mqtool.findings import code_ids as ids
-from mqtool.ops.validate import FileSummary
 from mqtool.store import rocketmq as rmq
 from mqtool.store import rocksdb_cq as store_rcq
 from mqtool.store.model import rocketmq as model
@@ -42,8 +41,11 @@ class RocksCheck:
     facts: dict[str, Any] = field(default_factory=dict)
     #: ``[min, max)`` of each queue the RocksDB ConsumeQueue holds (as the broker serves them)
     ranges: dict[QueueKey, tuple[int, int]] = field(default_factory=dict)
-    #: the database as one entry of validate's files (its bytes, its units)
-    summary: FileSummary | None = None
+    #: the database, as one entry of validate's files: its path (None: the store has none), its
+    #: bytes and its units
+    path: str | None = None
+    size: int = 0
+    units: int = 0
 
 
 def check_rocksdb_cq(
@@ -64,18 +66,18 @@ def check_rocksdb_cq(
         db = store_rcq.RocksCq(path)
     except CorruptDataError as exc:
         out.findings.append(Finding(ids.RMQ_FILE_UNREADABLE, str(path), None, f"the RocksDB ConsumeQueue: {exc.reason}"))
-        out.summary = FileSummary(str(path), "consumequeue", 0, 0, None)
+        out.path = str(path)
         return out
     with db:
         try:
             judged = model_rcq.judge(db, store, commitlog_end=commitlog_end, damaged=damaged)
         except CorruptDataError as exc:  # RocksDB refused to read on (a block checksum, a truncated SST)
             out.findings.append(Finding(ids.RMQ_FILE_UNREADABLE, str(path), None, f"the RocksDB ConsumeQueue: {exc.reason}"))
-            out.summary = FileSummary(str(path), "consumequeue", db.size, 0, None)
+            out.path, out.size = str(path), db.size
             return out
         out.findings.extend(model.link_knock_on(f, end_cause) for f in judged.findings)
         out.ranges = judged.ranges()
-        out.summary = FileSummary(str(path), "consumequeue", db.size, judged.units, None)
+        out.path, out.size, out.units = str(path), db.size, judged.units
         if store.queues():
             out.findings.extend(model_rcq.divergence_findings(db, store, set(judged.spans)))
         else:
