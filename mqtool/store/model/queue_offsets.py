@@ -340,13 +340,16 @@ def read_file(
     last: bool,
     end_findings: bool = False,
     on_record: Callable[[int, MessageRecord], None] | None = None,
+    raise_errors: bool = False,
 ) -> FileReading:
     """Read the open CommitLog file ``f`` (named ``base``; ``size`` the configured file size) once
     for its queue offsets (``file_queue_offsets``), keeping what the reading saw (``FileReading``).
     The precise walk is the recovery's (``CommitLog.recoverNormally``: body CRCs checked, the newest
     file ending at a torn tail), so a plan takes its valid end from it.  ``on_record``: the file is
     walked record by record (never as columns), each record handed to it (``info`` reads the
-    newest file's records for the broker version they show)."""
+    newest file's records for the broker version they show).  A read that fails is
+    ``FileReading.failed`` (what it could not read may have held any records), or, with
+    ``raise_errors``, raises its ``StoreIOError``."""
     import time
 
     started = time.perf_counter()
@@ -381,6 +384,8 @@ def read_file(
             if end_findings:
                 out.end_findings = reading.record_findings + model.commitlog_file_findings(f, walk, size, last=last, tails=reading.tails)
     except StoreIOError as exc:  # what could not be read may have held records
+        if raise_errors:
+            raise
         out.skip(max(size, f.size) - (exc.position or 0))
         reading.failed = True
     reading.seconds = time.perf_counter() - started
@@ -393,20 +398,14 @@ def read_newest_file(seg: rmq.Segment, file_size: int | None, on_record: Callabl
     each record handed to ``on_record``: its queue offsets, and how it ends as validate states it
     (``FileQueueOffsets.end_findings``, ``model.commitlog_file_findings``).  ``file_size``: the
     configured CommitLog file size (None: the file's own).  ``info`` reads the active file so when
-    the restart preview's reading did not; an error opening or reading the file is raised."""
-    offsets = FileQueueOffsets(str(seg.path))
-    reading = FileReading(offsets)
+    the restart preview's reading did not; an error opening or reading the file is raised.
+    The reading is :func:`read_file`'s, record by record."""
     with ReadOnlyFile(seg.path) as f:
-        walk = reading.walk = rmq.CommitLogFileWalk(f, last=True, file_size=file_size, base=seg.base)
-        for pos, record in walk:
-            offsets.record(pos, record)
-            if on_record is not None:
-                on_record(pos, record)
-            reading.records += 1
-            reading.last_store_timestamp = record.store_timestamp
-        offsets.walk_end(walk, file_size)
-        offsets.end_findings = model.commitlog_file_findings(f, walk, file_size, last=True)
-    return reading
+        return read_file(f, seg.base, file_size or f.size, last=True, end_findings=True, on_record=on_record or _any_record, raise_errors=True)
+
+
+def _any_record(_pos: int, _record: MessageRecord) -> None:
+    """An ``on_record`` that only asks for the record-by-record walk."""
 
 
 @dataclass(frozen=True)
