@@ -989,7 +989,7 @@ CONFIG_SHAPES = {
 
 
 def test_config_files_list_every_file_validate_reads():
-    import mqtool.ops.validate.rocketmq as engine
+    import mqtool.store.model.rocketmq_read as engine
 
     assert [name for name, _ in engine.CONFIG_FILES] == list(CONFIG_DOCS) == list(CONFIG_SHAPES)
 
@@ -1145,7 +1145,7 @@ NOT_PRODUCED: dict[str, str] = {}
 def test_every_code_has_a_test_or_a_reason():
     """Every RMQ code is asserted by a test (here, or for file-system oddities in another test
     module), or is listed above with the reason validate never produces it."""
-    import mqtool.ops.validate.rocketmq as engine
+    import mqtool.store.model.rocketmq_read as engine
     from mqtool.store.model import commitlog_check, commitlog_walk, compaction_check, index_check, queue_check, rocksdb_cq_check, timer_check
 
     # validate's checks live in the store model since issue 27: every module that produces its codes
