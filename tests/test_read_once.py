@@ -42,11 +42,9 @@ FIXED_PER_FILE = 4096
 #: ``model``: the command's own walk, then the store model's findings read the bytes again;
 #: ``verbs``: report runs validate, recover's plan, clean's plan and stats, each its own reading.
 READ_TODAY: dict[tuple[str, str], float] = {
-    # report -j 1, every read counted (validate's worker processes hid theirs before): validate,
-    # recover's plan and stats each read the CommitLog
-    # (Jafka/MetaQ: validate's reading serves recover, clean and stats' count; Kafka: recover,
-    # clean, stats' count and lag's offsets)
-    ("rocketmq", "report"): 2.0,  # verbs: validate's reading counts stats' records, recover's plan reads again
+    # empty: report (-j 1, every read counted) reads each log byte once on every layout --
+    # validate's reading serves recover's plan and stats' count (RocketMQ: the healthy CommitLog
+    # files' readings kept, ``queue_offsets.shared_reading``), clean's and lag's (Kafka)
 }
 
 

@@ -242,10 +242,10 @@ class _Window:
         self.read_seconds += reading.seconds
         if reading.records:
             self.last_store_ts = reading.last_store_timestamp
-        if reading.columns is not None:
-            # a healthy file (``read_file_columns``): no record validate calls damaged, and only
-            # zeros after data that ends in zeros
-            end = reading.columns.end
+        if reading.end is not None:
+            # a healthy file (``read_file_columns``, or validate's reading of it kept): no record
+            # validate calls damaged, and only zeros after data that ends in zeros
+            end = reading.end
             self._ended(seg, f, end.position, end.kind, end.kind, reading.tails)
             return
         walk = reading.walk

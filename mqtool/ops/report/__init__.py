@@ -220,7 +220,8 @@ def one_judgement(layout: str) -> Iterator[None]:
     stats judge each segment once.  Jafka and MetaQ: validate's reading also counts each live
     segment for stats (``ops.stats.legacy.counter``), which then reads no message again.  Kafka:
     validate's reading also counts each segment for stats (``ops.stats.kafka.KafkaStatsFold``), and
-    its kept segments serve lag's offsets and clean's timestamps."""
+    its kept segments serve lag's offsets and clean's timestamps.  RocketMQ: validate's reading of
+    each healthy CommitLog file serves recover's plan (``store.model.queue_offsets.shared_reading``)."""
     if layout in ("jafka", "metaq"):
         from mqtool.ops.stats.legacy import counter
         from mqtool.store.model.legacy import shared_reading as legacy_reading
@@ -235,6 +236,12 @@ def one_judgement(layout: str) -> Iterator[None]:
 
         defaults = StatsOptions()  # the report's stats count with the defaults
         with shared_reading(fold=KafkaStatsFold(defaults.top, defaults.check_crc)):
+            yield
+        return
+    if layout == "rocketmq":
+        from mqtool.store.model import queue_offsets
+
+        with queue_offsets.shared_reading():
             yield
         return
     yield

@@ -47,7 +47,7 @@ from mqtool.store.model.commitlog_walk import (
     read_events,
 )
 from mqtool.store.model.commitlog_walk import _walk_commitlog_file as _walk_commitlog_file
-from mqtool.store.model.queue_offsets import FileQueueOffsets, QueueOffsets
+from mqtool.store.model.queue_offsets import COLUMN_WALK_MIN_SIZE, KEPT_COLUMN_ROWS, FileQueueOffsets, KeptReading, QueueOffsets, file_stat, keep, sharing
 
 __all__ = [
     "CommitLogFileResult",
@@ -92,6 +92,9 @@ class CommitLogFileResult:
     verified: dict[tuple[str, int], list[tuple[int, int]]] = field(default_factory=dict)
     #: ``CommitLogTask.rows`` after the reading fed it (from a worker process: its copy)
     rows: object = None
+    #: ``CommitLogTask.keep_reading``: what a reader of the whole file would see of it, when it
+    #: is healthy (``queue_offsets.keep`` hands it on)
+    kept: KeptReading | None = None
     #: Every topic/queue's QUEUEOFFSETs in this file, and the records its skipped bytes may have
     #: held (``store.model.queue_offsets``: the continuity rule every reader applies too).
     offsets: FileQueueOffsets = field(init=False)
@@ -114,10 +117,17 @@ def check_commitlog_file(task: CommitLogTask) -> CommitLogFileResult:
         res.damaged.append((task.base, task.base + task.file_size))
         res.offsets.skip(task.file_size)  # and it may have held records of any queue
         return res
+    stat = file_stat(task.path) if task.keep_reading else None
+    started = time.perf_counter()
     with f:
         res.size = f.size
         try:
             _assemble(task, res, read_events(f, task))
+            if res.kept is not None:
+                if stat is None or stat != file_stat(task.path):
+                    res.kept = None  # the file changed while it was read
+                else:
+                    res.kept.stat, res.kept.seconds = stat, time.perf_counter() - started
             if task.live and task.is_last and any(x.level is not Severity.info for x in res.findings):
                 res = _recheck_live_tail(task, res)
         except StoreIOError as exc:
@@ -182,6 +192,7 @@ def _assemble(task: CommitLogTask, res: CommitLogFileResult, events: Iterator[Ev
     rows = _Rows(cast("RowsFold", task.rows)) if task.rows is not None else None
     # a healthy file's units and keys are checked in bulk against its columns (``_check_in_bulk``)
     bulk = task.fast and (bool(task.cq_file_size and task.root) or task.keys_dir is not None)
+    keeping = task.fast and task.keep_reading and not task.live
     parts: list[tuple[int, CommitLogColumns]] = []
     precise = False  # a record was decoded precisely: the file is not all columns
     for ev in events:
@@ -228,7 +239,7 @@ def _assemble(task: CommitLogTask, res: CommitLogFileResult, events: Iterator[Ev
             res.records += len(cols)
             res.max_store_timestamp = max(res.max_store_timestamp, int(cols.store_timestamp.max(initial=0)))
             res.last_store_timestamp = int(cols.store_timestamp[-1])
-            if bulk:
+            if bulk or keeping:
                 parts.append((ev.position, cols))
         elif isinstance(ev, FileEnd):
             if rows is not None:
@@ -237,11 +248,20 @@ def _assemble(task: CommitLogTask, res: CommitLogFileResult, events: Iterator[Ev
             res.first_broken = ev.first_broken
             res.bytes_read = ev.bytes_read
             healthy = ev.kind in ("blank", "zeros", "eof") and res.size == task.file_size and not precise
-            if bulk and healthy and all(x.level is Severity.info for x in res.findings):
+            if (bulk or keeping) and healthy and all(x.level is Severity.info for x in res.findings):
                 columns = concat_columns(parts)
                 queues = columns.queue_runs()
                 if queues is not None:  # else a queue's offsets do not go up by one: units are checked one by one
-                    _check_in_bulk(task, res, model_cl.FileColumns(columns, queues, ColumnStop(ev.kind, ev.valid_end), ev.bytes_read))  # type: ignore[arg-type]  # one of the three clean kinds
+                    # an END_OF_FILE record's TOTALSIZE is the rest of the file (else RMQ-CL-BLANK, an error)
+                    length = task.file_size - ev.valid_end if ev.kind == "blank" else 0
+                    whole = model_cl.FileColumns(columns, queues, ColumnStop(ev.kind, ev.valid_end, length), ev.bytes_read)  # type: ignore[arg-type]  # one of the three clean kinds
+                    if bulk:
+                        _check_in_bulk(task, res, whole)
+                    # what ``queue_offsets.read_file`` sees of the file: its columns, a clean end
+                    # (a file before the last ends in END_OF_FILE; only info findings: no garbage)
+                    if keeping and res.size >= COLUMN_WALK_MIN_SIZE and (task.is_last or ev.kind == "blank"):
+                        kept_columns = whole if task.keep_columns and len(columns) <= KEPT_COLUMN_ROWS else None
+                        res.kept = KeptReading((0, 0, 0, 0), offsets, whole.end, res.records, res.last_store_timestamp, ev.bytes_read, 0.0, kept_columns)
 
 
 def _check_in_bulk(task: CommitLogTask, res: CommitLogFileResult, cols: model_cl.FileColumns) -> None:
@@ -288,12 +308,18 @@ def commitlog_tasks(
     keys_dir: str | None = None,
     check_crc: bool = True,
     rows: Callable[[], RowsFold] | None = None,
+    keep: bool | None = None,
 ) -> list[CommitLogTask]:
     """One task per CommitLog file that holds data, up to the newest one (``model.last_data_file``:
     the files after it are pre-allocated, :func:`preallocated_file_findings`), in order: the
     reading of the store's CommitLog that validate, stats and report fold.  ``cq_file_size`` and
     ``keys_dir``: validate's bulk cross-checks of a healthy file (0 / None: none); ``rows``: a
-    fresh :class:`RowsFold` for each file (stats' count)."""
+    fresh :class:`RowsFold` for each file (stats' count); ``keep``: keep what a reader of a whole
+    healthy file would see (``CommitLogFileResult.kept``), with the columns of the two newest --
+    by default when a ``queue_offsets.shared_reading`` is open (:meth:`CommitLogJoin.add` hands
+    it on there)."""
+    if keep is None:
+        keep = sharing()
     segments = store.commitlog
     file_size = store.commitlog_file_size
     last = model.last_data_file(segments)
@@ -312,6 +338,8 @@ def commitlog_tasks(
             check_crc=check_crc,
             served=rows is not None,
             rows=rows() if rows is not None else None,
+            keep_reading=keep,
+            keep_columns=keep and i >= last - 1,
         )
         for i, seg in enumerate(segments)
         if seg.size > 0 and i <= last
@@ -337,7 +365,10 @@ class CommitLogJoin:
 
     def add(self, res: CommitLogFileResult) -> list[Finding]:
         """Join the next file's result; returns the findings the join states about it (a queue
-        whose QUEUEOFFSETs break across files)."""
+        whose QUEUEOFFSETs break across files).  A reading of a healthy file that was kept
+        (``CommitLogTask.keep_reading``) goes to the open ``queue_offsets.shared_reading``."""
+        if res.kept is not None:
+            keep(res.path, res.kept)
         base = res.base if res.content_base is None else res.content_base
         if res.content_base is not None:
             self.rebased.append((res.path, res.content_base))

@@ -134,6 +134,11 @@ class CommitLogTask:
     #: A fold of the records the broker serves, fed by validate's fold as it reads them
     #: (``store.model.commitlog_check.RowsFold``; one per task, handed back in the result).
     rows: object = field(default=None, compare=False)
+    #: Keep what a reader of the whole file would see of a healthy file
+    #: (``store.model.queue_offsets.KeptReading``, ``CommitLogFileResult.kept``), with its
+    #: columns too with ``keep_columns`` (the newest files: a recover plan's dispatch scan).
+    keep_reading: bool = False
+    keep_columns: bool = False
 
 
 def _header_store_timestamp(f: ReadOnlyFile, base: int, pos: int) -> int:

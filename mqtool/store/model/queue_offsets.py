@@ -35,7 +35,10 @@ the records of an offset range, the records a cut drops), so that no command wal
 
 from __future__ import annotations
 
+import contextlib
+import os
 from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -57,7 +60,7 @@ from mqtool.store.files import ReadOnlyFile
 from mqtool.store.model import rocketmq as model
 
 if TYPE_CHECKING:
-    from mqtool.formats.rocketmq.columns import CommitLogColumns, QueueRun
+    from mqtool.formats.rocketmq.columns import ColumnStop, CommitLogColumns, QueueRun
     from mqtool.store.model.commitlog import FileColumns, HandoverReading
 
 QueueKey = tuple[str, int]
@@ -324,12 +327,111 @@ class FileReading:
     #: order; the walk's own are ``model.walk_record_findings(walk)``)
     record_findings: list[Finding] = field(default_factory=list)
 
+    #: a healthy file (its records all healthy, it ends the way the broker ends one): where and how
+    #: its data ends, with its ``columns`` or without (a reading kept from validate's, ``KeptReading``)
+    end: ColumnStop | None = None
+    #: the bytes the reading judged, when it kept no columns
+    judged: int = 0
+
     @property
     def bytes_read(self) -> int:
         """The bytes of the file the reading judged (for a read speed)."""
         if self.columns is not None:
             return self.columns.bytes_read
-        return self.walk.valid_end if self.walk is not None else 0
+        if self.walk is not None:
+            return self.walk.valid_end
+        return self.judged
+
+
+@dataclass
+class KeptReading:
+    """What validate's reading of a healthy CommitLog file (``store.model.commitlog_check`` with
+    ``CommitLogTask.keep_reading``: every record healthy, read as columns, the file ending the way
+    the broker ends one) saw that :func:`read_file` would see: the file's queue offsets, where and
+    how its data ends, its records, the STORETIMESTAMP of the last one, the bytes read and the
+    time taken; its ``columns`` for the newest files (``CommitLogTask.keep_columns``).  ``stat``:
+    the file as it was read (device, inode, size, mtime): a kept reading serves only that file."""
+
+    stat: tuple[int, int, int, int]
+    offsets: FileQueueOffsets
+    end: ColumnStop
+    records: int
+    last_store_timestamp: int
+    bytes_read: int
+    seconds: float
+    columns: FileColumns | None = None
+
+
+_SHARED: ContextVar[dict[str, KeptReading] | None] = ContextVar("mqtool_commitlog_shared_reading", default=None)
+
+#: records whose columns a shared reading keeps at most (~60 bytes each), the newest files' first:
+#: what a recover plan's dispatch scan keeps of them (its ``DISPATCH_ROWS_KEPT``)
+KEPT_COLUMN_ROWS = 1 << 20
+
+
+@contextlib.contextmanager
+def shared_reading() -> Iterator[None]:
+    """Inside the block, validate's reading of each healthy CommitLog file is kept
+    (:class:`KeptReading`, :func:`keep`) and :func:`read_commitlog` takes it instead of reading
+    the same unchanged file again: a command that runs several verbs over one store (``report``:
+    validate, then recover's plan) reads each healthy file once.  A damaged file is read again
+    by the recovery's own walk.  What is kept per file: its queue offsets and end, and the
+    columns of the newest files only."""
+    token = _SHARED.set({})
+    try:
+        yield
+    finally:
+        _SHARED.reset(token)
+
+
+def sharing() -> bool:
+    """A :func:`shared_reading` is open: a reading should keep what it saw (:func:`keep`)."""
+    return _SHARED.get() is not None
+
+
+def keep(path: str, kept: KeptReading) -> None:
+    """Keep ``kept``, validate's reading of the file ``path``, for the next reading of it."""
+    shared = _SHARED.get()
+    if shared is None:
+        return
+    shared[path] = kept
+    # the newest files' columns, within ``KEPT_COLUMN_ROWS``: the oldest go first
+    holding = [k for k in shared.values() if k.columns is not None]
+    total = sum(len(k.columns.columns) for k in holding if k.columns is not None)
+    for old in holding:
+        if total <= KEPT_COLUMN_ROWS or old.columns is None:
+            break
+        total -= len(old.columns.columns)
+        old.columns = None
+
+
+def file_stat(path: str) -> tuple[int, int, int, int] | None:
+    """The file as a kept reading names it (device, inode, size, mtime); None: not there."""
+    try:
+        st = os.stat(path, follow_symlinks=False)
+    except OSError:
+        return None
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+def _kept(path: str) -> KeptReading | None:
+    shared = _SHARED.get()
+    kept = shared.get(path) if shared else None
+    if kept is None or kept.stat != file_stat(path):
+        return None
+    return kept
+
+
+def _from_kept(f: ReadOnlyFile, kept: KeptReading, size: int, end_findings: bool) -> FileReading:
+    """The :class:`FileReading` :func:`read_file` makes of a healthy file, from a kept reading."""
+    reading = FileReading(kept.offsets, columns=kept.columns, records=kept.records, last_store_timestamp=kept.last_store_timestamp, seconds=kept.seconds)
+    reading.end, reading.judged = kept.end, kept.bytes_read
+    if kept.end.kind == "zeros":  # the reading found only zeros after it
+        reading.tails[kept.end.position] = None
+    if end_findings:  # healthy records: only an END_OF_FILE record can be wrong
+        blank = model.blank_size_finding(str(f.path), kept.end.position, kept.end.length, size) if kept.end.kind == "blank" else None
+        kept.offsets.end_findings = [blank] if blank is not None else []
+    return reading
 
 
 def read_file(
@@ -359,6 +461,7 @@ def read_file(
         fast = _handover(f, base, size, last, out) if on_record is None else None
         if fast is not None and fast.columns is not None:
             cols = reading.columns = fast.columns
+            reading.end = cols.end
             reading.records = fast.records
             if cols.end.kind == "zeros":  # ``read_to_handover`` found only zeros after it
                 reading.tails[cols.end.position] = None
@@ -539,6 +642,10 @@ def read_commitlog(
             continue
         with f:
             hook = on_last_record if i == newest else None
+            kept = _kept(str(seg.path)) if hook is None else None
+            if kept is not None:
+                yield i, seg, f, _from_kept(f, kept, size, end_findings)
+                continue
             yield i, seg, f, read_file(f, seg.base, size, last=i == last, end_findings=end_findings or hook is not None, on_record=hook)
 
 
