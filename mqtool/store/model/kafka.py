@@ -97,6 +97,7 @@ from mqtool.store import kafka as ks
 from mqtool.store.files import ReadOnlyFile, piece_size, read_small_file
 from mqtool.store.lock import probe_record_lock
 from mqtool.store.model import kafka_broker
+from mqtool.store.model.kafka_commits import CommitsFold, is_commits_partition
 from mqtool.store.model.kafka_segment import (
     RECOVERY_INTERVAL as RECOVERY_INTERVAL,
 )
@@ -113,6 +114,9 @@ from mqtool.store.model.kafka_segment import (
 )
 from mqtool.store.model.kafka_segment import (
     FirstWalk as FirstWalk,
+)
+from mqtool.store.model.kafka_segment import (
+    Folds as Folds,
 )
 from mqtool.store.model.kafka_segment import (
     IndexFileResult as IndexFileResult,
@@ -146,6 +150,9 @@ from mqtool.store.model.kafka_segment import (
 )
 from mqtool.store.model.kafka_segment import (
     check_segment as check_segment,
+)
+from mqtool.store.model.kafka_segment import (
+    joined as joined,
 )
 
 T = TypeVar("T")
@@ -799,7 +806,7 @@ class _Shared:
 
     fold: SegmentFold | None
     #: each segment read with a recovery fold: the fold its task ran, its result
-    kept: dict[_Key, tuple[SegmentFold | None, SegmentResult]] = field(default_factory=dict)
+    kept: dict[_Key, tuple[SegmentFold | Folds | None, SegmentResult]] = field(default_factory=dict)
     #: ``.log`` path -> the key of its last kept reading
     logs: dict[str, _Key] = field(default_factory=dict)
 
@@ -826,8 +833,18 @@ class _Shared:
         if got is None:
             return None
         fold, res = got
-        if task.fold is not None and (fold != task.fold or res.fold_result is None):
-            return None
+        made: object | None = None
+        if task.fold is not None:
+            if res.fold_result is None:
+                return None
+            if fold == task.fold:
+                made = res.fold_result
+            elif isinstance(fold, Folds):  # read with several folds, this one's among them
+                ok, made = fold.part(task.fold, res.fold_result)
+                if not ok:
+                    return None
+            else:
+                return None
         out = replace(
             res,
             findings=list(res.findings),
@@ -836,7 +853,7 @@ class _Shared:
             magics=set(res.magics),
             codecs=set(res.codecs),
             recovery=copy.deepcopy(res.recovery) if recovery else None,
-            fold_result=copy.deepcopy(res.fold_result) if task.fold is not None else None,
+            fold_result=copy.deepcopy(made) if task.fold is not None else None,
         )
         if narrow:
             own = {p for p in (task.index, task.timeindex, task.txnindex) if p is not None}
@@ -847,10 +864,15 @@ class _Shared:
     def largest_timestamp(self, log: str) -> int | None:
         """``SegmentResult.largest_timestamp`` of the kept reading of ``log``, when the file is
         unchanged since."""
+        res = self.of_log(log)
+        return res.largest_timestamp if res is not None else None
+
+    def of_log(self, log: str) -> SegmentResult | None:
+        """The kept reading of ``log`` (not a copy), when the file is unchanged since."""
         key = self.logs.get(log)
         if key is None or _stat(log) != key[1][0]:
             return None
-        return self.kept[key][1].largest_timestamp
+        return self.kept[key][1]
 
 
 #: The segment readings kept inside ``shared_reading`` (None: outside it, nothing is kept).
@@ -875,6 +897,33 @@ def shared_reading(fold: SegmentFold | None = None) -> Iterator[None]:
         yield
     finally:
         _SHARED.reset(token)
+
+
+def kept_next_offset(log: str) -> int | None:
+    """Inside ``shared_reading``: ``LogSegment.readNextOffset`` of ``log`` walking from position 0
+    (``SegmentResult.next_offset``) from a kept reading of the file, unchanged since; else None."""
+    shared = _SHARED.get()
+    res = shared.of_log(log) if shared is not None else None
+    return res.next_offset if res is not None else None
+
+
+def kept_tail(log: str) -> list[tuple[int, int, bool]] | None:
+    """Inside ``shared_reading``: ``SegmentResult.tail`` of a kept reading of ``log`` (unchanged
+    since); else None."""
+    shared = _SHARED.get()
+    res = shared.of_log(log) if shared is not None else None
+    return res.tail if res is not None else None
+
+
+def kept_heads(log: str) -> tuple[list[int], int] | None:
+    """Inside ``shared_reading``: ``SegmentResult.heads`` of a kept reading of ``log`` (unchanged
+    since): the positions of the file's first entries, one after the other from 0, and where the
+    last of them ends; else None."""
+    shared = _SHARED.get()
+    res = shared.of_log(log) if shared is not None else None
+    if res is None or res.heads is None:
+        return None
+    return list(res.heads[0]), res.heads[1]
 
 
 def kept_largest_timestamp(log: str) -> int | None:
@@ -942,6 +991,7 @@ def read_store_entries(
     partitions: Collection[str] | None = None,
     kept: bool = False,
     fold: SegmentFold | None = None,
+    commits: bool = False,
 ) -> EntryReading:
     """``read_store``, also yielding each entry of each segment's walk as it is read
     (``ScannedEntry``, decoded as ``decode`` asks), before the segment's ``SegmentRead``: a
@@ -955,8 +1005,11 @@ def read_store_entries(
     alone (its result holds ``recovery``), without entries: for a consumer of results.
     ``fold``: each segment's entries are folded into it too, by the same walk
     (``SegmentResult.fold_result``); with ``kept``, a segment kept with an equal fold comes with
-    what that fold made of it (``shared_reading(fold=...)``), one kept without it is read."""
-    return EntryReading(store, decode, checks, partitions, kept, fold)
+    what that fold made of it (``shared_reading(fold=...)``), one kept without it is read.
+    ``commits``: the ``__consumer_offsets`` segments' walks also fold their committed offsets
+    (``kafka_commits.CommitsFold``, in ``SegmentResult.fold_result``; ``lag``), so that
+    ``consumers.kafka_committed`` takes them from this reading."""
+    return EntryReading(store, decode, checks, partitions, kept, fold, commits)
 
 
 @dataclass
@@ -986,9 +1039,11 @@ class EntryReading:
         partitions: Collection[str] | None = None,
         kept: bool = False,
         fold: SegmentFold | None = None,
+        commits: bool = False,
     ) -> None:
         self._progress = _Progress(checks)
-        self._items = _reading(store, checks, False, 1, _serial, decode, self._progress, None if partitions is None else frozenset(partitions), kept, fold)
+        only = None if partitions is None else frozenset(partitions)
+        self._items = _reading(store, checks, False, 1, _serial, decode, self._progress, only, kept, fold, commits=commits)
 
     def __iter__(self) -> EntryReading:
         return self
@@ -1043,6 +1098,8 @@ def _reading(
     only: frozenset[str] | None = None,
     kept: bool = False,
     fold: SegmentFold | None = None,
+    *,
+    commits: bool = False,
 ) -> Generator[Item | ScannedEntry, None, None]:
     out = Sink()
     orphans = _check_files(store, out)
@@ -1053,10 +1110,20 @@ def _reading(
         tasks = [t for t in tasks if isinstance(t, SegmentTask) and t.partition in only]
         states = [s for s in states if str(s.part.path) in only]
     shared = _SHARED.get()
+    # the group coordinator's partitions: their walks also fold the committed offsets (kept for
+    # lag and clean inside shared_reading; asked by ``commits``)
+    coordinator = {str(p.path) for p in store.partitions if is_commits_partition(p)}
+
+    def also(t: SegmentTask, wanted: bool) -> CommitsFold | None:
+        return CommitsFold() if wanted and t.partition in coordinator else None
+
     if shared is not None and entries is None and not deep:  # validate's reading: recover's fold and the block's too, kept
-        tasks = [replace(t, recovery_interval=RECOVERY_INTERVAL, fold=shared.fold) if isinstance(t, SegmentTask) and not t.kraft_snapshot else t for t in tasks]
-    elif fold is not None:
-        tasks = [replace(t, fold=fold) if isinstance(t, SegmentTask) and not t.kraft_snapshot else t for t in tasks]
+        tasks = [
+            replace(t, recovery_interval=RECOVERY_INTERVAL, fold=joined(shared.fold, also(t, True))) if isinstance(t, SegmentTask) and not t.kraft_snapshot else t
+            for t in tasks
+        ]
+    elif fold is not None or commits:
+        tasks = [replace(t, fold=joined(fold, also(t, commits))) if isinstance(t, SegmentTask) and not t.kraft_snapshot else t for t in tasks]
     if deep and sum(seg.log_size for s in states for seg in s.part.log_segments()) >= COMPILED_WALK_MIN_BYTES:
         if record_scan.compiled_available():  # loaded here, before ``run`` forks its workers
             tasks = [replace(t, compiled_walk=True) for t in tasks]

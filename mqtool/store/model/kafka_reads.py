@@ -63,9 +63,26 @@ from mqtool.store.model.framed import Adapt, RangeFraming
 def next_offset_from(path: Path, base: int, start: int) -> int:
     """``readNextOffset`` of the segment ``path`` (base offset ``base``), walking from ``start``
     (its last ``.index`` entry's position): the last offset of its valid batches + 1, the base
-    offset when it holds none.  When nothing valid starts at ``start`` it walks from 0."""
+    offset when it holds none.  When nothing valid starts at ``start`` it walks from 0.  Inside
+    ``store.model.kafka.shared_reading`` the walk from 0 is the kept reading's
+    (``SegmentResult.next_offset``, the file unchanged since), and so is the walk from ``start``
+    when it starts at one of the last entries the kept reading keeps (``SegmentResult.tail``):
+    not read again."""
+    from mqtool.store.model.kafka import kept_next_offset, kept_tail
+
     last = None
+    tail = kept_tail(str(path)) if start > 0 else None
+    at = next((k for k, (pos, _last, _reads) in enumerate(tail or ()) if pos == start), None)
+    if tail is not None and at is not None:
+        for _pos, off, reads in tail[at:]:
+            if not reads:  # the walk from ``start`` stops at it
+                break
+            last = off if last is None else max(last, off)
+        if last is not None:
+            return last + 1
     for attempt in (start, 0):
+        if attempt == 0 and (kept := kept_next_offset(str(path))) is not None:
+            return kept
         try:
             with ReadOnlyFile(path) as f:
                 if attempt > f.size:

@@ -30,6 +30,7 @@
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -445,7 +446,18 @@ def batch_starts(path: Path, upto: int) -> list[int]:
     """Positions of the entries of a ``.log`` whose framing holds (offset, size, magic: what a
     ``framing`` walk checks) and that end by ``upto``, up to the first that does not.  Only each
     entry's first 17 bytes are read: the answer is where entries start, not what they hold (the
-    store model's reading judges that), so the log is not read a second time for it."""
+    store model's reading judges that), so the log is not read a second time for it.  Inside
+    ``store.model.kafka.shared_reading``, from the kept reading's entry positions
+    (``SegmentResult.heads``) when they reach ``upto`` (the file unchanged since): nothing read."""
+    from mqtool.store.model.kafka import kept_heads
+
+    kept = kept_heads(str(path))
+    if kept is not None:
+        heads, end = kept
+        stop = min(os.stat(path).st_size, upto)
+        if end >= stop:  # the entries that end by ``stop``: the first ones, one after the other
+            ends = [*heads[1:], end]
+            return [pos for pos, after in zip(heads, ends) if after <= stop]
     starts: list[int] = []
     with ReadOnlyFile(path) as f:
         stop = min(f.size, upto)

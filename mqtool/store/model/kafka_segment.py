@@ -18,6 +18,8 @@ segment (``SegmentResult.fold_result``).
 
 from __future__ import annotations
 
+from array import array
+from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -144,9 +146,9 @@ class SegmentTask:
     #: (``SegmentResult.recovery``): the reading inside ``shared_reading`` keeps it for recover's
     #: plan, which then reads the segment no more.
     recovery_interval: int | None = None
-    #: A consumer's fold of the segment's entries (``SegmentFold``), run by the same walk as the
-    #: checks; what it makes is ``SegmentResult.fold_result``.
-    fold: SegmentFold | None = None
+    #: A consumer's fold of the segment's entries (``SegmentFold``; ``Folds`` for several), run by
+    #: the same walk as the checks; what it makes is ``SegmentResult.fold_result``.
+    fold: SegmentFold | Folds | None = None
 
 
 @dataclass(frozen=True)
@@ -207,6 +209,20 @@ class SegmentResult:
     #: the walk stopping at the first entry whose header or CRC does not read -- what
     #: ``kafka_reads.largest_batch_timestamp`` reads the file for
     largest_timestamp: int | None = None
+    #: ``SegmentTask.recovery_interval``: the largest last offset of the same entries + 1 (the base
+    #: offset when there is none) -- ``LogSegment.readNextOffset`` walking from position 0, what
+    #: ``kafka_reads.next_offset_from`` reads the file for when no ``.index`` entry says where to start
+    next_offset: int | None = None
+    #: ``SegmentTask.recovery_interval``: (the positions of the first walk's first entries, where
+    #: the last of them ends) -- at most ``HEADS_KEPT`` entries starting before ``HEADS_SPAN``, one
+    #: after the other from position 0 -- what ``kafka_recovery.batch_starts`` reads the entries'
+    #: heads for (recover's plan infers ``index.interval.bytes`` from the first ``.index`` entries)
+    heads: tuple[array[int], int] | None = None
+    #: ``SegmentTask.recovery_interval``: the last ``TAIL_KEPT`` entries of the same walk as
+    #: ``next_offset``'s, up to the first whose header or CRC does not read (included, False): (its
+    #: position, its last offset, it reads) -- what ``kafka_reads.next_offset_from`` reads the
+    #: file for when it walks from the last ``.index`` entry (``LogSegment.readNextOffset``)
+    tail: list[tuple[int, int, bool]] | None = None
 
 
 class _IndexStream(Generic[IndexEntry]):
@@ -438,6 +454,58 @@ class SegmentFold(Protocol):
         """The fold of the segment ``task`` reads."""
 
 
+@dataclass(frozen=True)
+class Folds:
+    """Several consumers' folds of the same segments, fed by one walk (a ``SegmentFold``'s task
+    carries them as its ``fold``): each folder is fed the entries decoded as its own fold asks
+    (one decoding shared by the folds that ask alike), and ``SegmentResult.fold_result`` is the
+    tuple of what each made, in order.  A segment kept inside ``shared_reading`` with ``Folds``
+    serves a consumer of any one of them (``part``)."""
+
+    folds: tuple[SegmentFold, ...]
+
+    def part(self, fold: SegmentFold | Folds, result: object) -> tuple[bool, object]:
+        """What ``fold`` -- one of these, or ``Folds`` of some of them -- made, taken from this
+        composite's ``result``: (True, its result), or (False, None) when it is not among them."""
+        if not isinstance(result, tuple) or len(result) != len(self.folds):
+            return False, None
+        if isinstance(fold, Folds):
+            parts = [self.part(one, result) for one in fold.folds]
+            return (True, tuple(got for _ok, got in parts)) if all(ok for ok, _got in parts) else (False, None)
+        for i, one in enumerate(self.folds):
+            if one == fold:
+                return True, result[i]
+        return False, None
+
+
+def folds_of(fold: SegmentFold | Folds | None) -> tuple[SegmentFold, ...]:
+    """The folds a task's ``fold`` stands for (none, one, or a ``Folds``' own)."""
+    if fold is None:
+        return ()
+    return fold.folds if isinstance(fold, Folds) else (fold,)
+
+
+def joined(*folds: SegmentFold | Folds | None) -> SegmentFold | Folds | None:
+    """One task's ``fold`` for all of ``folds`` (None when there is none, the fold itself when
+    there is one)."""
+    every: list[SegmentFold] = []
+    for fold in folds:
+        every.extend(f for f in folds_of(fold) if f not in every)
+    if not every:
+        return None
+    return every[0] if len(every) == 1 else Folds(tuple(every))
+
+
+#: How many entry positions of a segment's start a reading kept inside ``shared_reading`` keeps
+#: (``SegmentResult.heads``; 4 bytes each), and before which position: recover's plan looks at
+#: the entries before the first 64 ``.index`` entries (256 KiB of log at the default interval).
+HEADS_KEPT = 4096
+HEADS_SPAN = 1 << 20
+#: How many of a segment's last entries a reading kept inside ``shared_reading`` keeps
+#: (``SegmentResult.tail``): the last ``.index`` entry points at most ``index.interval.bytes``
+#: (4 KiB by default) before the end of the data, a few batches.
+TAIL_KEPT = 64
+
 #: How recover's fold reads each entry (``RecoveryReading``'s decode).
 _FOLDED = EntryDecode(mode="header", check_crc=True)
 
@@ -466,14 +534,21 @@ class _SegmentChecker:
     #: the segment's last walk (the first, or the one after the last resynchronisation)
     last_walk: ks.LogFileWalk | None = None
 
-    def __init__(self, task: SegmentTask, f: ReadOnlyFile, res: SegmentResult, folder: SegmentFolder | None = None) -> None:
+    def __init__(self, task: SegmentTask, f: ReadOnlyFile, res: SegmentResult, folders: list[tuple[EntryDecode, SegmentFolder]] | None = None) -> None:
         self.t = task
-        self.folder = folder
-        self.folder_decode = task.fold.decode if task.fold is not None else _FOLDED
+        #: each fold's folder with the decoding its fold asks for
+        self.folders = folders or []
         #: ``recovery_interval``: the largest timestamp of the first walk's valid entries so far
         #: (``SegmentResult.largest_timestamp``), and whether an entry that does not read ended it
         self.largest = -1
         self.largest_over = False
+        #: and the largest last offset of those entries (None: none)
+        self.largest_offset: int | None = None
+        #: ``recovery_interval``: where the first walk's first entries start (``SegmentResult.heads``)
+        self.heads = array("I")
+        self.heads_end = 0
+        #: and its last entries (``SegmentResult.tail``), up to the first whose header does not read
+        self.tail: deque[tuple[int, int, bool]] = deque(maxlen=TAIL_KEPT)
         self.f = f
         self.res = res
         self.path = task.log
@@ -531,14 +606,22 @@ class _SegmentChecker:
         while True:
             walk = ks.LogFileWalk(f, start, mode="framing", chunk=self.t.piece, first_piece=FIRST_PIECE, garbage_extent=False)
             fold = self.fold if start == 0 else None  # LogSegment.recover reads the first walk only
-            folder = self.folder
+            folders = self.folders
             for pos, entry in walk:
                 rel = pos - walk.buffer_start
                 self._entry(pos, entry, walk.buffer, rel)
                 if decode is not None:
                     yield _scanned(self.t, pos, entry, walk.buffer, rel, decode, resumed=start > 0)
-                if folder is not None:
-                    folder.entry(_scanned(self.t, pos, entry, walk.buffer, rel, self.folder_decode, resumed=start > 0))
+                if folders:
+                    made: dict[EntryDecode, ScannedEntry] = {}  # one decoding for the folds that ask alike
+                    for how, folder in folders:
+                        item = made.get(how)
+                        if item is None:
+                            item = made[how] = _scanned(self.t, pos, entry, walk.buffer, rel, how, resumed=start > 0)
+                        folder.entry(item)
+                if fold is not None and self.heads_end == pos and len(self.heads) < HEADS_KEPT and pos < HEADS_SPAN and entry.size <= ks.MAX_ENTRY_SIZE:
+                    self.heads.append(pos)
+                    self.heads_end = pos + entry.size
                 if fold is not None and not (fold.over and self.largest_over):
                     folded = _scanned(self.t, pos, entry, walk.buffer, rel, _FOLDED, resumed=False)
                     if not fold.over:
@@ -550,11 +633,11 @@ class _SegmentChecker:
             if start == 0:  # the first walk: where a walk that stops at a broken entry stops
                 self.first_walk = walk
             self.last_walk = walk
-            if walk.error is not None and (decode is not None or self.folder is not None):
+            if walk.error is not None and (decode is not None or self.folders):
                 assert walk.failed_at is not None  # set with the error
                 broken = ScannedEntry(self.t, walk.failed_at, None, walk.error, walk.buffer, walk.failed_at - walk.buffer_start, start > 0)
-                if self.folder is not None:
-                    self.folder.entry(broken)
+                for _how, folder in self.folders:
+                    folder.entry(broken)
                 if decode is not None:
                     yield broken
             if walk.error is not None:
@@ -624,8 +707,13 @@ class _SegmentChecker:
         header = item.entry.header if item.entry is not None and item.error is None else None
         if header is None:
             self.largest_over = True
+            self.tail.append((item.position, -1, False))
             return
         self.largest = max(self.largest, header.max_timestamp if isinstance(header, rb.BatchHeader) else header.timestamp)
+        assert item.entry is not None  # its header read
+        last = header.last_offset if isinstance(header, rb.BatchHeader) else item.entry.offset
+        self.largest_offset = last if self.largest_offset is None else max(self.largest_offset, last)
+        self.tail.append((item.position, last, True))
 
     def _truncation_note(self, position: int) -> str:
         if self.t.kraft_snapshot:
@@ -1230,13 +1318,16 @@ class SegmentScan:
 
     def __iter__(self) -> Iterator[ScannedEntry]:
         task, res = self.task, self.result
-        folder = task.fold.start(task) if task.fold is not None and not task.kraft_snapshot else None
-        yield from self._read(folder)
-        if folder is not None:
+        folds = folds_of(task.fold) if not task.kraft_snapshot else ()
+        folders = [(fold.decode, fold.start(task)) for fold in folds]
+        yield from self._read(folders)
+        if folders:
             walk = self.first_walk
-            res.fold_result = folder.finish(res, FirstWalk(walk.end, walk.error) if walk is not None else None)
+            first = FirstWalk(walk.end, walk.error) if walk is not None else None
+            made = tuple(folder.finish(res, first) for _how, folder in folders)
+            res.fold_result = made if isinstance(task.fold, Folds) else made[0]
 
-    def _read(self, folder: SegmentFolder | None) -> Iterator[ScannedEntry]:
+    def _read(self, folders: list[tuple[EntryDecode, SegmentFolder]]) -> Iterator[ScannedEntry]:
         task, res = self.task, self.result
         try:
             f = ReadOnlyFile(task.log)
@@ -1248,7 +1339,7 @@ class SegmentScan:
             res.size = f.size
             if f.size > ks.MAX_SEGMENT_SIZE:
                 res.findings.append(Finding(KAFKA_FILE_TOO_LARGE, task.log, None, f"expected a .log of at most {ks.MAX_SEGMENT_SIZE} bytes, found {f.size}"))
-            checker = _SegmentChecker(task, f, res, folder)
+            checker = _SegmentChecker(task, f, res, folders)
             try:
                 yield from checker.scan(self.decode)
             except StoreIOError as exc:
@@ -1261,3 +1352,7 @@ class SegmentScan:
 
                 res.recovery = finish_fold(checker.fold, res, checker.first_walk)
                 res.largest_timestamp = checker.largest if checker.first_walk is not None else None
+                if checker.first_walk is not None:
+                    res.next_offset = task.base_offset if checker.largest_offset is None else checker.largest_offset + 1
+                    res.heads = (checker.heads, checker.heads_end)
+                    res.tail = list(checker.tail)
