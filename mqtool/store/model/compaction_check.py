@@ -164,6 +164,17 @@ def _match(log: model.LogWalk, cq: model.CqWalk, out: list[Finding]) -> int | No
         )
         run = None
 
+    def unindexed(until: int | None) -> None:
+        """The records before compaction-log offset ``until`` (None: all that are left): no unit
+        points at them (one run, ``close_run`` states it)."""
+        nonlocal rec, run
+        while rec is not None and (until is None or rec.offset < until):
+            if run is None:
+                run = _Run(rec)
+            else:
+                run.count += 1
+            rec = next(records, None)
+
     for at in cq:
         u = at.unit
         where = (str(at.path), at.position)
@@ -179,12 +190,7 @@ def _match(log: model.LogWalk, cq: model.CqWalk, out: list[Finding]) -> int | No
             )
             continue
         last_offset, last_base = u.commitlog_offset, u.msg_base_offset
-        while rec is not None and rec.offset < u.commitlog_offset:
-            if run is None:
-                run = _Run(rec)
-            else:
-                run.count += 1
-            rec = next(records, None)
+        unindexed(u.commitlog_offset)
         close_run(after=False)
         if rec is None or rec.offset != u.commitlog_offset:
             out.append(
@@ -222,12 +228,7 @@ def _match(log: model.LogWalk, cq: model.CqWalk, out: list[Finding]) -> int | No
             )
         top = r.queue_offset
         rec = next(records, None)
-    while rec is not None:
-        if run is None:
-            run = _Run(rec)
-        else:
-            run.count += 1
-        rec = next(records, None)
+    unindexed(None)
     close_run(after=True)
     return top
 
