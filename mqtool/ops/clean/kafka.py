@@ -186,6 +186,15 @@ def _read_offsets(path: Path | None) -> list[cpf.TopicPartitionOffset] | None:
 
 
 def plan_clean_kafka(path: str | Path, options: CleanOptions = CleanOptions(), *, now_ms: int | None = None) -> RecoverPlan:
+    """The clean plan; each ``.log`` byte it needs read once: the committed offsets from the
+    store model's reading of ``__consumer_offsets``, which also answers those segments' next
+    offsets, and an active segment's next offset and largest timestamp from one walk
+    (``kafka_reads.short_reads``)."""
+    with kr.short_reads():
+        return _plan_clean_kafka(path, options, now_ms=now_ms)
+
+
+def _plan_clean_kafka(path: str | Path, options: CleanOptions, *, now_ms: int | None) -> RecoverPlan:
     if options.policy not in ("safe", "broker"):
         raise StoreLayoutError(f"unknown clean policy {options.policy!r}", expected="safe or broker", found=options.policy)
     now_ms = int(time.time() * 1000) if now_ms is None else now_ms

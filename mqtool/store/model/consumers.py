@@ -37,6 +37,7 @@ from mqtool.store import rocketmq as rmq
 from mqtool.store.files import ReadOnlyFile, read_small_file
 from mqtool.store.model import kafka as km
 from mqtool.store.model import kafka_commits as kc
+from mqtool.store.model import kafka_reads as kr
 from mqtool.store.model.kafka import SegmentRead
 
 T = TypeVar("T")
@@ -233,6 +234,7 @@ def kafka_committed(store: ks.KafkaStore, reading: Iterable[SegmentRead] = ()) -
                     out.problems.append(exc)
                 continue
             kc.merge(merged, commits, start)
+            kr.remember_from_zero(seg.log, commits.header_walk, commits.header_tail)  # clean's next offset of the segment
     return out
 
 

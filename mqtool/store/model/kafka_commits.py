@@ -18,13 +18,14 @@ problems with their offsets: the log start offset, read when the segments are me
 
 from __future__ import annotations
 
+from collections import deque
 from dataclasses import dataclass, field
 
-from mqtool.errors import MqError
+from mqtool.errors import ChecksumError, MqError, UnsupportedFormatError
 from mqtool.formats.kafka import internal_topics as it
 from mqtool.formats.kafka import record_batch as rb
 from mqtool.store import kafka as ks
-from mqtool.store.model.kafka_segment import DeepRangeTask, EntryDecode, FirstWalk, Folds, ScannedEntry, SegmentResult, SegmentTask
+from mqtool.store.model.kafka_segment import TAIL_KEPT, DeepRangeTask, EntryDecode, FirstWalk, Folds, ScannedEntry, SegmentResult, SegmentTask
 
 #: ``(topic, partition, group)`` of an offset commit
 CommitKey = tuple[str, int, str]
@@ -38,11 +39,18 @@ class SegmentCommits:
     last one at or after a log start offset, in file order with decreasing record offsets;
     ``problems``: (record offset, error) of each record that is not a coordinator record, then
     (None, error) for the broken entry that stopped the walk; ``unread``: the ``.log`` could not
-    be read (its reader's own error says why)."""
+    be read (its reader's own error says why); ``header_walk``."""
 
     events: dict[CommitKey, list[Commit]] = field(default_factory=dict)
     problems: list[tuple[int | None, MqError]] = field(default_factory=list)
     unread: bool = False
+    #: the same walk's entries whose header and CRC read, up to the first that does not: (their
+    #: largest last offset, None for none; their largest timestamp, -1 for none) -- what
+    #: ``kafka_reads``' walk from 0 makes of the file (``next_offset_from``, ``largest_batch_timestamp``)
+    header_walk: tuple[int | None, int] = (None, -1)
+    #: that walk's last ``TAIL_KEPT`` entries as ``SegmentResult.tail`` keeps them (the walk from
+    #: the last ``.index`` entry of ``next_offset_from``)
+    header_tail: list[tuple[int, int, bool]] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -65,9 +73,36 @@ class CommitsFolder:
         self.task = task
         self.result = SegmentCommits()
         self.stopped = False
+        self.headers_over = False
+        self.tail: deque[tuple[int, int, bool]] = deque(maxlen=TAIL_KEPT)
+
+    def _header(self, item: ScannedEntry) -> None:
+        """``header_walk``: the entry as a ``header`` walk with its CRC checked reads it."""
+        entry = item.entry if item.error is None or isinstance(item.error, UnsupportedFormatError) else None
+        if entry is None and not isinstance(item.error, ChecksumError):  # its records do not decode: its header?
+            try:
+                entry = item.decoded("header")
+            except MqError:
+                entry = None
+        h = entry.header if entry is not None else None
+        if entry is None or h is None:
+            self.headers_over = True
+            self.tail.append((item.position, -1, False))
+            return
+        off = h.last_offset if isinstance(h, rb.BatchHeader) else entry.offset
+        self.tail.append((item.position, off, True))
+        last, best = self.result.header_walk
+        self.result.header_walk = (
+            off if last is None else max(last, off),
+            max(best, h.max_timestamp if isinstance(h, rb.BatchHeader) else h.timestamp),
+        )
 
     def entry(self, item: ScannedEntry) -> None:
-        if item.resumed or self.stopped:
+        if item.resumed:
+            return
+        if not self.headers_over:
+            self._header(item)
+        if self.stopped:
             return
         entry, error = item.entry, item.error
         if entry is None or error is not None:  # the walk that stops at a broken entry stops here
@@ -96,6 +131,7 @@ class CommitsFolder:
 
     def finish(self, result: SegmentResult, first_walk: FirstWalk | None) -> SegmentCommits:
         self.result.unread = first_walk is None
+        self.result.header_tail = list(self.tail)
         return self.result
 
 

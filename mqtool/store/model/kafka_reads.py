@@ -5,7 +5,7 @@ does not read the whole store, walked here so that no ``ops`` module walks log b
   position, the last valid batch's offset + 1 (``clean``'s high-watermark bound);
 * :func:`largest_batch_timestamp` is the largest batch timestamp of a segment
   (``LogSegment.largestTimestamp`` of an active segment, whose ``TimeIndex`` lags its appends;
-  ``clean``'s time rule);
+  ``clean``'s time rule); inside :func:`short_reads` the two share one walk of a file from 0;
 * :class:`BatchScan` reads batches from a position on as the fetch path does
   (``LogSegment.read`` after ``OffsetIndex.lookup``; ``query``): each with its header, its
   bytes and, on demand, its records; a batch whose CRC fails but whose frame holds is kept with
@@ -33,8 +33,11 @@ A walk that stops at a broken entry names it with the ``MqError`` located in the
 
 from __future__ import annotations
 
+import os
 import struct
 from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -71,7 +74,7 @@ def next_offset_from(path: Path, base: int, start: int) -> int:
     from mqtool.store.model.kafka import kept_next_offset, kept_tail
 
     last = None
-    tail = kept_tail(str(path)) if start > 0 else None
+    tail = (kept_tail(str(path)) or _memo_tail(path)) if start > 0 else None
     at = next((k for k, (pos, _last, _reads) in enumerate(tail or ()) if pos == start), None)
     if tail is not None and at is not None:
         for _pos, off, reads in tail[at:]:
@@ -83,6 +86,11 @@ def next_offset_from(path: Path, base: int, start: int) -> int:
     for attempt in (start, 0):
         if attempt == 0 and (kept := kept_next_offset(str(path))) is not None:
             return kept
+        if attempt == 0 and (walked := _from_zero(path)) is not None:
+            top = walked[0]
+            if top is not None:
+                last = top if last is None else max(last, top)
+            break
         try:
             with ReadOnlyFile(path) as f:
                 if attempt > f.size:
@@ -110,16 +118,80 @@ def largest_batch_timestamp(path: Path) -> int:
     kept = kept_largest_timestamp(str(path))
     if kept is not None:
         return kept
+    walked = _from_zero(path)
+    return walked[1] if walked is not None else -1
+
+
+#: A file as it is now: (path, (device, inode, size, modification time)).
+_FileKey = tuple[str, tuple[int, int, int, int]]
+#: Inside ``short_reads``: a file -> ``_from_zero``'s answer, and the walk's last entries when a
+#: reading that kept them told (``remember_from_zero``).
+_FROM_ZERO: ContextVar[dict[_FileKey, tuple[tuple[int | None, int], list[tuple[int, int, bool]] | None]] | None] = ContextVar("mqtool_kafka_from_zero", default=None)
+
+
+def _file_key(path: Path) -> _FileKey | None:
+    try:
+        st = os.stat(path, follow_symlinks=False)
+    except OSError:
+        return None
+    return (str(path), (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns))
+
+
+@contextmanager
+def short_reads() -> Iterator[None]:
+    """Inside the block, the walk from position 0 that ``next_offset_from`` and
+    ``largest_batch_timestamp`` both make of a segment is made once per file (unchanged since):
+    a command that asks both of an active segment (``clean``) reads it once."""
+    token = _FROM_ZERO.set({})
+    try:
+        yield
+    finally:
+        _FROM_ZERO.reset(token)
+
+
+def remember_from_zero(path: Path, walked: tuple[int | None, int], tail: list[tuple[int, int, bool]]) -> None:
+    """Inside ``short_reads``: what a reading of ``path`` under way made of its walk from 0 (the
+    store model's: ``kafka_commits.SegmentCommits.header_walk``, and the walk's last entries as
+    ``SegmentResult.tail`` keeps them), so that it is not walked again."""
+    memo = _FROM_ZERO.get()
+    key = _file_key(path) if memo is not None else None
+    if memo is not None and key is not None:
+        memo[key] = (walked, tail)
+
+
+def _memo_tail(path: Path) -> list[tuple[int, int, bool]] | None:
+    memo = _FROM_ZERO.get()
+    key = _file_key(path) if memo is not None else None
+    got = memo.get(key) if memo is not None and key is not None else None
+    return got[1] if got is not None else None
+
+
+def _from_zero(path: Path) -> tuple[int | None, int] | None:
+    """The valid entries of ``path`` from position 0 (a ``header`` walk, stopping at the first
+    whose header or CRC does not read): (their largest last offset, None for none; their largest
+    timestamp, -1 for none).  None when the file cannot be read (each caller says what then)."""
+    memo = _FROM_ZERO.get()
+    key = _file_key(path) if memo is not None else None
+    if memo is not None:
+        if key is None:
+            return None
+        if key in memo:
+            return memo[key][0]
+    last: int | None = None
     best = -1
     try:
         with ReadOnlyFile(path) as f:
             for _pos, entry in ks.LogFileWalk(f, 0, mode="header"):
                 h = entry.header  # never None in the header mode
+                off = h.last_offset if isinstance(h, rb.BatchHeader) else entry.offset
+                last = off if last is None else max(last, off)
                 if h is not None:
                     best = max(best, h.max_timestamp if isinstance(h, rb.BatchHeader) else h.timestamp)
     except MqError:
-        best = -1
-    return best
+        return None
+    if memo is not None and key is not None:
+        memo[key] = ((last, best), None)
+    return last, best
 
 
 @dataclass(frozen=True)
