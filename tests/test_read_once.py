@@ -103,7 +103,7 @@ STORES = {
     "jafka": (_jafka, ("dump", "jafka")),
     "metaq": (_metaq, ("dump", "metaq")),
 }
-COMMANDS = ("validate", "dump", "stats", "info", "diff", "recover", "report")
+COMMANDS = ("validate", "dump", "stats", "info", "diff", "recover", "report", "validate-html")
 
 
 def _is_log(path: str) -> bool:
@@ -122,6 +122,8 @@ def _args(layout: str, command: str, root: Path, out: Path) -> tuple[object, ...
         return (*STORES[layout][1], root, "--jsonl")
     if command == "diff":
         return ("diff", root, root)
+    if command == "validate-html":  # the report page from validate's own reading
+        return ("validate", root, "-j", "1", "--format", "html")
     if command == "report":
         return ("report", root, "-j", "1", "--out", out / "report.html", "--overwrite")  # in-process: every read counted
     return (command, root)

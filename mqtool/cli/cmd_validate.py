@@ -1,5 +1,6 @@
 """``mqtool validate``: every inconsistency a store can have, as findings with stable codes."""
 
+import contextlib
 import enum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -174,24 +175,32 @@ def validate(
         from mqtool.store.kafka import open_kafka, total_log_bytes
 
         total = total_log_bytes(open_kafka(path))
-    with out.progress(total if fmt is ValidateFormat.table else 0, "validate") as advance:
-        report = validate_path(path, options, detected, advance)
-    with out.whole_answer():  # a reader closing stdout early leaves the verdict its exit code
-        if fmt is ValidateFormat.json:
-            out.out.write(dumps(report.to_dict(), indent=2) + "\n")
-        elif fmt is ValidateFormat.jsonl:
-            out.stream((f.to_dict() for f in report.findings), FINDING_COLUMNS)
-        elif fmt is ValidateFormat.junit:
-            out.out.write(render_junit(report))
-        elif fmt is ValidateFormat.html:
-            from mqtool.cli import settings
-            from mqtool.ops.report import gather
-            from mqtool.ops.report.html import render_html
+    # --format html: the page's recover and clean plans, stats and lag take this validation's
+    # reading of each log file (``ops.report.one_judgement``), as ``report`` does
+    judging: contextlib.AbstractContextManager[None] = contextlib.nullcontext()
+    if fmt is ValidateFormat.html:
+        from mqtool.ops.report import one_judgement
 
-            out.out.write(render_html(gather(path, str(detected), fail_on=fail_on, jobs=options.jobs, validation=report), utc=settings.utc()))
-        elif fmt is ValidateFormat.table:
-            paged(out.console, lambda console: render_table(console, report, all_files=all_files))
-        out.out.flush()
+        judging = one_judgement(str(detected))
+    with judging:
+        with out.progress(total if fmt is ValidateFormat.table else 0, "validate") as advance:
+            report = validate_path(path, options, detected, advance)
+        with out.whole_answer():  # a reader closing stdout early leaves the verdict its exit code
+            if fmt is ValidateFormat.json:
+                out.out.write(dumps(report.to_dict(), indent=2) + "\n")
+            elif fmt is ValidateFormat.jsonl:
+                out.stream((f.to_dict() for f in report.findings), FINDING_COLUMNS)
+            elif fmt is ValidateFormat.junit:
+                out.out.write(render_junit(report))
+            elif fmt is ValidateFormat.html:
+                from mqtool.cli import settings
+                from mqtool.ops.report import gather
+                from mqtool.ops.report.html import render_html
+
+                out.out.write(render_html(gather(path, str(detected), fail_on=fail_on, jobs=options.jobs, validation=report), utc=settings.utc()))
+            elif fmt is ValidateFormat.table:
+                paged(out.console, lambda console: render_table(console, report, all_files=all_files))
+            out.out.flush()
     if report.truncated:
         out.warn(f"only the first {options.max_findings} findings are listed; counts include all of them")
     code = ExitCode.FINDINGS if report.failed else ExitCode.OK

@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import Callable, Iterator
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -212,6 +213,10 @@ def _text(value: Any) -> str:
     return str(value)
 
 
+#: inside a ``one_judgement`` already (``validate --format html`` enters it around its validation)
+_JUDGING: ContextVar[bool] = ContextVar("mqtool_report_judging", default=False)
+
+
 @contextlib.contextmanager
 def one_judgement(layout: str) -> Iterator[None]:
     """Inside the block the store model keeps each log segment's judgement for the next verb that
@@ -221,7 +226,22 @@ def one_judgement(layout: str) -> Iterator[None]:
     segment for stats (``ops.stats.legacy.counter``), which then reads no message again.  Kafka:
     validate's reading also counts each segment for stats (``ops.stats.kafka.KafkaStatsFold``), and
     its kept segments serve lag's offsets and clean's timestamps.  RocketMQ: validate's reading of
-    each healthy CommitLog file serves recover's plan (``store.model.queue_offsets.shared_reading``)."""
+    each healthy CommitLog file serves recover's plan (``store.model.queue_offsets.shared_reading``).
+    Inside a block of its own it adds nothing: the outer block's readings serve."""
+    if _JUDGING.get():
+        yield
+        return
+    token = _JUDGING.set(True)
+    try:
+        with _shared(layout):
+            yield
+    finally:
+        _JUDGING.reset(token)
+
+
+@contextlib.contextmanager
+def _shared(layout: str) -> Iterator[None]:
+    """The store model's shared reading of ``layout`` (see :func:`one_judgement`)."""
     if layout in ("jafka", "metaq"):
         from mqtool.ops.stats.legacy import counter
         from mqtool.store.model.legacy import shared_reading as legacy_reading
