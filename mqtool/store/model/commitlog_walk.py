@@ -400,15 +400,10 @@ def _walk_commitlog_file(f: ReadOnlyFile, task: CommitLogTask) -> Iterator[Event
                             yield Damage(Finding(RMQ_CL_VALID_END, path, here, f"valid data ends at commitlog offset {st.base + here} (stale data follow)"))
                             yield st.end("stale")
                             return
-                    # the store model's rule (every reader's walk applies it): a decoded record whose
-                    # last byte is zero is a torn tail when only zeros follow
-                    if task.is_last and not data[p + rec.total_size - 1]:
-                        torn = rmq.torn_record_tail(f, here, rec, 0, task.file_size)
-                        if torn is not None:
-                            yield _torn_damage(task, torn, st.base)
-                            st.valid_end = here
-                            yield st.end("torn")
-                            return
+                    torn = _torn_record(f, task, data, p, here, rec)
+                    if torn is not None:
+                        yield from _torn_end(task, st, torn, here)
+                        return
                     if stop is not None and here >= stop and rec.physical_offset == st.base + here:
                         st.valid_end = here  # the range's stop: the next range starts here
                         yield st.end("stop")
@@ -505,13 +500,10 @@ def _kept_record(f: ReadOnlyFile, task: CommitLogTask, st: _Walk, data: bytes, p
     kept = _framed(f, task, data, here, p, exc)
     if kept is None:
         return 0
-    if task.is_last and not data[p + kept.total_size - 1]:
-        torn = rmq.torn_record_tail(f, here, kept, 0, task.file_size)
-        if torn is not None:
-            yield _torn_damage(task, torn, st.base)
-            st.valid_end = here
-            yield st.end("torn")
-            return None
+    torn = _torn_record(f, task, data, p, here, kept)
+    if torn is not None:
+        yield from _torn_end(task, st, torn, here)
+        return None
     if task.stop is not None and here >= task.stop and kept.physical_offset == st.base + here:
         st.valid_end = here
         yield st.end("stop")
@@ -534,11 +526,27 @@ def _framed(f: ReadOnlyFile, task: CommitLogTask, data: bytes, here: int, p: int
     return kept
 
 
+def _torn_record(f: ReadOnlyFile, task: CommitLogTask, data: bytes, p: int, here: int, rec: MessageRecord) -> rmq.TornTail | None:
+    """The store model's rule (every reader's walk applies it): a record of the newest file that
+    decodes at ``here`` (``p`` in ``data``) but whose last byte is zero is a torn tail when only
+    zeros follow; None otherwise."""
+    if not task.is_last or data[p + rec.total_size - 1]:
+        return None
+    return rmq.torn_record_tail(f, here, rec, 0, task.file_size)
+
+
+def _torn_end(task: CommitLogTask, st: _Walk, torn: rmq.TornTail, here: int) -> Iterator[Event]:
+    """The walk ends at the torn tail at ``here``: its damage, then the file's end."""
+    yield _torn_damage(task, torn, st.base)
+    st.valid_end = here
+    yield st.end("torn")
+
+
 def _servable(f: ReadOnlyFile, task: CommitLogTask, data: bytes, here: int, p: int, exc: MqError) -> MessageRecord | None:
     """What the broker serves of the broken record at ``here`` (see :class:`Served`): the record
     when its frame holds and it is no torn tail (``_kept_record``'s rule), else None."""
     kept = _framed(f, task, data, here, p, exc)
-    if kept is None or (task.is_last and not data[p + kept.total_size - 1] and rmq.torn_record_tail(f, here, kept, 0, task.file_size) is not None):
+    if kept is None or _torn_record(f, task, data, p, here, kept) is not None:
         return None
     return kept
 
