@@ -13,12 +13,21 @@ bytes where the next entry would start: a pre-allocated tail), ``partial`` (an e
 not fit in the data), and per format ``blank`` (RocketMQ's END_OF_FILE record, the TimerLog's
 BLANK), ``invalid`` / ``end_marker`` (ConsumeQueue units), ``torn`` / ``stale`` (the store's walk
 of the newest CommitLog file).
+
+It is also how a store walker's reading of a whole file ends (``store.model``): there
+``position`` is the file position where the valid entries stop, and two kinds join --
+``broken`` (an entry that is damage: ``error`` is the located ``MqError`` found there) and
+``stop`` (a bounded reading reached the position it was asked to stop at).  A walker's result
+that says more (bytes read, findings, the first broken entry a reading went past) holds a
+``DataEnd`` as a field; no other type says where data ends.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Generic, TypeVar
+
+from mqtool.errors import MqError
 
 K = TypeVar("K", bound=str)
 
@@ -29,6 +38,12 @@ class DataEnd(Generic[K]):
     position: int
     length: int = 0
     unit: object | None = None
+    error: MqError | None = None
+
+    @property
+    def clean(self) -> bool:
+        """True unless the data ends at damage (``broken``)."""
+        return self.error is None and self.kind != "broken"
 
 
 __all__ = ["DataEnd"]
