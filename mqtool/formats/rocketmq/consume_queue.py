@@ -55,7 +55,6 @@ as a ``partial`` end.
 
 from __future__ import annotations
 
-import re
 import struct
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -290,30 +289,24 @@ def iter_cq_units(buf: Buffer, start: int = 0) -> Iterator[tuple[int, CqUnit]]:
     return iter(CqWalker(buf, start))
 
 
-#: a byte at or above 0x80: the sign bit of a big-endian field
-_SIGN_BYTE = re.compile(rb"[\x80-\xff]")
+#: a unit as numpy reads it (big-endian OFFSET, SIZE, TAGSCODE): :func:`peek_valid_units`
+_UNIT_DTYPE = [("offset", ">i8"), ("size", ">i4"), ("tags", ">i8")]
 
 
 def peek_valid_units(buf: Buffer) -> tuple[int, int | None]:
     """Framing only, column by column: how many units ``buf`` starts with before the first one
     ``CqWalker`` ends at (offset < 0 or size <= 0), and the ``offset + size`` of the last of them
-    (None: none) -- ``CqWalker``'s ``count`` and ``max_physic_offset``, at the speed of a few byte
-    scans (the sign bytes of OFFSET and SIZE, and SIZE's four bytes ORed) instead of unpacking
-    every unit: ~500 MB/s where the walk reads ~20 MB/s."""
-    whole = len(buf) - len(buf) % CQ_UNIT_SIZE
-    if not whole:
+    (None: none) -- ``CqWalker``'s ``count`` and ``max_physic_offset``, at numpy's speed (the
+    OFFSET and SIZE columns compared at once: a 6 MB file in about a millisecond) instead of
+    unpacking every unit."""
+    import numpy as np
+
+    units = memoryview(buf).nbytes // CQ_UNIT_SIZE
+    if not units:
         return 0, None
-    view = memoryview(buf)[:whole]
-    units = whole // CQ_UNIT_SIZE
-    first_bad = units
-    for column in (0, 8):  # OFFSET's and SIZE's sign bytes
-        found = _SIGN_BYTE.search(bytes(view[column::CQ_UNIT_SIZE]))
-        if found is not None:
-            first_bad = min(first_bad, found.start())
-    size_columns = [int.from_bytes(bytes(view[column::CQ_UNIT_SIZE]), "big") for column in (8, 9, 10, 11)]
-    zero = (size_columns[0] | size_columns[1] | size_columns[2] | size_columns[3]).to_bytes(units, "big").find(b"\x00")  # SIZE == 0
-    if zero >= 0:
-        first_bad = min(first_bad, zero)
+    table = np.frombuffer(buf, dtype=np.dtype(_UNIT_DTYPE), count=units)
+    bad = (table["offset"] < 0) | (table["size"] <= 0)
+    first_bad = int(bad.argmax()) if bad.any() else units
     if first_bad == 0:
         return 0, None
     offset, size, _tags = CQ_UNIT.unpack_from(buf, (first_bad - 1) * CQ_UNIT_SIZE)
