@@ -5,15 +5,16 @@ A layout's checker turns a path into a ``ValidationReport``: per-file summaries 
 check families, the failing severity, a cap on collected findings, and parallel jobs.
 
 Work is split into independent tasks (one per CommitLog file, one per queue, one per IndexFile)
-that run in-process or in a process pool (``jobs``), so memory stays flat: a task streams its
-file and returns findings plus a few numbers.
+that run in-process or on worker processes (``jobs``: one set of workers per validation,
+:class:`Workers`, shared by its phases), so memory stays flat: a task streams its file and
+returns findings plus a few numbers.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -181,16 +182,47 @@ def validate_path(path: str | Path, options: ValidateOptions, layout: str, progr
     return for_layout(validators(), layout, "validate")(path, options, progress)
 
 
-def run_tasks(fn: Callable[[T], R], items: Iterable[T], jobs: int) -> Iterator[R]:
-    """``map(fn, items)`` in order, in a process pool when ``jobs > 1``."""
-    items = list(items)
-    if jobs <= 1 or len(items) <= 1:
-        for item in items:
-            yield fn(item)
-        return
-    workers = min(jobs, len(items), os.cpu_count() or 1)
-    with ProcessPoolExecutor(max_workers=workers) as pool:
-        yield from pool.map(fn, items)
+class Workers:
+    """The worker processes of one validation (``jobs``), shared by all its phases: started by
+    the first phase with more than one task and kept until the validation ends, so that no
+    later phase pays for starting and stopping processes (and for warming them up: a fresh
+    worker's first task runs slower).  With ``jobs`` 1 (or one CPU) there are none and every
+    task runs in this process.  A context manager: leaving it stops the workers (tasks not
+    started are cancelled)."""
+
+    def __init__(self, jobs: int) -> None:
+        self._count = min(jobs, os.cpu_count() or 1)
+        self._pool: ProcessPoolExecutor | None = None
+
+    def map(self, fn: Callable[[T], R], items: Iterable[T], /) -> Iterator[R]:
+        """``map(fn, items)``, results in order: on the workers when there are several items
+        (else in this process, lazily)."""
+        items = list(items)
+        if self._count <= 1 or len(items) <= 1:
+            return map(fn, items)
+        if self._pool is None:
+            self._pool = ProcessPoolExecutor(max_workers=self._count)
+        return _in_order([self._pool.submit(fn, item) for item in items])
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+            self._pool = None
+
+    def __enter__(self) -> Workers:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _in_order(futures: list[Future[R]]) -> Iterator[R]:
+    try:
+        for future in futures:
+            yield future.result()
+    finally:
+        for future in futures:
+            future.cancel()
 
 
 def default_jobs() -> int:

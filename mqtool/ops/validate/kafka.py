@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from mqtool.formats.kafka import checkpoint_file as cpf
-from mqtool.ops.validate import FileSummary, Progress, ValidateOptions, ValidationReport, run_tasks
+from mqtool.ops.validate import FileSummary, Progress, ValidateOptions, ValidationReport, Workers
 from mqtool.store import kafka as ks
 from mqtool.store.model import kafka as km
 from mqtool.store.model import kafka_broker as kb
@@ -26,13 +26,18 @@ from mqtool.store.model.kafka import SegmentResult
 
 
 def validate_kafka(path: str | Path, options: ValidateOptions, progress: Progress | None = None) -> ValidationReport:
+    with Workers(options.jobs) as workers:
+        return _validate_kafka(path, options, progress, workers)
+
+
+def _validate_kafka(path: str | Path, options: ValidateOptions, progress: Progress | None, workers: Workers) -> ValidationReport:
     store = ks.open_kafka(path)
     broker = kb.resolve_broker(store, options.broker_version)
     report = ValidationReport("kafka", str(store.root), options)
     advance = progress or (lambda n: None)
 
     def run(fn: Callable[[km.Task], SegmentResult], tasks: list[km.Task]) -> Iterable[SegmentResult]:
-        return run_tasks(fn, tasks, options.jobs)
+        return workers.map(fn, tasks)
 
     summaries: dict[str, FileSummary] = {}
     partitions = {}

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from mqtool.ops.validate import FileSummary, Progress, ValidateOptions, ValidationReport, run_tasks
+from mqtool.ops.validate import FileSummary, Progress, ValidateOptions, ValidationReport, Workers
 from mqtool.store import jafka as sj
 from mqtool.store import metaq as sm
 from mqtool.store.legacy import DataDir
@@ -23,11 +23,16 @@ from mqtool.store.model import legacy as lm
 
 
 def _validate(data: DataDir, layout: str, options: ValidateOptions, progress: Progress | None) -> ValidationReport:
+    with Workers(options.jobs) as workers:
+        return _read(data, layout, options, progress, workers)
+
+
+def _read(data: DataDir, layout: str, options: ValidateOptions, progress: Progress | None, workers: Workers) -> ValidationReport:
     report = ValidationReport(layout, str(data.root), options)
     advance = progress or (lambda n: None)
 
     def run(fn: Callable[[lm.SegmentTask], lm.SegmentResult], tasks: list[lm.SegmentTask]) -> Iterable[lm.SegmentResult]:
-        return run_tasks(fn, tasks, options.jobs)
+        return workers.map(fn, tasks)
 
     partitions: dict[str, dict[str, Any]] = {}
     for item in lm.read_store(data, layout, run=run):

@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TypeVar
 
-from mqtool.ops.validate import FileSummary, Progress, ValidateOptions, ValidationReport, run_tasks
+from mqtool.ops.validate import FileSummary, Progress, ValidateOptions, ValidationReport, Workers
 from mqtool.store import rocketmq as rmq
 from mqtool.store.model import commitlog as model_cl
 from mqtool.store.model import rocketmq_broker as brokers
@@ -27,8 +27,8 @@ R = TypeVar("R")
 
 
 def validate_rocketmq(path: str | Path, options: ValidateOptions, progress: Progress | None = None) -> ValidationReport:
-    with model_cl.key_table_directory() as keys_dir:
-        report = _validate_rocketmq(path, options, progress, keys_dir if options.fast and options.wants("index") else None)
+    with model_cl.key_table_directory() as keys_dir, Workers(options.jobs) as workers:
+        report = _validate_rocketmq(path, options, progress, keys_dir if options.fast and options.wants("index") else None, workers)
     # the broker modelled, and what the findings say of its recovery made true for it
     store = rmq.open_store(path, commitlog_file_size=options.commitlog_file_size)
     broker = brokers.resolve_broker(store.root, options.broker_version, options.version_hints, options.config_path)
@@ -36,13 +36,13 @@ def validate_rocketmq(path: str | Path, options: ValidateOptions, progress: Prog
     return report
 
 
-def _validate_rocketmq(path: str | Path, options: ValidateOptions, progress: Progress | None, keys_dir: str | None) -> ValidationReport:
+def _validate_rocketmq(path: str | Path, options: ValidateOptions, progress: Progress | None, keys_dir: str | None, workers: Workers) -> ValidationReport:
     store = rmq.open_store(path, commitlog_file_size=options.commitlog_file_size)
     report = ValidationReport("rocketmq", str(store.root), options)
     advance = progress or (lambda n: None)
 
     def run(fn: Callable[[T], R], tasks: list[T], /) -> Iterable[R]:
-        return run_tasks(fn, tasks, options.jobs)
+        return workers.map(fn, tasks)
 
     summaries: dict[str, FileSummary] = {}
     reading = rr.read_store(
