@@ -248,6 +248,8 @@ def _assemble(task: CommitLogTask, res: CommitLogFileResult, events: Iterator[Ev
             res.first_broken = ev.first_broken
             res.bytes_read = ev.bytes_read
             healthy = ev.kind in ("blank", "zeros", "eof") and res.size == task.file_size and not precise
+            if bulk and parts and base == task.base and not task.live and not (healthy and all(x.level is Severity.info for x in res.findings)):
+                _check_stretches_in_bulk(task, res, parts)
             if (bulk or keeping) and healthy and all(x.level is Severity.info for x in res.findings):
                 columns = concat_columns(parts)
                 queues = columns.queue_runs()
@@ -273,6 +275,33 @@ def _check_in_bulk(task: CommitLogTask, res: CommitLogFileResult, cols: model_cl
         res.verified = model_cl.verify_queue_units(store, task.base, cols, task.cq_file_size)
     if task.keys_dir is not None:
         model_cl.save_key_table(task.keys_dir, task.base, cols)
+
+
+def _check_stretches_in_bulk(task: CommitLogTask, res: CommitLogFileResult, parts: list[tuple[int, CommitLogColumns]]) -> None:
+    """A damaged file's healthy stretches, each as :func:`_check_in_bulk` checks a healthy file:
+    the units and index keys of the records the column walk framed are verified against them in
+    bulk, so that only what points at a record the precise decoder read, into the damage or past
+    the valid end is read back one by one (else every unit and entry of the file is).  In the
+    newest file only the records before its valid end count: what points past it is
+    RMQ-CQ-PAST-END / RMQ-IDX-PAST-END."""
+    if task.is_last:
+        parts = [(at, cols) for at, cols in parts if len(cols) and at + int(cols.position[-1]) + int(cols.size[-1]) <= res.valid_end]
+    parts = [(at, cols) for at, cols in parts if len(cols)]
+    if not parts:
+        return
+    if task.cq_file_size and task.root:
+        store = rmq.open_store(task.root, commitlog_file_size=task.file_size)
+        for at, cols in parts:
+            columns = concat_columns([(at, cols)])
+            queues = columns.queue_runs()
+            if queues is None:  # a queue's offsets do not go up by one here: its units are checked one by one
+                continue
+            stretch = model_cl.FileColumns(columns, queues, ColumnStop("eof", at + int(cols.position[-1]) + int(cols.size[-1]), 0), 0)
+            for key, runs in model_cl.verify_queue_units(store, task.base, stretch, task.cq_file_size).items():
+                res.verified.setdefault(key, []).extend(runs)
+    if task.keys_dir is not None:
+        columns = concat_columns(parts)
+        model_cl.save_key_table(task.keys_dir, task.base, model_cl.FileColumns(columns, {}, ColumnStop("eof", 0, 0), 0))
 
 
 def _recheck_live_tail(task: CommitLogTask, first: CommitLogFileResult) -> CommitLogFileResult:
