@@ -51,8 +51,10 @@ not written (the broker rebuilds producer state from the latest snapshot and the
 
 The plan reads each log byte once: the Kafka store model's reading of the store
 (``kafka_recovery.RecoveryReading``) gives each segment's ``LogSegment.recover`` as the plan asks
-for it, and from the same reading the findings ``validate`` states, which the plan reports (a lost
-segment, what it cannot fix).
+for it, what a cut where it stops removes (the valid records after it, the CRC-32 of the cut bytes:
+``kafka_recovery.CutFold``), and from the same reading the findings ``validate`` states, which the
+plan reports (a lost segment, what it cannot fix).  A segment the reading folded with another
+``index.interval.bytes`` is read again only for an index the plan rebuilds.
 """
 
 from __future__ import annotations
@@ -280,6 +282,19 @@ class _Planner:
             scan = scan_segment(log, base, interval)
             self.watch.time(scan.size, started)
         self.reads[(part.name, base)] = kb.SegmentRead(scan.size, scan.valid_bytes, scan.records)
+        if scan.cut_records is not None:  # counted by the reading's walk: what the cut drops
+            self.counts.setdefault((str(log), scan.valid_bytes), scan.cut_records)
+        return scan
+
+    def indexes(self, log: Path, base: int, scan: RecoveryScan, interval: int) -> RecoveryScan:
+        """``scan`` with the indexes ``LogSegment.recover`` builds with ``interval``: the reading's
+        scan of a segment folded with another interval differs in them alone (its offsets increase:
+        ``RecoveryReading.scan``), so the segment is read again for them only when they are needed
+        (an index recover rebuilds)."""
+        if scan.interval in (None, interval):
+            return scan
+        again = scan_segment(log, base, interval)
+        scan.index, scan.timeindex, scan.interval = again.index, again.timeindex, interval
         return scan
 
     def valid_from(self, log: Path, start: int) -> tuple[int, bool]:
@@ -703,6 +718,11 @@ def _plan_cut(planner: _Planner, part: ks.KafkaPartition, seg: _LiveSeg, scan: R
         "invalid-offset": "offsets not increasing at an index point (InvalidOffsetException): the broker empties the segment",
     }.get(scan.end, scan.end)
     where = f" (log end offset {leo})" if leo is not None else " (a segment before the recovery point, recovered for its missing index)"
+    expect = observe(seg.log)
+    if scan.cut_crc is not None and expect.get("size") == scan.size:
+        expect["crc32"] = scan.cut_crc  # the bytes the cut removes, as the reading read them
+    else:
+        expect = observe(seg.log, scan.valid_bytes, scan.cut)
     planner.plan.add(
         Step(
             "truncate",
@@ -711,7 +731,7 @@ def _plan_cut(planner: _Planner, part: ks.KafkaPartition, seg: _LiveSeg, scan: R
             + (f"; {inside} valid record(s) follow in the segment" if inside else ""),
             position=scan.valid_bytes,
             length=scan.cut,
-            expect=observe(seg.log, scan.valid_bytes, scan.cut),
+            expect=expect,
             details={**_partition_ids(part), "log_end_offset": leo, "valid_records_cut": inside, "later_segments_deleted": later},
         )
     )
@@ -891,36 +911,36 @@ def _index_problems(planner: _Planner, part: ks.KafkaPartition, seg: _LiveSeg, i
 
 
 def _plan_indexes(planner: _Planner, part: ks.KafkaPartition, seg: _LiveSeg, scan: RecoveryScan, *, interval: int, is_last: bool, truncated: bool) -> None:
+    """Rebuild an index file that differs from the one ``LogSegment.recover`` builds when the
+    segment is cut, the file is missing, ``--rebuild-index`` asks, or ``validate`` finds it
+    inconsistent.  Which kinds could be rebuilt is known before the indexes are: ``scan``'s
+    indexes are made (``_Planner.indexes``) only for those."""
     if scan.end in ("overflow", "too-large"):
         return
     directory = part.path
-    wanted: dict[str, bytes] = {}
+    problems: set[str] | None = None
+    rebuild: dict[str, bytes] = {}
     for kind in INDEX_KINDS:
+        current = seg.files.get(kind)
+        if not (truncated or current is None or planner.options.rebuild_index):
+            if problems is None:
+                problems = _index_problems(planner, part, seg, is_last)
+            if kind not in problems:
+                continue  # kept, whatever recovery would build
+        if kind != "txnindex":
+            scan = planner.indexes(seg.log, seg.base, scan, interval)
         try:
             data = _encode(kind, scan, seg.base)
         except ValueError:
             continue  # entries the format cannot hold: left to validate to report
-        current = seg.files.get(kind)
         if not data and (kind == "txnindex" or scan.valid_bytes == 0) and (current is None or _size(current) == 0):
             continue  # nothing to index (an empty segment, no aborted transaction): a missing file says as much
         if _file_bytes_equal(current, data):
             continue
-        wanted[kind] = data
-    if not wanted:
-        return
-    problems: set[str] | None = None
-    rebuild = {}
-    for kind, data in wanted.items():
-        current = seg.files.get(kind)
-        if truncated or current is None or planner.options.rebuild_index:
-            rebuild[kind] = data
-            continue
-        if problems is None:
-            problems = _index_problems(planner, part, seg, is_last)
-        if kind in problems:
-            rebuild[kind] = data
+        rebuild[kind] = data
     if not rebuild:
         return
+    scan = planner.indexes(seg.log, seg.base, scan, interval)  # the step counts its entries
     files = {}
     expect_files = {}
     for kind, data in rebuild.items():

@@ -947,7 +947,7 @@ def _key(task: SegmentTask) -> _Key | None:
     log = _stat(task.log)
     if log is None:
         return None
-    return (replace(task, recovery_interval=None, piece=WALK_CHUNK, fold=None), (log, _stat(task.index), _stat(task.timeindex), _stat(task.txnindex)))
+    return (replace(task, recovery_interval=None, cuts=False, piece=WALK_CHUNK, fold=None), (log, _stat(task.index), _stat(task.timeindex), _stat(task.txnindex)))
 
 
 def _in_progress(res: SegmentResult) -> None:
@@ -992,6 +992,7 @@ def read_store_entries(
     kept: bool = False,
     fold: SegmentFold | None = None,
     commits: bool = False,
+    cuts: bool = False,
 ) -> EntryReading:
     """``read_store``, also yielding each entry of each segment's walk as it is read
     (``ScannedEntry``, decoded as ``decode`` asks), before the segment's ``SegmentRead``: a
@@ -1008,8 +1009,9 @@ def read_store_entries(
     what that fold made of it (``shared_reading(fold=...)``), one kept without it is read.
     ``commits``: the ``__consumer_offsets`` segments' walks also fold their committed offsets
     (``kafka_commits.CommitsFold``, in ``SegmentResult.fold_result``; ``lag``), so that
-    ``consumers.kafka_committed`` takes them from this reading."""
-    return EntryReading(store, decode, checks, partitions, kept, fold, commits)
+    ``consumers.kafka_committed`` takes them from this reading.  ``cuts``: each segment's walk
+    also says what a cut where ``LogSegment.recover`` stops removes (``SegmentResult.cut``; recover)."""
+    return EntryReading(store, decode, checks, partitions, kept, fold, commits, cuts)
 
 
 @dataclass
@@ -1040,10 +1042,11 @@ class EntryReading:
         kept: bool = False,
         fold: SegmentFold | None = None,
         commits: bool = False,
+        cuts: bool = False,
     ) -> None:
         self._progress = _Progress(checks)
         only = None if partitions is None else frozenset(partitions)
-        self._items = _reading(store, checks, False, 1, _serial, decode, self._progress, only, kept, fold, commits=commits)
+        self._items = _reading(store, checks, False, 1, _serial, decode, self._progress, only, kept, fold, commits=commits, cuts=cuts)
 
     def __iter__(self) -> EntryReading:
         return self
@@ -1100,6 +1103,7 @@ def _reading(
     fold: SegmentFold | None = None,
     *,
     commits: bool = False,
+    cuts: bool = False,
 ) -> Generator[Item | ScannedEntry, None, None]:
     out = Sink()
     orphans = _check_files(store, out)
@@ -1124,6 +1128,8 @@ def _reading(
         ]
     elif fold is not None or commits:
         tasks = [replace(t, fold=joined(fold, also(t, commits))) if isinstance(t, SegmentTask) and not t.kraft_snapshot else t for t in tasks]
+    if cuts:
+        tasks = [replace(t, cuts=True) if isinstance(t, SegmentTask) and not t.kraft_snapshot else t for t in tasks]
     if deep and sum(seg.log_size for s in states for seg in s.part.log_segments()) >= COMPILED_WALK_MIN_BYTES:
         if record_scan.compiled_available():  # loaded here, before ``run`` forks its workers
             tasks = [replace(t, compiled_walk=True) for t in tasks]

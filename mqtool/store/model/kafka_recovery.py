@@ -20,6 +20,10 @@
   reading feeds a fold), and is not read again.
   :func:`scan_segment` runs a fold over a walk of its own, for a ``.log`` that reading does not
   walk (a ``.swap`` file) and for ``--apply``'s rebuild of the indexes.
+* :class:`CutFold` is fed the same walk by the model's checker of a segment: where
+  ``LogSegment.recover`` stops for every index interval, and what a cut there removes
+  (:class:`CutFacts`: the CRC-32 of the cut bytes, taken as the walk reads them, and
+  :func:`count_valid_from`'s count, from the walk's entries), so the plan reads no byte again for it.
 * :func:`count_valid_from` counts the records of the valid batches from a position on, resyncing
   on the next batch with a valid size and CRC: what a cut drops.
 * :func:`next_offset` is ``LogSegment.readNextOffset``; :func:`batch_starts` the positions of the
@@ -32,8 +36,9 @@ from __future__ import annotations
 
 import os
 import time
+import zlib
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from mqtool.errors import MqError, StoreLayoutError
@@ -72,6 +77,18 @@ class RecoveryScan:
     aborts: list[ktxn.AbortedTxn] = field(default_factory=list)  # filled by the partition's txn replay
     #: compressed v0/v1 wrappers among the entries (``records`` counts each once, not its inner messages)
     wrappers: int = 0
+    #: the ``index.interval.bytes`` ``index`` and ``timeindex`` were built with
+    interval: int | None = None
+    #: every entry read ends at a higher offset than the ones before it: no index interval makes
+    #: ``LogSegment.recover`` stop at an index point (``InvalidOffsetException``), so the scan with
+    #: another interval differs in its ``index`` and ``timeindex`` alone
+    increasing: bool = True
+    #: from the store model's walk (``CutFold``): ``count_valid_from(valid_bytes)`` -- the valid
+    #: records a cut at ``valid_bytes`` drops -- for an ``end`` of ``corrupt`` or ``control``, and
+    #: the CRC-32 of the bytes the cut removes (``valid_bytes`` to the end); None when not known.
+    #: Facts about the file, not of the scan: a scan equals another without them.
+    cut_records: tuple[int, bool] | None = field(default=None, compare=False)
+    cut_crc: int | None = field(default=None, compare=False)
 
     @property
     def cut(self) -> int:
@@ -116,7 +133,7 @@ class RecoveryFold:
     def __init__(self, base: int, interval: int) -> None:
         self.base = base
         self.interval = interval
-        self.scan = RecoveryScan(0)
+        self.scan = RecoveryScan(0, interval=interval)
         self.max_ts = -1
         self.offset_of_max = -1
         self.last_index_pos = 0
@@ -163,6 +180,8 @@ class RecoveryFold:
         scan.records += records_of(entry)
         if isinstance(entry.header, LegacyRecord) and entry.header.is_compressed:
             scan.wrappers += 1
+        if scan.last_offset is not None and last <= scan.last_offset:
+            scan.increasing = False
         scan.last_offset = last if scan.last_offset is None else max(scan.last_offset, last)
         if epoch >= 0 and epoch > self.epoch_seen and entry.offset >= 0:
             scan.epochs.append((epoch, entry.offset))
@@ -262,7 +281,7 @@ class RecoveryReading:
 
     def __init__(self, store: ks.KafkaStore, checks: frozenset[str]) -> None:
         self.checks = checks
-        self._items = iter(km.read_store_entries(store, EntryDecode(mode="header", check_crc=True), checks=checks, kept=True))
+        self._items = iter(km.read_store_entries(store, EntryDecode(mode="header", check_crc=True), checks=checks, kept=True, cuts=True))
         self._folds: dict[str, RecoveryFold] = {}
         self._done: dict[str, tuple[int, RecoveryScan | None]] = {}  # log -> (interval, scan)
         #: log -> the reading's task of the segment and every finding of it (the families read)
@@ -274,16 +293,24 @@ class RecoveryReading:
         self._spent = 0.0  # seconds of the segment being read so far
 
     def scan(self, log: str, base: int, interval: int) -> RecoveryScan | None:
-        """``LogSegment.recover`` of ``log`` with ``interval``, from the reading (None: not in it,
-        or already passed with another interval)."""
+        """``LogSegment.recover`` of ``log`` with ``interval``, from the reading (None: not in it).
+        A segment the reading folded with another interval comes as that scan when its offsets
+        increase (``RecoveryScan.increasing``: no interval stops recovery at an index point) -- a
+        copy whose ``index`` and ``timeindex`` are those of its own ``interval`` (recover makes the
+        ones of ``interval`` when it needs them) -- else None."""
         if log not in self._done and log not in self._folds:
             self._folds[log] = RecoveryFold(base, interval)
         while log not in self._done and not self._over:
             self._pull()
         got = self._done.get(log)
-        if got is None or got[0] != interval:
+        if got is None:
             return None
-        return got[1]
+        done, scan = got
+        if done == interval or scan is None:
+            return scan
+        if not scan.increasing or scan.end == "invalid-offset":
+            return None
+        return replace(scan, index=list(scan.index), timeindex=list(scan.timeindex), aborts=list(scan.aborts))
 
     def folded(self, log: str) -> RecoveryScan | None:
         """The scan of ``log`` with :data:`DEFAULT_INTERVAL` the reading made, if it made one."""
@@ -388,7 +415,9 @@ def finish_fold(fold: RecoveryFold, res: km.SegmentResult, first_walk: ks.LogFil
     the reading did not walk it (too large for the broker to open, unreadable)."""
     if too_large(res.size) is not None or first_walk is None or any(f.code == KAFKA_FILE_UNREADABLE and f.path == res.path for f in res.findings):
         return None
-    return fold.finish(res.size, None if fold.over else first_walk.end)
+    scan = fold.finish(res.size, None if fold.over else first_walk.end)
+    attach_cut(scan, res.cut)
+    return scan
 
 
 # --- counting what a cut drops ------------------------------------------------------------------------
@@ -397,36 +426,327 @@ def finish_fold(fold: RecoveryFold, res: km.SegmentResult, first_walk: ks.LogFil
 def count_valid_from(path: Path, start: int) -> tuple[int, bool]:
     """Records of the valid batches from ``start`` on (resynchronising on the next batch with a
     valid size and CRC after anything else), and whether the count is complete (False: more than
-    ``RESYNC_LIMIT`` bytes were left unexamined)."""
-    count = 0
-    undecoded = False  # a compressed v0/v1 wrapper whose inner messages could not be counted
+    ``RESYNC_LIMIT`` bytes were left unexamined).  The store model's walk of a segment counts the
+    same from where ``LogSegment.recover`` stops (``CutFold``): recover's plan reads the file for
+    it only where that count is not known."""
     with ReadOnlyFile(path) as f:
         budget_end = start + RESYNC_LIMIT
-        searched_from = start
-        pos = ks.resync(f, start, limit=budget_end)
-        while pos is not None:
-            walk = ks.LogFileWalk(f, pos, mode="header", garbage_extent=False)
-            for p, entry in walk:
-                if isinstance(entry.header, LegacyRecord) and entry.header.is_compressed:
-                    # a v0/v1 wrapper: its inner messages are the records an operator loses
-                    try:
-                        count += len(ks.read_entry_at(f, p, mode="full").records or ())
-                    except MqError:
-                        count += 1
-                        undecoded = True
-                else:
-                    count += records_of(entry)
-            if walk.error is None and walk.end is not None and walk.end.kind == "eof":
-                return count, not undecoded
-            stop = walk.failed_at if walk.error is not None and walk.failed_at is not None else walk.valid_end
-            if stop + 17 > f.size:
-                return count, not undecoded
-            searched_from = stop + 1
-            pos = ks.resync(f, searched_from, limit=budget_end)
-        # the search gave up at the budget: is there anything past it?
-        beyond = max(searched_from, budget_end)
-        complete = beyond >= f.size or nonzero_extent(f, beyond) is None
+        return _count_on(f, ks.resync(f, start, limit=budget_end), budget_end, 0, False, start)
+
+
+def _count_on(f: ReadOnlyFile, pos: int | None, budget_end: int, count: int, undecoded: bool, searched_from: int) -> tuple[int, bool]:
+    """``count_valid_from`` on from a walk at ``pos`` (None: the search found nothing), the records
+    counted so far, whether a wrapper's were not, where the last search started."""
+    while pos is not None:
+        walk = ks.LogFileWalk(f, pos, mode="header", garbage_extent=False)
+        for p, entry in walk:
+            if isinstance(entry.header, LegacyRecord) and entry.header.is_compressed:
+                # a v0/v1 wrapper: its inner messages are the records an operator loses
+                try:
+                    count += len(ks.read_entry_at(f, p, mode="full").records or ())
+                except MqError:
+                    count += 1
+                    undecoded = True
+            else:
+                count += records_of(entry)
+        if walk.error is None and walk.end is not None and walk.end.kind == "eof":
+            return count, not undecoded
+        stop = walk.failed_at if walk.error is not None and walk.failed_at is not None else walk.valid_end
+        if stop + HEADER_SIZE_UP_TO_MAGIC > f.size:
+            return count, not undecoded
+        searched_from = stop + 1
+        pos = ks.resync(f, searched_from, limit=budget_end)
+    # the search gave up at the budget: is there anything past it?
+    beyond = max(searched_from, budget_end)
+    complete = beyond >= f.size or nonzero_extent(f, beyond) is None
     return count, complete and not undecoded
+
+
+# --- what a cut removes, from the model's walk ------------------------------------------------------------
+
+#: ``index.interval.bytes`` of ``CutFold``'s own ``LogSegment.recover``: no index point, so it stops
+#: only where recovery stops for every interval (an entry that does not read, an unreadable
+#: end-transaction marker, an offset overflow, the end of the data).
+_NO_INDEX = 1 << 62
+_ZEROS = bytes(1 << 20)
+
+
+@dataclass(frozen=True)
+class CutFacts:
+    """What a cut of a segment at ``position`` removes, as the store model's walk read it: the
+    bytes' CRC-32 (``position`` to the end of the file: recover's precondition on them) and, where
+    recovery stops at damage (``kind`` ``corrupt`` or ``control``), ``count_valid_from(position)``."""
+
+    position: int
+    kind: str
+    crc32: int
+    records: tuple[int, bool] | None
+
+
+class _DropCount:
+    """``count_valid_from(start)``, fed the entries of the store model's walk of the segment from
+    ``start`` on (each decoded in ``header`` mode with its CRC checked): its walks are the model's
+    entries -- the same framing -- and its search for the next valid batch looks only at the bytes
+    the model's walk stepped over (inside an entry that does not read, what a resynchronisation
+    skipped, a torn tail), where the model has just read them.  Where the search finds a batch the
+    model's walk does not start at, the count goes on reading the file itself (``_count_on``)."""
+
+    def __init__(self, f: ReadOnlyFile, start: int) -> None:
+        self.f = f
+        self.budget_end = start + RESYNC_LIMIT
+        self.count = 0
+        self.undecoded = False
+        self.searched_from = start
+        #: searching: the first position not searched yet (None while walking)
+        self.search: int | None = start
+        #: walking: where the walk's next entry starts (None while searching)
+        self.expect: int | None = None
+        self.result: tuple[int, bool] | None = None
+
+    def _found(self, start: int, stop: int) -> bool:
+        """Search ``[start, stop)`` (within the budget); True when a batch is found there: the
+        count then goes on from it by its own reading."""
+        stop = min(stop, self.budget_end)
+        if start >= stop:
+            return False
+        hit = ks.resync(self.f, start, limit=stop)
+        if hit is None:
+            return False
+        self.result = _count_on(self.f, hit, self.budget_end, self.count, self.undecoded, self.searched_from)
+        return True
+
+    def _own_walk(self) -> None:
+        """The model's walk does not go where this count's walk goes: read on from there."""
+        assert self.expect is not None
+        self.result = _count_on(self.f, self.expect, self.budget_end, self.count, self.undecoded, self.searched_from)
+
+    def _stopped(self, stop: int) -> None:
+        """The count's walk stops at ``stop`` (an entry that does not read, or the data's end)."""
+        self.expect = None
+        if stop + HEADER_SIZE_UP_TO_MAGIC > self.f.size:
+            self.result = (self.count, not self.undecoded)
+            return
+        self.searched_from = self.search = stop + 1
+
+    def _add(self, item: ScannedEntry) -> None:
+        entry = item.entry
+        assert entry is not None
+        if isinstance(entry.header, LegacyRecord) and entry.header.is_compressed:
+            try:
+                self.count += len(item.decoded("full").records or ())
+            except MqError:
+                self.count += 1
+                self.undecoded = True
+        else:
+            self.count += records_of(entry)
+
+    def entry(self, item: ScannedEntry, size: int) -> None:
+        if self.result is not None:
+            return
+        pos = item.position
+        valid = item.error is None and item.entry is not None
+        if self.expect is not None:
+            if pos != self.expect:
+                self._own_walk()
+                return
+            if valid:
+                self._add(item)
+                self.expect = pos + size
+                return
+            self._stopped(pos)  # the walk stops at it; the search goes on inside it
+            if self.result is None and not self._found(pos + 1, pos + size):
+                self.search = pos + size
+            return
+        search = self.search
+        assert search is not None
+        if pos < search:
+            self.result = _count_on(self.f, ks.resync(self.f, search, limit=self.budget_end), self.budget_end, self.count, self.undecoded, self.searched_from)
+            return
+        if pos >= self.budget_end:
+            if not self._found(search, pos):
+                self._give_up()
+            return
+        if self._found(search, pos):
+            return
+        if valid:
+            self._add(item)
+            self.search, self.expect = None, pos + size
+            return
+        if not self._found(pos, pos + size):
+            self.search = pos + size
+
+    def broken(self, position: int) -> None:
+        """The model's walk met a broken frame at ``position``."""
+        if self.result is not None:
+            return
+        if self.expect is not None:
+            if position != self.expect:
+                self._own_walk()
+                return
+            self._stopped(position)
+            return
+        assert self.search is not None
+        if not self._found(self.search, position + 1):
+            self.search = max(self.search, position + 1)
+
+    def end(self, kind: str, position: int, zeros_to_end: bool) -> None:
+        """A walk of the model's ended cleanly at ``position`` (``zeros_to_end``: only zeros follow)."""
+        if self.result is not None or self.expect is None:
+            return  # searching: ``finish`` searches what is left
+        if position != self.expect:
+            self._own_walk()
+            return
+        if kind == "eof":
+            self.result = (self.count, not self.undecoded)
+            return
+        self._stopped(position)
+        if self.result is None and kind == "zeros" and zeros_to_end:
+            self.result = (self.count, not self.undecoded)  # a zero run holds no batch, nor does anything after it
+
+    def finish(self) -> tuple[int, bool]:
+        if self.result is None:
+            if self.expect is not None:
+                self._own_walk()
+            else:
+                assert self.search is not None
+                if not self._found(self.search, self.f.size):
+                    self._give_up()
+        assert self.result is not None
+        return self.result
+
+    def _give_up(self) -> None:
+        beyond = max(self.searched_from, self.budget_end)
+        complete = beyond >= self.f.size or nonzero_extent(self.f, beyond) is None
+        self.result = (self.count, complete and not self.undecoded)
+
+
+class CutFold:
+    """Where ``LogSegment.recover`` stops in a segment for every index interval, and what a cut
+    there removes (``CutFacts``), from the store model's walk of the segment (``kafka_segment``'s
+    checker feeds it): recover's plan reads no byte of the segment again for its cut.
+
+    The checker reads the file through :meth:`read` (every piece its walks, searches and zero runs
+    read), so the CRC-32 of the bytes from the stop on is taken from the bytes as they are read; the
+    entries of the first walk go to a ``RecoveryFold`` without index points (it stops where every
+    interval's does), and from the stop on to ``count_valid_from``'s count (``_DropCount``)."""
+
+    def __init__(self, f: ReadOnlyFile, base: int) -> None:
+        self.f = f
+        self.stopper = RecoveryFold(base, _NO_INDEX)
+        self.position: int | None = None
+        self.kind = ""
+        self.dead = False  # no cut: the data ends at the end of the file, or an offset overflows
+        self.crc = 0
+        self.upto: int | None = None
+        self.count: _DropCount | None = None
+
+    @property
+    def wants_entries(self) -> bool:
+        """Whether the next entries matter (before the stop, or to the count after it)."""
+        if self.dead:
+            return False
+        if self.position is None:
+            return True
+        return self.count is not None and self.count.result is None
+
+    def read(self, position: int, data: bytes) -> None:
+        """Bytes the checker read at ``position``: the CRC goes on with those past what it took."""
+        upto = self.upto
+        if upto is not None and position <= upto < position + len(data):
+            self.crc = zlib.crc32(memoryview(data)[upto - position :], self.crc)
+            self.upto = position + len(data)
+
+    def _arm(self, position: int, kind: str, buffer: bytes, buffer_start: int) -> None:
+        self.position, self.kind = position, kind
+        self.upto = position
+        self.read(buffer_start, buffer)
+        if kind in ("corrupt", "control"):
+            self.count = _DropCount(self.f, position)
+
+    def _zeros(self, length: int) -> None:
+        while length > 0:
+            n = min(length, len(_ZEROS))
+            self.crc = zlib.crc32(memoryview(_ZEROS)[:n], self.crc)
+            length -= n
+
+    def entry(self, item: ScannedEntry, size: int, walk: ks.LogFileWalk, *, first: bool) -> None:
+        """An entry of the model's walks (``first``: of its first walk), decoded in ``header`` mode
+        with its CRC checked."""
+        if self.dead:
+            return
+        if self.position is None:
+            if not first:
+                return
+            feed(self.stopper, item)
+            if not self.stopper.over:
+                return
+            stop, failure = self.stopper.stop, self.stopper.failure
+            if stop is not None:
+                if stop[0] != "control":  # overflow: the broker splits the segment, nothing is cut
+                    self.dead = True
+                    return
+                self._arm(stop[1], "control", walk.buffer, walk.buffer_start)
+            else:
+                assert failure is not None
+                self._arm(failure[0], "corrupt", walk.buffer, walk.buffer_start)
+        if self.count is not None:
+            self.count.entry(item, size)
+
+    def broken(self, walk: ks.LogFileWalk, *, first: bool) -> None:
+        """A walk of the model's met a broken frame (at ``walk.failed_at``)."""
+        at = walk.failed_at
+        if self.dead or at is None:
+            return
+        if self.position is None:
+            if not first:
+                return
+            self._arm(at, "corrupt", walk.buffer, walk.buffer_start)
+        if self.count is not None:
+            self.count.broken(at)
+
+    def end(self, walk: ks.LogFileWalk, *, first: bool) -> None:
+        """A walk of the model's ended cleanly (``walk.end``)."""
+        end = walk.end
+        if self.dead or end is None:
+            return
+        zeros_to_end = end.kind == "zeros" and walk.data_after_zeros is None
+        if self.position is None:
+            if not first:
+                return
+            size = self.f.size
+            if end.kind == "eof" or end.position >= size:
+                self.dead = True
+                return
+            self.position, self.kind = end.position, end.kind
+            if end.kind == "zeros":  # the zero run, read by the walk: its CRC needs no bytes
+                stop = size if zeros_to_end else walk.data_after_zeros
+                assert stop is not None
+                self._zeros(stop - end.position)
+                self.upto = stop
+            else:
+                self.upto = end.position
+                self.read(walk.buffer_start, walk.buffer)
+            return
+        if self.count is not None:
+            self.count.end(end.kind, end.position, zeros_to_end)
+
+    def finish(self) -> CutFacts | None:
+        """What a cut removes, once the model's walk of the segment is over (the file still open)."""
+        if self.dead or self.position is None or self.upto is None:
+            return None
+        records = self.count.finish() if self.count is not None else None
+        size = self.f.size
+        while self.upto < size:  # what no read of the walk's covered (read once more)
+            self.read(self.upto, self.f.pread(self.upto, min(1 << 20, size - self.upto)))
+        return CutFacts(self.position, self.kind, self.crc & 0xFFFFFFFF, records)
+
+
+def attach_cut(scan: RecoveryScan | None, cut: CutFacts | None) -> None:
+    """Give ``scan`` the facts of its cut, when the model's walk stopped where it does."""
+    if scan is None or cut is None or scan.valid_bytes != cut.position or scan.end != cut.kind:
+        return
+    scan.cut_crc = cut.crc32
+    scan.cut_records = cut.records
 
 
 def next_offset(path: Path, base: int) -> int:
@@ -495,9 +815,12 @@ def transaction_events(path: Path, from_offset: int | None) -> Iterator[tuple[in
 __all__ = [
     "DEFAULT_INTERVAL",
     "RESYNC_LIMIT",
+    "CutFacts",
+    "CutFold",
     "RecoveryFold",
     "RecoveryReading",
     "RecoveryScan",
+    "attach_cut",
     "batch_starts",
     "count_valid_from",
     "entry_facts",

@@ -69,7 +69,7 @@ from mqtool.store.files import ReadOnlyFile, nonzero_extent, piece_size
 from mqtool.store.model import kafka_broker
 
 if TYPE_CHECKING:
-    from mqtool.store.model.kafka_recovery import RecoveryFold, RecoveryScan
+    from mqtool.store.model.kafka_recovery import CutFacts, CutFold, RecoveryFold, RecoveryScan
 
 _V2_MIN_LENGTH = rb.RECORD_BATCH_OVERHEAD - rb.LOG_OVERHEAD  # 49
 INT32_MAX = 2**31 - 1
@@ -146,6 +146,10 @@ class SegmentTask:
     #: (``SegmentResult.recovery``): the reading inside ``shared_reading`` keeps it for recover's
     #: plan, which then reads the segment no more.
     recovery_interval: int | None = None
+    #: Also say what a cut where ``LogSegment.recover`` stops removes (``SegmentResult.cut``: the
+    #: records ``count_valid_from`` counts there, the bytes' CRC-32), as the walk reads the
+    #: segment: recover's plan then reads none of it again (implied by ``recovery_interval``).
+    cuts: bool = False
     #: A consumer's fold of the segment's entries (``SegmentFold``; ``Folds`` for several), run by
     #: the same walk as the checks; what it makes is ``SegmentResult.fold_result``.
     fold: SegmentFold | Folds | None = None
@@ -223,6 +227,26 @@ class SegmentResult:
     #: position, its last offset, it reads) -- what ``kafka_reads.next_offset_from`` reads the
     #: file for when it walks from the last ``.index`` entry (``LogSegment.readNextOffset``)
     tail: list[tuple[int, int, bool]] | None = None
+    #: ``SegmentTask.cuts`` (or ``recovery_interval``): what a cut where ``LogSegment.recover``
+    #: stops removes (``kafka_recovery.CutFacts``; None: nothing is cut, or the walk did not end)
+    cut: CutFacts | None = None
+
+
+class _Tee(ReadOnlyFile):
+    """A segment's ``.log`` as the checker reads it when a ``CutFold`` watches the reading: every
+    read is handed to the fold too (the CRC of the bytes a cut removes is taken as they are read)."""
+
+    def __init__(self, f: ReadOnlyFile, cut: CutFold) -> None:  # the file stays ``f``'s: not opened again
+        self._inner = f
+        self._cut = cut
+        self.path, self.size, self.mtime, self.stat = f.path, f.size, f.mtime, f.stat
+        self._fd = None
+        self._kept = None
+
+    def pread(self, position: int, size: int) -> bytes:
+        data = self._inner.pread(position, size)
+        self._cut.read(position, data)
+        return data
 
 
 class _IndexStream(Generic[IndexEntry]):
@@ -570,6 +594,12 @@ class _SegmentChecker:
             from mqtool.store.model.kafka_recovery import RecoveryFold
 
             self.fold = RecoveryFold(task.base_offset, task.recovery_interval)
+        self.cut: CutFold | None = None
+        if (task.cuts or task.recovery_interval is not None) and not task.kraft_snapshot:
+            from mqtool.store.model.kafka_recovery import CutFold
+
+            self.cut = CutFold(f, task.base_offset)
+            self.f = _Tee(f, self.cut)
 
     def find(self, code: str, position: int | None, message: str, **kw: Any) -> None:
         self.res.findings.append(Finding(code, self.path, position, message, **kw))
@@ -606,12 +636,15 @@ class _SegmentChecker:
         while True:
             walk = ks.LogFileWalk(f, start, mode="framing", chunk=self.t.piece, first_piece=FIRST_PIECE, garbage_extent=False)
             fold = self.fold if start == 0 else None  # LogSegment.recover reads the first walk only
+            cut = self.cut
             folders = self.folders
             for pos, entry in walk:
                 rel = pos - walk.buffer_start
                 self._entry(pos, entry, walk.buffer, rel)
+                item = None
                 if decode is not None:
-                    yield _scanned(self.t, pos, entry, walk.buffer, rel, decode, resumed=start > 0)
+                    item = _scanned(self.t, pos, entry, walk.buffer, rel, decode, resumed=start > 0)
+                    yield item
                 if folders:
                     made: dict[EntryDecode, ScannedEntry] = {}  # one decoding for the folds that ask alike
                     for how, folder in folders:
@@ -622,14 +655,23 @@ class _SegmentChecker:
                 if fold is not None and self.heads_end == pos and len(self.heads) < HEADS_KEPT and pos < HEADS_SPAN and entry.size <= ks.MAX_ENTRY_SIZE:
                     self.heads.append(pos)
                     self.heads_end = pos + entry.size
-                if fold is not None and not (fold.over and self.largest_over):
-                    folded = _scanned(self.t, pos, entry, walk.buffer, rel, _FOLDED, resumed=False)
-                    if not fold.over:
-                        _feed(fold, folded)
-                    self._largest(folded)
+                folds = fold is not None and not (fold.over and self.largest_over)
+                if folds or (cut is not None and cut.wants_entries):
+                    folded = item if item is not None and decode == _FOLDED else _scanned(self.t, pos, entry, walk.buffer, rel, _FOLDED, resumed=False)
+                    if fold is not None and folds:
+                        if not fold.over:
+                            _feed(fold, folded)
+                        self._largest(folded)
+                    if cut is not None:
+                        cut.entry(folded, entry.size, walk, first=start == 0)
             if fold is not None and walk.error is not None:
                 assert walk.failed_at is not None  # set with the error
                 fold.broken(walk.failed_at, walk.error)
+            if cut is not None:
+                if walk.error is not None:
+                    cut.broken(walk, first=start == 0)
+                else:
+                    cut.end(walk, first=start == 0)
             if start == 0:  # the first walk: where a walk that stops at a broken entry stops
                 self.first_walk = walk
             self.last_walk = walk
@@ -1347,6 +1389,11 @@ class SegmentScan:
                 res.findings.append(Finding(KAFKA_FILE_UNREADABLE, task.log, exc.position, str(exc)))
             finally:
                 self.first_walk, self.last_walk = checker.first_walk, checker.last_walk
+            if checker.cut is not None and self.io_error is None and checker.first_walk is not None:
+                try:
+                    res.cut = checker.cut.finish()
+                except MqError:
+                    res.cut = None  # the file cannot be read there any more: recover reads it itself
             if checker.fold is not None:
                 from mqtool.store.model.kafka_recovery import finish_fold
 

@@ -108,3 +108,71 @@ def test_batch_starts_reads_headers_as_a_framing_walk_does(tmp_path: Path) -> No
                 limited = [pos for pos, _e in ks.LogFileWalk(f, 0, mode="framing", limit=min(size, upto))]
             assert got == limited, (log, upto)
             assert set(got) <= set(expected)
+
+
+def _embedding(root: Path) -> Path:
+    """A partition whose last segment holds, in the middle, a batch whose record value is a whole
+    valid batch: once the outer batch's CRC fails, ``count_valid_from``'s search finds the inner
+    one, where the model's walk does not go (it steps over the outer batch)."""
+    part = _partition(root)
+    log = sorted(part.glob("*.log"))[-1]
+    data = bytearray(log.read_bytes())
+    with ReadOnlyFile(log) as f:
+        starts = [pos for pos, _e in ks.LogFileWalk(f, 0, mode="framing")]
+    at = starts[len(starts) // 2]
+    ts = 1_700_000_000_000
+    inner = rb.encode_batch(rb.build_batch([rb.Record(offset_delta=0, timestamp_delta=0, key=b"in", value=b"inner")], base_offset=10**9, base_timestamp=ts))
+    base = int.from_bytes(data[at : at + 8], "big")
+    outer = bytearray(rb.encode_batch(rb.build_batch([rb.Record(offset_delta=0, timestamp_delta=0, key=b"out", value=inner)], base_offset=base, base_timestamp=ts)))
+    outer[22] ^= 0x01  # its CRC fails (the attributes' byte, before the records)
+    data[at:at] = outer
+    log.write_bytes(bytes(data))
+    return part
+
+
+CUT_KINDS = [*KINDS, "embedded", "crc-and-torn-last", "garbage-last"]
+
+
+@pytest.mark.parametrize("piece", [None, 100, 777, 5000])
+@pytest.mark.parametrize("kind", CUT_KINDS)
+def test_the_reading_says_what_a_cut_removes(tmp_path: Path, kind: str, piece: int | None) -> None:
+    """What recover's cut of a segment drops and removes -- ``count_valid_from`` at the cut, the
+    CRC-32 of the bytes from there on -- comes from the store model's walk of the segment, equal to
+    reading the file for them, whatever the piece size (issue 27: recover's plan reads each log
+    byte once on a damaged store too)."""
+    from mqtool.store.model.kafka_recovery import count_valid_from
+    from mqtool.store.quarantine import region_crc
+
+    if kind == "embedded":
+        part = _embedding(tmp_path / "logs")
+    else:
+        part = _partition(tmp_path / "logs")
+        if kind == "crc-and-torn-last":
+            _damage(part, "crc-last")
+            log = sorted(part.glob("*.log"))[-1]
+            log.write_bytes(log.read_bytes()[:-30])
+        elif kind == "garbage-last":
+            log = sorted(part.glob("*.log"))[-1]
+            log.write_bytes(log.read_bytes() + bytes(range(7, 250)) * 9)
+        elif kind != "healthy":
+            _damage(part, kind)
+    store = ks.open_kafka(part)
+    segments = store.partitions[0].log_segments()
+    reading = RecoveryReading(store, LOG)
+    with read_in_pieces(piece) if piece is not None else read_in_pieces(1 << 20):
+        scans = {str(seg.log): reading.scan(str(seg.log), seg.base_offset, DEFAULT_INTERVAL) for seg in segments}
+    cuts = 0
+    for seg in segments:
+        assert seg.log is not None
+        scan = scans[str(seg.log)]
+        assert scan is not None
+        if scan.cut == 0 or scan.end == "invalid-offset":
+            assert scan.cut_crc is None and scan.cut_records is None
+            continue
+        cuts += 1
+        assert scan.cut_crc == region_crc(seg.log, scan.valid_bytes, scan.cut), seg.log
+        if scan.end in ("corrupt", "control"):
+            assert scan.cut_records == count_valid_from(seg.log, scan.valid_bytes), seg.log
+        else:
+            assert scan.cut_records is None
+    assert cuts or kind in ("healthy", "offsets-back-last", "offsets-below-base-last")
