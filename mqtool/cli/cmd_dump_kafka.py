@@ -192,13 +192,14 @@ def _finish_log(out: "Renderer", engine: "ops_kafka.LogDump", path: Path, topic:
     # every gap and damage in the partitions read, as validate states it (CODE path:position:
     # message), after the walk's own lines (with --no-crc, as stats --no-crc, only the walk's)
     findings: list[Finding] = [] if no_crc else engine.findings(path, topic=topic, partition=partition)
-    for end in engine.ends:
+    for dumped in engine.ends:
+        end, size = dumped.end, dumped.size
         if end.kind == "partial":
-            out.warn(f"{end.path}:{end.valid_end}: {end.size - end.valid_end} bytes of a partial entry at the end (torn tail)")
+            out.warn(f"{dumped.path}:{end.position}: {size - end.position} bytes of a partial entry at the end (torn tail)")
         elif end.kind == "zeros":
-            out.warn(f"{end.path}:{end.valid_end}: {end.size - end.valid_end} zero bytes after the last entry (pre-allocated segment)")
-        elif end.kind == "limit":
-            out.warn(f"{end.path}: stopped at {end.valid_end} (--max-bytes {max_bytes}); {end.size - end.valid_end} bytes not read")
+            out.warn(f"{dumped.path}:{end.position}: {size - end.position} zero bytes after the last entry (pre-allocated segment)")
+        elif end.kind == "stop":
+            out.warn(f"{dumped.path}: stopped at {end.position} (--max-bytes {max_bytes}); {size - end.position} bytes not read")
     damaged = out.findings(findings)
     return finish_dump(out, not_stated(list[object](engine.problems), findings), extra_failures=damaged, hint=KAFKA_HINT)
 

@@ -38,6 +38,7 @@ from mqtool.errors import (
     StoreLayoutError,
     UnsupportedFormatError,
 )
+from mqtool.formats.data_end import DataEnd
 from mqtool.formats.metaq import ZIP_HEAD, ZIP_TAIL_SEARCH, describe_zip_damage
 from mqtool.formats.segment_names import parse_topic_partition as parse_topic_partition  # the broker's <topic>-<partition> rule
 from mqtool.store.files import (
@@ -50,7 +51,7 @@ from mqtool.store.files import (
     safe_listdir,
 )
 from mqtool.store.lock import MQTOOL_LOCK_NAME
-from mqtool.store.model.framed import PieceWalk, PieceWalker, WalkEnd, scan
+from mqtool.store.model.framed import PieceWalk, PieceWalker, scan
 from mqtool.store.model.framed import zero_run as framed_zero_run
 
 #: Largest message mqtool reads (Jafka's max.message.size and MetaQ's client limit are 1-2 MiB by
@@ -791,7 +792,7 @@ def _role(reader: SegmentReader, last: bool) -> str:
     return "the last segment" if last else "a segment before the last one"
 
 
-def end_damage(reader: SegmentReader, framing: Framing, end: WalkEnd | None, *, last: bool, piece: int | None = None) -> CorruptDataError | None:
+def end_damage(reader: SegmentReader, framing: Framing, end: DataEnd[str] | None, *, last: bool, piece: int | None = None) -> CorruptDataError | None:
     """Whether the end a walk stopped at is damage rather than a clean end, judged as validate does.
 
     Only the last live segment of a partition is ever repaired (the broker's recovery at start-up):

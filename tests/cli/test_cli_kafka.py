@@ -392,7 +392,7 @@ def test_real_capture(rel):
     engine = dump_kafka.LogDump(dump_kafka.log_targets(path), dump_kafka.LogDumpOptions(deep=True))
     items = list(engine)
     assert engine.problems == [] and all(i.records is not None for i in items)
-    assert all(end.kind == "eof" for end in engine.ends)
+    assert all(end.end.kind == "eof" for end in engine.ends)
     counts = _verify_counts()
     for end in engine.ends:
         key = str(end.path.relative_to(REAL))

@@ -183,11 +183,11 @@ def _kafka_entries(part: ks.KafkaPartition, problems: list[str], damage: list[di
             expected = entry.last_offset + 1
             yield _Entry(entry.offset, entry.last_offset, entry.size, item.raw, entry.header, item.position, item.path)
             continue
-        error = str(item.error)
+        error = str(item.end.error)
         problems.append(error)
         offset = expected if expected is not None and item.walked else item.base_offset
-        damage.append({"file": str(item.path), "position": item.position, "offset": offset, "error": error})
-        yield _Entry(offset, offset, 0, b"", None, item.position, item.path, error=error)
+        damage.append({"file": str(item.path), "position": item.end.position, "offset": offset, "error": error})
+        yield _Entry(offset, offset, 0, b"", None, item.end.position, item.path, error=error)
 
 
 def compare_kafka_partitions(name: str, pa: ks.KafkaPartition, pb: ks.KafkaPartition) -> LogDiff:

@@ -21,6 +21,7 @@ from typing import Any
 from mqtool.findings import Finding, Severity, finding_location
 from mqtool.formats import jafka as jf
 from mqtool.formats import metaq as mq
+from mqtool.formats.data_end import DataEnd
 from mqtool.ops.diff.bytelog import ByteLog, Seg
 from mqtool.ops.diff.digest import ReadDigests
 from mqtool.ops.diff.report import torn_note
@@ -116,7 +117,7 @@ def _describer(lay: _Layout) -> Callable[[ByteLog, int], tuple[int, dict[str, An
         try:
             assert isinstance(reader, SegmentReader)
             for event in lm.read_messages(reader, lay.framing):
-                if isinstance(event, lm.MessagesStop):
+                if isinstance(event, DataEnd):
                     break
                 pos, message, size = event.position, event.message, event.size
                 if seg.base + pos + size > offset:
@@ -126,7 +127,7 @@ def _describer(lay: _Layout) -> Callable[[ByteLog, int], tuple[int, dict[str, An
                     elif isinstance(message, jf.Message):
                         info.update(magic=message.magic, crc=message.crc)
                     return seg.base + pos, info, None
-            assert isinstance(event, lm.MessagesStop)  # the stream ends with one
+            assert isinstance(event, DataEnd)  # the stream ends with one
             where = seg.base + event.position
             if event.error is not None:
                 log.add_damage(seg.path, event.position, where, event.error)
@@ -147,9 +148,9 @@ def _walker(lay: _Layout) -> Callable[[ByteLog, int], Iterator[tuple[int, int]]]
             reader = seg.opener()
             try:
                 assert isinstance(reader, SegmentReader)
-                stop: lm.MessagesStop | None = None
+                stop: DataEnd[str] | None = None
                 for event in lm.read_messages(reader, lay.framing, pos - seg.base):
-                    if isinstance(event, lm.MessagesStop):
+                    if isinstance(event, DataEnd):
                         stop = event
                         break
                     if event.position >= seg.size:

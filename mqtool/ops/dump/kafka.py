@@ -22,6 +22,7 @@ import numpy as np
 
 from mqtool.errors import CorruptDataError, MqError, StoreLayoutError, UnsupportedFormatError
 from mqtool.findings import Finding
+from mqtool.formats import data_end
 from mqtool.formats import segment_names as segnames
 from mqtool.formats.checksums import crc32, crc32c
 from mqtool.formats.kafka import checkpoint_file as cpf
@@ -334,13 +335,16 @@ class DumpItem:
 
 
 @dataclass(frozen=True)
-class FileEnd:
+class FileDumped:
+    """How the dump's walk of one ``.log`` of ``size`` bytes ended, after ``entries`` entries:
+    ``end`` is where its valid entries stop -- ``eof``, ``zeros``, ``partial``; ``broken`` with the
+    located error of the entry it stopped at; ``stop`` where ``--max-bytes`` stopped it before the
+    end of the file."""
+
     path: Path
     entries: int
-    valid_end: int
-    kind: str  # eof, zeros, partial, corrupt, limit
     size: int
-    error: MqError | None = None
+    end: data_end.DataEnd[str]
 
 
 def batch_info(path: Path, position: int, entry: LogEntry, raw: bytes | memoryview, rel: int, *, checked: bool = False) -> BatchInfo:
@@ -453,7 +457,7 @@ class LogDump:
     targets: list[LogTarget]
     options: LogDumpOptions = field(default_factory=LogDumpOptions)
     problems: list[MqError] = field(default_factory=list)
-    ends: list[FileEnd] = field(default_factory=list)
+    ends: list[FileDumped] = field(default_factory=list)
     bytes_done: int = 0
     #: the store model's reading the files are walked through (``model_reading``), or None: each
     #: file is walked on its own (and the findings are another reading: ``findings_on_path``)
@@ -591,17 +595,17 @@ class LogDump:
                 yield item
 
     def _file_end(self, target: LogTarget, size: int, walk: Walk) -> None:
-        """How the file's walk ended: its broken entry (a problem), or its end kind (``limit``
+        """How the file's walk ended: its broken entry (a problem), or its end kind (``stop``
         where ``--max-bytes`` stopped it before the end of the file)."""
         if walk.error is not None:
             self.problems.append(walk.error)
-            kind = "corrupt"
+            kind = "broken"
         else:
             assert walk.end is not None  # a walk stops at a broken entry or at its end
             kind = walk.end.kind
         if walk.end is not None and walk.limited and kind == "eof" and walk.end.position < size:
-            kind = "limit"
-        self.ends.append(FileEnd(target.path, walk.count, walk.valid_end, kind, size, walk.error))
+            kind = "stop"
+        self.ends.append(FileDumped(target.path, walk.count, size, data_end.DataEnd(kind, walk.valid_end, error=walk.error)))
 
     def _precise(self, target: LogTarget, pos: int, entry: LogEntry, info: BatchInfo, buf: bytes, rel: int, decoder: str | None, walk: Walk) -> DumpItem | None:
         """The entry at ``pos`` read precisely: the damage the walk kept it despite (a problem, the

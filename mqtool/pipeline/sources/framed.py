@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterator
 import pyarrow as pa
 
 from mqtool.errors import MqError, StoreLayoutError
+from mqtool.formats.data_end import DataEnd
 from mqtool.formats.kafka import checkpoint_file as kcp
 from mqtool.pipeline import files as fs
 from mqtool.pipeline.files import AnyFile
@@ -31,7 +32,7 @@ from mqtool.pipeline.sources.common import (
 )
 from mqtool.pipeline.walk import Problem
 from mqtool.store.model import legacy as model_legacy
-from mqtool.store.model.framed import RangeEnd, RangeFraming, RangeProblem, read_range
+from mqtool.store.model.framed import RangeFraming, RangeProblem, read_range
 
 #: A segment's base offset from its file name (None: not a segment of the layout).
 Accept = Callable[[str], "int | None"]
@@ -141,7 +142,7 @@ def read_framed(part: FilePart, opts: ReadOptions, schema: pa.Schema, framing: R
                 if not opts.with_problems:
                     continue
                 row = problem_row(part, event.at, Problem(event.code, event.position, event.message, event.length, kept=event.kept))
-            elif isinstance(event, RangeEnd):
+            elif isinstance(event, DataEnd):
                 if not opts.with_problems:
                     continue
                 row = end_row(part, event.position, event.kind)

@@ -31,7 +31,7 @@ in between are an unreadable region; a record cut by the end of the file is a to
 the family's ``torn_check`` says why it cannot be one (Kafka: ``store.kafka.not_a_torn_write``).
 
 ``read_range`` yields a ``RangeRecord`` pair ``(position, item)`` for each record, a
-``RangeProblem`` for each finding-to-be and one ``RangeEnd`` where the data ends (``zeros``, ``partial``, ``eof``, ``unreadable``,
+``RangeProblem`` for each finding-to-be and one ``DataEnd`` where the data ends (``zeros``, ``partial``, ``eof``, ``unreadable``,
 ``size``).  The families' framings are the store model's: ``store.model.kafka_reads.KAFKA_RANGE``,
 ``store.model.legacy.JAFKA_RANGE`` and ``METAQ_RANGE``; the Spark sources (``pipeline.sources``) turn the events into rows.
 """
@@ -43,6 +43,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from mqtool.errors import CorruptDataError, MqError
+from mqtool.formats.data_end import DataEnd
 from mqtool.store.files import Readable, nonzero_extent, piece_size
 
 
@@ -166,15 +167,9 @@ class RangeProblem:
     kept: bool = False
 
 
-@dataclass(frozen=True, slots=True)
-class RangeEnd:
-    """Where the range's data ends, at file ``position``, and what follows (``kind``)."""
-
-    position: int
-    kind: str
-
-
-RangeEvent = RangeRecord | RangeProblem | RangeEnd
+#: A range's events: its records, its findings-to-be, and where its data ends (a ``DataEnd`` at a
+#: file position, of kind ``zeros``, ``partial``, ``eof``, ``unreadable`` or ``size``).
+RangeEvent = RangeRecord | RangeProblem | DataEnd[str]
 
 
 def is_sync(framing: RangeFraming, f: Readable, pos: int) -> bool:
@@ -258,17 +253,6 @@ def find_sync(framing: RangeFraming, f: Readable, start: int, *, piece: int | No
 # --- the one piece loop ---------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class WalkEnd:
-    """Where the valid records stop in a file and why: ``zeros``, ``partial`` or ``eof``
-    (``position`` in the file; ``length`` as the format walker reports it: a partial record's
-    full size)."""
-
-    kind: str
-    position: int
-    length: int = 0
-
-
 class PieceWalk:
     """The one loop that reads a length-framed log (Kafka ``.log``, Jafka and MetaQ segments) in
     pieces: ``(position, item)`` for each record from ``start``, through the format's walker over
@@ -284,8 +268,9 @@ class PieceWalk:
 
     ``walker(data, start)`` walks the records of ``data`` from ``start`` (``PieceWalker``: tuples
     whose first two items are a record's position in ``data`` and the item, then ``failed_at`` and
-    ``end`` like the ``formats`` walkers).  After iteration either ``end`` is set
-    (a ``WalkEnd`` in file positions) or ``error`` is the located ``MqError`` of the first broken
+    ``end`` like the ``formats`` walkers).  After iteration either ``end`` is set (a ``DataEnd``
+    in file positions: ``zeros``, ``partial`` or ``eof``; ``length`` as the format walker reports
+    it, a partial record's full size) or ``error`` is the located ``MqError`` of the first broken
     record, at ``failed_at``; ``oversize`` is set when that error is a length field larger than
     ``max_record`` (never an allocation).  With ``keep(data, position, exc)`` a record whose frame
     holds around a failed check is yielded too (``keep`` returns it and its size), the walk going
@@ -321,7 +306,7 @@ class PieceWalk:
         self.resumes = resumes
         self.length_field = length_field
         self.overhead = overhead
-        self.end: WalkEnd | None = None
+        self.end: DataEnd[str] | None = None
         self.error: MqError | None = None
         self.failed_at: int | None = None
         self.oversize: int | None = None
@@ -349,7 +334,7 @@ class PieceWalk:
         grow = want = self.first
         while True:
             if base >= f.size:
-                self.end = WalkEnd("eof", base)
+                self.end = DataEnd("eof", base)
                 return
             data = f.pread(base, want)
             self.data, self.base = data, base
@@ -405,7 +390,7 @@ class PieceWalk:
                         want = len(data) + judged
                 base += end.position
                 continue
-            self.end = WalkEnd(end.kind, base + end.position, end.length)
+            self.end = DataEnd(end.kind, base + end.position, end.length)
             return
 
 
@@ -444,7 +429,7 @@ def read_range(framing: RangeFraming, f: Readable, start: int, stop: int, *, pie
             if walk.oversize is not None:
                 too_big = f"a record of {walk.oversize} bytes: more than mqtool reads ({framing.max_record})"
                 yield RangeProblem(bad, framing.classify(CorruptDataError(kind="size")), bad, too_big)
-                yield RangeEnd(bad, "size")
+                yield DataEnd("size", bad)
                 return
             located = walk.error
             resume = find_sync(framing, f, bad + 1, piece=piece)
@@ -453,7 +438,7 @@ def read_range(framing: RangeFraming, f: Readable, start: int, stop: int, *, pie
                 extent = nonzero_extent(f, bad)
                 data_end = extent[1] if extent else bad
                 yield RangeProblem(bad, framing.region_code, bad, f"no valid record after the broken one: {data_end - bad} bytes cannot be read", data_end - bad)
-                yield RangeEnd(bad, "unreadable")
+                yield DataEnd("unreadable", bad)
                 return
             if resume > bad:
                 yield RangeProblem(
@@ -469,7 +454,7 @@ def read_range(framing: RangeFraming, f: Readable, start: int, stop: int, *, pie
             # inside it (``PieceWalk.oversize``), whatever the piece size
             too_big = f"a record of {end.length} bytes: more than mqtool reads ({framing.max_record})"
             yield RangeProblem(at, framing.classify(CorruptDataError(kind="size")), at, too_big)
-            yield RangeEnd(at, "size")
+            yield DataEnd("size", at)
             return
         if end.kind == "partial" and framing.torn_check is not None:
             rel = at - walk.base
@@ -478,7 +463,7 @@ def read_range(framing: RangeFraming, f: Readable, start: int, stop: int, *, pie
                 located = not_torn.at(f.path, at)
                 yield RangeProblem(at, framing.classify(located), located.position, located.reason)
                 yield RangeProblem(at, framing.region_code, at, f"no valid record after the broken one: {f.size - at} bytes cannot be read", f.size - at)
-                yield RangeEnd(at, "unreadable")
+                yield DataEnd("unreadable", at)
                 return
-        yield RangeEnd(at, end.kind)
+        yield DataEnd(end.kind, at)
         return

@@ -44,6 +44,7 @@ from typing import Protocol
 
 from mqtool.errors import CorruptDataError, MqError
 from mqtool.findings.code_ids import KAFKA_LOG_GARBAGE
+from mqtool.formats import data_end
 from mqtool.formats.kafka import record_batch as rb
 from mqtool.formats.kafka import record_columns as rcol
 from mqtool.formats.kafka.legacy import LegacyRecord
@@ -206,23 +207,22 @@ class WalkedBatch:
 
 
 @dataclass(frozen=True)
-class WalkStop:
-    """Where a segment's walk stopped at a broken entry: the segment (``path``, ``base_offset``),
-    the ``position`` where its valid entries end, the ``error`` there, and how many valid entries
-    the walk read before it (``walked``)."""
+class BrokenSegment:
+    """A segment whose walk stopped at a broken entry: the segment (``path``, ``base_offset``),
+    where its valid entries end (``end``: a ``broken`` ``DataEnd`` whose ``error`` is the located
+    ``MqError`` there), and how many valid entries the walk read before it (``walked``)."""
 
     path: Path
     base_offset: int
-    position: int
-    error: MqError
+    end: data_end.DataEnd[str]
     walked: int
 
 
-def partition_batches(part: ks.KafkaPartition) -> Iterator[WalkedBatch | WalkStop]:
+def partition_batches(part: ks.KafkaPartition) -> Iterator[WalkedBatch | BrokenSegment]:
     """The partition's entries in order, segment after segment; a segment's walk stops at its
     first broken entry (a batch that does not decode, which is damage) -- a torn tail (a
     ``partial`` end) only ends the last segment: before a later one it is lost data, a broken
-    entry too -- yielded as a ``WalkStop``, and the walk goes on with the next segment."""
+    entry too -- yielded as a ``BrokenSegment``, and the walk goes on with the next segment."""
     segments = part.log_segments()
     for i, seg in enumerate(segments):
         if seg.log is None:  # (log_segments: every one has its .log)
@@ -242,7 +242,7 @@ def partition_batches(part: ks.KafkaPartition) -> Iterator[WalkedBatch | WalkSto
                     found=f"an entry of {walk.end.length} bytes with {f.size - walk.end.position} present",
                 )
         if error is not None:
-            yield WalkStop(seg.log, seg.base_offset, walk.valid_end, error, walk.count)
+            yield BrokenSegment(seg.log, seg.base_offset, data_end.DataEnd("broken", walk.valid_end, error=error), walk.count)
 
 
 @dataclass(frozen=True)

@@ -68,6 +68,7 @@ from mqtool.findings.code_ids import (
 from mqtool.formats import jafka as jf
 from mqtool.formats import metaq as mq
 from mqtool.formats import segment_names as segnames
+from mqtool.formats.data_end import DataEnd
 from mqtool.store import jafka as sj
 from mqtool.store import metaq as sm
 from mqtool.store.files import Readable, nonzero_extent
@@ -84,7 +85,7 @@ from mqtool.store.legacy import (
     next_message,
     zero_run,
 )
-from mqtool.store.model.framed import Adapt, RangeFraming, WalkEnd
+from mqtool.store.model.framed import Adapt, RangeFraming
 
 
 class _ClosableFile(Readable, Protocol):
@@ -131,7 +132,7 @@ class SegmentResult:
     #: ``corrupt`` (a broken message); None when the file was not read to a stop
     end_kind: str | None = None
     #: the walk's end where the valid data first stops at a zero or partial tail (position, length)
-    end: WalkEnd | None = None
+    end: DataEnd[str] | None = None
     #: ``end_kind`` ``corrupt``: what the decoder said of the broken message (``MqError.reason``)
     break_reason: str | None = None
     #: MetaQ, a last segment whose valid data first stops at zeros: where MetaQ's recovery loop,
@@ -142,7 +143,7 @@ class SegmentResult:
     folded: object | None = None
     folded_by: SegmentFolder | None = None
 
-    def tail(self) -> WalkEnd | None:
+    def tail(self) -> DataEnd[str] | None:
         """``end`` when it is a tail the broker's recovery repairs (the reading states a
         TORN-TAIL or ZERO-TAIL there), else None (no tail, or damage)."""
         end = self.end
@@ -483,7 +484,7 @@ class _Scan:
             return
         self.kept = ScannedMessage(b, message, code)
 
-    def on_end(self, end: WalkEnd) -> int | None:
+    def on_end(self, end: DataEnd[str]) -> int | None:
         b = end.position
         if end.kind == "partial":
             declared = end.length - self.framing.overhead
@@ -1292,15 +1293,6 @@ class MessageRead:
     size: int
 
 
-@dataclass(frozen=True, slots=True)
-class MessagesStop:
-    """Where the valid messages stop (file ``position``): ``error`` is the located ``MqError`` of
-    a broken message there, None at a clean end (zeros, a partial message, the end of the file)."""
-
-    position: int
-    error: MqError | None
-
-
 def message_size(message: object) -> int:
     """Bytes a message takes on disk (Jafka: LENGTH included; MetaQ: its 20-byte header included)."""
     if isinstance(message, jf.Message):
@@ -1309,10 +1301,15 @@ def message_size(message: object) -> int:
     return message.size
 
 
-def read_messages(reader: SegmentReader, framing: Framing, start: int = 0, *, piece: int | None = None) -> Iterator[MessageRead | MessagesStop]:
-    """The messages from ``start`` (CRC checked) as ``MessageRead``, then one ``MessagesStop``
-    where they stop: no resynchronisation, the caller learns where the chain breaks."""
+def read_messages(reader: SegmentReader, framing: Framing, start: int = 0, *, piece: int | None = None) -> Iterator[MessageRead | DataEnd[str]]:
+    """The messages from ``start`` (CRC checked) as ``MessageRead``, then one ``DataEnd`` where
+    they stop (a file position): ``broken`` with the located ``MqError`` of the broken message
+    there, else the clean end (``zeros``, ``partial``, ``eof``).  No resynchronisation: the caller
+    learns where the chain breaks."""
     walk = SegmentWalk(reader, framing, start, chunk=piece)
     for pos, message in walk:
         yield MessageRead(pos, message, message_size(message))
-    yield MessagesStop(walk.valid_end, walk.error)
+    if walk.error is not None or walk.end is None:
+        yield DataEnd("broken", walk.valid_end, error=walk.error)
+    else:
+        yield walk.end

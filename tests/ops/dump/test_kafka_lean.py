@@ -206,7 +206,7 @@ def _lean_lines(engine: ops.LogDump, decode: BodyDecode, records_only: bool) -> 
 
 
 def _state(engine: ops.LogDump) -> tuple:
-    ends = [(e.path, e.entries, e.valid_end, e.kind, e.size, type(e.error), str(e.error)) for e in engine.ends]
+    ends = [(e.path, e.entries, e.end.position, e.end.kind, e.size, type(e.end.error), str(e.end.error)) for e in engine.ends]
     return [(type(p), str(p)) for p in engine.problems], ends, engine.bytes_done
 
 

@@ -26,8 +26,9 @@ from hypothesis import strategies as st
 from mqtool.formats import jafka as jf
 from mqtool.formats import metaq as mq
 from mqtool.formats import segment_names as segnames
+from mqtool.formats.data_end import DataEnd
 from mqtool.store.files import ReadOnlyFile, piece_size
-from mqtool.store.model.framed import RangeEnd, RangeProblem, read_range
+from mqtool.store.model.framed import RangeProblem, read_range
 from mqtool.store.model.legacy import JAFKA_RANGE, METAQ_RANGE, MemoryFile, SegmentResult, SegmentTask, read_segment
 
 WHOLE = 1 << 30
@@ -103,7 +104,7 @@ def _ranges(path: Path, layout: str, piece: int, splits: list[int]) -> list[obje
         bounds = [0, *sorted({s % max(f.size, 1) for s in splits} - {0}), f.size]
         for start, stop in zip(bounds, bounds[1:]):
             for event in read_range(framing, f, start, stop, piece=piece):
-                if isinstance(event, RangeProblem | RangeEnd):
+                if isinstance(event, RangeProblem | DataEnd):
                     events.append(event)
                 else:
                     at, message = event
@@ -231,7 +232,7 @@ def test_memory_file_reads_as_the_file(tmp_path: Path) -> None:
     path.write_bytes(data)
     expected = _ranges(path, "metaq", 333, [])
     got = list(read_range(METAQ_RANGE, MemoryFile(str(path), data), 0, len(data), piece=333))
-    assert [e if isinstance(e, RangeProblem | RangeEnd) else tuple(e) for e in got] == expected
+    assert [e if isinstance(e, RangeProblem | DataEnd) else tuple(e) for e in got] == expected
 
 
 @pytest.mark.parametrize("layout", ["jafka", "metaq"])
@@ -245,6 +246,6 @@ def test_a_length_beyond_what_is_read_is_one_answer(tmp_path: Path, layout: str)
     path.write_bytes(_damage(data, "flip", first))  # the second message's length: 0x5A......
     whole = _ranges(path, layout, WHOLE, [])
     assert [(e.code, e.position) for e in whole if isinstance(e, RangeProblem)] == [(f"{layout.upper()}-SIZE", first)]
-    assert whole[-1] == RangeEnd(first, "size")
+    assert whole[-1] == DataEnd("size", first)
     for piece in (64, 100, 300):
         assert _ranges(path, layout, piece, []) == whole, piece
