@@ -321,6 +321,15 @@ class _Planner:
             got = self.reads[(part.name, seg.base_offset)]
         return got
 
+    def transaction_events(self, log: Path, from_offset: int | None) -> list[tuple[int, str, int]]:
+        """``kafka_recovery.transaction_events(log, from_offset)``: from the reading's scan of the
+        segment when its walk stopped where that one stops (at the first entry whose header or CRC
+        does not read, or at the end of the data), else from the file."""
+        folded = self.reading.folded(str(log))
+        if folded is None or folded.end not in ("eof", "zeros", "partial", "corrupt"):
+            return list(transaction_events(log, from_offset))
+        return [(pid, "data" if kind == "data" else "end", offset) for kind, pid, offset in folded.txn if from_offset is None or offset >= from_offset]
+
     def rel(self, path: Path) -> str:
         return relative(self.root, path)
 
@@ -786,7 +795,7 @@ def _replay_txns(part: ks.KafkaPartition, segs: list[_LiveSeg], scans: dict[int,
         if snap_offset is not None and nxt is not None and nxt <= snap_offset:
             continue
         try:
-            for pid, event, offset in transaction_events(seg.log, snap_offset):
+            for pid, event, offset in planner.transaction_events(seg.log, snap_offset):
                 if event == "end":
                     ongoing.pop(pid, None)
                 else:
