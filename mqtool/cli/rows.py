@@ -70,8 +70,9 @@ def message_row(
 # The text of a whole chunk is built a field at a time with numpy, not a row at a time: each
 # field becomes a matrix of one row per record, its text left in place and the rest of the row
 # filled with 0xFF (a byte UTF-8 text never holds); the fields' matrices side by side, less their
-# 0xFF bytes, are the rows' text up to the body.  Only the bodies (base64 or hex by binascii, one
-# call each) and the join of the rows with them are per row.
+# 0xFF bytes, are the rows' text, with a mark where each body goes.  Only the bodies (base64 or
+# hex by binascii, one call each) are per row: one ``bytes`` formatting of the whole text puts
+# them in at the marks.
 
 _JSON_STR = encode_basestring
 #: Bytes the widest matrix of a call may take (PROPERTIES, a byte for each byte of the longest):
@@ -149,8 +150,27 @@ def _assemble(count: int, blocks: list[bytes | np.ndarray]) -> np.ndarray:
 
 def _spans(data: np.ndarray, starts: np.ndarray, lengths: np.ndarray, width: int = 0) -> np.ndarray:
     """The byte ranges ``[starts[i], starts[i] + lengths[i])`` of ``data``, a row each, padded
-    (to at least ``width``)."""
+    (to at least ``width``).  Each row is copied whole from a window of ``data`` (no index per
+    byte); the few rows whose window would run past its end take the byte-wise path."""
     width = max(width, int(lengths.max()) if len(lengths) else 0)
+    count = len(starts)
+    if not count or not width or len(data) < width:
+        return _spans_bytewise(data, starts, lengths, width)
+    windows = np.lib.stride_tricks.sliding_window_view(data, width)
+    inside = starts <= len(data) - width
+    out: np.ndarray
+    if inside.all():
+        out = windows[starts]
+    else:
+        out = np.empty((count, width), dtype=np.uint8)
+        out[inside] = windows[starts[inside]]
+        out[~inside] = _spans_bytewise(data, starts[~inside], lengths[~inside], width)
+    out[np.arange(width) >= lengths[:, None]] = _PAD
+    return out
+
+
+def _spans_bytewise(data: np.ndarray, starts: np.ndarray, lengths: np.ndarray, width: int) -> np.ndarray:
+    """``_spans`` a byte index at a time (``width`` at least the longest length)."""
     columns = np.arange(width)
     index = starts[:, None] + columns
     out = data[np.minimum(index, max(len(data) - 1, 0))] if len(data) else np.full(index.shape, _PAD, dtype=np.uint8)
@@ -321,11 +341,10 @@ def column_lines(chunk: ColumnChunk, decode: BodyDecode) -> bytes:
         cols.queue_offset[rows], fields.born_timestamp, cols.store_timestamp[rows],
         fields.reconsume_times, fields.prepared_transaction_offset, fields.body_size,
     ])  # fmt: skip
-    # each row's text up to its body, then 0xFE (never in UTF-8 text either) where the body goes;
-    # a row opens with the end of the row before it (dropped before the first)
+    # each row's text, with 0xFE (never in UTF-8 text either) where its body goes
     tail = b'"}\n' if quoted else b"}\n"
     blocks: list[bytes | np.ndarray] = [
-        tail + b'{"file": ' + path + b', "position": ',
+        b'{"file": ' + path + b', "position": ',
         position,
         b', "commitlog_offset": ',
         commitlog_offset,
@@ -371,19 +390,22 @@ def column_lines(chunk: ColumnChunk, decode: BodyDecode) -> bytes:
         properties,
         b'}, "body_size": ',
         body_size,
-        (b', "body": "' if quoted else b', "body": ' if has_body else b', "body": null') + _BODY,
+        (b', "body": "' if quoted else b', "body": ' if has_body else b', "body": null') + _BODY + tail,
     ]
-    text = _assemble(count, blocks).tobytes().translate(None, _PAD_BYTE)
-    heads = text.replace(_NAME_VALUE, _NAME_VALUE_TEXT).replace(_NEXT, _NEXT_TEXT).split(_BODY)
-    heads[0] = heads[0][len(tail) :]
-    heads[-1] = tail
+    text = _assemble(count, blocks).tobytes().translate(None, _PAD_BYTE).replace(_NAME_VALUE, _NAME_VALUE_TEXT).replace(_NEXT, _NEXT_TEXT)
+    # the rows the text above would get wrong: escapes, a repeated name (the map keeps the last
+    # value at the first name's place), read and printed the precise way
+    held = np.union1d(np.flatnonzero(escaped), chunk.rows_repeating_names(fields)).tolist()
+    if not held:  # the bodies put in by one formatting of the whole text
+        if not has_body:
+            return text.replace(_BODY, b"")
+        return text.replace(b"%", b"%%").replace(_BODY, b"%s") % tuple(_body_texts(chunk, fields, decode))
+    # the text of row r is heads[r] (after the end of row r - 1: none for the first), its body
+    heads = text.split(_BODY)
     parts: list[bytes] = [b""] * (2 * count + 1)
     parts[0::2] = heads
     if has_body:
         parts[1::2] = _body_texts(chunk, fields, decode)
-    # the rows the text above would get wrong: escapes, a repeated name (the map keeps the last
-    # value at the first name's place), read and printed the precise way
-    held = np.union1d(np.flatnonzero(escaped), chunk.rows_repeating_names(fields)).tolist()
     precise = set(held)
     for r in held:
         parts[2 * r] = (tail if r and r - 1 not in precise else b"") + _precise_line(chunk, r, decode)
