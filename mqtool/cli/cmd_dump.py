@@ -126,7 +126,9 @@ def _commitlog_json(out: Renderer, engine: "ops_dump.CommitLogDump", decode: Bod
     through ``column_lines``, a record the precise decoder read through ``record_line``."""
     from mqtool.cli.rows import column_lines, record_line
     from mqtool.ops.dump import rocketmq as ops_dump
+    from mqtool.ops.dump.heap import keep_batch_buffers
 
+    keep_batch_buffers()  # the batches' buffers stay on the heap: a tenth less CPU (ops.dump.heap)
     with out.progress(engine.total_bytes, "dump commitlog", streaming=True) as advance:
         done = 0
         for item in engine.lean():
