@@ -72,7 +72,7 @@ def next_offset_from(path: Path, base: int, start: int) -> int:
     (``SegmentResult.next_offset``, the file unchanged since), and so is the walk from ``start``
     when it starts at one of the last entries the kept reading keeps (``SegmentResult.tail``):
     not read again."""
-    from mqtool.store.model.kafka import kept_next_offset, kept_tail
+    from mqtool.store.model.kafka_shared import kept_next_offset, kept_tail
 
     last = None
     tail = (kept_tail(str(path)) or _memo_tail(path)) if start > 0 else None
@@ -114,7 +114,7 @@ def largest_batch_timestamp(path: Path) -> int:
     v0/v1 message's own), -1 when there is none or the file cannot be read.  Inside
     ``store.model.kafka.shared_reading``, from the kept reading of the file when there is one
     (unchanged since): not read again."""
-    from mqtool.store.model.kafka import kept_largest_timestamp
+    from mqtool.store.model.kafka_shared import kept_largest_timestamp
 
     kept = kept_largest_timestamp(str(path))
     if kept is not None:

@@ -769,7 +769,7 @@ def batch_starts(path: Path, upto: int) -> list[int]:
     store model's reading judges that), so the log is not read a second time for it.  Inside
     ``store.model.kafka.shared_reading``, from the kept reading's entry positions
     (``SegmentResult.heads``) when they reach ``upto`` (the file unchanged since): nothing read."""
-    from mqtool.store.model.kafka import kept_heads
+    from mqtool.store.model.kafka_shared import kept_heads
 
     kept = kept_heads(str(path))
     if kept is not None:
