@@ -63,9 +63,12 @@ def _both(path: Path, decode: BodyDecode = BodyDecode.base64, **options) -> tupl
     return _precise(engines[0], decode), engines[0], _lean(engines[1], decode), engines[1]
 
 
-def _end(end: ops_dump.FileEnd) -> tuple:
+def _end(dumped: ops_dump.FileDumped) -> tuple:
     """A file's end, its error by type and text (exceptions compare by identity)."""
-    return (end.path, end.end, end.records, type(end.error), str(end.error), end.torn)
+    end = dumped.end
+    where = (end.kind, end.position, end.length, end.unit) if end is not None else None
+    error = end.error if end is not None else None
+    return (dumped.path, where, dumped.records, type(error), str(error), dumped.torn)
 
 
 def _same(path: Path, decode: BodyDecode = BodyDecode.base64, **options) -> list[str]:

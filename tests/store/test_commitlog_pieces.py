@@ -74,7 +74,7 @@ def _dump(root: Path, lean: bool) -> tuple[object, ...]:
                 rows.append(item[0].position)
     else:
         rows = [loc.position for loc, _rec in engine]
-    ends = [(str(e.path), e.end, e.records, str(e.error), e.torn) for e in engine.ends]
+    ends = [(str(e.path), (e.end.kind, e.end.position, e.end.length) if e.end else None, e.records, str(e.end.error if e.end else None), e.torn) for e in engine.ends]
     return (rows, ends, [f.to_dict() for f in engine.findings])
 
 

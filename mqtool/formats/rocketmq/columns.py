@@ -38,6 +38,7 @@ from typing import Literal
 
 import numpy as np
 
+from mqtool.formats import data_end
 from mqtool.formats.column_ops import Spans, gather_clipped, joined, offsets_of
 from mqtool.formats.rocketmq.commitlog import (
     BLANK_MAGIC,
@@ -56,16 +57,13 @@ _HEAD8 = struct.Struct(">iI")
 _HOST_BITS = SYSFLAG_BORNHOST_V6 | SYSFLAG_STOREHOST_V6
 StopKind = Literal["zeros", "blank", "eof", "partial", "anomaly"]
 
-
-@dataclass(frozen=True)
-class ColumnStop:
-    """Where and why the fast walk stopped: ``position`` in the buffer; ``length`` is the BLANK
-    record's TOTALSIZE (``blank``) or the bytes a record header claims past the data
-    (``partial``: the caller decides whether more data follows)."""
-
-    kind: StopKind
-    position: int
-    length: int = 0
+#: Where and why the fast walk stopped (``formats.data_end.DataEnd``, the one type for where data
+#: ends, with the column walk's kinds): ``position`` in the buffer; ``length`` is the BLANK
+#: record's TOTALSIZE (``blank``) or the bytes a record header claims past the data (``partial``:
+#: the caller decides whether more data follows).
+ColumnDataEnd = data_end.DataEnd[StopKind]
+#: The same type under the name the store model's CommitLog modules import today.
+ColumnStop = ColumnDataEnd
 
 
 @dataclass
@@ -132,7 +130,7 @@ class ColumnWalk:
     """The outcome of :func:`walk_columns`: the columns of every record before ``stop``."""
 
     columns: CommitLogColumns
-    stop: ColumnStop
+    stop: ColumnDataEnd
     #: the walk's PROPERTIES, already split into pairs: :func:`record_fields` takes them
     #: (``properties=``) instead of splitting them again
     properties: Properties | None = None
@@ -182,7 +180,7 @@ def _signed(h: np.ndarray) -> np.ndarray:
     return h.astype(np.uint32).view(np.int32).astype(np.int64)
 
 
-def _frame(buf: bytes, start: int) -> tuple[array[int], ColumnStop]:
+def _frame(buf: bytes, start: int) -> tuple[array[int], ColumnDataEnd]:
     """Frame records by TOTALSIZE and MAGICCODE from ``start``: their positions, and the stop."""
     size = len(buf)
     pos = start
@@ -193,16 +191,16 @@ def _frame(buf: bytes, start: int) -> tuple[array[int], ColumnStop]:
     while True:
         remaining = size - pos
         if remaining < 8:
-            return positions, ColumnStop("eof", pos) if not remaining else ColumnStop("zeros" if not any(buf[pos:size]) else "anomaly", pos)
+            return positions, ColumnDataEnd("eof", pos) if not remaining else ColumnDataEnd("zeros" if not any(buf[pos:size]) else "anomaly", pos)
         total, magic = head8(buf, pos)
         if magic != magic_v1 and magic != magic_v2:
             if magic == BLANK_MAGIC:
-                return positions, ColumnStop("blank", pos, total)
-            return positions, ColumnStop("zeros" if total == 0 and magic == 0 else "anomaly", pos)
+                return positions, ColumnDataEnd("blank", pos, total)
+            return positions, ColumnDataEnd("zeros" if total == 0 and magic == 0 else "anomaly", pos)
         if total > remaining:
-            return positions, ColumnStop("partial", pos, total)
+            return positions, ColumnDataEnd("partial", pos, total)
         if total < least:
-            return positions, ColumnStop("anomaly", pos)
+            return positions, ColumnDataEnd("anomaly", pos)
         append(pos)
         pos += total
 
@@ -288,7 +286,7 @@ def walk_columns(buf: bytes, base: int, *, start: int = 0, key_hashes: bool = Tr
         key_hash=key_hash,
     )
     if count < len(positions):
-        stop = ColumnStop("anomaly", int(positions[count]))
+        stop = ColumnDataEnd("anomaly", int(positions[count]))
     return ColumnWalk(columns, stop, props)
 
 

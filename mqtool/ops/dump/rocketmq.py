@@ -14,11 +14,13 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from mqtool.errors import CorruptDataError, MqError, StoreLayoutError
 from mqtool.findings import Finding
+from mqtool.formats import data_end
 from mqtool.formats import segment_names as segnames
 from mqtool.formats.rocketmq import checkpoint as cpf
 from mqtool.formats.rocketmq import config as cfgf
@@ -89,14 +91,18 @@ class Located:
 
 
 @dataclass(frozen=True)
-class FileEnd:
-    """How one file's walk ended (for the summary line and JSON trailer)."""
+class FileDumped:
+    """How the dump's walk of one CommitLog file ended, after ``records`` records: ``end`` is
+    where its valid records stop -- the clean ends of the store model's reading (``eof``,
+    ``zeros``, ``blank``, ``partial``, ``torn``, ``stale``), or ``broken`` with the located error
+    of the record it stopped at; None for a pre-allocated file after the last one holding data
+    (no record is read there).  ``torn``: the newest file's record cut by a crash (``end.kind``
+    ``torn``)."""
 
     path: Path
-    end: DataEnd | None
     records: int
-    error: MqError | None
-    torn: rmq.TornTail | None = None  # end.kind "torn": the newest file's record cut by a crash
+    end: data_end.DataEnd[Any] | None  # the model's kinds, and broken
+    torn: rmq.TornTail | None = None
 
 
 @dataclass(frozen=True)
@@ -160,7 +166,7 @@ class CommitLogDump:
     limit: int | None = None
     check_crc: bool = True
     problems: list[MqError] = field(default_factory=list)
-    ends: list[FileEnd] = field(default_factory=list)
+    ends: list[FileDumped] = field(default_factory=list)
     bytes_done: int = 0
     directory: Path | None = None
     findings: list[Finding] = field(default_factory=list)
@@ -211,7 +217,7 @@ class CommitLogDump:
                 continue
             read.append(seg.path)
             if seg.size == 0:
-                self.ends.append(FileEnd(seg.path, DataEnd("eof", 0), 0, None))
+                self.ends.append(FileDumped(seg.path, 0, DataEnd("eof", 0)))
                 continue
             yield i, seg
 
@@ -316,7 +322,8 @@ class CommitLogDump:
                     else:
                         self.bytes_done += f.size - done
                         self.findings.extend(item.findings)
-                        self.ends.append(FileEnd(seg.path, item.end, count, item.error, item.torn))
+                        end = item.end if item.error is None else data_end.DataEnd("broken", item.valid_end, error=item.error)
+                        self.ends.append(FileDumped(seg.path, count, end, item.torn))
             self._file_walked(offsets, seg.base, file_size)
 
     @property
