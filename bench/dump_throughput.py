@@ -1,6 +1,6 @@
 """Benchmark: ``mqtool dump commitlog --jsonl`` records/s next to a bare struct loop, one run.
 
-    python bench/dump_throughput.py [--size-mib 256] [--body 1024] [--dir DIR] [--keep]
+    python bench/dump_throughput.py [--size-mib 256] [--body 1024] [--dir DIR] [--keep] [--repeat 3]
 
 Generates a CommitLog of at least ``--size-mib`` MiB with mqtool's writer (1 GiB files, 1 KiB
 bodies by default), then measures over the same files, in the same process and run:
@@ -11,8 +11,9 @@ bodies by default), then measures over the same files, in the same process and r
 * ``dump``: the real command, ``mqtool dump commitlog PATH --jsonl`` (decode, CRC check, row,
   JSON, write), run in a subprocess with stdout to ``/dev/null``; its fixed costs (interpreter
   start-up, imports, the command's set-up and wind-down) are measured separately by the same
-  command on the tiny fixture ``fixtures/rocketmq-store`` and subtracted (best of two runs each,
-  as for the bare loop: the first run after generating also pays for the writer's dirty pages);
+  command on the tiny fixture ``fixtures/rocketmq-store`` and subtracted (best of ``--repeat``
+  runs each, 3 by default, as for the bare loop: the first run after generating also pays for
+  the writer's dirty pages);
 * ``zero tail``: the part of the dump that reads the pre-allocated zeros after the data of the
   last file (``store.rocketmq.nonzero_extent``: validate's RMQ-CL-GARBAGE check, which the dump
   reports too), timed on its own in this process: it grows with the file size, not with the
@@ -129,6 +130,7 @@ def main() -> None:
     ap.add_argument("--body", type=int, default=1024)
     ap.add_argument("--dir", type=Path, default=None, help="where to generate (default: a temp dir)")
     ap.add_argument("--keep", action="store_true")
+    ap.add_argument("--repeat", type=int, default=3, help="runs of each timing, the best kept (default 3)")
     args = ap.parse_args()
 
     work = Path(tempfile.mkdtemp(prefix="mqtool-bench-", dir=args.dir))
@@ -141,7 +143,7 @@ def main() -> None:
         print(f"generated {records:,} records ({args.body}-byte bodies) in {len(files)} file(s), {data_bytes / 2**20:.0f} MiB on disk, {gen_s:.1f} s")
 
         bare_s = float("inf")
-        for _ in range(2):
+        for _ in range(args.repeat):
             t0 = time.perf_counter()
             bare_count = bare_loop(files)
             bare_s = min(bare_s, time.perf_counter() - t0)
@@ -157,10 +159,15 @@ def main() -> None:
                 raise SystemExit(f"mqtool dump {store} failed with exit code {proc.returncode}")
             return time.perf_counter() - t0
 
-        # best of two runs each: the first run after generating also waits for the writer's
-        # dirty pages (the pre-allocated gigabyte) to reach the disk
-        fixed_s = min(dump_seconds(FIXTURE) for _ in range(2))
-        dump_s = min(dump_seconds(work / "store") for _ in range(2)) - fixed_s
+        # best of --repeat runs each (the first run after generating also waits for the
+        # writer's dirty pages, the pre-allocated gigabyte, to reach the disk), the fixture's and
+        # the store's alternating, so that a busy neighbour slows both
+        fixed_runs, dump_runs = [], []
+        for _ in range(args.repeat):
+            fixed_runs.append(dump_seconds(FIXTURE))
+            dump_runs.append(dump_seconds(work / "store"))
+        fixed_s = min(fixed_runs)
+        dump_s = min(dump_runs) - fixed_s
 
         last = files[-1]
         data_end = bare_end(last)
