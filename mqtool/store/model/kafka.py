@@ -68,6 +68,30 @@ from mqtool.store.files import ReadOnlyFile, piece_size
 from mqtool.store.lock import probe_record_lock
 from mqtool.store.model import kafka_broker
 from mqtool.store.model.kafka_commits import CommitsFold, is_commits_partition
+from mqtool.store.model.kafka_entries import (
+    EntryDecode as EntryDecode,
+)
+from mqtool.store.model.kafka_entries import (
+    FirstWalk as FirstWalk,
+)
+from mqtool.store.model.kafka_entries import (
+    Folds as Folds,
+)
+from mqtool.store.model.kafka_entries import (
+    ScannedEntry as ScannedEntry,
+)
+from mqtool.store.model.kafka_entries import (
+    SegmentFold as SegmentFold,
+)
+from mqtool.store.model.kafka_entries import (
+    SegmentFolder as SegmentFolder,
+)
+from mqtool.store.model.kafka_entries import (
+    joined as joined,
+)
+from mqtool.store.model.kafka_indexes import (
+    IndexFileResult as IndexFileResult,
+)
 from mqtool.store.model.kafka_segment import (
     RECOVERY_INTERVAL as RECOVERY_INTERVAL,
 )
@@ -80,28 +104,7 @@ from mqtool.store.model.kafka_segment import (
     DeepRangeTask as DeepRangeTask,
 )
 from mqtool.store.model.kafka_segment import (
-    EntryDecode as EntryDecode,
-)
-from mqtool.store.model.kafka_segment import (
-    FirstWalk as FirstWalk,
-)
-from mqtool.store.model.kafka_segment import (
-    Folds as Folds,
-)
-from mqtool.store.model.kafka_segment import (
-    IndexFileResult as IndexFileResult,
-)
-from mqtool.store.model.kafka_segment import (
     Placed as Placed,
-)
-from mqtool.store.model.kafka_segment import (
-    ScannedEntry as ScannedEntry,
-)
-from mqtool.store.model.kafka_segment import (
-    SegmentFold as SegmentFold,
-)
-from mqtool.store.model.kafka_segment import (
-    SegmentFolder as SegmentFolder,
 )
 from mqtool.store.model.kafka_segment import (
     SegmentResult as SegmentResult,
@@ -120,9 +123,6 @@ from mqtool.store.model.kafka_segment import (
 )
 from mqtool.store.model.kafka_segment import (
     check_segment as check_segment,
-)
-from mqtool.store.model.kafka_segment import (
-    joined as joined,
 )
 from mqtool.store.model.kafka_shared import _SHARED, _Shared
 from mqtool.store.model.kafka_shared import shared_reading as shared_reading

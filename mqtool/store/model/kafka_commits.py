@@ -25,7 +25,8 @@ from mqtool.errors import ChecksumError, MqError, UnsupportedFormatError
 from mqtool.formats.kafka import internal_topics as it
 from mqtool.formats.kafka import record_batch as rb
 from mqtool.store import kafka as ks
-from mqtool.store.model.kafka_segment import TAIL_KEPT, DeepRangeTask, EntryDecode, FirstWalk, Folds, ScannedEntry, SegmentResult, SegmentTask
+from mqtool.store.model.kafka_entries import EntryDecode, FirstWalk, Folds, ScannedEntry
+from mqtool.store.model.kafka_segment import TAIL_KEPT, DeepRangeTask, SegmentResult, SegmentTask
 
 #: ``(topic, partition, group)`` of an offset commit
 CommitKey = tuple[str, int, str]

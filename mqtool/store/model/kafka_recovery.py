@@ -52,7 +52,7 @@ from mqtool.formats.kafka.log import HEADER_SIZE_UP_TO_MAGIC, LOG_OVERHEAD, MIN_
 from mqtool.store import kafka as ks
 from mqtool.store.files import ReadOnlyFile, nonzero_extent
 from mqtool.store.model import kafka as km
-from mqtool.store.model.kafka_segment import EntryDecode, ScannedEntry
+from mqtool.store.model.kafka_entries import EntryDecode, ScannedEntry
 
 INT32_MAX = 2**31 - 1
 #: How far past a broken batch the count of the valid batches it condemns looks (bytes).

@@ -13,7 +13,9 @@ resynchronises on the next valid one.  The result is a ``SegmentResult``: findin
 and a few numbers; ``SegmentScan`` hands each judged entry to a consumer as it reads
 (``read_store_entries``), so a command reads the segment once, and a consumer's ``SegmentFold``
 (``SegmentTask.fold``) is fed the same entries by the same walk, in whichever process reads the
-segment (``SegmentResult.fold_result``).
+segment (``SegmentResult.fold_result``).  The types a consumer meets are
+:mod:`mqtool.store.model.kafka_entries`'s; the index files read side by side are
+:mod:`mqtool.store.model.kafka_indexes`' streams.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, cast
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from mqtool.errors import ChecksumError, CorruptDataError, MqError, StoreIOError, UnsupportedFormatError
 from mqtool.findings import Finding, Severity
@@ -32,10 +34,7 @@ from mqtool.findings.code_ids import (
     KAFKA_FILE_UNREADABLE,
     KAFKA_INDEX_MULTI_BATCH,
     KAFKA_INDEX_OFFSET,
-    KAFKA_INDEX_ORDER,
     KAFKA_INDEX_POSITION,
-    KAFKA_INDEX_SIZE,
-    KAFKA_INDEX_ZERO_TAIL,
     KAFKA_LOG_COMPRESSION,
     KAFKA_LOG_CONTROL,
     KAFKA_LOG_CRC,
@@ -63,10 +62,11 @@ from mqtool.formats.kafka import index as kidx
 from mqtool.formats.kafka import legacy as klegacy
 from mqtool.formats.kafka import record_batch as rb
 from mqtool.formats.kafka import txn_index as ktxn
-from mqtool.formats.kafka.log import DataEnd, LogEntry, Mode, decode_entry, records_of_message
+from mqtool.formats.kafka.log import LogEntry, decode_entry, records_of_message
 from mqtool.store import kafka as ks
 from mqtool.store.files import ReadOnlyFile, nonzero_extent, piece_size
-from mqtool.store.model import kafka_broker
+from mqtool.store.model.kafka_entries import EntryDecode, FirstWalk, Folds, ScannedEntry, SegmentFold, SegmentFolder, folds_of
+from mqtool.store.model.kafka_indexes import IndexFileResult, _IndexStream
 
 if TYPE_CHECKING:
     from mqtool.store.model.kafka_recovery import CutFacts, CutFold, RecoveryFold, RecoveryScan
@@ -87,8 +87,6 @@ FIRST_PIECE = 64 << 10
 RECOVERY_INTERVAL = 4096
 E, W = Severity.error, Severity.warning
 T = TypeVar("T")
-#: The entry type of an ``_IndexStream``: ``OffsetPosition``, ``TimestampOffset`` or ``AbortedTxn``.
-IndexEntry = TypeVar("IndexEntry")
 #: Checkpoint file name -> (its path, its ``(topic, partition) -> offset`` table when readable).
 OffsetCheckpoints = dict[str, tuple[Path | None, dict[tuple[str, int], int] | None]]
 
@@ -172,15 +170,6 @@ class DeepRangeTask:
 
 
 @dataclass
-class IndexFileResult:
-    path: str
-    family: str
-    size: int
-    entries: int = 0
-    valid_bytes: int | None = None
-
-
-@dataclass
 class SegmentResult:
     path: str
     partition: str
@@ -247,277 +236,6 @@ class _Tee(ReadOnlyFile):
         data = self._inner.pread(position, size)
         self._cut.read(position, data)
         return data
-
-
-class _IndexStream(Generic[IndexEntry]):
-    """One index file consumed in step with the log: ``current`` / ``advance()`` over its entries.
-
-    Walker errors become findings (and end the stream); a pre-allocated zero tail is reported
-    once; entry 0 that is all zero with nothing after it is an unused slot, not an entry.
-    """
-
-    STEP = {"index": kidx.OFFSET_ENTRY_SIZE, "timeindex": kidx.TIME_ENTRY_SIZE, "txnindex": ktxn.ENTRY_SIZE}
-
-    def __init__(self, path: str | None, kind: str, base_offset: int, res: SegmentResult, is_last: bool) -> None:
-        self.path = path
-        self.kind = kind
-        self.res = res
-        self.is_last = is_last
-        self.current: tuple[int, IndexEntry] | None = None
-        self.last_entry: IndexEntry | None = None
-        self.count = 0
-        self.summary: IndexFileResult | None = None
-        self._file: ReadOnlyFile | None = None
-        self._walk: ks.IndexFileWalk | None = None
-        self._gen: Iterator[tuple[int, IndexEntry]] | None = None
-        self._dropped_zero_slot = False
-        if path is None:
-            return
-        try:
-            self._file = ReadOnlyFile(path)
-        except MqError as exc:
-            res.findings.append(Finding(KAFKA_FILE_UNREADABLE, path, None, str(exc)))
-            return
-        self.summary = IndexFileResult(path, "index", self._file.size)
-        res.indexes.append(self.summary)
-        step = self.STEP[kind]
-        extra = self._file.size % step
-        if extra and kind != "txnindex":
-            res.findings.append(
-                Finding(
-                    KAFKA_INDEX_SIZE,
-                    path,
-                    self._file.size - extra,
-                    f"expected a size that is a multiple of {step} bytes, found {self._file.size} ({extra} trailing bytes): " + kafka_broker.INDEX_SIZE_CONSEQUENCE,
-                    length=extra,
-                )
-            )
-        self._walk = ks.IndexFileWalk(self._file, kind, base_offset)  # type: ignore[arg-type]
-        self._gen = self._entries()
-        self.advance()
-
-    @property
-    def file(self) -> str:
-        """The index file's path (only a stream with a file has entries and findings)."""
-        assert self.path is not None
-        return self.path
-
-    def _entries(self) -> Iterator[tuple[int, IndexEntry]]:
-        walk = self._walk
-        assert walk is not None
-        # the walk yields the entry type of its kind, which this stream was made for
-        it = cast(Iterator[tuple[int, IndexEntry]], iter(walk))
-        first = next(it, None)
-        if first is None:
-            return
-        if walk.first_is_zero:
-            second = next(it, None)
-            if second is None:
-                self._dropped_zero_slot = True  # entry 0 all zero, nothing after it: no entry
-                return
-            yield first
-            yield second
-        else:
-            yield first
-        yield from it
-
-    def advance(self) -> None:
-        if self._gen is None:
-            self.current = None
-            return
-        try:
-            self.current = next(self._gen)
-        except StopIteration:
-            self.current = None
-            self._gen = None
-            self._finish()
-            return
-        except StoreIOError as exc:
-            self.current = None
-            self._gen = None
-            self.res.findings.append(Finding(KAFKA_FILE_UNREADABLE, self.file, exc.position, str(exc)))
-            return
-        self.count += 1
-        self.last_entry = self.current[1]
-
-    def _finish(self) -> None:
-        walk = self._walk
-        assert walk is not None and self.summary is not None
-        if walk.error is not None:
-            code = KAFKA_TXNINDEX_ENTRY if self.kind == "txnindex" else KAFKA_INDEX_ORDER
-            self.res.findings.append(Finding(code, self.file, walk.error.position, walk.error.reason))
-            return
-        end = walk.end
-        assert end is not None  # the walk ended without an error
-        if self._dropped_zero_slot:
-            self._zero_tail(0)
-        elif end.kind == "zeros":
-            self._zero_tail(end.position)
-        elif end.kind == "partial" and self.kind == "txnindex":
-            self.res.findings.append(
-                Finding(
-                    KAFKA_TXNINDEX_ENTRY,
-                    self.file,
-                    end.position,
-                    f"{end.length} trailing bytes, less than a {ktxn.ENTRY_SIZE}-byte entry (a torn append; the broker ignores them)",
-                    length=end.length,
-                    severity=W,
-                )
-            )
-        else:
-            self.summary.valid_bytes = end.position
-
-    def _zero_tail(self, position: int) -> None:
-        assert self.summary is not None and self._file is not None
-        self.summary.valid_bytes = position
-        length = self._file.size - position
-        if length <= 0:
-            return
-        if self.kind == "txnindex":
-            self.res.findings.append(Finding(KAFKA_TXNINDEX_ENTRY, self.file, position, f"{length} zero bytes after the last entry", length=length, severity=W))
-            return
-        why = (
-            "the active segment's index stays pre-allocated until the broker rolls or closes it"
-            if self.is_last
-            else "a segment before the last should have a trimmed index (the broker trusts fileLength/entrySize entries)"
-        )
-        self.res.findings.append(
-            Finding(
-                KAFKA_INDEX_ZERO_TAIL,
-                self.file,
-                position,
-                f"{length} bytes of unused zero slots after {self.count} entr{'y' if self.count == 1 else 'ies'}: {why}",
-                length=length,
-                severity=None if self.is_last else W,
-            )
-        )
-
-    def close(self) -> None:
-        if self.summary is not None:
-            self.summary.entries = self.count
-        if self._file is not None:
-            self._file.close()
-
-
-@dataclass(frozen=True)
-class EntryDecode:
-    """How a consumer of the reading wants each entry (``read_store(entries=...)``): decoded in
-    ``mode`` (``LogWalker``'s), its CRC checked or not, an entry whose frame holds but whose CRC
-    fails (or whose codec is not installed) kept as ``LogFileWalk(keep_damaged=True)`` keeps it."""
-
-    mode: Mode = "full"
-    check_crc: bool = True
-
-
-@dataclass(frozen=True)
-class ScannedEntry:
-    """One entry of a segment as the model's walk reads it, after the model judged it: its file
-    ``position``, the ``entry`` decoded as the consumer asked (None when it does not decode, or
-    for a broken frame the walk met: the ``error`` where a walk that stops at a broken entry
-    stops), and ``error`` also for an entry kept despite it (a CRC, a codec not installed:
-    ``kept``).  ``buffer[rel:]`` holds its bytes.
-    ``resumed``: read after the segment's walk met a broken frame and resynchronised (a walk that
-    stops at a broken entry never reads it)."""
-
-    task: SegmentTask
-    position: int
-    entry: LogEntry | None
-    error: MqError | None
-    buffer: bytes
-    rel: int
-    resumed: bool
-
-    @property
-    def kept(self) -> bool:
-        return self.entry is not None and self.error is not None
-
-    def decoded(self, mode: Mode, *, check_crc: bool = True) -> LogEntry:
-        """The entry decoded in ``mode`` from the bytes the walk read (a consumer that asked for
-        less -- ``framing`` -- decodes the few entries it needs); raises the ``MqError`` (located
-        in the file) of an entry that does not decode so."""
-        try:
-            return decode_entry(self.buffer, self.rel, mode=mode, check_crc=check_crc)
-        except MqError as exc:
-            raise exc.at(self.task.log, self.position - self.rel) from None
-
-
-@dataclass(frozen=True)
-class FirstWalk:
-    """How a segment's first walk (from position 0) ended: its clean ``end``, or the ``error`` of
-    the broken entry it stopped at (where a walk that stops at a broken entry stops)."""
-
-    end: DataEnd | None
-    error: MqError | None
-
-
-class SegmentFolder(Protocol):
-    """A consumer's count of one segment, fed by the model's walk of it as the walk judges it."""
-
-    def entry(self, item: ScannedEntry) -> None:
-        """One entry of the segment's walks, decoded as the fold's ``decode`` asks (``resumed``
-        after a resynchronisation); a broken frame the walk met comes with ``entry`` None and
-        its ``error``, where a walk that stops at a broken entry stops."""
-
-    def finish(self, result: SegmentResult, first_walk: FirstWalk | None) -> object:
-        """What the fold made of the segment once its walk is over (``SegmentResult.fold_result``):
-        how its first walk ended, None when the ``.log`` could not be read."""
-
-
-class SegmentFold(Protocol):
-    """What a consumer folds each segment of a reading into (stats' counts): given to the reading
-    (``store.model.kafka.read_store_entries(fold=...)``, ``shared_reading(fold=...)``) and carried
-    by each ``SegmentTask`` to the process that reads the segment, so it is picklable, and
-    compared with ``==``: a segment kept inside ``shared_reading`` serves a consumer whose fold
-    equals the one it was read with.  ``start`` makes the fold of one segment."""
-
-    @property
-    def decode(self) -> EntryDecode:
-        """How the fold wants each entry decoded."""
-
-    def start(self, task: SegmentTask) -> SegmentFolder:
-        """The fold of the segment ``task`` reads."""
-
-
-@dataclass(frozen=True)
-class Folds:
-    """Several consumers' folds of the same segments, fed by one walk (a ``SegmentFold``'s task
-    carries them as its ``fold``): each folder is fed the entries decoded as its own fold asks
-    (one decoding shared by the folds that ask alike), and ``SegmentResult.fold_result`` is the
-    tuple of what each made, in order.  A segment kept inside ``shared_reading`` with ``Folds``
-    serves a consumer of any one of them (``part``)."""
-
-    folds: tuple[SegmentFold, ...]
-
-    def part(self, fold: SegmentFold | Folds, result: object) -> tuple[bool, object]:
-        """What ``fold`` -- one of these, or ``Folds`` of some of them -- made, taken from this
-        composite's ``result``: (True, its result), or (False, None) when it is not among them."""
-        if not isinstance(result, tuple) or len(result) != len(self.folds):
-            return False, None
-        if isinstance(fold, Folds):
-            parts = [self.part(one, result) for one in fold.folds]
-            return (True, tuple(got for _ok, got in parts)) if all(ok for ok, _got in parts) else (False, None)
-        for i, one in enumerate(self.folds):
-            if one == fold:
-                return True, result[i]
-        return False, None
-
-
-def folds_of(fold: SegmentFold | Folds | None) -> tuple[SegmentFold, ...]:
-    """The folds a task's ``fold`` stands for (none, one, or a ``Folds``' own)."""
-    if fold is None:
-        return ()
-    return fold.folds if isinstance(fold, Folds) else (fold,)
-
-
-def joined(*folds: SegmentFold | Folds | None) -> SegmentFold | Folds | None:
-    """One task's ``fold`` for all of ``folds`` (None when there is none, the fold itself when
-    there is one)."""
-    every: list[SegmentFold] = []
-    for fold in folds:
-        every.extend(f for f in folds_of(fold) if f not in every)
-    if not every:
-        return None
-    return every[0] if len(every) == 1 else Folds(tuple(every))
 
 
 #: How many entry positions of a segment's start a reading kept inside ``shared_reading`` keeps

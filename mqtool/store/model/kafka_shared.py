@@ -19,11 +19,10 @@ from dataclasses import dataclass, field, replace
 from mqtool.findings.code_ids import (
     KAFKA_FILE_UNREADABLE,
 )
+from mqtool.store.model.kafka_entries import Folds, SegmentFold
 from mqtool.store.model.kafka_segment import (
     WALK_CHUNK,
     DeepRangeTask,
-    Folds,
-    SegmentFold,
     SegmentResult,
     SegmentTask,
 )
