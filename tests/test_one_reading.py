@@ -21,7 +21,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "mqtool"
 WALKERS = frozenset(
     {
         # store walks over raw records
-        "CommitLogFileWalk",
+        "FileRecords",
         "LogFileWalk",
         "SegmentWalk",
         "read_file_columns",
@@ -83,7 +83,7 @@ def test_no_consumer_walks_log_bytes(path: Path) -> None:
 def test_the_store_model_holds_the_walkers() -> None:
     """The walks consumers are moved to exist in the store layer (the list is not trivially empty)."""
     store = {name for p in (PACKAGE / "store").rglob("*.py") for name in _walkers_used(p)}
-    assert {"CommitLogFileWalk", "LogFileWalk", "SegmentWalk"} <= store
+    assert {"FileRecords", "LogFileWalk", "SegmentWalk"} <= store
 
 
 #: Modules of ops/ and pipeline/ that read store bytes without judging them, and why: the only
@@ -117,8 +117,11 @@ def test_no_consumer_reads_store_bytes_to_judge_them(path: Path) -> None:
 #: The loops that read a log file in pieces (``store.files.piece_size`` / ``CHUNK_SIZE``), one
 #: per file family, and why each is one: every other reader of a log takes its bytes from these.
 PIECE_LOOPS = {
-    "store/model/commitlog_walk.py": "the CommitLog's one walk: the column walk over healthy records, the precise decoder around an anomaly",
-    "store/rocketmq.py": "CommitLogFileWalk (the broker's normal recovery reading on from the walk's handover) and find_next_record's sync search",
+    "store/model/commitlog_walk.py": (
+        "the CommitLog's one walk: the column walk over healthy records, the precise decoder around an anomaly, "
+        "and its recovery reading (FileRecords: the broker's normal recovery, reading on from the walk's handover)"
+    ),
+    "store/rocketmq.py": "find_next_record's sync search (the walk's resynchronisation after a broken record)",
     "store/kafka.py": "a Kafka .log: LogFileWalk and its one resync",
     "store/model/framed.py": "the length-framed logs (Jafka, MetaQ; Kafka's Spark ranges): PieceWalk and its one search",
     "store/legacy.py": "a MetaQ .meta.zip archive's inflated stream (read as the segment it holds)",

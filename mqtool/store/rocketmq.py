@@ -31,7 +31,6 @@ from mqtool.formats.rocketmq.commitlog import (
     SYSFLAG_POSITION,
     DataEnd,
     MessageRecord,
-    RecordWalker,
     body_length_position,
     body_position,
     decode_message,
@@ -45,7 +44,7 @@ from mqtool.formats.rocketmq.commitlog import (
     topic_length_size,
 )
 from mqtool.formats.rocketmq.properties import CRC32
-from mqtool.store.files import CHUNK_SIZE, Readable, ReadOnlyFile, file_size, is_regular_file, nonzero_extent, piece_size, safe_listdir
+from mqtool.store.files import CHUNK_SIZE, Readable, ReadOnlyFile, file_size, is_regular_file, nonzero_extent, safe_listdir
 from mqtool.store.root_rocketmq import ROOT_MARKERS, find_rocketmq_root, is_rocketmq_path, is_rocketmq_root  # noqa: F401 (re-exported)
 
 #: Largest record mqtool will read (maxMessageSize is 4 MiB by default; the broker allows
@@ -322,185 +321,17 @@ def piece_goes_on(kind: str, position: int, piece_len: int, more: bool) -> bool:
     return more and (kind in ("partial", "eof") or piece_len - position < JUDGED_HEADER)
 
 
-class CommitLogFileWalk:
-    """Stream ``(position, MessageRecord)`` from one CommitLog file in bounded chunks.
-
-    After iteration: ``end`` is the clean end (``DataEnd`` with file positions; kind ``torn``
-    only with ``last``), or ``error`` is the ``CorruptDataError`` (located in the file) of the
-    first broken record, at ``failed_at``.
-
-    With ``last`` (the newest file) a torn tail ends the walk, as validate ends it: a record that
-    fails with only zeros after its written bytes (``torn_tail_at``), and a record that decodes
-    but whose last bytes are zeros (``torn_record_tail``) -- neither is yielded.
-    ``file_size``: the configured CommitLog file size (the file's own size when not given).
-
-    With ``base`` (the commitlog offset the file's name says) the walk also keeps, in ``odd``,
-    the records validate has more to say about (``model.record_findings``): a PHYSICALOFFSET
-    that is not the record's address, property segments the broker drops, a ``__CRC32#``
-    property; and with ``last`` it ends, as ``DataEnd("stale", position)``, at a record that is
-    a copy of the record at the offset it claims with no record at its own place after it
-    (``is_stale_copy``: data left after a truncation, or copied there).
-
-    With ``keep_damaged`` a record whose frame is intact -- TOTALSIZE, MAGICCODE and every length
-    agree, so the next record is where its frame says -- but whose body CRC fails is yielded too,
-    and the walk goes on after it: ``damaged`` maps its file position to the error (located in
-    the file; ``broken_record_code`` names its finding, RMQ-CL-BODY-CRC).  The broker serves such
-    a record (it dispatches it with its bad CRC).  Without it (recover, validate's model) the walk
-    stops there, as upstream ``CommitLog.recoverNormally`` with ``checkCRCOnRecover`` does.
-    Only a broken frame ends (or, in validate, resyncs) the walk.
-
-    ``stop`` bounds the reading: no byte at or after it is read (a position where a record starts,
-    or where the data ends), and the walk ends there as ``eof`` -- a reader that wants the records
-    of a range does not read the rest of the file (its zero tail) again.
-    """
-
-    def __init__(
-        self,
-        f: ReadOnlyFile,
-        start: int = 0,
-        *,
-        check_crc: bool = True,
-        chunk: int | None = None,
-        max_record_size: int = MAX_RECORD_SIZE,
-        last: bool = False,
-        file_size: int | None = None,
-        base: int | None = None,
-        keep_damaged: bool = False,
-        stop: int | None = None,
-    ) -> None:
-        self.f = f
-        self.limit = f.size if stop is None else max(start, min(stop, f.size))
-        self.base = base
-        self.keep_damaged = keep_damaged
-        #: ``keep_damaged``: file position -> error of each frame-intact record yielded despite it
-        self.damaged: dict[int, MqError] = {}
-        #: ``(position, record, its bytes)`` of each record ``model.record_findings`` judges
-        self.odd: list[tuple[int, MessageRecord, bytes]] = []
-        #: end kind ``stale``: the commitlog offset the first stale record claims
-        self.stale_claim = -1
-        self.start = start
-        self.file_size = file_size or f.size
-        #: the newest file: a record whose bytes stop early, zeros after, ends the walk as
-        #: ``DataEnd("torn", position, TOTALSIZE)`` (a crash while writing) instead of ``error``
-        self.last = last
-        self.torn: TornTail | None = None
-        self.check_crc = check_crc
-        self.chunk = chunk or piece_size()
-        self.max_record_size = max_record_size
-        self.end: DataEnd | None = None
-        self.error: MqError | None = None
-        self.failed_at: int | None = None
-        self.count = 0
-
-    @property
-    def valid_end(self) -> int:
-        """Position where the valid records stop."""
-        if self.end is not None:
-            return self.end.position
-        return self.failed_at if self.failed_at is not None else self.start
-
-    def __iter__(self) -> Iterator[tuple[int, MessageRecord]]:
-        f = self.f
-        base = self.start
-        want = self.chunk
-        while True:
-            data = f.pread(base, min(want, self.limit - base))
-            want = self.chunk
-            walker = RecordWalker(data, 0, check_crc=self.check_crc)
-            try:
-                for pos, record in walker:
-                    if self.last and self._ends_at(data, base, pos, record):
-                        return
-                    self._note(data, base, pos, record)
-                    yield base + pos, record
-            except MqError as exc:
-                self.failed_at = base + (walker.failed_at or 0)
-                torn = torn_tail_at(f, self.failed_at, self.file_size) if self.last else None
-                if torn is not None:
-                    self.torn = torn
-                    self.end = DataEnd("torn", self.failed_at, torn.total)
-                    self.failed_at = None
-                    return
-                kept = self.framed_record(data, walker.failed_at or 0, exc) if self.keep_damaged else None
-                if kept is not None:  # the frame holds: the record is served, the walk reads on after it
-                    pos = walker.failed_at or 0
-                    self.failed_at = None
-                    if self.last and self._ends_at(data, base, pos, kept):
-                        return
-                    self.damaged[base + pos] = exc.at(f.path, base)
-                    self._note(data, base, pos, kept)
-                    yield base + pos, kept
-                    base += pos + kept.total_size
-                    continue
-                self.error = exc.at(f.path, base)
-                return
-            end = walker.end
-            assert end is not None
-            more_in_file = base + len(data) < self.limit
-            if piece_goes_on(end.kind, end.position, len(data), more_in_file):
-                if end.kind == "partial" and end.position == 0:
-                    if end.length > self.max_record_size:
-                        self.failed_at = base
-                        # a TOTALSIZE no record has: validate's error for it (RMQ-CL-SIZE)
-                        self.error = (
-                            past_the_end_error(f, base, end.length)
-                            if end.length > MAX_RECORD_SIZE
-                            else CorruptDataError(
-                                path=f.path,
-                                position=base,
-                                expected=f"TOTALSIZE at most {self.max_record_size} (largest record mqtool reads)",
-                                found=str(end.length),
-                            )
-                        )
-                        return
-                    want = max(end.length, self.chunk)
-                base += end.position
-                continue
-            self.end = DataEnd(end.kind, base + end.position, end.length)
-            return
-
-    def _ends_at(self, data: bytes, base: int, pos: int, record: MessageRecord) -> bool:
-        """The newest file's data ends at this record (a torn tail or stale data): ``end`` says so."""
-        ending = data_ends_at(self.f, base + pos, record, data[pos + record.total_size - 1], self.file_size, self.base)
-        if ending is None:
-            return False
-        self.end, self.torn = ending.end, ending.torn
-        self.stale_claim = record.physical_offset
-        return True
-
-    def _note(self, data: bytes, base: int, pos: int, record: MessageRecord) -> None:
-        """Count a record the walk yields, keeping it in ``odd`` when validate has more to say."""
-        if self.base is not None and has_record_findings(record, self.base + base + pos):
-            self.odd.append((base + pos, record, bytes(data[pos : pos + record.total_size])))
-        self.count += 1
-
-    def finding_code(self, position: int) -> str | None:
-        """The code of the first finding validate states about the record the walk has just
-        yielded at file ``position``: its frame-intact damage (``damaged``: RMQ-CL-BODY-CRC), else
-        what ``model.record_findings`` says of it (with ``base``: RMQ-CL-PHYS-OFFSET,
-        RMQ-CL-PROPERTIES, RMQ-CL-PROP-CRC); None for a healthy record."""
-        exc = self.damaged.get(position)
-        if exc is not None:
-            return broken_record_code(exc)
-        if self.base is None or not self.odd or self.odd[-1][0] != position:
-            return None
-        from mqtool.store.model.rocketmq import record_findings  # the model builds on this module
-
-        at, record, raw = self.odd[-1]
-        found = record_findings(str(self.f.path), self.base, at, record, raw)
-        return found[0].code if found else None
-
-    @staticmethod
-    def framed_record(data: bytes, pos: int, exc: MqError) -> MessageRecord | None:
-        """The record at ``pos`` of ``data`` that failed with ``exc``, when only its body CRC is
-        wrong: its frame (TOTALSIZE, MAGICCODE, every length) decodes, so the next record is where
-        the frame says.  None for any other damage (the frame itself is broken)."""
-        if exc.kind != "crc":
-            return None
-        try:
-            return decode_message(data, pos, check_crc=False)
-        except MqError:
-            return None
+def framed_record(data: bytes, pos: int, exc: MqError) -> MessageRecord | None:
+    """The record at ``pos`` of ``data`` that failed with ``exc``, when only its body CRC is
+    wrong: its frame (TOTALSIZE, MAGICCODE, every length) decodes, so the next record is where
+    the frame says.  None for any other damage (the frame itself is broken).  The broker serves
+    such a record (``CommitLog.recoverNormally`` reads on after it)."""
+    if exc.kind != "crc":
+        return None
+    try:
+        return decode_message(data, pos, check_crc=False)
+    except MqError:
+        return None
 
 
 def has_record_findings(record: MessageRecord, address: int) -> bool:

@@ -245,7 +245,8 @@ class StoreWriter:
     def _resume(self) -> None:
         """Continue an existing store: position after the last record of the last file."""
         from mqtool.store.files import ReadOnlyFile
-        from mqtool.store.rocketmq import CommitLogFileWalk, list_segments, open_store
+        from mqtool.store.model.commitlog_walk import FileRecords
+        from mqtool.store.rocketmq import list_segments, open_store
 
         segments = [s for s in list_segments(self.root / "commitlog") if s.size > 0]
         if not segments:
@@ -253,7 +254,7 @@ class StoreWriter:
         store = open_store(self.root)
         last = segments[-1]
         with ReadOnlyFile(last.path) as f:
-            walk = CommitLogFileWalk(f)
+            walk = FileRecords(f)
             for _ in walk:
                 pass
         self._open_commitlog(last.base)

@@ -22,9 +22,9 @@ from mqtool.formats.rocketmq import commitlog as cl
 from mqtool.ops.dump import rocketmq as ops_dump
 from mqtool.ops.validate import ValidateOptions
 from mqtool.ops.validate.rocketmq import validate_rocketmq
-from mqtool.store import rocketmq as rmq
 from mqtool.store.files import ReadOnlyFile, read_in_pieces
 from mqtool.store.model import commitlog as model_cl
+from mqtool.store.model.commitlog_walk import FileRecords
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 STORE = PROJECT_ROOT / "fixtures" / "rocketmq-store"
@@ -33,7 +33,7 @@ WHOLE = 1 << 30
 
 def _positions(path: Path) -> list[int]:
     with ReadOnlyFile(path) as f:
-        return [pos for pos, _ in rmq.CommitLogFileWalk(f)]
+        return [pos for pos, _ in FileRecords(f)]
 
 
 def _cuts(path: Path, records: slice = slice(1, 6), depth: int = 9) -> list[int]:
@@ -43,7 +43,7 @@ def _cuts(path: Path, records: slice = slice(1, 6), depth: int = 9) -> list[int]
 
 def _walk(path: Path, base: int, last: bool) -> tuple[object, ...]:
     with ReadOnlyFile(path) as f:
-        walk = rmq.CommitLogFileWalk(f, last=last, base=base)
+        walk = FileRecords(f, last=last, base=base)
         got = [(pos, r.queue_offset, r.total_size) for pos, r in walk]
         end = walk.end
         return (got, (end.kind, end.position) if end else None, walk.failed_at, str(walk.error))

@@ -17,6 +17,7 @@ from mqtool.formats.rocketmq import index_file as idxf
 from mqtool.formats.rocketmq.config import encode_fastjson
 from mqtool.store import rocketmq as rmq
 from tests.conftest import FIXTURES
+from mqtool.store.model.commitlog_walk import FileRecords
 from mqtool.store.writer import StoreWriter, WriterConfig
 from mqtool.formats import segment_names as segnames
 
@@ -86,7 +87,7 @@ def test_torn_tail_at_tells_a_crash_from_damage(tmp_path):
     seg = sorted((root / "commitlog").iterdir())[0]
     clean = seg.read_bytes()
     with rmq.ReadOnlyFile(seg) as f:
-        records = list(rmq.CommitLogFileWalk(f))
+        records = list(FileRecords(f))
     pos, rec = records[-1]
     end = pos + rec.total_size
     # the last record's second half never written (zeros): a torn tail
@@ -152,7 +153,7 @@ def _torn_copy(tmp_path: Path) -> tuple[Path, Path, int, int]:
     shutil.copytree(FIXTURES / "rocketmq-store", root)
     path = rmq.open_store(root).commitlog[-1].path
     with ReadOnlyFile(path) as f:
-        positions = [(p, r.total_size) for p, r in rmq.CommitLogFileWalk(f)]
+        positions = [(p, r.total_size) for p, r in FileRecords(f)]
     position, total = positions[-1]
     data = bytearray(path.read_bytes())
     data[position + 100 : position + total] = bytes(total - 100)
@@ -167,11 +168,11 @@ def test_torn_tail_ends_the_walk_of_the_newest_file_only(tmp_path):
     with ReadOnlyFile(path) as f:
         torn = rmq.torn_tail_at(f, position, f.size)
         assert (torn.position, torn.total, torn.stop) == (position, total, position + 100)
-        walk = rmq.CommitLogFileWalk(f, last=True)
+        walk = FileRecords(f, last=True)
         records = list(walk)
         assert walk.error is None and (walk.end.kind, walk.end.position, walk.end.length) == ("torn", position, total)
         assert walk.valid_end == position and walk.torn == torn
-        older = rmq.CommitLogFileWalk(f)  # not known to be the newest file: damage, as before
+        older = FileRecords(f)  # not known to be the newest file: damage, as before
         assert len(list(older)) == len(records) and older.error is not None and older.failed_at == position
 
 
@@ -184,7 +185,7 @@ def test_torn_tail_is_not_a_whole_record_with_a_bad_body(tmp_path):
     path.write_bytes(bytes(data))
     with ReadOnlyFile(path) as f:
         assert rmq.torn_tail_at(f, position, f.size) is None
-        walk = rmq.CommitLogFileWalk(f, last=True)
+        walk = FileRecords(f, last=True)
         list(walk)
         assert walk.error is not None and walk.end is None
 
@@ -202,14 +203,14 @@ def test_a_decodable_last_record_with_a_zero_tail_is_a_torn_tail(tmp_path):
     shutil.copytree(FIXTURES / "rocketmq-store", root)
     path = rmq.open_store(root).commitlog[-1].path
     with ReadOnlyFile(path) as f:
-        records = list(rmq.CommitLogFileWalk(f))
+        records = list(FileRecords(f))
     position, rec = records[-1]
     data = bytearray(path.read_bytes())
     data[position + rec.total_size - 5 : position + rec.total_size] = bytes(5)
     path.write_bytes(bytes(data))
     with ReadOnlyFile(path) as f:
-        assert len(list(rmq.CommitLogFileWalk(f))) == len(records)  # it decodes
-        walk = rmq.CommitLogFileWalk(f, last=True)
+        assert len(list(FileRecords(f))) == len(records)  # it decodes
+        walk = FileRecords(f, last=True)
         assert [p for p, _ in walk] == [p for p, _ in records[:-1]]
         assert walk.error is None and (walk.end.kind, walk.end.position, walk.end.length) == ("torn", position, rec.total_size)
         assert walk.torn is not None and walk.torn.stop == position + rec.total_size - 5
@@ -311,10 +312,10 @@ def test_a_chunk_cut_inside_a_record_header_is_not_the_end_of_data() -> None:
     store = rmq.open_store(FIXTURES / "rocketmq-store")
     seg = store.commitlog[0]
     with ReadOnlyFile(seg.path) as f:
-        whole = [pos for pos, _ in rmq.CommitLogFileWalk(f)]
+        whole = [pos for pos, _ in FileRecords(f)]
         cuts = [pos + k for pos in whole[1:6] for k in (1, 2, 3)]
         for chunk in cuts:
-            walk = rmq.CommitLogFileWalk(f, chunk=chunk)
+            walk = FileRecords(f, piece=chunk)
             assert [pos for pos, _ in walk] == whole, chunk
             assert walk.end is not None and walk.end.kind == "blank"
     baseline = validate_rocketmq(FIXTURES / "rocketmq-store", ValidateOptions()).to_dict()

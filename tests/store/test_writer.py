@@ -13,6 +13,7 @@ from mqtool.formats.rocketmq.checkpoint import decode_checkpoint
 from mqtool.formats.rocketmq.hashing import tags_code
 from mqtool.store import rocketmq as rmq
 from mqtool.store.files import ReadOnlyFile
+from mqtool.store.model.commitlog_walk import FileRecords
 from mqtool.store.writer import StoreWriter, WriterConfig, delivery_tags_code
 
 SMALL = WriterConfig(commitlog_file_size=4096, cq_file_size=200, index_hash_slot_num=16, index_num=64, index_tz=dt.timezone.utc)
@@ -38,7 +39,7 @@ def _all_records(store):
         if seg.size == 0:
             continue
         with ReadOnlyFile(seg.path) as f:
-            walk = rmq.CommitLogFileWalk(f)
+            walk = FileRecords(f)
             out.extend((seg.base + pos, rec) for pos, rec in walk)
             assert walk.error is None
     return out
@@ -51,7 +52,7 @@ def test_roll_over_with_blank_and_cq_units(tmp_path):
     assert len(store.commitlog) > 2
     for seg in store.commitlog[:-1]:
         with ReadOnlyFile(seg.path) as f:
-            walk = rmq.CommitLogFileWalk(f)
+            walk = FileRecords(f)
             list(walk)
         assert walk.end.kind == "blank" and walk.end.length == seg.size - walk.end.position >= 8
     records = _all_records(store)

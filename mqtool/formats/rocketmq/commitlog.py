@@ -618,7 +618,7 @@ def check_crc_property(record_bytes: Buffer) -> tuple[int, int] | None:
 
 # --- walking a file --------------------------------------------------------------------------
 
-EndKind = Literal["blank", "zeros", "partial", "eof", "torn", "stale"]  # "torn", "stale": only store's CommitLogFileWalk(last=True)
+EndKind = Literal["blank", "zeros", "partial", "eof", "torn", "stale"]  # "torn", "stale": only the store model's recovery reading of the newest file
 
 
 #: Where the valid records of a buffer stop, and why.

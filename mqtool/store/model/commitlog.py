@@ -5,7 +5,8 @@ a walk a piece at a time, the column walk over healthy records and the precise d
 record it declines) in its ``handover`` mode: the walk stops where the broker's normal recovery
 (``CommitLog.recoverNormally``) stops taking the file's records as they are -- its first broken
 record, a torn tail or stale data in the newest file, or the end of its records -- and the reader
-reads on from there as that recovery does (``store.rocketmq.CommitLogFileWalk``), so no byte
+reads on from there as that recovery does (the same walk's recovery reading,
+``commitlog_walk.FileRecords``), so no byte
 before the handover is read again.
 
 * :func:`read_file_columns`: the file's records as columns when every record is healthy and the
@@ -194,7 +195,7 @@ class RecordRows:
     (:func:`read_file_rows`) the TAGS value (None: none) and the non-empty KEYS tokens split on a
     space (``MessageRecord.tags``, ``MessageRecord.keys``), else None and no tokens; ``code``:
     the code of the first finding validate states about the record's own bytes
-    (``CommitLogFileWalk.finding_code``: a body CRC mismatch its frame survives, a PHYSICALOFFSET
+    (``commitlog_walk.FileRecords.finding_code``: a body CRC mismatch its frame survives, a PHYSICALOFFSET
     that is not its address, properties the broker drops), None for a healthy record."""
 
     position: list[int]
@@ -215,7 +216,7 @@ class RecordRows:
 class DecodedRecord:
     """One record the precise walk decoded at file ``position``, with what validate states about
     its own bytes (``findings``, in position order; ``code``: the first one's code as
-    ``CommitLogFileWalk.finding_code`` names it); ``damaged``: a record whose frame holds but
+    ``commitlog_walk.FileRecords.finding_code`` names it); ``damaged``: a record whose frame holds but
     whose bytes do not decode (a body CRC mismatch), kept by a walk with ``keep_damaged``."""
 
     position: int
@@ -228,7 +229,7 @@ class DecodedRecord:
 @dataclass(frozen=True)
 class FileEnd:
     """How the reading of one CommitLog file ended: ``valid_end`` (the file position where its
-    valid records stop), the clean end ``end`` (kinds of ``CommitLogFileWalk.end``: ``blank``,
+    valid records stop), the clean end ``end`` (kinds of ``commitlog_walk.FileRecords.end``: ``blank``,
     ``zeros``, ``eof``, ``partial``, ``torn``, ``stale``) or the first broken record (``error``,
     located in the file, at ``failed_at``), the torn tail when the data ends in one; ``findings``:
     what validate states about the file (its records' findings in position order, then how the
@@ -263,7 +264,7 @@ def read_file_rows(
     The healthy records are read by the column walk a piece at a time (a file of the configured
     ``file_size``, at least ``queue_offsets.COLUMN_WALK_MIN_SIZE`` bytes); where it stops at a
     record it declines, or the file does not end the way the broker ends it, the precise walk
-    (``store.rocketmq.CommitLogFileWalk``) reads on from that record, so the records before it
+    (``commitlog_walk.FileRecords``) reads on from that record, so the records before it
     are not read again and the precise decoders name the damage.  ``last``: the last data file
     (``model.last_data_file``: a torn tail or stale data ends its data); ``after_last``: a
     pre-allocated file after it (no record is read: only its non-zero bytes are a finding).
@@ -332,7 +333,7 @@ def read_file_records(
     keep_damaged: bool = False,
 ) -> Iterator[DecodedRecord | FileEnd]:
     """The records of the CommitLog file ``f`` (named ``base``) from file position ``start`` on,
-    decoded by the precise walk (``store.rocketmq.CommitLogFileWalk``), then one :class:`FileEnd`
+    decoded by the precise walk (``commitlog_walk.FileRecords``), then one :class:`FileEnd`
     (its ``findings`` only with ``judge``: stating how the file ends may read its tail).  For a
     reader that wants a few decoded records (the record holding an offset), not the columns.
     ``keep_damaged``: a record whose frame holds but whose body CRC fails is yielded too, its
@@ -388,7 +389,7 @@ def read_file_pieces(
     the precise decoder and, when it reads and is not where the newest file's data ends
     (``rmq.data_ends_at``: a torn tail, a stale copy), comes with what validate states about its
     own bytes (``model.record_findings``) and the column walk reads on after it.  Where the precise
-    decoder refuses a record, or the data ends, the precise walk (``store.rocketmq.CommitLogFileWalk``
+    decoder refuses a record, or the data ends, the precise walk (``commitlog_walk.FileRecords``
     with ``keep_damaged``: a record whose frame holds but whose body CRC fails is listed with its
     finding) reads the rest of the file and names how it ends.  ``columns=False``: the precise walk
     reads the whole file.  The reading is lazy: a reader that stops early reads nothing after the
@@ -462,7 +463,7 @@ def _precise(
     (``after_last``: stated as for a pre-allocated file after the last data file)."""
     size = file_size or f.size
     path = str(f.path)
-    walk = rmq.CommitLogFileWalk(f, start, check_crc=check_crc, last=last, file_size=file_size, base=base, keep_damaged=keep_damaged)
+    walk = cl_walk.FileRecords(f, start, check_crc=check_crc, last=last, file_size=file_size, base=base, keep_damaged=keep_damaged)
     found: list[Finding] = []
     for pos, record in walk:
         if offsets is not None:
@@ -471,12 +472,12 @@ def _precise(
         exc = walk.damaged.get(pos)
         if exc is not None:
             own.append(model.broken_record_finding(f, path, pos, exc, size, last))
-        if walk.odd and walk.odd[-1][0] == pos:
-            own.extend(model.record_findings(path, base, *walk.odd[-1]))
+        if walk.own:
+            own.extend(walk.own)
             if exc is not None:  # a kept record's findings in position order, as the file's are
                 own.sort(key=lambda x: x.position or 0)
         found.extend(own)
-        yield DecodedRecord(pos, record, own, walk.finding_code(pos) if own else None, exc is not None)
+        yield DecodedRecord(pos, record, own, walk.code if own else None, exc is not None)
     if offsets is not None:
         offsets.walk_end(walk, file_size)
     findings: list[Finding] = []
@@ -484,7 +485,7 @@ def _precise(
         whole = model.commitlog_file_findings(f, walk, file_size, last=last, after_last=after_last)
         if walk.damaged:  # the kept records' findings among the others, in position order
             found.sort(key=lambda x: x.position or 0)
-        findings = found + whole[len(model.walk_record_findings(walk)) :]
+        findings = found + whole[len(walk.record_findings) :]
     yield FileEnd(walk.valid_end, walk.end, walk.error, walk.failed_at, walk.torn, findings, offsets)
 
 

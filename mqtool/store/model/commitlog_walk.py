@@ -14,7 +14,7 @@ readers that list, count or compare records (``store.model.commitlog.read_file_p
 walk then stops, with one :class:`Handover`, where the broker's normal recovery
 (``CommitLog.recoverNormally``) stops reading a file -- its first broken record, a torn tail or
 stale data in the newest file, or the end of its data -- and those readers read on from there
-as that recovery does (``store.rocketmq.CommitLogFileWalk``).  The Spark CommitLog source reads
+as that recovery does: the same walk's ``recovery`` reading (:class:`FileRecords`) from the handover.  The Spark CommitLog source reads
 a byte range of a file with the same walk (``store.model.commitlog_range``): ``start`` (the
 range's first record), ``stop`` (the range ends at the first sync point at or after it, one
 :class:`FileEnd` of kind ``stop``), ``keep_damaged`` (a record whose frame holds around a failed
@@ -52,32 +52,44 @@ which bytes it skipped, so that a fold reports nothing twice.
 Without ``handover`` the walk does not end at the first broken record as upstream
 ``CommitLog.recoverNormally`` does: it reports and resynchronises, decides a misnamed file's base from its first record, and keeps a
 record whose TOTALSIZE reaches past the end of a file that was cut short for RMQ-FILE-SIZE.
+
+With ``recovery`` the walk reads a file as that recovery takes its records, to where it stops
+taking them, and says how the file ends as the record walker names it (no finding about it):
+:class:`FileRecords` yields those records as ``(position, MessageRecord)`` to the readers that
+want them one by one -- a reader reading on from a handover (``store.model.commitlog``), the
+recovery window and a file's end in the store model (``store.model.queue_offsets``,
+``store.model.rocketmq``), the keyed records of a range (``store.model.derived``, with a
+``limit``: no byte after it read), a compaction log and a writer resuming its store (their
+files' names are no commitlog offsets: no record is judged against its address).  This walk is
+the only code that reads a CommitLog file in pieces.
 """
 
 from __future__ import annotations
 
 from collections.abc import Generator, Iterator
 from dataclasses import dataclass, field
-from typing import cast
-
-import numpy as np
+from typing import TYPE_CHECKING, cast
 
 from mqtool.errors import MqError, TruncatedDataError
 from mqtool.findings import Finding, Severity
 from mqtool.findings.code_ids import RMQ_CL_AFTER_BLANK, RMQ_CL_PHYS_OFFSET, RMQ_CL_UNREADABLE_REGION, RMQ_CL_VALID_END
-from mqtool.formats.rocketmq.columns import ColumnStop, ColumnWalk, CommitLogColumns, walk_columns
 from mqtool.formats.rocketmq.commitlog import (
     BORNHOST_POSITION,
     DataEnd,
+    EndKind,
     MessageRecord,
     RecordWalker,
     host_size,
     peek_physical_offset,
     peek_store_timestamp,
 )
+from mqtool.formats.rocketmq.properties import CRC32
 from mqtool.store import rocketmq as rmq
 from mqtool.store.files import Readable, ReadOnlyFile, nonzero_extent, piece_size
 from mqtool.store.model import rocketmq as model
+
+if TYPE_CHECKING:  # the columns (numpy) load with the first walk that takes them (``task.fast``)
+    from mqtool.formats.rocketmq.columns import ColumnStop, ColumnWalk, CommitLogColumns
 
 
 @dataclass(frozen=True)
@@ -126,7 +138,7 @@ class CommitLogTask:
     stop: int | None = None
     #: A record whose frame holds (TOTALSIZE, MAGICCODE, every length) but whose body CRC fails
     #: is yielded as a :class:`Record` after its :class:`Damage` (``cause`` ``kept``) and the walk
-    #: goes on after it, as the broker serves it (``store.rocketmq.CommitLogFileWalk``'s
+    #: goes on after it, as the broker serves it (the recovery reading's
     #: ``keep_damaged``); without it the walk reports it and resynchronises (validate).
     keep_damaged: bool = False
     #: Yield a :class:`Served` before the broken record it is (``keep_damaged`` off).
@@ -139,6 +151,26 @@ class CommitLogTask:
     #: columns too with ``keep_columns`` (the newest files: a recover plan's dispatch scan).
     keep_reading: bool = False
     keep_columns: bool = False
+    #: Read the file as the broker's normal recovery (``CommitLog.recoverNormally``) takes its
+    #: records: stop at the first broken record (one :class:`FileEnd` of kind ``broken`` with its
+    #: located error; with ``keep_damaged`` a record whose frame holds around a failed body CRC is
+    #: a :class:`Record` with its ``error`` and the reading goes on after it), at a torn tail or
+    #: stale data in the newest file (``torn`` with the tail, ``stale`` with the offset claimed),
+    #: or where the records end (the end's kind as the record walker names it: ``blank``,
+    #: ``zeros``, ``eof``, ``partial``); how the file ends is not judged (no :class:`Damage` about
+    #: it: ``store.model.rocketmq.commitlog_file_findings`` states it from the end).
+    #: :class:`FileRecords` is this reading as ``(position, record)`` pairs.
+    recovery: bool = False
+    #: The file's ``base`` is known: each record is judged against its address (its findings as
+    #: :class:`Damage`, stale data in the newest file).  False for a file whose name is no
+    #: commitlog offset to judge by (a compaction log, a writer resuming its own file).
+    judge_records: bool = True
+    #: With ``recovery``: a stale copy in the newest file ends the reading (``stale``); False for
+    #: a reader that takes every record the broker's recovery would (the keyed records of a range).
+    stale_ends: bool = True
+    #: No byte at or after this file position is read: the reading ends there (``eof``, or
+    #: ``partial`` at a record it cuts) -- a reader of a range of records reads no more.
+    limit: int | None = None
 
 
 def _header_store_timestamp(f: ReadOnlyFile, base: int, pos: int) -> int:
@@ -153,6 +185,14 @@ def _header_store_timestamp(f: ReadOnlyFile, base: int, pos: int) -> int:
         return peek_store_timestamp(head)
     except TruncatedDataError:  # an IPv6 BORNHOST pushes it past the bytes there are
         return 0
+
+
+def walk_columns(data: bytes, base: int, *, start: int = 0, key_hashes: bool = True, tags_codes: bool = True) -> ColumnWalk:
+    """``formats.rocketmq.columns.walk_columns`` (imported on first use: a reading without the
+    columns, ``task.fast`` off, loads no numpy)."""
+    from mqtool.formats.rocketmq.columns import walk_columns as walk
+
+    return walk(data, base, start=start, key_hashes=key_hashes, tags_codes=tags_codes)
 
 
 # --- the events of one file's reading ----------------------------------------------------------------
@@ -192,6 +232,9 @@ class Record:
     position: int
     record: MessageRecord
     code: str | None = None
+    #: With ``CommitLogTask.recovery`` and ``keep_damaged``: the located error of a record whose
+    #: frame holds around a failed body CRC, taken as the broker serves it (``code`` names it).
+    error: MqError | None = None
 
 
 @dataclass(slots=True)
@@ -263,6 +306,13 @@ class FileEnd:
     kind: str
     bytes_read: int
     first_broken: int | None = None
+    #: With ``CommitLogTask.recovery``: what the end's kind measures (a blank's or a cut record's
+    #: TOTALSIZE, a torn record's), the located error of a ``broken`` end, the torn tail of a
+    #: ``torn`` end, and the commitlog offset the first record of a ``stale`` end claims.
+    length: int = 0
+    error: MqError | None = None
+    torn: rmq.TornTail | None = None
+    claim: int = -1
 
 
 @dataclass(frozen=True)
@@ -320,8 +370,8 @@ class _Walk:
     #: how a walk that stops at a broken record stopped: ``torn`` or ``broken``
     stopped: str = "broken"
 
-    def end(self, kind: str) -> FileEnd:
-        return FileEnd(self.valid_end, kind, self.bytes_read, self.first_broken)
+    def end(self, kind: str, *, length: int = 0, error: MqError | None = None, torn: rmq.TornTail | None = None, claim: int = -1) -> FileEnd:
+        return FileEnd(self.valid_end, kind, self.bytes_read, self.first_broken, length, error, torn, claim)
 
 
 def _walk_commitlog_file(f: ReadOnlyFile, task: CommitLogTask) -> Iterator[Event]:
@@ -338,19 +388,28 @@ def _walk_commitlog_file(f: ReadOnlyFile, task: CommitLogTask) -> Iterator[Event
     # the columns a fold asks for: key hashes for the IndexFile check, TAGS codes for the units'
     hashes = fast and (task.keys_dir is not None or task.key_hashes)
     codes = fast and (bool(task.cq_file_size and task.root) or task.key_hashes or task.tags_codes)
+    if fast:
+        import numpy as np
     handover = task.handover
+    recovery = task.recovery
+    judged = task.judge_records
     stop = task.stop
     ranged = stop is not None
+    limit = max(pos, f.size if task.limit is None else min(task.limit, f.size))
+    is_last = task.is_last
+    ends_here = (handover or recovery) and is_last  # a record of the newest file may end its data
+    judge_each = judged and not ranged  # a range's reader judges the record from its row
+    stale_judged = judged and task.stale_ends
     # After the columns declined a record fewer than ``_PRECISE_FIRST`` records after they were
     # called, the precise decoder reads that many records (doubling up to ``_PRECISE_CAP``) before
     # they try again: a column walk frames its whole piece before it judges, so records it
     # declines one after another (a ``__CRC32#`` property on each) would be framed again for each.
     backoff = precise_left = 0
     while True:
-        data = f.pread(pos, want or (piece if stop is None else min(piece, max(stop - pos, 0) + PAST_STOP)))
+        data = f.pread(pos, min(want or (piece if stop is None else min(piece, max(stop - pos, 0) + PAST_STOP)), limit - pos))
         want = 0
         st.bytes_read += len(data)
-        more = pos + len(data) < f.size
+        more = pos + len(data) < limit
         at = 0  # where the walk stands in the piece
         end: ColumnStop | DataEnd | None = None
         resume: int | None = -1  # -1: no broken record met in this piece
@@ -382,14 +441,19 @@ def _walk_commitlog_file(f: ReadOnlyFile, task: CommitLogTask) -> Iterator[Event
             try:
                 for p, rec in walker:
                     here = pos + p
-                    if handover and task.is_last and rmq.data_ends_at(f, here, rec, data[p + rec.total_size - 1], task.file_size, st.base) is not None:
-                        yield Handover(here, "ends", 0, st.bytes_read)  # a torn tail or stale data: the reader names it
-                        return
-                    if rec.physical_offset != st.base + here:
+                    if ends_here:
+                        ending = rmq.data_ends_at(f, here, rec, data[p + rec.total_size - 1], task.file_size, st.base if stale_judged else None)
+                        if ending is not None:
+                            if handover:
+                                yield Handover(here, "ends", 0, st.bytes_read)  # a torn tail or stale data: the reader names it
+                            else:
+                                yield _ending(st, here, ending, rec)
+                            return
+                    if judged and rec.physical_offset != st.base + here:
                         if not st.records and task.alt_base is not None and rec.physical_offset == task.alt_base + here:
                             st.base = task.alt_base  # misnamed: RMQ-FILE-OVERLAP/GAP/ALIGN say so
                             yield Rebased(st.base)
-                        elif task.is_last and not ranged and rmq.is_stale_copy(f, st.base, here, rec, task.file_size):
+                        elif task.is_last and not ranged and not recovery and rmq.is_stale_copy(f, st.base, here, rec, task.file_size):
                             # A record at ``here`` of the last file that claims another place, with no
                             # record at its own place after it: valid data ends here and the rest is
                             # stale (copied or left behind) data.
@@ -400,18 +464,19 @@ def _walk_commitlog_file(f: ReadOnlyFile, task: CommitLogTask) -> Iterator[Event
                             yield Damage(Finding(RMQ_CL_VALID_END, path, here, f"valid data ends at commitlog offset {st.base + here} (stale data follow)"))
                             yield st.end("stale")
                             return
-                    torn = _torn_record(f, task, data, p, here, rec)
-                    if torn is not None:
-                        yield from _torn_end(task, st, torn, here)
-                        return
+                    if is_last and not data[p + rec.total_size - 1]:
+                        torn = _torn_record(f, task, data, p, here, rec)
+                        if torn is not None:
+                            yield from _torn_end(task, st, torn, here)
+                            return
                     if stop is not None and here >= stop and rec.physical_offset == st.base + here:
                         st.valid_end = here  # the range's stop: the next range starts here
                         yield st.end("stop")
                         return
                     found = (
-                        []
-                        if ranged  # a range's reader judges the record from its row
-                        else model.record_findings(path, st.base, here, rec, memoryview(data)[p : p + rec.total_size], check_properties=task.check_properties)
+                        model.record_findings(path, st.base, here, rec, memoryview(data)[p : p + rec.total_size], check_properties=task.check_properties)
+                        if judge_each and (rec.physical_offset != st.base + here or rec.dropped_properties or CRC32 in rec.properties)
+                        else ()
                     )
                     if found:
                         covers = (st.base + here, st.base + here + rec.total_size) if any(x.code == RMQ_CL_PHYS_OFFSET for x in found) else None
@@ -433,6 +498,13 @@ def _walk_commitlog_file(f: ReadOnlyFile, task: CommitLogTask) -> Iterator[Event
                 if handover:
                     yield Handover(pos + (walker.failed_at or 0), "broken", 0, st.bytes_read)
                     return
+                if recovery:
+                    kept = yield from _recovery_broken(f, task, st, data, pos, walker.failed_at or 0, exc)
+                    if kept is None:
+                        return  # the reading ends at the broken record (or a torn tail, or stale data)
+                    at = kept
+                    precise_left -= 1
+                    continue
                 if task.keep_damaged:
                     kept = yield from _kept_record(f, task, st, data, pos, walker.failed_at or 0, exc)
                     if kept is None:
@@ -459,10 +531,16 @@ def _walk_commitlog_file(f: ReadOnlyFile, task: CommitLogTask) -> Iterator[Event
         assert end is not None
         end_pos = pos + end.position
         cut_short = f.size < task.file_size and not task.is_last  # its end is RMQ-FILE-SIZE's
-        if handover and not (
-            rmq.piece_goes_on(end.kind, end.position, len(data), more) and not (end.kind == "partial" and end.position == 0 and end.length > rmq.MAX_RECORD_SIZE)
-        ):
-            yield Handover(end_pos, end.kind, end.length, st.bytes_read)  # the reader judges how the records end
+        huge = end.kind == "partial" and end.position == 0 and end.length > rmq.MAX_RECORD_SIZE
+        if (handover or recovery) and not (rmq.piece_goes_on(end.kind, end.position, len(data), more) and not huge):
+            if handover:
+                yield Handover(end_pos, end.kind, end.length, st.bytes_read)  # the reader judges how the records end
+                return
+            st.valid_end = end_pos
+            if huge and more:  # a TOTALSIZE no record has (RMQ-CL-SIZE): the reading ends at it
+                yield st.end("broken", error=rmq.past_the_end_error(f, end_pos, end.length))
+            else:
+                yield st.end(end.kind, length=end.length)
             return
         if end.kind == "partial" and not cut_short and (not more or end.length > rmq.MAX_RECORD_SIZE):
             # A record reaching past the end of the file: a torn write in the last file, else a
@@ -490,9 +568,46 @@ def _walk_commitlog_file(f: ReadOnlyFile, task: CommitLogTask) -> Iterator[Event
     yield st.end(end.kind)
 
 
+def _ending(st: _Walk, here: int, ending: rmq.RecordEnding, rec: MessageRecord) -> FileEnd:
+    """The end of a recovery reading at a record of the newest file where its data ends."""
+    st.valid_end = here
+    return st.end(ending.end.kind, length=ending.end.length, torn=ending.torn, claim=rec.physical_offset)
+
+
+def _recovery_broken(f: ReadOnlyFile, task: CommitLogTask, st: _Walk, data: bytes, pos: int, p: int, exc: MqError) -> Generator[Event, None, int | None]:
+    """With ``task.recovery``: the record at ``p`` of the piece read at ``pos`` failed with
+    ``exc``.  A torn tail of the newest file ends the reading (``torn``); with
+    ``task.keep_damaged`` a record whose frame holds around a failed body CRC is yielded (its
+    findings, then a :class:`Record` with its error) unless the newest file's data ends there,
+    and the reading goes on after it (returned: its position in ``data``); else the reading ends
+    at it (``broken``, with its located error).  None: the reading ended."""
+    here = pos + p
+    st.valid_end = here
+    torn = rmq.torn_tail_at(f, here, task.file_size) if task.is_last else None
+    if torn is not None:
+        yield st.end("torn", length=torn.total, torn=torn)
+        return None
+    kept = rmq.framed_record(data, p, exc) if task.keep_damaged else None
+    if kept is None:
+        yield st.end("broken", error=exc.at(f.path, pos))
+        return None
+    if task.is_last:
+        ending = rmq.data_ends_at(f, here, kept, data[p + kept.total_size - 1], task.file_size, st.base if task.judge_records and task.stale_ends else None)
+        if ending is not None:
+            yield _ending(st, here, ending, kept)
+            return None
+    located = exc.at(f.path, pos)
+    if task.judge_records:
+        for x in model.record_findings(task.path, st.base, here, kept, memoryview(data)[p : p + kept.total_size], check_properties=task.check_properties):
+            yield Damage(x)
+    yield Record(here, kept, rmq.broken_record_code(located), located)
+    st.records += 1
+    return p + kept.total_size
+
+
 def _kept_record(f: ReadOnlyFile, task: CommitLogTask, st: _Walk, data: bytes, pos: int, p: int, exc: MqError) -> Generator[Event, None, int | None]:
     """With ``task.keep_damaged``: the record at ``p`` of the piece read at ``pos`` failed with
-    ``exc``; when only its body CRC is wrong (its frame holds, ``CommitLogFileWalk.framed_record``)
+    ``exc``; when only its body CRC is wrong (its frame holds, ``rmq.framed_record``)
     and it is no torn tail, state it (``Damage`` with cause ``kept``), yield it and return where
     the walk goes on in the piece (after it).  0: its frame is broken (the walk resynchronises);
     None: the walk ended (a torn tail, or the range's stop)."""
@@ -518,9 +633,9 @@ def _kept_record(f: ReadOnlyFile, task: CommitLogTask, st: _Walk, data: bytes, p
 
 def _framed(f: ReadOnlyFile, task: CommitLogTask, data: bytes, here: int, p: int, exc: MqError) -> MessageRecord | None:
     """The record at file position ``here`` (``p`` in ``data``) that failed with ``exc``, when its
-    frame holds around a failed body CRC (``CommitLogFileWalk.framed_record``) and it is no torn
+    frame holds around a failed body CRC (``rmq.framed_record``) and it is no torn
     tail of the newest file; else None."""
-    kept = rmq.CommitLogFileWalk.framed_record(data, p, exc)
+    kept = rmq.framed_record(data, p, exc)
     if kept is None or (task.is_last and rmq.torn_tail_at(f, here, task.file_size) is not None):
         return None
     return kept
@@ -681,3 +796,107 @@ def _blank_damage(f: ReadOnlyFile, task: CommitLogTask, base: int, pos: int, tot
                 length=stop - first,
             )
         )
+
+
+# --- the recovery reading as records -------------------------------------------------------------
+
+
+class FileRecords:
+    """``(position, MessageRecord)`` of one CommitLog file, in file order, from the walk's
+    recovery reading (``CommitLogTask.recovery``, every record by the precise decoder): the
+    records upstream ``CommitLog.recoverNormally`` takes, to where it stops taking them.
+
+    After iteration: ``end`` is the clean end (a ``DataEnd`` with file positions: ``blank``,
+    ``zeros``, ``eof``, ``partial``, and with ``last`` ``torn`` -- ``torn`` then holds the torn
+    tail -- or ``stale``, ``stale_claim`` the offset its first record claims), or ``error`` is the
+    located error of the first broken record, at ``failed_at``.  ``last``: the newest file (a
+    torn tail or stale data ends its data, neither yielded); ``file_size``: the configured size
+    (the file's own when not given).  ``base``: the commitlog offset the file's name says -- each
+    record is judged against it (``record_findings``: what validate states about the records
+    read, in file order; ``own``/``code``: those of the record just yielded); None for a file
+    whose name is no such offset (nothing is judged, no stale copy looked for).
+    ``keep_damaged``: a record whose frame holds around a failed body CRC is yielded too and the
+    reading goes on after it (``damaged`` maps its position to its located error), as the broker
+    serves it.  ``limit``: no byte at or after it is read (the reading ends there, ``eof``).
+    ``piece``: bytes per read (0: ``store.files.piece_size()``)."""
+
+    def __init__(
+        self,
+        f: ReadOnlyFile,
+        start: int = 0,
+        *,
+        check_crc: bool = True,
+        last: bool = False,
+        file_size: int | None = None,
+        base: int | None = None,
+        keep_damaged: bool = False,
+        limit: int | None = None,
+        piece: int = 0,
+    ) -> None:
+        self.f = f
+        self.base = base
+        self.start = start
+        self.file_size = file_size or f.size
+        self.task = CommitLogTask(
+            str(f.path),
+            base or 0,
+            self.file_size,
+            last,
+            piece=piece,
+            fast=False,
+            check_crc=check_crc,
+            keep_damaged=keep_damaged,
+            start=start,
+            recovery=True,
+            judge_records=base is not None,
+            limit=limit,
+        )
+        self.end: DataEnd | None = None
+        self.error: MqError | None = None
+        self.failed_at: int | None = None
+        self.torn: rmq.TornTail | None = None
+        self.stale_claim = -1
+        self.damaged: dict[int, MqError] = {}
+        self.record_findings: list[Finding] = []
+        self.own: list[Finding] = []
+        self.code: str | None = None
+        self.count = 0
+
+    @property
+    def valid_end(self) -> int:
+        """Position where the valid records stop."""
+        if self.end is not None:
+            return self.end.position
+        return self.failed_at if self.failed_at is not None else self.start
+
+    def __iter__(self) -> Iterator[tuple[int, MessageRecord]]:
+        own: list[Finding] = []
+        for ev in read_events(self.f, self.task):
+            if type(ev) is Record:
+                self.count += 1
+                if own or ev.error is not None or self.own:  # a record with findings, or the one after it
+                    self.own, self.code = own, ev.code
+                    if own:
+                        self.record_findings.extend(own)
+                        own = []
+                    if ev.error is not None:
+                        self.damaged[ev.position] = ev.error
+                yield ev.position, ev.record
+            elif type(ev) is Damage:
+                if ev.finding is not None:
+                    own.append(ev.finding)
+            elif type(ev) is FileEnd:
+                if ev.kind == "broken":
+                    self.error, self.failed_at = ev.error, ev.valid_end
+                else:
+                    self.end = DataEnd(cast("EndKind", ev.kind), ev.valid_end, ev.length)
+                    self.torn, self.stale_claim = ev.torn, ev.claim
+
+    def finding_code(self, position: int) -> str | None:
+        """The code of the first finding validate states about the record just yielded at file
+        ``position`` (a kept record's body CRC, RMQ-CL-BODY-CRC; else ``record_findings``'s);
+        None for a healthy record."""
+        exc = self.damaged.get(position)
+        if exc is not None:
+            return rmq.broken_record_code(exc)
+        return self.code if self.own else None

@@ -2,7 +2,7 @@
 and sparse consume queue read once, for every command, as located items and findings.
 
 * The compaction log of a queue (``CompactionLog``'s ``MappedFileQueue``) is walked file by file
-  with the CommitLog's own walker (``store.rocketmq.CommitLogFileWalk``: the bytes are CommitLog
+  with the CommitLog's own walker (``commitlog_walk.FileRecords``: the bytes are CommitLog
   records, ``formats.rocketmq.compaction``).  A record the broker's ``MessageDecoder`` refuses, or
   one cut by the end of its file, ends the file's valid data (``RMQ-COMPACTION-RECORD``); a record
   whose PHYSICALOFFSET is not its compaction-log offset, whose topic or queue is not its
@@ -35,6 +35,7 @@ from mqtool.formats.rocketmq.commitlog import MessageRecord
 from mqtool.store import rocketmq as rmq
 from mqtool.store.files import ReadOnlyFile, check_path, is_directory, is_regular_file, piece_size, read_small_file, safe_listdir
 from mqtool.store.model import rocketmq as model
+from mqtool.store.model.commitlog_walk import FileRecords
 from mqtool.store.root_rocketmq import is_rocketmq_root
 
 
@@ -205,7 +206,7 @@ class LogWalk:
             if seg.size == 0:
                 continue
             with ReadOnlyFile(seg.path) as f:
-                walk = rmq.CommitLogFileWalk(f, check_crc=True, file_size=self.file_size)
+                walk = FileRecords(f, check_crc=True, file_size=self.file_size)
                 for pos, record in walk:
                     at = RecordAt(seg.path, pos, seg.base + pos, record)
                     problem = self._field_problem(at, last_queue_offset)
@@ -226,7 +227,7 @@ class LogWalk:
             return f"expected a QUEUEOFFSET above the previous record's {last_queue_offset}, found {r.queue_offset}"
         return None
 
-    def _file_end(self, f: ReadOnlyFile, seg: rmq.Segment, walk: rmq.CommitLogFileWalk) -> None:
+    def _file_end(self, f: ReadOnlyFile, seg: rmq.Segment, walk: FileRecords) -> None:
         path = str(seg.path)
         if walk.error is not None:
             at = walk.failed_at if walk.failed_at is not None else 0

@@ -49,6 +49,7 @@ from mqtool.formats.rocketmq.columns import CommitLogColumns
 from mqtool.formats.rocketmq.commitlog import SYSFLAG_TRANSACTION_MASK, SYSFLAG_TRANSACTION_ROLLBACK, MessageRecord
 from mqtool.store import rocketmq as rmq
 from mqtool.store.files import ReadOnlyFile, read_small_file
+from mqtool.store.model import commitlog_walk as cl_walk
 from mqtool.store.model.commitlog import read_file_columns
 from mqtool.store.model.queue_offsets import QueueEdge
 from mqtool.store.writer import index_keys
@@ -283,11 +284,18 @@ def _keyed_in_file(seg: rmq.Segment, start: int, stop: int, file_size: int, *, l
             if cols is not None:
                 return [seg.base + int(p) for p in keyed_positions(cols.columns).tolist()]
         out: list[int] = []
+        # the walk's recovery reading of the range (no byte after ``stop`` read), the healthy
+        # records as columns: a body CRC mismatch its frame survives is served and indexed by the
+        # broker (kept), a broken record ends the file's data, stale data is read as records
+        task = cl_walk.CommitLogTask(
+            str(seg.path), seg.base, file_size, last, start=start, limit=stop, recovery=True, keep_damaged=True, stale_ends=False, key_hashes=True
+        )
         try:
-            walk = rmq.CommitLogFileWalk(f, start, check_crc=True, last=last, file_size=file_size, keep_damaged=True, stop=stop)
-            for pos, record in walk:
-                if is_indexed(record):
-                    out.append(seg.base + pos)
+            for ev in cl_walk.read_events(f, task):
+                if isinstance(ev, cl_walk.Stretch):
+                    out.extend(seg.base + ev.position + p for p in keyed_positions(ev.columns).tolist())
+                elif isinstance(ev, cl_walk.Record) and is_indexed(ev.record):
+                    out.append(seg.base + ev.position)
         except MqError:  # unreadable: its own finding
             pass
         return out

@@ -62,6 +62,7 @@ from mqtool.store.model import rocketmq as model
 if TYPE_CHECKING:
     from mqtool.formats.rocketmq.columns import ColumnStop, CommitLogColumns, QueueRun
     from mqtool.store.model.commitlog import FileColumns, HandoverReading
+    from mqtool.store.model.commitlog_walk import FileRecords
 
 QueueKey = tuple[str, int]
 
@@ -202,7 +203,7 @@ class FileQueueOffsets:
                     out.append(found)
         return out
 
-    def walk_end(self, walk: rmq.CommitLogFileWalk, file_size: int | None) -> None:
+    def walk_end(self, walk: FileRecords, file_size: int | None) -> None:
         """How a reader's walk of the file ended, as bytes it skipped: a torn tail is one record;
         a broken record ends the walk of its file, so the rest of the file (which validate reads
         on past it) may have held any number of records; so may the bytes a file before the last
@@ -313,7 +314,7 @@ class FileReading:
 
     offsets: FileQueueOffsets
     columns: FileColumns | None = None
-    walk: rmq.CommitLogFileWalk | None = None
+    walk: FileRecords | None = None
     #: records read, and the STORETIMESTAMP of the last one
     records: int = 0
     last_store_timestamp: int = 0
@@ -476,7 +477,9 @@ def read_file(
             if fast is not None:
                 start, reading.records, reading.last_store_timestamp = fast.position, fast.records, fast.last_store_timestamp
                 reading.record_findings = fast.record_findings
-            walk = reading.walk = rmq.CommitLogFileWalk(f, start, check_crc=True, last=last, file_size=size, base=base)
+            from mqtool.store.model.commitlog_walk import FileRecords
+
+            walk = reading.walk = FileRecords(f, start, check_crc=True, last=last, file_size=size, base=base)
             for pos, record in walk:
                 out.record(pos, record)
                 if on_record is not None:
@@ -534,13 +537,15 @@ def walk_file(
     base: int | None = None,
     on_record: Callable[[int, MessageRecord], None] | None = None,
 ) -> WalkEnd:
-    """The precise walk (``store.rocketmq.CommitLogFileWalk``) of the open CommitLog file ``f``
+    """The precise walk (``store.model.commitlog_walk.FileRecords``) of the open CommitLog file ``f``
     from its start to where its data ends, each ``(file position, record)`` handed to
     ``on_record``: a recover plan judges the broker's recovery (``CommitLog.recoverNormally``:
     body CRCs with ``check_crc``, the newest file, ``last``, ending at a torn tail) of a file the
     one reading did not read, and where a file's END_OF_FILE record is.  Reads no byte after the
     walk's end."""
-    walk = rmq.CommitLogFileWalk(f, check_crc=check_crc, last=last, file_size=file_size, base=base)
+    from mqtool.store.model.commitlog_walk import FileRecords
+
+    walk = FileRecords(f, check_crc=check_crc, last=last, file_size=file_size, base=base)
     for pos, record in walk:
         if on_record is not None:
             on_record(pos, record)
@@ -549,10 +554,12 @@ def walk_file(
 
 def file_records(f: ReadOnlyFile, *, check_crc: bool = True) -> Iterator[tuple[int, MessageRecord]]:
     """``(file position, record)`` of the open CommitLog file ``f`` from its start, in file order,
-    by the precise walk (``store.rocketmq.CommitLogFileWalk``), to where its valid data ends (an
+    by the precise walk (``store.model.commitlog_walk.FileRecords``), to where its valid data ends (an
     END_OF_FILE record, zeros, the first broken record).  Lazy: a consumer that stops early (a
     recover step's range of offsets) reads no further."""
-    yield from rmq.CommitLogFileWalk(f, check_crc=check_crc)
+    from mqtool.store.model.commitlog_walk import FileRecords
+
+    yield from FileRecords(f, check_crc=check_crc)
 
 
 def count_records_after(f: ReadOnlyFile, base: int, start: int) -> int:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from mqtool.errors import CorruptDataError, MqError
 from mqtool.findings import Finding, Severity, finding_location, finding_text  # noqa: F401 (re-exported)
@@ -58,6 +59,9 @@ from mqtool.formats.rocketmq.commitlog import (
 from mqtool.formats.rocketmq.properties import CRC32
 from mqtool.store import rocketmq as rmq
 from mqtool.store.files import ReadOnlyFile, link_target, nonzero_extent, read_small_file
+
+if TYPE_CHECKING:  # the walk builds on this module
+    from mqtool.store.model.commitlog_walk import FileRecords
 
 
 def irregular_findings(entries: Iterable[tuple[Path, str]], expected: str) -> list[Finding]:
@@ -359,7 +363,7 @@ def broken_record_finding(f: ReadOnlyFile, path: str, bad: int, exc: MqError | N
 
 def commitlog_file_findings(
     f: ReadOnlyFile,
-    walk: rmq.CommitLogFileWalk | None,
+    walk: FileRecords | None,
     file_size: int | None,
     *,
     last: bool,
@@ -388,10 +392,9 @@ def commitlog_file_findings(
     return walk_record_findings(walk) + _file_end_findings(f, walk, path, size, last, {} if tails is None else tails)
 
 
-def walk_record_findings(walk: rmq.CommitLogFileWalk) -> list[Finding]:
+def walk_record_findings(walk: FileRecords) -> list[Finding]:
     """``record_findings`` of the records a walk (with ``base``) has read so far."""
-    path = str(walk.f.path)
-    return [x for pos, rec, raw in walk.odd for x in record_findings(path, walk.base or 0, pos, rec, raw)]
+    return list(walk.record_findings)
 
 
 def _tail(f: ReadOnlyFile, position: int, tails: dict[int, tuple[int, int] | None]) -> tuple[int, int] | None:
@@ -401,7 +404,7 @@ def _tail(f: ReadOnlyFile, position: int, tails: dict[int, tuple[int, int] | Non
     return tails[position]
 
 
-def _file_end_findings(f: ReadOnlyFile, walk: rmq.CommitLogFileWalk, path: str, size: int, last: bool, tails: dict[int, tuple[int, int] | None]) -> list[Finding]:
+def _file_end_findings(f: ReadOnlyFile, walk: FileRecords, path: str, size: int, last: bool, tails: dict[int, tuple[int, int] | None]) -> list[Finding]:
     end = walk.end
     if walk.error is not None and walk.failed_at is not None:
         return [broken_record_finding(f, path, walk.failed_at, walk.error, size, last)]
@@ -594,7 +597,7 @@ def preallocated_findings(store: rmq.RocketMQStore) -> list[Finding]:
 def unreadable_record_findings(store: rmq.RocketMQStore, seg: rmq.Segment, pos: int, exc: MqError) -> list[Finding]:
     """Why the record at ``pos`` of ``seg``, read on its own (a ConsumeQueue unit, an index entry or
     a msgId points there), does not decode, as validate states it.  When the walk of the file
-    (``CommitLogFileWalk``, as validate's, to where its data ends) stops at or before ``pos``, the
+    (``commitlog_walk.FileRecords``, as validate's, to where its data ends) stops at or before ``pos``, the
     record lies past the file's valid data: how the file ends names it (``commitlog_file_findings``:
     RMQ-CL-GARBAGE after the zeros that end the last file, RMQ-CL-NO-BLANK in an older one, the
     first broken record, RMQ-CL-GARBAGE in a pre-allocated file); otherwise the record itself is
@@ -609,7 +612,9 @@ def unreadable_record_findings(store: rmq.RocketMQStore, seg: rmq.Segment, pos: 
             if found:
                 return found
         else:
-            walk = rmq.CommitLogFileWalk(f, check_crc=True, last=index == last_index, file_size=size, base=seg.base)
+            from mqtool.store.model.commitlog_walk import FileRecords
+
+            walk = FileRecords(f, check_crc=True, last=index == last_index, file_size=size, base=seg.base)
             for at, record in walk:
                 if at + record.total_size > pos:
                     break  # a record of the walk holds ``pos``: the data goes on past it
@@ -692,7 +697,9 @@ def unscanned_commitlog_findings(store: rmq.RocketMQStore, stop: int, known: Map
             out.extend(known[str(seg.path)])
             continue
         with ReadOnlyFile(seg.path) as f:
-            walk = rmq.CommitLogFileWalk(f, check_crc=True, last=i == last, file_size=store.commitlog_file_size, base=seg.base)
+            from mqtool.store.model.commitlog_walk import FileRecords
+
+            walk = FileRecords(f, check_crc=True, last=i == last, file_size=store.commitlog_file_size, base=seg.base)
             for _ in walk:
                 pass
             out.extend(commitlog_file_findings(f, walk, store.commitlog_file_size, last=i == last))

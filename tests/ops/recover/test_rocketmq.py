@@ -49,6 +49,7 @@ from mqtool.ops.validate.rocketmq import validate_rocketmq
 from mqtool.store import rocketmq as rmq
 from mqtool.store.files import ReadOnlyFile
 from mqtool.store.lock import MQTOOL_LOCK_NAME, ExclusiveLock
+from mqtool.store.model.commitlog_walk import FileRecords
 from mqtool.store.writer import StoreWriter, WriterConfig, index_keys
 from tests.conftest import lock_held_elsewhere, real_path
 from tests.ops.crashkit import IO_FAULTS, io_error_at, kill_and_rerun, kill_at, make_case, subprocess_recover
@@ -119,7 +120,7 @@ def records(root: Path) -> list[Rec]:
         if seg.size == 0:
             continue
         with ReadOnlyFile(seg.path) as f:
-            for pos, r in rmq.CommitLogFileWalk(f):
+            for pos, r in FileRecords(f):
                 content = (r.topic, r.queue_id, r.queue_offset, r.body, tuple(sorted(r.properties.items())))
                 unguarded = cl.body_position(r.sys_flag) + len(r.body) + 1 + len(r.topic.encode()) + 2
                 out.append(Rec(seg.base + pos, r.total_size, content, unguarded))

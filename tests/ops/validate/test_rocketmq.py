@@ -43,6 +43,7 @@ from mqtool.ops.recover.rocketmq import plan_rocketmq
 from mqtool.ops.validate.rocketmq import validate_rocketmq
 from mqtool.store import rocketmq as rmq
 from mqtool.store.files import ReadOnlyFile
+from mqtool.store.model.commitlog_walk import FileRecords
 from mqtool.store.writer import StoreWriter, WriterConfig, delivery_tags_code
 from mqtool.formats import segment_names as segnames
 from tests.conftest import FIXTURES, lock_held_elsewhere, real_path
@@ -126,7 +127,7 @@ def _records(root: Path) -> tuple[Rec, ...]:
         if seg.size == 0:
             continue
         with ReadOnlyFile(seg.path) as f:
-            for pos, rec in rmq.CommitLogFileWalk(f):
+            for pos, rec in FileRecords(f):
                 out.append(Rec(len(out), seg.path, pos, rec.total_size, rec.queue_id, rec.queue_offset, seg.base + pos, rec))
     return tuple(out)
 

@@ -19,6 +19,7 @@ from mqtool.formats.rocketmq import commitlog as cl
 from mqtool.store import rocketmq as rmq
 from mqtool.store.files import ReadOnlyFile
 from mqtool.store.model import commitlog_check as judge
+from mqtool.store.model.commitlog_walk import FileRecords
 from mqtool.store.writer import StoreWriter, WriterConfig
 
 FILE_SIZE = 64 * 1024
@@ -67,7 +68,7 @@ def test_damage_gives_the_same_findings_at_the_same_positions_whatever_the_piece
     path = _write_store(tmp_path_factory.mktemp("store"), bodies)
     data = bytearray(path.read_bytes())
     with ReadOnlyFile(path) as f:
-        end = rmq.CommitLogFileWalk(f).valid_end
+        end = FileRecords(f).valid_end
     at = int(where * end)
     data[at : at + len(damage)] = bytes(b ^ 0xA5 for b in damage)  # every byte changed
     path.write_bytes(bytes(data))
@@ -111,7 +112,7 @@ def test_events_of_a_healthy_file_are_its_columns_then_its_end(tmp_path: Path) -
 def test_a_broken_record_is_one_damage_event_and_the_walk_goes_on(tmp_path: Path) -> None:
     path = _write_store(tmp_path / "store", [100] * 10)
     with ReadOnlyFile(path) as f:
-        positions = [pos for pos, _ in rmq.CommitLogFileWalk(f)]
+        positions = [pos for pos, _ in FileRecords(f)]
     data = bytearray(path.read_bytes())
     data[positions[4] + 4] ^= 0xFF  # MAGICCODE of the fifth record
     path.write_bytes(bytes(data))

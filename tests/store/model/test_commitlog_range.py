@@ -20,6 +20,7 @@ from mqtool.store import rocketmq as rmq
 from mqtool.store.files import Readable, ReadOnlyFile, read_in_pieces
 from mqtool.store.model import commitlog_walk as cl_walk
 from mqtool.store.model.commitlog_range import ColumnPiece, Problem, range_start, read_commitlog_range, read_range
+from mqtool.store.model.commitlog_walk import FileRecords
 
 STORE = Path(__file__).resolve().parents[3] / "fixtures" / "rocketmq-store"
 NAME = "00000000000000016384"
@@ -28,7 +29,7 @@ BASE = int(NAME)
 
 def _positions(path: Path) -> list[int]:
     with ReadOnlyFile(path) as f:
-        return [pos for pos, _ in rmq.CommitLogFileWalk(f)]
+        return [pos for pos, _ in FileRecords(f)]
 
 
 def _events(path: Path, split: int, is_last: bool = False) -> list[tuple[str, int, object]]:
@@ -149,7 +150,7 @@ def test_a_range_walk_ends_at_the_first_sync_point_at_its_stop(tmp_path_factory,
     at or after its stop, then one FileEnd ``stop`` there (or how the data ends)."""
     path = _store_file(tmp_path_factory.mktemp("store"), bodies)
     with ReadOnlyFile(path) as f:
-        positions = [pos for pos, _ in rmq.CommitLogFileWalk(f)]
+        positions = [pos for pos, _ in FileRecords(f)]
         start = int(cut * positions[-1])
         stop = start + (positions[-1] - start) // 2 + 1
         first = range_start(f, 0, start)
@@ -170,7 +171,7 @@ def test_a_record_after_the_stop_that_is_no_sync_point_belongs_to_the_range(tmp_
 
     path = _store_file(tmp_path / "store", [100] * 12)
     with ReadOnlyFile(path) as f:
-        positions = [pos for pos, _ in rmq.CommitLogFileWalk(f)]
+        positions = [pos for pos, _ in FileRecords(f)]
     data = bytearray(path.read_bytes())
     k = positions[6]
     data[k + PHYSICAL_OFFSET_POSITION : k + PHYSICAL_OFFSET_POSITION + 8] = (k + 7).to_bytes(8, "big")  # not its address
@@ -185,7 +186,7 @@ def test_a_record_after_the_stop_that_is_no_sync_point_belongs_to_the_range(tmp_
 def test_keep_damaged_yields_a_record_whose_frame_holds_after_its_damage(tmp_path):
     path = _store_file(tmp_path / "store", [100] * 12)
     with ReadOnlyFile(path) as f:
-        positions = [pos for pos, _ in rmq.CommitLogFileWalk(f)]
+        positions = [pos for pos, _ in FileRecords(f)]
     data = bytearray(path.read_bytes())
     k = positions[5]
     data[data.index(b"F" * 100, k) + 50] ^= 0x41  # a byte of the sixth record's body: only its CRC fails

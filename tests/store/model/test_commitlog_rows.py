@@ -18,17 +18,17 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from mqtool.formats.rocketmq import commitlog as cl
-from mqtool.store import rocketmq as rmq
 from mqtool.store.files import ReadOnlyFile, count_reads, read_in_pieces
 from mqtool.store.model import commitlog as reading
 from mqtool.store.model import rocketmq as model
+from mqtool.store.model.commitlog_walk import FileRecords
 from mqtool.store.model.queue_offsets import FileQueueOffsets
 from mqtool.store.writer import StoreWriter, WriterConfig
 
 FILE_SIZE = 2 << 20
 
 
-def walk_findings(f: ReadOnlyFile, walk: rmq.CommitLogFileWalk, file_size: int | None, *, last: bool) -> list:
+def walk_findings(f: ReadOnlyFile, walk: FileRecords, file_size: int | None, *, last: bool) -> list:
     """What validate states about a file the precise walk (``keep_damaged``) read to its end: its
     records' findings, with those of the frame-intact records it kept (stated as a broken record,
     ``model.broken_record_finding``) among them in position order, then how the file ends
@@ -93,7 +93,7 @@ def _walked(path: Path, base: int, *, last: bool, keep_damaged: bool = False) ->
     rows: list[tuple[object, ...]] = []
     offsets = FileQueueOffsets(str(path))
     with ReadOnlyFile(path) as f:
-        walk = rmq.CommitLogFileWalk(f, last=last, file_size=FILE_SIZE, base=base, keep_damaged=keep_damaged)
+        walk = FileRecords(f, last=last, file_size=FILE_SIZE, base=base, keep_damaged=keep_damaged)
         for pos, rec in walk:
             offsets.record(pos, rec)
             rows.append((pos, rec.total_size, rec.topic, rec.queue_id, rec.queue_offset, rec.store_timestamp, rec.tags, rec.keys, walk.finding_code(pos)))
@@ -109,7 +109,7 @@ def _damaged(store: Path, tmp_path: Path, how: str) -> Path:
     shutil.copytree(store, root)
     first = _files(root)[0]
     with ReadOnlyFile(first) as f:
-        positions = [pos for pos, _ in rmq.CommitLogFileWalk(f)]
+        positions = [pos for pos, _ in FileRecords(f)]
     at = positions[len(positions) // 2]
     with open(first, "r+b") as out:
         if how == "crc":
@@ -162,7 +162,7 @@ def test_the_reading_reads_each_byte_once(store: Path, tmp_path: Path, how: str 
 def test_the_records_of_a_range_are_the_precise_walks(store: Path) -> None:
     path = _files(store)[0]
     with ReadOnlyFile(path) as f:
-        walked = [(pos, rec.total_size) for pos, rec in rmq.CommitLogFileWalk(f, base=0)]
+        walked = [(pos, rec.total_size) for pos, rec in FileRecords(f, base=0)]
         start = walked[5][0]
         got = [(x.position, x.record.total_size) for x in reading.read_file_records(f, 0, start) if isinstance(x, reading.DecodedRecord)]
         ends = [x for x in reading.read_file_records(f, 0, start) if isinstance(x, reading.FileEnd)]
