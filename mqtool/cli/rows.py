@@ -11,6 +11,7 @@ import numpy as np
 
 from mqtool.cli.render import BodyDecode, dumps, encode_bytes
 from mqtool.errors import hexint
+from mqtool.ops.dump.heap import buffers_kept
 
 # the reading's record types come through ops.dump.rocketmq, which re-exports them: cli/ does not
 # import formats/ (tests/test_layering.py)
@@ -72,7 +73,8 @@ def message_row(
 # filled with 0xFF (a byte UTF-8 text never holds); the fields' matrices side by side, less their
 # 0xFF bytes, are the rows' text, with a mark where each body goes.  Only the bodies (base64 or
 # hex by binascii, one call each) are per row: one ``bytes`` formatting of the whole text puts
-# them in at the marks.
+# them in at the marks (where the dump keeps its buffers on the heap, ``ops.dump.heap``; else a
+# join of the text's pieces and the bodies, whose size is known before it is written).
 
 _JSON_STR = encode_basestring
 #: Bytes the widest matrix of a call may take (PROPERTIES, a byte for each byte of the longest):
@@ -396,7 +398,7 @@ def column_lines(chunk: ColumnChunk, decode: BodyDecode) -> bytes:
     # the rows the text above would get wrong: escapes, a repeated name (the map keeps the last
     # value at the first name's place), read and printed the precise way
     held = np.union1d(np.flatnonzero(escaped), chunk.rows_repeating_names(fields)).tolist()
-    if not held:  # the bodies put in by one formatting of the whole text
+    if not held and (not has_body or buffers_kept()):  # the bodies put in by one formatting of the whole text
         if not has_body:
             return text.replace(_BODY, b"")
         return text.replace(b"%", b"%%").replace(_BODY, b"%s") % tuple(_body_texts(chunk, fields, decode))

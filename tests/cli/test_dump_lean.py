@@ -5,6 +5,8 @@ the same findings and file ends, on the fixture and on generated CommitLogs with
 from __future__ import annotations
 
 import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 
@@ -17,6 +19,7 @@ from mqtool.cli.render import BodyDecode, dumps
 from mqtool.cli.rows import column_lines, message_row
 from mqtool.formats import segment_names as segnames
 from mqtool.formats.rocketmq import commitlog as cl
+from mqtool.ops.dump import heap
 from mqtool.ops.dump import rocketmq as ops_dump
 from mqtool.store.files import read_in_pieces
 from tests.strategies import message_records
@@ -191,12 +194,14 @@ _KEY_TEXT = st.tuples(
     keys=st.lists(st.one_of(st.none(), _KEY_TEXT), min_size=1, max_size=12),
     tags=st.lists(st.one_of(st.none(), _KEY_TEXT), min_size=1, max_size=3),
     decode=st.sampled_from(list(BodyDecode)),
+    kept=st.booleans(),
 )
-def test_column_lines_are_the_precise_lines(tmp_path_factory, records, keys, tags, decode):
+def test_column_lines_are_the_precise_lines(tmp_path_factory, records, keys, tags, decode, kept):
     """The text ``column_lines`` builds a column at a time is ``dumps(message_row(...))`` for
     every field: integers over their whole range (negative, INT64_MIN), columns of one value and
     of many, KEYS split on runs of spaces (leading, trailing, only spaces), values with bytes JSON
-    escapes (those rows take the precise path), non-ASCII text."""
+    escapes (those rows take the precise path), non-ASCII text -- with the bodies put in either
+    way (``kept``: ``ops.dump.heap.buffers_kept``)."""
     data = bytearray()
     for i, rec in enumerate(records):
         props = dict(rec.properties) if i % 4 == 3 else {}  # (their random text is mostly escapes)
@@ -208,8 +213,37 @@ def test_column_lines_are_the_precise_lines(tmp_path_factory, records, keys, tag
         rec = replace(rec, properties=props)
         data += cl.encode_message(cl.with_offsets(rec, queue_offset=rec.queue_offset, physical_offset=len(data)))
     root = _write_store(tmp_path_factory.mktemp("store"), bytes(data))
-    precise, _, lean, _ = _both(root, decode)
+    with _buffers_kept(kept):
+        precise, _, lean, _ = _both(root, decode)
     assert lean == precise
+
+
+@contextmanager
+def _buffers_kept(kept: bool) -> Iterator[None]:
+    """``column_lines`` as after ``ops.dump.heap.keep_batch_buffers`` took effect (its bodies put in
+    by formatting the batch's text) or not (the text's pieces and the bodies joined)."""
+    was = heap._kept
+    heap._kept = kept
+    try:
+        yield
+    finally:
+        heap._kept = was
+
+
+@pytest.mark.parametrize("kept", [True, False])
+@pytest.mark.parametrize("decode", list(BodyDecode))
+def test_percent_signs_read_the_same_either_way(tmp_path, decode, kept):
+    """Text holding ``%`` (the mark a formatting puts the bodies in at) in topics, properties,
+    keys and bodies, and a row that takes the precise path (a quote in TAGS) in the second batch:
+    the same lines whichever way the bodies are put in."""
+    data = bytearray()
+    for i in range(40):
+        props = {"KEYS": f"k%s{i} %d", "TAGS": "%%" if i != 20 else 'a"b', "UNIQ_KEY": f"{i:032X}", "X%": "%(x)s"}
+        rec = cl.MessageRecord(topic=f"T%s{i % 3}%d", queue_id=i % 2, body=b"%s %d %% body" * (i % 5) + bytes([i]), properties=props)
+        data += cl.encode_message(cl.with_offsets(rec, queue_offset=i // 2, physical_offset=len(data)))
+    root = _write_store(tmp_path, bytes(data))
+    with _buffers_kept(kept):
+        assert len(_same(root, decode)) == 40
 
 
 def test_a_long_properties_value_splits_the_batch(tmp_path, monkeypatch):

@@ -24,18 +24,29 @@ M_MMAP_THRESHOLD = -3
 MMAP_THRESHOLD = 32 << 20
 TRIM_THRESHOLD = 128 << 20
 
+_kept = False
+
 
 def keep_batch_buffers() -> bool:
     """Keep blocks up to 32 MiB on the heap, and up to 128 MiB of free heap before trimming;
     True when the C library took both values (glibc), False when it has no ``mallopt`` or
     refused one."""
+    global _kept
     try:
         mallopt = ctypes.CDLL(None).mallopt
     except (OSError, AttributeError):
         return False
     mallopt.argtypes = [ctypes.c_int, ctypes.c_int]
     mallopt.restype = ctypes.c_int
-    return bool(mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD)) and bool(mallopt(M_TRIM_THRESHOLD, TRIM_THRESHOLD))
+    _kept = bool(mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD)) and bool(mallopt(M_TRIM_THRESHOLD, TRIM_THRESHOLD))
+    return _kept
 
 
-__all__ = ["keep_batch_buffers"]
+def buffers_kept() -> bool:
+    """Whether :func:`keep_batch_buffers` took effect in this process: a buffer that grows as it
+    is written (``bytes`` formatting) is then cheap; otherwise each of its reallocations maps
+    fresh pages, and text is better joined from parts of known size."""
+    return _kept
+
+
+__all__ = ["buffers_kept", "keep_batch_buffers"]
