@@ -53,8 +53,8 @@ import crc32c  # noqa: E402
 
 from mqtool.formats.kafka import record_batch as rb  # noqa: E402
 from mqtool.formats.kafka import record_scan  # noqa: E402
-from mqtool.ops.validate import kafka as vk  # noqa: E402
 from mqtool.ops.validate import ValidateOptions  # noqa: E402
+from mqtool.ops.validate import kafka as vk  # noqa: E402
 from mqtool.store.kafka_writer import PartitionConfig, PartitionWriter  # noqa: E402
 from mqtool.store.model import kafka as km  # noqa: E402
 
