@@ -627,6 +627,21 @@ class LogFileWalk:
                 base = at
                 continue
             if end.kind == "partial" and more:
+                if end.length > self.max_entry_size and end.length > want and end.position and end.position + HEADER_SIZE_UP_TO_MAGIC <= len(data):
+                    # an entry larger than mqtool reads, its header in hand, more than the next
+                    # read would hold: what reading it again from its start would say, said now
+                    if at + want < stop:
+                        self.failed_at = at
+                        self.error = CorruptDataError(
+                            path=f.path,
+                            position=at + 8,
+                            expected=f"an entry size of at most {self.max_entry_size} bytes (the largest entry mqtool reads)",
+                            found=f"{end.length - 12} (an entry of {end.length} bytes)",
+                            kind="size",
+                        )
+                        return
+                    self._cut_at_end(data, end.position, at, end.length)  # that read would reach the end
+                    return
                 if end.position == 0:
                     if end.length > self.max_entry_size:
                         self.failed_at = at
@@ -644,18 +659,30 @@ class LogFileWalk:
             if end.kind == "zeros" and more:
                 self._zeros_then_data(at, stop)
                 return
-            if self.limited and end.kind in ("partial", "zeros"):
+            if end.kind == "partial":
+                self._cut_at_end(data, end.position, at, end.length)
+                return
+            if self.limited and end.kind == "zeros":
                 # the --max-bytes window cuts the entry: not a property of the file
                 self.end = DataEnd("eof", at)
                 return
-            if end.kind == "partial":
-                problem = self._not_a_torn_write(data, end.position, end.length)
-                if problem is not None:
-                    self.failed_at = at
-                    self.error = problem.at(f.path, at)
-                    return
             self.end = DataEnd(end.kind, at, end.length)
             return
+
+    def _cut_at_end(self, data: bytes, rel: int, at: int, length: int) -> None:
+        """The end at ``at`` (``data[rel:]``), where an entry of ``length`` bytes is cut by the end
+        of the walk: a torn write (a ``partial`` end), unless the broker could not have written it
+        (``error``); an ``eof`` end where the ``--max-bytes`` window cuts it."""
+        if self.limited:
+            # the --max-bytes window cuts the entry: not a property of the file
+            self.end = DataEnd("eof", at)
+            return
+        problem = self._not_a_torn_write(data, rel, length)
+        if problem is not None:
+            self.failed_at = at
+            self.error = problem.at(self.f.path, at)
+            return
+        self.end = DataEnd("partial", at, length)
 
     def _note(self, entry: LogEntry) -> None:
         self.count += 1
@@ -780,7 +807,16 @@ def read_entry_at(f: ReadOnlyFile, position: int, *, mode: Mode = "full", check_
         raise exc.at(f.path, position) from None
 
 
-def resync(f: ReadOnlyFile, start: int, *, limit: int | None = None, magics: Iterable[int] = (0, 1, 2), after: int | None = None, chunk: int | None = None) -> int | None:
+def resync(
+    f: ReadOnlyFile,
+    start: int,
+    *,
+    limit: int | None = None,
+    magics: Iterable[int] = (0, 1, 2),
+    after: int | None = None,
+    chunk: int | None = None,
+    first: int | None = None,
+) -> int | None:
     """The first position in ``[start, limit)`` of ``f`` where an entry starts whose framing and
     CRC hold (``read_entry_at(mode="header")``: a size the broker could write, whose bytes are in
     the file, and a valid CRC-32C / CRC-32), or None: where the reading of a ``.log`` resumes
@@ -792,14 +828,17 @@ def resync(f: ReadOnlyFile, start: int, *, limit: int | None = None, magics: Ite
 
     The file is searched ``chunk`` bytes at a time (``piece_size()``: no answer depends on it) for
     the magic byte at an entry's byte 16; zero runs are skipped at memory speed (an entry whose
-    size field is zero is none), so a pre-allocated tail costs one read."""
+    size field is zero is none), so a pre-allocated tail costs one read.  ``first``: the first read
+    is that long (overlap included) -- the bytes a caller has just read, which the file keeps."""
     end = f.size if limit is None else min(limit, f.size)
     piece = chunk or piece_size()
     patterns = [bytes([m]) for m in sorted(set(magics))]
     overlap = HEADER_SIZE_UP_TO_MAGIC - 1  # a candidate's header may start in the piece before
     pos = start
+    step = first - overlap if first is not None and first > 4 * overlap else piece
     while pos < end and pos + HEADER_SIZE_UP_TO_MAGIC <= f.size:
-        data = f.pread(pos, min(piece, end - pos) + overlap)
+        data = f.pread(pos, min(step, end - pos) + overlap)
+        step = piece
         n = len(data)
         lead = n - len(data.lstrip(b"\x00"))
         if lead == n:  # all zeros: only an entry whose size field reaches past them may start here

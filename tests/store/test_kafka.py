@@ -177,6 +177,30 @@ def test_log_walk_limit_and_hostile_size(tmp_path):
     assert walk.error is not None and walk.failed_at == 0 and "at most" in str(walk.error)
 
 
+@pytest.mark.parametrize("first", [None, 512, 4096])
+@pytest.mark.parametrize("chunk", [2048, 8192, 65536])
+def test_an_entry_larger_than_mqtool_reads_is_found_where_it_is(tmp_path, chunk, first):
+    """A size field claiming more than mqtool reads, in the middle of a file: the walk stops at it
+    with the size error where its header is in hand, not reading the file again from it (its next
+    read is not the file's last: else the entry is cut by the end of the file, as before)."""
+    from mqtool.store.files import observe_reads
+
+    batches = [rb.encode_batch(rb.build_batch([rb.Record(offset_delta=0, timestamp_delta=0, key=b"k", value=bytes(300))], base_offset=i)) for i in range(400)]
+    data = bytearray(b"".join(batches))
+    at = sum(len(b) for b in batches[:150])
+    data[at + 8 : at + 12] = (200 << 20).to_bytes(4, "big")
+    path = tmp_path / "00000000000000000000.log"
+    path.write_bytes(bytes(data))
+    reads: list[tuple[int, int]] = []
+    with observe_reads(lambda _path, pos, got: reads.append((pos, len(got)))), ReadOnlyFile(path) as f:
+        walk = ks.LogFileWalk(f, chunk=chunk, first_piece=first)
+        assert len(list(walk)) == 150
+    assert walk.failed_at == at and walk.error is not None and walk.error.position == at + 8
+    assert "at most" in str(walk.error) and "not a torn write" not in str(walk.error)
+    pos, n = reads[-1]  # the walk's last read is the first that holds the entry's header
+    assert pos <= at and at + 17 <= pos + n and not any(p <= at and at + 17 <= p + m for p, m in reads[:-1]), reads[-3:]
+
+
 def test_read_entry_at():
     with ReadOnlyFile(LOGS / "orders-0" / "00000000000000000000.log") as f:
         e = ks.read_entry_at(f, 165, mode="full")

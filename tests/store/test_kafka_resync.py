@@ -56,8 +56,9 @@ _DAMAGE = st.one_of(
     magics=st.sampled_from([(0, 1, 2), (2,), (0, 1)]),
     after=st.one_of(st.none(), st.integers(0, 12)),
     chunk=st.sampled_from([None, 17, 61, 200, 1000]),
+    first=st.one_of(st.none(), st.integers(1, 700)),
 )
-def test_resync_is_the_rule_whatever_the_piece(tmp_path, counts, damage, start, limit, magics, after, chunk) -> None:
+def test_resync_is_the_rule_whatever_the_piece(tmp_path, counts, damage, start, limit, magics, after, chunk, first) -> None:
     parts, offset = [], 0
     for n in counts:
         parts.append(_batch(offset, n))
@@ -69,7 +70,7 @@ def test_resync_is_the_rule_whatever_the_piece(tmp_path, counts, damage, start, 
     with ReadOnlyFile(path) as f:
         start = min(start, f.size)
         expected = _rule(f, start, limit, magics, after)
-        assert ks.resync(f, start, limit=limit, magics=magics, after=after, chunk=chunk) == expected
+        assert ks.resync(f, start, limit=limit, magics=magics, after=after, chunk=chunk, first=first) == expected
 
 
 def test_resync_skips_a_zero_run_in_one_read(tmp_path) -> None:

@@ -351,8 +351,10 @@ class _SegmentChecker:
         f = self.f
         res = self.res
         start = 0
+        held = 0  # where the last piece read ends: a walk resumed before it reads the rest of it first
         while True:
-            walk = ks.LogFileWalk(f, start, mode="framing", chunk=self.t.piece, first_piece=FIRST_PIECE, garbage_extent=False)
+            first = held - start if held - start > FIRST_PIECE else FIRST_PIECE
+            walk = ks.LogFileWalk(f, start, mode="framing", chunk=self.t.piece, first_piece=first, garbage_extent=False)
             fold = self.fold if start == 0 else None  # LogSegment.recover reads the first walk only
             cut = self.cut
             folders = self.folders
@@ -407,7 +409,7 @@ class _SegmentChecker:
                 exc = walk.error
                 code = KAFKA_LOG_MAGIC if exc.kind == "magic" else KAFKA_OFFSET_ORDER if exc.kind == "offset-order" else KAFKA_LOG_SIZE
                 self.find(code, exc.position, exc.reason + self._truncation_note(bad))
-                nxt = self._resync(bad + 1)
+                nxt = self._resync(bad + 1, walk)
                 if nxt is None:
                     extent = nonzero_extent(f, bad)
                     stop = extent[1] if extent else bad
@@ -428,7 +430,7 @@ class _SegmentChecker:
                     f"{nxt - bad} bytes between the broken entry and the next valid entry at {nxt} were skipped",
                     length=nxt - bad,
                 )
-                start = nxt
+                start, held = nxt, walk.buffer_start + len(walk.buffer)
                 continue
             end = walk.end
             assert end is not None
@@ -441,7 +443,7 @@ class _SegmentChecker:
                     f"expected an entry size >= 14, found 0: {first - end.position} zero bytes before more data at {first}" + self._truncation_note(end.position),
                     length=first - end.position,
                 )
-                nxt = self._resync(first - 11 if first - 11 > end.position else end.position + 1)
+                nxt = self._resync(first - 11 if first - 11 > end.position else end.position + 1, walk)
                 if nxt is None:
                     garbage = walk.garbage_after_zeros
                     assert garbage is not None  # data_after_zeros is set
@@ -453,7 +455,7 @@ class _SegmentChecker:
                     return
                 if nxt > first:
                     self.find(KAFKA_LOG_GARBAGE, first, f"{nxt - first} bytes before the next valid entry at {nxt} were skipped", length=nxt - first)
-                start = nxt
+                start, held = nxt, walk.buffer_start + len(walk.buffer)
                 continue
             self._end(end.kind, end.position, end.length)
             return
@@ -515,10 +517,12 @@ class _SegmentChecker:
             leo = self.prev_last + 1 if self.prev_last is not None else self.base
             self.find(KAFKA_LOG_VALID_END, position, f"valid data ends at position {position} (log end offset {leo}, {kind} follow)")
 
-    def _resync(self, start: int) -> int | None:
+    def _resync(self, start: int, walk: ks.LogFileWalk) -> int | None:
         """First position >= ``start`` where an entry with a valid CRC starts, of a magic the
-        segment holds, continuing the offsets seen so far when there are any (``ks.resync``)."""
-        return ks.resync(self.f, start, magics=self.res.magics or (0, 1, 2), after=self.prev_last)
+        segment holds, continuing the offsets seen so far when there are any (``ks.resync``).
+        The search reads first what is left of ``walk``'s last piece, which the file keeps."""
+        held = walk.buffer_start + len(walk.buffer) - start
+        return ks.resync(self.f, start, magics=self.res.magics or (0, 1, 2), after=self.prev_last, first=held if held > 0 else None)
 
     # --- one entry ---------------------------------------------------------------------------
     def _entry(self, pos: int, entry: LogEntry, buf: bytes, rel: int) -> None:
