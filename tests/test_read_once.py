@@ -186,15 +186,19 @@ def test_dump_kafka_log_limit_reads_what_it_shows(extra, stores) -> None:
 def _damaged_kafka(store: Path, root: Path, damage: str) -> Path:
     """A copy of the Kafka store with ``damage``: ``flipped`` (a byte of a record in the middle of
     the first segment: its batch's CRC fails, recovery cuts the segment there and drops the next
-    one), ``torn`` (the last segment's last batch cut short), ``garbage`` (non-zero bytes after the
-    last segment's valid end)."""
+    one), ``size`` (the size field of a batch there: a batch larger than mqtool reads, the walk
+    resynchronises after it), ``torn`` (the last segment's last batch cut short), ``garbage``
+    (non-zero bytes after the last segment's valid end)."""
     import shutil
 
     shutil.copytree(store, root)
     logs = sorted((root / "orders-0").glob("*.log"))
-    if damage == "flipped":
+    if damage in ("flipped", "size"):
         data = bytearray(logs[0].read_bytes())
-        data[len(data) // 2] ^= 0x20
+        at = 0
+        while at < len(data) // 2:  # the first batch in the segment's second half
+            at += 12 + int.from_bytes(data[at + 8 : at + 12], "big")
+        data[at + 8 if damage == "size" else at + 100] ^= 0x20
         logs[0].write_bytes(bytes(data))
     elif damage == "torn":
         logs[-1].write_bytes(logs[-1].read_bytes()[:-100])
@@ -208,7 +212,7 @@ DAMAGED_EXIT = {("torn", "validate"): 0, ("torn", "report"): 0}
 
 
 @pytest.mark.parametrize("command", ("validate", "recover", "report"))
-@pytest.mark.parametrize("damage", ("flipped", "torn", "garbage"))
+@pytest.mark.parametrize("damage", ("flipped", "size", "torn", "garbage"))
 def test_a_command_reads_each_log_byte_once_on_a_damaged_kafka_store(damage: str, command: str, stores, tmp_path, monkeypatch) -> None:
     """On a damaged Kafka store too: the store model's walk says where ``LogSegment.recover``
     stops and what a cut there removes (the valid records after it, the bytes' CRC-32), so

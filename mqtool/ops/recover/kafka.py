@@ -298,13 +298,13 @@ class _Planner:
         return scan
 
     def valid_from(self, log: Path, start: int) -> tuple[int, bool]:
-        """``count_valid_from(log, start)``, counted once: a segment the store model's reading read
-        whole as valid batches counts from position 0 without being read again."""
+        """``count_valid_from(log, start)``, counted once: from position 0, the store model's
+        reading counted it (``RecoveryReading.valid_records``), at a cut its walk did (``scan``)."""
         key = (str(log), start)
         got = self.counts.get(key)
         if got is None:
             known = self.reading.valid_records(str(log)) if start == 0 else None
-            got = self.counts[key] = (known, True) if known is not None else count_valid_from(log, start)
+            got = self.counts[key] = known if known is not None else count_valid_from(log, start)
         return got
 
     def segment_read(self, part: ks.KafkaPartition, seg: ks.KafkaSegment) -> kb.SegmentRead | None:

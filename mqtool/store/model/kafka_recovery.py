@@ -37,6 +37,7 @@ from __future__ import annotations
 import os
 import time
 import zlib
+from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -84,11 +85,14 @@ class RecoveryScan:
     #: another interval differs in its ``index`` and ``timeindex`` alone
     increasing: bool = True
     #: from the store model's walk (``CutFold``): ``count_valid_from(valid_bytes)`` -- the valid
-    #: records a cut at ``valid_bytes`` drops -- for an ``end`` of ``corrupt`` or ``control``, and
-    #: the CRC-32 of the bytes the cut removes (``valid_bytes`` to the end); None when not known.
+    #: records a cut at ``valid_bytes`` drops -- and the CRC-32 of the bytes the cut removes
+    #: (``valid_bytes`` to the end); None when not known.
     #: Facts about the file, not of the scan: a scan equals another without them.
     cut_records: tuple[int, bool] | None = field(default=None, compare=False)
     cut_crc: int | None = field(default=None, compare=False)
+    #: and ``count_valid_from(0)`` of a segment holding damage and no compressed v0/v1 wrapper
+    #: (what a cut in an earlier segment drops of it)
+    records_from_start: tuple[int, bool] | None = field(default=None, compare=False)
 
     @property
     def cut(self) -> int:
@@ -317,17 +321,21 @@ class RecoveryReading:
         got = self._done.get(log)
         return got[1] if got is not None and got[0] == DEFAULT_INTERVAL else None
 
-    def valid_records(self, log: str) -> int | None:
-        """``count_valid_from(log, 0)`` from the reading, when it read ``log`` whole (reading on to
-        it) and every byte of it is a valid batch -- its walk ended cleanly at the end of the file
-        -- holding no compressed v0/v1 wrapper (whose inner messages the count opens); else None."""
+    def valid_records(self, log: str) -> tuple[int, bool] | None:
+        """``count_valid_from(log, 0)`` from the reading (reading on to ``log``): when every byte
+        of it is a valid batch -- its walk ended cleanly at the end of the file -- holding no
+        compressed v0/v1 wrapper (whose inner messages the count opens), its records; for a
+        segment with damage, the model's walk's count (``RecoveryScan.records_from_start``); else
+        None."""
         while log not in self._done and not self._over:
             self._pull()
         got = self._done.get(log)
         scan = got[1] if got is not None else None
-        if scan is None or scan.end != "eof" or scan.valid_bytes != scan.size or scan.wrappers:
+        if scan is None:
             return None
-        return scan.records
+        if scan.end == "eof" and scan.valid_bytes == scan.size and not scan.wrappers:
+            return scan.records, True
+        return scan.records_from_start
 
     def segment_findings(self, task: km.SegmentTask) -> list[Finding] | None:
         """Every finding of ``task``'s segment (``check_segment(task).findings``) when the reading
@@ -469,18 +477,23 @@ def _count_on(f: ReadOnlyFile, pos: int | None, budget_end: int, count: int, und
 #: end-transaction marker, an offset overflow, the end of the data).
 _NO_INDEX = 1 << 62
 _ZEROS = bytes(1 << 20)
+#: The reads ``CutFold`` keeps for ``_DropCount`` are pieces at least this long (not the headers
+#: the checker peeks at).
+_RECENT_MIN = 4096
 
 
 @dataclass(frozen=True)
 class CutFacts:
     """What a cut of a segment at ``position`` removes, as the store model's walk read it: the
-    bytes' CRC-32 (``position`` to the end of the file: recover's precondition on them) and, where
-    recovery stops at damage (``kind`` ``corrupt`` or ``control``), ``count_valid_from(position)``."""
+    bytes' CRC-32 (``position`` to the end of the file: recover's precondition on them) and
+    ``count_valid_from(position)``, the valid records it drops (``kind``: where recovery stops)."""
 
-    position: int
+    position: int | None  # None: nothing is cut (the data ends at the end of the file, an offset overflows)
     kind: str
     crc32: int
     records: tuple[int, bool] | None
+    #: ``count_valid_from(0)`` (None when the segment holds a compressed v0/v1 wrapper)
+    from_start: tuple[int, bool] | None = None
 
 
 class _DropCount:
@@ -491,8 +504,12 @@ class _DropCount:
     skipped, a torn tail), where the model has just read them.  Where the search finds a batch the
     model's walk does not start at, the count goes on reading the file itself (``_count_on``)."""
 
-    def __init__(self, f: ReadOnlyFile, start: int) -> None:
+    def __init__(self, f: ReadOnlyFile, start: int, *, wrappers: bool = True) -> None:
         self.f = f
+        #: False: a compressed v0/v1 wrapper ends the count unanswered (``given_up``), its inner
+        #: messages not decompressed
+        self.wrappers = wrappers
+        self.given_up = False
         self.budget_end = start + RESYNC_LIMIT
         self.count = 0
         self.undecoded = False
@@ -532,6 +549,10 @@ class _DropCount:
         entry = item.entry
         assert entry is not None
         if isinstance(entry.header, LegacyRecord) and entry.header.is_compressed:
+            if not self.wrappers:
+                self.given_up = True
+                self.result = (self.count, False)
+                return
             try:
                 self.count += len(item.decoded("full").records or ())
             except MqError:
@@ -620,6 +641,26 @@ class _DropCount:
         self.result = (self.count, complete and not self.undecoded)
 
 
+class _Recent(ReadOnlyFile):
+    """The segment's file as ``_DropCount`` reads it: a read inside one of the last pieces the
+    checker read (``CutFold.recent``) is answered from it, so the count's search over the bytes the
+    model's walk stepped over reads them no more."""
+
+    def __init__(self, cut: CutFold) -> None:  # the file stays the checker's: not opened again
+        f = cut.f
+        self._cut = cut
+        self.path, self.size, self.mtime, self.stat = f.path, f.size, f.mtime, f.stat
+        self._fd = None
+        self._kept = None
+
+    def pread(self, position: int, size: int) -> bytes:
+        size = max(0, min(size, self.size - position))
+        for start, data in reversed(self._cut.recent):
+            if start <= position and position + size <= start + len(data):
+                return data[position - start : position - start + size]
+        return self._cut.f.pread(position, size)
+
+
 class CutFold:
     """Where ``LogSegment.recover`` stops in a segment for every index interval, and what a cut
     there removes (``CutFacts``), from the store model's walk of the segment (``kafka_segment``'s
@@ -639,10 +680,16 @@ class CutFold:
         self.crc = 0
         self.upto: int | None = None
         self.count: _DropCount | None = None
+        #: the last pieces the checker read (file position, bytes): what ``_DropCount`` reads first
+        self.recent: deque[tuple[int, bytes]] = deque(maxlen=2)
+        #: ``count_valid_from(0)``, for a segment with damage after a cut in an earlier one
+        self.whole = _DropCount(_Recent(self), 0, wrappers=False)
 
     @property
     def wants_entries(self) -> bool:
-        """Whether the next entries matter (before the stop, or to the count after it)."""
+        """Whether the next entries matter (before the stop, or to the counts)."""
+        if self.whole.result is None:
+            return True
         if self.dead:
             return False
         if self.position is None:
@@ -651,6 +698,8 @@ class CutFold:
 
     def read(self, position: int, data: bytes) -> None:
         """Bytes the checker read at ``position``: the CRC goes on with those past what it took."""
+        if len(data) >= _RECENT_MIN:
+            self.recent.append((position, data))
         upto = self.upto
         if upto is not None and position <= upto < position + len(data):
             self.crc = zlib.crc32(memoryview(data)[upto - position :], self.crc)
@@ -660,8 +709,7 @@ class CutFold:
         self.position, self.kind = position, kind
         self.upto = position
         self.read(buffer_start, buffer)
-        if kind in ("corrupt", "control"):
-            self.count = _DropCount(self.f, position)
+        self.count = _DropCount(_Recent(self), position)
 
     def _zeros(self, length: int) -> None:
         while length > 0:
@@ -672,6 +720,7 @@ class CutFold:
     def entry(self, item: ScannedEntry, size: int, walk: ks.LogFileWalk, *, first: bool) -> None:
         """An entry of the model's walks (``first``: of its first walk), decoded in ``header`` mode
         with its CRC checked."""
+        self.whole.entry(item, size)
         if self.dead:
             return
         if self.position is None:
@@ -695,7 +744,10 @@ class CutFold:
     def broken(self, walk: ks.LogFileWalk, *, first: bool) -> None:
         """A walk of the model's met a broken frame (at ``walk.failed_at``)."""
         at = walk.failed_at
-        if self.dead or at is None:
+        if at is None:
+            return
+        self.whole.broken(at)
+        if self.dead:
             return
         if self.position is None:
             if not first:
@@ -707,9 +759,12 @@ class CutFold:
     def end(self, walk: ks.LogFileWalk, *, first: bool) -> None:
         """A walk of the model's ended cleanly (``walk.end``)."""
         end = walk.end
-        if self.dead or end is None:
+        if end is None:
             return
         zeros_to_end = end.kind == "zeros" and walk.data_after_zeros is None
+        self.whole.end(end.kind, end.position, zeros_to_end)
+        if self.dead:
+            return
         if self.position is None:
             if not first:
                 return
@@ -718,11 +773,14 @@ class CutFold:
                 self.dead = True
                 return
             self.position, self.kind = end.position, end.kind
+            self.count = _DropCount(_Recent(self), end.position)
             if end.kind == "zeros":  # the zero run, read by the walk: its CRC needs no bytes
                 stop = size if zeros_to_end else walk.data_after_zeros
                 assert stop is not None
                 self._zeros(stop - end.position)
                 self.upto = stop
+                if zeros_to_end:  # no batch starts in zeros, nor after them
+                    self.count.result = (0, True)
             else:
                 self.upto = end.position
                 self.read(walk.buffer_start, walk.buffer)
@@ -730,20 +788,25 @@ class CutFold:
         if self.count is not None:
             self.count.end(end.kind, end.position, zeros_to_end)
 
-    def finish(self) -> CutFacts | None:
+    def finish(self) -> CutFacts:
         """What a cut removes, once the model's walk of the segment is over (the file still open)."""
+        whole = self.whole.finish()
+        from_start = None if self.whole.given_up else whole
         if self.dead or self.position is None or self.upto is None:
-            return None
+            return CutFacts(None, "", 0, None, from_start)
         records = self.count.finish() if self.count is not None else None
         size = self.f.size
         while self.upto < size:  # what no read of the walk's covered (read once more)
             self.read(self.upto, self.f.pread(self.upto, min(1 << 20, size - self.upto)))
-        return CutFacts(self.position, self.kind, self.crc & 0xFFFFFFFF, records)
+        return CutFacts(self.position, self.kind, self.crc & 0xFFFFFFFF, records, from_start)
 
 
 def attach_cut(scan: RecoveryScan | None, cut: CutFacts | None) -> None:
     """Give ``scan`` the facts of its cut, when the model's walk stopped where it does."""
-    if scan is None or cut is None or scan.valid_bytes != cut.position or scan.end != cut.kind:
+    if scan is None or cut is None:
+        return
+    scan.records_from_start = cut.from_start
+    if scan.valid_bytes != cut.position or scan.end != cut.kind:
         return
     scan.cut_crc = cut.crc32
     scan.cut_records = cut.records
