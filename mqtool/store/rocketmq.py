@@ -341,25 +341,17 @@ def has_record_findings(record: MessageRecord, address: int) -> bool:
     return record.physical_offset != address or bool(record.dropped_properties) or CRC32 in record.properties
 
 
-@dataclass(frozen=True)
-class RecordEnding:
-    """Where the newest file's data ends at a record that decodes: ``end`` (kind ``torn`` or
-    ``stale``), and the torn tail when it is one."""
-
-    end: DataEnd
-    torn: TornTail | None = None
-
-
-def data_ends_at(f: ReadOnlyFile, at: int, record: MessageRecord, last_byte: int, file_size: int, base: int | None) -> RecordEnding | None:
+def data_ends_at(f: ReadOnlyFile, at: int, record: MessageRecord, last_byte: int, file_size: int, base: int | None) -> DataEnd | None:
     """A record at ``at`` of the newest file that decodes but is where its data ends, as validate
-    ends it: a torn tail (its last bytes zeros, ``torn_record_tail``) or, knowing the file's
-    ``base``, a stale copy (``is_stale_copy``); None for a record of the data."""
+    ends it: a torn tail (its last bytes zeros, ``torn_record_tail``: kind ``torn``, ``length`` its
+    TOTALSIZE, ``unit`` the :class:`TornTail`) or, knowing the file's ``base``, a stale copy
+    (``is_stale_copy``: kind ``stale``); None for a record of the data."""
     if not last_byte:
         torn = torn_record_tail(f, at, record, 0, file_size)
         if torn is not None:
-            return RecordEnding(DataEnd("torn", at, torn.total), torn)
+            return DataEnd("torn", at, torn.total, unit=torn)
     if base is not None and record.physical_offset != base + at and is_stale_copy(f, base, at, record, file_size):
-        return RecordEnding(DataEnd("stale", at))
+        return DataEnd("stale", at)
     return None
 
 

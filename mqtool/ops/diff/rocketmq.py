@@ -100,7 +100,7 @@ def rocketmq_log(path: Path, problems: list[str], progress: Callable[[int], obje
     return log
 
 
-def rocketmq_damage(log: ByteLog, f: ReadOnlyFile, seg: Seg, end: reading.FileEnd) -> None:
+def rocketmq_damage(log: ByteLog, f: ReadOnlyFile, seg: Seg, end: reading.FileRead) -> None:
     """The broken record a reading of ``seg`` stopped at, with validate's finding for it."""
     from mqtool.store.model import rocketmq as model
 
@@ -135,9 +135,9 @@ def rocketmq_describe(log: ByteLog, offset: int) -> tuple[int, dict[str, Any] | 
     if seg is None:
         return offset, None, None
     with ReadOnlyFile(seg.path) as f:
-        walk: reading.FileEnd | None = None
+        walk: reading.FileRead | None = None
         for item in reading.read_file_records(f, seg.base, file_size=log.file_size):
-            if isinstance(item, reading.FileEnd):
+            if isinstance(item, reading.FileRead):
                 walk = item
                 break
             pos, rec = item.position, item.record
@@ -216,9 +216,9 @@ def rocketmq_walk(log: ByteLog, offset: int) -> Iterator[tuple[int, int]]:
         if seg is None:
             return
         with ReadOnlyFile(seg.path) as f:
-            end: reading.FileEnd | None = None
+            end: reading.FileRead | None = None
             for item in reading.read_file_records(f, seg.base, pos - seg.base, judge=False):
-                if isinstance(item, reading.FileEnd):
+                if isinstance(item, reading.FileRead):
                     end = item
                     break
                 if seg.base + item.position >= seg.base + seg.size:

@@ -250,7 +250,7 @@ class _Window:
             return
         walk = reading.walk
         assert walk is not None  # a reading that did not fail has one or the other
-        self._walked(seg, f, queue_offsets.WalkEnd(walk.valid_end, walk.end, walk.error, reading.record_findings + model.walk_record_findings(walk)), reading.tails)
+        self._walked(seg, f, queue_offsets.WalkResult.of(walk, reading.record_findings + model.walk_record_findings(walk)), reading.tails)
 
     def _walk(self, seg: rmq.Segment) -> None:
         def last_store_ts(_pos: int, rec: MessageRecord) -> None:
@@ -265,7 +265,7 @@ class _Window:
             self.read_bytes += walked.valid_end
             self._walked(seg, f, walked, {})
 
-    def _walked(self, seg: rmq.Segment, f: ReadOnlyFile, walked: queue_offsets.WalkEnd, tails: dict[int, tuple[int, int] | None]) -> None:
+    def _walked(self, seg: rmq.Segment, f: ReadOnlyFile, walked: queue_offsets.WalkResult, tails: dict[int, tuple[int, int] | None]) -> None:
         self.kept_damage += walked.record_findings
         kind = walked.end.kind if walked.end is not None else None
         self._ended(seg, f, walked.valid_end, kind, kind or f"broken record ({walked.error})", tails)

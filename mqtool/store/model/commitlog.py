@@ -14,10 +14,10 @@ before the handover is read again.
   END_OF_FILE or the end of the file in the last one, with nothing but zeros after the valid
   data); None otherwise, and the caller reads the file precisely.
 * :func:`read_file_rows`: what stats and diff count and compare -- :class:`RecordRows` (records
-  as columns) and one :class:`FileEnd` (where and how the data ends, the findings validate
+  as columns) and one :class:`FileRead` (where and how the data ends, the findings validate
   states about the file, the file's queue offsets).
 * :func:`read_file_pieces`: what dump lists -- the column pieces themselves, each other record
-  decoded, then the :class:`FileEnd`.
+  decoded, then the :class:`FileRead`.
 * :func:`read_file_records`: the precise walk alone, for a reader that wants the decoded records
   of a range (diff's description of the record holding a commitlog offset).
 
@@ -41,12 +41,13 @@ import tempfile
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 import numpy as np
 
 from mqtool.errors import MqError
 from mqtool.findings import Finding
+from mqtool.formats import data_end as de
 from mqtool.formats import segment_names as segnames
 from mqtool.formats.rocketmq import consume_queue as cqf
 from mqtool.formats.rocketmq.columns import (
@@ -227,22 +228,38 @@ class DecodedRecord:
 
 
 @dataclass(frozen=True)
-class FileEnd:
-    """How the reading of one CommitLog file ended: ``valid_end`` (the file position where its
-    valid records stop), the clean end ``end`` (kinds of ``commitlog_walk.FileRecords.end``: ``blank``,
-    ``zeros``, ``eof``, ``partial``, ``torn``, ``stale``) or the first broken record (``error``,
-    located in the file, at ``failed_at``), the torn tail when the data ends in one; ``findings``:
-    what validate states about the file (its records' findings in position order, then how the
-    file ends: ``model.commitlog_file_findings``); ``queue_offsets``: the QUEUEOFFSETs of its
-    records and the bytes the reading skipped (``store.model.queue_offsets``)."""
+class FileRead:
+    """How the reading of one CommitLog file ended: ``data_end``, where its valid records stop
+    (``position``, a file position: ``valid_end``) and why -- the clean ends of
+    ``commitlog_walk.FileRecords.end`` (``blank``, ``zeros``, ``eof``, ``partial``, ``torn``,
+    ``stale``: ``end``) or the first broken record (``broken``, its located ``error``, at
+    ``failed_at``); None for a file after the last data file (no record read) -- the torn tail when
+    the data ends in one; ``findings``: what validate states about the file (its records' findings
+    in position order, then how the file ends: ``model.commitlog_file_findings``);
+    ``queue_offsets``: the QUEUEOFFSETs of its records and the bytes the reading skipped
+    (``store.model.queue_offsets``)."""
 
-    valid_end: int
-    end: DataEnd | None
-    error: MqError | None
-    failed_at: int | None
+    data_end: de.DataEnd[str] | None
     torn: rmq.TornTail | None
     findings: list[Finding]
     queue_offsets: FileQueueOffsets | None
+
+    @property
+    def valid_end(self) -> int:
+        return self.data_end.position if self.data_end is not None else 0
+
+    @property
+    def end(self) -> DataEnd | None:
+        """The clean end (None at a broken record)."""
+        return cast("DataEnd", self.data_end) if self.data_end is not None and self.data_end.kind != "broken" else None
+
+    @property
+    def error(self) -> MqError | None:
+        return self.data_end.error if self.data_end is not None else None
+
+    @property
+    def failed_at(self) -> int | None:
+        return self.data_end.position if self.data_end is not None and self.data_end.kind == "broken" else None
 
 
 def read_file_rows(
@@ -257,9 +274,9 @@ def read_file_rows(
     texts: bool = False,
     records: bool = True,
     judge: bool = True,
-) -> Iterator[RecordRows | FileEnd]:
+) -> Iterator[RecordRows | FileRead]:
     """The records of the CommitLog file ``f`` (named ``base``) as :class:`RecordRows`, then one
-    :class:`FileEnd`: the one reading of a file for the consumers that count or compare records.
+    :class:`FileRead`: the one reading of a file for the consumers that count or compare records.
 
     The healthy records are read by the column walk a piece at a time (a file of the configured
     ``file_size``, at least ``queue_offsets.COLUMN_WALK_MIN_SIZE`` bytes); where it stops at a
@@ -271,14 +288,14 @@ def read_file_rows(
     ``keep_damaged``: a record whose frame holds but whose body CRC fails is a record too (the
     broker serves it), its ``code`` says so; without it the file's data ends there, as upstream
     ``CommitLog.recoverNormally`` ends it.  ``check_crc=False``: no body CRC is judged.
-    ``records=False``: only the :class:`FileEnd` (a reader that wants where the data ends);
-    ``judge=False``: a damaged file's ``FileEnd.findings`` are not stated (that may read its tail)."""
+    ``records=False``: only the :class:`FileRead` (a reader that wants where the data ends);
+    ``judge=False``: a damaged file's ``FileRead.findings`` are not stated (that may read its tail)."""
     from mqtool.store.model.queue_offsets import COLUMN_WALK_MIN_SIZE, FileQueueOffsets
 
     size = file_size or f.size
     path = str(f.path)
     if after_last:
-        yield FileEnd(0, None, None, None, None, model.commitlog_file_findings(f, None, size, last=False, after_last=True), None)
+        yield FileRead(None, None, model.commitlog_file_findings(f, None, size, last=False, after_last=True), None)
         return
     offsets = FileQueueOffsets(path)
     start = 0
@@ -305,11 +322,11 @@ def read_file_rows(
         healthy = None if decoded else _healthy_end(f, end, last)
         if healthy is not None:
             blank = model.blank_size_finding(path, healthy.position, healthy.length, size) if healthy.kind == "blank" else None
-            yield FileEnd(healthy.position, healthy, None, None, None, [blank] if blank is not None else [], offsets)
+            yield FileRead(cast("de.DataEnd[str]", healthy), None, [blank] if blank is not None else [], offsets)
             return
         start = handover.position  # the precise walk reads on from where the broker's recovery would
     for rec in _precise(f, base, start, file_size=file_size, last=last, check_crc=check_crc, keep_damaged=keep_damaged, offsets=offsets, judge=judge):
-        if isinstance(rec, FileEnd):
+        if isinstance(rec, FileRead):
             if batch:
                 yield decoded_rows(batch, texts)
             yield replace(rec, findings=said + rec.findings) if said else rec
@@ -331,9 +348,9 @@ def read_file_records(
     last: bool = False,
     judge: bool = True,
     keep_damaged: bool = False,
-) -> Iterator[DecodedRecord | FileEnd]:
+) -> Iterator[DecodedRecord | FileRead]:
     """The records of the CommitLog file ``f`` (named ``base``) from file position ``start`` on,
-    decoded by the precise walk (``commitlog_walk.FileRecords``), then one :class:`FileEnd`
+    decoded by the precise walk (``commitlog_walk.FileRecords``), then one :class:`FileRead`
     (its ``findings`` only with ``judge``: stating how the file ends may read its tail).  For a
     reader that wants a few decoded records (the record holding an offset), not the columns.
     ``keep_damaged``: a record whose frame holds but whose body CRC fails is yielded too, its
@@ -342,12 +359,12 @@ def read_file_records(
     yield from _precise(f, base, start, file_size=file_size, last=last, check_crc=True, keep_damaged=keep_damaged, offsets=None, judge=judge)
 
 
-def file_end(events: Iterable[RecordRows | DecodedRecord | FileEnd]) -> FileEnd:
-    """The :class:`FileEnd` of a file's reading, its records passed over."""
+def file_end(events: Iterable[RecordRows | DecodedRecord | FileRead]) -> FileRead:
+    """The :class:`FileRead` of a file's reading, its records passed over."""
     for item in events:
-        if isinstance(item, FileEnd):
+        if isinstance(item, FileRead):
             return item
-    raise AssertionError("a CommitLog file's reading ends with its FileEnd")
+    raise AssertionError("a CommitLog file's reading ends with its FileRead")
 
 
 @dataclass(frozen=True)
@@ -378,11 +395,11 @@ def read_file_pieces(
     columns: bool = True,
     key_hashes: bool = False,
     offsets: FileQueueOffsets | None = None,
-) -> Iterator[ColumnPiece | DecodedRecord | FileEnd]:
+) -> Iterator[ColumnPiece | DecodedRecord | FileRead]:
     """Every record of the CommitLog file ``f`` (named ``base``), in file order, for a reader that
     lists them (dump): runs of healthy records as :class:`ColumnPiece` (the piece's bytes and its
     column walk, ``key_hashes``: with the key-hash and tagsCode columns), each other record as a
-    :class:`DecodedRecord`, then one :class:`FileEnd`.
+    :class:`DecodedRecord`, then one :class:`FileRead`.
 
     The column walk reads the file a piece at a time (a record a piece boundary cuts is read again
     from its start with the next piece, ``rmq.piece_goes_on``); a record it declines is decoded by
@@ -393,7 +410,7 @@ def read_file_pieces(
     with ``keep_damaged``: a record whose frame holds but whose body CRC fails is listed with its
     finding) reads the rest of the file and names how it ends.  ``columns=False``: the precise walk
     reads the whole file.  The reading is lazy: a reader that stops early reads nothing after the
-    piece in hand.  ``FileEnd.findings``: what validate states about the records read, in position
+    piece in hand.  ``FileRead.findings``: what validate states about the records read, in position
     order, then how the file ends (``after_last``: a pre-allocated file after the last data file,
     ``model.commitlog_file_findings``); ``offsets`` (``store.model.queue_offsets``) is given every
     record read."""
@@ -407,7 +424,7 @@ def read_file_pieces(
             else:
                 yield got
     for item in _precise(f, base, handover, file_size=file_size, last=last, check_crc=check_crc, keep_damaged=True, offsets=offsets, after_last=after_last):
-        if isinstance(item, FileEnd):
+        if isinstance(item, FileRead):
             item = replace(item, findings=said + item.findings)
         yield item
 
@@ -458,7 +475,7 @@ def _precise(
     offsets: FileQueueOffsets | None,
     judge: bool = True,
     after_last: bool = False,
-) -> Iterator[DecodedRecord | FileEnd]:
+) -> Iterator[DecodedRecord | FileRead]:
     """The precise walk from ``start``: each record with what validate says of it, then the end
     (``after_last``: stated as for a pre-allocated file after the last data file)."""
     size = file_size or f.size
@@ -486,7 +503,7 @@ def _precise(
         if walk.damaged:  # the kept records' findings among the others, in position order
             found.sort(key=lambda x: x.position or 0)
         findings = found + whole[len(walk.record_findings) :]
-    yield FileEnd(walk.valid_end, walk.end, walk.error, walk.failed_at, walk.torn, findings, offsets)
+    yield FileRead(walk.data_end, walk.torn, findings, offsets)
 
 
 def column_rows(data: bytes, pos: int, walk: ColumnWalk, texts: bool) -> RecordRows:

@@ -38,7 +38,7 @@ from mqtool.store.model.commitlog_walk import (
     CommitLogTask,
     Damage,
     Event,
-    FileEnd,
+    FileWalked,
     Handover,
     Rebased,
     Record,
@@ -55,7 +55,7 @@ __all__ = [
     "CommitLogTask",
     "Damage",
     "Event",
-    "FileEnd",
+    "FileWalked",
     "Handover",
     "Rebased",
     "Record",
@@ -241,7 +241,7 @@ def _assemble(task: CommitLogTask, res: CommitLogFileResult, events: Iterator[Ev
             res.last_store_timestamp = int(cols.store_timestamp[-1])
             if bulk or keeping:
                 parts.append((ev.position, cols))
-        elif isinstance(ev, FileEnd):
+        elif isinstance(ev, FileWalked):
             if rows is not None:
                 rows.flush(base)
             res.valid_end = ev.valid_end

@@ -150,7 +150,7 @@ def read_range(
             elif ev.cause == "missing":
                 assert ev.at is not None and ev.covers is not None
                 yield "damaged", ev.at, ev.covers
-        elif isinstance(ev, cl_walk.FileEnd) and ev.kind != "stop":
+        elif isinstance(ev, cl_walk.FileWalked) and ev.kind != "stop":
             yield "end", ev.valid_end, "unreadable" if ev.kind == "broken" else ev.kind
 
 

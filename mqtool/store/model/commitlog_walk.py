@@ -7,7 +7,7 @@ piece size, and which columns its consumer wants.  :func:`read_events` yields, i
 :class:`Stretch` for each run of healthy records, :class:`Record`, :class:`Rebased` and
 :class:`Damage` for what the precise decoder reads around an anomaly (each finding with its
 position, the commitlog range it covers, the bytes it skips), then how the file ends (its findings
-as :class:`Damage`) and one :class:`FileEnd`.  Every reader of a file's records takes them from
+as :class:`Damage`) and one :class:`FileWalked`.  Every reader of a file's records takes them from
 here: validate's judge (``store.model.commitlog_check``) folds them into its result, and the
 readers that list, count or compare records (``store.model.commitlog.read_file_pieces``,
 ``read_file_rows``, ``read_file_columns``) take the stretches and records with ``handover``: the
@@ -17,7 +17,7 @@ stale data in the newest file, or the end of its data -- and those readers read 
 as that recovery does: the same walk's ``recovery`` reading (:class:`FileRecords`) from the handover.  The Spark CommitLog source reads
 a byte range of a file with the same walk (``store.model.commitlog_range``): ``start`` (the
 range's first record), ``stop`` (the range ends at the first sync point at or after it, one
-:class:`FileEnd` of kind ``stop``), ``keep_damaged`` (a record whose frame holds around a failed
+:class:`FileWalked` of kind ``stop``), ``keep_damaged`` (a record whose frame holds around a failed
 body CRC is yielded after its :class:`Damage`, as the broker serves it) and a file that is any
 ``store.files.Readable`` (a pyarrow file).
 
@@ -73,6 +73,7 @@ from typing import TYPE_CHECKING, cast
 from mqtool.errors import MqError, TruncatedDataError
 from mqtool.findings import Finding, Severity
 from mqtool.findings.code_ids import RMQ_CL_AFTER_BLANK, RMQ_CL_PHYS_OFFSET, RMQ_CL_UNREADABLE_REGION, RMQ_CL_VALID_END
+from mqtool.formats import data_end as de
 from mqtool.formats.rocketmq.commitlog import (
     BORNHOST_POSITION,
     DataEnd,
@@ -125,7 +126,7 @@ class CommitLogTask:
     tags_codes: bool = False
     #: A byte range of the file (the Spark sources' splits, ``store.model.commitlog_range``): the
     #: walk starts at the record at ``start`` (0, or the sync point ``rmq.find_next_record`` finds
-    #: at or after the range's start) and, with ``stop``, ends -- one :class:`FileEnd` of kind
+    #: at or after the range's start) and, with ``stop``, ends -- one :class:`FileWalked` of kind
     #: ``stop`` -- at the first *sync point* at or after ``stop``: a record there whose
     #: PHYSICALOFFSET is its own address (where the next range starts); a record after ``stop``
     #: that is not one still belongs to the range (the next range skips it).  A walk with a
@@ -152,7 +153,7 @@ class CommitLogTask:
     keep_reading: bool = False
     keep_columns: bool = False
     #: Read the file as the broker's normal recovery (``CommitLog.recoverNormally``) takes its
-    #: records: stop at the first broken record (one :class:`FileEnd` of kind ``broken`` with its
+    #: records: stop at the first broken record (one :class:`FileWalked` of kind ``broken`` with its
     #: located error; with ``keep_damaged`` a record whose frame holds around a failed body CRC is
     #: a :class:`Record` with its ``error`` and the reading goes on after it), at a torn tail or
     #: stale data in the newest file (``torn`` with the tail, ``stale`` with the offset claimed),
@@ -294,25 +295,35 @@ class Damage:
 
 
 @dataclass(frozen=True)
-class FileEnd:
-    """How the reading of the file ended: ``valid_end`` (the file position where its valid
-    records stop), ``kind`` -- the clean ends ``blank``, ``zeros``, ``eof``, ``partial`` (a file
-    cut short), ``stale`` and ``torn`` in the newest file, or ``broken`` (a broken record with no
-    valid record after it) -- or ``stop`` (a range reading reached its stop: ``valid_end`` is the
-    sync point there) -- ``first_broken`` (the file position of its first broken record; the
-    reading went on past it) and the bytes it read."""
+class FileWalked:
+    """How the reading of the file ended: ``end``, where its valid records stop (``position``, a
+    file position: ``valid_end``) and why (``kind``) -- the clean ends ``blank``, ``zeros``,
+    ``eof``, ``partial`` (a file cut short), ``stale`` and ``torn`` in the newest file, or
+    ``broken`` (a broken record with no valid record after it) -- or ``stop`` (a range reading
+    reached its stop: the sync point there); with ``CommitLogTask.recovery`` its ``length`` is what
+    the kind measures (a blank's or a cut record's TOTALSIZE, a torn record's), its ``error`` the
+    located error of a ``broken`` end and its ``unit`` the torn tail of a ``torn`` end.  Besides:
+    ``first_broken`` (the file position of its first broken record; the reading went on past it),
+    the bytes it read, and ``claim``, the commitlog offset the first record of a ``stale`` end
+    claims (recovery)."""
 
-    valid_end: int
-    kind: str
+    end: de.DataEnd[str]
     bytes_read: int
     first_broken: int | None = None
-    #: With ``CommitLogTask.recovery``: what the end's kind measures (a blank's or a cut record's
-    #: TOTALSIZE, a torn record's), the located error of a ``broken`` end, the torn tail of a
-    #: ``torn`` end, and the commitlog offset the first record of a ``stale`` end claims.
-    length: int = 0
-    error: MqError | None = None
-    torn: rmq.TornTail | None = None
     claim: int = -1
+
+    @property
+    def kind(self) -> str:
+        return self.end.kind
+
+    @property
+    def valid_end(self) -> int:
+        return self.end.position
+
+    @property
+    def torn(self) -> rmq.TornTail | None:
+        """The torn tail a recovery reading ended at (kind ``torn``)."""
+        return cast("rmq.TornTail | None", self.end.unit)
 
 
 @dataclass(frozen=True)
@@ -329,7 +340,7 @@ class Handover:
     bytes_read: int
 
 
-Event = Stretch | Record | Served | Rebased | Damage | FileEnd | Handover
+Event = Stretch | Record | Served | Rebased | Damage | FileWalked | Handover
 
 
 def read_events(f: ReadOnlyFile | Readable, task: CommitLogTask) -> Iterator[Event]:
@@ -337,7 +348,7 @@ def read_events(f: ReadOnlyFile | Readable, task: CommitLogTask) -> Iterator[Eve
     docstring): :class:`Stretch` for each run of healthy records (with ``task.fast``),
     :class:`Record`, :class:`Rebased` and :class:`Damage` for what the precise decoder reads
     around an anomaly, then how the file ends (its :class:`Damage` findings) and one
-    :class:`FileEnd`.  Raises ``StoreIOError`` when the file cannot be read.  ``f`` may be any
+    :class:`FileWalked`.  Raises ``StoreIOError`` when the file cannot be read.  ``f`` may be any
     ``Readable`` for a range reading (``task.stop``); the rules it calls read only ``size``,
     ``path`` and ``pread`` there (stale data, which opens the store's other files, is not judged)."""
     if task.stop is None and not isinstance(f, ReadOnlyFile):
@@ -370,8 +381,8 @@ class _Walk:
     #: how a walk that stops at a broken record stopped: ``torn`` or ``broken``
     stopped: str = "broken"
 
-    def end(self, kind: str, *, length: int = 0, error: MqError | None = None, torn: rmq.TornTail | None = None, claim: int = -1) -> FileEnd:
-        return FileEnd(self.valid_end, kind, self.bytes_read, self.first_broken, length, error, torn, claim)
+    def end(self, kind: str, *, length: int = 0, error: MqError | None = None, torn: rmq.TornTail | None = None, claim: int = -1) -> FileWalked:
+        return FileWalked(de.DataEnd(kind, self.valid_end, length, unit=torn, error=error), self.bytes_read, self.first_broken, claim)
 
 
 def _walk_commitlog_file(f: ReadOnlyFile, task: CommitLogTask) -> Iterator[Event]:
@@ -568,10 +579,10 @@ def _walk_commitlog_file(f: ReadOnlyFile, task: CommitLogTask) -> Iterator[Event
     yield st.end(end.kind)
 
 
-def _ending(st: _Walk, here: int, ending: rmq.RecordEnding, rec: MessageRecord) -> FileEnd:
+def _ending(st: _Walk, here: int, ending: DataEnd, rec: MessageRecord) -> FileWalked:
     """The end of a recovery reading at a record of the newest file where its data ends."""
     st.valid_end = here
-    return st.end(ending.end.kind, length=ending.end.length, torn=ending.torn, claim=rec.physical_offset)
+    return st.end(ending.kind, length=ending.length, torn=cast("rmq.TornTail | None", ending.unit), claim=rec.physical_offset)
 
 
 def _recovery_broken(f: ReadOnlyFile, task: CommitLogTask, st: _Walk, data: bytes, pos: int, p: int, exc: MqError) -> Generator[Event, None, int | None]:
@@ -863,6 +874,14 @@ class FileRecords:
         self.count = 0
 
     @property
+    def data_end(self) -> de.DataEnd[str] | None:
+        """Where and why the reading ended: ``end``, or the broken record (kind ``broken``, its
+        located ``error``, at ``failed_at``); None before the reading ended."""
+        if self.error is not None and self.failed_at is not None:
+            return de.DataEnd("broken", self.failed_at, error=self.error)
+        return cast("de.DataEnd[str] | None", self.end)
+
+    @property
     def valid_end(self) -> int:
         """Position where the valid records stop."""
         if self.end is not None:
@@ -885,11 +904,11 @@ class FileRecords:
             elif type(ev) is Damage:
                 if ev.finding is not None:
                     own.append(ev.finding)
-            elif type(ev) is FileEnd:
+            elif type(ev) is FileWalked:
                 if ev.kind == "broken":
-                    self.error, self.failed_at = ev.error, ev.valid_end
+                    self.error, self.failed_at = ev.end.error, ev.valid_end
                 else:
-                    self.end = DataEnd(cast("EndKind", ev.kind), ev.valid_end, ev.length)
+                    self.end = DataEnd(cast("EndKind", ev.kind), ev.valid_end, ev.end.length)
                     self.torn, self.stale_claim = ev.torn, ev.claim
 
     def finding_code(self, position: int) -> str | None:

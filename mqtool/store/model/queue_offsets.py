@@ -41,11 +41,12 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from mqtool.errors import MqError, StoreIOError
 from mqtool.findings import Finding, Severity
 from mqtool.findings.code_ids import RMQ_CL_QUEUE_OFFSET, RMQ_CQ_LAG, RMQ_CQ_MISSING_QUEUE
+from mqtool.formats import data_end as de
 from mqtool.formats.rocketmq.commitlog import (
     MIN_MESSAGE_SIZE,
     QUEUE_OFFSET_POSITION,
@@ -515,17 +516,34 @@ def _any_record(_pos: int, _record: MessageRecord) -> None:
 
 
 @dataclass(frozen=True)
-class WalkEnd:
-    """Where a precise walk of a CommitLog file (``walk_file``) stopped: ``valid_end``
-    (the file position where its valid records stop), the clean end ``end`` (kinds of
-    ``DataEnd``: ``blank``, ``zeros``, ``eof``, ``partial``, ``torn``, ``stale``) or the first
-    broken record ``error`` (located in the file); ``record_findings``: what validate states about
-    the records it read (``model.walk_record_findings``: only with the file's ``base``)."""
+class WalkResult:
+    """What a precise walk of a CommitLog file (``walk_file``) found: ``data_end``, where its
+    valid records stop (``valid_end``, a file position) and why -- a clean end (``end``: kinds
+    ``blank``, ``zeros``, ``eof``, ``partial``, ``torn``, ``stale``) or the first broken record
+    (``broken``, its located ``error``); ``record_findings``: what validate states about the
+    records it read (``model.walk_record_findings``: only with the file's ``base``)."""
 
-    valid_end: int
-    end: DataEnd | None
-    error: MqError | None
+    data_end: de.DataEnd[str]
     record_findings: list[Finding]
+
+    @classmethod
+    def of(cls, walk: FileRecords, record_findings: list[Finding]) -> WalkResult:
+        """The result of ``walk``, run to its end."""
+        assert walk.data_end is not None
+        return cls(walk.data_end, record_findings)
+
+    @property
+    def valid_end(self) -> int:
+        return self.data_end.position
+
+    @property
+    def end(self) -> DataEnd | None:
+        """The clean end (None at a broken record)."""
+        return cast("DataEnd", self.data_end) if self.data_end.kind != "broken" else None
+
+    @property
+    def error(self) -> MqError | None:
+        return self.data_end.error
 
 
 def walk_file(
@@ -536,7 +554,7 @@ def walk_file(
     file_size: int | None = None,
     base: int | None = None,
     on_record: Callable[[int, MessageRecord], None] | None = None,
-) -> WalkEnd:
+) -> WalkResult:
     """The precise walk (``store.model.commitlog_walk.FileRecords``) of the open CommitLog file ``f``
     from its start to where its data ends, each ``(file position, record)`` handed to
     ``on_record``: a recover plan judges the broker's recovery (``CommitLog.recoverNormally``:
@@ -549,7 +567,7 @@ def walk_file(
     for pos, record in walk:
         if on_record is not None:
             on_record(pos, record)
-    return WalkEnd(walk.valid_end, walk.end, walk.error, model.walk_record_findings(walk))
+    return WalkResult.of(walk, model.walk_record_findings(walk))
 
 
 def file_records(f: ReadOnlyFile, *, check_crc: bool = True) -> Iterator[tuple[int, MessageRecord]]:

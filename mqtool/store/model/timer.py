@@ -29,10 +29,12 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import cast
 
 from mqtool.errors import CorruptDataError, MqError, StoreLayoutError
 from mqtool.findings import Finding
 from mqtool.findings import code_ids as ids
+from mqtool.formats import data_end as de
 from mqtool.formats import segment_names as segnames
 from mqtool.formats.rocketmq import timer as tf
 from mqtool.store import rocketmq as rmq
@@ -90,14 +92,23 @@ class UnitAt:
 
 
 @dataclass(frozen=True)
-class TimerLogFileEnd:
-    """How one TimerLog file's walk ended: ``end`` (a clean stop) or ``error`` (a unit recovery
-    refuses), and how many units it held."""
+class TimerLogFileRead:
+    """One TimerLog file's walk: how many units it held, and ``data_end``, where its valid units
+    stop (a file position) and why -- a clean stop (``end``: the ``tf.TimerLogEnd`` kinds) or a
+    unit recovery refuses (kind ``broken``, its located ``error``)."""
 
     path: Path
     units: int
-    end: tf.TimerLogEnd | None
-    error: MqError | None
+    data_end: de.DataEnd[str]
+
+    @property
+    def end(self) -> tf.TimerLogEnd | None:
+        """The clean stop (None at a unit recovery refuses)."""
+        return cast("tf.TimerLogEnd", self.data_end) if self.data_end.kind != "broken" else None
+
+    @property
+    def error(self) -> MqError | None:
+        return self.data_end.error
 
 
 def timerlog_files(path: Path) -> tuple[Path, list[rmq.Segment]]:
@@ -124,7 +135,7 @@ class TimerLogWalk:
     directory: Path | None = None
     file_size: int | None = None
     findings: list[Finding] = field(default_factory=list)
-    ends: list[TimerLogFileEnd] = field(default_factory=list)
+    ends: list[TimerLogFileRead] = field(default_factory=list)
     valid_end: int | None = None
     units: int = 0
 
@@ -159,6 +170,7 @@ class TimerLogWalk:
         path = str(seg.path)
         end: tf.TimerLogEnd | None = None
         error: MqError | None = None
+        broken_at = 0
         while True:
             data = f.pread(offset, piece)
             more = offset + len(data) < f.size
@@ -169,7 +181,7 @@ class TimerLogWalk:
                     yield UnitAt(seg.path, offset + pos, seg.base + offset + pos, unit)
             except CorruptDataError as exc:
                 error = exc.at(seg.path, offset)
-                at = offset + walk.stopped_at
+                at = broken_at = offset + walk.stopped_at
                 # a BLANK head (its magic) whose size is not the rest of the file, or a unit
                 blank = tf.is_blank_head(data, walk.stopped_at)
                 self.findings.append(
@@ -192,7 +204,11 @@ class TimerLogWalk:
             self._file_end(f, seg, end, is_last)
             break
         self.units += count
-        self.ends.append(TimerLogFileEnd(seg.path, count, end, error))
+        if end is not None:
+            self.ends.append(TimerLogFileRead(seg.path, count, cast("de.DataEnd[str]", end)))
+        else:
+            assert error is not None
+            self.ends.append(TimerLogFileRead(seg.path, count, de.DataEnd("broken", broken_at, error=error)))
 
     def _stop(self, at: int) -> None:
         if self.valid_end is None:
@@ -407,7 +423,7 @@ __all__ = [
     "timer_family",
     "resolve",
     "UnitAt",
-    "TimerLogFileEnd",
+    "TimerLogFileRead",
     "timerlog_files",
     "TimerLogWalk",
     "SlotAt",

@@ -93,12 +93,12 @@ def test_events_of_a_healthy_file_are_its_columns_then_its_end(tmp_path: Path) -
     no record decoded one by one), the same records the precise decoder gives one by one."""
     path = _write_store(tmp_path / "store", [100] * 20)
     events = _events(path, 0, fast=True)
-    assert [type(e) for e in events] == [judge.Stretch, judge.Damage, judge.Damage, judge.FileEnd]
+    assert [type(e) for e in events] == [judge.Stretch, judge.Damage, judge.Damage, judge.FileWalked]
     cols, moved, valid_end, end = events
     assert isinstance(cols, judge.Stretch) and len(cols.columns) == 20
     assert isinstance(moved, judge.Damage) and moved.finding is None and moved.valid_end == cols.walk.stop.position
     assert isinstance(valid_end, judge.Damage) and valid_end.finding is not None and valid_end.finding.level is Severity.info
-    assert isinstance(end, judge.FileEnd) and end.kind == "zeros" and end.valid_end == cols.walk.stop.position
+    assert isinstance(end, judge.FileWalked) and end.kind == "zeros" and end.valid_end == cols.walk.stop.position
     precise = _events(path, 0, fast=False)
     assert not any(isinstance(e, judge.Stretch) for e in precise)
     assert _record_positions(precise) == _record_positions(events)
@@ -122,7 +122,7 @@ def test_a_broken_record_is_one_damage_event_and_the_walk_goes_on(tmp_path: Path
     records = _record_positions(events)
     assert positions[4] not in records and positions[5] in records  # resynchronised after it
     end = events[-1]
-    assert isinstance(end, judge.FileEnd) and end.first_broken == positions[4]
+    assert isinstance(end, judge.FileWalked) and end.first_broken == positions[4]
     res = judge.check_commitlog_file(judge.CommitLogTask(str(path), 0, FILE_SIZE, True))
     assert pickle.loads(pickle.dumps(res)).findings == res.findings  # workers send it back
     assert res.records == len(records) and res.first_broken == positions[4]

@@ -147,7 +147,7 @@ def _walk(f: Readable, task: cl_walk.CommitLogTask) -> tuple[list[int], cl_walk.
 )
 def test_a_range_walk_ends_at_the_first_sync_point_at_its_stop(tmp_path_factory, bodies, cut, piece, fast):
     """Whatever the pieces: the records from the range's first sync point to the first record
-    at or after its stop, then one FileEnd ``stop`` there (or how the data ends)."""
+    at or after its stop, then one FileWalked ``stop`` there (or how the data ends)."""
     path = _store_file(tmp_path_factory.mktemp("store"), bodies)
     with ReadOnlyFile(path) as f:
         positions = [pos for pos, _ in FileRecords(f)]
@@ -159,7 +159,7 @@ def test_a_range_walk_ends_at_the_first_sync_point_at_its_stop(tmp_path_factory,
         got, end = _walk(f, task)
     ends = [p for p in positions if p >= stop]
     assert got == [p for p in positions if first <= p < stop]
-    assert isinstance(end, cl_walk.FileEnd)
+    assert isinstance(end, cl_walk.FileWalked)
     if ends:
         assert (end.kind, end.valid_end) == ("stop", ends[0])
     else:

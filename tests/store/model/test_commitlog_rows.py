@@ -74,7 +74,7 @@ def _rows(path: Path, base: int, *, last: bool, keep_damaged: bool = False) -> t
     rows: list[tuple[object, ...]] = []
     with ReadOnlyFile(path) as f:
         for item in reading.read_file_rows(f, base, file_size=FILE_SIZE, last=last, keep_damaged=keep_damaged, texts=True):
-            if isinstance(item, reading.FileEnd):
+            if isinstance(item, reading.FileRead):
                 end = item
                 continue
             for i in range(len(item)):
@@ -165,6 +165,6 @@ def test_the_records_of_a_range_are_the_precise_walks(store: Path) -> None:
         walked = [(pos, rec.total_size) for pos, rec in FileRecords(f, base=0)]
         start = walked[5][0]
         got = [(x.position, x.record.total_size) for x in reading.read_file_records(f, 0, start) if isinstance(x, reading.DecodedRecord)]
-        ends = [x for x in reading.read_file_records(f, 0, start) if isinstance(x, reading.FileEnd)]
+        ends = [x for x in reading.read_file_records(f, 0, start) if isinstance(x, reading.FileRead)]
     assert got == walked[5:]
     assert len(ends) == 1 and ends[0].end is not None and ends[0].end.kind == "blank"
