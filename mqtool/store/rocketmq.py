@@ -1,9 +1,17 @@
-"""RocketMQ store root: detection, segment lists, and streaming record reads.
+"""RocketMQ store root: detection, segment lists, random access to records, and the CommitLog rules.
 
 A store root holds ``commitlog/``, ``consumequeue/<topic>/<queueId>/``, ``index/``, ``checkpoint``,
 ``abort``, ``lock`` and ``config/`` (``StorePathConfigHelper``).  Segment files are named by the 20-digit offset
 of their first byte; the CommitLog file size is detected from the files (the most common size
 among non-empty files) unless the caller gives it.
+
+The rules a reading of a CommitLog file applies live here -- where a piece ends
+(``piece_goes_on``), a torn tail (``torn_tail_at``, ``torn_record_tail``), a record served
+despite its body CRC (``framed_record``), where the newest file's data ends at a record
+(``data_ends_at``: a torn record, a stale copy), where a reading resynchronises
+(``clean_at``, ``find_next_record``) and a broken record's finding code -- and the one reading
+that applies them is the store model's walk (``store.model.commitlog_walk``); nothing here reads
+a CommitLog file in pieces but ``find_next_record``'s search for the next record.
 """
 
 from __future__ import annotations
@@ -304,7 +312,7 @@ def open_store(path: str | Path, *, commitlog_file_size: int | None = None) -> R
     )
 
 
-# --- streaming reads ------------------------------------------------------------------------
+# --- the rules of a CommitLog reading, and random access -----------------------------------------
 
 
 #: Bytes of a record a CommitLog walk needs in hand to judge where it stands: TOTALSIZE and MAGICCODE.
