@@ -276,7 +276,8 @@ def read_file_rows(
     judge: bool = True,
 ) -> Iterator[RecordRows | FileRead]:
     """The records of the CommitLog file ``f`` (named ``base``) as :class:`RecordRows`, then one
-    :class:`FileRead`: the one reading of a file for the consumers that count or compare records.
+    :class:`FileRead`: the one reading of a file for the consumers that count or compare records,
+    a fold of :func:`read_file_pieces` (its column pieces and decoded records as rows).
 
     The healthy records are read by the column walk a piece at a time (a file of the configured
     ``file_size``, at least ``queue_offsets.COLUMN_WALK_MIN_SIZE`` bytes); where it stops at a
@@ -297,43 +298,34 @@ def read_file_rows(
     if after_last:
         yield FileRead(None, None, model.commitlog_file_findings(f, None, size, last=False, after_last=True), None)
         return
-    offsets = FileQueueOffsets(path)
-    start = 0
-    said: list[Finding] = []  # what validate states about the records decoded before the handover
     batch: list[DecodedRecord] = []
-    if f.size == size and f.size >= COLUMN_WALK_MIN_SIZE:
-        handover: cl_walk.Handover | None = None
-        decoded = False
-        for item in _stretch_items(f, base, size, last, check_crc, False, offsets, said):
-            if isinstance(item, cl_walk.Handover):
-                handover = item
-            elif isinstance(item, ColumnPiece):
-                if records:
-                    if batch:
-                        yield decoded_rows(batch, texts)
-                        batch = []
-                    yield column_rows(item.data, item.position, item.walk, texts)
-            else:
-                decoded = True
-                if records:
-                    batch.append(item)
-        assert handover is not None
-        end = ColumnStop(handover.kind, handover.position, handover.length)  # type: ignore[arg-type]  # a kind of the column walk's stops
-        healthy = None if decoded else _healthy_end(f, end, last)
-        if healthy is not None:
-            blank = model.blank_size_finding(path, healthy.position, healthy.length, size) if healthy.kind == "blank" else None
-            yield FileRead(cast("de.DataEnd[str]", healthy), None, [blank] if blank is not None else [], offsets)
-            return
-        start = handover.position  # the precise walk reads on from where the broker's recovery would
-    for rec in _precise(f, base, start, file_size=file_size, last=last, check_crc=check_crc, keep_damaged=keep_damaged, offsets=offsets, judge=judge):
-        if isinstance(rec, FileRead):
+    pieces = read_file_pieces(
+        f,
+        base,
+        file_size=file_size,
+        last=last,
+        check_crc=check_crc,
+        columns=f.size == size and f.size >= COLUMN_WALK_MIN_SIZE,
+        offsets=FileQueueOffsets(path),
+        keep_damaged=keep_damaged,
+        judge=judge,
+        healthy_end=True,
+    )
+    for item in pieces:
+        if isinstance(item, FileRead):
             if batch:
                 yield decoded_rows(batch, texts)
-            yield replace(rec, findings=said + rec.findings) if said else rec
+            yield item
             return
         if not records:
             continue
-        batch.append(rec)
+        if isinstance(item, ColumnPiece):
+            if batch:
+                yield decoded_rows(batch, texts)
+                batch = []
+            yield column_rows(item.data, item.position, item.walk, texts)
+            continue
+        batch.append(item)
         if len(batch) >= ROWS_BATCH:
             yield decoded_rows(batch, texts)
             batch = []
@@ -395,6 +387,9 @@ def read_file_pieces(
     columns: bool = True,
     key_hashes: bool = False,
     offsets: FileQueueOffsets | None = None,
+    keep_damaged: bool = True,
+    judge: bool = True,
+    healthy_end: bool = False,
 ) -> Iterator[ColumnPiece | DecodedRecord | FileRead]:
     """Every record of the CommitLog file ``f`` (named ``base``), in file order, for a reader that
     lists them (dump): runs of healthy records as :class:`ColumnPiece` (the piece's bytes and its
@@ -413,17 +408,31 @@ def read_file_pieces(
     piece in hand.  ``FileRead.findings``: what validate states about the records read, in position
     order, then how the file ends (``after_last``: a pre-allocated file after the last data file,
     ``model.commitlog_file_findings``); ``offsets`` (``store.model.queue_offsets``) is given every
-    record read."""
+    record read.  ``keep_damaged=False``: the file's data ends at such a record, as upstream
+    ``CommitLog.recoverNormally`` ends it; ``judge=False``: a damaged file's findings are not
+    stated (that may read its tail); ``healthy_end``: a file of the configured size whose every
+    record the column walk read, ending the way the broker ends a file (``_healthy_end``), ends
+    there -- no precise walk reads its end again (:func:`read_file_rows`, a fold of this reading)."""
     size = file_size or f.size
     said: list[Finding] = []  # what validate states about the records the column stretch decoded
     handover = 0
     if columns:
+        decoded = False
         for got in _stretch_items(f, base, size, last, check_crc, key_hashes, offsets, said):
             if isinstance(got, cl_walk.Handover):
                 handover = got.position
+                if healthy_end and not decoded and f.size == size:
+                    healthy = _healthy_end(f, ColumnStop(got.kind, got.position, got.length), last)  # type: ignore[arg-type]  # a kind of the column walk's stops
+                    if healthy is not None:
+                        blank = model.blank_size_finding(str(f.path), healthy.position, healthy.length, size) if healthy.kind == "blank" else None
+                        yield FileRead(cast("de.DataEnd[str]", healthy), None, [blank] if blank is not None else [], offsets)
+                        return
             else:
+                decoded = decoded or isinstance(got, DecodedRecord)
                 yield got
-    for item in _precise(f, base, handover, file_size=file_size, last=last, check_crc=check_crc, keep_damaged=True, offsets=offsets, after_last=after_last):
+    for item in _precise(
+        f, base, handover, file_size=file_size, last=last, check_crc=check_crc, keep_damaged=keep_damaged, offsets=offsets, judge=judge, after_last=after_last
+    ):
         if isinstance(item, FileRead):
             item = replace(item, findings=said + item.findings)
         yield item
