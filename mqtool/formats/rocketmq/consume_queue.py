@@ -293,17 +293,26 @@ def iter_cq_units(buf: Buffer, start: int = 0) -> Iterator[tuple[int, CqUnit]]:
 _UNIT_DTYPE = [("offset", ">i8"), ("size", ">i4"), ("tags", ">i8")]
 
 
+#: below this many units :func:`peek_valid_units` walks the units instead of loading numpy
+PEEK_NUMPY_MIN_UNITS = 4096
+
+
 def peek_valid_units(buf: Buffer) -> tuple[int, int | None]:
     """Framing only, column by column: how many units ``buf`` starts with before the first one
     ``CqWalker`` ends at (offset < 0 or size <= 0), and the ``offset + size`` of the last of them
     (None: none) -- ``CqWalker``'s ``count`` and ``max_physic_offset``, at numpy's speed (the
     OFFSET and SIZE columns compared at once: a 6 MB file in about a millisecond) instead of
-    unpacking every unit."""
-    import numpy as np
-
+    unpacking every unit.  A buffer of fewer than ``PEEK_NUMPY_MIN_UNITS`` units is walked
+    (``CqWalker``): a small store's ``info`` does not load numpy."""
     units = memoryview(buf).nbytes // CQ_UNIT_SIZE
     if not units:
         return 0, None
+    if units < PEEK_NUMPY_MIN_UNITS:
+        walker = CqWalker(buf)
+        walker.scan()
+        return walker.count, walker.max_physic_offset
+    import numpy as np
+
     table = np.frombuffer(buf, dtype=np.dtype(_UNIT_DTYPE), count=units)
     bad = (table["offset"] < 0) | (table["size"] <= 0)
     first_bad = int(bad.argmax()) if bad.any() else units

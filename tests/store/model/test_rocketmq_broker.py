@@ -132,8 +132,12 @@ _units = st.tuples(
 @given(st.lists(_units, max_size=40), st.binary(max_size=19))
 def test_peek_valid_units_reads_as_the_walker_does(units: list[tuple[int, int, int]], tail: bytes) -> None:
     """``peek_valid_units``' column scans (the ConsumeQueue maximum the restart model starts from) give the unit walk's answer (``CqWalker``: the first unit with a
-    negative offset or a size not above zero ends it), whatever the units and a partial tail."""
+    negative offset or a size not above zero ends it), whatever the units and a partial tail --
+    through numpy's columns (the size gate lowered to none) as through the walk small buffers take."""
     data = b"".join(UNIT.pack(*u) for u in units) + tail
     walker = cqf.CqWalker(data)
     walker.scan()
     assert cqf.peek_valid_units(data) == (walker.count, walker.max_physic_offset)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(cqf, "PEEK_NUMPY_MIN_UNITS", 0)
+        assert cqf.peek_valid_units(data) == (walker.count, walker.max_physic_offset)
