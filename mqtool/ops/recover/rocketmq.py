@@ -153,7 +153,8 @@ class _Scan:
     file_offsets: dict[str, queue_offsets.FileQueueOffsets] = field(default_factory=dict)
 
 
-#: records of healthy files a plan keeps for its dispatch scan (``_DispatchRows``, ~40 bytes each):
+#: records a plan keeps for its dispatch scan (``_DispatchRows``, ~40 bytes each) of the files its
+#: reading read as columns (healthy ones, and the records of others up to where their data ends):
 #: the newest files, as many as fit; an older file the scan needs is walked again
 DISPATCH_ROWS_KEPT = 1 << 20
 
@@ -173,14 +174,24 @@ class _DispatchRows:
     dispatched: Any
     topics: list[str]
     #: file positions of the records the broker indexes (``derived.keyed_positions``), for the
-    #: IndexFile steps' search for keyed records no IndexFile holds
+    #: IndexFile steps' search for keyed records no IndexFile holds; None: not known (a file
+    #: that is not healthy: the IndexFile steps walk it)
     keyed: Any
+    #: the rows are every record of the file before this file position (None: every record of
+    #: the file): a scan that needs records after it walks the file
+    through: int | None = None
 
     @classmethod
     def of(cls, columns: Any) -> _DispatchRows:
         from mqtool.store.model.derived import keyed_positions  # numpy: loaded already, the columns are numpy's
 
         return cls(columns.position, columns.size, columns.topic, columns.queue_id, columns.queue_offset, columns.dispatched(), columns.topics, keyed_positions(columns))
+
+    @classmethod
+    def of_read(cls, read: queue_offsets.RecordsRead) -> _DispatchRows:
+        """The records the reading of a file that is not healthy read (``queue_offsets.RecordsRead``)."""
+        columns = read.columns()
+        return cls(columns.position, columns.size, columns.topic, columns.queue_id, columns.queue_offset, columns.dispatched(), columns.topics, None, read.through)
 
     def __len__(self) -> int:
         return len(self.position)
@@ -340,7 +351,7 @@ def plan_rocketmq(path: str | Path, options: RecoverOptions = RecoverOptions()) 
     _plan_cq_journal(store, plan, queues, first_cq_step, journal, options)
 
     # --- 4. IndexFiles ------------------------------------------------------------------------------
-    _plan_index(store, plan, process_offset, options, {p: r.keyed for p, r in scan.rows.items()})
+    _plan_index(store, plan, process_offset, options, {p: r.keyed for p, r in scan.rows.items() if r.keyed is not None})
 
     # --- 4b. the 5.x timer store: TimerLog units and wheel slots the CommitLog's end leaves stale
     # (imported here: its formats load numpy, which info's restart preview, built on this module, must not)
@@ -533,6 +544,8 @@ def _plan_commitlog(
             offsets.add_file(reading.offsets, seg.base, store.commitlog_file_size)
             if reading.columns is not None:
                 _keep_rows(rows, seg.path, _DispatchRows.of(reading.columns.columns))
+            elif reading.records_read is not None:
+                _keep_rows(rows, seg.path, _DispatchRows.of_read(reading.records_read))
         if window.wants(seg):
             window.take(seg, f, reading)
         elif window.is_later(seg):
@@ -1021,7 +1034,8 @@ def _scan_undispatched(
     """Count the records before ``process_offset`` of the files from the one holding ``scan_from``
     on that are past their queue's end (``dispatch``, ``missing_from`` of each state); returns the
     states of queues that have no files at all.  A file in ``rows`` is not walked: its records are
-    there (a healthy file: the walk would yield every one of them)."""
+    there (a healthy file: the walk would yield every one of them; another file the plan's reading
+    read as far as its data goes, ``_DispatchRows.through``, when the scan needs no record after it)."""
     for queue in queues.values():
         queue.missing_from = queue.first_dispatch_qoff = None
         queue.dispatch = queue.before_cq_max = 0
@@ -1048,7 +1062,7 @@ def _scan_undispatched(
         if seg.base + seg.size <= scan_from or seg.base >= process_offset:
             continue
         kept = rows.get(seg.path) if rows else None
-        if kept is not None:
+        if kept is not None and (kept.through is None or process_offset - seg.base <= kept.through):
             for row in _rows_past_queue_ends(kept, seg.base, process_offset, queues):
                 count(seg.base + int(kept.position[row]), kept.topics[kept.topic[row]], int(kept.queue_id[row]), int(kept.queue_offset[row]), int(kept.size[row]))
             continue

@@ -66,7 +66,7 @@ from mqtool.store.model import commitlog_walk as cl_walk
 from mqtool.store.model import rocketmq as model
 
 if TYPE_CHECKING:
-    from mqtool.store.model.queue_offsets import FileQueueOffsets
+    from mqtool.store.model.queue_offsets import FileQueueOffsets, RecordsRead
 
 
 @dataclass
@@ -141,9 +141,10 @@ class HandoverReading:
     bytes_read: int
 
 
-def read_to_handover(f: ReadOnlyFile, base: int, *, file_size: int, is_last: bool, offsets: FileQueueOffsets) -> HandoverReading:
+def read_to_handover(f: ReadOnlyFile, base: int, *, file_size: int, is_last: bool, offsets: FileQueueOffsets, kept: RecordsRead | None = None) -> HandoverReading:
     """The CommitLog file ``f`` (named ``base``) read once up to its handover, every record's
-    QUEUEOFFSET given to ``offsets``: a reader that needs the whole file (its queue offsets, where
+    QUEUEOFFSET given to ``offsets`` (and every record to ``kept``: what a reader keeps of a file
+    that turns out not to be healthy): a reader that needs the whole file (its queue offsets, where
     its data ends) walks on from ``position`` and reads nothing before it again."""
     parts: list[tuple[int, CommitLogColumns]] = []
     said: list[Finding] = []
@@ -155,6 +156,8 @@ def read_to_handover(f: ReadOnlyFile, base: int, *, file_size: int, is_last: boo
             cols = ev.columns
             parts.append((ev.position, cols))
             offsets.add_columns(cols, ev.position)
+            if kept is not None:
+                kept.add_columns(ev.position, cols)
             records += len(cols)
             last_ts = int(cols.store_timestamp[-1])
         elif isinstance(ev, cl_walk.Damage):
@@ -165,6 +168,8 @@ def read_to_handover(f: ReadOnlyFile, base: int, *, file_size: int, is_last: boo
             said.extend(own)
             own = []
             offsets.record(ev.position, ev.record)
+            if kept is not None:
+                kept.add_record(ev.position, ev.record)
             records += 1
             last_ts = ev.record.store_timestamp
         elif isinstance(ev, cl_walk.Handover):

@@ -334,6 +334,10 @@ class FileReading:
     end: ColumnStop | None = None
     #: the bytes the reading judged, when it kept no columns
     judged: int = 0
+    #: a file read as columns up to its handover but not healthy: the records the reading read
+    #: (``RecordsRead``), for a recover plan's dispatch scan; None when not kept (a healthy file,
+    #: a file read record by record, more than ``KEPT_COLUMN_ROWS`` records)
+    records_read: RecordsRead | None = None
 
     @property
     def bytes_read(self) -> int:
@@ -343,6 +347,91 @@ class FileReading:
         if self.walk is not None:
             return self.walk.valid_end
         return self.judged
+
+
+@dataclass
+class RecordsRead:
+    """The records a reading of a CommitLog file that is not healthy read, in file order: its
+    healthy stretches as columns (``parts``: ``(file position, columns)``) and each record the
+    precise decoders read (file position, TOTALSIZE, TOPIC, QUEUEID, QUEUEOFFSET, STORETIMESTAMP,
+    SYSFLAG) -- every
+    record the precise walk of the file (``file_records``) yields before file position ``through``,
+    where the reading's data ends (None: every record, the data ends in an END_OF_FILE record,
+    where that walk ends too).  At most ``KEPT_COLUMN_ROWS`` records are kept (``full``: more)."""
+
+    parts: list[tuple[int, CommitLogColumns]] = field(default_factory=list)
+    position: list[int] = field(default_factory=list)
+    size: list[int] = field(default_factory=list)
+    topic: list[str] = field(default_factory=list)
+    queue_id: list[int] = field(default_factory=list)
+    queue_offset: list[int] = field(default_factory=list)
+    store_timestamp: list[int] = field(default_factory=list)
+    sys_flag: list[int] = field(default_factory=list)
+    through: int | None = None
+    full: bool = False
+    _rows: int = 0
+
+    def __len__(self) -> int:
+        return self._rows
+
+    def add_columns(self, position: int, columns: CommitLogColumns) -> None:
+        """A healthy stretch at file ``position``."""
+        self._rows += len(columns)
+        if self._rows > KEPT_COLUMN_ROWS:
+            self._drop()
+        elif not self.full:
+            self.parts.append((position, columns))
+
+    def add_record(self, position: int, record: MessageRecord) -> None:
+        """A record the precise decoders read at file ``position``."""
+        self._rows += 1
+        if self._rows > KEPT_COLUMN_ROWS:
+            self._drop()
+        elif not self.full:
+            self.position.append(position)
+            self.size.append(record.total_size)
+            self.topic.append(record.topic)
+            self.queue_id.append(record.queue_id)
+            self.queue_offset.append(record.queue_offset)
+            self.store_timestamp.append(record.store_timestamp)
+            self.sys_flag.append(record.sys_flag)
+
+    def columns(self) -> CommitLogColumns:
+        """The records as columns, in file order, without their tagsCode (zeros) and keys (none):
+        what is kept of the records decoded one by one."""
+        import numpy as np  # loaded already: the file was read as columns up to its handover
+
+        from mqtool.formats.rocketmq.columns import CommitLogColumns, concat_columns
+
+        cols = concat_columns(self.parts)
+        number = {name: i for i, name in enumerate(cols.topics)}
+        topic = np.array([number.setdefault(name, len(number)) for name in self.topic], dtype=np.int32)
+        position = np.concatenate([cols.position, np.array(self.position, dtype=np.int64)])
+        order = np.argsort(position, kind="stable")
+
+        def cat(column: np.ndarray, decoded: list[int], dtype: type) -> np.ndarray:
+            return np.asarray(np.concatenate([column, np.array(decoded, dtype=dtype)])[order])
+
+        return CommitLogColumns(
+            position=position[order],
+            size=cat(cols.size, self.size, np.int32),
+            queue_id=cat(cols.queue_id, self.queue_id, np.int32),
+            queue_offset=cat(cols.queue_offset, self.queue_offset, np.int64),
+            store_timestamp=cat(cols.store_timestamp, self.store_timestamp, np.int64),
+            sys_flag=cat(cols.sys_flag, self.sys_flag, np.int32),
+            topic=np.asarray(np.concatenate([cols.topic, topic])[order]),
+            tags_code=np.zeros(len(position), dtype=np.int64),
+            topics=list(number),
+            key_record=np.zeros(0, dtype=np.int32),
+            key_hash=np.zeros(0, dtype=np.int64),
+        )
+
+    def _drop(self) -> None:
+        if not self.full:
+            self.full = True
+            self.parts.clear()
+            for column in (self.position, self.size, self.topic, self.queue_id, self.queue_offset, self.store_timestamp, self.sys_flag):
+                column.clear()
 
 
 @dataclass
@@ -459,8 +548,9 @@ def read_file(
     started = time.perf_counter()
     out = FileQueueOffsets(str(f.path))
     reading = FileReading(out)
+    kept = RecordsRead()
     try:
-        fast = _handover(f, base, size, last, out) if on_record is None else None
+        fast = _handover(f, base, size, last, out, kept) if on_record is None else None
         if fast is not None and fast.columns is not None:
             cols = reading.columns = fast.columns
             reading.end = cols.end
@@ -485,9 +575,14 @@ def read_file(
                 out.record(pos, record)
                 if on_record is not None:
                     on_record(pos, record)
+                elif fast is not None:
+                    kept.add_record(pos, record)
                 reading.records += 1
                 reading.last_store_timestamp = record.store_timestamp
             out.walk_end(walk, size)
+            if fast is not None and not kept.full and walk.data_end is not None:
+                kept.through = None if walk.data_end.kind == "blank" else walk.data_end.position
+                reading.records_read = kept
             if end_findings:
                 out.end_findings = reading.record_findings + model.commitlog_file_findings(f, walk, size, last=last, tails=reading.tails)
     except StoreIOError as exc:  # what could not be read may have held records
@@ -616,14 +711,14 @@ def _count_walked(f: ReadOnlyFile, base: int, start: int) -> int:
 COLUMN_WALK_MIN_SIZE = 1 << 20
 
 
-def _handover(f: ReadOnlyFile, base: int, size: int, last: bool, out: FileQueueOffsets) -> HandoverReading | None:
-    """The file read up to its handover (``read_to_handover``), or None: too small to be worth
-    the column walk (the precise walk reads it from its start)."""
+def _handover(f: ReadOnlyFile, base: int, size: int, last: bool, out: FileQueueOffsets, kept: RecordsRead) -> HandoverReading | None:
+    """The file read up to its handover (``read_to_handover``, its records given to ``kept``), or
+    None: too small to be worth the column walk (the precise walk reads it from its start)."""
     if f.size < COLUMN_WALK_MIN_SIZE:
         return None
     from mqtool.store.model.commitlog import read_to_handover
 
-    return read_to_handover(f, base, file_size=size, is_last=last, offsets=out)
+    return read_to_handover(f, base, file_size=size, is_last=last, offsets=out, kept=kept)
 
 
 def commitlog_queue_offsets(store: rmq.RocketMQStore, start: int = 0, *, end_findings: bool = False) -> QueueOffsets:
