@@ -257,11 +257,11 @@ class _Window:
             # a healthy file (``read_file_columns``, or validate's reading of it kept): no record
             # validate calls damaged, and only zeros after data that ends in zeros
             end = reading.end
-            self._ended(seg, f, end.position, end.kind, end.kind, reading.tails)
+            self._ended(seg, f, end.position, end.kind, end.kind, reading.tails, reading.nexts)
             return
         walk = reading.walk
         assert walk is not None  # a reading that did not fail has one or the other
-        self._walked(seg, f, queue_offsets.WalkResult.of(walk, reading.record_findings + model.walk_record_findings(walk)), reading.tails)
+        self._walked(seg, f, queue_offsets.WalkResult.of(walk, reading.record_findings + model.walk_record_findings(walk)), reading.tails, reading.nexts)
 
     def _walk(self, seg: rmq.Segment) -> None:
         def last_store_ts(_pos: int, rec: MessageRecord) -> None:
@@ -276,15 +276,27 @@ class _Window:
             self.read_bytes += walked.valid_end
             self._walked(seg, f, walked, {})
 
-    def _walked(self, seg: rmq.Segment, f: ReadOnlyFile, walked: queue_offsets.WalkResult, tails: dict[int, tuple[int, int] | None]) -> None:
+    def _walked(
+        self, seg: rmq.Segment, f: ReadOnlyFile, walked: queue_offsets.WalkResult, tails: dict[int, tuple[int, int] | None], nexts: model.NextRecords | None = None
+    ) -> None:
         self.kept_damage += walked.record_findings
         kind = walked.end.kind if walked.end is not None else None
-        self._ended(seg, f, walked.valid_end, kind, kind or f"broken record ({walked.error})", tails)
+        self._ended(seg, f, walked.valid_end, kind, kind or f"broken record ({walked.error})", tails, nexts)
 
-    def _ended(self, seg: rmq.Segment, f: ReadOnlyFile, valid_end: int, kind: str | None, stop_kind: str, tails: dict[int, tuple[int, int] | None]) -> None:
+    def _ended(
+        self,
+        seg: rmq.Segment,
+        f: ReadOnlyFile,
+        valid_end: int,
+        kind: str | None,
+        stop_kind: str,
+        tails: dict[int, tuple[int, int] | None],
+        nexts: model.NextRecords | None = None,
+    ) -> None:
         """The file's data ends at ``valid_end`` (``kind``): the scan goes on to the next file after
         an END_OF_FILE record, else it stops here (``tails``: the non-zero extents after positions
-        the reading judged already, ``FileReading.tails``)."""
+        the reading judged already, ``FileReading.tails``; ``nexts``: the records it found after
+        positions, ``FileReading.nexts``)."""
         self.process_offset = seg.base + valid_end
         self.end_index = self.next
         if kind == "blank" and self.next + 1 < len(self.segments):
@@ -300,7 +312,7 @@ class _Window:
         extent = tails[valid_end] if valid_end in tails else nonzero_extent(f, valid_end)
         if extent is None:
             return
-        dropped = queue_offsets.count_records_after(f, seg.base, valid_end)
+        dropped = queue_offsets.count_records_after(f, seg.base, valid_end, nexts)
         # non-zero bytes only past the size: nothing to zero before it
         length = min(extent[1], limit) - valid_end if extent[0] < limit else 0
         self.cut = (extent, False, dropped, length)

@@ -325,6 +325,9 @@ class FileReading:
     #: only zeros), for a consumer judging the same bytes: the zeros after a healthy last file's
     #: data, the bytes after where the precise walk's data ends
     tails: dict[int, tuple[int, int] | None] = field(default_factory=dict)
+    #: the records found after file positions the reading judged (``model.next_record``), for a
+    #: consumer searching the same bytes (the records a cut at the valid end drops)
+    nexts: model.NextRecords = field(default_factory=dict)
     #: what validate states about the records read before the precise walk took over (in file
     #: order; the walk's own are ``model.walk_record_findings(walk)``)
     record_findings: list[Finding] = field(default_factory=list)
@@ -584,7 +587,7 @@ def read_file(
                 kept.through = None if walk.data_end.kind == "blank" else walk.data_end.position
                 reading.records_read = kept
             if end_findings:
-                out.end_findings = reading.record_findings + model.commitlog_file_findings(f, walk, size, last=last, tails=reading.tails)
+                out.end_findings = reading.record_findings + model.commitlog_file_findings(f, walk, size, last=last, tails=reading.tails, nexts=reading.nexts)
     except StoreIOError as exc:  # what could not be read may have held records
         if raise_errors:
             raise
@@ -675,11 +678,12 @@ def file_records(f: ReadOnlyFile, *, check_crc: bool = True) -> Iterator[tuple[i
     yield from FileRecords(f, check_crc=check_crc)
 
 
-def count_records_after(f: ReadOnlyFile, base: int, start: int) -> int:
+def count_records_after(f: ReadOnlyFile, base: int, start: int, nexts: model.NextRecords | None = None) -> int:
     """Decodable records of the open CommitLog file ``f`` (named ``base``) from the first one
     after the failed record at ``start`` (a sync point: PHYSICALOFFSET = its address), resynchronising
-    after broken ones: what a cut there would drop.  Counted from the file's one reading."""
-    first = rmq.find_next_record(f, base, start + 1) if start < f.size else None
+    after broken ones: what a cut there would drop.  Counted from the file's one reading; ``nexts``:
+    the first one, when the reading found it already (``FileReading.nexts``)."""
+    first = model.next_record(f, base, start + 1, nexts) if start < f.size else None
     return 0 if first is None else _count_walked(f, base, first)
 
 

@@ -279,7 +279,7 @@ IGNORED_TAIL = (
 )
 
 
-def ignored_tail(f: ReadOnlyFile, base: int | None, end: int) -> bool:
+def ignored_tail(f: ReadOnlyFile, base: int | None, end: int, nexts: NextRecords | None = None) -> bool:
     """Whether the bytes of the newest CommitLog file from ``end`` on -- where its valid data ends
     and the broker's recovery stops -- are bytes the broker loses nothing by.
 
@@ -297,7 +297,8 @@ def ignored_tail(f: ReadOnlyFile, base: int | None, end: int) -> bool:
     * nothing of the store points at or past ``end``: no ConsumeQueue's last unit, no IndexFile's
       ``endPhyOffset`` (a dispatched record was there).
 
-    ``base``: the file's commitlog offset (its name when None; False when it has none)."""
+    ``base``: the file's commitlog offset (its name when None; False when it has none).
+    ``nexts``: the records found after positions already (``next_record``), noted there too."""
     if base is None:
         try:
             base = segnames.parse_rocketmq_file_name(f.path.name)
@@ -310,9 +311,24 @@ def ignored_tail(f: ReadOnlyFile, base: int | None, end: int) -> bool:
             magic in MESSAGE_MAGICS or magic == BLANK_MAGIC or rmq.computed_record_size(f, end) == total
         ):
             return False
-    if rmq.find_next_record(f, base, end + 1) is not None:
+    if next_record(f, base, end + 1, nexts) is not None:
         return False
     return not _referenced_from(f.path.parent.parent, base + end)
+
+
+#: ``(base, position)`` -> the first record ``rmq.find_next_record`` finds from there (None: none)
+NextRecords = dict[tuple[int, int], int | None]
+
+
+def next_record(f: ReadOnlyFile, base: int, start: int, nexts: NextRecords | None) -> int | None:
+    """``rmq.find_next_record(f, base, start)``, from ``nexts`` when found there already, else
+    noted there: a reading that judged the bytes after a file's valid end (``ignored_tail``) and a
+    recover plan counting the records a cut there drops search them once."""
+    if nexts is None:
+        return rmq.find_next_record(f, base, start)
+    if (base, start) not in nexts:
+        nexts[(base, start)] = rmq.find_next_record(f, base, start)
+    return nexts[(base, start)]
 
 
 def _referenced_from(root: Path, offset: int) -> bool:
@@ -342,7 +358,7 @@ def _referenced_from(root: Path, offset: int) -> bool:
     return False
 
 
-def broken_record_finding(f: ReadOnlyFile, path: str, bad: int, exc: MqError | None, file_size: int, last: bool) -> Finding:
+def broken_record_finding(f: ReadOnlyFile, path: str, bad: int, exc: MqError | None, file_size: int, last: bool, nexts: NextRecords | None = None) -> Finding:
     """The record that fails at ``bad``: a torn tail in the last file (``rmq.torn_tail_at``, a
     warning), else damage with the code ``rmq.classify_broken_record`` gives (validate's)."""
     if last:
@@ -356,7 +372,7 @@ def broken_record_finding(f: ReadOnlyFile, path: str, bad: int, exc: MqError | N
         except MqError as err:
             exc = err
     code, located, _frames = rmq.classify_broken_record(f, bad, exc)
-    if last and ignored_tail(f, None, bad):
+    if last and ignored_tail(f, None, bad, nexts):
         return Finding(code, path, located.position, f"{located.reason}; {IGNORED_TAIL.format(end=bad)}", severity=Severity.warning)
     return Finding(code, path, located.position, located.reason)
 
@@ -369,6 +385,7 @@ def commitlog_file_findings(
     last: bool,
     after_last: bool = False,
     tails: dict[int, tuple[int, int] | None] | None = None,
+    nexts: NextRecords | None = None,
 ) -> list[Finding]:
     """How one CommitLog file a reader walked ends, stated as validate states it: its first broken
     record (``rmq.classify_broken_record``'s code at its position) or torn tail, a file before the
@@ -380,7 +397,8 @@ def commitlog_file_findings(
     A file cut short before the last is RMQ-FILE-SIZE's (``segment_findings``), not a second
     finding.  Reads only the bytes after where the walk stopped.  ``tails``: the non-zero extents
     (``nonzero_extent``) after file positions, known already or, when judged here, noted there for
-    a caller that judges the same bytes next (a recover plan's cut), so they are read once."""
+    a caller that judges the same bytes next (a recover plan's cut), so they are read once;
+    ``nexts``: likewise the records found after positions (``next_record``: the records a cut drops)."""
     path = str(f.path)
     size = file_size or f.size
     if after_last:
@@ -389,7 +407,7 @@ def commitlog_file_findings(
             return []
         return [Finding(RMQ_CL_GARBAGE, path, extent[0], "non-zero bytes in a file after the last file holding records", length=extent[1] - extent[0])]
     assert walk is not None
-    return walk_record_findings(walk) + _file_end_findings(f, walk, path, size, last, {} if tails is None else tails)
+    return walk_record_findings(walk) + _file_end_findings(f, walk, path, size, last, {} if tails is None else tails, nexts)
 
 
 def walk_record_findings(walk: FileRecords) -> list[Finding]:
@@ -404,10 +422,12 @@ def _tail(f: ReadOnlyFile, position: int, tails: dict[int, tuple[int, int] | Non
     return tails[position]
 
 
-def _file_end_findings(f: ReadOnlyFile, walk: FileRecords, path: str, size: int, last: bool, tails: dict[int, tuple[int, int] | None]) -> list[Finding]:
+def _file_end_findings(
+    f: ReadOnlyFile, walk: FileRecords, path: str, size: int, last: bool, tails: dict[int, tuple[int, int] | None], nexts: NextRecords | None
+) -> list[Finding]:
     end = walk.end
     if walk.error is not None and walk.failed_at is not None:
-        return [broken_record_finding(f, path, walk.failed_at, walk.error, size, last)]
+        return [broken_record_finding(f, path, walk.failed_at, walk.error, size, last, nexts)]
     if end is None:
         return []
     if end.kind == "stale":
@@ -416,11 +436,11 @@ def _file_end_findings(f: ReadOnlyFile, walk: FileRecords, path: str, size: int,
     if end.kind == "torn":
         if walk.torn is not None:
             return [torn_tail_finding(path, end.position, walk.torn)]
-        return [broken_record_finding(f, path, end.position, None, size, last)]
+        return [broken_record_finding(f, path, end.position, None, size, last, nexts)]
     if end.kind == "partial":
         if f.size < size and not last:
             return []  # cut short: RMQ-FILE-SIZE
-        return [broken_record_finding(f, path, end.position, rmq.past_the_end_error(f, end.position, end.length), size, last)]
+        return [broken_record_finding(f, path, end.position, rmq.past_the_end_error(f, end.position, end.length), size, last, nexts)]
     if end.kind == "blank":
         blank = blank_size_finding(path, end.position, end.length, size)
         return [blank] if blank is not None else []
@@ -435,7 +455,7 @@ def _file_end_findings(f: ReadOnlyFile, walk: FileRecords, path: str, size: int,
                 # zeros when the walk got there, a valid record now: a writer appended since (the
                 # file is growing), not garbage -- a file at rest cannot be both
                 return []
-            return [garbage_finding(path, end.position, extent, ignored=ignored_tail(f, walk.base, end.position))]
+            return [garbage_finding(path, end.position, extent, ignored=ignored_tail(f, walk.base, end.position, nexts))]
     return []
 
 
