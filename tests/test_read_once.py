@@ -187,8 +187,9 @@ def _damaged_kafka(store: Path, root: Path, damage: str) -> Path:
     """A copy of the Kafka store with ``damage``: ``flipped`` (a byte of a record in the middle of
     the first segment: its batch's CRC fails, recovery cuts the segment there and drops the next
     one), ``size`` (the size field of a batch there: a batch larger than mqtool reads, the walk
-    resynchronises after it), ``torn`` (the last segment's last batch cut short), ``garbage``
-    (non-zero bytes after the last segment's valid end)."""
+    resynchronises after it), ``torn`` (the last segment's last batch cut short), ``zeros`` (its
+    last batch's CRC fails, 2 MiB of zeros follow: a pre-allocated tail), ``garbage`` (non-zero
+    bytes after the last segment's valid end)."""
     import shutil
 
     shutil.copytree(store, root)
@@ -202,6 +203,10 @@ def _damaged_kafka(store: Path, root: Path, damage: str) -> Path:
         logs[0].write_bytes(bytes(data))
     elif damage == "torn":
         logs[-1].write_bytes(logs[-1].read_bytes()[:-100])
+    elif damage == "zeros":  # the last batch's CRC fails, a pre-allocated zero tail follows
+        data = bytearray(logs[-1].read_bytes())
+        data[-5] ^= 0x10
+        logs[-1].write_bytes(bytes(data) + bytes(2 << 20))
     else:
         logs[-1].write_bytes(logs[-1].read_bytes() + bytes(range(1, 251)) * 12)
     return root
@@ -212,7 +217,7 @@ DAMAGED_EXIT = {("torn", "validate"): 0, ("torn", "report"): 0}
 
 
 @pytest.mark.parametrize("command", ("validate", "recover", "report"))
-@pytest.mark.parametrize("damage", ("flipped", "size", "torn", "garbage"))
+@pytest.mark.parametrize("damage", ("flipped", "size", "torn", "zeros", "garbage"))
 def test_a_command_reads_each_log_byte_once_on_a_damaged_kafka_store(damage: str, command: str, stores, tmp_path, monkeypatch) -> None:
     """On a damaged Kafka store too: the store model's walk says where ``LogSegment.recover``
     stops and what a cut there removes (the valid records after it, the bytes' CRC-32), so

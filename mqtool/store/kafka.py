@@ -600,7 +600,7 @@ class LogFileWalk:
                     rel = walker.failed_at or 0
                     if not self.limited and data[rel : rel + LOG_OVERHEAD] == _ZERO_FRAMING:
                         # a zero run that other bytes follow, seen whole: the same end as below
-                        self._zeros_then_data(base + rel, stop)
+                        self._zeros_then_data(base + rel, stop, data, base)
                         return
                     kept = self._framed_entry(data, rel, exc) if self.keep_damaged else None
                     if kept is not None:  # the frame holds: listed, and the walk reads on after it
@@ -657,7 +657,7 @@ class LogFileWalk:
                 base = at
                 continue
             if end.kind == "zeros" and more:
-                self._zeros_then_data(at, stop)
+                self._zeros_then_data(at, stop, data, base)
                 return
             if end.kind == "partial":
                 self._cut_at_end(data, end.position, at, end.length)
@@ -698,17 +698,23 @@ class LogFileWalk:
         exc = self.damaged.get(position)
         return entry_error_code(exc) if exc is not None else None
 
-    def _zeros_then_data(self, at: int, stop: int) -> None:
+    def _zeros_then_data(self, at: int, stop: int, data: bytes, base: int) -> None:
         """The end at ``at``, where a zero run of at least an entry's framing starts (an entry of
         size 0): a ``zeros`` end, with the extent of whatever non-zero bytes follow the run --
         decided from the file, so the answer is the same wherever a piece of the read ends (a
         ``--max-bytes`` window that ends in it ends at ``at``).  Without ``garbage_extent`` only
         the zero run is read here: where the bytes after it end is read when asked
-        (``garbage_after_zeros``)."""
+        (``garbage_after_zeros``).  The run's bytes in the piece in hand (``data`` at ``base``)
+        are not read again."""
         if self.limited:
             self.end = DataEnd("eof", at)
             return
-        self.data_after_zeros = first_nonzero(self.f, at, stop)
+        held = data[at - base :]
+        lead = len(held) - len(held.lstrip(b"\x00"))
+        if lead < len(held):
+            self.data_after_zeros = at + lead
+        else:
+            self.data_after_zeros = first_nonzero(self.f, base + len(data), stop)
         self.end = DataEnd("zeros", at)
         if self._garbage_extent:
             _ = self.garbage_after_zeros

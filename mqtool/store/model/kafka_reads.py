@@ -84,7 +84,8 @@ def next_offset_from(path: Path, base: int, start: int) -> int:
             last = off if last is None else max(last, off)
         if last is not None:
             return last + 1
-    for attempt in (start, 0):
+        start = 0  # nothing valid starts at ``start``: the walk from it reads nothing, walk from 0
+    for attempt in dict.fromkeys((start, 0)):
         if attempt == 0 and (kept := kept_next_offset(str(path))) is not None:
             return kept
         if attempt == 0 and (walked := _from_zero(path)) is not None:

@@ -612,8 +612,17 @@ class _DropCount:
 
     def end(self, kind: str, position: int, zeros_to_end: bool) -> None:
         """A walk of the model's ended cleanly at ``position`` (``zeros_to_end``: only zeros follow)."""
-        if self.result is not None or self.expect is None:
-            return  # searching: ``finish`` searches what is left
+        if self.result is not None:
+            return
+        if self.expect is None:  # searching: ``finish`` searches what is left, but a zero run
+            if zeros_to_end:
+                assert self.search is not None
+                if not self._found(self.search, position):
+                    if max(self.searched_from, self.budget_end) >= position:
+                        self.result = (self.count, not self.undecoded)  # nothing but zeros left
+                    else:
+                        self._give_up()
+            return
         if position != self.expect:
             self._own_walk()
             return

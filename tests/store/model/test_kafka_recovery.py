@@ -130,7 +130,7 @@ def _embedding(root: Path) -> Path:
     return part
 
 
-CUT_KINDS = [*KINDS, "embedded", "crc-and-torn-last", "garbage-last"]
+CUT_KINDS = [*KINDS, "embedded", "crc-and-torn-last", "crc-and-zeros-last", "garbage-last"]
 
 
 @pytest.mark.parametrize("piece", [None, 100, 777, 5000])
@@ -152,6 +152,11 @@ def test_the_reading_says_what_a_cut_removes(tmp_path: Path, kind: str, piece: i
             _damage(part, "crc-last")
             log = sorted(part.glob("*.log"))[-1]
             log.write_bytes(log.read_bytes()[:-30])
+        elif kind == "crc-and-zeros-last":  # the last batch's CRC fails, a pre-allocated tail follows
+            log = sorted(part.glob("*.log"))[-1]
+            data = bytearray(log.read_bytes())
+            data[-5] ^= 0x10
+            log.write_bytes(bytes(data) + bytes(5000))
         elif kind == "garbage-last":
             log = sorted(part.glob("*.log"))[-1]
             log.write_bytes(log.read_bytes() + bytes(range(7, 250)) * 9)
