@@ -1047,7 +1047,8 @@ def _scan_undispatched(
     on that are past their queue's end (``dispatch``, ``missing_from`` of each state); returns the
     states of queues that have no files at all.  A file in ``rows`` is not walked: its records are
     there (a healthy file: the walk would yield every one of them; another file the plan's reading
-    read as far as its data goes, ``_DispatchRows.through``, when the scan needs no record after it)."""
+    read as far as its data goes, ``_DispatchRows.through``: the walk reads on from there when the
+    scan needs records after it)."""
     for queue in queues.values():
         queue.missing_from = queue.first_dispatch_qoff = None
         queue.dispatch = queue.before_cq_max = 0
@@ -1074,12 +1075,15 @@ def _scan_undispatched(
         if seg.base + seg.size <= scan_from or seg.base >= process_offset:
             continue
         kept = rows.get(seg.path) if rows else None
-        if kept is not None and (kept.through is None or process_offset - seg.base <= kept.through):
+        start = 0
+        if kept is not None:
             for row in _rows_past_queue_ends(kept, seg.base, process_offset, queues):
                 count(seg.base + int(kept.position[row]), kept.topics[kept.topic[row]], int(kept.queue_id[row]), int(kept.queue_offset[row]), int(kept.size[row]))
-            continue
+            if kept.through is None or process_offset - seg.base <= kept.through:
+                continue
+            start = kept.through  # the rows hold the records before it: the walk reads on from there
         with ReadOnlyFile(seg.path) as f:
-            for pos, rec in queue_offsets.file_records(f, check_crc=False):
+            for pos, rec in queue_offsets.file_records(f, check_crc=False, start=start):
                 off = seg.base + pos
                 if off >= process_offset:
                     break

@@ -668,14 +668,15 @@ def walk_file(
     return WalkResult.of(walk, model.walk_record_findings(walk))
 
 
-def file_records(f: ReadOnlyFile, *, check_crc: bool = True) -> Iterator[tuple[int, MessageRecord]]:
-    """``(file position, record)`` of the open CommitLog file ``f`` from its start, in file order,
+def file_records(f: ReadOnlyFile, *, check_crc: bool = True, start: int = 0) -> Iterator[tuple[int, MessageRecord]]:
+    """``(file position, record)`` of the open CommitLog file ``f`` from its start (or the record
+    at ``start``, one the walk from the start reaches: a reader holding the records before it), in file order,
     by the precise walk (``store.model.commitlog_walk.FileRecords``), to where its valid data ends (an
     END_OF_FILE record, zeros, the first broken record).  Lazy: a consumer that stops early (a
     recover step's range of offsets) reads no further."""
     from mqtool.store.model.commitlog_walk import FileRecords
 
-    yield from FileRecords(f, check_crc=check_crc)
+    yield from FileRecords(f, start, check_crc=check_crc)
 
 
 def count_records_after(f: ReadOnlyFile, base: int, start: int, nexts: model.NextRecords | None = None) -> int:

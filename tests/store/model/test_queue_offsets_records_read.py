@@ -83,6 +83,11 @@ def test_kept_records_are_those_the_precise_walk_yields(tmp_path: Path, damage: 
         assert kept.position  # the record the column walk declined, decoded
     if damage == "body":
         assert kept.through < path.stat().st_size // 2 + 1024
+        # a scan that needs the records after ``through`` (without body CRCs) walks on from there
+        with ReadOnlyFile(path) as f:
+            whole = [(pos, rec) for pos, rec in queue_offsets.file_records(f, check_crc=False) if pos >= kept.through]
+            on = list(queue_offsets.file_records(f, check_crc=False, start=kept.through))
+        assert on == whole and len(on) > 1  # the record whose body CRC fails, and the ones after it
 
 
 def test_a_healthy_file_keeps_its_columns_not_records_read(tmp_path: Path) -> None:
