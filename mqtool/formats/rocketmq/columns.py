@@ -62,8 +62,6 @@ StopKind = Literal["zeros", "blank", "eof", "partial", "anomaly"]
 #: record's TOTALSIZE (``blank``) or the bytes a record header claims past the data (``partial``:
 #: the caller decides whether more data follows).
 ColumnDataEnd = data_end.DataEnd[StopKind]
-#: The same type under the name the store model's CommitLog modules import today.
-ColumnStop = ColumnDataEnd
 
 
 @dataclass

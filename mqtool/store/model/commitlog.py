@@ -51,7 +51,7 @@ from mqtool.formats import data_end as de
 from mqtool.formats import segment_names as segnames
 from mqtool.formats.rocketmq import consume_queue as cqf
 from mqtool.formats.rocketmq.columns import (
-    ColumnStop,
+    ColumnDataEnd,
     ColumnWalk,
     CommitLogColumns,
     QueueRun,
@@ -75,11 +75,11 @@ class FileColumns:
 
     columns: CommitLogColumns
     queues: dict[tuple[str, int], QueueRun]
-    end: ColumnStop  # position is a file position
+    end: ColumnDataEnd  # position is a file position
     bytes_read: int
 
 
-def _healthy_end(f: ReadOnlyFile, end: ColumnStop, is_last: bool) -> DataEnd | None:
+def _healthy_end(f: ReadOnlyFile, end: ColumnDataEnd, is_last: bool) -> DataEnd | None:
     """The column walk's ``end`` when it is how the broker ends a file: END_OF_FILE in a file
     before the last; zeros (nothing but zeros after), END_OF_FILE or the end of the file in the
     last one.  None otherwise."""
@@ -112,7 +112,7 @@ def read_file_columns(f: ReadOnlyFile, base: int, *, file_size: int, is_last: bo
         if isinstance(ev, cl_walk.Stretch):
             parts.append((ev.position, ev.columns))
         elif isinstance(ev, cl_walk.Handover):
-            end = ColumnStop(ev.kind, ev.position, ev.length)  # type: ignore[arg-type]  # a kind of the column walk's stops
+            end = ColumnDataEnd(ev.kind, ev.position, ev.length)  # type: ignore[arg-type]  # a kind of the column walk's stops
             if _healthy_end(f, end, is_last) is None:
                 return None
             columns = concat_columns(parts)
@@ -173,7 +173,7 @@ def read_to_handover(f: ReadOnlyFile, base: int, *, file_size: int, is_last: boo
             records += 1
             last_ts = ev.record.store_timestamp
         elif isinstance(ev, cl_walk.Handover):
-            end = ColumnStop(ev.kind, ev.position, ev.length)  # type: ignore[arg-type]  # a kind of the column walk's stops
+            end = ColumnDataEnd(ev.kind, ev.position, ev.length)  # type: ignore[arg-type]  # a kind of the column walk's stops
             columns = None
             if not precise and f.size == file_size and _healthy_end(f, end, is_last) is not None:
                 joined = concat_columns(parts)
@@ -427,7 +427,7 @@ def read_file_pieces(
             if isinstance(got, cl_walk.Handover):
                 handover = got.position
                 if healthy_end and not decoded and f.size == size:
-                    healthy = _healthy_end(f, ColumnStop(got.kind, got.position, got.length), last)  # type: ignore[arg-type]  # a kind of the column walk's stops
+                    healthy = _healthy_end(f, ColumnDataEnd(got.kind, got.position, got.length), last)  # type: ignore[arg-type]  # a kind of the column walk's stops
                     if healthy is not None:
                         blank = model.blank_size_finding(str(f.path), healthy.position, healthy.length, size) if healthy.kind == "blank" else None
                         yield FileRead(cast("de.DataEnd[str]", healthy), None, [blank] if blank is not None else [], offsets)

@@ -28,7 +28,7 @@ import numpy as np
 from mqtool.errors import MqError, StoreIOError
 from mqtool.findings import Finding, Severity
 from mqtool.findings.code_ids import RMQ_CL_VALID_END, RMQ_FILE_UNREADABLE
-from mqtool.formats.rocketmq.columns import ColumnStop, CommitLogColumns, concat_columns
+from mqtool.formats.rocketmq.columns import ColumnDataEnd, CommitLogColumns, concat_columns
 from mqtool.formats.rocketmq.commitlog import MessageRecord
 from mqtool.store import rocketmq as rmq
 from mqtool.store.files import ReadOnlyFile
@@ -256,7 +256,7 @@ def _assemble(task: CommitLogTask, res: CommitLogFileResult, events: Iterator[Ev
                 if queues is not None:  # else a queue's offsets do not go up by one: units are checked one by one
                     # an END_OF_FILE record's TOTALSIZE is the rest of the file (else RMQ-CL-BLANK, an error)
                     length = task.file_size - ev.valid_end if ev.kind == "blank" else 0
-                    whole = model_cl.FileColumns(columns, queues, ColumnStop(ev.kind, ev.valid_end, length), ev.bytes_read)  # type: ignore[arg-type]  # one of the three clean kinds
+                    whole = model_cl.FileColumns(columns, queues, ColumnDataEnd(ev.kind, ev.valid_end, length), ev.bytes_read)  # type: ignore[arg-type]  # one of the three clean kinds
                     if bulk:
                         _check_in_bulk(task, res, whole)
                     # what ``queue_offsets.read_file`` sees of the file: its columns, a clean end
@@ -296,12 +296,12 @@ def _check_stretches_in_bulk(task: CommitLogTask, res: CommitLogFileResult, part
             queues = columns.queue_runs()
             if queues is None:  # a queue's offsets do not go up by one here: its units are checked one by one
                 continue
-            stretch = model_cl.FileColumns(columns, queues, ColumnStop("eof", at + int(cols.position[-1]) + int(cols.size[-1]), 0), 0)
+            stretch = model_cl.FileColumns(columns, queues, ColumnDataEnd("eof", at + int(cols.position[-1]) + int(cols.size[-1]), 0), 0)
             for key, runs in model_cl.verify_queue_units(store, task.base, stretch, task.cq_file_size).items():
                 res.verified.setdefault(key, []).extend(runs)
     if task.keys_dir is not None:
         columns = concat_columns(parts)
-        model_cl.save_key_table(task.keys_dir, task.base, model_cl.FileColumns(columns, {}, ColumnStop("eof", 0, 0), 0))
+        model_cl.save_key_table(task.keys_dir, task.base, model_cl.FileColumns(columns, {}, ColumnDataEnd("eof", 0, 0), 0))
 
 
 def _recheck_live_tail(task: CommitLogTask, first: CommitLogFileResult) -> CommitLogFileResult:

@@ -90,7 +90,7 @@ from mqtool.store.files import Readable, ReadOnlyFile, nonzero_extent, piece_siz
 from mqtool.store.model import rocketmq as model
 
 if TYPE_CHECKING:  # the columns (numpy) load with the first walk that takes them (``task.fast``)
-    from mqtool.formats.rocketmq.columns import ColumnStop, ColumnWalk, CommitLogColumns
+    from mqtool.formats.rocketmq.columns import ColumnDataEnd, ColumnWalk, CommitLogColumns
 
 
 @dataclass(frozen=True)
@@ -422,7 +422,7 @@ def _walk_commitlog_file(f: ReadOnlyFile, task: CommitLogTask) -> Iterator[Event
         st.bytes_read += len(data)
         more = pos + len(data) < limit
         at = 0  # where the walk stands in the piece
-        end: ColumnStop | DataEnd | None = None
+        end: ColumnDataEnd | DataEnd | None = None
         resume: int | None = -1  # -1: no broken record met in this piece
         while end is None:
             if fast and precise_left <= 0:

@@ -61,7 +61,7 @@ from mqtool.store.files import ReadOnlyFile
 from mqtool.store.model import rocketmq as model
 
 if TYPE_CHECKING:
-    from mqtool.formats.rocketmq.columns import ColumnStop, CommitLogColumns, QueueRun
+    from mqtool.formats.rocketmq.columns import ColumnDataEnd, CommitLogColumns, QueueRun
     from mqtool.store.model.commitlog import FileColumns, HandoverReading
     from mqtool.store.model.commitlog_walk import FileRecords
 
@@ -334,7 +334,7 @@ class FileReading:
 
     #: a healthy file (its records all healthy, it ends the way the broker ends one): where and how
     #: its data ends, with its ``columns`` or without (a reading kept from validate's, ``KeptReading``)
-    end: ColumnStop | None = None
+    end: ColumnDataEnd | None = None
     #: the bytes the reading judged, when it kept no columns
     judged: int = 0
     #: a file read as columns up to its handover but not healthy: the records the reading read
@@ -448,7 +448,7 @@ class KeptReading:
 
     stat: tuple[int, int, int, int]
     offsets: FileQueueOffsets
-    end: ColumnStop
+    end: ColumnDataEnd
     records: int
     last_store_timestamp: int
     bytes_read: int
