@@ -233,7 +233,7 @@ def render_table(console: "Console", report: "ValidationReport", *, all_files: b
     broker = report.facts.get("broker")
     if broker and report.layout == "kafka":  # the Kafka whose load the findings speak of
         console.print(
-            Text(f"broker modelled: Kafka {broker['broker_version']} ({broker['source']}); its next start runs a {broker['recovery']} recovery", style="dim"),
+            Text(f"broker modelled: Kafka {broker['broker_version']} ({broker['source']}); its next start runs {'an' if broker['recovery'].startswith(('a', 'e', 'i', 'o', 'u')) else 'a'} {broker['recovery']} recovery", style="dim"),
             overflow="fold",
         )
     elif broker:  # RocketMQ: the broker whose recovery the findings speak of
