@@ -51,6 +51,11 @@ FINDING_COLUMNS = [
 ]
 
 
+def _article(word: str) -> str:
+    """'an' before a vowel, else 'a'."""
+    return "an" if word[:1] in "aeiou" and word else "a"
+
+
 def _parse_checks(value: str | None) -> frozenset[str]:
     if not value:
         return frozenset(FAMILIES)
@@ -233,7 +238,11 @@ def render_table(console: "Console", report: "ValidationReport", *, all_files: b
     broker = report.facts.get("broker")
     if broker and report.layout == "kafka":  # the Kafka whose load the findings speak of
         console.print(
-            Text(f"broker modelled: Kafka {broker['broker_version']} ({broker['source']}); its next start runs {'an' if broker['recovery'].startswith(('a', 'e', 'i', 'o', 'u')) else 'a'} {broker['recovery']} recovery", style="dim"),
+            Text(
+                f"broker modelled: Kafka {broker['broker_version']} ({broker['source']}); "
+                f"its next start runs {_article(broker['recovery'])} {broker['recovery']} recovery",
+                style="dim",
+            ),
             overflow="fold",
         )
     elif broker:  # RocketMQ: the broker whose recovery the findings speak of
