@@ -631,27 +631,13 @@ class LogFileWalk:
                     # an entry larger than mqtool reads, its header in hand, more than the next
                     # read would hold: what reading it again from its start would say, said now
                     if at + want < stop:
-                        self.failed_at = at
-                        self.error = CorruptDataError(
-                            path=f.path,
-                            position=at + 8,
-                            expected=f"an entry size of at most {self.max_entry_size} bytes (the largest entry mqtool reads)",
-                            found=f"{end.length - 12} (an entry of {end.length} bytes)",
-                            kind="size",
-                        )
+                        self._too_large(f.path, at, end.length)
                         return
                     self._cut_at_end(data, end.position, at, end.length)  # that read would reach the end
                     return
                 if end.position == 0:
                     if end.length > self.max_entry_size:
-                        self.failed_at = at
-                        self.error = CorruptDataError(
-                            path=f.path,
-                            position=at + 8,
-                            expected=f"an entry size of at most {self.max_entry_size} bytes (the largest entry mqtool reads)",
-                            found=f"{end.length - 12} (an entry of {end.length} bytes)",
-                            kind="size",
-                        )
+                        self._too_large(f.path, at, end.length)
                         return
                     want = max(end.length, self.chunk)
                 base = at
@@ -668,6 +654,17 @@ class LogFileWalk:
                 return
             self.end = DataEnd(end.kind, at, end.length)
             return
+
+    def _too_large(self, path: Path, at: int, length: int) -> None:
+        """The entry at ``at`` claims ``length`` bytes, more than mqtool reads: the walk stops there."""
+        self.failed_at = at
+        self.error = CorruptDataError(
+            path=path,
+            position=at + 8,
+            expected=f"an entry size of at most {self.max_entry_size} bytes (the largest entry mqtool reads)",
+            found=f"{length - 12} (an entry of {length} bytes)",
+            kind="size",
+        )
 
     def _cut_at_end(self, data: bytes, rel: int, at: int, length: int) -> None:
         """The end at ``at`` (``data[rel:]``), where an entry of ``length`` bytes is cut by the end
