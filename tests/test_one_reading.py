@@ -90,9 +90,6 @@ def test_the_store_model_holds_the_walkers() -> None:
 #: places outside store/ that call ``pread`` / ``read_all`` / ``iter_chunks``.  Everything that
 #: reads to decide what the bytes are goes through the store model.
 RAW_READERS = {
-    "ops/clean/legacy.py": "clean's archive action copies a MetaQ segment, byte for byte, into its .meta.zip",
-    "ops/recover/kafka.py": "recover compares a rebuilt index's bytes with the file on disk before replacing it",
-    "ops/diff/kafka.py": "diff compares two partitions' tail bytes",
     "ops/diff/bytelog.py": "diff compares two logs' bytes block by block",
     "pipeline/files.py": "the Spark sources' file system adapter (local files and pyarrow URIs) is what pread is",
 }
@@ -128,7 +125,6 @@ PIECE_LOOPS = {
     "store/model/compaction.py": "the 5.x compaction store's batch ConsumeQueue files",
     "store/model/timer.py": "the 5.x timer store's timerlog and timerwheel",
     "store/files.py": "where the piece size is defined, and the zero-tail search every walk shares (nonzero_extent)",
-    "ops/clean/legacy.py": "copies a MetaQ segment byte for byte into its archive (RAW_READERS)",
     "ops/diff/bytelog.py": "compares two logs' bytes block by block (RAW_READERS)",
 }
 

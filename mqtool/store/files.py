@@ -22,6 +22,7 @@ from __future__ import annotations
 import errno
 import os
 import stat
+import zlib
 from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -29,7 +30,7 @@ from contextvars import ContextVar
 from pathlib import Path
 from typing import Protocol
 
-from mqtool.errors import StoreIOError, StoreLayoutError
+from mqtool.errors import MqError, PlanChangedError, StoreIOError, StoreLayoutError
 
 #: Default chunk for streaming reads.
 CHUNK_SIZE = 8 << 20
@@ -183,6 +184,38 @@ def open_readonly(path: str | os.PathLike[str]) -> ReadOnlyFile:
 def read_small_file(path: str | os.PathLike[str], limit: int = 64 << 20) -> bytes:
     with ReadOnlyFile(path) as f:
         return f.read_all(limit)
+
+
+def read_range(path: str | os.PathLike[str], position: int, size: int) -> bytes:
+    """Bytes ``[position, position + size)`` of the file at ``path`` (fewer at its end): for a
+    command that compares bytes a reading no longer holds (``diff``), not one that judges them."""
+    with ReadOnlyFile(path) as f:
+        return f.pread(position, size)
+
+
+def file_holds(path: str | os.PathLike[str], data: bytes) -> bool:
+    """Whether the file at ``path`` holds exactly ``data`` (False when it cannot be read)."""
+    try:
+        if os.stat(path).st_size != len(data):
+            return False
+        with ReadOnlyFile(path) as f:
+            return f.read_all(len(data) + 1) == data
+    except (OSError, MqError):
+        return False
+
+
+def copy_out(path: str | os.PathLike[str], size: int, write: Callable[[bytes], object]) -> int:
+    """Hand the bytes of the file at ``path``, which a plan found ``size`` bytes long, to
+    ``write`` in pieces, returning their CRC-32 (an archive copy checks it against what it
+    wrote); raises ``PlanChangedError`` when the file is no longer that long."""
+    crc = 0
+    with ReadOnlyFile(path) as f:
+        if f.size != size:
+            raise PlanChangedError(f"{Path(path).name} changed since the plan was made; plan again", path=Path(path), expected=f"size {size}", found=f"size {f.size}")
+        for _pos, chunk in f.iter_chunks(0):
+            crc = zlib.crc32(chunk, crc)
+            write(chunk)
+    return crc & 0xFFFFFFFF
 
 
 def _kind(mode: int) -> str:

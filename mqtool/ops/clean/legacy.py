@@ -32,7 +32,6 @@ import os
 import re
 import time
 import zipfile
-import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -45,7 +44,7 @@ from mqtool.ops.clean import HOUR_MS
 from mqtool.ops.recover import ApplyContext, RecoverPlan, Step, observe, relative, resolve
 from mqtool.store import jafka as sj
 from mqtool.store import metaq as sm
-from mqtool.store.files import CHUNK_SIZE, ReadOnlyFile, file_size
+from mqtool.store.files import copy_out, file_size
 from mqtool.store.legacy import DataDir, Partition, Segment, ZipEntryReader
 from mqtool.store.mutate import Mutator
 from mqtool.store.quarantine import region_crc
@@ -432,19 +431,10 @@ def _write_zip(mutator: Mutator, source: Path, tmp: Path, entry: str, size: int,
     info.compress_type = zipfile.ZIP_DEFLATED
     info.external_attr = 0o644 << 16
     info.file_size = size
-    crc = 0
-    with ReadOnlyFile(source) as f:
-        if f.size != size:
-            raise PlanChangedError(f"{source.name} changed since the plan was made; plan again", path=source, expected=f"size {size}", found=f"size {f.size}")
-        with zipfile.ZipFile(sink, "w") as archive, archive.open(info, "w") as out:
-            pos = 0
-            while pos < size:
-                chunk = f.pread(pos, min(CHUNK_SIZE, size - pos))
-                crc = zlib.crc32(chunk, crc)
-                out.write(chunk)
-                pos += len(chunk)
+    with zipfile.ZipFile(sink, "w") as archive, archive.open(info, "w") as out:
+        crc = copy_out(source, size, out.write)
     sink.flush()
-    return crc & 0xFFFFFFFF
+    return crc
 
 
 def apply_custom(step: Step, ctx: ApplyContext) -> None:

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 from mqtool.findings import Finding, Severity
 from mqtool.ops.diff.digest import BLOCK, FileDigests, ReadDigests
 from mqtool.ops.diff.report import Extra, LogDiff, damaged_verdict
-from mqtool.store.files import ReadOnlyFile, observe_reads
+from mqtool.store.files import observe_reads, read_range
 
 if TYPE_CHECKING:
     from mqtool.store import kafka as ks
@@ -97,8 +97,7 @@ def _starts_with(longer: FileDigests, path: str, shorter: FileDigests) -> bool:
     start = n * BLOCK
     there = longer.tail_bytes(start, len(shorter.tail))
     if there is None:
-        with ReadOnlyFile(path) as f:
-            there = f.pread(start, len(shorter.tail))
+        there = read_range(path, start, len(shorter.tail))
     return there == bytes(shorter.tail)
 
 

@@ -76,7 +76,7 @@ from mqtool.formats.kafka import txn_index as ktxn
 from mqtool.ops import log_findings
 from mqtool.ops.recover import ApplyContext, ApplyResult, RecoverPlan, Step, apply_plan, observe, relative, resolve
 from mqtool.store import kafka as ks
-from mqtool.store.files import ReadOnlyFile, is_regular_file, read_small_file, safe_listdir
+from mqtool.store.files import file_holds, is_regular_file, read_small_file, safe_listdir
 from mqtool.store.model import kafka_broker as kb
 from mqtool.store.model.kafka_recovery import RecoveryReading, RecoveryScan, batch_starts, count_valid_from, next_offset, scan_segment, transaction_events
 
@@ -150,15 +150,7 @@ def _read_offsets(path: Path | None) -> tuple[list[cpf.TopicPartitionOffset] | N
 
 
 def _file_bytes_equal(path: Path | None, data: bytes) -> bool:
-    if path is None:
-        return False
-    try:
-        if path.stat().st_size != len(data):
-            return False
-        with ReadOnlyFile(path) as f:
-            return f.read_all(len(data) + 1) == data
-    except (OSError, MqError):
-        return False
+    return path is not None and file_holds(path, data)
 
 
 #: index entries ``_infer_interval`` reads of each ``.index`` (and the ``.log`` up to the last of
