@@ -284,9 +284,7 @@ def _check_stretches_in_bulk(task: CommitLogTask, res: CommitLogFileResult, part
     the valid end is read back one by one (else every unit and entry of the file is).  In the
     newest file only the records before its valid end count: what points past it is
     RMQ-CQ-PAST-END / RMQ-IDX-PAST-END."""
-    if task.is_last:
-        parts = [(at, cols) for at, cols in parts if len(cols) and at + int(cols.position[-1]) + int(cols.size[-1]) <= res.valid_end]
-    parts = [(at, cols) for at, cols in parts if len(cols)]
+    parts = [(at, cols) for at, cols in parts if len(cols) and (not task.is_last or _stretch_end(at, cols) <= res.valid_end)]
     if not parts:
         return
     if task.cq_file_size and task.root:
@@ -296,12 +294,17 @@ def _check_stretches_in_bulk(task: CommitLogTask, res: CommitLogFileResult, part
             queues = columns.queue_runs()
             if queues is None:  # a queue's offsets do not go up by one here: its units are checked one by one
                 continue
-            stretch = model_cl.FileColumns(columns, queues, ColumnDataEnd("eof", at + int(cols.position[-1]) + int(cols.size[-1]), 0), 0)
+            stretch = model_cl.FileColumns(columns, queues, ColumnDataEnd("eof", _stretch_end(at, cols), 0), 0)
             for key, runs in model_cl.verify_queue_units(store, task.base, stretch, task.cq_file_size).items():
                 res.verified.setdefault(key, []).extend(runs)
     if task.keys_dir is not None:
         columns = concat_columns(parts)
         model_cl.save_key_table(task.keys_dir, task.base, model_cl.FileColumns(columns, {}, ColumnDataEnd("eof", 0, 0), 0))
+
+
+def _stretch_end(at: int, cols: CommitLogColumns) -> int:
+    """The file position after the last record of the stretch at ``at``."""
+    return at + int(cols.position[-1]) + int(cols.size[-1])
 
 
 def _recheck_live_tail(task: CommitLogTask, first: CommitLogFileResult) -> CommitLogFileResult:
