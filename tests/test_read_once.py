@@ -253,12 +253,14 @@ def _damaged_rocketmq(store: Path, root: Path, damage: str) -> Path:
     return root
 
 
-@pytest.mark.parametrize("command", ("validate", "dump", "stats", "recover"))
+@pytest.mark.parametrize("command", ("validate", "dump", "stats", "recover", "report"))
 @pytest.mark.parametrize("damage", ("flipped", "newest-tail", "magic"))
 def test_a_command_reads_each_log_byte_once_on_a_damaged_rocketmq_store(damage: str, command: str, stores, tmp_path, monkeypatch) -> None:
     """On a damaged RocketMQ store too: recover's plan takes the records its dispatch scan
     counts of a file that is not healthy from the file's one reading (``queue_offsets.RecordsRead``)
-    instead of walking the file again."""
+    instead of walking the file again; inside report, from validate's reading of that file
+    (``queue_offsets.KeptPrefix``: the records up to where the broker's recovery stops, and how
+    its reading ends there)."""
     root = _damaged_rocketmq(stores["rocketmq"], tmp_path / "store", damage)
     logs = [p for p in root.rglob("*") if p.is_file() and _is_log(str(p))]
     total = sum(p.stat().st_size for p in logs)

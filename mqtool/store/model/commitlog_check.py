@@ -27,7 +27,7 @@ import numpy as np
 
 from mqtool.errors import MqError, StoreIOError
 from mqtool.findings import Finding, Severity
-from mqtool.findings.code_ids import RMQ_CL_VALID_END, RMQ_FILE_UNREADABLE
+from mqtool.findings.code_ids import RMQ_CL_GARBAGE, RMQ_CL_VALID_END, RMQ_FILE_UNREADABLE
 from mqtool.formats.rocketmq.columns import ColumnDataEnd, CommitLogColumns, concat_columns
 from mqtool.formats.rocketmq.commitlog import MessageRecord
 from mqtool.store import rocketmq as rmq
@@ -42,12 +42,24 @@ from mqtool.store.model.commitlog_walk import (
     Handover,
     Rebased,
     Record,
+    RecoveryEnd,
     Served,
     Stretch,
     read_events,
 )
 from mqtool.store.model.commitlog_walk import _walk_commitlog_file as _walk_commitlog_file
-from mqtool.store.model.queue_offsets import COLUMN_WALK_MIN_SIZE, KEPT_COLUMN_ROWS, FileQueueOffsets, KeptReading, QueueOffsets, file_stat, keep, sharing
+from mqtool.store.model.queue_offsets import (
+    COLUMN_WALK_MIN_SIZE,
+    KEPT_COLUMN_ROWS,
+    FileQueueOffsets,
+    KeptPrefix,
+    KeptReading,
+    QueueOffsets,
+    RecordsRead,
+    file_stat,
+    keep,
+    sharing,
+)
 
 __all__ = [
     "CommitLogFileResult",
@@ -195,10 +207,15 @@ def _assemble(task: CommitLogTask, res: CommitLogFileResult, events: Iterator[Ev
     keeping = task.fast and task.keep_reading and not task.live
     parts: list[tuple[int, CommitLogColumns]] = []
     precise = False  # a record was decoded precisely: the file is not all columns
+    # what the recovery's reading takes of a file that is not healthy (its records up to the
+    # ``RecoveryEnd``: a recover plan reads none of them again)
+    prefix = _Prefix() if keeping else None
     for ev in events:
         if type(ev) is Record:
             precise = True
             at, rec = ev.position, ev.record
+            if prefix is not None and prefix.open:
+                prefix.record(at, rec)
             if (broke := offsets.record(at, rec)) is not None:
                 res.findings.append(broke)
                 res.damaged.append((base + at, base + at + rec.total_size))
@@ -208,6 +225,8 @@ def _assemble(task: CommitLogTask, res: CommitLogFileResult, events: Iterator[Ev
             if rows is not None and rows.open:
                 rows.record(at, rec, ev.code, base)
         elif isinstance(ev, Damage):
+            if prefix is not None:
+                prefix.damage(ev)
             if rows is not None and rows.open and ev.cause == "broken":
                 rows.broken(ev, base)
             if ev.finding is not None:
@@ -224,6 +243,9 @@ def _assemble(task: CommitLogTask, res: CommitLogFileResult, events: Iterator[Ev
         elif isinstance(ev, Rebased):
             precise = True
             base = res.content_base = ev.base
+        elif isinstance(ev, RecoveryEnd):
+            if prefix is not None:
+                prefix.close(ev, offsets, res, precise)
         elif isinstance(ev, Served):
             if rows is not None and rows.open:
                 rows.served = model_cl.DecodedRecord(ev.position, ev.record, [], None)
@@ -236,6 +258,8 @@ def _assemble(task: CommitLogTask, res: CommitLogFileResult, events: Iterator[Ev
                 row = int(np.searchsorted(cols.position, (broke.position or 0) - ev.position, side="right")) - 1
                 at = ev.position + int(cols.position[row])
                 res.damaged.append((base + at, base + at + int(cols.size[row])))
+            if prefix is not None and prefix.open:
+                prefix.read.add_columns(ev.position, cols)
             res.records += len(cols)
             res.max_store_timestamp = max(res.max_store_timestamp, int(cols.store_timestamp.max(initial=0)))
             res.last_store_timestamp = int(cols.store_timestamp[-1])
@@ -264,6 +288,68 @@ def _assemble(task: CommitLogTask, res: CommitLogFileResult, events: Iterator[Ev
                     if keeping and res.size >= COLUMN_WALK_MIN_SIZE and (task.is_last or ev.kind == "blank"):
                         kept_columns = whole if task.keep_columns and len(columns) <= KEPT_COLUMN_ROWS else None
                         res.kept = KeptReading((0, 0, 0, 0), offsets, whole.end, res.records, res.last_store_timestamp, ev.bytes_read, 0.0, kept_columns)
+            if prefix is not None and res.kept is None and res.content_base is None and res.size >= COLUMN_WALK_MIN_SIZE:
+                res.kept = prefix.kept(task, res, ev.bytes_read, parts)
+
+
+class _Prefix:
+    """What ``queue_offsets.read_file`` reads of a file that is not healthy, taken from validate's
+    fold of the same reading: the records before the :class:`RecoveryEnd` (healthy stretches as
+    columns, the others decoded: ``RecordsRead``), their queue offsets, the findings about the
+    records decoded precisely before it (``read_to_handover``'s ``record_findings``: those of a
+    record, not those of a region no record follows), and how the recovery's reading ends there."""
+
+    def __init__(self) -> None:
+        self.read = RecordsRead()
+        self.own: list[Finding] = []
+        self.said: list[Finding] = []
+        self.open = True
+        self.end: RecoveryEnd | None = None
+        self.offsets: FileQueueOffsets | None = None
+        self.records = self.last_store_timestamp = 0
+        self.precise = False
+        #: what the reading judged of the bytes after positions (``Damage.tails``, ``Damage.nexts``)
+        self.tails: dict[int, tuple[int, int] | None] = {}
+        self.nexts: model.NextRecords = {}
+
+    def damage(self, ev: Damage) -> None:
+        if self.open and ev.finding is not None:
+            self.own.append(ev.finding)
+        if ev.tails:
+            self.tails.update(ev.tails)
+        if ev.nexts:
+            self.nexts.update(ev.nexts)
+
+    def record(self, at: int, rec: MessageRecord) -> None:
+        self.said.extend(self.own)
+        self.own = []
+        self.read.add_record(at, rec)
+
+    def close(self, ev: RecoveryEnd, offsets: FileQueueOffsets, res: CommitLogFileResult, precise: bool) -> None:
+        """The recovery's reading ends here (``ev``): what the fold has read so far is its."""
+        import copy
+
+        self.open = False
+        self.end = ev
+        self.offsets = copy.deepcopy(offsets)  # validate's reading goes on: the recovery's stops here
+        self.records, self.last_store_timestamp, self.precise = res.records, res.last_store_timestamp, precise
+
+    def kept(self, task: CommitLogTask, res: CommitLogFileResult, bytes_read: int, parts: list[tuple[int, CommitLogColumns]]) -> KeptReading | None:
+        """The reading to keep for ``queue_offsets.read_file`` (``KeptPrefix``), or None when
+        that reading would take the file's columns (``parts``, all before the end then) as a
+        healthy file's (``commitlog.read_to_handover``: no record decoded precisely, the
+        configured size, the end the broker gives a file, each queue's offsets going up by one)
+        -- the kept prefix describes the precise reading only."""
+        if self.end is None or self.offsets is None:
+            return None
+        walked = self.end.walked
+        kind = walked.kind
+        garbage = kind == "zeros" and any(x.code == RMQ_CL_GARBAGE for x in res.findings)
+        if not self.precise and res.size == task.file_size and kind in ("blank", "zeros", "eof") and (task.is_last or kind == "blank") and not garbage:
+            if concat_columns(parts).queue_runs() is not None:
+                return None
+        prefix = KeptPrefix(walked, self.read, self.said, task.is_last, task.file_size, self.tails, self.nexts)
+        return KeptReading((0, 0, 0, 0), self.offsets, None, self.records, self.last_store_timestamp, bytes_read, 0.0, None, prefix)
 
 
 def _check_in_bulk(task: CommitLogTask, res: CommitLogFileResult, cols: model_cl.FileColumns) -> None:

@@ -292,6 +292,12 @@ class Damage:
     cause: str = ""
     at: int | None = None
     tail: bool = False
+    #: What the reading judged of the bytes after file positions, for a reader judging the same
+    #: bytes next (``CommitLogTask.keep_reading``): their non-zero extents (``nonzero_extent``;
+    #: ``FileReading.tails``) and the records found after positions (``model.next_record``;
+    #: ``FileReading.nexts``).
+    tails: dict[int, tuple[int, int] | None] | None = None
+    nexts: model.NextRecords | None = None
 
 
 @dataclass(frozen=True)
@@ -340,7 +346,20 @@ class Handover:
     bytes_read: int
 
 
-Event = Stretch | Record | Served | Rebased | Damage | FileWalked | Handover
+@dataclass(frozen=True)
+class RecoveryEnd:
+    """With ``CommitLogTask.keep_reading`` (validate's reading, kept for a recover plan): where
+    the broker's normal recovery stops taking the file's records as they are -- the position a
+    ``handover`` reading hands over at -- and how the ``recovery`` reading, read on from there,
+    ends (``walked``: its first broken record with its located error, a torn tail or stale data
+    in the newest file, or where the records end).  Yielded once, before the events about that
+    position; validate's reading goes on past it.  What the walk yielded before it is what the
+    recovery reading takes of the file."""
+
+    walked: FileWalked
+
+
+Event = Stretch | Record | Served | Rebased | Damage | FileWalked | Handover | RecoveryEnd
 
 
 def read_events(f: ReadOnlyFile | Readable, task: CommitLogTask) -> Iterator[Event]:
@@ -380,6 +399,13 @@ class _Walk:
     bytes_read: int = 0
     #: how a walk that stops at a broken record stopped: ``torn`` or ``broken``
     stopped: str = "broken"
+    #: a :class:`RecoveryEnd` was yielded (``CommitLogTask.keep_reading``; None: none is wanted)
+    marked: bool | None = None
+
+    def mark(self, at: int, kind: str, *, length: int = 0, error: MqError | None = None, torn: rmq.TornTail | None = None, claim: int = -1) -> RecoveryEnd:
+        """The :class:`RecoveryEnd` at file position ``at`` (the walk's own state unchanged)."""
+        self.marked = True
+        return RecoveryEnd(FileWalked(de.DataEnd(kind, at, length, unit=torn, error=error), self.bytes_read, None, claim))
 
     def end(self, kind: str, *, length: int = 0, error: MqError | None = None, torn: rmq.TornTail | None = None, claim: int = -1) -> FileWalked:
         return FileWalked(de.DataEnd(kind, self.valid_end, length, unit=torn, error=error), self.bytes_read, self.first_broken, claim)
@@ -411,6 +437,8 @@ def _walk_commitlog_file(f: ReadOnlyFile, task: CommitLogTask) -> Iterator[Event
     ends_here = (handover or recovery) and is_last  # a record of the newest file may end its data
     judge_each = judged and not ranged  # a range's reader judges the record from its row
     stale_judged = judged and task.stale_ends
+    if task.keep_reading and not (handover or recovery or ranged or task.keep_damaged):
+        st.marked = False  # validate's reading says where the recovery's stops (:class:`RecoveryEnd`)
     # After the columns declined a record fewer than ``_PRECISE_FIRST`` records after they were
     # called, the precise decoder reads that many records (doubling up to ``_PRECISE_CAP``) before
     # they try again: a column walk frames its whole piece before it judges, so records it
@@ -460,11 +488,28 @@ def _walk_commitlog_file(f: ReadOnlyFile, task: CommitLogTask) -> Iterator[Event
                             else:
                                 yield _ending(st, here, ending, rec)
                             return
+                    # validate's reading, marking where the recovery's ends, judges the record as the
+                    # recovery does first, and takes what that found (each rule's bytes read once)
+                    marking = st.marked is False and is_last
+                    marked: DataEnd | None = None
+                    if marking:
+                        marked = rmq.data_ends_at(f, here, rec, data[p + rec.total_size - 1], task.file_size, st.base if stale_judged else None)
+                        if marked is not None:
+                            yield st.mark(here, marked.kind, length=marked.length, torn=cast("rmq.TornTail | None", marked.unit), claim=rec.physical_offset)
                     if judged and rec.physical_offset != st.base + here:
                         if not st.records and task.alt_base is not None and rec.physical_offset == task.alt_base + here:
                             st.base = task.alt_base  # misnamed: RMQ-FILE-OVERLAP/GAP/ALIGN say so
                             yield Rebased(st.base)
-                        elif task.is_last and not ranged and not recovery and rmq.is_stale_copy(f, st.base, here, rec, task.file_size):
+                        elif (
+                            task.is_last
+                            and not ranged
+                            and not recovery
+                            and (
+                                (marked.kind == "stale" or (marked.kind == "torn" and rmq.is_stale_copy(f, st.base, here, rec, task.file_size)))
+                                if marked is not None
+                                else not (marking and stale_judged) and rmq.is_stale_copy(f, st.base, here, rec, task.file_size)
+                            )
+                        ):
                             # A record at ``here`` of the last file that claims another place, with no
                             # record at its own place after it: valid data ends here and the rest is
                             # stale (copied or left behind) data.
@@ -476,7 +521,10 @@ def _walk_commitlog_file(f: ReadOnlyFile, task: CommitLogTask) -> Iterator[Event
                             yield st.end("stale")
                             return
                     if is_last and not data[p + rec.total_size - 1]:
-                        torn = _torn_record(f, task, data, p, here, rec)
+                        if marking:  # the recovery's rule judged it already
+                            torn = cast("rmq.TornTail | None", marked.unit) if marked is not None and marked.kind == "torn" else None
+                        else:
+                            torn = _torn_record(f, task, data, p, here, rec)
                         if torn is not None:
                             yield from _torn_end(task, st, torn, here)
                             return
@@ -543,6 +591,11 @@ def _walk_commitlog_file(f: ReadOnlyFile, task: CommitLogTask) -> Iterator[Event
         end_pos = pos + end.position
         cut_short = f.size < task.file_size and not task.is_last  # its end is RMQ-FILE-SIZE's
         huge = end.kind == "partial" and end.position == 0 and end.length > rmq.MAX_RECORD_SIZE
+        if st.marked is False and not (rmq.piece_goes_on(end.kind, end.position, len(data), more) and not huge):
+            if huge and more:  # as the recovery reading ends at a TOTALSIZE no record has
+                yield st.mark(end_pos, "broken", error=rmq.past_the_end_error(f, end_pos, end.length))
+            else:
+                yield st.mark(end_pos, end.kind, length=end.length)
         if (handover or recovery) and not (rmq.piece_goes_on(end.kind, end.position, len(data), more) and not huge):
             if handover:
                 yield Handover(end_pos, end.kind, end.length, st.bytes_read)  # the reader judges how the records end
@@ -695,9 +748,15 @@ def _end_damage(f: ReadOnlyFile, task: CommitLogTask, st: _Walk, end_pos: int, k
         return
     if kind == "zeros":
         extent = nonzero_extent(f, end_pos)
+        # a reading kept for a recover plan keeps what it judged of the bytes after the data
+        kept = st.marked is not None
+        tails: dict[int, tuple[int, int] | None] | None = {end_pos: extent} if kept else None
+        nexts: model.NextRecords | None = {} if kept else None
         if extent is not None:
-            ignored = st.first_broken is None and model.ignored_tail(f, base, end_pos)
-            yield Damage(model.garbage_finding(path, end_pos, extent, ignored=ignored))
+            ignored = st.first_broken is None and model.ignored_tail(f, base, end_pos, nexts)
+            yield Damage(model.garbage_finding(path, end_pos, extent, ignored=ignored), tails=tails, nexts=nexts)
+        elif tails is not None:
+            yield Damage(None, tails=tails)
     if st.first_broken is not None:  # where recover and the broker stop, not only where the records end
         bad = st.first_broken
         yield Damage(
@@ -717,7 +776,7 @@ def _valid_end_finding(path: str, base: int, pos: int, kind: str) -> Finding:
     return Finding(RMQ_CL_VALID_END, path, pos, f"valid data ends at commitlog offset {base + pos} ({kind} follow)")
 
 
-def _after_broken_record(f: ReadOnlyFile, task: CommitLogTask, bad: int, exc: MqError, st: _Walk) -> Generator[Damage, None, int | None]:
+def _after_broken_record(f: ReadOnlyFile, task: CommitLogTask, bad: int, exc: MqError, st: _Walk) -> Generator[Damage | RecoveryEnd, None, int | None]:
     """Report the record that fails at ``bad`` (or the torn tail it is) and return where the walk
     goes on: right after it when its TOTALSIZE or its length fields end where the data goes on,
     else at the next valid record (the bytes between are an unreadable region).  None: stop."""
@@ -730,14 +789,19 @@ def _after_broken_record(f: ReadOnlyFile, task: CommitLogTask, bad: int, exc: Mq
         torn = rmq.torn_tail_at(f, bad, task.file_size)
         if torn is not None:
             st.stopped = "torn"
+            if st.marked is False:
+                yield st.mark(bad, "torn", length=torn.total, torn=torn)
             yield _torn_damage(task, torn, base)
             return None
+    if st.marked is False:
+        yield st.mark(bad, "broken", error=exc)
     if st.first_broken is None:
         st.first_broken = bad
     code, located, frames = rmq.classify_broken_record(f, bad, exc)
     # at the valid end of the newest file, bytes the broker overwrites (the store model's rule): a warning
     ranged = task.stop is not None
-    ignored = not ranged and task.is_last and st.first_broken == bad and model.ignored_tail(f, base, bad)
+    nexts: model.NextRecords | None = {} if st.marked is not None else None  # kept for a recover plan
+    ignored = not ranged and task.is_last and st.first_broken == bad and model.ignored_tail(f, base, bad, nexts)
     level = Severity.warning if ignored else None
     reason = located.reason + (f"; {model.IGNORED_TAIL.format(end=bad)}" if ignored else "")
     if ranged:
@@ -746,7 +810,8 @@ def _after_broken_record(f: ReadOnlyFile, task: CommitLogTask, bad: int, exc: Mq
         tail = task.is_last and isinstance(f, ReadOnlyFile) and model.ignored_tail(f, base, bad)
         yield Damage(Finding(code, task.path, located.position, reason), cause="broken", at=bad, tail=tail)
     else:
-        yield Damage(Finding(code, task.path, located.position, reason, severity=level), store_timestamp=_header_store_timestamp(f, base, bad), cause="broken", at=bad)
+        finding = Finding(code, task.path, located.position, reason, severity=level)
+        yield Damage(finding, store_timestamp=_header_store_timestamp(f, base, bad), cause="broken", at=bad, nexts=nexts)
     resume = next((bad + n for n in sorted(frames) if rmq.clean_at(f, base, bad + n)), None)
     region = None
     if resume is None:
@@ -905,11 +970,17 @@ class FileRecords:
                 if ev.finding is not None:
                     own.append(ev.finding)
             elif type(ev) is FileWalked:
-                if ev.kind == "broken":
-                    self.error, self.failed_at = ev.end.error, ev.valid_end
-                else:
-                    self.end = DataEnd(cast("EndKind", ev.kind), ev.valid_end, ev.end.length)
-                    self.torn, self.stale_claim = ev.torn, ev.claim
+                self.ended(ev)
+
+    def ended(self, walked: FileWalked) -> None:
+        """The reading ended as ``walked`` says: its own end, or, for a reading that starts where
+        validate's reading marked the recovery's end (:class:`RecoveryEnd`, at ``start``), that
+        end, taken without reading (no record lies between)."""
+        if walked.kind == "broken":
+            self.error, self.failed_at = walked.end.error, walked.valid_end
+        else:
+            self.end = DataEnd(cast("EndKind", walked.kind), walked.valid_end, walked.end.length)
+            self.torn, self.stale_claim = walked.torn, walked.claim
 
     def finding_code(self, position: int) -> str | None:
         """The code of the first finding validate states about the record just yielded at file

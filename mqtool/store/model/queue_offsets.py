@@ -63,7 +63,7 @@ from mqtool.store.model import rocketmq as model
 if TYPE_CHECKING:
     from mqtool.formats.rocketmq.columns import ColumnDataEnd, CommitLogColumns, QueueRun
     from mqtool.store.model.commitlog import FileColumns, HandoverReading
-    from mqtool.store.model.commitlog_walk import FileRecords
+    from mqtool.store.model.commitlog_walk import FileRecords, FileWalked
 
 QueueKey = tuple[str, int]
 
@@ -448,12 +448,36 @@ class KeptReading:
 
     stat: tuple[int, int, int, int]
     offsets: FileQueueOffsets
-    end: ColumnDataEnd
+    #: a healthy file's end (None: a file that is not healthy, ``prefix``)
+    end: ColumnDataEnd | None
     records: int
     last_store_timestamp: int
     bytes_read: int
     seconds: float
     columns: FileColumns | None = None
+    #: a file that is not healthy: what the recovery's reading of it takes (``offsets``,
+    #: ``records`` and ``last_store_timestamp`` are of those records)
+    prefix: KeptPrefix | None = None
+
+
+@dataclass
+class KeptPrefix:
+    """What validate's reading of a CommitLog file that is not healthy saw that :func:`read_file`
+    would (``store.model.commitlog_check``): the records its reading up to the handover reads
+    (``commitlog.read_to_handover``; ``read``, in file order, and ``record_findings``, the findings
+    about those it decoded precisely) and how the recovery's reading (``FileRecords``) read on from
+    there ends (``walked``: the walk's ``RecoveryEnd``) -- at once: no record lies between.
+    ``last`` and ``file_size``: the file as validate read it (the newest file holding data, the
+    configured size); the kept reading serves a reading of the file as the same."""
+
+    walked: FileWalked
+    read: RecordsRead
+    record_findings: list[Finding]
+    last: bool
+    file_size: int
+    #: what validate's reading judged of the bytes after positions (``FileReading.tails``, ``.nexts``)
+    tails: dict[int, tuple[int, int] | None] = field(default_factory=dict)
+    nexts: model.NextRecords = field(default_factory=dict)
 
 
 _SHARED: ContextVar[dict[str, KeptReading] | None] = ContextVar("mqtool_commitlog_shared_reading", default=None)
@@ -516,8 +540,13 @@ def _kept(path: str) -> KeptReading | None:
     return kept
 
 
-def _from_kept(f: ReadOnlyFile, kept: KeptReading, size: int, end_findings: bool) -> FileReading:
-    """The :class:`FileReading` :func:`read_file` makes of a healthy file, from a kept reading."""
+def _from_kept(f: ReadOnlyFile, kept: KeptReading, base: int, size: int, last: bool, end_findings: bool) -> FileReading | None:
+    """The :class:`FileReading` :func:`read_file` makes of a file, from a kept reading (None: it
+    was kept for another reading of the file: another newest file, another size)."""
+    if kept.prefix is not None:
+        return _from_prefix(f, kept, kept.prefix, base, size, last, end_findings)
+    if kept.end is None:
+        return None
     reading = FileReading(kept.offsets, columns=kept.columns, records=kept.records, last_store_timestamp=kept.last_store_timestamp, seconds=kept.seconds)
     reading.end, reading.judged = kept.end, kept.bytes_read
     if kept.end.kind == "zeros":  # the reading found only zeros after it
@@ -525,6 +554,34 @@ def _from_kept(f: ReadOnlyFile, kept: KeptReading, size: int, end_findings: bool
     if end_findings:  # healthy records: only an END_OF_FILE record can be wrong
         blank = model.blank_size_finding(str(f.path), kept.end.position, kept.end.length, size) if kept.end.kind == "blank" else None
         kept.offsets.end_findings = [blank] if blank is not None else []
+    return reading
+
+
+def _from_prefix(f: ReadOnlyFile, kept: KeptReading, prefix: KeptPrefix, base: int, size: int, last: bool, end_findings: bool) -> FileReading | None:
+    """The :class:`FileReading` :func:`read_file` makes of a file that is not healthy, from
+    validate's reading of it: the records up to the handover as read, the recovery's reading from
+    there ended where validate's marked it (``FileRecords.ended``: nothing between is read); only
+    how the file ends is judged here, from the bytes after that end (``commitlog_file_findings``)."""
+    import copy
+
+    from mqtool.store.model.commitlog_walk import FileRecords
+
+    if prefix.last != last or prefix.file_size != size:
+        return None
+    out = copy.deepcopy(kept.offsets)  # the walk's end is added to it: the kept one stays as read
+    reading = FileReading(out, records=kept.records, last_store_timestamp=kept.last_store_timestamp, seconds=kept.seconds)
+    reading.record_findings = list(prefix.record_findings)
+    reading.tails.update(prefix.tails)
+    reading.nexts.update(prefix.nexts)
+    walk = reading.walk = FileRecords(f, prefix.walked.valid_end, check_crc=True, last=last, file_size=size, base=base)
+    walk.ended(prefix.walked)
+    out.walk_end(walk, size)
+    read = copy.copy(prefix.read)
+    if not read.full and walk.data_end is not None:
+        read.through = None if walk.data_end.kind == "blank" else walk.data_end.position
+        reading.records_read = read
+    if end_findings:
+        out.end_findings = reading.record_findings + model.commitlog_file_findings(f, walk, size, last=last, tails=reading.tails, nexts=reading.nexts)
     return reading
 
 
@@ -768,8 +825,9 @@ def read_commitlog(
         with f:
             hook = on_last_record if i == newest else None
             kept = _kept(str(seg.path)) if hook is None else None
-            if kept is not None:
-                yield i, seg, f, _from_kept(f, kept, size, end_findings)
+            from_kept = _from_kept(f, kept, seg.base, size, i == last, end_findings) if kept is not None else None
+            if from_kept is not None:
+                yield i, seg, f, from_kept
                 continue
             yield i, seg, f, read_file(f, seg.base, size, last=i == last, end_findings=end_findings or hook is not None, on_record=hook)
 
