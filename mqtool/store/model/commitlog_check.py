@@ -308,6 +308,8 @@ class _Prefix:
         self.offsets: FileQueueOffsets | None = None
         self.records = self.last_store_timestamp = 0
         self.precise = False
+        #: the bytes skipped (``FileQueueOffsets.skipped``) when ``offsets`` is the fold's own
+        self.skipped: int | None = None
         #: what the reading judged of the bytes after positions (``Damage.tails``, ``Damage.nexts``)
         self.tails: dict[int, tuple[int, int] | None] = {}
         self.nexts: model.NextRecords = {}
@@ -331,7 +333,12 @@ class _Prefix:
 
         self.open = False
         self.end = ev
-        self.offsets = copy.deepcopy(offsets)  # validate's reading goes on: the recovery's stops here
+        if ev.walked.kind in ("blank", "zeros", "eof"):
+            # where the records end: what comes after only skips bytes (a file cut short), which
+            # ``kept`` takes back -- no copy for each healthy file
+            self.offsets, self.skipped = offsets, offsets.skipped
+        else:  # validate's reading goes on past a broken record: the recovery's stops here
+            self.offsets = copy.deepcopy(offsets)
         self.records, self.last_store_timestamp, self.precise = res.records, res.last_store_timestamp, precise
 
     def kept(self, task: CommitLogTask, res: CommitLogFileResult, bytes_read: int, parts: list[tuple[int, CommitLogColumns]]) -> KeptReading | None:
@@ -348,8 +355,11 @@ class _Prefix:
         if not self.precise and res.size == task.file_size and kind in ("blank", "zeros", "eof") and (task.is_last or kind == "blank") and not garbage:
             if concat_columns(parts).queue_runs() is not None:
                 return None
+        offsets = self.offsets
+        if self.skipped is not None and offsets.skipped != self.skipped:
+            offsets = replace(offsets, queues={k: replace(edge) for k, edge in offsets.queues.items()}, findings=list(offsets.findings), skipped=self.skipped)
         prefix = KeptPrefix(walked, self.read, self.said, task.is_last, task.file_size, self.tails, self.nexts)
-        return KeptReading((0, 0, 0, 0), self.offsets, None, self.records, self.last_store_timestamp, bytes_read, 0.0, None, prefix)
+        return KeptReading((0, 0, 0, 0), offsets, None, self.records, self.last_store_timestamp, bytes_read, 0.0, None, prefix)
 
 
 def _check_in_bulk(task: CommitLogTask, res: CommitLogFileResult, cols: model_cl.FileColumns) -> None:
