@@ -34,6 +34,7 @@
 
 from __future__ import annotations
 
+import bisect
 import os
 import time
 import zlib
@@ -480,6 +481,10 @@ _ZEROS = bytes(1 << 20)
 #: The reads ``CutFold`` keeps for ``_DropCount`` are pieces at least this long (not the headers
 #: the checker peeks at).
 _RECENT_MIN = 4096
+#: At most this many bytes past the checker's reads are kept for it (``CutFold.ahead``): a false
+#: start after damage may claim an entry of up to ``store.kafka.MAX_ENTRY_SIZE`` bytes; past this,
+#: bytes a search reads ahead are read again by the walk (the answer is the same).
+_AHEAD_MAX = 16 << 20
 
 
 @dataclass(frozen=True)
@@ -651,9 +656,11 @@ class _DropCount:
 
 
 class _Recent(ReadOnlyFile):
-    """The segment's file as ``_DropCount`` reads it: a read inside one of the last pieces the
-    checker read (``CutFold.recent``) is answered from it, so the count's search over the bytes the
-    model's walk stepped over reads them no more."""
+    """The segment's file as ``_DropCount`` reads it (``CutFold.fetch``): the bytes the checker
+    has just read (``CutFold.recent``) are not read again, so the count's search over the bytes the
+    model's walk stepped over reads them no more; and the bytes past the checker's reads that a
+    search reads from the file (a false start whose claimed size runs past them) are kept for the
+    checker's next reads (``CutFold.ahead``)."""
 
     def __init__(self, cut: CutFold) -> None:  # the file stays the checker's: not opened again
         f = cut.f
@@ -663,11 +670,7 @@ class _Recent(ReadOnlyFile):
         self._kept = None
 
     def pread(self, position: int, size: int) -> bytes:
-        size = max(0, min(size, self.size - position))
-        for start, data in reversed(self._cut.recent):
-            if start <= position and position + size <= start + len(data):
-                return data[position - start : position - start + size]
-        return self._cut.f.pread(position, size)
+        return self._cut.fetch(position, size, ahead=True)
 
 
 class CutFold:
@@ -691,6 +694,12 @@ class CutFold:
         self.count: _DropCount | None = None
         #: the last pieces the checker read (file position, bytes): what ``_DropCount`` reads first
         self.recent: deque[tuple[int, bytes]] = deque(maxlen=2)
+        #: where the checker's furthest read ends
+        self.frontier = 0
+        #: bytes past ``frontier`` the counts read from the file (file position, bytes; disjoint,
+        #: in file order, ``ahead_bytes`` in all): what the checker's next reads take first
+        self.ahead: list[tuple[int, bytes]] = []
+        self.ahead_bytes = 0
         #: ``count_valid_from(0)``, for a segment with damage after a cut in an earlier one
         self.whole = _DropCount(_Recent(self), 0, wrappers=False)
 
@@ -705,10 +714,58 @@ class CutFold:
             return True
         return self.count is not None and self.count.result is None
 
+    def fetch(self, position: int, size: int, *, ahead: bool) -> bytes:
+        """Up to ``size`` bytes of the segment at ``position`` (fewer only at its end), for the
+        checker (``_Tee``) or, ``ahead``, for the counts (``_Recent``): what the pieces in hand hold
+        (``recent``, ``ahead``) is taken from them, the rest read from the file.  The counts'
+        reads of bytes the checker has not read yet are kept in ``ahead`` (up to ``_AHEAD_MAX``
+        bytes), so that the checker's walk does not read them again: each byte of the segment is
+        read from the file once, however many false starts a search after damage meets."""
+        size = max(0, min(size, self.f.size - position))
+        end = position + size
+        pieces = [*self.recent, *self.ahead]
+        for start, data in reversed(pieces):
+            if start <= position and end <= start + len(data):
+                return data[position - start : end - start]
+        parts: list[bytes] = []
+        pos = position
+        while pos < end:
+            held: tuple[int, bytes] | None = None
+            gap_end = end
+            for start, data in pieces:
+                stop = start + len(data)
+                if start <= pos < stop:
+                    if held is None or stop > held[0] + len(held[1]):
+                        held = (start, data)
+                elif pos < start < gap_end:
+                    gap_end = start
+            if held is not None:
+                start, data = held
+                take = min(end, start + len(data))
+                parts.append(data[pos - start : take - start])
+                pos = take
+                continue
+            data = self.f.pread(pos, gap_end - pos)
+            if ahead and pos >= self.frontier and self.ahead_bytes + len(data) <= _AHEAD_MAX:
+                bisect.insort(self.ahead, (pos, data), key=lambda piece: piece[0])
+                self.ahead_bytes += len(data)
+            parts.append(data)
+            pos = gap_end
+        return b"".join(parts)
+
     def read(self, position: int, data: bytes) -> None:
         """Bytes the checker read at ``position``: the CRC goes on with those past what it took."""
         if len(data) >= _RECENT_MIN:
             self.recent.append((position, data))
+            self.frontier = max(self.frontier, position + len(data))
+            if self.ahead:  # what the checker has read past: the recent pieces hold what is needed
+                behind = self.recent[0][0]
+                kept = [(start, piece) for start, piece in self.ahead if start + len(piece) > behind]
+                if len(kept) < len(self.ahead):
+                    self.ahead = kept
+                    self.ahead_bytes = sum(len(piece) for _start, piece in kept)
+        else:
+            self.frontier = max(self.frontier, position + len(data))
         upto = self.upto
         if upto is not None and position <= upto < position + len(data):
             self.crc = zlib.crc32(memoryview(data)[upto - position :], self.crc)
@@ -806,7 +863,7 @@ class CutFold:
         records = self.count.finish() if self.count is not None else None
         size = self.f.size
         while self.upto < size:  # what no read of the walk's covered (read once more)
-            self.read(self.upto, self.f.pread(self.upto, min(1 << 20, size - self.upto)))
+            self.read(self.upto, self.fetch(self.upto, min(1 << 20, size - self.upto), ahead=False))
         return CutFacts(self.position, self.kind, self.crc & 0xFFFFFFFF, records, from_start)
 
 

@@ -223,17 +223,17 @@ class SegmentResult:
 
 class _Tee(ReadOnlyFile):
     """A segment's ``.log`` as the checker reads it when a ``CutFold`` watches the reading: every
-    read is handed to the fold too (the CRC of the bytes a cut removes is taken as they are read)."""
+    read is handed to the fold too (the CRC of the bytes a cut removes is taken as they are read),
+    and takes first what the fold's counts have read ahead of the walk (``CutFold.fetch``)."""
 
     def __init__(self, f: ReadOnlyFile, cut: CutFold) -> None:  # the file stays ``f``'s: not opened again
-        self._inner = f
         self._cut = cut
         self.path, self.size, self.mtime, self.stat = f.path, f.size, f.mtime, f.stat
         self._fd = None
         self._kept = None
 
     def pread(self, position: int, size: int) -> bytes:
-        data = self._inner.pread(position, size)
+        data = self._cut.fetch(position, size, ahead=False)
         self._cut.read(position, data)
         return data
 

@@ -130,7 +130,26 @@ def _embedding(root: Path) -> Path:
     return part
 
 
-CUT_KINDS = [*KINDS, "embedded", "crc-and-torn-last", "crc-and-zeros-last", "garbage-last"]
+def _look_alike(root: Path) -> Path:
+    """Batches whose records hold what looks like a batch header (magic 2, a size running about
+    5,400 bytes on: past the bytes a walk reading in pieces of 5,000 has in hand), a batch in the
+    middle of the middle segment broken: the count of what a cut drops meets false starts in it,
+    which read bytes the walk reads next (``CutFold.ahead``)."""
+    part = root / "orders-0"
+    part.mkdir(parents=True)
+    writer = PartitionWriter(part, PartitionConfig(segment_bytes=16 << 10, index_interval_bytes=1024), snapshots=False)
+    offset = 0
+    while offset < 300:
+        header = (10**6 + offset).to_bytes(8, "big") + (5600 - offset).to_bytes(4, "big") + bytes(4) + b"\x02"
+        records = [rb.Record(offset_delta=i, timestamp_delta=i, key=b"k%d" % (offset + i), value=bytes(range(i, i + 30)) + header + bytes(20)) for i in range(4)]
+        writer.append(rb.build_batch(records, base_offset=offset, base_timestamp=1_700_000_000_000 + offset))
+        offset += 4
+    writer.close()
+    _damage(part, "crc-middle")
+    return part
+
+
+CUT_KINDS = [*KINDS, "embedded", "look-alike", "crc-and-torn-last", "crc-and-zeros-last", "garbage-last"]
 
 
 @pytest.mark.parametrize("piece", [None, 100, 777, 5000])
@@ -146,6 +165,8 @@ def test_the_reading_says_what_a_cut_removes(tmp_path: Path, kind: str, piece: i
 
     if kind == "embedded":
         part = _embedding(tmp_path / "logs")
+    elif kind == "look-alike":
+        part = _look_alike(tmp_path / "logs")
     else:
         part = _partition(tmp_path / "logs")
         if kind == "crc-and-torn-last":
