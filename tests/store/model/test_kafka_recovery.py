@@ -7,6 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from mqtool.formats.kafka import record_batch as rb
 from mqtool.ops.log_findings import LOG, select
@@ -202,3 +204,37 @@ def test_the_reading_says_what_a_cut_removes(tmp_path: Path, kind: str, piece: i
         assert scan.cut_crc == region_crc(seg.log, scan.valid_bytes, scan.cut), seg.log
         assert scan.cut_records == count_valid_from(seg.log, scan.valid_bytes), seg.log
     assert cuts or kind in ("healthy", "offsets-back-last", "offsets-below-base-last")
+
+
+_FETCH_BLOB = bytes((i * 7919 + (i >> 8)) & 0xFF for i in range(60_000))
+
+
+@settings(max_examples=60)
+@given(st.data())
+def test_a_cut_fold_reads_each_byte_from_the_file_once(tmp_path_factory, data) -> None:
+    """``CutFold.fetch`` answers every read with the file's bytes; the checker's walk (reads of
+    4 KiB and more, each starting a little before the last one's end, where a piece cuts an
+    entry) and the counts' reads from the start of the checker's last piece on (a search inside
+    the entry the walk just read, a false start claiming bytes past them) read each byte of the
+    file from disk once: what a count reads ahead of the walk is kept for it."""
+    from mqtool.store.files import count_reads
+    from mqtool.store.model.kafka_recovery import CutFold
+
+    path = tmp_path_factory.mktemp("fetch") / "00000000000000000000.log"
+    path.write_bytes(_FETCH_BLOB)
+    size = len(_FETCH_BLOB)
+    with ReadOnlyFile(path) as f, count_reads() as reads:
+        cut = CutFold(f, 0)
+        pos = last = 0
+        while pos < size:
+            for _ in range(data.draw(st.integers(0, 3))):
+                p = data.draw(st.integers(last, min(size, pos + 20_000)))
+                n = data.draw(st.integers(0, 20_000))
+                assert cut.fetch(p, n, ahead=True) == _FETCH_BLOB[p : p + n]
+            n = data.draw(st.integers(4096, 12_000))
+            got = cut.fetch(pos, n, ahead=False)
+            assert got == _FETCH_BLOB[pos : pos + n]
+            cut.read(pos, got)
+            last = pos
+            pos += len(got) - (data.draw(st.integers(0, 100)) if pos + len(got) < size else 0)
+    assert reads[str(path)] <= size
