@@ -658,6 +658,9 @@ class TornTail:
     total: int
     stop: int
     what: str
+    #: ``nonzero_extent`` from ``position`` as the judgement read it (None: only zeros), for a
+    #: reader judging the same bytes next (a recover plan's cut)
+    extent: tuple[int, int] | None = field(default=None, compare=False, repr=False)
 
     @property
     def reason(self) -> str:
@@ -683,14 +686,21 @@ def past_the_end_error(f: Readable, pos: int, total: int) -> CorruptDataError:
     return CorruptDataError(path=f.path, position=pos, expected=f"TOTALSIZE at most {rest} (the rest of the file)", found=str(total), kind="size")
 
 
-def torn_tail_at(f: Readable, bad: int, file_size: int) -> TornTail | None:
+def torn_tail_at(f: Readable, bad: int, file_size: int, tails: dict[int, tuple[int, int] | None] | None = None) -> TornTail | None:
     """Whether the record that fails at ``bad`` in the *last* CommitLog file is a torn tail: its
     bytes stop early and only zeros follow (a crash while writing), not damage.  A record whose
     last byte is on disk (non-zero) was written whole, so its damage is not a torn write; nor is a
     TOTALSIZE the broker never writes (past ``file_size``), nor a record whose length fields
-    describe bytes that are all there (TOTALSIZE itself is damaged).  Reads ``[bad, size)``."""
+    describe bytes that are all there (TOTALSIZE itself is damaged).  Reads ``[bad, size)``;
+    ``tails``: the non-zero extents after positions judged already (``nonzero_extent``), the one
+    from ``bad`` taken from there or noted there."""
     head = f.pread(bad, 8)
-    extent = nonzero_extent(f, bad)
+    if tails is not None and bad in tails:
+        extent = tails[bad]
+    else:
+        extent = nonzero_extent(f, bad)
+        if tails is not None:
+            tails[bad] = extent
     stop = extent[1] if extent else bad
     if len(head) == 8:
         total, _magic = peek_record(head)
@@ -708,7 +718,7 @@ def torn_tail_at(f: Readable, bad: int, file_size: int) -> TornTail | None:
     else:
         total = len(head)
         what = f"{len(head)} bytes of a record header at the end of the file"
-    return TornTail(bad, total, stop, what)
+    return TornTail(bad, total, stop, what, extent)
 
 
 def torn_record_tail(f: Readable, pos: int, record: MessageRecord, last_byte: int, file_size: int) -> TornTail | None:
@@ -761,14 +771,16 @@ def clean_at(f: Readable, base: int, pos: int) -> bool:
     return record_starts_at(f, base, pos, decode=False)
 
 
-def find_next_record(f: ReadOnlyFile, base: int, start: int) -> int | None:
+def find_next_record(f: ReadOnlyFile, base: int, start: int, stop: int | None = None) -> int | None:
     """First position >= ``start`` where a record with a message magic and a PHYSICALOFFSET equal
     to its own address (``base`` + position) decodes cleanly: the resynchronisation point after a
-    broken record (the earliest candidate, whichever magic it has)."""
+    broken record (the earliest candidate, whichever magic it has).  ``stop``: only zeros lie at or
+    after it (``nonzero_extent``'s end), where no record starts: the search reads no further."""
     pos = start
     overlap = 64
-    while pos < f.size:
-        chunk = f.pread(pos, CHUNK_SIZE + overlap)
+    end = f.size if stop is None else min(f.size, stop + overlap)
+    while pos < end:
+        chunk = f.pread(pos, min(CHUNK_SIZE + overlap, end - pos))
         candidates = []
         for magic in MESSAGE_MAGICS:
             pattern = magic.to_bytes(4, "big")

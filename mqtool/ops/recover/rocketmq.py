@@ -312,7 +312,7 @@ class _Window:
         extent = tails[valid_end] if valid_end in tails else nonzero_extent(f, valid_end)
         if extent is None:
             return
-        dropped = queue_offsets.count_records_after(f, seg.base, valid_end, nexts)
+        dropped = queue_offsets.count_records_after(f, seg.base, valid_end, nexts, stop=extent[1])
         # non-zero bytes only past the size: nothing to zero before it
         length = min(extent[1], limit) - valid_end if extent[0] < limit else 0
         self.cut = (extent, False, dropped, length)

@@ -209,12 +209,12 @@ def _assemble(task: CommitLogTask, res: CommitLogFileResult, events: Iterator[Ev
     precise = False  # a record was decoded precisely: the file is not all columns
     # what the recovery's reading takes of a file that is not healthy (its records up to the
     # ``RecoveryEnd``: a recover plan reads none of them again)
-    prefix = _Prefix() if keeping else None
+    prefix = _Prefix(task.is_last) if keeping else None
     for ev in events:
         if type(ev) is Record:
             precise = True
             at, rec = ev.position, ev.record
-            if prefix is not None and prefix.open:
+            if prefix is not None:
                 prefix.record(at, rec)
             if (broke := offsets.record(at, rec)) is not None:
                 res.findings.append(broke)
@@ -247,6 +247,8 @@ def _assemble(task: CommitLogTask, res: CommitLogFileResult, events: Iterator[Ev
             if prefix is not None:
                 prefix.close(ev, offsets, res, precise)
         elif isinstance(ev, Served):
+            if prefix is not None:
+                prefix.served(ev)
             if rows is not None and rows.open:
                 rows.served = model_cl.DecodedRecord(ev.position, ev.record, [], None)
         elif isinstance(ev, Stretch):
@@ -258,14 +260,16 @@ def _assemble(task: CommitLogTask, res: CommitLogFileResult, events: Iterator[Ev
                 row = int(np.searchsorted(cols.position, (broke.position or 0) - ev.position, side="right")) - 1
                 at = ev.position + int(cols.position[row])
                 res.damaged.append((base + at, base + at + int(cols.size[row])))
-            if prefix is not None and prefix.open:
-                prefix.read.add_columns(ev.position, cols)
+            if prefix is not None:
+                prefix.stretch(ev.position, cols)
             res.records += len(cols)
             res.max_store_timestamp = max(res.max_store_timestamp, int(cols.store_timestamp.max(initial=0)))
             res.last_store_timestamp = int(cols.store_timestamp[-1])
             if bulk or keeping:
                 parts.append((ev.position, cols))
         elif isinstance(ev, FileWalked):
+            if prefix is not None:
+                prefix.walked(ev)
             if rows is not None:
                 rows.flush(base)
             res.valid_end = ev.valid_end
@@ -299,8 +303,18 @@ class _Prefix:
     records decoded precisely before it (``read_to_handover``'s ``record_findings``: those of a
     record, not those of a region no record follows), and how the recovery's reading ends there."""
 
-    def __init__(self) -> None:
+    def __init__(self, last: bool) -> None:
+        self.last = last
         self.read = RecordsRead()
+        #: after the recovery's end at a broken record of a file before the newest: the records
+        #: the dispatch scan's walk (``queue_offsets.file_records`` with body CRCs unchecked) reads
+        #: on from there, as long as validate's reading reads the same ones (``next_at``: where the
+        #: next one is due; ``through``: where that walk reads on by itself, None: nowhere)
+        self.continued = False
+        self.next_at: int | None = None
+        self.through: int | None = None
+        self.served_at: int | None = None
+        self.pending: Served | None = None
         self.own: list[Finding] = []
         self.said: list[Finding] = []
         self.open = True
@@ -321,11 +335,51 @@ class _Prefix:
             self.tails.update(ev.tails)
         if ev.nexts:
             self.nexts.update(ev.nexts)
+        if ev.cause == "broken" and self.next_at is not None and ev.at != self.served_at:
+            self.through = self.next_at  # a record the dispatch scan's walk fails at too: it stops there
+            self.next_at = None
 
     def record(self, at: int, rec: MessageRecord) -> None:
-        self.said.extend(self.own)
-        self.own = []
-        self.read.add_record(at, rec)
+        if self.open:
+            self.said.extend(self.own)
+            self.own = []
+            self.read.add_record(at, rec)
+        elif self._follows(at):
+            self.read.add_record(at, rec)
+            self.next_at = at + rec.total_size
+
+    def stretch(self, position: int, cols: CommitLogColumns) -> None:
+        if self.open:
+            self.read.add_columns(position, cols)
+        elif len(cols) and self._follows(position + int(cols.position[0])):
+            self.read.add_columns(position, cols)
+            self.next_at = position + int(cols.position[-1]) + int(cols.size[-1])
+
+    def served(self, ev: Served) -> None:
+        """A broken record whose frame holds around a failed body CRC: the dispatch scan's walk
+        (body CRCs not checked) takes it.  Before the recovery's end, the one that end is at."""
+        if self.open:
+            self.pending = ev
+        elif self._follows(ev.position):
+            self.read.add_record(ev.position, ev.record)
+            self.next_at, self.served_at = ev.position + ev.record.total_size, ev.position
+
+    def _follows(self, at: int) -> bool:
+        """The record at ``at`` is the next one of the dispatch scan's walk (else that walk reads on
+        from where validate's left it: ``through``)."""
+        if self.next_at is None:
+            return False
+        if at == self.next_at:
+            return True
+        self.through, self.next_at = self.next_at, None
+        return False
+
+    def walked(self, ev: FileWalked) -> None:
+        """How validate's reading of the file ended: the records after the recovery's end go on
+        to there (an END_OF_FILE record: every record is read)."""
+        if self.next_at is not None:
+            self.through = None if ev.kind == "blank" and ev.valid_end == self.next_at else self.next_at
+            self.next_at = None
 
     def close(self, ev: RecoveryEnd, offsets: FileQueueOffsets, res: CommitLogFileResult, precise: bool) -> None:
         """The recovery's reading ends here (``ev``): what the fold has read so far is its."""
@@ -333,6 +387,14 @@ class _Prefix:
 
         self.open = False
         self.end = ev
+        walked = ev.walked
+        if walked.kind == "broken" and not self.last:
+            # the dispatch scan of a recover plan walks on past it (body CRCs not checked, as the
+            # broker dispatches): the records validate's reading reads next are that walk's too
+            pending, self.pending = self.pending, None
+            self.continued, self.next_at = True, walked.valid_end
+            if pending is not None:
+                self.served(pending)
         if ev.walked.kind in ("blank", "zeros", "eof"):
             # where the records end: what comes after only skips bytes (a file cut short), which
             # ``kept`` takes back -- no copy for each healthy file
@@ -358,7 +420,7 @@ class _Prefix:
         offsets = self.offsets
         if self.skipped is not None and offsets.skipped != self.skipped:
             offsets = replace(offsets, queues={k: replace(edge) for k, edge in offsets.queues.items()}, findings=list(offsets.findings), skipped=self.skipped)
-        prefix = KeptPrefix(walked, self.read, self.said, task.is_last, task.file_size, self.tails, self.nexts)
+        prefix = KeptPrefix(walked, self.read, self.said, task.is_last, task.file_size, self.tails, self.nexts, self.continued, self.through)
         return KeptReading((0, 0, 0, 0), offsets, None, self.records, self.last_store_timestamp, bytes_read, 0.0, None, prefix)
 
 

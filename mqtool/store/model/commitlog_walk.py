@@ -317,6 +317,9 @@ class FileWalked:
     bytes_read: int
     first_broken: int | None = None
     claim: int = -1
+    #: what the reading judged of the bytes after positions (``nonzero_extent``), for a reader
+    #: judging them next (``FileRecords.tails``)
+    tails: dict[int, tuple[int, int] | None] | None = field(default=None, compare=False)
 
     @property
     def kind(self) -> str:
@@ -407,8 +410,11 @@ class _Walk:
         self.marked = True
         return RecoveryEnd(FileWalked(de.DataEnd(kind, at, length, unit=torn, error=error), self.bytes_read, None, claim))
 
+    #: the non-zero extents after positions the walk judged (``nonzero_extent``)
+    tails: dict[int, tuple[int, int] | None] = field(default_factory=dict)
+
     def end(self, kind: str, *, length: int = 0, error: MqError | None = None, torn: rmq.TornTail | None = None, claim: int = -1) -> FileWalked:
-        return FileWalked(de.DataEnd(kind, self.valid_end, length, unit=torn, error=error), self.bytes_read, self.first_broken, claim)
+        return FileWalked(de.DataEnd(kind, self.valid_end, length, unit=torn, error=error), self.bytes_read, self.first_broken, claim, self.tails or None)
 
 
 def _walk_commitlog_file(f: ReadOnlyFile, task: CommitLogTask) -> Iterator[Event]:
@@ -647,7 +653,7 @@ def _recovery_broken(f: ReadOnlyFile, task: CommitLogTask, st: _Walk, data: byte
     at it (``broken``, with its located error).  None: the reading ended."""
     here = pos + p
     st.valid_end = here
-    torn = rmq.torn_tail_at(f, here, task.file_size) if task.is_last else None
+    torn = rmq.torn_tail_at(f, here, task.file_size, st.tails) if task.is_last else None
     if torn is not None:
         yield st.end("torn", length=torn.total, torn=torn)
         return None
@@ -783,10 +789,12 @@ def _after_broken_record(f: ReadOnlyFile, task: CommitLogTask, bad: int, exc: Mq
     st.valid_end = bad
     yield Damage(None, valid_end=bad)  # known before the record's bytes are read again
     base = st.base
+    # a reading kept for a recover plan keeps what it judged of the bytes after the record
+    tails: dict[int, tuple[int, int] | None] | None = {} if st.marked is not None else None
     if task.is_last:
         # In the last file, a record whose bytes stop early and are followed only by zeros is a
         # torn tail (a crash while writing), not damage (``rmq.torn_tail_at``).
-        torn = rmq.torn_tail_at(f, bad, task.file_size)
+        torn = rmq.torn_tail_at(f, bad, task.file_size, tails)
         if torn is not None:
             st.stopped = "torn"
             if st.marked is False:
@@ -811,13 +819,13 @@ def _after_broken_record(f: ReadOnlyFile, task: CommitLogTask, bad: int, exc: Mq
         yield Damage(Finding(code, task.path, located.position, reason), cause="broken", at=bad, tail=tail)
     else:
         finding = Finding(code, task.path, located.position, reason, severity=level)
-        yield Damage(finding, store_timestamp=_header_store_timestamp(f, base, bad), cause="broken", at=bad, nexts=nexts)
+        yield Damage(finding, store_timestamp=_header_store_timestamp(f, base, bad), cause="broken", at=bad, nexts=nexts, tails=tails)
     resume = next((bad + n for n in sorted(frames) if rmq.clean_at(f, base, bad + n)), None)
     region = None
     if resume is None:
-        resume = rmq.find_next_record(f, base, bad + 1)
+        resume = model.next_record(f, base, bad + 1, nexts)
         if resume is None:
-            extent = nonzero_extent(f, bad)
+            extent = tails[bad] if tails is not None and bad in tails else nonzero_extent(f, bad)
             stop = extent[1] if extent else bad
             st.stopped = "broken"
             yield Damage(
@@ -848,7 +856,9 @@ def _after_broken_record(f: ReadOnlyFile, task: CommitLogTask, bad: int, exc: Mq
 
 
 def _torn_damage(task: CommitLogTask, torn: rmq.TornTail, base: int) -> Damage:
-    return Damage(model.torn_tail_finding(task.path, torn.position, torn), covers=torn.damaged(base), torn=True, cause="torn", at=torn.position)
+    # what the judgement read of the bytes from the torn record on, for a reading kept for a recover plan
+    tails: dict[int, tuple[int, int] | None] | None = {torn.position: torn.extent} if task.keep_reading and torn.extent is not None else None
+    return Damage(model.torn_tail_finding(task.path, torn.position, torn), covers=torn.damaged(base), torn=True, cause="torn", at=torn.position, tails=tails)
 
 
 def _blank_damage(f: ReadOnlyFile, task: CommitLogTask, base: int, pos: int, total: int) -> Iterator[Damage]:
@@ -937,6 +947,9 @@ class FileRecords:
         self.own: list[Finding] = []
         self.code: str | None = None
         self.count = 0
+        #: the non-zero extents after positions the reading judged (``nonzero_extent``), for a
+        #: reader judging the same bytes next (``FileReading.tails``)
+        self.tails: dict[int, tuple[int, int] | None] = {}
 
     @property
     def data_end(self) -> de.DataEnd[str] | None:
@@ -976,6 +989,8 @@ class FileRecords:
         """The reading ended as ``walked`` says: its own end, or, for a reading that starts where
         validate's reading marked the recovery's end (:class:`RecoveryEnd`, at ``start``), that
         end, taken without reading (no record lies between)."""
+        if walked.tails:
+            self.tails.update(walked.tails)
         if walked.kind == "broken":
             self.error, self.failed_at = walked.end.error, walked.valid_end
         else:

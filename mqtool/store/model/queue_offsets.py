@@ -358,9 +358,12 @@ class RecordsRead:
     healthy stretches as columns (``parts``: ``(file position, columns)``) and each record the
     precise decoders read (file position, TOTALSIZE, TOPIC, QUEUEID, QUEUEOFFSET, STORETIMESTAMP,
     SYSFLAG) -- every
-    record the precise walk of the file (``file_records``) yields before file position ``through``,
-    where the reading's data ends (None: every record, the data ends in an END_OF_FILE record,
-    where that walk ends too).  At most ``KEPT_COLUMN_ROWS`` records are kept (``full``: more)."""
+    record the precise walk of the file (``file_records``; with body CRCs unchecked, as a recover
+    plan's dispatch scan walks it) yields before file position ``through``, where the reading's
+    data ends (None: every record, the data ends in an END_OF_FILE record, where that walk ends
+    too) or, kept from validate's reading (``KeptPrefix.continued``), where the records that reading
+    read on past a broken record stop being that walk's.  At most ``KEPT_COLUMN_ROWS`` records are
+    kept (``full``: more)."""
 
     parts: list[tuple[int, CommitLogColumns]] = field(default_factory=list)
     position: list[int] = field(default_factory=list)
@@ -478,6 +481,11 @@ class KeptPrefix:
     #: what validate's reading judged of the bytes after positions (``FileReading.tails``, ``.nexts``)
     tails: dict[int, tuple[int, int] | None] = field(default_factory=dict)
     nexts: model.NextRecords = field(default_factory=dict)
+    #: ``read`` goes on past the recovery's end (a broken record of a file before the newest)
+    #: with the records a dispatch scan's walk of the file (``file_records`` with body CRCs
+    #: unchecked, as the broker dispatches) reads next, up to ``through`` (None: every record)
+    continued: bool = False
+    through: int | None = None
 
 
 _SHARED: ContextVar[dict[str, KeptReading] | None] = ContextVar("mqtool_commitlog_shared_reading", default=None)
@@ -578,7 +586,10 @@ def _from_prefix(f: ReadOnlyFile, kept: KeptReading, prefix: KeptPrefix, base: i
     out.walk_end(walk, size)
     read = copy.copy(prefix.read)
     if not read.full and walk.data_end is not None:
-        read.through = None if walk.data_end.kind == "blank" else walk.data_end.position
+        if prefix.continued:
+            read.through = prefix.through
+        else:
+            read.through = None if walk.data_end.kind == "blank" else walk.data_end.position
         reading.records_read = read
     if end_findings:
         out.end_findings = reading.record_findings + model.commitlog_file_findings(f, walk, size, last=last, tails=reading.tails, nexts=reading.nexts)
@@ -640,6 +651,7 @@ def read_file(
                 reading.records += 1
                 reading.last_store_timestamp = record.store_timestamp
             out.walk_end(walk, size)
+            reading.tails.update(walk.tails)
             if fast is not None and not kept.full and walk.data_end is not None:
                 kept.through = None if walk.data_end.kind == "blank" else walk.data_end.position
                 reading.records_read = kept
@@ -736,12 +748,13 @@ def file_records(f: ReadOnlyFile, *, check_crc: bool = True, start: int = 0) -> 
     yield from FileRecords(f, start, check_crc=check_crc)
 
 
-def count_records_after(f: ReadOnlyFile, base: int, start: int, nexts: model.NextRecords | None = None) -> int:
+def count_records_after(f: ReadOnlyFile, base: int, start: int, nexts: model.NextRecords | None = None, stop: int | None = None) -> int:
     """Decodable records of the open CommitLog file ``f`` (named ``base``) from the first one
     after the failed record at ``start`` (a sync point: PHYSICALOFFSET = its address), resynchronising
     after broken ones: what a cut there would drop.  Counted from the file's one reading; ``nexts``:
-    the first one, when the reading found it already (``FileReading.nexts``)."""
-    first = model.next_record(f, base, start + 1, nexts) if start < f.size else None
+    the first one, when the reading found it already (``FileReading.nexts``); ``stop``: where the
+    non-zero bytes after ``start`` end (``nonzero_extent``), when known: no record starts after it."""
+    first = model.next_record(f, base, start + 1, nexts, stop) if start < f.size else None
     return 0 if first is None else _count_walked(f, base, first)
 
 

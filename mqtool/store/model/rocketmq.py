@@ -320,14 +320,15 @@ def ignored_tail(f: ReadOnlyFile, base: int | None, end: int, nexts: NextRecords
 NextRecords = dict[tuple[int, int], int | None]
 
 
-def next_record(f: ReadOnlyFile, base: int, start: int, nexts: NextRecords | None) -> int | None:
-    """``rmq.find_next_record(f, base, start)``, from ``nexts`` when found there already, else
-    noted there: a reading that judged the bytes after a file's valid end (``ignored_tail``) and a
-    recover plan counting the records a cut there drops search them once."""
+def next_record(f: ReadOnlyFile, base: int, start: int, nexts: NextRecords | None, stop: int | None = None) -> int | None:
+    """``rmq.find_next_record(f, base, start, stop)``, from ``nexts`` when found there already,
+    else noted there: a reading that judged the bytes after a file's valid end (``ignored_tail``)
+    and a recover plan counting the records a cut there drops search them once.  ``stop``: only
+    zeros from there on (it changes no answer, only what is read)."""
     if nexts is None:
-        return rmq.find_next_record(f, base, start)
+        return rmq.find_next_record(f, base, start, stop)
     if (base, start) not in nexts:
-        nexts[(base, start)] = rmq.find_next_record(f, base, start)
+        nexts[(base, start)] = rmq.find_next_record(f, base, start, stop)
     return nexts[(base, start)]
 
 
@@ -358,11 +359,21 @@ def _referenced_from(root: Path, offset: int) -> bool:
     return False
 
 
-def broken_record_finding(f: ReadOnlyFile, path: str, bad: int, exc: MqError | None, file_size: int, last: bool, nexts: NextRecords | None = None) -> Finding:
+def broken_record_finding(
+    f: ReadOnlyFile,
+    path: str,
+    bad: int,
+    exc: MqError | None,
+    file_size: int,
+    last: bool,
+    nexts: NextRecords | None = None,
+    tails: dict[int, tuple[int, int] | None] | None = None,
+) -> Finding:
     """The record that fails at ``bad``: a torn tail in the last file (``rmq.torn_tail_at``, a
-    warning), else damage with the code ``rmq.classify_broken_record`` gives (validate's)."""
+    warning), else damage with the code ``rmq.classify_broken_record`` gives (validate's).
+    ``nexts``, ``tails``: what a reading found of the bytes after positions already."""
     if last:
-        torn = rmq.torn_tail_at(f, bad, file_size)
+        torn = rmq.torn_tail_at(f, bad, file_size, tails)
         if torn is not None:
             return torn_tail_finding(path, bad, torn)
     if exc is None:
@@ -427,7 +438,7 @@ def _file_end_findings(
 ) -> list[Finding]:
     end = walk.end
     if walk.error is not None and walk.failed_at is not None:
-        return [broken_record_finding(f, path, walk.failed_at, walk.error, size, last, nexts)]
+        return [broken_record_finding(f, path, walk.failed_at, walk.error, size, last, nexts, tails)]
     if end is None:
         return []
     if end.kind == "stale":
@@ -436,11 +447,11 @@ def _file_end_findings(
     if end.kind == "torn":
         if walk.torn is not None:
             return [torn_tail_finding(path, end.position, walk.torn)]
-        return [broken_record_finding(f, path, end.position, None, size, last, nexts)]
+        return [broken_record_finding(f, path, end.position, None, size, last, nexts, tails)]
     if end.kind == "partial":
         if f.size < size and not last:
             return []  # cut short: RMQ-FILE-SIZE
-        return [broken_record_finding(f, path, end.position, rmq.past_the_end_error(f, end.position, end.length), size, last, nexts)]
+        return [broken_record_finding(f, path, end.position, rmq.past_the_end_error(f, end.position, end.length), size, last, nexts, tails)]
     if end.kind == "blank":
         blank = blank_size_finding(path, end.position, end.length, size)
         return [blank] if blank is not None else []

@@ -88,8 +88,32 @@ def _damaged_view(reading: queue_offsets.FileReading) -> tuple[object, ...]:
         reading.bytes_read,
         reading.record_findings,
         None if walk is None or walk.data_end is None else (_end(walk.data_end), walk.valid_end, walk.torn, walk.stale_claim, walk.record_findings),
-        None if read is None else (read.through, read.full, read.columns().position.tolist(), read.columns().queue_offset.tolist()),
+        read is None,
     )
+
+
+def _rows_are_the_dispatch_walks(path: str, reading: queue_offsets.FileReading) -> int | None:
+    """The records a reading keeps for a dispatch scan are those the scan's walk of the file (body
+    CRCs unchecked) yields before ``through``; returns ``through`` (-1: no records kept)."""
+    from mqtool.store.files import ReadOnlyFile
+
+    read = reading.records_read
+    if read is None:
+        return -1
+    with ReadOnlyFile(path) as f:
+        walked = [(pos, rec.queue_offset) for pos, rec in queue_offsets.file_records(f, check_crc=False) if read.through is None or pos < read.through]
+    columns = read.columns()
+    assert list(zip(columns.position.tolist(), columns.queue_offset.tolist(), strict=True)) == walked
+    return read.through
+
+
+def _report_rows() -> object:
+    """What report's validate counts for stats as it reads (its reading then says which broken
+    records the broker serves, ``commitlog_walk.Served``)."""
+    from mqtool.ops.stats import StatsOptions
+    from mqtool.ops.stats.rocketmq import record_count
+
+    return record_count(StatsOptions())
 
 
 def _end(end: object) -> tuple[object, ...]:
@@ -131,12 +155,16 @@ def test_a_damaged_files_kept_reading_is_what_read_file_sees(store: Path, kind: 
     _damage(store, kind, 123_457)
     fresh = _readings(store)
     with queue_offsets.shared_reading():
-        validate_path(store, ValidateOptions(jobs=jobs), "rocketmq")
+        validate_path(store, ValidateOptions(jobs=jobs, rows=_report_rows()), "rocketmq")
         with count_reads() as reads:
             kept = _readings(store)
     assert {p: _damaged_view(r) for p, r in kept.items()} == {p: _damaged_view(r) for p, r in fresh.items()}
     for path, reading in kept.items():
         assert reading.offsets.end_findings == fresh[path].offsets.end_findings
+        through, fresh_through = _rows_are_the_dispatch_walks(path, reading), _rows_are_the_dispatch_walks(path, fresh[path])
+        assert through == fresh_through or through is None or (fresh_through is not None and through > fresh_through)
+        if kind == "flip" and reading.walk is not None:  # a body CRC fails: the dispatch scan reads on past it, from validate's reading
+            assert through is None and fresh_through is not None
         for cache in ("tails", "nexts"):
             mine, theirs = getattr(reading, cache), getattr(fresh[path], cache)
             assert {k: mine[k] for k in mine.keys() & theirs.keys()} == {k: theirs[k] for k in mine.keys() & theirs.keys()}
@@ -181,7 +209,9 @@ def test_wherever_the_damage_a_kept_reading_is_what_read_file_sees(store: Path, 
     _damage(copy, kind, at)
     fresh = _readings(copy)
     with queue_offsets.shared_reading():
-        validate_path(copy, ValidateOptions(jobs=1), "rocketmq")
+        validate_path(copy, ValidateOptions(jobs=1, rows=_report_rows()), "rocketmq")
         kept = _readings(copy)
     assert {p: _damaged_view(r) for p, r in kept.items()} == {p: _damaged_view(r) for p, r in fresh.items()}
     assert {p: r.offsets.end_findings for p, r in kept.items()} == {p: r.offsets.end_findings for p, r in fresh.items()}
+    for path, reading in kept.items():
+        _rows_are_the_dispatch_walks(path, reading)

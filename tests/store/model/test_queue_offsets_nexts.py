@@ -40,9 +40,9 @@ def test_the_next_record_is_searched_once(tmp_path: Path, monkeypatch: pytest.Mo
     searches: list[int] = []
     search = rmq.find_next_record
 
-    def counted(f: ReadOnlyFile, base: int, start: int) -> int | None:
+    def counted(f: ReadOnlyFile, base: int, start: int, stop: int | None = None) -> int | None:
         searches.append(start)
-        return search(f, base, start)
+        return search(f, base, start, stop)
 
     monkeypatch.setattr(rmq, "find_next_record", counted)
     with ReadOnlyFile(path) as f:
