@@ -325,23 +325,26 @@ def _damaged_rocketmq(store: Path, root: Path, damage: str) -> Path:
     """A copy of the RocketMQ store with ``damage``: ``flipped`` (a body byte in the middle of
     the second CommitLog file: its record's body CRC fails, the broker's recovery ends the data
     there), ``newest-tail`` (a byte in the zeros after the newest file's data: garbage the
-    recovery zeroes), ``magic`` (the MAGICCODE of the second file's first record)."""
+    recovery zeroes), ``magic`` (the MAGICCODE of the second file's first record), ``two-files``
+    (``flipped``, and the MAGICCODE of the third file's first record: recover's dispatch scan
+    walks the second file past its broken record)."""
     import shutil
 
     shutil.copytree(store, root)
     files = sorted((root / "commitlog").iterdir())
-    path, at = {"flipped": (files[1], 500_000), "newest-tail": (files[-1], 200_000), "magic": (files[1], 4)}[damage]
-    data = bytearray(path.read_bytes())
-    if damage == "magic":
-        data[at : at + 4] = b"\0\0\0\1"
-    else:
-        data[at] ^= 0xFF
-    path.write_bytes(bytes(data))
+    places = {"flipped": [(files[1], 500_000)], "newest-tail": [(files[-1], 200_000)], "magic": [(files[1], 4)], "two-files": [(files[1], 500_000), (files[2], 4)]}
+    for path, at in places[damage]:
+        data = bytearray(path.read_bytes())
+        if at == 4:
+            data[at : at + 4] = b"\0\0\0\1"
+        else:
+            data[at] ^= 0xFF
+        path.write_bytes(bytes(data))
     return root
 
 
 @pytest.mark.parametrize("command", ("validate", "dump", "stats", "recover", "report"))
-@pytest.mark.parametrize("damage", ("flipped", "newest-tail", "magic"))
+@pytest.mark.parametrize("damage", ("flipped", "newest-tail", "magic", "two-files"))
 def test_a_command_reads_each_log_byte_once_on_a_damaged_rocketmq_store(damage: str, command: str, stores, tmp_path, monkeypatch) -> None:
     """On a damaged RocketMQ store too: recover's plan takes the records its dispatch scan
     counts of a file that is not healthy from the file's one reading (``queue_offsets.RecordsRead``)

@@ -336,7 +336,9 @@ class _Prefix:
         if ev.nexts:
             self.nexts.update(ev.nexts)
         if ev.cause == "broken" and self.next_at is not None and ev.at != self.served_at:
-            self.through = self.next_at  # a record the dispatch scan's walk fails at too: it stops there
+            # a record the dispatch scan's walk fails at too: that walk ends there, with the records
+            # kept (None: none to read on from), unless validate's reading left a gap before it
+            self.through = None if ev.at == self.next_at else self.next_at
             self.next_at = None
 
     def record(self, at: int, rec: MessageRecord) -> None:

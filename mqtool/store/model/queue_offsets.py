@@ -565,6 +565,16 @@ def _from_kept(f: ReadOnlyFile, kept: KeptReading, base: int, size: int, last: b
     return reading
 
 
+def _scan_through(end: de.DataEnd[str]) -> int | None:
+    """Where a dispatch scan's walk of a file (body CRCs unchecked) reads on from after the records
+    a reading that ended at ``end`` read (``RecordsRead.through``): nowhere (None) after an
+    END_OF_FILE record, or after a broken record whose damage is not its body CRC (that walk fails
+    there too); else where the reading's data ends."""
+    if end.kind == "blank" or (end.kind == "broken" and end.error is not None and end.error.kind != "crc"):
+        return None
+    return end.position
+
+
 def _from_prefix(f: ReadOnlyFile, kept: KeptReading, prefix: KeptPrefix, base: int, size: int, last: bool, end_findings: bool) -> FileReading | None:
     """The :class:`FileReading` :func:`read_file` makes of a file that is not healthy, from
     validate's reading of it: the records up to the handover as read, the recovery's reading from
@@ -586,10 +596,7 @@ def _from_prefix(f: ReadOnlyFile, kept: KeptReading, prefix: KeptPrefix, base: i
     out.walk_end(walk, size)
     read = copy.copy(prefix.read)
     if not read.full and walk.data_end is not None:
-        if prefix.continued:
-            read.through = prefix.through
-        else:
-            read.through = None if walk.data_end.kind == "blank" else walk.data_end.position
+        read.through = prefix.through if prefix.continued else _scan_through(walk.data_end)
         reading.records_read = read
     if end_findings:
         out.end_findings = reading.record_findings + model.commitlog_file_findings(f, walk, size, last=last, tails=reading.tails, nexts=reading.nexts)
@@ -653,7 +660,7 @@ def read_file(
             out.walk_end(walk, size)
             reading.tails.update(walk.tails)
             if fast is not None and not kept.full and walk.data_end is not None:
-                kept.through = None if walk.data_end.kind == "blank" else walk.data_end.position
+                kept.through = _scan_through(walk.data_end)
                 reading.records_read = kept
             if end_findings:
                 out.end_findings = reading.record_findings + model.commitlog_file_findings(f, walk, size, last=last, tails=reading.tails, nexts=reading.nexts)
