@@ -226,7 +226,8 @@ def one_judgement(layout: str) -> Iterator[None]:
     segment for stats (``ops.stats.legacy.counter``), which then reads no message again.  Kafka:
     validate's reading also counts each segment for stats (``ops.stats.kafka.KafkaStatsFold``), and
     its kept segments serve lag's offsets and clean's timestamps.  RocketMQ: validate's reading of
-    each healthy CommitLog file serves recover's plan (``store.model.queue_offsets.shared_reading``).
+    each CommitLog file serves recover's plan (``store.model.queue_offsets.shared_reading``; of a
+    damaged file, what the broker's recovery reads of it).
     Inside a block of its own it adds nothing: the outer block's readings serve."""
     if _JUDGING.get():
         yield

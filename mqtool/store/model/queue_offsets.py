@@ -446,8 +446,10 @@ class KeptReading:
     ``CommitLogTask.keep_reading``: every record healthy, read as columns, the file ending the way
     the broker ends one) saw that :func:`read_file` would see: the file's queue offsets, where and
     how its data ends, its records, the STORETIMESTAMP of the last one, the bytes read and the
-    time taken; its ``columns`` for the newest files (``CommitLogTask.keep_columns``).  ``stat``:
-    the file as it was read (device, inode, size, mtime): a kept reading serves only that file."""
+    time taken; its ``columns`` for the newest files (``CommitLogTask.keep_columns``).  Of a file
+    that is not healthy, ``prefix`` says what the recovery's reading of it takes (``end`` None).
+    ``stat``: the file as it was read (device, inode, size, mtime): a kept reading serves only that
+    file."""
 
     stat: tuple[int, int, int, int]
     offsets: FileQueueOffsets
@@ -497,12 +499,12 @@ KEPT_COLUMN_ROWS = 1 << 20
 
 @contextlib.contextmanager
 def shared_reading() -> Iterator[None]:
-    """Inside the block, validate's reading of each healthy CommitLog file is kept
-    (:class:`KeptReading`, :func:`keep`) and :func:`read_commitlog` takes it instead of reading
-    the same unchanged file again: a command that runs several verbs over one store (``report``:
-    validate, then recover's plan) reads each healthy file once.  A damaged file is read again
-    by the recovery's own walk.  What is kept per file: its queue offsets and end, and the
-    columns of the newest files only."""
+    """Inside the block, validate's reading of each CommitLog file is kept (:class:`KeptReading`,
+    :func:`keep`) and :func:`read_commitlog` takes it instead of reading the same unchanged file
+    again: a command that runs several verbs over one store (``report``: validate, then recover's
+    plan) reads each file once.  What is kept per file: of a healthy file its queue offsets and
+    end, and the columns of the newest files only; of a damaged one what the broker's recovery
+    reads of it (:class:`KeptPrefix`), whose end is judged from the bytes after it."""
     token = _SHARED.set({})
     try:
         yield
