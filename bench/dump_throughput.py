@@ -19,7 +19,8 @@ bodies by default), then measures over the same files, in the same process and r
   reports too), timed on its own in this process: it grows with the file size, not with the
   records, and is shown so the per-record figure can be read without it.
 
-Prints records/s for both and the ratio (goal: dump >= 0.3x bare), with and without the zero tail.  Machines here are noisy:
+Prints records/s for both and the ratio (goal: dump >= 0.2x bare, issue 27's; an earlier 0.3x was
+not met), with and without the zero tail.  Machines here are noisy:
 this prints ratios, it asserts nothing.
 """
 
@@ -182,7 +183,7 @@ def main() -> None:
         print(f"{'bare struct loop':<28} {bare_rate:>12,.0f} records/s  ({bare_s:.2f} s)")
         print(f"{'mqtool dump --jsonl':<28} {dump_rate:>12,.0f} records/s  ({dump_s:.2f} s, fixed costs {fixed_s:.2f} s excluded: the same command on {FIXTURE.name})")
         print(f"{'  of which the zero tail':<28} {'':>12}             ({tail_s:.2f} s for {(last.stat().st_size - data_end) / 2**20:.0f} MiB of zeros after the data)")
-        print(f"ratio dump/bare: {dump_rate / bare_rate:.2f}x (goal >= 0.30x); without the zero tail: {lean_rate / bare_rate:.2f}x")
+        print(f"ratio dump/bare: {dump_rate / bare_rate:.2f}x (goal >= 0.20x); without the zero tail: {lean_rate / bare_rate:.2f}x")
     finally:
         if not args.keep:
             shutil.rmtree(work, ignore_errors=True)
