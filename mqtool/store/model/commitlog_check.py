@@ -209,7 +209,8 @@ def _assemble(task: CommitLogTask, res: CommitLogFileResult, events: Iterator[Ev
     precise = False  # a record was decoded precisely: the file is not all columns
     # what the recovery's reading takes of a file that is not healthy (its records up to the
     # ``RecoveryEnd``: a recover plan reads none of them again)
-    prefix = _Prefix(task.is_last) if keeping else None
+    # (body CRCs checked, as the recovery's reading checks them: else a record it stops at reads as healthy)
+    prefix = _Prefix(task.is_last, task.served) if keeping and task.check_crc else None
     for ev in events:
         if type(ev) is Record:
             precise = True
@@ -303,8 +304,12 @@ class _Prefix:
     records decoded precisely before it (``read_to_handover``'s ``record_findings``: those of a
     record, not those of a region no record follows), and how the recovery's reading ends there."""
 
-    def __init__(self, last: bool) -> None:
+    def __init__(self, last: bool, served: bool) -> None:
         self.last = last
+        #: the reading says which broken records the broker serves (:class:`Served`, ``task.served``):
+        #: without it a record past the recovery's end whose body CRC alone fails is not told from
+        #: one the dispatch scan's walk fails at too, and ``read`` does not go on past that end
+        self.serving = served
         self.read = RecordsRead()
         #: after the recovery's end at a broken record of a file before the newest: the records
         #: the dispatch scan's walk (``queue_offsets.file_records`` with body CRCs unchecked) reads
@@ -390,7 +395,7 @@ class _Prefix:
         self.open = False
         self.end = ev
         walked = ev.walked
-        if walked.kind == "broken" and not self.last:
+        if walked.kind == "broken" and not self.last and self.serving:
             # the dispatch scan of a recover plan walks on past it (body CRCs not checked, as the
             # broker dispatches): the records validate's reading reads next are that walk's too
             pending, self.pending = self.pending, None

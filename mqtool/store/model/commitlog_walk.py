@@ -612,9 +612,13 @@ def _walk_commitlog_file(f: ReadOnlyFile, task: CommitLogTask) -> Iterator[Event
             else:
                 yield st.end(end.kind, length=end.length)
             return
-        if end.kind == "partial" and not cut_short and (not more or end.length > rmq.MAX_RECORD_SIZE):
+        if end.kind == "partial" and not cut_short and (not more or end.length > rmq.MAX_RECORD_SIZE) and not (handover or recovery):
             # A record reaching past the end of the file: a torn write in the last file, else a
-            # broken TOTALSIZE (the broker never writes a record past the end of a file).
+            # broken TOTALSIZE (the broker never writes a record past the end of a file).  (A
+            # reading that stops there reads on from the record, which ends it: ``huge``.)
+            if st.marked is False:  # where the recovery's reading, read on from the record, ends
+                kind, length, error = _huge_end(f, end_pos, end.length, limit)
+                yield st.mark(end_pos, kind, length=length, error=error)
             resume = yield from _after_broken_record(f, task, end_pos, rmq.past_the_end_error(f, end_pos, end.length), st)
             if resume is None:
                 yield st.end(st.stopped)
@@ -636,6 +640,16 @@ def _walk_commitlog_file(f: ReadOnlyFile, task: CommitLogTask) -> Iterator[Event
         return
     yield from _end_damage(f, task, st, end_pos, end.kind, end.length)
     yield st.end(end.kind)
+
+
+def _huge_end(f: ReadOnlyFile, at: int, length: int, limit: int) -> tuple[str, int, MqError | None]:
+    """How a ``recovery`` reading that reads on from the record at ``at`` whose TOTALSIZE
+    (``length``) reaches past the file ends (a :class:`RecoveryEnd`'s kind, length and error): at
+    a TOTALSIZE no record has when its first piece (``piece_size``, from the record) leaves more
+    of the file (``broken``), else at a record cut by the file's end (``partial``)."""
+    if length > rmq.MAX_RECORD_SIZE and limit - at > piece_size():
+        return "broken", 0, rmq.past_the_end_error(f, at, length)
+    return "partial", length, None
 
 
 def _ending(st: _Walk, here: int, ending: DataEnd, rec: MessageRecord) -> FileWalked:

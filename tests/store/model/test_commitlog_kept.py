@@ -1,11 +1,15 @@
 """``queue_offsets.shared_reading``: validate's reading of each healthy CommitLog file is kept and
 ``read_commitlog`` (recover's plan) takes it instead of reading the unchanged file again -- the
 same queue offsets, end, records, last store time, tails and end findings ``read_file`` sees, the
-columns of the two newest files -- so ``report`` reads the CommitLog once.  A damaged file, or one
-changed since, is read again."""
+columns of the two newest files -- so ``report`` reads the CommitLog once.  Of a damaged file what
+the broker's recovery reads of it is kept (``KeptPrefix``), and the reading served from it is
+``read_file``'s too, whatever the damage, wherever it is and whatever the piece size (the
+property tests below); a file changed since is read again.  recover's plan inside report is the
+plan alone."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
 
@@ -215,3 +219,189 @@ def test_wherever_the_damage_a_kept_reading_is_what_read_file_sees(store: Path, 
     assert {p: r.offsets.end_findings for p, r in kept.items()} == {p: r.offsets.end_findings for p, r in fresh.items()}
     for path, reading in kept.items():
         _rows_are_the_dispatch_walks(path, reading)
+
+
+# --- trying to break the contract: damage of every kind, anywhere, read in pieces of any size ---
+
+#: the pieces the readings are read in (``store.files.read_in_pieces``; 0: the default): the kept
+#: reading and ``read_file``'s are read in the same one, as in ``report``
+PIECES = (0, 4096, 1 << 16, 300_000)
+
+
+def _records(path: Path) -> list[tuple[int, int]]:
+    """(position, TOTALSIZE) of the records a dispatch scan's walk of the file yields."""
+    from mqtool.store.files import ReadOnlyFile
+
+    with ReadOnlyFile(path) as f:
+        return [(pos, rec.total_size) for pos, rec in queue_offsets.file_records(f, check_crc=False)]
+
+
+#: where a damage of each kind lands: a file (0 first, -1 the newest) and what it does to the bytes
+DAMAGES = (
+    "byte",
+    "bodycrc",
+    "bodycrc-then-frame",
+    "totalsize",
+    "huge-totalsize",
+    "magic",
+    "physical",
+    "queueoffset",
+    "zeros",
+    "garbage",
+    "cut",
+    "torn",
+    "stale-copy",
+    "newest-garbage",
+)
+
+
+def _break(store: Path, kind: str, which: int, at: int) -> None:
+    """Damage the CommitLog file ``which`` of ``store`` (``kind``, ``at`` picks the place)."""
+    files = sorted((store / "commitlog").iterdir())
+    path = files[which]
+    data = bytearray(path.read_bytes())
+    records = _records(path) or [(0, min(len(data), 300))]  # an earlier damage broke its first record
+    if len(data) < 400:
+        return  # cut short to nothing much already
+    pos, size = records[at % len(records)]
+    if kind == "byte":
+        data[at % len(data)] ^= 1 << (at % 8)
+    elif kind in ("bodycrc", "bodycrc-then-frame"):  # a body byte (the bodies are most of a record)
+        data[pos + size // 3 + at % (size // 3)] ^= 0x10
+        if kind == "bodycrc-then-frame" and pos + size + 8 <= len(data):
+            data[pos + size + 4 + at % 4] ^= 0xFF  # the next record's MAGICCODE
+    elif kind == "totalsize":
+        data[pos : pos + 4] = (size + 1 + at % 50).to_bytes(4, "big")
+    elif kind == "huge-totalsize":  # no record is that long (RMQ-CL-SIZE)
+        data[pos : pos + 4] = b"\x7f\xff\xff\xff"
+    elif kind == "magic":
+        data[pos + 4 : pos + 8] = b"\0\0\0\1"
+    elif kind == "physical":  # PHYSICALOFFSET not its address (in the newest file: stale data when nothing follows)
+        data[pos + 28 : pos + 36] = (int.from_bytes(data[pos + 28 : pos + 36], "big") + 4096).to_bytes(8, "big")
+    elif kind == "queueoffset":
+        data[pos + 20 : pos + 28] = (int.from_bytes(data[pos + 20 : pos + 28], "big") + 2).to_bytes(8, "big")
+    elif kind == "zeros":
+        data[pos + at % size : pos + at % size + 2000] = bytes(len(data[pos + at % size : pos + at % size + 2000]))
+    elif kind == "garbage":
+        data[pos + at % size : pos + at % size + 300] = bytes((at + i) % 251 + 1 for i in range(300))[: len(data) - pos - at % size]
+    elif kind == "cut":  # cut short (before the newest: RMQ-FILE-SIZE), inside or after a record
+        data = data[: pos + (at % 3) * size // 2]
+    elif kind == "torn":  # the newest file's last record's last bytes zeros
+        pos, size = records[-1]
+        data[pos + size - 1 - at % (size - 1) : pos + size] = bytes(1 + at % (size - 1))
+    elif kind == "stale-copy":  # the first record of the file written again after the newest file's data
+        end = records[-1][0] + records[-1][1]
+        data[end : end + records[0][1]] = data[: records[0][1]]
+    elif kind == "newest-garbage":
+        end = records[-1][0] + records[-1][1]
+        data[end + at % max(1, len(data) - end - 200)] = 0x5A
+    path.write_bytes(bytes(data))
+
+
+def _same_readings(store: Path, *, jobs: int = 1, piece: int = 0, rows: bool = True) -> None:
+    """The contract: each file's reading served from validate's kept reading is ``read_file``'s."""
+    from mqtool.store.files import read_in_pieces
+
+    with read_in_pieces(piece) if piece else contextlib.nullcontext():
+        fresh = _readings(store)
+        with queue_offsets.shared_reading():
+            validate_path(store, ValidateOptions(jobs=jobs, rows=_report_rows() if rows else None), "rocketmq")
+            kept = _readings(store)
+    view = (lambda r: _damaged_view(r)[:4] + _damaged_view(r)[5:]) if piece else _damaged_view  # bytes read: the piece's
+    assert {p: view(r) for p, r in kept.items()} == {p: view(r) for p, r in fresh.items()}
+    assert {p: r.offsets.end_findings for p, r in kept.items()} == {p: r.offsets.end_findings for p, r in fresh.items()}
+    for path, reading in kept.items():
+        through, fresh_through = _rows_are_the_dispatch_walks(path, reading), _rows_are_the_dispatch_walks(path, fresh[path])
+        assert through == fresh_through or through is None or (fresh_through is not None and through > fresh_through)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    damages=st.lists(st.tuples(st.sampled_from(DAMAGES), st.sampled_from([0, 1, -1]), st.integers(0, 1 << 30)), min_size=1, max_size=3),
+    piece=st.sampled_from(PIECES),
+    rows=st.booleans(),
+)
+def test_any_damage_in_any_file_read_in_any_piece_keeps_read_files_reading(
+    store: Path, tmp_path_factory: pytest.TempPathFactory, damages: list[tuple[str, int, int]], piece: int, rows: bool
+) -> None:
+    """Damage of every kind in the first, a middle and the newest file, up to three at once, the
+    store read in pieces from 4 KiB to the default (records cross them): the reading served from
+    what validate kept is ``read_file``'s, with validate counting rows for stats (report) or not."""
+    import shutil
+
+    copy = tmp_path_factory.mktemp("damaged") / "store"
+    shutil.copytree(store, copy)
+    for kind, which, at in damages:
+        _break(copy, kind, -1 if kind in ("torn", "stale-copy", "newest-garbage") else which, at)
+    _same_readings(copy, piece=piece, rows=rows)
+
+
+def test_a_totalsize_no_record_has_inside_a_piece_ends_the_recovery_reading(store: Path) -> None:
+    """A TOTALSIZE past the largest record in the middle of a piece with more of the file after
+    it: the recovery's reading (``read_file``, recover's plan) stops at it as the broker does --
+    it used to resynchronise past it (read in 64 KiB pieces, as a 1 GiB file is in 8 MiB ones),
+    and the recover plan neither saw the damage nor cut there -- and validate's kept reading
+    marks the same end."""
+    from mqtool.store.files import read_in_pieces
+
+    files = sorted((store / "commitlog").iterdir())
+    pos = _records(files[1])[200][0]
+    _break(store, "huge-totalsize", 1, 200)
+    for piece in (0, 1 << 16):
+        with read_in_pieces(piece) if piece else contextlib.nullcontext():
+            reading = _readings(store)[str(files[1])]
+        assert reading.walk is not None and reading.walk.valid_end == pos, piece
+        assert [x.code for x in reading.offsets.end_findings] == ["RMQ-CL-SIZE"], piece
+    _same_readings(store, piece=1 << 16)
+    assert _plans(store, piece=1 << 16) == _plans(store)
+
+
+def test_a_body_crc_past_the_end_without_rows_is_read_again_by_the_dispatch_scan(store: Path) -> None:
+    """Validate without stats' rows (no ``Served`` events) cannot tell a record whose body CRC
+    alone fails from one the dispatch scan's walk fails at too: the records it kept stop at the
+    recovery's end, and the scan reads on from there (they used to claim no record follows)."""
+    _break(store, "bodycrc", 1, 300)
+    _same_readings(store, rows=False)
+    _same_readings(store, rows=True)
+
+
+def _plans(store: Path, *, jobs: int = 1, piece: int = 0) -> tuple[object, object]:
+    """recover's plan alone, and inside report (after validate, in one judgement)."""
+    from mqtool.ops.recover import recoverer
+    from mqtool.ops.report import one_judgement, stats_rows
+    from mqtool.store.files import read_in_pieces
+
+    plan, _apply, options = recoverer("rocketmq")
+    with read_in_pieces(piece) if piece else contextlib.nullcontext():
+        alone = plan(str(store), options()).to_dict()
+        with one_judgement("rocketmq"):
+            validate_path(str(store), ValidateOptions(jobs=jobs, rows=stats_rows("rocketmq")), "rocketmq")
+            inside = plan(str(store), options()).to_dict()
+    return _scrub(alone), _scrub(inside)
+
+
+def _scrub(value: object) -> object:
+    """A plan as compared: its measured read speed aside."""
+    if isinstance(value, dict):
+        return {k: _scrub(v) for k, v in value.items() if k not in ("read_bytes_per_second", "estimated_seconds")}
+    if isinstance(value, list):
+        return [_scrub(v) for v in value]
+    return value
+
+
+@pytest.mark.parametrize(
+    ("damages", "jobs", "piece"),
+    [
+        ([("huge-totalsize", 1, 200)], 1, 1 << 16),
+        ([("bodycrc-then-frame", 1, 77), ("magic", 2, 5)], 2, 0),
+        ([("bodycrc", 0, 3), ("torn", -1, 40)], 1, 4096),
+        ([("cut", 1, 1001), ("stale-copy", -1, 0)], 2, 0),
+        ([("physical", 1, 9), ("queueoffset", 2, 11), ("newest-garbage", -1, 12345)], 1, 300_000),
+    ],
+)
+def test_recovers_plan_inside_report_is_the_plan_alone(store: Path, damages: list[tuple[str, int, int]], jobs: int, piece: int) -> None:
+    for kind, which, at in damages:
+        _break(store, kind, which, at)
+    alone, inside = _plans(store, jobs=jobs, piece=piece)
+    assert inside == alone
+    assert alone != _scrub({})  # a plan was made
