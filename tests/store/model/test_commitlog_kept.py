@@ -405,3 +405,71 @@ def test_recovers_plan_inside_report_is_the_plan_alone(store: Path, damages: lis
     alone, inside = _plans(store, jobs=jobs, piece=piece)
     assert inside == alone
     assert alone != _scrub({})  # a plan was made
+
+
+@pytest.fixture
+def big_files(tmp_path: Path) -> Path:
+    """A store of 2 MiB CommitLog files: one cut short keeps more than ``COLUMN_WALK_MIN_SIZE``."""
+    root = tmp_path / "store2"
+    body = bytes(range(256)) * 3
+    with StoreWriter(root, WriterConfig(commitlog_file_size=2 * FILE, index_hash_slot_num=4096, index_num=16384)) as writer:
+        end = n = 0
+        while end < 2 * (2 * FILE) + FILE // 2:
+            res = writer.append(cl.MessageRecord(topic=f"T{n % 3}", queue_id=n % 2, body=body, properties={"KEYS": f"k{n}"}))
+            end, n = res.commitlog_offset + res.size, n + 1
+    return root
+
+
+@pytest.mark.parametrize("inside", [False, True])
+@pytest.mark.parametrize("which", [0, 1])
+def test_a_file_cut_short_past_a_mebibyte_keeps_read_files_reading(big_files: Path, which: int, inside: bool) -> None:
+    """A file before the newest cut short (RMQ-FILE-SIZE) at a record's end or inside a record,
+    still large enough to be read as columns: validate's fold skips the bytes missing after the
+    recovery's end (``FileQueueOffsets.skipped``), which the kept reading does not hold."""
+    files = sorted((big_files / "commitlog").iterdir())
+    records = [r for r in _records(files[which]) if r[0] > FILE + FILE // 4]
+    pos, size = records[len(records) // 2]
+    files[which].write_bytes(files[which].read_bytes()[: pos + (size // 2 if inside else size)])
+    _same_readings(big_files)
+    kept = _kept_prefixes(big_files)
+    assert kept[str(files[which])].prefix.walked.kind == ("partial" if inside else "eof")  # type: ignore[union-attr]
+    alone, report = _plans(big_files)
+    assert report == alone
+
+
+def _kept_prefixes(store: Path) -> dict[str, queue_offsets.KeptReading]:
+    """What validate keeps of each file in a shared reading."""
+    with queue_offsets.shared_reading():
+        validate_path(store, ValidateOptions(jobs=1, rows=_report_rows()), "rocketmq")
+        shared = queue_offsets._SHARED.get()
+        assert shared is not None
+        return dict(shared)
+
+
+def test_records_after_a_served_record_stop_where_the_dispatch_scan_stops(store: Path) -> None:
+    """A record whose body CRC alone fails (the broker serves it), then one whose MAGICCODE is
+    broken, in a file before the newest: the records validate's reading keeps past the recovery's
+    end are the served one only -- validate resynchronises past the broken frame, the dispatch
+    scan's walk stops there (``through``: it reads on from there itself)."""
+    files = sorted((store / "commitlog").iterdir())
+    _break(store, "bodycrc-then-frame", 1, 40)
+    walked = _records(files[1])
+    assert len(walked) == 41  # the dispatch scan's walk reads the served record, then stops
+    kept = _kept_prefixes(store)[str(files[1])].prefix
+    assert kept is not None and kept.continued and kept.through == walked[-1][0] + walked[-1][1]
+    _same_readings(store)
+
+
+def test_a_reading_kept_for_another_file_size_is_not_served(store: Path) -> None:
+    """Validate told another CommitLog file size (``--commitlog-file-size``) judges each file
+    against it: what it keeps is not what a reading at the store's own size sees."""
+    files = sorted((store / "commitlog").iterdir())
+    _break(store, "magic", 1, 7)
+    fresh = _readings(store)
+    with queue_offsets.shared_reading():
+        validate_path(store, ValidateOptions(jobs=1, rows=_report_rows(), commitlog_file_size=2 * FILE), "rocketmq")
+        shared = queue_offsets._SHARED.get()
+        assert shared is not None and shared[str(files[1])].prefix is not None  # kept, for 2 MiB files
+        kept = _readings(store)
+    assert {p: _damaged_view(r) for p, r in kept.items()} == {p: _damaged_view(r) for p, r in fresh.items()}
+    assert {p: r.offsets.end_findings for p, r in kept.items()} == {p: r.offsets.end_findings for p, r in fresh.items()}
