@@ -225,14 +225,7 @@ def test_a_command_reads_each_log_byte_once_on_a_damaged_kafka_store(damage: str
     stops and what a cut there removes (the valid records after it, the bytes' CRC-32), so
     recover's plan -- alone or inside report's one reading -- reads no segment again."""
     root = _damaged_kafka(stores["kafka"], tmp_path / "store", damage)
-    logs = [p for p in root.rglob("*") if p.is_file() and _is_log(str(p))]
-    total = sum(p.stat().st_size for p in logs)
-    monkeypatch.setattr(rocketmq_broker, "_SPEEDS", {})
-    with count_reads() as reads, contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
-        code = run([str(a) for a in _args("kafka", command, root, tmp_path)])
-    assert code == DAMAGED_EXIT.get((damage, command), 1), (damage, command)
-    read = sum(n for path, n in reads.items() if _is_log(path))
-    ratio = max(0, read - FIXED_PER_FILE * len(logs)) / total
+    ratio = _read_ratio(root, _args("kafka", command, root, tmp_path), DAMAGED_EXIT.get((damage, command), 1), monkeypatch)
     assert ratio <= TARGET, f"{command} reads {ratio:.2f}x the log bytes of a Kafka store with a {damage} segment (at most {TARGET}x)"
 
 
@@ -352,12 +345,5 @@ def test_a_command_reads_each_log_byte_once_on_a_damaged_rocketmq_store(damage: 
     (``queue_offsets.KeptPrefix``: the records up to where the broker's recovery stops, and how
     its reading ends there)."""
     root = _damaged_rocketmq(stores["rocketmq"], tmp_path / "store", damage)
-    logs = [p for p in root.rglob("*") if p.is_file() and _is_log(str(p))]
-    total = sum(p.stat().st_size for p in logs)
-    monkeypatch.setattr(rocketmq_broker, "_SPEEDS", {})
-    with count_reads() as reads, contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
-        code = run([str(a) for a in _args("rocketmq", command, root, tmp_path)])
-    assert code == (0 if damage == "newest-tail" and command != "recover" else 1), (damage, command)
-    read = sum(n for path, n in reads.items() if _is_log(path))
-    ratio = max(0, read - FIXED_PER_FILE * len(logs)) / total
+    ratio = _read_ratio(root, _args("rocketmq", command, root, tmp_path), 0 if damage == "newest-tail" and command != "recover" else 1, monkeypatch)
     assert ratio <= TARGET, f"{command} reads {ratio:.2f}x the log bytes of a RocketMQ store with a {damage} CommitLog file (at most {TARGET}x)"

@@ -322,7 +322,6 @@ class _Prefix:
         self.pending: Served | None = None
         self.own: list[Finding] = []
         self.said: list[Finding] = []
-        self.open = True
         self.end: RecoveryEnd | None = None
         self.offsets: FileQueueOffsets | None = None
         self.records = self.last_store_timestamp = 0
@@ -332,6 +331,11 @@ class _Prefix:
         #: what the reading judged of the bytes after positions (``Damage.tails``, ``Damage.nexts``)
         self.tails: dict[int, tuple[int, int] | None] = {}
         self.nexts: model.NextRecords = {}
+
+    @property
+    def open(self) -> bool:
+        """The recovery's reading has not ended yet: what the fold reads is its."""
+        return self.end is None
 
     def damage(self, ev: Damage) -> None:
         if self.open and ev.finding is not None:
@@ -392,7 +396,6 @@ class _Prefix:
         """The recovery's reading ends here (``ev``): what the fold has read so far is its."""
         import copy
 
-        self.open = False
         self.end = ev
         walked = ev.walked
         if walked.kind == "broken" and not self.last and self.serving:

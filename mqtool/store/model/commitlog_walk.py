@@ -506,16 +506,7 @@ def _walk_commitlog_file(f: ReadOnlyFile, task: CommitLogTask) -> Iterator[Event
                         if not st.records and task.alt_base is not None and rec.physical_offset == task.alt_base + here:
                             st.base = task.alt_base  # misnamed: RMQ-FILE-OVERLAP/GAP/ALIGN say so
                             yield Rebased(st.base)
-                        elif (
-                            task.is_last
-                            and not ranged
-                            and not recovery
-                            and (
-                                (marked.kind == "stale" or (marked.kind == "torn" and rmq.is_stale_copy(f, st.base, here, rec, task.file_size)))
-                                if marked is not None
-                                else not (marking and stale_judged) and rmq.is_stale_copy(f, st.base, here, rec, task.file_size)
-                            )
-                        ):
+                        elif task.is_last and not ranged and not recovery and _stale_copy(f, task, st.base, here, rec, marked, marking and stale_judged):
                             # A record at ``here`` of the last file that claims another place, with no
                             # record at its own place after it: valid data ends here and the rest is
                             # stale (copied or left behind) data.
@@ -650,6 +641,18 @@ def _huge_end(f: ReadOnlyFile, at: int, length: int, limit: int) -> tuple[str, i
     if length > rmq.MAX_RECORD_SIZE and limit - at > piece_size():
         return "broken", 0, rmq.past_the_end_error(f, at, length)
     return "partial", length, None
+
+
+def _stale_copy(f: ReadOnlyFile, task: CommitLogTask, base: int, here: int, rec: MessageRecord, marked: DataEnd | None, looked: bool) -> bool:
+    """Validate's stale-copy rule (``rmq.is_stale_copy``) at the record at ``here`` of the newest
+    file, taking the recovery rule's verdict when it judged the record first (``marked``:
+    ``rmq.data_ends_at``'s end there; ``looked``: it looked for a stale copy, so none is there unless
+    ``marked`` says so -- a torn end is found before it looks)."""
+    if marked is not None and marked.kind == "stale":
+        return True
+    if looked and marked is None:
+        return False
+    return rmq.is_stale_copy(f, base, here, rec, task.file_size)
 
 
 def _ending(st: _Walk, here: int, ending: DataEnd, rec: MessageRecord) -> FileWalked:
